@@ -139,7 +139,7 @@ def _first_singular_offset(prop: _Propagator, L: np.ndarray, H: float) -> float 
     def scan(a, Ea, Sa, b, depth):
         if certified(Ea, Sa, b - a):
             return None
-        Eb, Sb = S_at(b)
+        _, Sb = S_at(b)
         if np.linalg.eigvalsh(Sb)[0] <= 0 and (prop.monotone or depth >= BRENT_DEPTH):
             return brentq(lam, a, b, xtol=4 * np.finfo(float).eps * b,
                           rtol=4 * np.finfo(float).eps)

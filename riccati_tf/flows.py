@@ -144,7 +144,7 @@ def _rk_flow(params_fn, gaussian: Gaussian, t_out, t_final, rtol, atol) -> Traje
         dn_quad = dn - 2 * np.trace(p.A @ cov)
         if dn > 0 and dn_quad >= BLOWUP_QUADRATIC_SHARE * dn:
             blowup_time = t0 + n / dn
-            eig, vec = np.linalg.eigh(0.5 * (cov + cov.T))
+            _, vec = np.linalg.eigh(0.5 * (cov + cov.T))
             direction = vec[:, -1]
             break
         threshold *= BLOWUP_GROWTH
@@ -160,7 +160,8 @@ def layers(params: Params | Sequence[Params], gaussian: Gaussian, n_layers: int,
            tau: float) -> Trajectory:
     """Exact discrete residual layers x⁺ = x + τ X(x) acting on N(m, Σ) (SPEC §2):
 
-        m⁺ = (I + τM) m + τc,   Σ⁺ = (I + τM) Σ (I + τM)ᵀ,   M = A + Σ_h V_h Σ B_h, c = b + Σ_h V_h m.
+        m⁺ = (I + τM) m + τc,   Σ⁺ = (I + τM) Σ (I + τM)ᵀ,
+        M = A + Σ_h V_h Σ B_h,   c = b + Σ_h V_h m.
 
     params: one Params for every layer, or a sequence of n_layers Params. Returns one state per
     layer (times 0, τ, ..., n_layers τ); status "blowup" if the state overflows.

@@ -63,7 +63,7 @@ class ParticleRun:
 
 
 def velocity(params: Params, x: np.ndarray, *, block: int = BLOCK) -> np.ndarray:
-    """X[μ_N](x_i) = A x_i + b + Σ_h V_h Σ_j softmax_j(⟨B_h x_i, x_j⟩) x_j for the cloud x (N, d)."""
+    """X[μ_N](x_i) = A x_i + b + Σ_h V_h Σ_j softmax_j(⟨B_h x_i, x_j⟩) x_j for a cloud x (N, d)."""
     out = x @ params.A.T + params.b
     for V, B in params.heads:
         if np.any(V):
