@@ -2,6 +2,9 @@
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
+# OpenBLAS with several threads is erratic on small matrices: one thread for every target.
+export OPENBLAS_NUM_THREADS = 1
+export OMP_NUM_THREADS = 1
 
 .PHONY: report test test-slow bench lint clean
 

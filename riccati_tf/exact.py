@@ -30,8 +30,10 @@ from .errors import SolverError
 from .validation import psd_factor
 
 GAUSS_STAGES = 6
-#: steps satisfy ‖A‖ h ≤ STEP_THETA and ‖K‖ h ≤ STEP_THETA (K the mean's coefficient matrix)
+#: covariance steps satisfy ‖A‖₂ h ≤ STEP_THETA (accuracy of the block exponential)
 STEP_THETA = 1.0
+#: mean sub-steps satisfy ‖K‖_F h ≤ MEAN_THETA at both ends (accuracy of the collocation)
+MEAN_THETA = 0.5
 #: bisection depth limits when certifying that S(s) = I + LᵀW(s)L stays positive definite
 BRENT_DEPTH = 10
 MAX_REFINE = 40
@@ -153,29 +155,60 @@ def _first_singular_offset(prop: _Propagator, L: np.ndarray, H: float) -> float 
     return scan(0.0, np.eye(L.shape[0]), eye, H, 0)
 
 
+def _norm_K(Ashift, Bbar, L) -> float:
+    """‖K‖₂ for the mean's coefficient matrix K = A + v̄ I + L Lᵀ B̄."""
+    return float(np.linalg.norm(Ashift + L @ (L.T @ Bbar), 2))
+
+
 def _step(prop: _Propagator, L, m, h, Ashift, Bbar, b, track_mean):
     """Advance (m, L) by h: Gauss collocation for the mean, square-root update for Σ = LLᵀ."""
-    E, W = prop.nodes(h)
-    EL = E @ L
-    S = np.eye(L.shape[1]) + np.swapaxes(L, 0, 1)[None] @ W @ L
     if track_mean:
+        E, W = prop.nodes(h)
+        EL = E @ L
+        S = np.eye(L.shape[1]) + np.swapaxes(L, 0, 1)[None] @ W @ L
         d, s = m.size, prop.c.size
         Snodes = EL[:s] @ np.linalg.solve(S[:s], np.swapaxes(EL[:s], -1, -2))
         K = Ashift[None] + Snodes @ Bbar
-        blockK = np.zeros((s * d, s * d))
-        for i in range(s):
-            blockK[i * d:(i + 1) * d, i * d:(i + 1) * d] = K[i]
-        rhs = (K @ m + b).reshape(-1)
-        k = np.linalg.solve(np.eye(s * d) - h * blockK @ np.kron(prop.a, np.eye(d)), rhs)
+        # stage equations k_i − h Σ_j a_ij K_i k_j = K_i m + b: block (i, j) is δ_ij I − h a_ij K_i
+        blocks = -h * prop.a[:, :, None, None] * K[:, None]
+        blocks[np.arange(s), np.arange(s)] += np.eye(d)
+        system = blocks.transpose(0, 2, 1, 3).reshape(s * d, s * d)
+        k = np.linalg.solve(system, (K @ m + b).reshape(-1))
         m = m + h * (prop.w @ k.reshape(s, d))
+        EL, S = EL[-1], S[-1]
+    else:
+        E, W = prop.at(h)
+        EL = E @ L
+        S = np.eye(L.shape[1]) + L.T @ W @ L
     if L.shape[1]:
         try:
-            C, _ = cho_factor(S[-1], lower=True)
+            C, _ = cho_factor(S, lower=True)
         except np.linalg.LinAlgError:
             raise SolverError("I + LᵀW(h)L lost definiteness although no blow-up was located in "
                               "the step") from None
-        L = solve_triangular(C, EL[-1].T, lower=True, check_finite=False).T
+        L = solve_triangular(C, EL.T, lower=True, check_finite=False).T
     return m, L
+
+
+def _advance(prop: _Propagator, L, m, H, Ashift, Bbar, b, track_mean):
+    """Advance by H in sub-steps h = H / 2^level with ‖K‖ h ≤ MEAN_THETA at both ends of each
+    (K grows like 1/(T* − t) near a blow-up); returns (m, L, number of sub-steps)."""
+    if not track_mean:
+        return (*_step(prop, L, m, H, Ashift, Bbar, b, False), 1)
+    num, level, count = 0, 0, 0  # done = num · H / 2^level
+    while num < 2 ** level:
+        h = H / 2 ** level
+        m_new, L_new = _step(prop, L, m, h, Ashift, Bbar, b, True)
+        if level < 60 and max(_norm_K(Ashift, Bbar, L),
+                              _norm_K(Ashift, Bbar, L_new)) * h > MEAN_THETA:
+            num, level = 2 * num, level + 1
+            continue
+        m, L = m_new, L_new
+        num, count = num + 1, count + 1
+        while level and num % 2 == 0 and _norm_K(Ashift, Bbar, L) * H / 2 ** (level - 1) <= (
+                MEAN_THETA / 2):
+            num, level = num // 2, level - 1
+    return m, L, count
 
 
 def exact_flow(A, G, vbar, Bbar, b, mean0, cov0, t_out: np.ndarray, t_final: float) -> ExactResult:
@@ -195,18 +228,18 @@ def exact_flow(A, G, vbar, Bbar, b, mean0, cov0, t_out: np.ndarray, t_final: flo
     knots = np.unique(np.concatenate([t_out, [t_final]]))
     wanted = set(t_out.tolist())
     out_t, out_m, out_S = [], [], []
-    t = 0.0
     n_steps = 0
     blowup_time = blowup_dir = None
     if knots[0] == 0.0:
         out_t.append(0.0), out_m.append(m.copy()), out_S.append(L @ L.T)
         knots = knots[1:]
     h0 = STEP_THETA / normA if normA > 0 else np.inf
+    t0 = 0.0
     for knot in knots:
-        while t < knot:
-            H = min(h0, knot - t)
-            if knot - t - H < 1e-12 * knot:
-                H = knot - t
+        n_big = max(1, int(np.ceil((knot - t0) / h0)))
+        H = (knot - t0) / n_big  # equal steps: one block exponential per interval
+        for k in range(n_big):
+            t = t0 + k * H
             if r and np.any(prop.G_minus):
                 root = _first_singular_offset(prop, L, H)
                 if root is not None:
@@ -215,14 +248,11 @@ def exact_flow(A, G, vbar, Bbar, b, mean0, cov0, t_out: np.ndarray, t_final: flo
                     u = Er @ L @ vec[:, 0]
                     blowup_time, blowup_dir = t + root, u / np.linalg.norm(u)
                     break
-            normK = np.linalg.norm(Ashift + L @ (L.T @ Bbar), 2) if track_mean else 0.0
-            n_sub = 2 ** max(0, int(np.ceil(np.log2(max(normK * H / STEP_THETA, 1.0)))))
-            for _ in range(n_sub):
-                m, L = _step(prop, L, m, H / n_sub, Ashift, Bbar, b, track_mean)
-            n_steps += n_sub
-            t = t + H if t + H < knot else knot
+            m, L, count = _advance(prop, L, m, H, Ashift, Bbar, b, track_mean)
+            n_steps += count
         if blowup_time is not None:
             break
+        t0 = knot
         if knot in wanted:
             out_t.append(knot), out_m.append(m.copy()), out_S.append(L @ L.T)
     return ExactResult(np.array(out_t), np.array(out_m).reshape(-1, d),

@@ -1,0 +1,45 @@
+"""Figures of trajectories (matplotlib, Agg backend, imported lazily)."""
+
+from __future__ import annotations
+
+import io
+
+import numpy as np
+
+
+def _pyplot():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def plot_covariance(traj, *, title: str = "", ax=None):
+    """Eigenvalues of Σ(t) on a log scale, with the blow-up time T* marked when there is one."""
+    plt = _pyplot()
+    fig = None
+    if ax is None:
+        fig, ax = plt.subplots(figsize=(5.0, 3.4))
+    eig = np.linalg.eigvalsh(traj.cov)
+    for i in range(eig.shape[1]):
+        ax.semilogy(traj.t, np.clip(eig[:, i], 1e-300, None), lw=1.6, label=f"λ{i + 1}(Σ)")
+    if traj.blowup_time is not None:
+        ax.axvline(traj.blowup_time, color="crimson", ls="--", lw=1.2,
+                   label=f"T* = {traj.blowup_time:.6g}")
+    ax.set_xlabel("t (depth)")
+    ax.set_ylabel("eigenvalues of Σ(t)")
+    ax.set_title(title)
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=8)
+    return fig if fig is not None else ax.figure
+
+
+def figure_png(fig) -> bytes:
+    """The figure as PNG bytes (and closes it)."""
+    plt = _pyplot()
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=110, bbox_inches="tight")
+    plt.close(fig)
+    return buf.getvalue()

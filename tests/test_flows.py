@@ -1,0 +1,165 @@
+"""flow(): exact closed form against Runge–Kutta, blow-up times, rank invariance (SPEC §3, §5)."""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from riccati_tf import Gaussian, Params, flow
+from riccati_tf.errors import InvalidInputError
+
+from .cases import general_params, random_cov, random_gaussian, scalar_v_params
+
+
+def rel_err(a, b):
+    return np.max(np.abs(a - b)) / max(np.max(np.abs(b)), 1e-300)
+
+
+def _case(seed, d):
+    rng = np.random.default_rng(seed)
+    rank = d if seed % 3 else max(1, d - 1 - seed % d)  # every third case singular
+    heads = 1 + seed % 2
+    return scalar_v_params(rng, d, heads=heads), random_gaussian(rng, d, rank=rank)
+
+
+@pytest.mark.parametrize("d", range(1, 9))
+@pytest.mark.parametrize("seed", range(3))
+def test_exact_and_rk_agree(d, seed):
+    p, g = _case(100 * d + seed, d)
+    ex = flow(p, g, 2.0, method="exact")
+    # near a blow-up Σ grows like 1/(T* − t): rk needs a tight tolerance to resolve it
+    rk = flow(p, g, 2.0, method="rk", rtol=1e-12, atol=1e-14)
+    assert ex.method == "exact" and rk.method == "rk"
+    assert ex.status == rk.status
+    k = min(len(ex), len(rk))
+    assert abs(len(ex) - len(rk)) <= 1
+    np.testing.assert_array_equal(ex.t[:k], rk.t[:k])
+    assert rel_err(ex.cov[:k], rk.cov[:k]) <= 1e-8
+    assert rel_err(ex.mean[:k], rk.mean[:k]) <= 1e-8
+    if ex.status == "blowup":
+        assert abs(ex.blowup_time - rk.blowup_time) <= 1e-7 * ex.blowup_time
+        # both name the same direction of divergence (up to sign)
+        assert abs(abs(ex.blowup_direction @ rk.blowup_direction) - 1) < 1e-6
+
+
+@pytest.mark.parametrize("d", [2, 4, 8])
+def test_blowups_are_exercised_and_agree(rng, d):
+    """Equal definiteness (v(B + Bᵀ) ≻ 0, i.e. G ≺ 0) from a full-rank Σ0 blows up."""
+    C = rng.standard_normal((d, d))
+    p = Params(A=0.3 * rng.standard_normal((d, d)), B=C @ C.T / d + np.eye(d), V=0.5 * np.eye(d),
+               b=rng.standard_normal(d))
+    g = random_gaussian(rng, d)
+    ex = flow(p, g, 10.0, method="exact")
+    rk = flow(p, g, 10.0, method="rk")
+    assert ex.status == rk.status == "blowup"
+    assert abs(ex.blowup_time - rk.blowup_time) <= 1e-7 * ex.blowup_time
+    assert np.all(ex.t < ex.blowup_time)
+
+
+@pytest.mark.parametrize("a, v, b, s0", [(0.5, 1.0, 1.0, 0.3), (-1.0, 0.8, 2.0, 2.0),
+                                         (0.0, 1.0, 0.5, 1.0), (2.0, -1.0, -1.0, 0.1)])
+def test_scalar_blowup_time_formula(a, v, b, s0):
+    """σ̇ = 2aσ + 2vbσ² blows up at t* = ln(1 + r/(kσ0))/r, r = 2a, k = 2vb (r → 0: 1/(kσ0))."""
+    r, k = 2 * a, 2 * v * b
+    t_star = np.log1p(r / (k * s0)) / r if r else 1 / (k * s0)
+    p, g = Params(A=a, B=b, V=v), Gaussian([0.0], [[s0]])
+    for method in ("exact", "rk"):
+        tr = flow(p, g, 2 * t_star, method=method)
+        assert tr.status == "blowup"
+        assert abs(tr.blowup_time - t_star) <= 1e-7 * t_star
+    assert abs(flow(p, g, 2 * t_star).blowup_time - t_star) <= 1e-10 * t_star
+
+
+def test_scalar_closed_form_trajectory():
+    """σ(t) = σ0 e^{rt} / (1 − kσ0 (e^{rt} − 1)/r) for σ̇ = rσ + kσ² (no blow-up when k < 0)."""
+    a, v, b, s0 = 0.7, -1.0, 0.5, 2.0
+    r, k = 2 * a, 2 * v * b
+    tr = flow(Params(A=a, B=b, V=v), Gaussian([0.0], [[s0]]), 4.0)
+    e = np.exp(r * tr.t)
+    expected = s0 * e / (1 - k * s0 * (e - 1) / r)
+    assert rel_err(tr.cov[:, 0, 0], expected) < 1e-13
+    assert tr.status == "completed" and tr.method == "exact"
+
+
+@pytest.mark.parametrize("d, r", [(3, 1), (4, 2), (6, 3)])
+def test_rank_is_invariant_along_flows(rng, d, r):
+    p = scalar_v_params(rng, d)
+    g = Gaussian(rng.standard_normal(d), random_cov(rng, d, rank=r))
+    for method in ("exact", "rk"):
+        tr = flow(p, g, 1.0, method=method)
+        for S in tr.cov:
+            eig = np.linalg.eigvalsh(S)
+            assert np.sum(eig > 1e-7 * eig[-1]) == r
+    tr = flow(general_params(rng, d), g, 1.0)
+    assert tr.method == "rk"
+    assert all(np.sum(np.linalg.eigvalsh(S) > 1e-7 * np.linalg.eigvalsh(S)[-1]) == r
+               for S in tr.cov)
+
+
+def test_zero_covariance_stays_zero_and_mean_is_linear(rng):
+    d = 3
+    p = scalar_v_params(rng, d)
+    g = Gaussian(rng.standard_normal(d), np.zeros((d, d)))
+    tr = flow(p, g, 1.0, t_eval=[0.0, 1.0])
+    assert np.all(tr.cov == 0)
+    from scipy.linalg import expm
+    K = p.A + sum(p.value_scalars) * np.eye(d)
+    blk = np.zeros((d + 1, d + 1))
+    blk[:d, :d], blk[:d, d] = K, p.b
+    expected = (expm(blk) @ np.append(g.mean, 1.0))[:d]
+    assert rel_err(tr.mean[-1], expected) < 1e-12
+
+
+def test_time_varying_controls_use_rk(rng):
+    d = 2
+    p0, p1 = general_params(rng, d), general_params(rng, d)
+    g = random_gaussian(rng, d)
+    tr = flow(lambda t: p0 if t < 0.5 else p1, g, 1.0, t_eval=[0.0, 0.5, 1.0])
+    assert tr.method == "rk"
+    first = flow(p0, g, 0.5, t_eval=[0.0, 0.5])
+    second = flow(p1, first.gaussian(-1), 0.5, t_eval=[0.0, 0.5])
+    assert rel_err(tr.cov[-1], second.cov[-1]) < 1e-6
+    with pytest.raises(InvalidInputError, match="time-invariant"):
+        flow(lambda t: p0, g, 1.0, method="exact")
+
+
+def test_auto_picks_exact_only_for_scalar_values(rng):
+    g = random_gaussian(rng, 3)
+    assert flow(scalar_v_params(rng, 3), g, 0.5).method == "exact"
+    assert flow(general_params(rng, 3), g, 0.5).method == "rk"
+    with pytest.raises(InvalidInputError, match="scalar value matrices"):
+        flow(general_params(rng, 3), g, 0.5, method="exact")
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"t_final": -1.0}, "positive"),
+    ({"t_final": np.nan}, "finite"),
+    ({"t_final": 1.0, "t_eval": [0.0, 2.0]}, r"\[0, t_final\]"),
+    ({"t_final": 1.0, "t_eval": [0.5, 0.2]}, "increasing"),
+    ({"t_final": 1.0, "method": "euler"}, "method"),
+    ({"t_final": 1.0, "rtol": 0.0}, "rtol"),
+    ({"t_final": "1"}, "real number"),
+])
+def test_flow_rejects_bad_input(rng, kwargs, message):
+    with pytest.raises(InvalidInputError, match=message):
+        flow(scalar_v_params(rng, 2), random_gaussian(rng, 2), **kwargs)
+
+
+def test_flow_rejects_bad_params_objects(rng):
+    with pytest.raises(InvalidInputError, match="Params"):
+        flow({"A": 1}, random_gaussian(rng, 1), 1.0)
+    with pytest.raises(InvalidInputError, match="dimension mismatch"):
+        flow(scalar_v_params(rng, 3), random_gaussian(rng, 2), 1.0)
+
+
+@settings(max_examples=25, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), d=st.integers(1, 5), method=st.sampled_from(["exact", "rk"]))
+def test_flows_keep_covariances_symmetric_psd(seed, d, method):
+    rng = np.random.default_rng(seed)
+    p = scalar_v_params(rng, d)
+    g = random_gaussian(rng, d, rank=int(rng.integers(0, d + 1)))
+    tr = flow(p, g, 1.0, method=method, t_eval=np.linspace(0, 1, 11))
+    for S in tr.cov:
+        assert np.all(np.isfinite(S)) and np.array_equal(S, S.T)
+        eig = np.linalg.eigvalsh(S)
+        assert eig[0] >= -1e-9 * max(eig[-1], 1.0)
