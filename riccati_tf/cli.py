@@ -1,35 +1,163 @@
-"""Command line: `riccati-tf <subcommand>`."""
+"""Command line: `riccati-tf <subcommand> [SPEC] [--json] [--plot FILE] [--debug]`.
+
+Exit codes: 0 success, 2 invalid spec or arguments (one line naming the field), 3 numerical
+failure (a SolverError), 1 anything unexpected. Tracebacks only with --debug.
+"""
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import json
 import sys
+from collections.abc import Callable
+
+import numpy as np
+
+from .errors import InvalidInputError, SolverError
+from .spec import field, load_spec, parse_gaussian, parse_number, parse_params
+
+EXIT_INVALID, EXIT_NUMERICAL = 2, 3
 
 
-def _report(args) -> int:
+def to_jsonable(obj):
+    """Dataclasses, numpy arrays and scalars as plain JSON values (non-finite floats as strings)."""
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        return {f.name: to_jsonable(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
+    if isinstance(obj, dict):
+        return {str(k): to_jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [to_jsonable(v) for v in obj]
+    if isinstance(obj, np.ndarray):
+        return to_jsonable(obj.tolist())
+    if isinstance(obj, np.generic):
+        return to_jsonable(obj.item())
+    if isinstance(obj, float) and not np.isfinite(obj):
+        return str(obj)
+    return obj
+
+
+def _save_plot(fig, path: str) -> None:
+    from .plotting import figure_png
+
+    with open(path, "wb") as fh:
+        fh.write(figure_png(fig))
+
+
+# --- subcommands: each takes (args, spec) and returns (result dict, figure or None) ----------
+
+def cmd_flow(args, spec):
+    from .flows import flow
+    from .plotting import plot_covariance
+
+    params = parse_params(field(spec, "params"))
+    g0 = parse_gaussian(field(spec, "initial"), "initial")
+    t_final = parse_number(spec, "t_final")
+    kwargs = {k: parse_number(spec, k) for k in ("rtol", "atol") if k in spec}
+    method = field(spec, "method", default="auto")
+    t_eval = field(spec, "t_eval", default=None)
+    try:
+        tr = flow(params, g0, t_final, method=method, t_eval=t_eval, **kwargs)
+    except SolverError:
+        raise
+    except InvalidInputError as exc:
+        raise InvalidInputError(f"flow: {exc}") from None
+    return tr, (plot_covariance(tr, title="flow") if args.plot else None)
+
+
+def cmd_layers(args, spec):
+    from .flows import layers
+    from .plotting import plot_covariance
+
+    g0 = parse_gaussian(field(spec, "initial"), "initial")
+    n_layers = parse_number(spec, "n_layers", kind=int)
+    tau = parse_number(spec, "tau")
+    if "layers" in spec:
+        raw = field(spec, "layers")
+        if not isinstance(raw, list):
+            raise InvalidInputError("layers: must be a list of params mappings")
+        params = [parse_params(p, f"layers[{i}]") for i, p in enumerate(raw)]
+    else:
+        params = parse_params(field(spec, "params"))
+    tr = layers(params, g0, n_layers, tau)
+    return tr, (plot_covariance(tr, title="layers") if args.plot else None)
+
+
+def cmd_report(args, _spec):
     from .report import write_report
 
     page = write_report(args.out, quick=args.quick)
     print(f"report written to {page.parent.resolve()}/ (open {page.name})")
-    return 0
+    return None, None
+
+
+COMMANDS: dict[str, tuple[str, Callable, bool]] = {
+    "flow": ("integrate the mean-covariance flow of a spec (exact or Runge-Kutta)", cmd_flow, True),
+    "layers": ("propagate a Gaussian through exact discrete residual layers", cmd_layers, True),
+    "report": ("run the built-in analyses and write an HTML report", cmd_report, False),
+}
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="riccati-tf",
         description="Gaussian (mean-field) dynamics of Transformers: moment equations, Riccati "
-                    "flows, certificates and reachability.")
+                    "flows, certificates and reachability. Spec files are JSON or YAML with "
+                    "matrices as nested lists.")
     sub = parser.add_subparsers(dest="command", required=True)
-    rep = sub.add_parser("report", help="run the built-in analyses and write an HTML report")
+    for name, (help_text, _handler, needs_spec) in COMMANDS.items():
+        p = sub.add_parser(name, help=help_text, description=help_text)
+        if needs_spec:
+            p.add_argument("spec", help="spec file (.json, .yaml or .yml)")
+            p.add_argument("--json", action="store_true", help="print machine-readable results")
+            p.add_argument("--plot", metavar="FILE", help="write a PNG figure")
+        p.add_argument("--debug", action="store_true", help="show tracebacks")
+    rep = sub.choices["report"]
     rep.add_argument("--out", default="report", help="output folder (default: report)")
-    rep.add_argument("--quick", action="store_true", help="smaller, faster run")
-    rep.set_defaults(func=_report)
+    rep.add_argument("--quick", action="store_true", help="smaller, faster run (≤ 1 minute)")
     return parser
+
+
+def _print_human(result) -> None:
+    data = to_jsonable(result)
+    if isinstance(data, dict):
+        for key, value in data.items():
+            text = json.dumps(value)
+            print(f"{key}: {text if len(text) <= 300 else text[:297] + '...'}")
+    else:
+        print(json.dumps(data))
 
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    return args.func(args)
+    _help, handler, needs_spec = COMMANDS[args.command]
+    try:
+        spec = load_spec(args.spec) if needs_spec else None
+        result, fig = handler(args, spec)
+        if fig is not None:
+            _save_plot(fig, args.plot)
+        if result is not None:
+            if args.json:
+                print(json.dumps(to_jsonable(result)))
+            else:
+                _print_human(result)
+        return 0
+    except InvalidInputError as exc:
+        if args.debug:
+            raise
+        print(f"riccati-tf {args.command}: error: {exc}", file=sys.stderr)
+        return EXIT_INVALID
+    except SolverError as exc:
+        if args.debug:
+            raise
+        print(f"riccati-tf {args.command}: numerical failure: {exc}", file=sys.stderr)
+        return EXIT_NUMERICAL
+    except Exception as exc:
+        if args.debug:
+            raise
+        print(f"riccati-tf {args.command}: unexpected error ({type(exc).__name__}: {exc}); "
+              "rerun with --debug for the traceback", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

@@ -15,15 +15,22 @@ from .model import Gaussian, Params, check_dims
 
 
 def moment_arrays(params: Params, mean: np.ndarray, cov: np.ndarray):
-    """(ṁ, Σ̇) from raw arrays, without validation (used inside integrators)."""
-    AS = params.A @ cov
-    dcov = AS + AS.T
-    dmean = params.A @ mean + params.b
+    """(ṁ, Σ̇) from raw arrays, without validation (used inside integrators).
+
+    The mean rides along as an extra column: with X = [Σ | m], the products A X, V_h X, B_h X and
+    (V_h Σ)(B_h X) give AΣ, Am, V_hΣ, V_h m, W_h and V_hΣB_h m at once.
+    """
+    d = mean.size
+    X = np.empty((d, d + 1))
+    X[:, :d], X[:, d] = cov, mean
+    AX = params.A @ X
+    dcov = AX[:, :d] + AX[:, :d].T
+    dmean = AX[:, d] + params.b
     for V, B in params.heads:
-        VS = V @ cov
-        W = VS @ (B @ cov)
-        dcov += W + W.T
-        dmean += V @ mean + VS @ (B @ mean)
+        VX = V @ X
+        WX = VX[:, :d] @ (B @ X)
+        dcov += WX[:, :d] + WX[:, :d].T
+        dmean += VX[:, d] + WX[:, d]
     return dmean, dcov
 
 
