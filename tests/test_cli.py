@@ -1,0 +1,82 @@
+"""The command line: valid specs give results, invalid specs one line naming the field, exit 2."""
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from riccati_tf import Gaussian, Params, flow
+from riccati_tf.cli import main
+
+PARAMS = {"A": [[0.5, 0.0], [0.0, 0.5]], "B": [[1.0, 0.0], [0.0, 1.0]], "V": [[-1, 0], [0, -1]]}
+INITIAL = {"mean": [1.0, 0.0], "cov": [[1.0, 0.3], [0.3, 0.5]]}
+
+
+def run(tmp_path, capsys, spec, *args, name="spec.json", text=None):
+    path = tmp_path / name
+    path.write_text(text if text is not None else json.dumps(spec))
+    code = main([*args[:1], str(path), *args[1:]])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_flow_json_matches_library(tmp_path, capsys):
+    spec = {"params": PARAMS, "initial": INITIAL, "t_final": 3.0, "t_eval": [0.0, 1.5, 3.0]}
+    code, out, _ = run(tmp_path, capsys, spec, "flow", "--json")
+    assert code == 0
+    got = json.loads(out)
+    ref = flow(Params(**PARAMS), Gaussian(**INITIAL), 3.0, t_eval=[0.0, 1.5, 3.0])
+    np.testing.assert_allclose(got["cov"], ref.cov, rtol=1e-14)
+    assert got["method"] == "exact" and got["status"] == "completed"
+
+
+def test_flow_yaml_and_plot(tmp_path, capsys):
+    text = ("params: {A: [[1, 0], [0, 1]], B: [[1, 0], [0, 1]], V: [[1, 0], [0, 1]]}\n"
+            "initial: {mean: [0, 0], cov: [[1, 0], [0, 1]]}\nt_final: 2\n")
+    plot = tmp_path / "f.png"
+    code, out, _ = run(tmp_path, capsys, None, "flow", "--plot", str(plot), name="s.yaml",
+                       text=text)
+    assert code == 0 and "blowup" in out
+    assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_layers_valid(tmp_path, capsys):
+    spec = {"params": PARAMS, "initial": INITIAL, "n_layers": 4, "tau": 0.1}
+    code, out, _ = run(tmp_path, capsys, spec, "layers", "--json")
+    assert code == 0 and len(json.loads(out)["t"]) == 5
+
+
+@pytest.mark.parametrize("command, spec, message", [
+    ("flow", {"initial": INITIAL, "t_final": 1.0}, "params: missing field"),
+    ("flow", {"params": {"A": [[1.0, 2.0]]}, "initial": INITIAL, "t_final": 1.0}, "square"),
+    ("flow", {"params": PARAMS, "initial": {"mean": [0, 0], "cov": [[1, 2], [2, 1]]},
+              "t_final": 1.0}, "not positive semidefinite"),
+    ("flow", {"params": PARAMS, "initial": INITIAL, "t_final": "1e3"}, "t_final: must be a number"),
+    ("flow", {"params": {**PARAMS, "A": [[1, "x"], [0, 1]]}, "initial": INITIAL, "t_final": 1},
+     "params.A[0][1]"),
+    ("layers", {"params": PARAMS, "initial": INITIAL, "tau": 0.1}, "n_layers: missing field"),
+    ("layers", {"params": PARAMS, "initial": INITIAL, "n_layers": 2.5, "tau": 0.1},
+     "n_layers: must be an integer"),
+    ("layers", {"params": PARAMS, "initial": {"mean": [0, 0], "cov": [[1, 0], [0, float("nan")]]},
+                "n_layers": 2, "tau": 0.1}, "NaN"),
+])
+def test_invalid_specs_exit_2_with_one_line(tmp_path, capsys, command, spec, message):
+    code, out, err = run(tmp_path, capsys, spec, command)
+    assert code == 2
+    assert message in err and len(err.strip().splitlines()) == 1
+    assert "Traceback" not in err
+
+
+def test_unreadable_and_malformed_files(tmp_path, capsys):
+    assert main(["flow", str(tmp_path / "missing.json")]) == 2
+    code, _, err = run(tmp_path, capsys, None, "flow", text="{not json", name="x.json")
+    assert code == 2 and "not valid JSON" in err
+
+
+def test_console_script_help():
+    out = subprocess.run([sys.executable, "-m", "riccati_tf.cli", "--help"], capture_output=True,
+                         text=True, check=True).stdout
+    for command in ("flow", "layers", "report"):
+        assert command in out
