@@ -6,7 +6,7 @@ BIN    := $(VENV)/bin
 export OPENBLAS_NUM_THREADS = 1
 export OMP_NUM_THREADS = 1
 
-.PHONY: report test test-slow bench lint clean
+.PHONY: report test test-slow bench lint browser clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -26,7 +26,17 @@ report: $(VENV)/.core
 lint: $(VENV)/.test
 	$(BIN)/ruff check riccati_tf tests proofs benchmarks
 
-test: lint
+# The report's browser check needs a headless Chromium: installed from Debian's packages when
+# running as root with apt-get (skip with NO_BROWSER=1); without one that single test is skipped.
+browser:
+	@command -v chromium-headless-shell >/dev/null 2>&1 || command -v chromium >/dev/null 2>&1 || \
+	  [ -n "$(NO_BROWSER)" ] || [ "$$(id -u)" != 0 ] || ! command -v apt-get >/dev/null 2>&1 || \
+	  { echo "installing chromium-headless-shell for the report's browser check"; \
+	    apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive \
+	    apt-get install -y -qq chromium-headless-shell >/dev/null 2>&1 || \
+	    echo "note: could not install chromium-headless-shell; its test will be skipped"; }
+
+test: lint browser
 	$(BIN)/python -m pytest -q
 
 test-slow: $(VENV)/.test

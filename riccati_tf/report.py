@@ -19,6 +19,7 @@ import numpy as np
 
 from .examples import regime_examples
 from .flows import flow
+from .htmlmath import latex_to_mathml
 from .plotting import figure_png, plot_covariance
 
 
@@ -60,9 +61,12 @@ def regimes_section(quick: bool) -> Section:
         rows.append(f"<tr><td>{name}</td><td>{ex.status}</td><td>{t_star}</td>"
                     f"<td>{final[0]:.4g}, {final[-1]:.4g}</td><td>{agree:.1e}</td></tr>")
     body = (
-        "<p>Scalar value matrices V = vI give Σ̇ = AΣ + ΣAᵀ − ΣGΣ with G = −v(B + Bᵀ); the exact "
-        "solution is Σ(t) = e<sup>At</sup>Σ<sub>0</sub>(I + W(t)Σ<sub>0</sub>)<sup>−1</sup>"
-        "e<sup>Aᵀt</sup>. Each curve is the closed form; the last column is its maximum relative "
+        "<p>Scalar value matrices V = vI, G = −v(B + Bᵀ), turn the covariance equation into a "
+        "Riccati equation with the exact solution</p>"
+        + latex_to_mathml(r"\dot{\Sigma} = A\Sigma + \Sigma A^{\top} - \Sigma G \Sigma, \qquad "
+                          r"\Sigma(t) = e^{At}\Sigma_0\left(I + W(t)\Sigma_0\right)^{-1}"
+                          r"e^{A^{\top}t}, \qquad W(t) = \int_0^t e^{A^{\top}s} G e^{As}\,ds")
+        + "<p>Each curve is the closed form; the last column is its maximum relative "
         "difference to an independent Runge–Kutta integration (rtol 1e-10).</p>"
         "<table><tr><th>regime</th><th>status</th><th>T*</th><th>final λ(Σ) (min, max)</th>"
         "<th>exact vs rk</th></tr>" + "".join(rows) + "</table>")
@@ -87,7 +91,23 @@ def _page(sections: list[Section]) -> str:
              "figcaption{font-size:80%;color:#555}")
     return (f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>riccati_tf report</title>"
             f"<style>{style}</style></head><body><h1>riccati_tf report</h1>{''.join(parts)}"
-            "</body></html>")
+            f"<script>{_RENDER_CHECK}</script></body></html>")
+
+
+# After loading, the page records how many figures decoded and how many equations laid out with
+# a non-empty box (read back by the headless-browser test through --dump-dom).
+_RENDER_CHECK = """
+window.addEventListener('load', function () {
+  var imgs = Array.from(document.images), maths = Array.from(document.querySelectorAll('math'));
+  var root = document.documentElement.dataset;
+  root.figuresTotal = imgs.length;
+  root.figuresLoaded = imgs.filter(function (i) {
+    return i.complete && i.naturalWidth > 0; }).length;
+  root.equationsTotal = maths.length;
+  root.equationsRendered = maths.filter(function (m) {
+    var r = m.getBoundingClientRect(); return r.width > 0 && r.height > 0; }).length;
+});
+"""
 
 
 def write_report(out_dir: str | Path = "report", *, quick: bool = False,
