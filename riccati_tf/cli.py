@@ -7,41 +7,15 @@ failure (a SolverError), 1 anything unexpected. Tracebacks only with --debug.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import sys
 from collections.abc import Callable
 
-import numpy as np
-
 from .errors import InvalidInputError, SolverError
+from .serialize import to_jsonable
 from .spec import field, load_spec, parse_gaussian, parse_number, parse_params
 
 EXIT_INVALID, EXIT_NUMERICAL = 2, 3
-
-
-def to_jsonable(obj):
-    """Dataclasses, numpy arrays and scalars as plain JSON values (non-finite floats as strings)."""
-    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
-        return {f.name: to_jsonable(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
-    if isinstance(obj, dict):
-        return {str(k): to_jsonable(v) for k, v in obj.items()}
-    if isinstance(obj, list | tuple):
-        return [to_jsonable(v) for v in obj]
-    if isinstance(obj, np.ndarray):
-        return to_jsonable(obj.tolist())
-    if isinstance(obj, np.generic):
-        return to_jsonable(obj.item())
-    if isinstance(obj, float) and not np.isfinite(obj):
-        return str(obj)
-    return obj
-
-
-def _save_plot(fig, path: str) -> None:
-    from .plotting import figure_png
-
-    with open(path, "wb") as fh:
-        fh.write(figure_png(fig))
 
 
 # --- subcommands: each takes (args, spec) and returns (result dict, figure or None) ----------
@@ -83,6 +57,37 @@ def cmd_layers(args, spec):
     return tr, (plot_covariance(tr, title="layers") if args.plot else None)
 
 
+def cmd_probe(args, _spec):
+    from .experiments import probe_table, run_probe
+
+    try:
+        numbers = run_probe(args.model, args.out, n_tokens=args.n_tokens, seed=args.seed,
+                            n_null=args.n_null)
+    except ImportError as exc:
+        raise InvalidInputError(f"{exc}; install the extra: pip install 'riccati-tf[models]'") \
+            from None
+    print(probe_table(numbers))
+    print(f"figure and numbers written to {args.out}/probe.png, probe.json")
+    return None, None
+
+
+def cmd_prescribed(args, _spec):
+    from .experiments import run_prescribed
+
+    print(json.dumps(to_jsonable(run_prescribed(args.out, n_tokens=args.n_tokens,
+                                                seed=args.seed)), indent=1))
+    return None, None
+
+
+def cmd_relu_drift(args, _spec):
+    from .experiments import run_relu_drift
+
+    n = run_relu_drift(args.out, n_tokens=args.n_tokens, seed=args.seed)
+    print(json.dumps(to_jsonable({k: n[k] for k in ("drift_time", "null_q99", "figure")}),
+                     indent=1))
+    return None, None
+
+
 def cmd_report(args, _spec):
     from .report import write_report
 
@@ -94,6 +99,12 @@ def cmd_report(args, _spec):
 COMMANDS: dict[str, tuple[str, Callable, bool]] = {
     "flow": ("integrate the mean-covariance flow of a spec (exact or Runge-Kutta)", cmd_flow, True),
     "layers": ("propagate a Gaussian through exact discrete residual layers", cmd_layers, True),
+    "probe": ("feed Gaussian tokens to a saved Transformer encoder; per-layer Gaussianity",
+              cmd_probe, False),
+    "prescribed": ("particles vs the Gaussian flow: bounded (opposite signs) vs blow-up "
+                   "(equal signs)", cmd_prescribed, False),
+    "relu-drift": ("drift away from Gaussianity under a ReLU feed-forward layer", cmd_relu_drift,
+                   False),
     "report": ("run the built-in analyses and write an HTML report", cmd_report, False),
 }
 
@@ -112,6 +123,18 @@ def build_parser() -> argparse.ArgumentParser:
             p.add_argument("--json", action="store_true", help="print machine-readable results")
             p.add_argument("--plot", metavar="FILE", help="write a PNG figure")
         p.add_argument("--debug", action="store_true", help="show tracebacks")
+    probe = sub.choices["probe"]
+    probe.add_argument("--model", metavar="PATH", default=None,
+                       help="folder saved with save_pretrained (ModernBERT, DeiT); default: a "
+                            "randomly initialised DeiT-tiny-shaped encoder")
+    probe.add_argument("--n-tokens", type=int, default=1000)
+    probe.add_argument("--n-null", type=int, default=200,
+                       help="Gaussian samples simulated for the null distributions")
+    for name in ("probe", "prescribed", "relu-drift"):
+        sub.choices[name].add_argument("--seed", type=int, default=0)
+        sub.choices[name].add_argument("--out", default="report", help="output folder")
+    for name in ("prescribed", "relu-drift"):
+        sub.choices[name].add_argument("--n-tokens", type=int, default=2000)
     rep = sub.choices["report"]
     rep.add_argument("--out", default="report", help="output folder (default: report)")
     rep.add_argument("--quick", action="store_true", help="smaller, faster run (≤ 1 minute)")
@@ -135,7 +158,9 @@ def main(argv: list[str] | None = None) -> int:
         spec = load_spec(args.spec) if needs_spec else None
         result, fig = handler(args, spec)
         if fig is not None:
-            _save_plot(fig, args.plot)
+            from .plotting import save_figure
+
+            save_figure(fig, args.plot)
         if result is not None:
             if args.json:
                 print(json.dumps(to_jsonable(result)))

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import io
+from pathlib import Path
 
 import numpy as np
 
 
-def _pyplot():
+def pyplot():
+    """matplotlib.pyplot on the non-interactive Agg backend (imported on first use)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -18,7 +20,7 @@ def _pyplot():
 
 def plot_covariance(traj, *, title: str = "", ax=None):
     """Eigenvalues of Σ(t) on a log scale, with the blow-up time T* marked when there is one."""
-    plt = _pyplot()
+    plt = pyplot()
     fig = None
     if ax is None:
         fig, ax = plt.subplots(figsize=(5.0, 3.4))
@@ -36,10 +38,19 @@ def plot_covariance(traj, *, title: str = "", ax=None):
     return fig if fig is not None else ax.figure
 
 
+def save_figure(fig, path) -> Path:
+    """Write the figure as a PNG file (parent folders created) and close it."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(figure_png(fig))
+    return path
+
+
 def figure_png(fig) -> bytes:
     """The figure as PNG bytes (and closes it)."""
-    plt = _pyplot()
+    plt = pyplot()
     buf = io.BytesIO()
+    fig.tight_layout()
     fig.savefig(buf, format="png", dpi=110, bbox_inches="tight")
     plt.close(fig)
     return buf.getvalue()

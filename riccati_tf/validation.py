@@ -32,6 +32,14 @@ def _as_float_array(name: str, value) -> np.ndarray:
     return arr
 
 
+def as_array(name: str, value, *, ndim: int | None = None) -> np.ndarray:
+    """A finite float array (of ndim dimensions when given), e.g. a rectangular weight matrix."""
+    arr = _as_float_array(name, value)
+    if ndim is not None and arr.ndim != ndim:
+        raise InvalidInputError(f"{name} must be a {ndim}-dimensional array, got shape {arr.shape}")
+    return arr
+
+
 def as_matrix(name: str, value, d: int | None = None) -> np.ndarray:
     """A finite square float matrix; a Python/NumPy scalar is read as a 1×1 matrix."""
     arr = _as_float_array(name, value)

@@ -80,3 +80,28 @@ def test_console_script_help():
                          text=True, check=True).stdout
     for command in ("flow", "layers", "report"):
         assert command in out
+
+
+def test_probe_on_a_locally_saved_tiny_model(tmp_path, capsys):
+    pytest.importorskip("torch")
+    pytest.importorskip("transformers")
+    from riccati_tf.models import tiny_model
+
+    model_dir = tmp_path / "tiny-deit"
+    tiny_model("deit", hidden_size=32, n_layers=2, n_heads=2).save_pretrained(model_dir)
+    out = tmp_path / "out"
+    code = main(["probe", "--model", str(model_dir), "--out", str(out), "--n-tokens", "300",
+                 "--n-null", "40"])
+    printed = capsys.readouterr().out
+    assert code == 0
+    assert (out / "probe.png").read_bytes()[:4] == b"\x89PNG"
+    numbers = json.loads((out / "probe.json").read_text())
+    assert numbers["model_path"] == str(model_dir)
+    assert "layer" in printed
+
+
+def test_probe_rejects_a_missing_model_folder(tmp_path, capsys):
+    pytest.importorskip("transformers")
+    code = main(["probe", "--model", str(tmp_path / "nowhere"), "--out", str(tmp_path)])
+    err = capsys.readouterr().err
+    assert code == 2 and "nowhere" in err and len(err.strip().splitlines()) == 1

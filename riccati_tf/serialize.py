@@ -1,0 +1,25 @@
+"""Plain JSON values from results: dataclasses, numpy arrays and scalars; NaN/±Inf become None
+(strict JSON has no non-finite numbers)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+
+def to_jsonable(obj):
+    """A structure of dicts, lists, numbers, strings and None equal in content to obj."""
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        return {f.name: to_jsonable(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
+    if isinstance(obj, dict):
+        return {str(k): to_jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [to_jsonable(v) for v in obj]
+    if isinstance(obj, np.ndarray):
+        return to_jsonable(obj.tolist())
+    if isinstance(obj, np.generic):
+        return to_jsonable(obj.item())
+    if isinstance(obj, float) and not np.isfinite(obj):
+        return None
+    return obj

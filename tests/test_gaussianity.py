@@ -1,0 +1,171 @@
+"""Gaussianity statistics against direct formulas, and the calibrated test's size and power."""
+
+import mpmath
+import numpy as np
+import pytest
+from scipy.spatial.distance import pdist
+from scipy.stats import norm
+
+from riccati_tf import gaussianity as g
+from riccati_tf.errors import InvalidInputError
+
+N, D, N_NULL, REPS = 400, 4, 200, 100
+
+
+def gaussian_sample(rng, n=N, d=D):
+    return rng.standard_normal((n, d)) @ rng.standard_normal((d, d)) + rng.standard_normal(d)
+
+
+def uniform_cube(rng, n=N, d=D):
+    return rng.uniform(size=(n, d))
+
+
+def mixture(rng, n=N, d=D, delta=2.0):
+    """½ N(−δ e₁, I) + ½ N(δ e₁, I)."""
+    x = rng.standard_normal((n, d))
+    x[:, 0] += delta * np.where(rng.uniform(size=n) < 0.5, -1.0, 1.0)
+    return x
+
+
+def direct_statistics(x, theta):
+    """The statistics from their definitions, with O(n²) pair loops in plain numpy."""
+    n, d = x.shape
+    z = x - x.mean(axis=0)
+    S = z.T @ z / n
+    Sinv = np.linalg.inv(S)
+    Gm = z @ Sinv @ z.T
+    b1 = np.sum(Gm**3) / n**2
+    b2 = np.sum(np.diag(Gm) ** 2) / n
+    y = z @ np.linalg.cholesky(Sinv)  # any whitening: the statistics are rotation invariant
+    ez = np.array([float(mpmath.sqrt(2) * mpmath.gamma((d + 1) / 2) / mpmath.gamma(d / 2)
+                         * mpmath.hyp1f1(-0.5, d / 2, -v / 2)) for v in np.sum(y**2, axis=1)])
+    ezz = float(2 * mpmath.gamma((d + 1) / 2) / mpmath.gamma(d / 2))
+    energy = n * (2 * ez.mean() - ezz - 2 * pdist(y).sum() / n**2)
+    M3 = np.einsum("ni,nj,nk->ijk", y, y, y) / n
+    M4 = np.einsum("ni,nj,nk,nl->ijkl", y, y, y, y) / n
+    eye = np.eye(d)
+    T = (np.einsum("ij,kl->ijkl", eye, eye) + np.einsum("ik,jl->ijkl", eye, eye)
+         + np.einsum("il,jk->ijkl", eye, eye))
+    # rotation of the whitened cloud does not change the statistics, but the sliced W2 uses
+    # fixed directions: express them in the module's whitening (eigenvectors of S)
+    lam, Q = np.linalg.eigh(S)
+    proj = np.sort(z @ (Q / np.sqrt(lam)) @ theta, axis=0)
+    q = norm.ppf((np.arange(n) + 0.5) / n)
+    sw2 = np.sqrt(np.mean((proj - q[:, None]) ** 2))
+    return {"skewness": b1, "kurtosis": b2, "energy": energy, "sliced_w2": sw2,
+            "third": np.linalg.norm(M3) / np.sqrt(d * (d + 2) * (d + 4)),
+            "fourth": np.linalg.norm(M4 - T) / np.linalg.norm(T)}
+
+
+def test_statistics_match_their_definitions(rng):
+    x = mixture(rng, n=150, d=3) @ rng.standard_normal((3, 3))
+    got = g.statistics(x, seed=3, n_directions=5).as_dict()
+    want = direct_statistics(x, g.directions(3, 5, 3))
+    for name, value in want.items():
+        assert got[name] == pytest.approx(value, rel=1e-9), name
+
+
+def test_expected_distance_to_normal_matches_the_hypergeometric_closed_form():
+    # E|a − Z| = √2 Γ((r+1)/2)/Γ(r/2) ₁F₁(−½; r/2; −|a|²/2) (noncentral χ mean), in mpmath
+    for r in (1, 2, 7, 64, 192):
+        lam = np.array([0.0, 1e-3, 0.7, 9.0, 150.0, 2500.0, 4e4])
+        got = g.expected_distance_to_normal(lam, r)
+        want = [float(mpmath.sqrt(2) * mpmath.gamma((r + 1) / mpmath.mpf(2))
+                      / mpmath.gamma(r / mpmath.mpf(2))
+                      * mpmath.hyp1f1(-0.5, r / mpmath.mpf(2), -v / 2)) for v in lam]
+        np.testing.assert_allclose(got, want, rtol=1e-11)
+
+
+def test_expected_distance_to_normal_against_monte_carlo(rng):
+    a = np.array([1.5, -0.5, 2.0])
+    dist = np.linalg.norm(a - rng.standard_normal((400_000, 3)), axis=1)
+    got = g.expected_distance_to_normal(np.array([a @ a]), 3)[0]
+    assert abs(got - dist.mean()) < 4 * dist.std() / np.sqrt(dist.size)
+
+
+def test_statistics_are_affine_invariant(rng):
+    x = uniform_cube(rng, n=300, d=3)
+    M = rng.standard_normal((3, 3)) + 3 * np.eye(3)
+    s1 = g.statistics(x).as_dict()
+    s2 = g.statistics(x @ M.T + rng.standard_normal(3)).as_dict()
+    for name in ("skewness", "kurtosis", "energy", "third", "fourth"):
+        assert s2[name] == pytest.approx(s1[name], rel=1e-8), name
+
+
+def test_block_size_does_not_change_the_statistics(rng):
+    x = mixture(rng, n=333, d=3)
+    a, b = g.statistics(x, block=1024).as_dict(), g.statistics(x, block=50).as_dict()
+    for name in a:
+        assert b[name] == pytest.approx(a[name], rel=1e-12)
+
+
+def test_whiten_projects_on_the_range_of_a_degenerate_cloud(rng):
+    x = rng.standard_normal((200, 2)) @ rng.standard_normal((2, 5))  # rank 2 in R^5
+    y = g.whiten(x)
+    assert y.shape == (200, 2)
+    np.testing.assert_allclose(y.T @ y / 200, np.eye(2), atol=1e-10)
+    assert g.statistics(x).rank == 2
+
+
+@pytest.mark.parametrize("x, message", [
+    (np.ones((10, 2)), "single repeated point"),
+    (np.random.default_rng(0).standard_normal((5, 4)), "n > rank"),
+    (np.zeros(5), "array of N ≥ 2 tokens"),
+])
+def test_bad_samples_are_refused(x, message):
+    with pytest.raises(InvalidInputError, match=message):
+        g.statistics(x)
+
+
+def test_bad_alpha_is_refused(rng):
+    with pytest.raises(InvalidInputError, match="alpha"):
+        g.normality_test(rng.standard_normal((50, 2)), alpha=1.5)
+
+
+def test_null_distribution_is_cached_and_calibrated():
+    null = g.null_distribution(N, D, n_null=N_NULL)
+    assert g.null_distribution(N, D, n_null=N_NULL) is null
+    # Mardia: E[b2] = d(d+2)(n−1)/(n+1) under H0; n b1 / 6 has mean about d(d+1)(d+2)/6
+    b2 = null.values["kurtosis"]
+    assert abs(b2.mean() - D * (D + 2) * (N - 1) / (N + 1)) < 4 * b2.std() / np.sqrt(N_NULL)
+    b1 = null.values["skewness"] * N / 6
+    df = D * (D + 1) * (D + 2) / 6
+    assert abs(b1.mean() - df) < 4 * np.sqrt(2 * df / N_NULL)
+
+
+def rejection_rate(generate, seed0):
+    return np.mean([g.normality_test(generate(np.random.default_rng(seed0 + s)),
+                                     n_null=N_NULL).reject for s in range(REPS)])
+
+
+def test_size_on_gaussian_samples():
+    # documented: 0.01 (n = 400, d = 4, α = 0.05, Bonferroni over 4 statistics); the bound is
+    # α plus three binomial standard deviations at REPS = 100
+    assert rejection_rate(gaussian_sample, 10_000) <= 0.05 + 3 * np.sqrt(0.05 * 0.95 / REPS)
+
+
+def test_power_against_a_uniform_cube():
+    assert rejection_rate(uniform_cube, 20_000) >= 0.95  # documented: 1.00
+
+
+def test_power_against_a_two_component_mixture():
+    assert rejection_rate(mixture, 30_000) >= 0.95  # documented: 1.00 (δ = 2)
+
+
+def test_p_values_are_uniform_under_the_null():
+    p = np.array([g.normality_test(gaussian_sample(np.random.default_rng(40_000 + s)),
+                                   n_null=N_NULL).p_values["energy"] for s in range(REPS)])
+    # Kolmogorov distance to U(0, 1), discreteness 1/(n_null + 1) included
+    grid = np.sort(p)
+    ks = np.max(np.abs(grid - np.arange(1, REPS + 1) / REPS))
+    assert ks < 1.63 / np.sqrt(REPS) + 1 / (N_NULL + 1)  # 1% critical value
+
+
+@pytest.mark.slow
+def test_heavy_tails_detected_at_high_dimension():
+    # pingouin's Henze–Zirkler accepts a multivariate t(5) at d = 192, n = 2000
+    rng = np.random.default_rng(7)
+    z = rng.standard_normal((2000, 192))
+    t5 = z / np.sqrt(rng.chisquare(5, size=(2000, 1)) / 5)
+    assert g.normality_test(t5, n_null=100).reject
+    assert not g.normality_test(z, n_null=100).reject
