@@ -91,7 +91,7 @@ def cmd_relu_drift(args, _spec):
 def cmd_report(args, _spec):
     from .report import write_report
 
-    page = write_report(args.out, quick=args.quick)
+    page = write_report(args.out, quick=args.quick, model=args.model)
     print(f"report written to {page.parent.resolve()}/ (open {page.name})")
     return None, None
 
@@ -138,6 +138,9 @@ def build_parser() -> argparse.ArgumentParser:
     rep = sub.choices["report"]
     rep.add_argument("--out", default="report", help="output folder (default: report)")
     rep.add_argument("--quick", action="store_true", help="smaller, faster run (≤ 1 minute)")
+    rep.add_argument("--model", metavar="PATH", default=None,
+                     help="Transformer folder (save_pretrained) for the probe; default: a random "
+                          "DeiT-tiny-shaped encoder")
     return parser
 
 

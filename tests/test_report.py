@@ -1,17 +1,34 @@
-"""The main job writes a self-contained page and a summary with the numbers it shows."""
+"""The main job writes a self-contained page and a summary with the numbers it shows; opened in
+headless Chromium every figure decodes and every equation lays out. (`make test` installs
+chromium-headless-shell when it can.)"""
 
 import json
+import re
+import shutil
+import subprocess
 
 import numpy as np
+import pytest
 
 from riccati_tf.cli import main
 from riccati_tf.examples import regime_examples
 from riccati_tf.flows import flow
 
+BROWSER = next((shutil.which(b) for b in ("chromium-headless-shell", "chromium", "chromium-browser")
+                if shutil.which(b)), None)
+FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+         "--disable-component-update", "--disable-sync", "--no-first-run"]
 
-def test_quick_report(tmp_path, capsys):
-    assert main(["report", "--quick", "--out", str(tmp_path)]) == 0
-    assert str(tmp_path.resolve()) in capsys.readouterr().out
+
+@pytest.fixture(scope="module")
+def quick_report(tmp_path_factory):
+    out = tmp_path_factory.mktemp("report")
+    assert main(["report", "--quick", "--out", str(out)]) == 0
+    return out
+
+
+def test_quick_report(quick_report):
+    tmp_path = quick_report
     page = (tmp_path / "index.html").read_text()
     summary = json.loads((tmp_path / "summary.json").read_text())
     regimes = summary["regimes"]
@@ -30,3 +47,23 @@ def test_quick_report(tmp_path, capsys):
     assert min(conv) > 0.1 and max(coll) < 1e-2
     assert np.isclose(regimes["blows_up"]["blowup_time"], regimes["blows_up"]["blowup_time_rk"],
                       rtol=1e-7)
+
+
+@pytest.mark.skipif(BROWSER is None, reason="no headless Chromium on this machine")
+def test_report_renders_in_headless_chromium(quick_report, tmp_path):
+    import matplotlib.image as mpimg
+
+    page = quick_report / "index.html"
+    profile = ["--user-data-dir=" + str(tmp_path / "profile")]
+    dom = subprocess.run([BROWSER, *FLAGS, *profile, "--virtual-time-budget=3000", "--dump-dom",
+                          page.as_uri()], capture_output=True, text=True, timeout=120).stdout
+    counts = {k: int(v) for k, v in re.findall(r'data-([a-z-]+)="(\d+)"', dom.split(">", 2)[1])}
+    assert counts["figures-total"] >= 3
+    assert counts["figures-loaded"] == counts["figures-total"]
+    assert counts["equations-total"] >= 1
+    assert counts["equations-rendered"] == counts["equations-total"]
+    shot = tmp_path / "shot.png"
+    subprocess.run([BROWSER, *FLAGS, *profile, "--window-size=1200,1600",
+                    f"--screenshot={shot}", page.as_uri()], capture_output=True, timeout=120)
+    pixels = mpimg.imread(shot)
+    assert pixels.shape[0] >= 1000 and np.std(pixels) > 0.05
