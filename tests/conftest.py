@@ -2,6 +2,7 @@
 
 import numpy as np
 import pytest
+import scipy.linalg  # noqa: F401  (loads SciPy's own OpenBLAS so that the limit below reaches it)
 from threadpoolctl import threadpool_limits
 
 _LIMIT = threadpool_limits(limits=1)
