@@ -4,9 +4,13 @@
 """
 
 from . import errors
+from .certificates import Certificate, certify
+from .equilibrium import Equilibrium, equilibria
 from .flows import Trajectory, flow, layers
 from .model import Gaussian, Params
 from .moments import moment_rhs
+from .steering import ControlPlan, steer
 
-__all__ = ["Gaussian", "Params", "Trajectory", "errors", "flow", "layers", "moment_rhs"]
+__all__ = ["Certificate", "ControlPlan", "Equilibrium", "Gaussian", "Params", "Trajectory",
+           "certify", "equilibria", "errors", "flow", "layers", "moment_rhs", "steer"]
 __version__ = "0.1.0"

@@ -29,11 +29,11 @@ from scipy.optimize import brentq
 from .errors import SolverError
 from .validation import psd_factor
 
-GAUSS_STAGES = 6
+GAUSS_STAGES = 8
 #: covariance steps satisfy ‖A‖₂ h ≤ STEP_THETA (accuracy of the block exponential)
 STEP_THETA = 1.0
 #: mean sub-steps satisfy ‖K‖_F h ≤ MEAN_THETA at both ends (accuracy of the collocation)
-MEAN_THETA = 0.5
+MEAN_THETA = 1.0
 #: bisection depth limits when certifying that S(s) = I + LᵀW(s)L stays positive definite
 BRENT_DEPTH = 10
 MAX_REFINE = 40
