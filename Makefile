@@ -12,15 +12,15 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 
-$(VENV)/.core: pyproject.toml | $(BIN)/python
-	$(BIN)/pip install -q -e .
+$(VENV)/.report: pyproject.toml | $(BIN)/python
+	$(BIN)/pip install -q -e '.[report]'
 	touch $@
 
 $(VENV)/.test: pyproject.toml | $(BIN)/python
 	$(BIN)/pip install -q -e '.[test]'
-	touch $@ $(VENV)/.core
+	touch $@ $(VENV)/.report
 
-report: $(VENV)/.core
+report: $(VENV)/.report
 	$(BIN)/riccati-tf report --out report
 
 lint: $(VENV)/.test
@@ -43,7 +43,7 @@ test-slow: $(VENV)/.test
 	$(BIN)/python -m pytest -q -m slow
 
 bench: $(VENV)/.test
-	$(BIN)/python -m benchmarks.flows
+	for b in flows symbolic bernoulli particles sweep; do $(BIN)/python -m benchmarks.$$b; done
 
 clean:
 	rm -rf $(VENV) report .pytest_cache

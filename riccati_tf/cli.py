@@ -14,6 +14,7 @@ from collections.abc import Callable
 from .errors import InvalidInputError, SolverError
 from .serialize import to_jsonable
 from .spec import field, load_spec, parse_gaussian, parse_number, parse_params
+from .sweep.cli import add_sweep_arguments, cmd_sweep, cmd_sweep_plot
 
 EXIT_INVALID, EXIT_NUMERICAL = 2, 3
 
@@ -105,6 +106,9 @@ COMMANDS: dict[str, tuple[str, Callable, bool]] = {
                    "(equal signs)", cmd_prescribed, False),
     "relu-drift": ("drift away from Gaussianity under a ReLU feed-forward layer", cmd_relu_drift,
                    False),
+    "sweep": ("map a parameter family through certify / flow / particles (chunked Parquet, "
+              "resumable, Dask)", cmd_sweep, True),
+    "sweep-plot": ("phase diagram (PNG) of a sweep's results", cmd_sweep_plot, False),
     "report": ("run the built-in analyses and write an HTML report", cmd_report, False),
 }
 
@@ -135,6 +139,7 @@ def build_parser() -> argparse.ArgumentParser:
         sub.choices[name].add_argument("--out", default="report", help="output folder")
     for name in ("prescribed", "relu-drift"):
         sub.choices[name].add_argument("--n-tokens", type=int, default=2000)
+    add_sweep_arguments(sub)
     rep = sub.choices["report"]
     rep.add_argument("--out", default="report", help="output folder (default: report)")
     rep.add_argument("--quick", action="store_true", help="smaller, faster run (≤ 1 minute)")

@@ -115,7 +115,15 @@ def validation_section(opts: Options) -> Section:
                    numbers)
 
 
-SECTIONS: list[Callable[[Options], Section]] = [regimes_section, validation_section]
+def sweep_section(opts: Options) -> Section:
+    """Phase diagram of a batched parameter sweep (regimes over v and the spectrum of A)."""
+    from .sweep import report_section
+
+    return report_section(opts.quick)
+
+
+SECTIONS: list[Callable[[Options], Section]] = [regimes_section, validation_section,
+                                                sweep_section]
 
 
 def _page(sections: list[Section]) -> str:

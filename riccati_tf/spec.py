@@ -54,13 +54,13 @@ def field(spec: dict, name: str, where: str = "", *, default: Any = ...) -> Any:
     return default
 
 
-def _check_numeric(value, where: str):
+def check_numeric(value, where: str) -> None:
     """Reject strings anywhere inside a nested list (they are never evaluated)."""
     if isinstance(value, str):
         raise SpecError(f"{where}: must be a number or a list of numbers, got the string {value!r}")
     if isinstance(value, list | tuple):
         for i, v in enumerate(value):
-            _check_numeric(v, f"{where}[{i}]")
+            check_numeric(v, f"{where}[{i}]")
 
 
 def _convert(where: str, build, *args, **kwargs):
@@ -82,7 +82,7 @@ def parse_params(spec: dict, where: str = "params") -> Params:
     kwargs = {}
     for key in ("A", "B", "V", "b"):
         if key in spec:
-            _check_numeric(spec[key], f"{where}.{key}")
+            check_numeric(spec[key], f"{where}.{key}")
             kwargs[key] = spec[key]
     if "A" not in kwargs:
         raise SpecError(f"{where}.A: missing field")
@@ -96,7 +96,7 @@ def parse_params(spec: dict, where: str = "params") -> Params:
                 raise SpecError(f"{where}.heads[{h}]: must be a mapping with V and B")
             for key in ("V", "B"):
                 here = f"{where}.heads[{h}]"
-                _check_numeric(field(head, key, here + "."), f"{here}.{key}")
+                check_numeric(field(head, key, here + "."), f"{here}.{key}")
             pairs.append((head["V"], head["B"]))
         kwargs["heads"] = pairs
     return _convert(where, Params, **kwargs)
@@ -107,8 +107,8 @@ def parse_gaussian(spec: dict, where: str) -> Gaussian:
     if not isinstance(spec, dict):
         raise SpecError(f"{where}: must be a mapping with mean and cov")
     mean, cov = field(spec, "mean", f"{where}."), field(spec, "cov", f"{where}.")
-    _check_numeric(mean, f"{where}.mean")
-    _check_numeric(cov, f"{where}.cov")
+    check_numeric(mean, f"{where}.mean")
+    check_numeric(cov, f"{where}.cov")
     return _convert(where, Gaussian, mean, cov)
 
 

@@ -1,0 +1,68 @@
+"""Handlers for `riccati-tf sweep` and `riccati-tf sweep-plot` (registered by riccati_tf.cli).
+
+    riccati-tf sweep SPEC [--out DIR] [--scheduler ADDR] [--workers N] [--json] [--plot FILE]
+    riccati-tf sweep-plot RESULTS --out FILE [--x AXIS] [--y AXIS]
+
+Each handler takes (args, spec) and returns (result mapping, figure or None), like the other
+subcommands; errors are InvalidInputError (exit 2) with one sentence.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+
+def add_sweep_arguments(sub) -> None:
+    """The options of the two subcommands, on the subparsers `sub` of riccati_tf.cli."""
+    sweep = sub.choices["sweep"]
+    sweep.add_argument("--out", metavar="DIR", default=None,
+                       help="results folder (default: SPEC without its suffix + '.sweep'); a "
+                            "folder holding this spec's unfinished sweep is resumed")
+    sweep.add_argument("--scheduler", metavar="ADDR", default="local",
+                       help="tcp://HOST:PORT of a running Dask scheduler; 'local' (default): a "
+                            "LocalCluster sized to this machine; 'inprocess': no Dask")
+    sweep.add_argument("--workers", metavar="N", type=int, default=None,
+                       help="worker processes of the LocalCluster (default: one per CPU)")
+    plot = sub.choices["sweep-plot"]
+    plot.add_argument("results", help="a sweep's results folder, or its results.parquet")
+    plot.add_argument("--out", metavar="FILE", required=True, help="PNG file to write")
+    plot.add_argument("--x", metavar="AXIS", default=None, help="horizontal axis (default: "
+                      "the spec's plot.x, else its first axis)")
+    plot.add_argument("--y", metavar="AXIS", default=None, help="vertical axis")
+
+
+def default_out(spec_path: str) -> Path:
+    """SPEC without its suffix + '.sweep' (phase.yaml → phase.sweep/)."""
+    return Path(spec_path).with_suffix(".sweep")
+
+
+def cmd_sweep(args, spec):
+    """Run (or resume) the sweep of `spec`; print progress to stderr."""
+    from .plot import diagram_inputs, phase_diagram
+    from .runner import run_sweep
+
+    out = Path(args.out) if args.out else default_out(args.spec)
+
+    def progress(done: int, total: int) -> None:
+        print(f"sweep: {done}/{total} chunks", file=sys.stderr, flush=True)
+
+    res = run_sweep(spec, out, scheduler=args.scheduler, n_workers=args.workers,
+                    progress=progress)
+    result = {"results": str(res.results_path), "n_configs": res.n_configs,
+              "n_chunks": res.n_chunks, "chunks_computed": res.chunks_computed,
+              "chunks_resumed": res.chunks_resumed, "scheduler": res.scheduler,
+              "wall_time_s": round(res.wall_time, 3), "analysis": res.analysis,
+              "counts": res.counts}
+    fig = phase_diagram(*diagram_inputs(res.out_dir)) if args.plot else None
+    return result, fig
+
+
+def cmd_sweep_plot(args, _spec):
+    """Write the phase diagram of a results folder or file."""
+    from .plot import plot_sweep
+
+    path = plot_sweep(args.results, args.out, x=args.x, y=args.y)
+    print(f"phase diagram written to {path}")
+    return None, None
+

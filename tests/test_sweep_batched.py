@@ -1,0 +1,186 @@
+"""The batched scalar-V classifier against `certify` case by case, and its stacked numerics."""
+
+import numpy as np
+import pytest
+from scipy.linalg import expm
+
+from riccati_tf import Gaussian, Params, flow
+from riccati_tf.exact import van_loan
+from riccati_tf.sweep.batched import (
+    blowup_times,
+    classify_scalar,
+    expm_stack,
+    g_matrix,
+    lyapunov_stack,
+    scalar_values,
+    van_loan_stack,
+)
+from riccati_tf.sweep.family import Chunk
+from riccati_tf.sweep.runner import certify_columns
+
+THEOREMS = {"zero", "psd_hurwitz", "psd_gramian_pd", "psd_gramian_singular",
+            "nsd_unstable_range", "nsd_threshold"}
+
+
+def random_chunk(rng, n, d, heads=1):
+    """Scalar-V layers built to reach every branch: A random / Hurwitz / anti-stable / one
+    Jordan block; B ±SPD, ±rank one, indefinite or skew (G = 0); Σ0 full rank, rank one, rank one
+    on a stable eigenvector of A, or 0."""
+    A = rng.standard_normal((n, d, d)) / np.sqrt(d)
+    kind = rng.integers(0, 4, n)
+    shift = np.abs(np.linalg.eigvals(A).real).max(axis=1) + rng.uniform(0.05, 0.5, n)
+    A[kind == 1] -= shift[kind == 1, None, None] * np.eye(d)
+    A[kind == 2] += shift[kind == 2, None, None] * np.eye(d)
+    jordan = rng.choice([-1.0, 1.0], n)[:, None, None] * shift[:, None, None] * np.eye(d)
+    A[kind == 3] = (jordan + np.eye(d, k=1))[kind == 3]  # one Jordan block (defective)
+    Vs, Bs = [], []
+    for _ in range(heads):
+        X = rng.standard_normal((n, d, d))
+        u = rng.standard_normal((n, d, 1))
+        skew = rng.standard_normal((n, d, d))
+        choices = [X @ np.swapaxes(X, 1, 2) / d, u @ np.swapaxes(u, 1, 2),
+                   rng.standard_normal((n, d, d)), skew - np.swapaxes(skew, 1, 2)]
+        pick = rng.integers(0, 4, n)
+        sign = rng.choice([-1.0, 1.0], n)[:, None, None]
+        Bs.append(sign * np.choose(pick[:, None, None], choices))
+        v = rng.uniform(0.2, 1.0, n) * (1.0 if heads == 1 else rng.choice([-1.0, 1.0], n))
+        Vs.append(v[:, None, None] * np.eye(d))
+    X = rng.standard_normal((n, d, d))
+    cov = X @ np.swapaxes(X, 1, 2) / d
+    ck = rng.integers(0, 6, n)
+    w = rng.standard_normal((n, d, 1))
+    cov[ck == 3] = (w @ np.swapaxes(w, 1, 2))[ck == 3]
+    eig, vec = np.linalg.eig(A)
+    for i in np.flatnonzero(ck == 4):
+        real_stable = np.flatnonzero((eig[i].real < 0) & (eig[i].imag == 0))
+        if real_stable.size:
+            e = vec[i][:, real_stable[0]].real
+            cov[i] = rng.uniform(0.2, 3.0) * np.outer(e, e)
+    cov[ck == 5] = 0.0
+    cov = 0.5 * (cov + np.swapaxes(cov, 1, 2))
+    ids = np.arange(n)
+    return Chunk(0, ids, {"i": ids.astype(float)}, A, tuple(Vs), tuple(Bs), np.zeros((n, d)),
+                 rng.standard_normal((n, d)), cov)
+
+
+@pytest.mark.parametrize("d, heads, n", [(2, 1, 240), (3, 2, 120)])
+def test_batched_classification_is_certify_case_by_case(d, heads, n):
+    chunk = random_chunk(np.random.default_rng(100 * d + heads), n, d, heads)
+    mask, v = scalar_values(chunk.V)
+    assert mask.all()
+    res = classify_scalar(chunk.A, g_matrix(v, chunk.B), chunk.cov)
+    handled = np.flatnonzero(res.handled)
+    assert set(res.theorem[handled]) == THEOREMS  # every theorem branch is exercised
+    assert handled.size > 0.5 * n and np.isfinite(res.blowup_time).sum() > 10
+    ref = certify_columns(chunk.take(handled), batched=False)  # `certify`, layer by layer
+    assert list(res.regime[handled]) == list(ref["regime"])
+    assert list(res.theorem[handled]) == list(ref["theorem"])
+    assert list(res.exact[handled]) == list(ref["exact"])
+    assert list(res.global_[handled]) == list(ref["global"])
+    for name in ("rate", "blowup_time", "threshold"):
+        np.testing.assert_allclose(getattr(res, name)[handled], ref[name], rtol=1e-11, atol=0,
+                                   err_msg=name)
+    # what the batched path leaves alone is what certify settles by numerical evidence
+    rest = np.flatnonzero(~res.handled)
+    ref_rest = certify_columns(chunk.take(rest[:8]), batched=False)
+    assert set(ref_rest["theorem"]) <= {"numerical", "closed_form_root"}
+
+
+def test_certify_columns_merges_batched_and_per_case_rows():
+    chunk = random_chunk(np.random.default_rng(7), 40, 2)
+    _, v = scalar_values(chunk.V)
+    res = classify_scalar(chunk.A, g_matrix(v, chunk.B), chunk.cov)
+    got = certify_columns(chunk)
+    assert list(got["path"]) == ["batched" if h else "certify" for h in res.handled]
+    assert list(got["regime"][res.handled]) == list(res.regime[res.handled])
+    assert all(r in ("converges", "collapses", "blows_up", "grows", "undetermined")
+               for r in got["regime"])
+
+
+def test_non_scalar_values_go_to_certify():
+    chunk = random_chunk(np.random.default_rng(5), 30, 2)
+    V, cov = chunk.V[0].copy(), chunk.cov.copy()
+    V[:10, 0, 1] = 0.3  # not V = vI: certify's general-V path ...
+    cov[:10] = 0.0  # ... which answers Σ0 = 0 at once (general V integrates for long)
+    chunk = Chunk(0, chunk.ids, chunk.values, chunk.A, (V,), chunk.B, chunk.b, chunk.mean, cov)
+    mask, _ = scalar_values(chunk.V)
+    assert not mask[:10].any() and mask[10:].all()
+    got = certify_columns(chunk)
+    assert set(got["path"][:10]) == {"certify"} and set(got["theorem"][:10]) == {"zero"}
+    assert "batched" in set(got["path"][10:])
+    for i in range(10):
+        assert chunk.params(i).value_scalars is None
+
+
+def test_g_matrix_is_params_g():
+    chunk = random_chunk(np.random.default_rng(2), 20, 3, heads=2)
+    _, v = scalar_values(chunk.V)
+    G = g_matrix(v, chunk.B)
+    for i in range(20):
+        np.testing.assert_array_equal(G[i], chunk.params(i).G)
+
+
+def test_expm_and_van_loan_stacks_match_scipy(rng):
+    X = rng.standard_normal((50, 4, 4)) * rng.uniform(0.01, 30, 50)[:, None, None]
+    ref = np.array([expm(x) for x in X])
+    np.testing.assert_allclose(expm_stack(X), ref, rtol=1e-11 * 10, atol=1e-13 * np.abs(ref).max())
+    A, G = rng.standard_normal((20, 3, 3)), rng.standard_normal((20, 3, 3))
+    G = G + np.swapaxes(G, 1, 2)
+    s = rng.uniform(0.1, 1.0, 20)
+    E, W = van_loan_stack(A, G, s)
+    for i in range(20):
+        E1, W1 = van_loan(A[i], G[i], s[i])
+        np.testing.assert_allclose(E[i], E1, rtol=1e-12, atol=1e-14)
+        np.testing.assert_allclose(W[i], W1, rtol=1e-11, atol=1e-13)
+
+
+def test_lyapunov_stack_residual(rng):
+    T = rng.standard_normal((40, 3, 3)) - 3 * np.eye(3)
+    C = rng.standard_normal((40, 3, 3))
+    C = C + np.swapaxes(C, 1, 2)
+    P = lyapunov_stack(T, C)
+    res = np.swapaxes(T, 1, 2) @ P + P @ T - C
+    assert np.abs(res).max() <= 1e-12 * np.abs(C).max()
+
+
+def test_blowup_times_match_the_exact_flow(rng):
+    n, d = 25, 2
+    A = rng.standard_normal((n, d, d))
+    X = rng.standard_normal((n, d, d))
+    G = -(X @ np.swapaxes(X, 1, 2))  # G ≺ 0
+    Y = rng.standard_normal((n, d, d))
+    cov = Y @ np.swapaxes(Y, 1, 2)
+    e, vec = np.linalg.eigh(cov)
+    L = vec * np.sqrt(e)[:, None, :]
+    T = blowup_times(A, G, L, np.full(n, 1e6))
+    assert np.all(np.isnan(blowup_times(A, G, L, 0.5 * T)))  # beyond t_max: not reported
+    for i in range(n):
+        B = -0.5 * G[i]  # V = I, so G = −(B + Bᵀ)
+        tr = flow(Params(A=A[i], B=B, V=np.eye(d)), Gaussian(np.zeros(d), cov[i]),
+                  max(2 * T[i], 1.0) if np.isfinite(T[i]) else 50.0, method="exact")
+        assert tr.blowup_time is not None
+        assert abs(T[i] - tr.blowup_time) <= 1e-11 * tr.blowup_time
+
+
+def test_borderline_threshold_is_undetermined():
+    # σ̇ = 2aσ + 2vbσ² with a = −1, v b = 1: blow-up iff σ0 > 1 (λ_max(W∞Σ0) = σ0)
+    A = np.array([[[-1.0]]] * 3)
+    G = np.array([[[-2.0]]] * 3)
+    cov = np.array([[[0.5]], [[1.0 + 1e-10]], [[2.0]]])
+    res = classify_scalar(A, G, cov)
+    assert list(res.regime) == ["collapses", "undetermined", "blows_up"]
+    np.testing.assert_allclose(res.threshold, [0.5, 1.0 + 1e-10, 2.0], rtol=1e-14)
+    np.testing.assert_allclose(res.blowup_time[2], 0.5 * np.log(2.0), rtol=1e-13)
+
+
+@pytest.mark.slow
+def test_benchmark_family_is_certify_everywhere():
+    """Must-show 1 without the timing: the 10 000-configuration family of benchmarks/sweep.py."""
+    from benchmarks.sweep import classify_all, compare, ensemble
+    from riccati_tf.sweep import parse_family
+
+    family = parse_family(ensemble(10_000))
+    got, ref = classify_all(family, True), classify_all(family, False)
+    assert np.all(got["path"] == "batched")
+    n_diff, worst = compare(got, ref)
+    assert n_diff == 0 and worst <= 1e-11

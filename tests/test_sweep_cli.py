@@ -1,0 +1,81 @@
+"""`riccati-tf sweep` / `sweep-plot` through riccati_tf.cli.main (wired here when cli.py is not
+yet), in-process; the Dask LocalCluster default is exercised in test_sweep_dask.py."""
+
+import argparse
+import json
+
+import numpy as np
+import pytest
+
+from riccati_tf import cli
+from riccati_tf.sweep import read_results
+from riccati_tf.sweep.cli import add_sweep_arguments, cmd_sweep, cmd_sweep_plot
+
+pytest.importorskip("pyarrow")
+
+SPEC = {
+    "family": {"grid": {"v": {"linspace": [-1.0, 1.0, 6]}, "a": {"linspace": [-1.0, 1.0, 4]}}},
+    "chunk_size": 8,
+    "params": {"A": {"const": [[0.0, 0.3], [0.0, -0.6]], "a": [[1.0, 0.0], [0.0, 1.0]]},
+               "B": [[1.0, 0.2], [0.2, 0.6]], "v": {"v": 1.0}},
+    "initial": {"cov": [[1.0, 0.3], [0.3, 0.5]]},
+}
+
+
+@pytest.fixture
+def main(monkeypatch):
+    """cli.main with the sweep subcommands (registered the way the report asks, if missing)."""
+    if "sweep" not in cli.COMMANDS:
+        monkeypatch.setitem(cli.COMMANDS, "sweep", ("run a parameter sweep", cmd_sweep, True))
+        monkeypatch.setitem(cli.COMMANDS, "sweep-plot", ("phase diagram of a sweep",
+                                                         cmd_sweep_plot, False))
+        build = cli.build_parser
+
+        def build_parser():
+            parser = build()
+            sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+            add_sweep_arguments(sub)
+            return parser
+
+        monkeypatch.setattr(cli, "build_parser", build_parser)
+    return cli.main
+
+
+def test_sweep_and_sweep_plot(tmp_path, capsys, main):
+    spec = tmp_path / "phase.json"
+    spec.write_text(json.dumps(SPEC))
+    fig = tmp_path / "direct.png"
+    code = main(["sweep", str(spec), "--scheduler", "inprocess", "--json", "--plot", str(fig)])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    got = json.loads(out)
+    assert got["n_configs"] == 24 and got["chunks_computed"] == 3
+    assert got["results"] == str(tmp_path / "phase.sweep" / "results.parquet")
+    assert "sweep: 3/3 chunks" in err and fig.read_bytes()[:4] == b"\x89PNG"
+    table = read_results(tmp_path / "phase.sweep")
+    assert np.array_equal(table.column("config_id").to_numpy(), np.arange(24))
+    assert sum(got["counts"].values()) == 24
+
+    png = tmp_path / "plots" / "phase.png"
+    assert main(["sweep-plot", str(tmp_path / "phase.sweep"), "--out", str(png)]) == 0
+    assert png.read_bytes()[:4] == b"\x89PNG" and str(png) in capsys.readouterr().out
+    # resume: nothing left to compute
+    assert main(["sweep", str(spec), "--scheduler", "inprocess", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["chunks_resumed"] == 3
+
+
+@pytest.mark.parametrize("spec, message", [
+    ({**SPEC, "chunk_size": -1}, "chunk_size: must be ≥ 1"),
+    ({**SPEC, "family": {"grid": {"v": {"linspace": [0, 1, "3"]}}}}, "family.grid.v.linspace[2]"),
+])
+def test_bad_sweep_specs_exit_2(tmp_path, capsys, main, spec, message):
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps(spec))
+    assert main(["sweep", str(path), "--scheduler", "inprocess"]) == 2
+    err = capsys.readouterr().err
+    assert message in err and len(err.strip().splitlines()) == 1
+
+
+def test_sweep_plot_errors_exit_2(tmp_path, capsys, main):
+    assert main(["sweep-plot", str(tmp_path / "nothing"), "--out", str(tmp_path / "x.png")]) == 2
+    assert "expected a sweep results folder" in capsys.readouterr().err
