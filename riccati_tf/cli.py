@@ -11,10 +11,13 @@ import json
 import sys
 from collections.abc import Callable
 
+import numpy as np
+
 from .errors import InvalidInputError, SolverError
 from .serialize import to_jsonable
 from .spec import field, load_spec, parse_gaussian, parse_number, parse_params
 from .sweep.cli import add_sweep_arguments, cmd_sweep, cmd_sweep_plot
+from .validation import as_count
 
 EXIT_INVALID, EXIT_NUMERICAL = 2, 3
 
@@ -58,6 +61,99 @@ def cmd_layers(args, spec):
     return tr, (plot_covariance(tr, title="layers") if args.plot else None)
 
 
+def _no_plot(args, command: str) -> None:
+    if getattr(args, "plot", None):
+        raise InvalidInputError(f"--plot: {command} draws no figure")
+
+
+def _choice(spec: dict, name: str, default: str, allowed: tuple[str, ...]) -> str:
+    value = field(spec, name, default=default)
+    if value not in allowed:
+        raise InvalidInputError(f"{name}: must be one of {', '.join(allowed)}, got {value!r}")
+    return value
+
+
+def cmd_derive(args, spec):
+    """Derive the moment equations of a Transformer field with SymPy."""
+    from .symbolic import transformer_system
+    from .symbolic.latex import system_latex
+
+    _no_plot(args, "derive")
+    system = transformer_system(parse_number(spec, "d", kind=int),
+                                heads=parse_number(spec, "heads", default=1, kind=int),
+                                kernel=_choice(spec, "kernel", "dot", ("dot", "l2")),
+                                ffn=_choice(spec, "ffn", "affine", ("affine", "relu")))
+    return {"d": system.d, "exact": system.exact, "options": system.options,
+            "latex": system_latex(system)}, None
+
+
+def cmd_equilibria(args, spec):
+    from .equilibrium import equilibria
+
+    _no_plot(args, "equilibria")
+    eqs = equilibria(parse_params(field(spec, "params")),
+                     which=_choice(spec, "which", "stable", ("stable", "all")))
+    return {"equilibria": list(eqs)}, None
+
+
+def cmd_certify(args, spec):
+    from .certificates import certify
+    from .flows import flow
+    from .plotting import plot_covariance
+
+    params = parse_params(field(spec, "params"))
+    g0 = parse_gaussian(field(spec, "initial"), "initial")
+    cert = certify(params, g0.cov, g0.mean)
+    result = {k: getattr(cert, k) for k in ("regime", "exact", "global_", "theorem", "reason",
+                                            "rate", "blowup_time", "blowup_direction",
+                                            "threshold", "equilibrium")}
+    result["check"] = cert.check()
+    fig = None
+    if args.plot:
+        horizon = cert.blowup_time or cert.horizon or 10.0 / max(np.abs(params.A).max(), 1e-3)
+        fig = plot_covariance(flow(params, g0, horizon), title=f"certify: {cert.regime}")
+    return result, fig
+
+
+def cmd_steer(args, spec):
+    from .steering import steer
+
+    start = parse_gaussian(field(spec, "start"), "start")
+    target = parse_gaussian(field(spec, "target"), "target")
+    plan = steer(start, target, parse_number(spec, "T"),
+                 controls=field(spec, "controls", default="affine"))
+    result = {k: getattr(plan, k) for k in ("controls", "route", "success", "residual",
+                                            "tolerance", "message", "breakpoints")}
+    fig = None
+    if args.plot:
+        from .flows import flow
+        from .plotting import plot_covariance
+
+        fig = plot_covariance(flow(plan.params_at, start, plan.T), title=f"steer ({plan.route})")
+    return result, fig
+
+
+def cmd_particles(args, spec):
+    from .flows import flow
+    from .particles import simulate
+    from .plotting import plot_particles
+
+    params = parse_params(field(spec, "params"))
+    g0 = parse_gaussian(field(spec, "initial"), "initial")
+    n_tokens = as_count("n_tokens", parse_number(spec, "n_tokens", kind=int), minimum=2)
+    rng = np.random.default_rng(parse_number(spec, "seed", default=0, kind=int))
+    run = simulate(params, g0.sample(n_tokens, rng), parse_number(spec, "t_final"),
+                   n_steps=parse_number(spec, "n_steps", kind=int),
+                   method=_choice(spec, "method", "rk4", ("rk4", "euler")))
+    ref = flow(params, g0, run.t[-1], t_eval=run.t)
+    k = len(ref.t)
+    scale = np.linalg.norm(ref.cov[:k], axis=(1, 2))
+    result = {"t": run.t, "mean": run.mean, "cov": run.cov, "n_tokens": run.n_tokens,
+              "gaussian_status": ref.status, "gaussian_blowup_time": ref.blowup_time,
+              "cov_rel_error": np.linalg.norm(run.cov[:k] - ref.cov, axis=(1, 2)) / scale}
+    return result, (plot_particles(run, ref) if args.plot else None)
+
+
 def cmd_probe(args, _spec):
     from .experiments import probe_table, run_probe
 
@@ -98,8 +194,18 @@ def cmd_report(args, _spec):
 
 
 COMMANDS: dict[str, tuple[str, Callable, bool]] = {
+    "derive": ("derive the moment equations of a Transformer field (SymPy; LaTeX out)",
+               cmd_derive, True),
     "flow": ("integrate the mean-covariance flow of a spec (exact or Runge-Kutta)", cmd_flow, True),
     "layers": ("propagate a Gaussian through exact discrete residual layers", cmd_layers, True),
+    "equilibria": ("equilibria of the covariance flow with residuals and stability",
+                   cmd_equilibria, True),
+    "certify": ("certify convergence, collapse or blow-up of a time-invariant layer", cmd_certify,
+                True),
+    "steer": ("controls steering one Gaussian to another, verified by integration", cmd_steer,
+              True),
+    "particles": ("simulate N tokens with softmax attention against the Gaussian flow",
+                  cmd_particles, True),
     "probe": ("feed Gaussian tokens to a saved Transformer encoder; per-layer Gaussianity",
               cmd_probe, False),
     "prescribed": ("particles vs the Gaussian flow: bounded (opposite signs) vs blow-up "

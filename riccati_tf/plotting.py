@@ -38,6 +38,25 @@ def plot_covariance(traj, *, title: str = "", ax=None):
     return fig if fig is not None else ax.figure
 
 
+def plot_particles(run, traj, *, ax=None):
+    """tr Σ of a particle run (points) against the Gaussian flow (line), T* marked if any."""
+    plt = pyplot()
+    fig = None
+    if ax is None:
+        fig, ax = plt.subplots(figsize=(5.0, 3.4))
+    ax.plot(run.t, np.trace(run.cov, axis1=1, axis2=2), "o", ms=3,
+            label=f"particles (N = {run.n_tokens})")
+    ax.plot(traj.t, np.trace(traj.cov, axis1=1, axis2=2), "-", label="Gaussian flow")
+    if traj.blowup_time is not None:
+        ax.axvline(traj.blowup_time, color="crimson", ls="--", label=f"T* = {traj.blowup_time:.4g}")
+        ax.set_yscale("log")
+    ax.set_xlabel("t (depth)")
+    ax.set_ylabel("tr Σ(t)")
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=8)
+    return fig if fig is not None else ax.figure
+
+
 def save_figure(fig, path) -> Path:
     """Write the figure as a PNG file (parent folders created) and close it."""
     path = Path(path)

@@ -105,3 +105,76 @@ def test_probe_rejects_a_missing_model_folder(tmp_path, capsys):
     code = main(["probe", "--model", str(tmp_path / "nowhere"), "--out", str(tmp_path)])
     err = capsys.readouterr().err
     assert code == 2 and "nowhere" in err and len(err.strip().splitlines()) == 1
+
+
+SCALAR = {"A": [[0.5, 0.1], [-0.1, 0.4]], "B": [[1.0, 0.2], [0.2, 0.6]], "V": [[-1, 0], [0, -1]]}
+GENERAL = {"A": [[-0.3, 0.2], [0.0, -0.2]], "B": [[0.5, 0.1], [0.0, 0.3]],
+           "V": [[0.4, 0.1], [-0.2, 0.3]]}
+TARGET = {"mean": [-1.0, 2.0], "cov": [[2.0, -0.4], [-0.4, 0.7]]}
+VALID = {
+    "derive": {"d": 2, "heads": 2},
+    "equilibria": {"params": SCALAR, "which": "all"},
+    "certify": {"params": SCALAR, "initial": INITIAL},
+    "steer": {"start": INITIAL, "target": TARGET, "T": 1.0},
+    "particles": {"params": GENERAL, "initial": INITIAL, "n_tokens": 400, "t_final": 0.2,
+                  "n_steps": 2, "seed": 1},
+}
+INVALID = [
+    ("derive", {"heads": 2}, "d: missing field"),
+    ("derive", {"d": 2, "kernel": "cosine"}, "kernel: must be one of"),
+    ("equilibria", {"params": {"A": [[1.0, 0.0]]}}, "square"),
+    ("equilibria", {"params": SCALAR, "which": "some"}, "which: must be one of"),
+    ("certify", {"params": SCALAR}, "initial: missing field"),
+    ("certify", {"params": SCALAR, "initial": {"mean": [0, 0], "cov": [[1, 3], [3, 1]]}},
+     "not positive semidefinite"),
+    ("steer", {"start": INITIAL, "target": {"mean": [0, 0], "cov": [[1, 0], [0, 0]]}, "T": 1.0},
+     "rank"),
+    ("steer", {"start": INITIAL, "target": TARGET}, "T: missing field"),
+    ("particles", {"params": GENERAL, "initial": INITIAL, "n_tokens": 1, "t_final": 0.2,
+                   "n_steps": 2}, "n_tokens must be ≥ 2"),
+    ("particles", {"params": GENERAL, "initial": {"mean": [0, float("nan")], "cov": [[1, 0],
+                   [0, 1]]}, "n_tokens": 100, "t_final": 0.2, "n_steps": 2}, "NaN"),
+]
+
+
+@pytest.mark.parametrize("command", VALID)
+def test_subcommand_with_valid_spec(tmp_path, capsys, command):
+    plot = tmp_path / "fig.png"
+    extra = [] if command in ("derive", "equilibria") else ["--plot", str(plot)]
+    code, out, err = run(tmp_path, capsys, VALID[command], command, "--json", *extra)
+    assert code == 0, err
+    result = json.loads(out)
+    if extra:
+        assert plot.read_bytes()[:4] == b"\x89PNG"
+    if command == "derive":
+        assert result["exact"] is True and "\\Sigma" in result["latex"]
+    elif command == "equilibria":
+        assert any(e["stable"] for e in result["equilibria"])
+        assert all(e["residual"] < 1e-12 for e in result["equilibria"])
+    elif command == "certify":
+        assert result["regime"] == "converges" and result["check"] is True
+    elif command == "steer":
+        assert result["success"] is True and result["residual"] < 1e-8
+    else:
+        assert max(result["cov_rel_error"]) < 0.2
+
+
+@pytest.mark.parametrize("command, spec, message", INVALID)
+def test_subcommand_with_invalid_spec(tmp_path, capsys, command, spec, message):
+    code, _, err = run(tmp_path, capsys, spec, command)
+    assert code == 2, err
+    assert message in err and len(err.strip().splitlines()) == 1 and "Traceback" not in err
+
+
+def test_numerical_failure_exits_3(tmp_path, capsys, monkeypatch):
+    """A SolverError from the library is reported as a numerical failure, exit code 3."""
+    import riccati_tf.flows as flows
+    from riccati_tf.errors import SolverError
+
+    def fail(*_args, **_kwargs):
+        raise SolverError("the Runge–Kutta integration failed at t = 0.5")
+
+    monkeypatch.setattr(flows, "flow", fail)
+    spec = {"params": PARAMS, "initial": INITIAL, "t_final": 1.0}
+    code, _, err = run(tmp_path, capsys, spec, "flow")
+    assert code == 3 and "numerical failure" in err
