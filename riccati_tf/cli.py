@@ -126,10 +126,9 @@ def cmd_steer(args, spec):
                                             "tolerance", "message", "breakpoints")}
     fig = None
     if args.plot:
-        from .flows import flow
         from .plotting import plot_covariance
 
-        fig = plot_covariance(flow(plan.params_at, start, plan.T), title=f"steer ({plan.route})")
+        fig = plot_covariance(plan.integrate(), title=f"steer ({plan.route})")
     return result, fig
 
 

@@ -14,6 +14,17 @@ class RankMismatchError(InvalidInputError):
     control can connect them."""
 
 
+class UnreachableError(InvalidInputError):
+    """The target is not reachable with the requested controls; `start` and `target` carry the
+    accessibility results (Lie-bracket ranks, SPEC §4) that prove (rank mismatch) or suggest
+    (rank deficiency) it."""
+
+    def __init__(self, message: str, start=None, target=None):
+        super().__init__(message)
+        self.start = start
+        self.target = target
+
+
 class SolverError(RuntimeError):
     """A numerical method could not return an answer it can vouch for (an eigenvalue on the
     imaginary axis, a failed factorisation, overflow, no convergence)."""
