@@ -17,11 +17,14 @@ from pathlib import Path
 
 import numpy as np
 
+from .certificates import certify
 from .examples import regime_examples
 from .flows import flow
 from .htmlmath import latex_to_mathml
+from .model import Gaussian
 from .plotting import figure_png, plot_covariance
 from .serialize import to_jsonable
+from .steering import steer
 
 
 @dataclass(frozen=True)
@@ -66,10 +69,18 @@ def regimes_section(opts: Options) -> Section:
             "G_eigenvalues": np.linalg.eigvalsh(params.G).tolist(),
             "A_eigenvalues_real": np.sort(np.linalg.eigvals(params.A).real).tolist(),
         }
+        cert = certify(params, g0.cov, g0.mean)
+        numbers[name]["certificate"] = {
+            "regime": cert.regime, "exact": cert.exact, "global": cert.global_,
+            "theorem": cert.theorem, "check": cert.check(), "rate": cert.rate,
+            "blowup_time": cert.blowup_time, "reason": cert.reason}
         figures[f"regime_{name}.png"] = figure_png(plot_covariance(ex, title=f"{name}"))
         t_star = "—" if ex.blowup_time is None else f"{ex.blowup_time:.12g}"
         rows.append(f"<tr><td>{name}</td><td>{ex.status}</td><td>{t_star}</td>"
-                    f"<td>{final[0]:.4g}, {final[-1]:.4g}</td><td>{agree:.1e}</td></tr>")
+                    f"<td>{final[0]:.4g}, {final[-1]:.4g}</td><td>{agree:.1e}</td>"
+                    f"<td><b>{cert.regime}</b> ({'exact' if cert.exact else 'numerical'}, "
+                    f"check() = {cert.check()})<br><small>{html.escape(cert.reason)}</small></td>"
+                    "</tr>")
     body = (
         "<p>Scalar value matrices V = vI, G = −v(B + Bᵀ), turn the covariance equation into a "
         "Riccati equation with the exact solution</p>"
@@ -79,13 +90,85 @@ def regimes_section(opts: Options) -> Section:
         + "<p>Each curve is the closed form; the last column is its maximum relative "
         "difference to an independent Runge–Kutta integration (rtol 1e-10).</p>"
         "<table><tr><th>regime</th><th>status</th><th>T*</th><th>final λ(Σ) (min, max)</th>"
-        "<th>exact vs rk</th></tr>" + "".join(rows) + "</table>")
-    return Section("regimes", "Regimes of the covariance flow (SPEC §5)", body, figures, numbers)
+        "<th>exact vs rk</th><th>certificate</th></tr>" + "".join(rows) + "</table>")
+    return Section("regimes", "Regimes of the covariance flow and their certificates (SPEC §5–§6)",
+                   body, figures, numbers)
+
+
+def proofs_section(opts: Options) -> Section:
+    """Every derivation in proofs/ re-proved: symbolic simplification or exact rational points."""
+    root = Path(__file__).resolve().parents[1]
+    if not (root / "proofs" / "_verify.py").exists():
+        return Section("proofs", "Proofs (SPEC §2–§5)", "<p>proofs/ is not next to this "
+                       "installation (installed without the source tree); skipped.</p>")
+    sys.path.insert(0, str(root))
+    try:
+        import importlib
+        import pkgutil
+
+        import proofs
+        from proofs import _verify
+
+        names = sorted(m.name for m in pkgutil.iter_modules(proofs.__path__)
+                       if not m.name.startswith("_"))
+        results = {n: _verify.evaluate(importlib.import_module(f"proofs.{n}").CLAIMS)
+                   for n in names}
+    finally:
+        sys.path.remove(str(root))
+    rows, numbers = [], {}
+    for name, verdicts in results.items():
+        ok = sum(v.passed for v in verdicts)
+        methods = sorted({v.method.split(",")[0] for v in verdicts})
+        numbers[name] = [{"claim": v.claim, "method": v.method, "passed": v.passed,
+                          "seconds": v.seconds} for v in verdicts]
+        rows.append(f"<tr><td>proofs.{name}</td><td>{ok} / {len(verdicts)}</td>"
+                    f"<td>{html.escape('; '.join(methods))}</td></tr>")
+    total = sum(len(v) for v in results.values())
+    passed = sum(v.passed for vs in results.values() for v in vs)
+    body = (f"<p>{passed} of {total} claims proved, each by symbolic simplification to zero "
+            "(fixed d or dimension-free matrix form) or by exact evaluation at random rational "
+            "points; rerun one with <code>python -m proofs.&lt;name&gt;</code>.</p>"
+            "<table><tr><th>module</th><th>claims proved</th><th>methods</th></tr>"
+            + "".join(rows) + "</table>")
+    return Section("proofs", "Proofs (SPEC §2–§5)", body, {}, numbers)
+
+
+def steering_section(opts: Options) -> Section:
+    """Exact steering between Gaussians of equal rank, full and rank-deficient (SPEC §3–§4)."""
+    rng = np.random.default_rng(7)
+    X, Y = rng.standard_normal((3, 3)), rng.standard_normal((3, 3))
+    u, w = rng.standard_normal((3, 1)), rng.standard_normal((3, 1))
+    cases = {
+        "full rank, affine": (Gaussian(rng.standard_normal(3), X @ X.T / 3),
+                              Gaussian(rng.standard_normal(3), Y @ Y.T / 3), "affine"),
+        "full rank, attention": (Gaussian(rng.standard_normal(3), X @ X.T / 3),
+                                 Gaussian(rng.standard_normal(3), Y @ Y.T / 3), "attention"),
+        "rank 1, affine": (Gaussian(np.zeros(3), u @ u.T), Gaussian(np.ones(3), w @ w.T),
+                           "affine"),
+    }
+    rows, numbers, figures = [], {}, {}
+    for i, (name, (start, target, controls)) in enumerate(cases.items()):
+        plan = steer(start, target, 1.0, controls=controls)
+        error = plan.verify()
+        numbers[name] = {"route": plan.route, "pieces": len(plan.pieces), "verify": error,
+                         "success": plan.success, "rank": start.rank()}
+        rows.append(f"<tr><td>{name}</td><td>{plan.route}</td><td>{len(plan.pieces)}</td>"
+                    f"<td>{error:.2e}</td></tr>")
+        figures[f"steer_{i}.png"] = figure_png(plot_covariance(plan.integrate(), title=name))
+    body = ("<p>Controls on [0, 1] steering N(m0, Σ0) to N(m1, Σ1) with rank Σ0 = rank Σ1 (the "
+            "rank is invariant, SPEC §3): piecewise-constant affine layers A = log P/τ1, "
+            "A = log Q/τ2 (polar route) or attention with B(t) = Σ(t)⁺. The terminal error is "
+            "measured by integrating the plan.</p><table><tr><th>case</th><th>route</th>"
+            "<th>pieces</th><th>terminal relative error</th></tr>" + "".join(rows) + "</table>")
+    return Section("steering", "Steering one Gaussian to another (SPEC §4)", body, figures,
+                   numbers)
 
 
 def validation_section(opts: Options) -> Section:
-    """Particles with true softmax attention against the Gaussian flow; Gaussianity of a ReLU
-    network and of a Transformer encoder, layer by layer (SPEC §7)."""
+    """Particles, ReLU drift and a Transformer encoder against the Gaussian theory (SPEC §7).
+
+    Particles with true softmax attention against the Gaussian flow; Gaussianity of a ReLU
+    network and of a Transformer encoder, layer by layer."""
     from .experiments import probe_table, run_prescribed, run_probe, run_relu_drift
 
     n_tokens = 500 if opts.quick else 2000
@@ -122,7 +205,8 @@ def sweep_section(opts: Options) -> Section:
     return report_section(opts.quick)
 
 
-SECTIONS: list[Callable[[Options], Section]] = [regimes_section, validation_section,
+SECTIONS: list[Callable[[Options], Section]] = [proofs_section, regimes_section,
+                                                steering_section, validation_section,
                                                 sweep_section]
 
 

@@ -47,6 +47,19 @@ def test_quick_report(quick_report):
     assert min(conv) > 0.1 and max(coll) < 1e-2
     assert np.isclose(regimes["blows_up"]["blowup_time"], regimes["blows_up"]["blowup_time_rk"],
                       rtol=1e-7)
+    # certificates agree with the flows and re-verify
+    for name in ("converges", "collapses", "blows_up"):
+        cert = regimes[name]["certificate"]
+        assert cert["regime"] == name and cert["check"] is True
+    assert np.isclose(regimes["blows_up"]["certificate"]["blowup_time"],
+                      regimes["blows_up"]["blowup_time"], rtol=1e-10)
+    # every proof claim holds; steering plans land; the sweep's phase diagram is on the page
+    claims = [c for verdicts in summary["proofs"].values() for c in verdicts]
+    assert len(claims) > 50 and all(c["passed"] for c in claims)
+    assert all(case["verify"] <= 1e-8 for case in summary["steering"].values())
+    assert {case["rank"] for case in summary["steering"].values()} == {1, 3}
+    assert "sweep_phase_diagram.png" in page and (tmp_path / "sweep_phase_diagram.png").exists()
+    assert summary["validation"]["prescribed"]["blowup_time"] > 0
 
 
 @pytest.mark.skipif(BROWSER is None, reason="no headless Chromium on this machine")
