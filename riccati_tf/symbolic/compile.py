@@ -1,0 +1,241 @@
+"""Compile a derived moment system to a fast numeric right-hand side (Params, Gaussian) → (ṁ, Σ̇).
+
+Two code paths, chosen per system (mode="auto"):
+
+* "matrix": the dimension-free matrix form is printed to numpy (matrix products, common
+  subexpressions shared between ṁ and J). The covariance uses the transpose symmetry
+  Σ̇ = JΣ + (JΣ)ᵀ: the product JΣ is formed once and its transpose added. One compiled function
+  serves every d.
+* "elementwise": `lambdify(cse=True)` of the entries ṁ_i and Σ̇_ij (i ≤ j) over a flat vector of
+  scalars; faster than numpy only for very small d (`ELEMENTWISE_MAX_D`).
+
+Compiled artefacts are cached per (system, mode) — and per d for the element-wise path —
+until `clear_caches()`.
+"""
+
+from __future__ import annotations
+
+import inspect
+
+import numpy as np
+import sympy as sp
+from sympy.printing.numpy import NumPyPrinter
+
+from ..errors import InvalidInputError
+from ..model import Gaussian, Params, check_dims
+from ..validation import _as_float_array, as_matrix
+from .derivation import MomentSystem
+from .symbols import DIM, WIDTH, LayerSymbols
+
+#: "auto" compiles element-wise up to this d (polynomial systems only), in matrix form above
+ELEMENTWISE_MAX_D = 3
+MODES = ("auto", "matrix", "elementwise")
+
+_CACHE: dict[tuple, object] = {}
+
+
+class _Printer(NumPyPrinter):
+    """NumPy printer that also prints a symbolic-size identity, numpy.eye(d)."""
+
+    def _print_Identity(self, expr):
+        return f"{self._module_format('numpy.eye')}({self._print(expr.rows)})"
+
+
+def _lambdify(args, exprs, **kw):
+    return sp.lambdify(args, exprs, cse=True, docstring_limit=0, **kw)
+
+
+def _rect(name: str, value, shape: tuple[int, ...]) -> np.ndarray:
+    arr = _as_float_array(name, value)
+    if arr.ndim == 2 and len(shape) == 1 and 1 in arr.shape:
+        arr = arr.reshape(-1)
+    if arr.shape != shape:
+        raise InvalidInputError(f"{name} must have shape {shape}, got {arr.shape}")
+    return arr
+
+
+class CompiledMomentRHS:
+    """(params, gaussian, *, K=None, ffn=None) ↦ (ṁ, Σ̇) for a compiled `MomentSystem`.
+
+    params: `Params` with as many heads as the system; gaussian: `Gaussian` on R^d. Gaussian-
+    kernel systems need K (one d×d matrix per head; the heads' B_h are KᵀQ); ReLU systems need
+    ffn = (W, U, c) with W (d×k), U (k×d), c (k,). Returns new arrays of shapes (d,), (d, d).
+    `mode` is "matrix" or "elementwise"; `source` holds the generated code.
+    """
+
+    def __init__(self, system: MomentSystem, mode: str, fn, features=None, flat_index=None):
+        self.system, self.mode, self._fn = system, mode, fn
+        self._features = features
+        self._flat_index = flat_index
+        opts = system.options
+        self.d = system.d
+        self.heads = opts.get("heads")
+        self.kernel, self.ffn = opts.get("kernel", "dot"), opts.get("ffn", "affine")
+
+    @property
+    def source(self) -> str:
+        fns = [self._fn] + ([self._features[0]] if self._features else [])
+        return "\n".join(inspect.getsource(f) for f in fns)
+
+    def _layer(self) -> LayerSymbols | None:
+        return self.system.matrix_layer if self.mode == "matrix" else self.system.layer
+
+    def _values(self, params, gaussian, K, ffn) -> list[np.ndarray]:
+        check_dims(params, gaussian)
+        d = gaussian.d
+        if d != self.d:
+            raise InvalidInputError(f"this right-hand side was compiled for d = {self.d}, got a "
+                                    f"Gaussian on R^{d}")
+        layer = self._layer()
+        if layer is None:
+            return []
+        if len(params.heads) != len(layer.heads):
+            raise InvalidInputError(f"the system has {len(layer.heads)} attention head(s) but "
+                                    f"params has {len(params.heads)}")
+        keys = None
+        if layer.keys is not None:
+            if K is None:
+                raise InvalidInputError("Gaussian-kernel attention needs the key matrices K= "
+                                        "(one per head; B_h = K_hᵀQ_h)")
+            seq = [K] if np.ndim(K) == 2 else list(K)
+            if len(seq) != len(layer.heads):
+                raise InvalidInputError(f"K must give one d×d matrix per head "
+                                        f"({len(layer.heads)}), got {len(seq)}")
+            keys = [as_matrix(f"K[{h}]", k, d) for h, k in enumerate(seq)]
+        elif K is not None:
+            raise InvalidInputError("K= is only used by Gaussian-kernel (l2) systems")
+        ffn_arrays = None
+        if layer.ffn is not None:
+            if ffn is None or len(ffn) != 3:
+                raise InvalidInputError("the ReLU feed-forward system needs ffn=(W, U, c)")
+            W = _as_float_array("ffn W", ffn[0])
+            k = W.shape[1] if W.ndim == 2 else -1
+            if self.mode == "elementwise":
+                k = layer.ffn[2].shape[0]
+            ffn_arrays = {"W": _rect("ffn W", W, (d, k)), "U": _rect("ffn U", ffn[1], (k, d)),
+                          "c": _rect("ffn c", ffn[2], (k,))}
+        elif ffn is not None:
+            raise InvalidInputError("ffn= is only used by systems with a ReLU feed-forward layer")
+        out = []
+        for name, _ in layer.items():
+            if name == "A":
+                out.append(params.A)
+            elif name == "b":
+                out.append(params.b)
+            elif isinstance(name, tuple):
+                kind, h = name
+                out.append(keys[h] if kind == "K" else params.heads[h][kind == "B"])
+            else:
+                out.append(ffn_arrays[name])
+        return out
+
+    def __call__(self, params: Params, gaussian: Gaussian, *, K=None, ffn=None):
+        values = self._values(params, gaussian, K, ffn)
+        m, S = gaussian.mean, gaussian.cov
+        d = gaussian.d
+        if self.mode == "elementwise":
+            flat = np.concatenate([v.ravel() for v in values] + [m, S[self._flat_index]])
+            try:
+                out = np.array(self._fn(flat.tolist()), dtype=float)
+            except (ZeroDivisionError, ValueError) as exc:
+                raise InvalidInputError(f"the element-wise right-hand side is undefined here "
+                                        f"({exc}); degenerate directions need mode='matrix'"
+                                        ) from None
+            dcov = np.empty((d, d))
+            dcov[self._flat_index] = out[d:]
+            dcov.T[self._flat_index] = out[d:]
+            return out[:d], dcov
+        args = [*values, m, S]
+        k = values[-1].shape[0] if self.ffn == "relu" else 0  # c (k,) closes the list
+        if self._features is not None:
+            args += self._evaluate_features(args, d, k)
+        rate, J = self._fn(*args, d, k)
+        half = J @ S
+        rate = np.broadcast_to(np.asarray(rate, dtype=float).reshape(-1), (d,)).copy()
+        return rate, half + half.T
+
+    def _evaluate_features(self, args, d, k):
+        inputs_fn, scalar_fns = self._features
+        inputs = inputs_fn(*args, d, k)
+        out = []
+        for (fn, at_zero, diagonal), (mu, cov) in zip(scalar_fns, inputs, strict=True):
+            mu = np.asarray(mu, dtype=float).reshape(-1)
+            s = np.sqrt(np.clip(np.diagonal(cov), 0.0, None))
+            pos = s > 0
+            with np.errstate(all="ignore"):
+                val = np.where(pos, fn(mu, np.where(pos, s, 1.0)), at_zero(mu))
+            out.append(np.diag(val) if diagonal else val)
+        return out
+
+
+def _compile_matrix(system: MomentSystem):
+    mf = system.matrix
+    layer = system.matrix_layer
+    g = mf.gaussian
+    args = [sym for _, sym in layer.items()] if layer is not None else []
+    args += [g.mean, g.cov]
+    features = None
+    if mf.features:
+        inputs = [[f.mean, f.cov] for f in mf.features]
+        inputs_fn = _lambdify([*args, DIM, WIDTH], inputs, printer=_Printer)
+        scalar_fns = []
+        for f in mf.features:
+            mu, s = f.variables
+            scalar_fns.append((sp.lambdify((mu, s), f.scalar, modules=["scipy", "numpy"]),
+                               sp.lambdify(mu, f.at_zero_spread.rewrite(sp.Max),
+                                           modules=["numpy"]),
+                               f.diagonal))
+        features = (inputs_fn, scalar_fns)
+        args += [f.symbol for f in mf.features]
+    fn = _lambdify([*args, DIM, WIDTH], [mf.mean_rate, mf.jacobian], printer=_Printer)
+    return fn, features
+
+
+def _compile_elements(system: MomentSystem):
+    form = system.expand()
+    d = system.d
+    flat = [s for _, M in (form.layer.items() if form.layer is not None else []) for s in M]
+    iu = np.triu_indices(d)
+    flat += list(form.gaussian.mean) + [form.gaussian.cov[i, j] for i, j in zip(*iu, strict=True)]
+    outputs = list(form.dmean) + [form.dcov[i, j] for i, j in zip(*iu, strict=True)]
+    unbound = set().union(*(e.free_symbols for e in outputs)) - set(flat)
+    if unbound:
+        raise InvalidInputError(f"symbols {sorted(map(str, unbound))} are not bound to Params "
+                                "or the Gaussian; pass layer= to derive_moment_equations")
+    fn = _lambdify([flat], outputs, modules=["math"])
+    return fn, iu
+
+
+def compile_moment_rhs(system: MomentSystem, *, mode: str = "auto") -> CompiledMomentRHS:
+    """Compile (ṁ, Σ̇) of a derived `MomentSystem` to a callable (Params, Gaussian) → arrays.
+
+    mode: "matrix" (numpy code from the dimension-free form, JΣ formed once and its transpose
+    added), "elementwise" (`lambdify(cse=True)` of the entries), or "auto": element-wise for
+    polynomial systems with d ≤ ELEMENTWISE_MAX_D (or when there is no matrix form), matrix
+    otherwise. Compiled code is cached (`clear_caches`).
+    """
+    if not isinstance(system, MomentSystem):
+        raise InvalidInputError(f"system must be a MomentSystem, got {type(system).__name__}")
+    if mode not in MODES:
+        raise InvalidInputError(f"mode must be one of {MODES}, got {mode!r}")
+    if mode == "auto":
+        polynomial = (system.options.get("kernel", "dot") == "dot"
+                      and system.options.get("ffn", "affine") == "affine")
+        small = system.d <= ELEMENTWISE_MAX_D and polynomial
+        mode = "elementwise" if system.matrix is None or small else "matrix"
+    if mode == "matrix" and system.matrix is None:
+        raise InvalidInputError("this system has no matrix form; use mode='elementwise'")
+    key = (system.key, mode, system.d if mode == "elementwise" else None)
+    if key not in _CACHE:
+        _CACHE[key] = (_compile_matrix(system) if mode == "matrix"
+                       else _compile_elements(system))
+    if mode == "matrix":
+        fn, features = _CACHE[key]
+        return CompiledMomentRHS(system, mode, fn, features=features)
+    fn, iu = _CACHE[key]
+    return CompiledMomentRHS(system, mode, fn, flat_index=iu)
+
+
+def clear_compiled() -> None:
+    """Forget every compiled right-hand side."""
+    _CACHE.clear()

@@ -1,0 +1,45 @@
+"""LaTeX rendering of moment systems (`MomentSystem.latex`, pretty in notebooks)."""
+
+from __future__ import annotations
+
+import sympy as sp
+
+from ..errors import InvalidInputError
+from .symbols import LATEX_NAMES
+
+
+def to_latex(expr) -> str:
+    """LaTeX of a SymPy expression or matrix, with the element-wise symbols spelt as in the
+    mathematics (A_{1,2}, \\Sigma_{1,2}, V^{(2)}_{1,1})."""
+    return sp.latex(expr, symbol_names=LATEX_NAMES)
+
+
+def system_latex(system, form: str = "auto") -> str:
+    """An aligned block: ṁ = …, Σ̇ = …, the auxiliary Gaussian features, and whether the
+    equations are exact or a Gaussian closure."""
+    if form not in ("auto", "matrix", "entries"):
+        raise InvalidInputError(f"form must be 'auto', 'matrix' or 'entries', got {form!r}")
+    if form == "auto":
+        form = "matrix" if system.matrix is not None else "entries"
+    note = (r"\text{exact (the field is affine in } x\text{: Gaussians stay Gaussian)}"
+            if system.exact else r"\text{Gaussian closure (the field is not affine in } x)")
+    if form == "matrix":
+        if system.matrix is None:
+            raise InvalidInputError("this system has no matrix form")
+        mf = system.matrix
+        J = to_latex(mf.jacobian)
+        lines = [rf"\dot m &= {to_latex(mf.mean_rate)}",
+                 rf"\dot\Sigma &= J\Sigma + \Sigma J^{{T}}, \quad J = {J}"]
+        for f in mf.features:
+            mu, s = f.variables
+            body = to_latex(f.scalar)
+            arg = (rf"\mu = {to_latex(f.mean)},\ "
+                   rf"s^2 = \operatorname{{diag}}\left({to_latex(f.cov)}\right)")
+            sym = to_latex(f.symbol)
+            lhs = rf"{sym} &= \operatorname{{diag}}\left(\phi(\mu_i, s_i)\right)" if f.diagonal \
+                else rf"\left({sym}\right)_i &= \phi(\mu_i, s_i)"
+            lines.append(rf"{lhs},\ \phi({to_latex(mu)}, {to_latex(s)}) = {body},\ {arg}")
+    else:
+        lines = [rf"\dot m &= {to_latex(system.dmean)}", rf"\dot\Sigma &= {to_latex(system.dcov)}"]
+    lines.append(rf"& {note}")
+    return r"\begin{aligned}" + r" \\ ".join(lines) + r"\end{aligned}"
