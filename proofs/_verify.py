@@ -170,14 +170,6 @@ def time_derivative(expr, rules: dict) -> MatrixExpr:
     raise TypeError(f"time_derivative: unsupported node {type(expr).__name__}")
 
 
-def sym_matrix(name: str, d: int, *, symmetric: bool = False) -> sp.Matrix:
-    """A d×d matrix of fresh real symbols name_i_j (symmetric if asked)."""
-    def entry(i, j):
-        a, b = (min(i, j), max(i, j)) if symmetric else (i, j)
-        return sp.Symbol(f"{name}_{a + 1}_{b + 1}", real=True)
-    return sp.Matrix(d, d, entry)
-
-
 # --------------------------------------------------------------------------- running
 
 

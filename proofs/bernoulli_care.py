@@ -19,9 +19,9 @@ from functools import partial
 
 import sympy as sp
 
-from riccati_tf.symbolic.symbols import DIM
+from riccati_tf.symbolic.symbols import DIM, symbol_matrix
 
-from ._verify import holds, main, matrix_equal, sym_matrix, symbolic_zero
+from ._verify import holds, main, matrix_equal, symbolic_zero
 
 
 def bernoulli(A, G, S):
@@ -39,8 +39,8 @@ def claim_residuals_agree():
 
 
 def claim_invariant_subspace(d: int):
-    A, G, X = sym_matrix("A", d), sym_matrix("G", d, symmetric=True), \
-        sym_matrix("X", d, symmetric=True)
+    A, G, X = symbol_matrix("A", d, d), symbol_matrix("G", d, d, symmetric=True), \
+        symbol_matrix("X", d, d, symmetric=True)
     H = sp.BlockMatrix([[A.T, -G], [sp.zeros(d), -A]]).as_explicit()
     IX = sp.Matrix.vstack(sp.eye(d), X)
     lhs = H * IX - IX * (A.T - G * X)

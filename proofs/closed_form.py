@@ -19,9 +19,9 @@ from functools import partial
 
 import sympy as sp
 
-from riccati_tf.symbolic.symbols import DIM
+from riccati_tf.symbolic.symbols import DIM, symbol_matrix
 
-from ._verify import main, matrix_zero, rational_zero, sym_matrix, symbolic_zero, time_derivative
+from ._verify import main, matrix_zero, rational_zero, symbolic_zero, time_derivative
 
 
 def _matrix_symbols():
@@ -45,9 +45,9 @@ def claim_initial_value():
 
 
 def claim_solves_ode_elements(d: int):
-    A, G, S0 = sym_matrix("A", d), sym_matrix("G", d, symmetric=True), \
-        sym_matrix("S0", d, symmetric=True)
-    E, W = sym_matrix("E", d), sym_matrix("W", d, symmetric=True)
+    A, G, S0 = symbol_matrix("A", d, d), symbol_matrix("G", d, d, symmetric=True), \
+        symbol_matrix("S0", d, d, symmetric=True)
+    E, W = symbol_matrix("E", d, d), symbol_matrix("W", d, d, symmetric=True)
     Edot, Wdot = A * E, E.T * G * E
     N = sp.eye(d) + W * S0
     Ninv = N.inv()
@@ -79,7 +79,7 @@ def claim_van_loan_scalar():
 
 
 def claim_square_root_form(d: int, r: int):
-    E, W = sym_matrix("E", d), sym_matrix("W", d, symmetric=True)
+    E, W = symbol_matrix("E", d, d), symbol_matrix("W", d, d, symmetric=True)
     L = sp.Matrix(d, r, lambda i, j: sp.Symbol(f"L_{i}_{j}"))
     S0 = L * L.T
     full = E * S0 * (sp.eye(d) + W * S0).inv() * E.T

@@ -21,9 +21,9 @@ from functools import partial
 import sympy as sp
 
 from riccati_tf.symbolic import transformer_system
-from riccati_tf.symbolic.symbols import DIM
+from riccati_tf.symbolic.symbols import DIM, symbol_matrix
 
-from ._verify import main, matrix_equal, matrix_zero, sym_matrix, symbolic_zero, time_derivative
+from ._verify import main, matrix_equal, matrix_zero, symbolic_zero, time_derivative
 
 
 def claim_riccati_form(d: int, heads: int = 1):
@@ -66,8 +66,8 @@ def claim_inverse_matrix():
 
 
 def claim_inverse_elements(d: int):
-    S, A, G = (sym_matrix("S", d, symmetric=True), sym_matrix("A", d),
-               sym_matrix("G", d, symmetric=True))
+    S, A, G = (symbol_matrix("S", d, d, symmetric=True), symbol_matrix("A", d, d),
+               symbol_matrix("G", d, d, symmetric=True))
     P = S.inv()
     Sdot = A * S + S * A.T - S * G * S
     return symbolic_zero(f"P = Σ⁻¹: −PΣ̇P = −AᵀP − PA + G (d = {d})",

@@ -17,14 +17,13 @@ from functools import partial
 import sympy as sp
 
 from riccati_tf.symbolic import transformer_system
-from riccati_tf.symbolic.symbols import DIM
+from riccati_tf.symbolic.symbols import DIM, symbol_matrix
 
 from ._verify import (
     holds,
     main,
     matrix_zero,
     rational_zero,
-    sym_matrix,
     symbolic_zero,
     time_derivative,
 )
@@ -47,7 +46,7 @@ def _elementwise(d: int):
     g = s.gaussian
     A, ((V, B),) = sp.Matrix(s.layer.A), s.layer.heads
     V, B = sp.Matrix(V), sp.Matrix(B)
-    Phi, S0 = sym_matrix("Phi", d), sym_matrix("S0", d, symmetric=True)
+    Phi, S0 = symbol_matrix("Phi", d, d), symbol_matrix("S0", d, d, symmetric=True)
     Sigma = Phi * S0 * Phi.T
     on_ansatz = {g.cov[i, j]: Sigma[i, j] for i in range(d) for j in range(i, d)}
     Phidot = (A + V * Sigma * B) * Phi
@@ -63,7 +62,7 @@ def claim_elementwise(d: int, exact_points: bool = False):
 
 
 def claim_liouville(d: int):
-    Phi, M = sym_matrix("Phi", d), sym_matrix("M", d)
+    Phi, M = symbol_matrix("Phi", d, d), symbol_matrix("M", d, d)
     Phidot = M * Phi
     det = Phi.det()
     ddet = sum(det.diff(Phi[i, j]) * Phidot[i, j] for i in range(d) for j in range(d))

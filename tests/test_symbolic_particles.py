@@ -16,7 +16,7 @@ import pytest
 from scipy.integrate import solve_ivp
 
 from riccati_tf import Gaussian, Params
-from riccati_tf.particles import attention_field, empirical_moments, velocity
+from riccati_tf.particles import FeedForward, attention_field, empirical_moments, simulate, velocity
 from riccati_tf.symbolic import compile_moment_rhs, transformer_system
 
 D = 2
@@ -95,17 +95,9 @@ def relu_layer(V_scale: float):
     k = 3
     params = Params(-0.2 * np.eye(D), B=0.5 * rng.standard_normal((D, D)),
                     V=V_scale * rng.standard_normal((D, D)), b=np.zeros(D))
-    ffn = (rng.standard_normal((D, k)), rng.standard_normal((k, D)), 0.3 * rng.standard_normal(k))
+    ffn = FeedForward(W=rng.standard_normal((D, k)), U=rng.standard_normal((k, D)),
+                      c=0.3 * rng.standard_normal(k))
     return params, ffn
-
-
-def relu_field(params, ffn):
-    W, U, c = ffn
-
-    def field(x):
-        return velocity(params, x) + np.maximum(x @ U.T + c, 0.0) @ W.T
-
-    return field
 
 
 def test_relu_closure_is_exact_at_t0():
@@ -115,33 +107,24 @@ def test_relu_closure_is_exact_at_t0():
     system = transformer_system(D, ffn="relu", width=3)
     assert not system.exact
     compiled = compile_moment_rhs(system)
-    assert_within_mc_error(relu_field(params, ffn), lambda g: compiled(params, g, ffn=ffn),
-                           "ReLU t=0")
+    assert_within_mc_error(lambda x: velocity(params, x, feedforward=ffn),
+                           lambda g: compiled(params, g, ffn=ffn), "ReLU t=0")
 
 
 def test_relu_closure_short_time_error():
     """Must-show 3: the Gaussian closure drifts from the true moments as the cloud stops being
-    Gaussian. Field −0.2x + W relu(Ux + c) (no attention, so 50 000 tokens are cheap), RK4 with 32
-    steps to t = 0.5, closure ODE (compiled right-hand side, solve_ivp rtol 1e-11) from the cloud's
-    own moments. Measured here: relative covariance error 2.3e-2 at t = 0.25 and 9.1e-2 at
-    t = 0.5 (growing like t², the first derivative being exact; mean error 1.9e-3 and 7.0e-3),
-    against a Monte-Carlo floor of the covariance rate of 8.7e-3 per unit time; the closure error
-    is reported and bounded, not claimed to vanish."""
+    Gaussian. Field −0.2x + W relu(Ux + c) (no attention, so 50 000 tokens are cheap),
+    `particles.simulate` (RK4, 32 steps) to t = 0.5, closure ODE (compiled right-hand side,
+    solve_ivp rtol 1e-11) from the cloud's own moments. Measured here: relative covariance error
+    2.3e-2 at t = 0.25 and 9.1e-2 at t = 0.5 (growing like t², the first derivative being exact;
+    mean error 1.9e-3 and 7.0e-3), against a Monte-Carlo floor of the covariance rate of 8.7e-3
+    per unit time; the closure error is reported and bounded, not claimed to vanish."""
     params, ffn = relu_layer(0.0)
-    field = relu_field(params, ffn)
     compiled = compile_moment_rhs(transformer_system(D, ffn="relu", width=3))
     x = G0.sample(50_000, np.random.default_rng(0))
-    m0, S0, _, dS0 = particle_rates(x, field(x))
-    times, n_steps = (0.25, 0.5), 32
-    tau = times[-1] / n_steps
-    clouds = {}
-    for step in range(1, n_steps + 1):
-        k1 = field(x)
-        k2 = field(x + tau / 2 * k1)
-        k3 = field(x + tau / 2 * k2)
-        k4 = field(x + tau * k3)
-        x = x + tau / 6 * (k1 + 2 * k2 + 2 * k3 + k4)
-        clouds[round(step * tau, 9)] = empirical_moments(x)
+    m0, S0, _, dS0 = particle_rates(x, velocity(params, x, feedforward=ffn))
+    times = (0.25, 0.5)
+    run = simulate(params, x, times[-1], n_steps=32, feedforward=ffn)  # RK4
 
     def rhs(_t, y):
         dm, dS = compiled(params, Gaussian(y[:D], y[D:].reshape(D, D)), ffn=ffn)
@@ -154,7 +137,8 @@ def test_relu_closure_short_time_error():
     floor = np.linalg.norm(dS0 - dS_closure) / np.linalg.norm(S0)  # MC error of the rate
     errors = []
     for i, t in enumerate(times):
-        m_p, S_p = clouds[round(t, 9)]
+        step = int(np.argmin(np.abs(run.t - t)))
+        m_p, S_p = run.mean[step], run.cov[step]
         S_c = sol.y[D:, i].reshape(D, D)
         errors.append(np.linalg.norm(S_p - S_c) / np.linalg.norm(S_p))
         print(f"ReLU closure: t = {t}: relative covariance error {errors[-1]:.3e}, "

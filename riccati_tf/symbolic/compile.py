@@ -59,8 +59,9 @@ class CompiledMomentRHS:
 
     params: `Params` with as many heads as the system; gaussian: `Gaussian` on R^d. Gaussian-
     kernel systems need K (one d×d matrix per head; the heads' B_h are KᵀQ); ReLU systems need
-    ffn = (W, U, c) with W (d×k), U (k×d), c (k,). Returns new arrays of shapes (d,), (d, d).
-    `mode` is "matrix" or "elementwise"; `source` holds the generated code.
+    ffn = (W, U, c) with W (d×k), U (k×d), c (k,), or a `particles.FeedForward`. Returns new
+    arrays of shapes (d,), (d, d). `mode` is "matrix" or "elementwise"; `source` holds the
+    generated code.
     """
 
     def __init__(self, system: MomentSystem, mode: str, fn, features=None, flat_index=None):
@@ -106,8 +107,11 @@ class CompiledMomentRHS:
             raise InvalidInputError("K= is only used by Gaussian-kernel (l2) systems")
         ffn_arrays = None
         if layer.ffn is not None:
+            if all(hasattr(ffn, name) for name in ("W", "U", "c")):  # particles.FeedForward
+                ffn = (ffn.W, ffn.U, ffn.c)
             if ffn is None or len(ffn) != 3:
-                raise InvalidInputError("the ReLU feed-forward system needs ffn=(W, U, c)")
+                raise InvalidInputError("the ReLU feed-forward system needs ffn=(W, U, c) or a "
+                                        "particles.FeedForward")
             W = _as_float_array("ffn W", ffn[0])
             k = W.shape[1] if W.ndim == 2 else -1
             if self.mode == "elementwise":
