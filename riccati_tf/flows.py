@@ -128,8 +128,9 @@ def _rk_flow(params_fn, gaussian: Gaussian, t_out, t_final, rtol, atol) -> Traje
 
         event.terminal, event.direction = True, 1
         grid = t_out[(t_out > t0) | ((t_out == 0) & (t0 == 0))]
-        sol = solve_ivp(rhs, (t0, t_final), y, method="DOP853", t_eval=grid, rtol=rtol,
-                        atol=atol, events=event if scale > 0 else None)
+        with np.errstate(over="ignore", invalid="ignore"):  # overflow is detected below
+            sol = solve_ivp(rhs, (t0, t_final), y, method="DOP853", t_eval=grid, rtol=rtol,
+                            atol=atol, events=event if scale > 0 else None)
         if sol.status == -1 or not np.all(np.isfinite(sol.y)):
             raise SolverError(f"the Runge–Kutta integration failed at t = {sol.t[-1]:.6g}: "
                               f"{sol.message}")
