@@ -10,7 +10,9 @@ from .flows import Trajectory, flow, layers
 from .model import Gaussian, Params
 from .moments import moment_rhs
 from .steering import ControlPlan, steer
+from .sweep import SweepResult, run_sweep
 
-__all__ = ["Certificate", "ControlPlan", "Equilibrium", "Gaussian", "Params", "Trajectory",
-           "certify", "equilibria", "errors", "flow", "layers", "moment_rhs", "steer"]
+__all__ = ["Certificate", "ControlPlan", "Equilibrium", "Gaussian", "Params", "SweepResult",
+           "Trajectory", "certify", "equilibria", "errors", "flow", "layers", "moment_rhs",
+           "run_sweep", "steer"]
 __version__ = "0.1.0"

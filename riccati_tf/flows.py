@@ -123,18 +123,22 @@ def _rk_flow(params_fn, gaussian: Gaussian, t_out, t_final, rtol, atol) -> Traje
     t0, ts, ys = 0.0, [], []
     blowup_time = direction = None
     while True:
-        def event(_t, y, thr=threshold):
-            return np.log(max(np.trace(y[d:].reshape(d, d)), np.finfo(float).tiny) / thr)
+        log_threshold = np.log(threshold) if scale > 0 else 0.0  # no event when Σ0 = 0
+
+        def event(_t, y, log_thr=log_threshold):
+            return np.log(max(np.trace(y[d:].reshape(d, d)), np.finfo(float).tiny)) - log_thr
 
         event.terminal, event.direction = True, 1
         grid = t_out[(t_out > t0) | ((t_out == 0) & (t0 == 0))]
         with np.errstate(over="ignore", invalid="ignore"):  # overflow is detected below
             sol = solve_ivp(rhs, (t0, t_final), y, method="DOP853", t_eval=grid, rtol=rtol,
                             atol=atol, events=event if scale > 0 else None)
-        if sol.status == -1 or not np.all(np.isfinite(sol.y)):
-            raise SolverError(f"the Runge–Kutta integration failed at t = {sol.t[-1]:.6g}: "
+        Y = np.asarray(sol.y, dtype=float).reshape(y.size, -1)
+        if sol.status == -1 or not np.all(np.isfinite(Y)):
+            reached = sol.t[-1] if sol.t.size else t0
+            raise SolverError(f"the Runge–Kutta integration failed after t = {reached:.6g}: "
                               f"{sol.message}")
-        ts.append(sol.t), ys.append(sol.y.T)
+        ts.append(sol.t), ys.append(Y.T)
         if sol.status == 0:
             break
         t0, y = sol.t_events[0][0], sol.y_events[0][0]

@@ -63,7 +63,7 @@ def test_layers_valid(tmp_path, capsys):
                 "n_layers": 2, "tau": 0.1}, "NaN"),
 ])
 def test_invalid_specs_exit_2_with_one_line(tmp_path, capsys, command, spec, message):
-    code, out, err = run(tmp_path, capsys, spec, command)
+    code, _, err = run(tmp_path, capsys, spec, command)
     assert code == 2
     assert message in err and len(err.strip().splitlines()) == 1
     assert "Traceback" not in err

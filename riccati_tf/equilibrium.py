@@ -1,0 +1,476 @@
+"""Equilibria of the covariance flow and their linearisation (SPEC §5).
+
+    F(Σ) = A Σ + Σ Aᵀ + Σ_h (V_h Σ B_h Σ + Σ B_hᵀ Σ V_hᵀ) = 0,      Σ ⪰ 0
+    L(H) = M* H + H M*ᵀ + Σ_h (V_h H B_h Σ* + Σ* B_hᵀ H V_hᵀ),      M* = A + Σ_h V_h Σ* B_h
+
+An equilibrium is stable when L, acting on symmetric matrices, is Hurwitz; its mean converges when
+K* = A + Σ_h V_h + Σ_h V_h Σ* B_h is Hurwitz, to m* = −K*⁻¹ b.
+
+Symmetric matrices are written in the orthonormal coordinates h = (H_ii, √2 H_ij for i < j), so
+|h| = ‖H‖_F and L becomes an n_s × n_s matrix (n_s = d(d+1)/2), assembled from its Kronecker form
+for d ≤ KRONECKER_MAX_D and applied matrix-free (GMRES, ARPACK) beyond.
+
+Scalar value matrices (V_h = v_h I): the equilibria are the covariance solutions of the Bernoulli
+equation AΣ + ΣAᵀ − ΣGΣ = 0, one for each A-invariant subspace R on which the solution P of
+T_Rᵀ P + P T_R = G_R is invertible (Σ = U_R P⁻¹ U_Rᵀ, a covariance iff P ≻ 0); the stable one is
+the stabilizing solution (riccati.bernoulli). General V: Newton's method on F from several starts,
+including continuation from the scalar case V_h(s) = (1 − s) v̄_h I + s V_h, v̄_h = tr V_h / d.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+from functools import lru_cache
+
+import numpy as np
+from scipy.linalg import LinAlgError, schur, solve_continuous_lyapunov
+from scipy.sparse.linalg import LinearOperator, eigs, gmres
+
+from .errors import InvalidInputError, SolverError
+from .model import Params
+from .riccati import (
+    AXIS_RTOL,
+    NoStabilizingSolution,
+    bernoulli,
+    check_axis_gap,
+    lapack_sylvester_gramian,
+)
+
+#: assemble L as a dense n_s × n_s matrix up to this d; matrix-free Krylov methods beyond
+KRONECKER_MAX_D = 30
+#: `which="all"` (invariant-subspace enumeration) is offered up to this d
+ENUMERATION_MAX_D = 10
+#: Newton stops at this relative residual ‖F(Σ)‖ / (‖AΣ‖ + Σ_h ‖V_hΣB_hΣ‖)
+NEWTON_RTOL = 1e-13
+NEWTON_MAXITER = 60
+POLISH_STEPS = 2
+#: an equilibrium is reported only if its relative residual is below this
+ACCEPT_RTOL = 1e-9
+#: eigenvalues of Σ below RANK_RTOL · λ_max(Σ) count as zero (rank), and a Σ with
+#: λ_min ≥ −RANK_RTOL · λ_max counts as positive semidefinite
+RANK_RTOL = 1e-9
+#: two equilibria are the same when ‖Σ₁ − Σ₂‖_F ≤ SAME_RTOL · max(‖Σ₁‖_F, ‖Σ₂‖_F, natural scale)
+SAME_RTOL = 1e-7
+#: continuation in s from scalar V: initial step and smallest step before giving up
+CONTINUATION_STEP = 0.125
+CONTINUATION_MIN_STEP = 1.0 / 1024
+RANDOM_STARTS = 4
+#: relative tolerance of the GMRES solves of the Newton equation (inexact Newton beyond d = 30)
+GMRES_RTOL = 1e-11
+
+
+@dataclass(frozen=True, eq=False)
+class Equilibrium:
+    """An equilibrium Σ* of Σ̇ = F(Σ), with the evidence for it.
+
+    cov: Σ* (d×d, PSD). mean: m* = −K*⁻¹ b when K* = A + Σ_h V_h + Σ_h V_h Σ* B_h is Hurwitz, else
+    None. residual: ‖F(Σ*)‖_F / (‖AΣ*‖_F + Σ_h ‖V_hΣ*B_hΣ*‖_F) (0 for Σ* = 0). rank: number of
+    eigenvalues above RANK_RTOL · λ_max. spectral_abscissa: max Re λ(L) over symmetric H; stable
+    iff it is < 0. method: "bernoulli-schur", "bernoulli-slycot", "invariant-subspace", "zero" or
+    "newton[<start>]". rcond: reciprocal condition estimate of the last linear solve (None for
+    Newton).
+    """
+
+    cov: np.ndarray
+    mean: np.ndarray | None
+    residual: float
+    rank: int
+    stable: bool
+    spectral_abscissa: float
+    method: str
+    rcond: float | None = None
+
+    def __repr__(self) -> str:
+        return (f"Equilibrium(rank={self.rank}, stable={self.stable}, "
+                f"abscissa={self.spectral_abscissa:.3g}, residual={self.residual:.2g}, "
+                f"method={self.method!r})")
+
+
+# ---------------------------------------------------------------- symmetric coordinates and L
+
+
+@lru_cache(maxsize=32)
+def sym_basis(d: int) -> np.ndarray:
+    """N (d² × n_s): column k is vec(E_k) (row-major) of the orthonormal basis of Sym(d),
+    E_ii = e_i e_iᵀ, E_ij = (e_i e_jᵀ + e_j e_iᵀ)/√2 for i < j, in the order of np.triu_indices."""
+    iu, ju = np.triu_indices(d)
+    N = np.zeros((d * d, iu.size))
+    k = np.arange(iu.size)
+    w = np.where(iu == ju, 1.0, np.sqrt(0.5))
+    N[iu * d + ju, k] = w
+    N[ju * d + iu, k] = w
+    N.setflags(write=False)
+    return N
+
+
+def to_coords(H: np.ndarray) -> np.ndarray:
+    """Orthonormal coordinates h of a symmetric H (|h| = ‖H‖_F); works on stacks (..., d, d)."""
+    d = H.shape[-1]
+    iu, ju = np.triu_indices(d)
+    return H[..., iu, ju] * np.where(iu == ju, 1.0, np.sqrt(2.0))
+
+
+def from_coords(h: np.ndarray, d: int) -> np.ndarray:
+    """The symmetric matrix with orthonormal coordinates h."""
+    iu, ju = np.triu_indices(d)
+    H = np.zeros((d, d))
+    H[iu, ju] = h / np.where(iu == ju, 1.0, np.sqrt(2.0))
+    return H + np.triu(H, 1).T
+
+
+def F(params: Params, cov: np.ndarray) -> np.ndarray:
+    """F(Σ) = AΣ + ΣAᵀ + Σ_h (V_hΣB_hΣ + ΣB_hᵀΣV_hᵀ)."""
+    AS = params.A @ cov
+    out = AS + AS.T
+    for V, B in params.heads:
+        W = V @ cov @ B @ cov
+        out += W + W.T
+    return out
+
+
+def relative_residual(params: Params, cov: np.ndarray) -> float:
+    """‖F(Σ)‖_F / (‖AΣ‖_F + Σ_h ‖V_h Σ B_h Σ‖_F); 0 when the denominator vanishes (Σ = 0)."""
+    AS = params.A @ cov
+    out = AS + AS.T
+    scale = np.linalg.norm(AS)
+    for V, B in params.heads:
+        W = V @ cov @ B @ cov
+        out += W + W.T
+        scale += np.linalg.norm(W)
+    return float(np.linalg.norm(out) / scale) if scale > 0 else 0.0
+
+
+def apply_linearization(params: Params, cov: np.ndarray, H: np.ndarray) -> np.ndarray:
+    """L(H) = M H + H Mᵀ + Σ_h (V_h H B_h Σ + Σ B_hᵀ H V_hᵀ), M = A + Σ_h V_h Σ B_h."""
+    MH = params.M(cov) @ H
+    out = MH + MH.T
+    for V, B in params.heads:
+        W = V @ H @ B @ cov
+        out += W + W.T
+    return out
+
+
+def linearization_matrix(params: Params, cov: np.ndarray) -> np.ndarray:
+    """L as an n_s × n_s matrix in orthonormal symmetric coordinates, from the Kronecker form
+
+        vec(L(H)) = [M ⊗ I + I ⊗ M + Σ_h (V_h ⊗ (B_hΣ)ᵀ + (ΣB_hᵀ) ⊗ V_h)] vec(H)   (row-major vec),
+
+    restricted to Sym(d): L_s = Nᵀ L_full N with N = sym_basis(d).
+    """
+    d = params.d
+    eye = np.eye(d)
+    M = params.M(cov)
+    full = np.kron(M, eye) + np.kron(eye, M)
+    for V, B in params.heads:
+        full += np.kron(V, (B @ cov).T) + np.kron(cov @ B.T, V)
+    N = sym_basis(d)
+    return N.T @ (full @ N)
+
+
+def linearization_operator(params: Params, cov: np.ndarray) -> LinearOperator:
+    """L as a matrix-free operator on orthonormal symmetric coordinates (for d > 30)."""
+    d = params.d
+    n = d * (d + 1) // 2
+    return LinearOperator((n, n), matvec=lambda h: to_coords(
+        apply_linearization(params, cov, from_coords(np.ravel(h), d))), dtype=float)
+
+
+def spectral_abscissa(params: Params, cov: np.ndarray) -> float:
+    """max Re λ(L) on Sym(d): dense eigenvalues for d ≤ 30, ARPACK (largest real part) beyond."""
+    if params.d <= KRONECKER_MAX_D:
+        return float(np.max(np.linalg.eigvals(linearization_matrix(params, cov)).real))
+    op = linearization_operator(params, cov)
+    vals = eigs(op, k=2, which="LR", return_eigenvectors=False, tol=1e-10, maxiter=5000)
+    return float(np.max(vals.real))
+
+
+def quadratic_constant(params: Params) -> float:
+    """c with ‖Σ_h (V_h H B_h H + H B_hᵀ H V_hᵀ)‖_F ≤ c ‖H‖_F²: c = 2 Σ_h ‖V_h‖₂ ‖B_h‖₂.
+    F(Σ* + H) = F(Σ*) + L(H) + that quadratic term, and ‖L_Σ − L_Σ'‖ ≤ 2c ‖Σ − Σ'‖_F."""
+    return 2.0 * sum(np.linalg.norm(V, 2) * np.linalg.norm(B, 2) for V, B in params.heads)
+
+
+def natural_scale(params: Params) -> float:
+    """‖A‖₂ / c: the size of Σ at which the linear and quadratic terms of F balance."""
+    c = quadratic_constant(params)
+    a = np.linalg.norm(params.A, 2)
+    return float(a / c) if c > 0 and a > 0 else 1.0
+
+
+def mean_equilibrium(params: Params, cov: np.ndarray) -> np.ndarray | None:
+    """m* = −K⁻¹ b with K = A + Σ_h V_h + Σ_h V_h Σ B_h, when K is Hurwitz; else None."""
+    K = params.M(cov) + sum(V for V, _ in params.heads)
+    if np.max(np.linalg.eigvals(K).real) >= 0:
+        return None
+    return -np.linalg.solve(K, params.b)
+
+
+def psd_rank_rel(cov: np.ndarray) -> int:
+    eig = np.linalg.eigvalsh(cov)
+    return int(np.sum(eig > RANK_RTOL * max(eig[-1], 0.0)))
+
+
+def is_psd(cov: np.ndarray) -> bool:
+    eig = np.linalg.eigvalsh(cov)
+    return bool(eig[0] >= -RANK_RTOL * max(eig[-1], np.finfo(float).tiny))
+
+
+def make_equilibrium(params: Params, cov: np.ndarray, method: str, *,
+                     abscissa: float | None = None, rcond: float | None = None,
+                     rank: int | None = None) -> Equilibrium:
+    """Package Σ* with its residual, rank, mean and stability (abscissa computed if not given)."""
+    cov = 0.5 * (cov + cov.T)
+    if abscissa is None:
+        abscissa = spectral_abscissa(params, cov)
+    mean = mean_equilibrium(params, cov)
+    for arr in (cov, mean):
+        if arr is not None:
+            arr.setflags(write=False)
+    return Equilibrium(cov, mean, relative_residual(params, cov),
+                       psd_rank_rel(cov) if rank is None else rank, bool(abscissa < 0),
+                       float(abscissa), method, rcond)
+
+
+# ---------------------------------------------------------------- scalar V: Bernoulli equation
+
+
+def _scalar_stable(params: Params, axis_rtol: float) -> list[Equilibrium]:
+    try:
+        sol = bernoulli(params.A, params.G, axis_rtol=axis_rtol)
+    except NoStabilizingSolution:
+        return []
+    if not is_psd(sol.X):
+        return []
+    method = "bernoulli-" + ("schur" if sol.method == "schur" else "slycot")
+    abscissa = 2.0 * float(np.max(sol.closed_loop.real))
+    return [make_equilibrium(params, sol.X, method, abscissa=abscissa, rcond=sol.rcond,
+                             rank=sol.rank)]
+
+
+def _eigen_groups(A: np.ndarray, axis_rtol: float) -> tuple[np.ndarray, list[list[int]]]:
+    """Eigenvalues of A and their real groups (a real eigenvalue, or a conjugate pair)."""
+    eig = np.linalg.eigvals(A)
+    scale = np.linalg.norm(A)
+    check_axis_gap(eig, scale, "A", axis_rtol)
+    diff = np.abs(eig[:, None] - eig[None, :])
+    np.fill_diagonal(diff, np.inf)
+    i, j = np.unravel_index(np.argmin(diff), diff.shape)
+    if eig.size > 1 and diff[i, j] <= np.sqrt(axis_rtol) * scale:
+        raise SolverError(f"A has a repeated eigenvalue λ ≈ {complex(eig[i]):.6g}: its invariant "
+                          f"subspaces need not be finitely many, so the equilibria of the "
+                          f"Bernoulli equation cannot be enumerated")
+    sums = np.abs(eig[:, None] + eig[None, :])
+    np.fill_diagonal(sums, np.inf)
+    i, j = np.unravel_index(np.argmin(sums), sums.shape)
+    if eig.size > 1 and sums[i, j] <= axis_rtol * scale:
+        raise SolverError(f"eigenvalues λ = {complex(eig[i]):.6g} and {complex(eig[j]):.6g} of A "
+                          f"sum to ≈ 0: the Lyapunov equation on an invariant subspace holding "
+                          f"both is singular, so its equilibria are not isolated or do not exist")
+    groups, used = [], set()
+    for i in map(int, np.argsort(-eig.real)):
+        if i in used:
+            continue
+        group = [i]
+        if eig[i].imag != 0:
+            partner = np.abs(eig - eig[i].conj())
+            partner[i] = np.inf
+            group.append(int(np.argmin(partner)))
+        groups.append(group)
+        used.update(group)
+    return eig, groups
+
+
+def _scalar_all(params: Params, axis_rtol: float) -> list[Equilibrium]:
+    A, G, d = params.A, params.G, params.d
+    eig, groups = _eigen_groups(A, axis_rtol)
+    out = []
+    for size in range(len(groups) + 1):
+        for chosen in itertools.combinations(range(len(groups)), size):
+            members = [i for g in chosen for i in groups[g]]
+            if not members:
+                out.append(make_equilibrium(params, np.zeros((d, d)), "invariant-subspace",
+                                            rank=0))
+                continue
+            selected = eig[members]
+
+            def pick(re, im, selected=selected):
+                z = re + 1j * im
+                return bool(np.min(np.abs(selected - z)) <= np.min(np.abs(eig - z)))
+
+            T, U, k = schur(A, output="real", sort=pick)
+            if k != len(members):
+                raise SolverError("the Schur reordering did not isolate the chosen eigenvalues; "
+                                  "their separation is too small for a reliable enumeration")
+            U1 = U[:, :k]
+            P = lapack_sylvester_gramian(T[:k, :k], U1.T @ G @ U1)
+            pe = np.linalg.eigvalsh(P)
+            if pe[0] <= RANK_RTOL * max(abs(pe[-1]), np.finfo(float).tiny):
+                continue  # P not positive definite: Σ = U₁P⁻¹U₁ᵀ is no covariance (or none)
+            cov = U1 @ np.linalg.solve(P, U1.T)
+            closed = np.linalg.eigvals(A - cov @ G)
+            out.append(make_equilibrium(params, cov, "invariant-subspace",
+                                        abscissa=2.0 * float(np.max(closed.real)), rank=k,
+                                        rcond=float(pe[0] / pe[-1])))
+    return out
+
+
+# ---------------------------------------------------------------- general V: Newton's method
+
+
+def newton(params: Params, cov0: np.ndarray, *, maxiter: int = NEWTON_MAXITER):
+    """Newton's method on F(Σ) = 0 over Sym(d) from Σ0: solve L_Σ(H) = −F(Σ), Σ ← Σ + H.
+
+    Dense Kronecker solves for d ≤ 30, GMRES beyond, preconditioned by the exact inverse of L
+    for V_h replaced by v̄_h I (a Lyapunov solve). Once the relative residual is below NEWTON_RTOL,
+    up to POLISH_STEPS further steps are taken while they lower it (a small absolute ‖F(Σ)‖
+    keeps the Kantorovich ball of a certificate small). Returns (Σ, relative residual,
+    iterations), or None when the iteration diverges or does not reach NEWTON_RTOL within
+    maxiter steps.
+    """
+    d = params.d
+    cov = 0.5 * (cov0 + cov0.T)
+    bound = 1e8 * max(natural_scale(params), np.linalg.norm(cov0))
+    for it in range(1, maxiter + 1):
+        res = relative_residual(params, cov)
+        if res <= NEWTON_RTOL:
+            return (*_polish(params, cov, res), it - 1)
+        f = to_coords(F(params, cov))
+        try:
+            step = _newton_step(params, cov, f)
+        except (LinAlgError, SolverError):
+            return None
+        H = from_coords(step, d)
+        cov = cov + H
+        if not np.all(np.isfinite(cov)) or np.linalg.norm(cov) > bound:
+            return None
+        if np.linalg.norm(H) <= 4 * np.finfo(float).eps * np.linalg.norm(cov):
+            res = relative_residual(params, cov)
+            return (cov, res, it) if res <= ACCEPT_RTOL else None
+    res = relative_residual(params, cov)
+    return (cov, res, maxiter) if res <= ACCEPT_RTOL else None
+
+
+def _polish(params: Params, cov: np.ndarray, res: float) -> tuple[np.ndarray, float]:
+    for _ in range(POLISH_STEPS):
+        try:
+            step = _newton_step(params, cov, to_coords(F(params, cov)))
+        except (LinAlgError, SolverError):
+            break
+        new = cov + from_coords(step, params.d)
+        new_res = relative_residual(params, new)
+        if not new_res < res:
+            break
+        cov, res = new, new_res
+    return cov, res
+
+
+def _newton_step(params: Params, cov: np.ndarray, f: np.ndarray) -> np.ndarray:
+    d = params.d
+    if d <= KRONECKER_MAX_D:
+        return np.linalg.solve(linearization_matrix(params, cov), -f)
+    # preconditioner: L with every V_h replaced by v̄_h I, i.e. H ↦ M̃H + HM̃ᵀ with
+    # M̃ = A + Σ_h (V_h Σ B_h + v̄_h Σ B_hᵀ) (exact for scalar V), inverted by a Lyapunov solve
+    Mt = params.M(cov) + sum(np.trace(V) / d * cov @ B.T for V, B in params.heads)
+    pre = LinearOperator((f.size, f.size), dtype=float, matvec=lambda r: to_coords(
+        solve_continuous_lyapunov(Mt, from_coords(np.ravel(r), d))))
+    step, info = gmres(linearization_operator(params, cov), -f, M=pre, rtol=GMRES_RTOL,
+                       atol=0.0, restart=60, maxiter=20)
+    if info != 0:
+        raise SolverError(f"GMRES did not solve the Newton equation L(H) = −F(Σ) (info {info})")
+    return step
+
+
+def _scalar_part(params: Params, s: float) -> Params:
+    """V_h(s) = (1 − s) v̄_h I + s V_h with v̄_h = tr V_h / d (s = 0: the scalar-V layer)."""
+    eye = np.eye(params.d)
+    heads = [((1 - s) * np.trace(V) / params.d * eye + s * V, B) for V, B in params.heads]
+    return Params(params.A, b=params.b, heads=heads)
+
+
+def _continuation(params: Params, axis_rtol: float) -> np.ndarray | None:
+    """Track the stabilizing scalar-V equilibrium to the general V by Newton's method in s."""
+    try:
+        start = _scalar_stable(_scalar_part(params, 0.0), axis_rtol)
+    except SolverError:
+        return None
+    if not start or start[0].rank == 0:
+        return None
+    cov, s, h = start[0].cov, 0.0, CONTINUATION_STEP
+    while s < 1.0:
+        t = min(1.0, s + h)
+        got = newton(_scalar_part(params, t), cov, maxiter=25)
+        if got is None:
+            h /= 2
+            if h < CONTINUATION_MIN_STEP:
+                return None
+            continue
+        cov, s = got[0], t
+        h = min(2 * h, CONTINUATION_STEP)
+    return cov
+
+
+def _general(params: Params, which: str, starts, axis_rtol: float) -> list[Equilibrium]:
+    d = params.d
+    scale = natural_scale(params)
+    candidates: list[tuple[np.ndarray, str]] = [(np.zeros((d, d)), "newton[zero]")]
+    cont = _continuation(params, axis_rtol)
+    if cont is not None:
+        candidates.append((cont, "newton[continuation]"))
+    for S in starts:
+        candidates.append((S, "newton[given start]"))
+    rng = np.random.default_rng(0)
+    for _ in range(RANDOM_STARTS if d <= KRONECKER_MAX_D else 0):
+        R = rng.standard_normal((d, d))
+        candidates.append((scale * (R @ R.T) / d, "newton[random start]"))
+    found: list[Equilibrium] = []
+    for S0, how in candidates:
+        got = newton(params, S0)
+        if got is None or not is_psd(got[0]):
+            continue
+        cov = got[0]
+        ref = max(np.linalg.norm(cov), scale)
+        if any(np.linalg.norm(cov - e.cov) <= SAME_RTOL * max(ref, np.linalg.norm(e.cov))
+               for e in found):
+            continue
+        eq = make_equilibrium(params, cov, how)
+        if which == "all" or eq.stable:
+            found.append(eq)
+    return found
+
+
+# ---------------------------------------------------------------- entry point
+
+
+def equilibria(params: Params, *, which: str = "stable", starts=(),
+               axis_rtol: float = AXIS_RTOL) -> list[Equilibrium]:
+    """Covariance equilibria Σ* ⪰ 0 of  AΣ + ΣAᵀ + Σ_h (V_hΣB_hΣ + ΣB_hᵀΣV_hᵀ) = 0.
+
+    which="stable": the equilibria whose linearisation L is Hurwitz on Sym(d). Scalar V: the
+    stabilizing Bernoulli solution (Schur fast path; rank = number of eigenvalues of A with
+    Re λ > 0) when it is positive semidefinite, else none (every other Bernoulli solution leaves
+    A − ΣG, hence L, unstable). which="all": scalar V and d ≤ 10: every covariance equilibrium, one
+    per A-invariant subspace with P ≻ 0 (exhaustive; needs distinct eigenvalues off the imaginary
+    axis). General V (either value): Newton's method from Σ = 0, continuation from the scalar
+    case, the given `starts` and (d ≤ 30) RANDOM_STARTS fixed random starts: the distinct PSD
+    equilibria found, not a proof that there are no others. Accepted residual: ACCEPT_RTOL =
+    1e-9 (Newton aims at 1e-13). Raises SolverError for an eigenvalue of A within
+    axis_rtol ‖A‖_F of iℝ (scalar V), where the stable/anti-stable split is not defined robustly.
+    """
+    if not isinstance(params, Params):
+        raise InvalidInputError(f"params must be a riccati_tf.Params, got {type(params).__name__}")
+    if which not in ("stable", "all"):
+        raise InvalidInputError(f"which must be 'stable' or 'all', got {which!r}")
+    starts = [np.asarray(s, dtype=float) for s in starts]
+    for i, S in enumerate(starts):
+        if S.shape != (params.d, params.d) or not np.all(np.isfinite(S)):
+            raise InvalidInputError(f"starts[{i}] must be a finite {params.d}×{params.d} matrix")
+    if params.value_scalars is not None:
+        if which == "stable":
+            return _scalar_stable(params, axis_rtol)
+        if params.d > ENUMERATION_MAX_D:
+            raise InvalidInputError(f"which='all' enumerates 2^(number of eigenvalue groups) "
+                                    f"invariant subspaces and is offered for d ≤ "
+                                    f"{ENUMERATION_MAX_D}, got d = {params.d}")
+        return _scalar_all(params, axis_rtol)
+    return _general(params, which, starts, axis_rtol)

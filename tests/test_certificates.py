@@ -1,0 +1,467 @@
+"""Certificates: regimes against long, tight integration, blow-up times against mpmath,
+re-verification (`check`) and tampering, the linearised StateSpace."""
+
+import dataclasses
+
+import mpmath as mp
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy.integrate import solve_ivp
+
+from riccati_tf import Gaussian, Params, certify, equilibria, flow
+from riccati_tf.certificates import REGIMES, _exact_ok
+from riccati_tf.equilibrium import from_coords, linearization_matrix, to_coords
+from riccati_tf.errors import InvalidInputError, SolverError
+from riccati_tf.moments import moment_arrays
+from tests.test_equilibrium import layer_from_G, matrix_with_spectrum, random_pd
+
+KINDS = ["opposite-antistable", "opposite-mixed", "opposite-hurwitz", "same-unstable",
+         "same-hurwitz", "unseen-mode", "indefinite", "no-attention"]
+
+
+def random_spectrum(rng, signs):
+    """Real parts with the given signs, |Re λ| in [0.3, 2]; equal-sign neighbours may pair up
+    into complex eigenvalues."""
+    re, im, i = [], [], 0
+    while i < len(signs):
+        s = 1.0 if signs[i] == "+" else -1.0
+        pair = i + 1 < len(signs) and signs[i + 1] == signs[i] and rng.random() < 0.4
+        re.append(s * rng.uniform(0.3, 2.0))
+        im.append(rng.uniform(0.2, 2.0) if pair else 0.0)
+        i += 2 if pair else 1
+    return re, im
+
+
+def random_case(rng, kind, d, *, perturb=0.0):
+    """(Params, Σ0) of a given kind. G ≻ 0 for "opposite-*", G ≺ 0 for "same-*"; "unseen-mode":
+    G ⪰ 0 with G x = 0 for an eigenvector x of A with eigenvalue > 0; "no-attention": G = 0.
+    perturb > 0 makes V non-scalar (general V)."""
+    if kind == "opposite-antistable":
+        signs = ["+"] * d
+    elif kind == "opposite-mixed":
+        signs = (["+"] + ["-"] * (d - 1)) if d < 3 else ["+", "+"] + ["-"] * (d - 2)
+        signs = ["+"] if d == 1 else signs
+    elif kind.endswith("hurwitz"):
+        signs = ["-"] * d
+    else:
+        signs = list(rng.choice(["+", "-"], d))
+        if kind in ("same-unstable", "unseen-mode"):
+            signs[0] = "+"
+    if kind == "unseen-mode":  # a real anti-stable eigenvalue first
+        re, im = random_spectrum(rng, signs[1:])
+        re, im = [rng.uniform(0.3, 2.0), *re], [0.0, *im]
+    else:
+        re, im = random_spectrum(rng, signs)
+    A = matrix_with_spectrum(rng, re, im)
+    S0 = random_pd(rng, d)
+    if kind.startswith("opposite"):
+        G = random_pd(rng, d, 0.3)
+    elif kind.startswith("same"):
+        G = -random_pd(rng, d, 0.3)
+        if kind == "same-hurwitz":
+            S0 = S0 * 10 ** rng.uniform(-1.5, 1.5)  # both sides of the threshold λ_max(W∞Σ0) = 1
+    elif kind == "indefinite":
+        Q, _ = np.linalg.qr(rng.standard_normal((d, d)))
+        g = rng.uniform(0.3, 2.0, d) * np.where(np.arange(d) % 2, -1.0, 1.0)
+        G = (Q * g) @ Q.T
+    elif kind == "unseen-mode":
+        w, X = np.linalg.eig(A)
+        x = np.real(X[:, np.argmin(np.abs(w - re[0]))])
+        Pi = np.eye(d) - np.outer(x, x) / (x @ x)
+        G = Pi @ random_pd(rng, d) @ Pi
+    else:
+        G = np.zeros((d, d))
+    heads = 2 if rng.random() < 0.3 else 1
+    p = layer_from_G(rng, A, G, heads=heads, perturb=perturb)
+    if kind == "no-attention" and perturb:
+        p = Params(A, B=np.zeros((d, d)), V=p.heads[0][0])
+    return p, S0
+
+
+def unseen_rate(p) -> float:
+    """Largest Re λ > 0 over eigenvectors x of A with G x = 0 (all of them when G = 0 or, for
+    general V, when every B_h = 0): the modes that grow without bound."""
+    lam, X = np.linalg.eig(p.A)
+    if p.value_scalars is None:
+        assert all(not np.any(B) for _, B in p.heads)
+        seen = np.zeros(lam.size, dtype=bool)
+    else:
+        G = p.G
+        seen = np.linalg.norm(G @ X, axis=0) > 1e-8 * max(np.linalg.norm(G), 1e-300)
+    return float(np.max(lam.real[(lam.real > 0) & ~seen]))
+
+
+@dataclasses.dataclass
+class Reference:
+    """End of a reference integration: status, blow-up time, states at T/2 and T, and which
+    integrator produced it."""
+
+    status: str
+    blowup_time: float | None
+    mid: np.ndarray
+    final: np.ndarray
+    how: str
+
+
+def reference(p, S0, cert) -> Reference:
+    """Long, tight DOP853 integration of the full moment system by `flow(method="rk")`,
+    independent of the closed form and of the certificate's own (segmented, PSD-projected)
+    integration: longer horizon, rtol 1e-11, atol 1e-14, 401 output times.
+
+    `flow`'s rk integrates the d×d covariance without keeping it PSD; where a trajectory passes
+    close to the boundary of the PSD cone, rounding can push it outside, where the opposite-sign
+    dynamics diverge ("required step size is less than spacing"). Those runs are repeated with
+    the factor transport Σ = LLᵀ, L̇ = M(LLᵀ)L (Σ = ΦΣ0Φᵀ, Φ̇ = MΦ), PSD by construction."""
+    if cert.regime == "blows_up":
+        T = 1.5 * cert.blowup_time
+    elif cert.regime == "grows":
+        T = 8.0 / unseen_rate(p)  # the fastest unseen anti-stable mode grows e^{16}-fold
+    else:
+        T = min(2 * (cert.horizon or 40.0 / cert.rate), 200.0)
+    grid = np.linspace(0, T, 401)
+    try:
+        traj = flow(p, Gaussian(np.zeros(p.d), S0), T, method="rk", t_eval=grid, rtol=1e-11,
+                    atol=1e-14)
+        k = int(np.argmin(np.abs(traj.t - traj.t[-1] / 2)))
+        return Reference(traj.status, traj.blowup_time, traj.cov[k], traj.cov[-1], "flow-rk")
+    except SolverError:
+        if cert.regime == "blows_up":
+            raise
+    d = p.d
+    sol = solve_ivp(lambda _t, y: (p.M(y.reshape(d, d) @ y.reshape(d, d).T)
+                                   @ y.reshape(d, d)).ravel(),
+                    (0, T), np.linalg.cholesky(S0).ravel(), method="DOP853", t_eval=[T / 2, T],
+                    rtol=1e-11, atol=1e-14)
+    assert sol.status == 0, sol.message
+    L_mid, L_end = (sol.y[:, i].reshape(d, d) for i in (0, 1))
+    return Reference("completed", None, L_mid @ L_mid.T, L_end @ L_end.T, "factor")
+
+
+def agrees(p, S0, cert, ref: Reference) -> bool:
+    if cert.regime == "blows_up":
+        return ref.status == "blowup" and \
+            abs(ref.blowup_time - cert.blowup_time) <= 1e-8 * cert.blowup_time
+    if ref.status == "blowup":
+        return False
+    if cert.regime == "converges":
+        target = cert.equilibrium.cov
+        return np.linalg.norm(ref.final - target) <= 1e-6 * np.linalg.norm(target)
+    if cert.regime == "collapses":
+        return np.linalg.norm(ref.final) <= 1e-6 * np.linalg.norm(S0)
+    if cert.regime == "grows":
+        return np.trace(ref.final) >= 1e4 * np.trace(S0) and \
+            np.trace(ref.final) > np.trace(ref.mid)
+    raise AssertionError(cert.regime)
+
+
+def run_cases(seed, n, *, general):
+    rng = np.random.default_rng(seed)
+    seen, undetermined = {}, []
+    kinds = [k for k in KINDS if not (general and k == "unseen-mode")]  # scalar-V notion
+    for i in range(n):
+        kind = kinds[i % len(kinds)]
+        d = int(rng.integers(2 if general else 1, 5))
+        p, S0 = random_case(rng, kind, d, perturb=0.2 if general else 0.0)
+        assert (p.value_scalars is None) == general
+        cert = certify(p, S0)
+        assert cert.regime in REGIMES
+        assert cert.check(), (kind, cert.reason)
+        if general:
+            assert not cert.exact and not cert.global_
+        if cert.regime == "undetermined":
+            undetermined.append((kind, cert.reason))
+            continue
+        ref = reference(p, S0, cert)
+        assert agrees(p, S0, cert, ref), (i, kind, d, cert.regime, cert.reason, ref.how)
+        seen.setdefault(cert.regime, 0)
+        seen[cert.regime] += 1
+    return seen, undetermined
+
+
+def check_coverage(seen, undetermined, n):
+    """Every determined regime occurs; "undetermined" only where SPEC §5 has no theorem
+    (indefinite G) and in at most 15% of the cases."""
+    assert set(seen) == {"converges", "collapses", "blows_up", "grows"}
+    assert all(kind == "indefinite" for kind, _ in undetermined), undetermined
+    assert len(undetermined) <= 0.15 * n
+
+
+@pytest.mark.parametrize(("general", "n"), [(False, 48), (True, 16)], ids=["scalar", "general"])
+def test_regimes_agree_with_integration(general, n):
+    """A representative subset by default; the full counts (200 and 50) are marked slow."""
+    seen, undetermined = run_cases(7 if general else 3, n, general=general)
+    check_coverage(seen, undetermined, n)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("general", "n"), [(False, 200), (True, 50)], ids=["scalar", "general"])
+def test_regimes_agree_with_integration_full(general, n):
+    seen, undetermined = run_cases(11 if general else 5, n, general=general)
+    check_coverage(seen, undetermined, n)
+
+
+@settings(max_examples=30, deadline=None)
+@given(seed=st.integers(0, 2 ** 32 - 1), d=st.integers(1, 4), heads=st.integers(1, 2))
+def test_opposite_definiteness_with_antistable_A_converges(seed, d, heads):
+    rng = np.random.default_rng(seed)
+    re, im = random_spectrum(rng, ["+"] * d)
+    A = matrix_with_spectrum(rng, re, im)
+    p = layer_from_G(rng, A, random_pd(rng, d, 0.3), heads=heads)
+    S0 = random_pd(rng, d, 0.05)
+    cert = certify(p, S0)
+    assert cert.regime == "converges" and cert.exact and cert.global_
+    assert np.linalg.eigvalsh(cert.equilibrium.cov)[0] > 0
+    assert cert.equilibrium.rank == d
+    assert cert.lyapunov is not None and cert.lyapunov_min_eig > 0
+    assert cert.rate == pytest.approx(2 * min(abs(np.array(re))), rel=1e-9)
+    assert cert.check()
+
+
+# ---------------------------------------------------------------- blow-up time vs mpmath
+
+
+def mp_blowup_time(A, G, S0, t_max, dps=30):
+    """First root of det Y(t) for Ẋ = AX, Ẏ = GX − AᵀY, X(0) = Σ0, Y(0) = I (then Σ = XY⁻¹
+    solves Σ̇ = AΣ + ΣAᵀ − ΣGΣ), by mpmath's Taylor-series ODE solver at `dps` digits."""
+    d = A.shape[0]
+    with mp.workdps(dps):
+        Am, Gm = mp.matrix(A.tolist()), mp.matrix(G.tolist())
+
+        def rhs(_t, y):
+            X = mp.matrix(d, d)
+            Y = mp.matrix(d, d)
+            for i in range(d):
+                for j in range(d):
+                    X[i, j] = y[i * d + j]
+                    Y[i, j] = y[d * d + i * d + j]
+            dX = Am * X
+            dY = Gm * X - Am.T * Y
+            return [dX[i, j] for i in range(d) for j in range(d)] + \
+                [dY[i, j] for i in range(d) for j in range(d)]
+
+        y0 = [mp.mpf(float(S0[i, j])) for i in range(d) for j in range(d)] + \
+            [mp.mpf(1 if i == j else 0) for i in range(d) for j in range(d)]
+        sol = mp.odefun(rhs, 0, y0)
+
+        def det(t):
+            y = sol(t)
+            return mp.det(mp.matrix([[y[d * d + i * d + j] for j in range(d)]
+                                     for i in range(d)]))
+
+        grid = [mp.mpf(t_max) * k / 48 for k in range(49)]
+        prev = grid[0]
+        for t in grid[1:]:
+            if det(t) <= 0:
+                return float(mp.findroot(det, (prev, t), solver="anderson"))
+            prev = t
+    raise AssertionError("no root of det Y on the grid")
+
+
+BLOWUP_CASES = [
+    # d = 1: σ̇ = 2aσ + 2vbσ², blow-up for vb > 0
+    ("d1-unstable", [[0.7]], [[1.0]], [[0.5]], [[1.0]]),
+    ("d1-marginal", [[0.0]], [[1.0]], [[0.5]], [[1.0]]),
+    ("d1-hurwitz-above-threshold", [[-0.7]], [[1.0]], [[0.5]], [[3.0]]),
+    ("d2-same-sign", [[0.3, 1.0], [-0.4, -0.6]], [[1.0, 0.2], [0.1, 0.8]], [[0.7]], [[1.0, 0.2],
+                                                                                  [0.2, 0.5]]),
+    ("d2-indefinite", [[0.5, 0.2], [0.0, 0.4]], [[1.0, 0.0], [0.3, -0.6]], [[-0.8]],
+     [[1.0, -0.3], [-0.3, 0.4]]),
+]
+
+
+@pytest.mark.parametrize(("name", "A", "B", "v", "S0"), BLOWUP_CASES,
+                         ids=[c[0] for c in BLOWUP_CASES])
+def test_blowup_time_matches_mpmath(name, A, B, v, S0):
+    A, B, S0 = np.array(A), np.array(B), np.array(S0)
+    d = A.shape[0]
+    p = Params(A, B=B, V=v[0][0] * np.eye(d))
+    cert = certify(p, S0)
+    assert cert.regime == "blows_up", cert.reason
+    assert cert.exact
+    T_mp = mp_blowup_time(A, p.G, S0, 1.5 * cert.blowup_time)
+    assert abs(cert.blowup_time - T_mp) <= 1e-10 * T_mp
+    assert np.linalg.norm(cert.blowup_direction) == pytest.approx(1.0)
+    assert cert.check()
+
+
+def test_blowup_time_d1_closed_form():
+    # 1 + σ0 w(t) = 0 with w(t) = g (e^{2at} − 1)/(2a), g = −2vb
+    a, v, b, s0 = 0.4, 1.5, 0.8, 0.3
+    cert = certify(Params([[a]], B=[[b]], V=[[v]]), [[s0]])
+    g = -2 * v * b
+    assert cert.blowup_time == pytest.approx(np.log(1 - 2 * a / (g * s0)) / (2 * a), rel=1e-13)
+
+
+# ---------------------------------------------------------------- specific theorems
+
+
+def test_threshold_theorem_both_sides_and_borderline():
+    # d = 1, a < 0, vb > 0: blow-up iff σ0 > −a/(vb) (λ_max(W∞σ0) = σ0 vb/|a|)
+    a, v, b = -0.8, 1.0, 2.0
+    p = Params([[a]], B=[[b]], V=[[v]])
+    s_star = -a / (v * b)
+    below = certify(p, [[0.9 * s_star]])
+    above = certify(p, [[1.1 * s_star]])
+    border = certify(p, [[s_star]])
+    assert below.regime == "collapses" and below.theorem == "nsd_threshold"
+    assert below.threshold == pytest.approx(0.9, rel=1e-12)
+    assert above.regime == "blows_up" and above.threshold == pytest.approx(1.1, rel=1e-12)
+    assert border.regime == "undetermined" and "borderline" in border.reason
+    assert below.check() and above.check() and border.check()
+
+
+def test_grows_when_unstable_mode_unseen():
+    A = np.array([[1.0, 0.3], [0.0, -1.0]])
+    p = Params(A, B=np.diag([0.0, 1.0]), V=-np.eye(2))  # G = 2 diag(0, 1), G e₁ = 0
+    cert = certify(p, np.eye(2))
+    assert cert.regime == "grows" and cert.exact and cert.global_
+    assert cert.check()
+    traj = flow(p, Gaussian(np.zeros(2), np.eye(2)), 10.0, method="rk")
+    assert traj.status == "completed" and traj.cov[-1][0, 0] > 1e8
+
+
+def test_zero_covariance_stays_zero():
+    cert = certify(Params(np.eye(2), B=np.eye(2), V=np.eye(2)), np.zeros((2, 2)))
+    assert cert.regime == "collapses" and cert.theorem == "zero" and cert.check()
+
+
+def test_singular_start_converges_on_its_stratum():
+    """Rank-1 Σ0 with G ≻ 0, A anti-stable: rank is invariant, so Σ cannot reach the PD
+    equilibrium; the closed form converges to a rank-1 equilibrium (numerical evidence)."""
+    A = np.diag([1.0, 2.0])
+    p = Params(A, B=np.eye(2), V=-np.eye(2))
+    S0 = np.array([[1.0, 1.0], [1.0, 1.0]])
+    cert = certify(p, S0)
+    assert cert.regime == "converges" and not cert.exact
+    assert cert.equilibrium.rank == 1
+    assert np.allclose(cert.equilibrium.cov, np.diag([0.0, 2.0]), atol=1e-12)
+    # reference: transport the factor, Σ = ℓℓᵀ with ℓ̇ = M(Σ)ℓ (Σ = ΦΣ0Φᵀ, Φ̇ = MΦ), which keeps
+    # rank 1 exactly; the full d×d integration does not (the stratum is unstable off itself)
+    sol = solve_ivp(lambda _t, l: p.M(np.outer(l, l)) @ l, (0, 60), [1.0, 1.0], method="DOP853",
+                    rtol=1e-12, atol=1e-14)
+    ell = sol.y[:, -1]
+    assert np.linalg.norm(np.outer(ell, ell) - cert.equilibrium.cov) <= 1e-8
+    assert cert.check()
+
+
+def test_input_validation():
+    p = Params(np.eye(2), B=np.eye(2), V=-np.eye(2))
+    with pytest.raises(InvalidInputError, match="cov0 is not positive semidefinite"):
+        certify(p, -np.eye(2))
+    with pytest.raises(InvalidInputError, match="mean0 must be a vector of length d = 2"):
+        certify(p, np.eye(2), mean0=[1.0, 2.0, 3.0])
+    with pytest.raises(InvalidInputError, match="params must be"):
+        certify(np.eye(2), np.eye(2))
+
+
+# ---------------------------------------------------------------- check() and tampering
+
+
+@pytest.fixture
+def converging():
+    rng = np.random.default_rng(2)
+    A = matrix_with_spectrum(rng, [1.0, 0.7, -0.5])
+    p = layer_from_G(rng, A, random_pd(rng, 3), perturb=0.2)
+    return certify(p, random_pd(rng, 3))
+
+
+def test_check_passes_and_rejects_tampering(converging):
+    c = converging
+    assert c.regime == "converges" and not c.exact and c.lyapunov is not None
+    assert c.check()
+    P = c.lyapunov
+    shift = 2 * np.linalg.eigvalsh(P)[0]
+    eq = c.equilibrium
+    tampered = [
+        dataclasses.replace(c, lyapunov=P - shift * np.eye(P.shape[0])),  # P not ≻ 0
+        dataclasses.replace(c, lyapunov=-P),
+        dataclasses.replace(c, equilibrium=dataclasses.replace(eq, cov=1.001 * eq.cov)),
+        dataclasses.replace(c, regime="collapses"),
+        dataclasses.replace(c, regime="blows_up"),
+        dataclasses.replace(c, blowup_time=1.0),
+        dataclasses.replace(c, basin=10 * c.basin),
+        dataclasses.replace(c, final_cov=c.final_cov + 0.5 * np.eye(3)),
+        dataclasses.replace(c, global_=True),
+        dataclasses.replace(c, params=Params(-c.params.A, heads=c.params.heads)),
+        dataclasses.replace(c, operator=c.operator + 1e-6),
+    ]
+    for i, t in enumerate(tampered):
+        assert not t.check(), i
+
+
+def test_check_rejects_tampered_theorem_certificates():
+    p = Params(np.diag([-0.8]), B=[[2.0]], V=[[1.0]])
+    blow = certify(p, [[0.6]])
+    assert blow.regime == "blows_up" and blow.check()
+    assert not dataclasses.replace(blow, blowup_time=1.01 * blow.blowup_time).check()
+    assert not dataclasses.replace(blow, blowup_time=0.99 * blow.blowup_time).check()
+    assert not dataclasses.replace(blow, cov0=np.array([[0.3]])).check()  # below threshold
+    safe = certify(p, [[0.3]])
+    assert safe.regime == "collapses" and safe.check()
+    assert not dataclasses.replace(safe, regime="blows_up", equilibrium=None,
+                                   lyapunov=None, blowup_time=1.0).check()
+    conv = certify(Params(np.diag([1.0, 2.0]), B=np.eye(2), V=-np.eye(2)), np.eye(2))
+    assert conv.theorem == "psd_gramian_pd" and conv.check()
+    flipped = Params(conv.params.A, B=np.eye(2), V=np.eye(2))  # same signs: blows up
+    assert not dataclasses.replace(conv, params=flipped).check()
+
+
+def test_exact_rational_check_agrees_with_floating_point_away_from_the_boundary(rng):
+    A = matrix_with_spectrum(rng, [1.0, 1.5])
+    p = layer_from_G(rng, A, random_pd(rng, 2), perturb=0.2)
+    (eq,) = equilibria(p)
+    c = certify(p, eq.cov + 0.01 * np.eye(2))
+    assert _exact_ok(p, eq.cov, c.lyapunov)
+    L = linearization_matrix(p, eq.cov)
+    S = rng.standard_normal(c.lyapunov.shape)
+    S = (S + S.T) / np.linalg.norm(S + S.T, 2) * np.linalg.norm(c.lyapunov, 2)
+    decisions = []
+    for t in np.linspace(-3, 3, 25):
+        P = c.lyapunov + t * S
+        margin = min(np.linalg.eigvalsh(P)[0], np.linalg.eigvalsh(-(L.T @ P + P @ L))[0])
+        if abs(margin) < 1e-6 * np.linalg.norm(P, 2):
+            continue
+        assert _exact_ok(p, eq.cov, P) == (margin > 0), t
+        decisions.append(margin > 0)
+    assert any(decisions) and not all(decisions)
+
+
+# ---------------------------------------------------------------- linearisation
+
+
+def test_linearization_statespace_is_the_jacobian(converging):
+    c = converging
+    p, eq = c.params, c.equilibrium
+    d = p.d
+    pb = Params(p.A, heads=p.heads, b=np.array([0.3, -0.2, 0.1]))
+    c = certify(pb, c.cov0)
+    eq = c.equilibrium
+    sys = c.linearization()
+    m0 = eq.mean if eq.mean is not None else np.zeros(d)
+
+    def field(z):
+        dm, dS = moment_arrays(pb, z[:d], from_coords(z[d:], d))
+        return np.concatenate([dm, to_coords(dS)])
+
+    z0 = np.concatenate([m0, to_coords(eq.cov)])
+    n = z0.size
+    J = np.empty((n, n))
+    for k in range(n):
+        e = np.zeros(n)
+        e[k] = 0.5
+        J[:, k] = field(z0 + e) - field(z0 - e)  # exact for the quadratic moment field
+    assert np.allclose(sys.A, J, atol=1e-12 * np.abs(J).max())
+    assert sys.nstates == d + d * (d + 1) // 2 and sys.ninputs == d
+    poles = np.sort_complex(sys.poles())
+    expect = np.sort_complex(np.concatenate([np.linalg.eigvals(J[:d, :d]),
+                                             np.linalg.eigvals(c.operator)]))
+    assert np.allclose(poles, expect, atol=1e-9)
+
+
+def test_linearization_needs_an_equilibrium():
+    cert = certify(Params([[0.5]], B=[[1.0]], V=[[1.0]]), [[1.0]])
+    assert cert.regime == "blows_up"
+    with pytest.raises(InvalidInputError, match="no equilibrium"):
+        cert.linearization()

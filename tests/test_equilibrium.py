@@ -1,0 +1,241 @@
+"""Equilibria of the covariance flow: Bernoulli (scalar V), invariant-subspace enumeration,
+Newton for general V, the linearisation L, and the mean equilibrium."""
+
+import numpy as np
+import pytest
+
+from riccati_tf import Gaussian, Params, equilibria, flow
+from riccati_tf.equilibrium import (
+    F,
+    apply_linearization,
+    from_coords,
+    linearization_matrix,
+    linearization_operator,
+    newton,
+    spectral_abscissa,
+    sym_basis,
+    to_coords,
+)
+from riccati_tf.errors import InvalidInputError, SolverError
+from riccati_tf.riccati import bernoulli
+
+
+def matrix_with_spectrum(rng, re_parts, im_parts=None, cond=0.3):
+    """A = X D X⁻¹, D block diagonal: a real eigenvalue re_parts[i] when im_parts[i] = 0, else
+    the 2×2 block [[a, b], [−b, a]] (eigenvalues a ± ib). X = I + cond·(random)/√d."""
+    im_parts = np.zeros(len(re_parts)) if im_parts is None else im_parts
+    blocks = [np.array([[a]]) if b == 0 else np.array([[a, b], [-b, a]])
+              for a, b in zip(re_parts, im_parts, strict=True)]
+    d = sum(b.shape[0] for b in blocks)
+    D = np.zeros((d, d))
+    i = 0
+    for blk in blocks:
+        k = blk.shape[0]
+        D[i:i + k, i:i + k] = blk
+        i += k
+    X = np.eye(d) + cond * rng.standard_normal((d, d)) / np.sqrt(d)
+    return X @ D @ np.linalg.inv(X)
+
+
+def random_pd(rng, d, lo=0.2):
+    R = rng.standard_normal((d, d)) / np.sqrt(d)
+    return R @ R.T + lo * np.eye(d)
+
+
+def layer_from_G(rng, A, G, *, heads=1, perturb=0.0):
+    """Params with V_h = v_h I (+ perturb · |v_h| · noise) and B_h = −G/(2 H v_h) + skew, so that
+    the scalar-V matrix −Σ_h v_h (B_h + B_hᵀ) equals G when perturb = 0."""
+    d = A.shape[0]
+    pairs = []
+    for _ in range(heads):
+        v = rng.choice([-1.0, 1.0]) * rng.uniform(0.5, 2.0)
+        K = rng.standard_normal((d, d))
+        B = -G / (2 * heads * v) + 0.3 * (K - K.T)
+        V = v * np.eye(d) + perturb * abs(v) * rng.standard_normal((d, d)) / np.sqrt(d)
+        pairs.append((V, B))
+    if heads == 1:
+        return Params(A, B=pairs[0][1], V=pairs[0][0])
+    return Params(A, heads=pairs)
+
+
+# ---------------------------------------------------------------- coordinates and L
+
+
+def test_symmetric_coordinates_are_an_isometry(rng):
+    d = 5
+    N = sym_basis(d)
+    assert np.allclose(N.T @ N, np.eye(d * (d + 1) // 2), atol=1e-15)
+    H = rng.standard_normal((d, d))
+    H = H + H.T
+    h = to_coords(H)
+    assert np.linalg.norm(h) == pytest.approx(np.linalg.norm(H), rel=1e-14)
+    assert np.allclose(from_coords(h, d), H, atol=1e-14)
+    assert np.allclose(N @ h, H.ravel(), atol=1e-14)
+
+
+@pytest.mark.parametrize("heads", [1, 2])
+def test_linearization_is_the_derivative_of_F(rng, heads):
+    """F is quadratic, so the central difference (F(Σ+εH) − F(Σ−εH))/2ε is exactly L(H)."""
+    d = 4
+    pairs = [(rng.standard_normal((d, d)), rng.standard_normal((d, d))) for _ in range(heads)]
+    p = Params(rng.standard_normal((d, d)), heads=pairs)
+    S = random_pd(rng, d)
+    H = rng.standard_normal((d, d))
+    H = H + H.T
+    central = (F(p, S + 0.5 * H) - F(p, S - 0.5 * H))
+    LH = apply_linearization(p, S, H)
+    assert np.linalg.norm(central - LH) <= 1e-13 * np.linalg.norm(LH)
+    L = linearization_matrix(p, S)
+    assert np.allclose(L @ to_coords(H), to_coords(LH), rtol=0, atol=1e-12 * np.linalg.norm(LH))
+    op = linearization_operator(p, S)
+    assert np.allclose(op.matvec(to_coords(H)), to_coords(LH), atol=1e-12 * np.linalg.norm(LH))
+
+
+# ---------------------------------------------------------------- scalar V
+
+
+def test_scalar_d1_equilibria_closed_form():
+    # σ̇ = 2aσ + 2vbσ²: equilibria 0 and −a/(vb) when positive
+    for a, v, b in [(0.7, -1.0, 2.0), (-0.7, 1.0, 2.0), (0.7, 1.0, 2.0)]:
+        p = Params([[a]], B=[[b]], V=[[v]])
+        found = sorted(e.cov[0, 0] for e in equilibria(p, which="all"))
+        expect = sorted([0.0] + ([-a / (v * b)] if -a / (v * b) > 0 else []))
+        assert found == pytest.approx(expect, rel=1e-14, abs=0)
+        stable = equilibria(p)
+        if a > 0 and v * b < 0:
+            assert len(stable) == 1 and stable[0].cov[0, 0] == pytest.approx(-a / (v * b))
+            assert stable[0].spectral_abscissa == pytest.approx(-2 * a, rel=1e-12)
+        elif a < 0:
+            assert len(stable) == 1 and stable[0].rank == 0
+        else:
+            assert stable == []  # a > 0 and vb > 0: no stable covariance equilibrium
+
+
+def test_scalar_stable_equilibrium_is_stabilizing_and_certified_by_L(rng):
+    A = matrix_with_spectrum(rng, [1.0, 0.5, -0.8, -1.5], [0.7, 0.0, 0.0, 0.0])
+    d = A.shape[0]
+    p = layer_from_G(rng, A, random_pd(rng, d), heads=2)
+    (eq,) = equilibria(p)
+    assert eq.stable and eq.residual <= 1e-13
+    assert eq.rank == 3  # eigenvalues 1 ± 0.7i and 0.5 have Re > 0
+    assert eq.method == "bernoulli-schur"
+    # abscissa from the closed loop equals the largest real eigenvalue of the assembled L
+    assert eq.spectral_abscissa == pytest.approx(spectral_abscissa(p, eq.cov), rel=1e-9)
+    assert np.max(np.linalg.eigvals(p.A - eq.cov @ p.G).real) < 0
+    # the same matrix from SLICOT
+    assert np.allclose(eq.cov, bernoulli(p.A, p.G, method="care").X, atol=1e-12)
+
+
+def test_enumeration_counts_subspaces_in_the_unstable_part(rng):
+    """G ≻ 0: P on an invariant subspace R is ≻ 0 iff A|R is anti-stable, so the covariance
+    equilibria are one per invariant subspace of the unstable part: 2^(number of groups)."""
+    re, im = [1.2, 0.6, 0.9, -0.7, -1.3], [0.0, 0.8, 0.0, 0.0, 0.0]
+    A = matrix_with_spectrum(rng, re, im)
+    p = layer_from_G(rng, A, random_pd(rng, A.shape[0]))
+    found = equilibria(p, which="all")
+    assert len(found) == 2 ** 3  # groups {1.2}, {0.6 ± 0.8i}, {0.9}
+    assert sorted(e.rank for e in found) == [0, 1, 1, 2, 2, 3, 3, 4]
+    assert sum(e.stable for e in found) == 1
+    (stable,) = [e for e in found if e.stable]
+    assert np.allclose(stable.cov, equilibria(p)[0].cov, atol=1e-12)
+    for e in found:
+        assert e.residual <= 1e-12
+        assert np.linalg.eigvalsh(e.cov)[0] >= -1e-12 * max(1.0, np.linalg.norm(e.cov))
+        # Newton from a perturbation returns to the same equilibrium (an independent solver)
+        got = newton(p, e.cov + 1e-4 * np.eye(A.shape[0]) * (e.rank == A.shape[0]))
+        assert got is not None and np.linalg.norm(got[0] - e.cov) <= 1e-9 * max(
+            1.0, np.linalg.norm(e.cov))
+
+
+def test_enumeration_refuses_large_d_and_repeated_eigenvalues(rng):
+    with pytest.raises(InvalidInputError, match="d ≤ 10"):
+        equilibria(Params(np.eye(11), B=np.eye(11), V=-np.eye(11)), which="all")
+    with pytest.raises(SolverError, match="repeated eigenvalue"):
+        equilibria(Params(np.eye(3), B=np.eye(3), V=-np.eye(3)), which="all")
+    with pytest.raises(SolverError, match="sum to"):
+        equilibria(Params(np.diag([1.0, -1.0, 2.0]), B=np.eye(3), V=-np.eye(3)), which="all")
+
+
+def test_stable_refuses_eigenvalue_on_the_axis():
+    with pytest.raises(SolverError, match="imaginary axis"):
+        equilibria(Params(np.diag([1.0, 0.0]), B=np.eye(2), V=-np.eye(2)))
+
+
+def test_no_stable_covariance_equilibrium_when_mode_unseen():
+    A = np.array([[1.0, 0.3], [0.0, -1.0]])
+    p = Params(A, B=np.diag([0.0, 1.0]), V=-np.eye(2))  # G = 2 diag(0, 1), G e₁ = 0
+    assert equilibria(p) == []
+
+
+# ---------------------------------------------------------------- general V
+
+
+def test_general_V_continuation_tracks_scalar_solution(rng):
+    A = matrix_with_spectrum(rng, [1.0, 0.8, 1.4])
+    d = 3
+    G = random_pd(rng, d)
+    base = layer_from_G(rng, A, G)
+    v = base.heads[0][0][0, 0]
+    scalar = equilibria(base)[0].cov
+    eps = 1e-6
+    R = rng.standard_normal((d, d))
+    p = Params(A, B=base.heads[0][1], V=v * np.eye(d) + eps * (R - np.trace(R) / d * np.eye(d)))
+    assert p.value_scalars is None
+    found = equilibria(p)
+    assert len(found) == 1
+    eq = found[0]
+    assert eq.stable and eq.residual <= 1e-12 and eq.rank == d
+    assert np.linalg.norm(eq.cov - scalar) <= 100 * eps * np.linalg.norm(scalar)
+    assert eq.method.startswith("newton")
+
+
+def test_general_V_stable_equilibrium_attracts_the_flow(rng):
+    A = matrix_with_spectrum(rng, [1.0, 0.6, -0.9], [0.0, 0.0, 0.0])
+    p = layer_from_G(rng, A, random_pd(rng, 3), perturb=0.3)
+    assert p.value_scalars is None
+    (eq,) = equilibria(p)
+    assert eq.stable and eq.residual <= 1e-12
+    traj = flow(p, Gaussian(np.zeros(3), eq.cov + 0.01 * np.eye(3)), 40.0, method="rk")
+    assert np.linalg.norm(traj.cov[-1] - eq.cov) <= 1e-7 * np.linalg.norm(eq.cov)
+    # an unstable equilibrium of the same layer repels: abscissa > 0
+    unstable = [e for e in equilibria(p, which="all") if not e.stable]
+    assert unstable and all(e.spectral_abscissa > 0 for e in unstable)
+
+
+def test_mean_equilibrium_is_the_limit_of_the_mean(rng):
+    A = matrix_with_spectrum(rng, [0.8, 1.1])
+    K = rng.standard_normal((2, 2))
+    B = random_pd(rng, 2) / 6 + 0.2 * (K - K.T)
+    V = -3.0 * np.eye(2) + 0.2 * rng.standard_normal((2, 2))  # v = −3 makes K* Hurwitz
+    b = np.array([0.5, -1.0])
+    p = Params(A, B=B, V=V, b=b)
+    eqs = equilibria(p, which="all")
+    with_mean = [e for e in eqs if e.stable and e.mean is not None]
+    assert with_mean
+    eq = with_mean[0]
+    K = p.M(eq.cov) + V
+    assert np.max(np.linalg.eigvals(K).real) < 0
+    assert np.allclose(K @ eq.mean + b, 0, atol=1e-12)
+    traj = flow(p, Gaussian(np.zeros(2), eq.cov), 60.0, method="rk")
+    assert np.allclose(traj.mean[-1], eq.mean, atol=1e-7)
+
+
+def test_matrix_free_newton_beyond_kronecker_size(rng):
+    d = 32
+    re = rng.uniform(0.4, 1.5, d)
+    A = matrix_with_spectrum(rng, re)
+    p = layer_from_G(rng, A, random_pd(rng, d), perturb=0.05)
+    (eq,) = equilibria(p)
+    assert eq.residual <= 1e-11 and eq.stable and eq.rank == d
+    L = linearization_matrix(p, eq.cov)  # dense comparison (1024² Kronecker, fine once)
+    assert eq.spectral_abscissa == pytest.approx(np.max(np.linalg.eigvals(L).real), rel=1e-6)
+
+
+def test_input_validation():
+    p = Params(np.eye(2))
+    with pytest.raises(InvalidInputError, match="which must be"):
+        equilibria(p, which="some")
+    with pytest.raises(InvalidInputError, match="params must be"):
+        equilibria(np.eye(2))
+    with pytest.raises(InvalidInputError, match=r"starts\[0\]"):
+        equilibria(Params(np.eye(2), B=np.eye(2), V=np.diag([1.0, 2.0])), starts=[np.eye(3)])
