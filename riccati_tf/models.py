@@ -92,10 +92,14 @@ def load_model(path: str):
     _require_transformers()
     from transformers import AutoModel
 
-    if not Path(path).is_dir():
+    if not (Path(path) / "config.json").is_file():
         raise InvalidInputError(f"model path {path!r} is not a directory holding a saved "
                                 f"transformers model (config.json and weights)")
-    return AutoModel.from_pretrained(path, local_files_only=True).eval()
+    try:
+        return AutoModel.from_pretrained(path, local_files_only=True).eval()
+    except (OSError, ValueError) as exc:
+        raise InvalidInputError(f"model path {path!r}: transformers could not load it "
+                                f"({str(exc).splitlines()[0]})") from None
 
 
 def tiny_model(family: str = "deit", *, hidden_size: int = 32, n_layers: int = 2,

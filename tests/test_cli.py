@@ -100,11 +100,13 @@ def test_probe_on_a_locally_saved_tiny_model(tmp_path, capsys):
     assert "layer" in printed
 
 
-def test_probe_rejects_a_missing_model_folder(tmp_path, capsys):
+@pytest.mark.parametrize("folder", ["nowhere", "empty"])
+def test_probe_rejects_a_folder_without_a_model(tmp_path, capsys, folder):
     pytest.importorskip("transformers")
-    code = main(["probe", "--model", str(tmp_path / "nowhere"), "--out", str(tmp_path)])
+    (tmp_path / "empty").mkdir()
+    code = main(["probe", "--model", str(tmp_path / folder), "--out", str(tmp_path / "out")])
     err = capsys.readouterr().err
-    assert code == 2 and "nowhere" in err and len(err.strip().splitlines()) == 1
+    assert code == 2 and folder in err and len(err.strip().splitlines()) == 1
 
 
 SCALAR = {"A": [[0.5, 0.1], [-0.1, 0.4]], "B": [[1.0, 0.2], [0.2, 0.6]], "V": [[-1, 0], [0, -1]]}

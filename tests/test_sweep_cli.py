@@ -1,7 +1,6 @@
-"""`riccati-tf sweep` / `sweep-plot` through riccati_tf.cli.main (wired here when cli.py is not
-yet), in-process; the Dask LocalCluster default is exercised in test_sweep_dask.py."""
+"""`riccati-tf sweep` / `sweep-plot` through riccati_tf.cli.main, in-process; the Dask
+LocalCluster default is exercised in test_sweep_dask.py."""
 
-import argparse
 import json
 
 import numpy as np
@@ -9,7 +8,6 @@ import pytest
 
 from riccati_tf import cli
 from riccati_tf.sweep import read_results
-from riccati_tf.sweep.cli import add_sweep_arguments, cmd_sweep, cmd_sweep_plot
 
 pytest.importorskip("pyarrow")
 
@@ -23,21 +21,7 @@ SPEC = {
 
 
 @pytest.fixture
-def main(monkeypatch):
-    """cli.main with the sweep subcommands (registered the way the report asks, if missing)."""
-    if "sweep" not in cli.COMMANDS:
-        monkeypatch.setitem(cli.COMMANDS, "sweep", ("run a parameter sweep", cmd_sweep, True))
-        monkeypatch.setitem(cli.COMMANDS, "sweep-plot", ("phase diagram of a sweep",
-                                                         cmd_sweep_plot, False))
-        build = cli.build_parser
-
-        def build_parser():
-            parser = build()
-            sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
-            add_sweep_arguments(sub)
-            return parser
-
-        monkeypatch.setattr(cli, "build_parser", build_parser)
+def main():
     return cli.main
 
 
