@@ -4,7 +4,7 @@
     Σ̇ = A Σ + Σ Aᵀ + Σ_h (V_h Σ B_h Σ + Σ B_hᵀ Σ V_hᵀ)
 
 The covariance right-hand side uses the symmetric form W_h = (V_h Σ)(B_h Σ),
-Σ̇ = AΣ + (AΣ)ᵀ + Σ_h (W_h + W_hᵀ): 1 + 3H matrix products, no loops over entries.
+Σ̇ = X + Xᵀ with X = AΣ + Σ_h W_h: 1 + 3H matrix products, no loops over entries.
 """
 
 from __future__ import annotations
@@ -17,21 +17,15 @@ from .model import Gaussian, Params, check_dims
 def moment_arrays(params: Params, mean: np.ndarray, cov: np.ndarray):
     """(ṁ, Σ̇) from raw arrays, without validation (used inside integrators).
 
-    The mean rides along as an extra column: with X = [Σ | m], the products A X, V_h X, B_h X and
-    (V_h Σ)(B_h X) give AΣ, Am, V_hΣ, V_h m, W_h and V_hΣB_h m at once.
+    Σ̇ = X + Xᵀ with X = AΣ + Σ_h (V_hΣ)(B_hΣ): one symmetrisation for all terms.
     """
-    d = mean.size
-    X = np.empty((d, d + 1))
-    X[:, :d], X[:, d] = cov, mean
-    AX = params.A @ X
-    dcov = AX[:, :d] + AX[:, :d].T
-    dmean = AX[:, d] + params.b
+    X = params.A @ cov
+    dmean = params.A @ mean + params.b
     for V, B in params.heads:
-        VX = V @ X
-        WX = VX[:, :d] @ (B @ X)
-        dcov += WX[:, :d] + WX[:, :d].T
-        dmean += VX[:, d] + WX[:, d]
-    return dmean, dcov
+        VS = V @ cov
+        X += VS @ (B @ cov)
+        dmean += V @ mean + VS @ (B @ mean)
+    return dmean, X + X.T
 
 
 def moment_rhs(params: Params, gaussian: Gaussian) -> tuple[np.ndarray, np.ndarray]:
