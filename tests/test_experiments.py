@@ -5,7 +5,7 @@ import json
 import numpy as np
 import pytest
 
-from riccati_tf import Gaussian, flow
+from riccati_tf import Gaussian, Params, flow
 from riccati_tf import experiments as ex
 from riccati_tf.moments import moment_arrays
 from riccati_tf.particles import FeedForward, empirical_moments
@@ -102,3 +102,23 @@ def test_run_functions_write_figures_and_numbers(tmp_path):
     numbers = ex.run_relu_drift(tmp_path, n_tokens=200, n_null=50)
     assert len(json.loads((tmp_path / "relu_drift.json").read_text())["t"]) == 31
     assert (tmp_path / "relu_drift.png").stat().st_size > 10_000
+
+
+def test_numeric_relu_closure_matches_the_symbolic_derivation():
+    """The closed-form closure used by the experiments and the SymPy-derived, compiled closure
+    (rectified-Gaussian moments, riccati_tf.symbolic) are two independent computations."""
+    from riccati_tf.symbolic import compile_moment_rhs, transformer_system
+
+    rng = np.random.default_rng(5)
+    d, k = 3, 4
+    params = Params(A=rng.standard_normal((d, d)), B=rng.standard_normal((d, d)) / 3,
+                    V=rng.standard_normal((d, d)) / 3, b=rng.standard_normal(d))
+    ff = FeedForward(W=rng.standard_normal((d, k)), U=rng.standard_normal((k, d)),
+                     c=rng.standard_normal(k))
+    X = rng.standard_normal((d, d))
+    g = Gaussian(rng.standard_normal(d), X @ X.T / d + 0.1 * np.eye(d))
+    dm, dS = ex.relu_closure_rhs(params, ff, g.mean, g.cov)
+    dm_sym, dS_sym = compile_moment_rhs(transformer_system(d, ffn="relu", width=k))(
+        params, g, ffn=ff)
+    np.testing.assert_allclose(dm_sym, dm, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(dS_sym, dS, rtol=1e-10, atol=1e-12)
