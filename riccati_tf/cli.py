@@ -10,6 +10,7 @@ import argparse
 import json
 import sys
 from collections.abc import Callable
+from pathlib import Path
 
 import numpy as np
 
@@ -187,6 +188,8 @@ def cmd_relu_drift(args, _spec):
 def cmd_report(args, _spec):
     from .report import write_report
 
+    if Path(args.out).exists() and not Path(args.out).is_dir():
+        raise InvalidInputError(f"--out: {args.out} exists and is not a folder")
     page = write_report(args.out, quick=args.quick, model=args.model)
     print(f"report written to {page.parent.resolve()}/ (open {page.name})")
     return None, None

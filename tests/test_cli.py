@@ -180,3 +180,30 @@ def test_numerical_failure_exits_3(tmp_path, capsys, monkeypatch):
     spec = {"params": PARAMS, "initial": INITIAL, "t_final": 1.0}
     code, _, err = run(tmp_path, capsys, spec, "flow")
     assert code == 3 and "numerical failure" in err
+
+
+@pytest.mark.parametrize("command", ["prescribed", "relu-drift"])
+def test_experiment_subcommands(tmp_path, capsys, command):
+    code = main([command, "--n-tokens", "200", "--out", str(tmp_path)])
+    out = capsys.readouterr().out
+    assert code == 0
+    name = command.replace("-", "_")
+    assert (tmp_path / f"{name}.png").exists()
+    assert json.loads((tmp_path / f"{name}.json").read_text())["n_tokens"] == 200
+    assert out.strip().startswith("{")
+
+
+@pytest.mark.parametrize("command", ["prescribed", "relu-drift"])
+@pytest.mark.parametrize("args, message", [(["--n-tokens", "1"], "n_tokens must be ≥"),
+                                           (["--seed", "-3"], "seed must be ≥ 0")])
+def test_experiment_subcommands_reject_bad_arguments(tmp_path, capsys, command, args, message):
+    code = main([command, *args, "--out", str(tmp_path)])
+    err = capsys.readouterr().err
+    assert code == 2 and message in err and len(err.strip().splitlines()) == 1
+
+
+def test_report_refuses_a_file_as_output_folder(tmp_path, capsys):
+    target = tmp_path / "taken"
+    target.write_text("not a folder")
+    assert main(["report", "--quick", "--out", str(target)]) == 2
+    assert "is not a folder" in capsys.readouterr().err
