@@ -32,7 +32,7 @@ from .validation import psd_factor
 GAUSS_STAGES = 8
 #: covariance steps satisfy ‖A‖₂ h ≤ STEP_THETA (accuracy of the block exponential)
 STEP_THETA = 1.0
-#: mean sub-steps satisfy ‖K‖_F h ≤ MEAN_THETA at both ends (accuracy of the collocation)
+#: mean sub-steps satisfy ‖K‖₂ h ≤ MEAN_THETA at both ends (accuracy of the collocation)
 MEAN_THETA = 1.0
 #: bisection depth limits when certifying that S(s) = I + LᵀW(s)L stays positive definite
 BRENT_DEPTH = 10
