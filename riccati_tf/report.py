@@ -245,10 +245,11 @@ window.addEventListener('load', function () {
 
 
 def write_report(out_dir: str | Path = "report", *, quick: bool = False,
-                 model: str | None = None, log=sys.stderr) -> Path:
+                 model: str | None = None, log=None) -> Path:
     """Run every section, write out_dir/index.html, out_dir/summary.json and the PNG figures.
 
     model: a local Transformer folder for the probe (default: a random DeiT-tiny encoder)."""
+    log = sys.stderr if log is None else log  # the stream of the moment, not of import time
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     opts = Options(out, quick, model)
