@@ -35,12 +35,7 @@ def cmd_flow(args, spec):
     kwargs = {k: parse_number(spec, k) for k in ("rtol", "atol") if k in spec}
     method = field(spec, "method", default="auto")
     t_eval = field(spec, "t_eval", default=None)
-    try:
-        tr = flow(params, g0, t_final, method=method, t_eval=t_eval, **kwargs)
-    except SolverError:
-        raise
-    except InvalidInputError as exc:
-        raise InvalidInputError(f"flow: {exc}") from None
+    tr = flow(params, g0, t_final, method=method, t_eval=t_eval, **kwargs)
     return tr, (plot_covariance(tr, title="flow") if args.plot else None)
 
 
