@@ -7,14 +7,19 @@ solution over a step of length s from Σ_k = L Lᵀ (L of size d×r, r = rank Σ
     E_s = e^{As},   W(s) = ∫_0^s e^{Aᵀu} G e^{Au} du   (Van Loan: expm of [[−Aᵀ, G], [0, A]] s).
 
 This is the closed form Σ(t) = e^{At}Σ0(I + W(t)Σ0)⁻¹e^{Aᵀt} (push-through identity), applied
-step by step because the flow is a semigroup and the block exponential loses accuracy when ‖A‖t
-is large. S = CCᵀ (Cholesky) gives the next factor L⁺ = E_s L C⁻ᵀ: the rank is kept exactly and
-every Σ is symmetric PSD by construction. The covariance blows up at the first s where S(s) is
-singular (det(I + W(t)Σ0) = 0); the time is located by Brent's method on λ_min(S(s)).
+step by step because the flow is a semigroup and recovering W(s) = e^{Aᵀs}F from the block
+exponential amplifies rounding by κ(s) = ‖e^{As}‖₂‖e^{−Aᵀs}‖₂. With the logarithmic norm
+μ(A) = λ_max((A + Aᵀ)/2), ‖e^{As}‖₂ ≤ e^{μ(A)s}, so steps with e^{(μ(A) + μ(−A))h} ≤ STEP_KAPPA
+keep κ ≤ STEP_KAPPA (SPEC §5's "‖A‖h ≲ 1", made quantitative). S = CCᵀ (Cholesky) gives the
+next factor L⁺ = E_s L C⁻ᵀ: the rank is kept exactly and every Σ is symmetric PSD by
+construction. The covariance blows up at the first s where S(s) is singular
+(det(I + W(t)Σ0) = 0); the time is located by Brent's method on λ_min(S(s)).
 
 The mean obeys the linear equation ṁ = K(t) m + b, K = A + v̄ I + Σ(t) B̄ with v̄ = Σ_h v_h and
-B̄ = Σ_h v_h B_h, integrated with Gauss–Legendre collocation (order 2·GAUSS_STAGES) on the exact
-covariance at the collocation nodes.
+B̄ = Σ_h v_h B_h (no closed form is known), integrated with Gauss–Legendre collocation (order
+2·GAUSS_STAGES) on the exact covariance at the collocation nodes, in sub-steps with
+‖K‖₂ h ≤ MEAN_THETA at both ends, refined by halving where K is large (it grows like
+1/(T* − t) near a blow-up).
 """
 
 from __future__ import annotations
@@ -23,20 +28,29 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 import numpy as np
-from scipy.linalg import cho_factor, expm, solve_triangular
+from numpy.linalg import inv
+from scipy.linalg import cho_factor, expm, lapack
 from scipy.optimize import brentq
 
 from .errors import SolverError
 from .validation import psd_factor
 
 GAUSS_STAGES = 8
-#: covariance steps satisfy ‖A‖₂ h ≤ STEP_THETA (accuracy of the block exponential)
-STEP_THETA = 1.0
+#: covariance steps satisfy e^{(μ(A) + μ(−A))h} ≤ STEP_KAPPA (conditioning of the Van Loan step)
+STEP_KAPPA = 1e3
 #: mean sub-steps satisfy ‖K‖₂ h ≤ MEAN_THETA at both ends (accuracy of the collocation)
-MEAN_THETA = 1.0
+MEAN_THETA = 2.0
 #: bisection depth limits when certifying that S(s) = I + LᵀW(s)L stays positive definite
 BRENT_DEPTH = 10
 MAX_REFINE = 40
+#: a covariance step is halved at most this often for the mean (h ≥ 2⁻⁶⁰ H)
+MAX_HALVINGS = 60
+#: simplified-Newton sweeps for the collocation stages, and their relative stopping tolerance
+NEWTON_ITERATIONS = 20
+NEWTON_RTOL = 4 * np.finfo(float).eps
+#: Σ0 is factored by Cholesky when the factor's estimated reciprocal condition exceeds this
+#: (far above psd_factor's rank threshold d·eps·λ_max), else by eigen-decomposition
+FULL_RANK_RCOND = 1e-5
 
 
 @lru_cache(maxsize=8)
@@ -51,22 +65,37 @@ def gauss_tableau(s: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return c, w / 2, integ @ coef
 
 
+@lru_cache(maxsize=8)
+def gauss_eigen(s: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """a = T diag(λ) T⁻¹ for the Gauss matrix (s even), ordered so that λ_{s−1−k} = conj(λ_k)."""
+    lam, T = np.linalg.eig(gauss_tableau(s)[2])
+    order = np.argsort(-lam.imag)
+    lam, T = lam[order], T[:, order]
+    if s % 2 or not np.allclose(lam[::-1], lam.conj(), rtol=1e-12, atol=0):
+        raise ValueError(f"the {s}-stage Gauss matrix has no conjugate-paired spectrum")
+    return lam, T, np.linalg.inv(T)
+
+
 def van_loan(A: np.ndarray, G: np.ndarray, s) -> tuple[np.ndarray, np.ndarray]:
     """E = e^{As} and W(s) = ∫_0^s e^{Aᵀu} G e^{Au} du for a scalar s or an array of offsets.
 
     expm([[−Aᵀ, G], [0, A]] s) = [[e^{−Aᵀs}, F], [0, e^{As}]] and W(s) = e^{Aᵀs} F.
     """
+    E, W, _ = _van_loan_blocks(A, G, np.atleast_1d(np.asarray(s, dtype=float)))
+    return (E[0], W[0]) if np.ndim(s) == 0 else (E, W)
+
+
+def _van_loan_blocks(A, G, s: np.ndarray):
+    """(E, W, E⁻¹) stacked at the offsets s, from the Van Loan block exponential."""
     d = A.shape[0]
     block = np.zeros((2 * d, 2 * d))
     block[:d, :d] = -A.T
     block[:d, d:] = G
     block[d:, d:] = A
-    s_arr = np.atleast_1d(np.asarray(s, dtype=float))
-    F = expm(block[None] * s_arr[:, None, None])
+    F = expm(block[None] * s[:, None, None])
     E = F[:, d:, d:]
     W = np.swapaxes(E, -1, -2) @ F[:, :d, d:]
-    W = 0.5 * (W + np.swapaxes(W, -1, -2))
-    return (E[0], W[0]) if np.ndim(s) == 0 else (E, W)
+    return E, 0.5 * (W + np.swapaxes(W, -1, -2)), np.swapaxes(F[:, :d, :d], -1, -2)
 
 
 @dataclass(frozen=True)
@@ -87,11 +116,15 @@ class _Propagator:
 
     def __init__(self, A, G):
         self.A, self.G = A, G
-        eig, vec = np.linalg.eigh(G)
-        self.G_minus = (vec * np.clip(-eig, 0.0, None)) @ vec.T
-        self.monotone = not np.any(eig > 0)  # G ⪯ 0: λ_min(S(s)) decreases with s
+        if _positive_definite(G):  # G ≻ 0: S(s) ⪰ I, no blow-up (SPEC §5)
+            self.G_minus, self.monotone = np.zeros_like(G), False
+        else:
+            eig, vec = np.linalg.eigh(G)
+            self.G_minus = (vec * np.clip(-eig, 0.0, None)) @ vec.T
+            self.monotone = not np.any(eig > 0)  # G ⪯ 0: λ_min(S(s)) decreases with s
         self.c, self.w, self.a = gauss_tableau(GAUSS_STAGES)
-        self._cache: dict[tuple, tuple[np.ndarray, np.ndarray]] = {}
+        self.eig = gauss_eigen(GAUSS_STAGES)
+        self._cache: dict[tuple, tuple[np.ndarray, ...]] = {}
 
     def _get(self, key, make):
         if key not in self._cache:
@@ -101,8 +134,22 @@ class _Propagator:
         return self._cache[key]
 
     def nodes(self, h: float):
-        """(E, W) stacked at offsets c_1 h, ..., c_s h, h."""
-        return self._get(("nodes", h), lambda: van_loan(self.A, self.G, np.append(self.c * h, h)))
+        """(E, W) stacked at offsets c_1 h, ..., c_s h, h.
+
+        Block exponentials at c_1 h, ..., c_{s/2} h and h; the mirrored nodes (1 − c) h follow
+        from the semigroup: E_{(1−c)h} = E_h E_{ch}⁻¹ and
+        W_{(1−c)h} = E_{ch}⁻ᵀ (W_h − W_{ch}) E_{ch}⁻¹.
+        """
+        return self._get(("nodes", h), lambda: self._nodes(h))
+
+    def _nodes(self, h: float):
+        half = self.c.size // 2
+        E, W, Einv = _van_loan_blocks(self.A, self.G, np.append(self.c[:half] * h, h))
+        Eq, Wq, Iq = E[:half], W[:half], Einv[:half]
+        E_up = (E[-1] @ Iq)[::-1]
+        W_up = (np.swapaxes(Iq, -1, -2) @ (W[-1] - Wq) @ Iq)[::-1]
+        W_up = 0.5 * (W_up + np.swapaxes(W_up, -1, -2))
+        return np.concatenate([Eq, E_up, E[-1:]]), np.concatenate([Wq, W_up, W[-1:]])
 
     def at(self, s: float):
         return self._get(("at", s), lambda: van_loan(self.A, self.G, s))
@@ -155,60 +202,110 @@ def _first_singular_offset(prop: _Propagator, L: np.ndarray, H: float) -> float 
     return scan(0.0, np.eye(L.shape[0]), eye, H, 0)
 
 
-def _norm_K(Ashift, Bbar, L) -> float:
-    """‖K‖₂ for the mean's coefficient matrix K = A + v̄ I + L Lᵀ B̄."""
-    return float(np.linalg.norm(Ashift + L @ (L.T @ Bbar), 2))
+def _positive_definite(M: np.ndarray) -> bool:
+    """Whether the symmetric M is positive definite (LAPACK Cholesky succeeds)."""
+    return M.size > 0 and lapack.dpotrf(M, lower=1, clean=0)[1] == 0
 
 
-def _step(prop: _Propagator, L, m, h, Ashift, Bbar, b, track_mean):
-    """Advance (m, L) by h: Gauss collocation for the mean, square-root update for Σ = LLᵀ."""
-    if track_mean:
-        E, W = prop.nodes(h)
-        EL = E @ L
-        S = np.eye(L.shape[1]) + np.swapaxes(L, 0, 1)[None] @ W @ L
-        d, s = m.size, prop.c.size
-        Snodes = EL[:s] @ np.linalg.solve(S[:s], np.swapaxes(EL[:s], -1, -2))
-        K = Ashift[None] + Snodes @ Bbar
-        # stage equations k_i − h Σ_j a_ij K_i k_j = K_i m + b: block (i, j) is δ_ij I − h a_ij K_i
-        blocks = -h * prop.a[:, :, None, None] * K[:, None]
-        blocks[np.arange(s), np.arange(s)] += np.eye(d)
-        system = blocks.transpose(0, 2, 1, 3).reshape(s * d, s * d)
-        k = np.linalg.solve(system, (K @ m + b).reshape(-1))
-        m = m + h * (prop.w @ k.reshape(s, d))
-        EL, S = EL[-1], S[-1]
-    else:
-        E, W = prop.at(h)
-        EL = E @ L
-        S = np.eye(L.shape[1]) + L.T @ W @ L
-    if L.shape[1]:
-        try:
-            C, _ = cho_factor(S, lower=True)
-        except np.linalg.LinAlgError:
-            raise SolverError("I + LᵀW(h)L lost definiteness although no blow-up was located in "
-                              "the step") from None
-        L = solve_triangular(C, EL.T, lower=True, check_finite=False).T
-    return m, L
+def _factor(cov: np.ndarray) -> np.ndarray:
+    """A factor L with L Lᵀ = Σ0: Cholesky when Σ0 is clearly of full rank (estimated reciprocal
+    condition of the factor above FULL_RANK_RCOND), else the eigen-factor of `psd_factor`."""
+    C, info = lapack.dpotrf(cov, lower=1, clean=1)
+    if info == 0 and cov.size and lapack.dtrcon(C, uplo="L")[0] > FULL_RANK_RCOND:
+        return C
+    return psd_factor(cov)
 
 
-def _advance(prop: _Propagator, L, m, H, Ashift, Bbar, b, track_mean):
-    """Advance by H in sub-steps h = H / 2^level with ‖K‖ h ≤ MEAN_THETA at both ends of each
-    (K grows like 1/(T* − t) near a blow-up); returns (m, L, number of sub-steps)."""
+def step_length(A: np.ndarray) -> float:
+    """Longest step h with e^{(μ(A) + μ(−A))h} ≤ STEP_KAPPA, μ(A) = λ_max((A + Aᵀ)/2)."""
+    eig = np.linalg.eigvalsh(0.5 * (A + A.T))
+    spread = eig[-1] - eig[0] if eig.size else 0.0
+    return float(np.log(STEP_KAPPA) / spread) if spread > 0 else np.inf
+
+
+def _sqrt_update(EL: np.ndarray, W: np.ndarray, L: np.ndarray) -> np.ndarray:
+    """L⁺ = E L C⁻ᵀ with C Cᵀ = I + Lᵀ W L (lower Cholesky), given EL = E L."""
+    if not L.shape[1]:
+        return EL
+    S = L.T @ (W @ L)
+    S.flat[:: S.shape[0] + 1] += 1.0
+    C, info = lapack.dpotrf(S, lower=1, clean=1)
+    if info != 0:
+        raise SolverError("I + LᵀW(h)L lost definiteness although no blow-up was located in "
+                          "the step")
+    return lapack.dtrtrs(C, EL.T, lower=1)[0].T
+
+
+def _mean_step(prop: _Propagator, L, m, h, Ashift, Bbar, b):
+    """Advance (m, L) by h: Gauss collocation for the mean, square-root update for Σ = LLᵀ.
+
+    Collocation: stage increments Z_i = h Σ_j a_ij (K_j (m + Z_j) + b), K_j = K(t + c_j h) from
+    the exact Σ(t + c_j h) = E_j L (I + Lᵀ W_j L)⁻¹ Lᵀ E_jᵀ; m⁺ = m + h Σ_j w_j (K_j (m + Z_j) + b).
+    The linear stage system is solved by simplified Newton with the frozen K̄ = mean_j K_j,
+    decoupled by a = T Λ T⁻¹ into solves with I − h λ_k K̄ (Hairer–Wanner IV.8). The residual is
+    exact, so the sweeps converge to the collocation solution; without convergence in
+    NEWTON_ITERATIONS sweeps (K varies fast, near a blow-up) the (s d)×(s d) system is solved
+    directly.
+    """
+    E, W = prop.nodes(h)
+    s, d, r = prop.c.size, m.size, L.shape[1]
+    EL = E @ L
+    K = np.broadcast_to(Ashift, (s, d, d)).copy()
+    if r:
+        S = np.eye(r) + L.T[None] @ W[:s] @ L
+        R = np.swapaxes(EL[:s], -1, -2) @ Bbar
+        for i in range(s):  # Σ_i B̄ = E_i L S_i⁻¹ (E_i L)ᵀ B̄, S_i ≻ 0 (no blow-up in the step)
+            X, info = lapack.dposv(S[i], R[i])[1:]
+            if info:
+                raise SolverError("I + LᵀW(s)L lost definiteness inside a step")
+            K[i] += EL[i] @ X
+    Z = _stages(prop, K, m, b, h)
+    k = (K @ (m + Z)[:, :, None])[:, :, 0] + b
+    return m + h * (prop.w @ k), _sqrt_update(EL[-1], W[-1], L)
+
+
+def _stages(prop: _Propagator, K, m, b, h) -> np.ndarray:
+    """Z solving Z_i = h Σ_j a_ij (K_j (m + Z_j) + b) (see `_mean_step`)."""
+    s, d = K.shape[:2]
+    lam, T, Tinv = prop.eig
+    half = inv(np.eye(d) - h * lam[: s // 2, None, None] * K.mean(axis=0))
+    solves = np.concatenate([half, half[::-1].conj()])  # λ_{s−1−k} = conj(λ_k)
+    Z = np.zeros((s, d))
+    for _ in range(NEWTON_ITERATIONS):
+        R = h * (prop.a @ ((K @ (m + Z)[:, :, None])[:, :, 0] + b)) - Z
+        dZ = (T @ (solves @ (Tinv @ R)[:, :, None])[:, :, 0]).real
+        Z += dZ
+        if np.abs(dZ).max() <= NEWTON_RTOL * max(np.abs(Z).max(), np.abs(m).max()):
+            return Z
+    blocks = -h * prop.a[:, :, None, None] * K[None]  # block (i, j): δ_ij I − h a_ij K_j
+    blocks[np.arange(s), np.arange(s)] += np.eye(d)
+    system = blocks.transpose(0, 2, 1, 3).reshape(s * d, s * d)
+    rhs = h * (prop.a @ ((K @ m) + b))
+    return np.linalg.solve(system, rhs.reshape(-1)).reshape(s, d)
+
+
+def _advance(prop: _Propagator, L, m, H, norm_Ashift, Ashift, Bbar, b, track_mean, depth=0):
+    """Advance (m, L) by one covariance step H; returns (m, L, number of mean sub-steps).
+
+    The mean takes n = ⌈‖A + v̄I‖₂ H / MEAN_THETA⌉ equal sub-steps when ‖K‖₂ H / n ≤ MEAN_THETA
+    at both ends of the step (the covariance at the end comes first, from one square-root
+    update); otherwise the step is halved and each half advanced the same way, so that sub-steps
+    shrink only where K is large (it grows like 1/(T* − t) near a blow-up)."""
+    E, W = prop.at(H)
+    L_end = _sqrt_update(E @ L, W, L)
     if not track_mean:
-        return (*_step(prop, L, m, H, Ashift, Bbar, b, False), 1)
-    num, level, count = 0, 0, 0  # done = num · H / 2^level
-    while num < 2 ** level:
-        h = H / 2 ** level
-        m_new, L_new = _step(prop, L, m, h, Ashift, Bbar, b, True)
-        if level < 60 and max(_norm_K(Ashift, Bbar, L),
-                              _norm_K(Ashift, Bbar, L_new)) * h > MEAN_THETA:
-            num, level = 2 * num, level + 1
-            continue
-        m, L = m_new, L_new
-        num, count = num + 1, count + 1
-        while level and num % 2 == 0 and _norm_K(Ashift, Bbar, L) * H / 2 ** (level - 1) <= (
-                MEAN_THETA / 2):
-            num, level = num // 2, level - 1
-    return m, L, count
+        return m, L_end, 1
+    n = max(1, int(np.ceil(norm_Ashift * H / MEAN_THETA)))
+    norm_K = max(np.linalg.norm(Ashift + X @ (X.T @ Bbar), 2) for X in (L, L_end))
+    if norm_K * H / n > MEAN_THETA and depth < MAX_HALVINGS:
+        count = 0
+        for _ in range(2):
+            m, L, c = _advance(prop, L, m, H / 2, norm_Ashift, Ashift, Bbar, b, True, depth + 1)
+            count += c
+        return m, L, count
+    for _ in range(n):
+        m, L = _mean_step(prop, L, m, H / n, Ashift, Bbar, b)
+    return m, L, n
 
 
 def exact_flow(A, G, vbar, Bbar, b, mean0, cov0, t_out: np.ndarray, t_final: float) -> ExactResult:
@@ -218,12 +315,13 @@ def exact_flow(A, G, vbar, Bbar, b, mean0, cov0, t_out: np.ndarray, t_final: flo
     """
     d = A.shape[0]
     prop = _Propagator(A, G)
-    L = psd_factor(cov0)
+    L = _factor(cov0)
     r = L.shape[1]
     m = mean0.copy()
     track_mean = bool(np.any(m) or np.any(b))
     Ashift = A + vbar * np.eye(d)
-    normA = np.linalg.norm(A, 2)
+    norm_Ashift = float(np.linalg.norm(Ashift, 2)) if track_mean else 0.0
+    can_blow_up = bool(r and np.any(prop.G_minus))
 
     knots = np.unique(np.concatenate([t_out, [t_final]]))
     wanted = set(t_out.tolist())
@@ -233,22 +331,21 @@ def exact_flow(A, G, vbar, Bbar, b, mean0, cov0, t_out: np.ndarray, t_final: flo
     if knots[0] == 0.0:
         out_t.append(0.0), out_m.append(m.copy()), out_S.append(L @ L.T)
         knots = knots[1:]
-    h0 = STEP_THETA / normA if normA > 0 else np.inf
+    h0 = step_length(A)
     t0 = 0.0
     for knot in knots:
         n_big = max(1, int(np.ceil((knot - t0) / h0)))
         H = (knot - t0) / n_big  # equal steps: one block exponential per interval
         for k in range(n_big):
-            t = t0 + k * H
-            if r and np.any(prop.G_minus):
+            if can_blow_up:
                 root = _first_singular_offset(prop, L, H)
                 if root is not None:
                     Er, Wr = prop.at(root)
                     _, vec = np.linalg.eigh(np.eye(r) + L.T @ Wr @ L)
                     u = Er @ L @ vec[:, 0]
-                    blowup_time, blowup_dir = t + root, u / np.linalg.norm(u)
+                    blowup_time, blowup_dir = t0 + k * H + root, u / np.linalg.norm(u)
                     break
-            m, L, count = _advance(prop, L, m, H, Ashift, Bbar, b, track_mean)
+            m, L, count = _advance(prop, L, m, H, norm_Ashift, Ashift, Bbar, b, track_mean)
             n_steps += count
         if blowup_time is not None:
             break

@@ -10,6 +10,7 @@ which, for μ = N(m, Σ), is affine: X(x) = M x + c with M = A + Σ_h V_h Σ B_h
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 
 import numpy as np
 
@@ -77,7 +78,7 @@ class Params:
         """Constant part of the field at mean m: c = b + Σ_h V_h m."""
         return self.b + sum(V @ mean for V, _ in self.heads)
 
-    @property
+    @cached_property
     def value_scalars(self) -> tuple[float, ...] | None:
         """(v_1, ..., v_H) when every value matrix is V_h = v_h I (the Riccati case), else None."""
         out = []
@@ -88,13 +89,15 @@ class Params:
             out.append(float(v))
         return tuple(out)
 
-    @property
+    @cached_property
     def G(self) -> np.ndarray:
         """G = −Σ_h v_h (B_h + B_hᵀ), so that Σ̇ = AΣ + ΣAᵀ − ΣGΣ (SPEC §5). Scalar V only."""
         vs = self.value_scalars
         if vs is None:
             raise InvalidInputError("G is defined only for scalar value matrices V_h = v_h I")
-        return -sum(v * (B + B.T) for v, (_, B) in zip(vs, self.heads, strict=True))
+        G = -sum(v * (B + B.T) for v, (_, B) in zip(vs, self.heads, strict=True))
+        G.setflags(write=False)
+        return G
 
     def __repr__(self) -> str:
         return f"Params(d={self.d}, heads={len(self.heads)}, scalar_V={self.value_scalars})"
