@@ -29,7 +29,7 @@ from functools import lru_cache
 
 import numpy as np
 from numpy.linalg import inv
-from scipy.linalg import cho_factor, expm, lapack
+from scipy.linalg import expm, lapack
 from scipy.optimize import brentq
 
 from .errors import SolverError
@@ -179,11 +179,7 @@ def _first_singular_offset(prop: _Propagator, L: np.ndarray, H: float) -> float 
 
     def certified(Ea, Sa, length):
         EL = Ea @ L
-        try:
-            cho_factor(Sa - EL.T @ prop.w_minus(length) @ EL, lower=True)
-        except np.linalg.LinAlgError:
-            return False
-        return True
+        return _positive_definite(Sa - EL.T @ prop.w_minus(length) @ EL)
 
     def scan(a, Ea, Sa, b, depth):
         if certified(Ea, Sa, b - a):
