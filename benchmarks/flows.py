@@ -53,16 +53,15 @@ def scalar_problem(d: int, rng):
 def mp_covariance(p: Params, cov0: np.ndarray, T: float, dps: int = 40) -> np.ndarray:
     """Σ(T) = e^{AT}Σ0(I + W(T)Σ0)⁻¹e^{AᵀT} (SPEC §5) in dps-digit arithmetic, from one block
     exponential: an independent reference for the covariance."""
-    mp.mp.dps = dps
     d, A, G = p.d, p.A, p.G
     block = np.block([[-A.T, G], [np.zeros((d, d)), A]])
-    F = np.array(mp.expm(mp.matrix(block.tolist()) * T).tolist(), dtype=object)
-    E, F12 = F[d:, d:], F[:d, d:]
-    W = E.T.dot(F12)
-    S0 = np.array([[mp.mpf(x) for x in row] for row in cov0], dtype=object)
-    S = np.array([[mp.mpf(i == j) for j in range(d)] for i in range(d)], dtype=object) + W.dot(S0)
-    S_inv = np.array(mp.inverse(mp.matrix(S.tolist())).tolist(), dtype=object)
-    return np.array(E.dot(S0).dot(S_inv).dot(E.T), dtype=float)
+    with mp.workdps(dps):
+        F = np.array(mp.expm(mp.matrix(block.tolist()) * T).tolist(), dtype=object)
+        E, F12 = F[d:, d:], F[:d, d:]
+        S0 = np.array([[mp.mpf(x) for x in row] for row in cov0], dtype=object)
+        S = np.eye(d, dtype=int).astype(object) + E.T.dot(F12).dot(S0)  # I + W(T)Σ0
+        S_inv = np.array(mp.inverse(mp.matrix(S.tolist())).tolist(), dtype=object)
+        return np.array(E.dot(S0).dot(S_inv).dot(E.T), dtype=float)
 
 
 @contextmanager
