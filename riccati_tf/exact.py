@@ -45,9 +45,11 @@ BRENT_DEPTH = 10
 MAX_REFINE = 40
 #: a covariance step is halved at most this often for the mean (h ≥ 2⁻⁶⁰ H)
 MAX_HALVINGS = 60
-#: simplified-Newton sweeps for the collocation stages, and their relative stopping tolerance
+#: sweeps (Picard, then simplified Newton) for the collocation stages, their relative stopping
+#: tolerance, and the contraction a Picard sweep must reach to be kept
 NEWTON_ITERATIONS = 20
 NEWTON_RTOL = 4 * np.finfo(float).eps
+PICARD_RATIO = 0.1
 #: Σ0 is factored by Cholesky when the factor's estimated reciprocal condition exceeds this
 #: (far above psd_factor's rank threshold d·eps·λ_max), else by eigen-decomposition
 FULL_RANK_RCOND = 1e-5
@@ -232,21 +234,21 @@ def _sqrt_update(EL: np.ndarray, W: np.ndarray, L: np.ndarray) -> np.ndarray:
     return lapack.dtrtrs(C, EL.T, lower=1)[0].T
 
 
-def _mean_step(prop: _Propagator, L, m, h, Ashift, Bbar, b):
+def _mean_step(prop: _Propagator, L, m, h, Av, Bbar, b):
     """Advance (m, L) by h: Gauss collocation for the mean, square-root update for Σ = LLᵀ.
 
     Collocation: stage increments Z_i = h Σ_j a_ij (K_j (m + Z_j) + b), K_j = K(t + c_j h) from
     the exact Σ(t + c_j h) = E_j L (I + Lᵀ W_j L)⁻¹ Lᵀ E_jᵀ; m⁺ = m + h Σ_j w_j (K_j (m + Z_j) + b).
-    The linear stage system is solved by simplified Newton with the frozen K̄ = mean_j K_j,
-    decoupled by a = T Λ T⁻¹ into solves with I − h λ_k K̄ (Hairer–Wanner IV.8). The residual is
-    exact, so the sweeps converge to the collocation solution; without convergence in
-    NEWTON_ITERATIONS sweeps (K varies fast, near a blow-up) the (s d)×(s d) system is solved
-    directly.
+    The linear stage system is solved by fixed-point sweeps while they contract fast, else by
+    simplified Newton with the frozen K̄ = mean_j K_j, decoupled by a = T Λ T⁻¹ into solves with
+    I − h λ_k K̄ (Hairer–Wanner IV.8). The residual is exact, so the sweeps converge to the
+    collocation solution; without convergence in NEWTON_ITERATIONS sweeps (K varies fast, near a
+    blow-up) the (s d)×(s d) system is solved directly.
     """
     E, W = prop.nodes(h)
     s, d, r = prop.c.size, m.size, L.shape[1]
     EL = E @ L
-    K = np.broadcast_to(Ashift, (s, d, d)).copy()
+    K = np.broadcast_to(Av, (s, d, d)).copy()
     if r:
         S = np.eye(r) + L.T[None] @ W[:s] @ L
         R = np.swapaxes(EL[:s], -1, -2) @ Bbar
@@ -261,18 +263,24 @@ def _mean_step(prop: _Propagator, L, m, h, Ashift, Bbar, b):
 
 
 def _stages(prop: _Propagator, K, m, b, h) -> np.ndarray:
-    """Z solving Z_i = h Σ_j a_ij (K_j (m + Z_j) + b) (see `_mean_step`)."""
+    """Z solving Z_i = h Σ_j a_ij (K_j (m + Z_j) + b) (see `_mean_step`).
+
+    Fixed-point (Picard) sweeps while each shrinks the increment at least PICARD_RATIO-fold
+    (short steps, h‖K‖ small); from the first slower sweep on, simplified Newton."""
     s, d = K.shape[:2]
     lam, T, Tinv = prop.eig
-    half = inv(np.eye(d) - h * lam[: s // 2, None, None] * K.mean(axis=0))
-    solves = np.concatenate([half, half[::-1].conj()])  # λ_{s−1−k} = conj(λ_k)
-    Z = np.zeros((s, d))
+    Z, solves, previous = np.zeros((s, d)), None, np.inf
     for _ in range(NEWTON_ITERATIONS):
         R = h * (prop.a @ ((K @ (m + Z)[:, :, None])[:, :, 0] + b)) - Z
-        dZ = (T @ (solves @ (Tinv @ R)[:, :, None])[:, :, 0]).real
+        size = np.abs(R).max()
+        if solves is None and size > PICARD_RATIO * previous:
+            half = inv(np.eye(d) - h * lam[: s // 2, None, None] * K.mean(axis=0))
+            solves = np.concatenate([half, half[::-1].conj()])  # λ_{s−1−k} = conj(λ_k)
+        dZ = R if solves is None else (T @ (solves @ (Tinv @ R)[:, :, None])[:, :, 0]).real
         Z += dZ
         if np.abs(dZ).max() <= NEWTON_RTOL * max(np.abs(Z).max(), np.abs(m).max()):
             return Z
+        previous = size
     blocks = -h * prop.a[:, :, None, None] * K[None]  # block (i, j): δ_ij I − h a_ij K_j
     blocks[np.arange(s), np.arange(s)] += np.eye(d)
     system = blocks.transpose(0, 2, 1, 3).reshape(s * d, s * d)
@@ -280,28 +288,43 @@ def _stages(prop: _Propagator, K, m, b, h) -> np.ndarray:
     return np.linalg.solve(system, rhs.reshape(-1)).reshape(s, d)
 
 
-def _advance(prop: _Propagator, L, m, H, norm_Ashift, Ashift, Bbar, b, track_mean, depth=0):
-    """Advance (m, L) by one covariance step H; returns (m, L, number of mean sub-steps).
+@dataclass(frozen=True)
+class _MeanLaw:
+    """ṁ = K(t) m + b with K = A_v + Σ(t) B̄, A_v = A + v̄ I, and ‖A_v‖₂."""
 
-    The mean takes n = ⌈‖A + v̄I‖₂ H / MEAN_THETA⌉ equal sub-steps when ‖K‖₂ H / n ≤ MEAN_THETA
-    at both ends of the step (the covariance at the end comes first, from one square-root
-    update); otherwise the step is halved and each half advanced the same way, so that sub-steps
-    shrink only where K is large (it grows like 1/(T* − t) near a blow-up)."""
+    Av: np.ndarray
+    Bbar: np.ndarray
+    b: np.ndarray
+    norm_Av: float
+
+    def norm_K(self, L: np.ndarray) -> float:
+        """‖K‖₂ at Σ = L Lᵀ."""
+        return float(np.linalg.norm(self.Av + L @ (L.T @ self.Bbar), 2))
+
+
+def _advance(prop: _Propagator, L, m, H, law: _MeanLaw | None, norm_start=None, depth=0):
+    """Advance (m, L) by one covariance step H; returns (m, L, number of mean sub-steps, ‖K‖₂ at
+    the end). Without a mean law (m ≡ 0) only the covariance moves.
+
+    The mean takes n = ⌈‖A_v‖₂ H / MEAN_THETA⌉ equal sub-steps when ‖K‖₂ H / n ≤ MEAN_THETA at
+    both ends of the step (the covariance at the end comes first, from one square-root update;
+    ‖K‖₂ at the start is the previous step's end value when given); otherwise the step is halved
+    and each half advanced the same way, so that sub-steps shrink only where K is large (it grows
+    like 1/(T* − t) near a blow-up)."""
     E, W = prop.at(H)
     L_end = _sqrt_update(E @ L, W, L)
-    if not track_mean:
-        return m, L_end, 1
-    n = max(1, int(np.ceil(norm_Ashift * H / MEAN_THETA)))
-    norm_K = max(np.linalg.norm(Ashift + X @ (X.T @ Bbar), 2) for X in (L, L_end))
-    if norm_K * H / n > MEAN_THETA and depth < MAX_HALVINGS:
-        count = 0
-        for _ in range(2):
-            m, L, c = _advance(prop, L, m, H / 2, norm_Ashift, Ashift, Bbar, b, True, depth + 1)
-            count += c
-        return m, L, count
+    if law is None:
+        return m, L_end, 1, None
+    norm_start = law.norm_K(L) if norm_start is None else norm_start
+    norm_end = law.norm_K(L_end)
+    n = max(1, int(np.ceil(law.norm_Av * H / MEAN_THETA)))
+    if max(norm_start, norm_end) * H / n > MEAN_THETA and depth < MAX_HALVINGS:
+        m, L, first, norm_mid = _advance(prop, L, m, H / 2, law, norm_start, depth + 1)
+        m, L, second, norm_end = _advance(prop, L, m, H / 2, law, norm_mid, depth + 1)
+        return m, L, first + second, norm_end
     for _ in range(n):
-        m, L = _mean_step(prop, L, m, H / n, Ashift, Bbar, b)
-    return m, L, n
+        m, L = _mean_step(prop, L, m, H / n, law.Av, law.Bbar, law.b)
+    return m, L, n, norm_end
 
 
 def exact_flow(A, G, vbar, Bbar, b, mean0, cov0, t_out: np.ndarray, t_final: float) -> ExactResult:
@@ -314,9 +337,11 @@ def exact_flow(A, G, vbar, Bbar, b, mean0, cov0, t_out: np.ndarray, t_final: flo
     L = _factor(cov0)
     r = L.shape[1]
     m = mean0.copy()
-    track_mean = bool(np.any(m) or np.any(b))
-    Ashift = A + vbar * np.eye(d)
-    norm_Ashift = float(np.linalg.norm(Ashift, 2)) if track_mean else 0.0
+    law = None
+    if np.any(m) or np.any(b):
+        Av = A + vbar * np.eye(d)
+        law = _MeanLaw(Av, Bbar, b, float(np.linalg.norm(Av, 2)))
+    norm_K = None
     can_blow_up = bool(r and np.any(prop.G_minus))
 
     knots = np.unique(np.concatenate([t_out, [t_final]]))
@@ -341,7 +366,7 @@ def exact_flow(A, G, vbar, Bbar, b, mean0, cov0, t_out: np.ndarray, t_final: flo
                     u = Er @ L @ vec[:, 0]
                     blowup_time, blowup_dir = t0 + k * H + root, u / np.linalg.norm(u)
                     break
-            m, L, count = _advance(prop, L, m, H, norm_Ashift, Ashift, Bbar, b, track_mean)
+            m, L, count, norm_K = _advance(prop, L, m, H, law, norm_K)
             n_steps += count
         if blowup_time is not None:
             break

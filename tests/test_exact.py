@@ -57,17 +57,22 @@ def test_mirrored_nodes_match_direct_block_exponentials(rng, h):
     assert rel_err(W, W_ref) < 1e-13
 
 
+@pytest.mark.parametrize("h", [0.01, 0.4])
 @pytest.mark.parametrize("scale", [0.1, 1.0, 4.0])
-def test_newton_stage_solver_matches_the_dense_collocation_system(rng, scale, monkeypatch):
-    """The decoupled simplified Newton sweeps converge to the collocation solution; with no
-    sweeps allowed, the dense (s d)×(s d) fallback gives the same stages."""
-    d, h = 5, 0.4
+def test_stage_solver_matches_the_dense_collocation_system(rng, scale, h, monkeypatch):
+    """The sweeps (Picard while it contracts fast, as for h = 0.01, then decoupled simplified
+    Newton) converge to the collocation solution; with no sweeps allowed, the dense (s d)×(s d)
+    fallback gives the same stages."""
+    d = 5
     prop = ex._Propagator(np.zeros((d, d)), np.eye(d))
     s = prop.c.size
     base = rng.standard_normal((d, d))
     K = np.stack([base + scale * c * rng.standard_normal((d, d)) for c in prop.c])
     m, b = rng.standard_normal(d), rng.standard_normal(d)
+    calls = []
+    monkeypatch.setattr(ex, "inv", lambda M: calls.append(1) or np.linalg.inv(M))
     Z = ex._stages(prop, K, m, b, h)
+    assert bool(calls) == (h == 0.4)  # Newton only where Picard contracts slowly
     system = np.eye(s * d) - h * np.kron(prop.a, np.eye(d)) @ np.block(
         [[K[i] if i == j else np.zeros((d, d)) for j in range(s)] for i in range(s)])
     rhs = h * np.kron(prop.a, np.eye(d)) @ ((K @ m) + b).reshape(-1)
