@@ -234,7 +234,21 @@ def _sqrt_update(EL: np.ndarray, W: np.ndarray, L: np.ndarray) -> np.ndarray:
     return lapack.dtrtrs(C, EL.T, lower=1)[0].T
 
 
-def _mean_step(prop: _Propagator, L, m, h, Av, Bbar, b):
+@dataclass(frozen=True)
+class _MeanLaw:
+    """ṁ = K(t) m + b with K = A_v + Σ(t) B̄, A_v = A + v̄ I, and ‖A_v‖₂."""
+
+    Av: np.ndarray
+    Bbar: np.ndarray
+    b: np.ndarray
+    norm_Av: float
+
+    def norm_K(self, L: np.ndarray) -> float:
+        """‖K‖₂ at Σ = L Lᵀ."""
+        return float(np.linalg.norm(self.Av + L @ (L.T @ self.Bbar), 2))
+
+
+def _mean_step(prop: _Propagator, L, m, h, law: _MeanLaw):
     """Advance (m, L) by h: Gauss collocation for the mean, square-root update for Σ = LLᵀ.
 
     Collocation: stage increments Z_i = h Σ_j a_ij (K_j (m + Z_j) + b), K_j = K(t + c_j h) from
@@ -248,17 +262,17 @@ def _mean_step(prop: _Propagator, L, m, h, Av, Bbar, b):
     E, W = prop.nodes(h)
     s, d, r = prop.c.size, m.size, L.shape[1]
     EL = E @ L
-    K = np.broadcast_to(Av, (s, d, d)).copy()
+    K = np.broadcast_to(law.Av, (s, d, d)).copy()
     if r:
         S = np.eye(r) + L.T[None] @ W[:s] @ L
-        R = np.swapaxes(EL[:s], -1, -2) @ Bbar
+        R = np.swapaxes(EL[:s], -1, -2) @ law.Bbar
         for i in range(s):  # Σ_i B̄ = E_i L S_i⁻¹ (E_i L)ᵀ B̄, S_i ≻ 0 (no blow-up in the step)
             X, info = lapack.dposv(S[i], R[i])[1:]
             if info:
                 raise SolverError("I + LᵀW(s)L lost definiteness inside a step")
             K[i] += EL[i] @ X
-    Z = _stages(prop, K, m, b, h)
-    k = (K @ (m + Z)[:, :, None])[:, :, 0] + b
+    Z = _stages(prop, K, m, law.b, h)
+    k = (K @ (m + Z)[:, :, None])[:, :, 0] + law.b
     return m + h * (prop.w @ k), _sqrt_update(EL[-1], W[-1], L)
 
 
@@ -288,20 +302,6 @@ def _stages(prop: _Propagator, K, m, b, h) -> np.ndarray:
     return np.linalg.solve(system, rhs.reshape(-1)).reshape(s, d)
 
 
-@dataclass(frozen=True)
-class _MeanLaw:
-    """ṁ = K(t) m + b with K = A_v + Σ(t) B̄, A_v = A + v̄ I, and ‖A_v‖₂."""
-
-    Av: np.ndarray
-    Bbar: np.ndarray
-    b: np.ndarray
-    norm_Av: float
-
-    def norm_K(self, L: np.ndarray) -> float:
-        """‖K‖₂ at Σ = L Lᵀ."""
-        return float(np.linalg.norm(self.Av + L @ (L.T @ self.Bbar), 2))
-
-
 def _advance(prop: _Propagator, L, m, H, law: _MeanLaw | None, norm_start=None, depth=0):
     """Advance (m, L) by one covariance step H; returns (m, L, number of mean sub-steps, ‖K‖₂ at
     the end). Without a mean law (m ≡ 0) only the covariance moves.
@@ -323,7 +323,7 @@ def _advance(prop: _Propagator, L, m, H, law: _MeanLaw | None, norm_start=None, 
         m, L, second, norm_end = _advance(prop, L, m, H / 2, law, norm_mid, depth + 1)
         return m, L, first + second, norm_end
     for _ in range(n):
-        m, L = _mean_step(prop, L, m, H / n, law.Av, law.Bbar, law.b)
+        m, L = _mean_step(prop, L, m, H / n, law)
     return m, L, n, norm_end
 
 
