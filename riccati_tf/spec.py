@@ -10,6 +10,7 @@ matrix, got shape (2, 3)`). Strings are never evaluated: numbers and lists only.
 
 from __future__ import annotations
 
+import difflib
 import json
 from pathlib import Path
 from typing import Any
@@ -43,6 +44,19 @@ def load_spec(path: str | Path) -> dict:
     if not isinstance(data, dict):
         raise SpecError(f"{path}: the spec must be a mapping of fields, got {type(data).__name__}")
     return data
+
+
+def check_keys(spec: dict, allowed, where: str = "") -> None:
+    """Refuse keys of `spec` outside `allowed`, naming the first one and the closest allowed key
+    (``initial.metod: unknown field; did you mean 'method'?``). `where` is the prefix of the
+    mapping ("" at the top level, "params." inside params)."""
+    allowed = tuple(allowed)
+    for key in spec:
+        if key not in allowed:
+            close = difflib.get_close_matches(str(key), allowed, n=1, cutoff=0.6)
+            hint = f"; did you mean {close[0]!r}?" if close else \
+                f"; allowed: {', '.join(sorted(allowed))}"
+            raise SpecError(f"{where}{key}: unknown field{hint}")
 
 
 def field(spec: dict, name: str, where: str = "", *, default: Any = ...) -> Any:
