@@ -2,6 +2,12 @@
 
 The report is a list of sections; each builder returns its HTML, its figures and every number it
 quotes, so the page and summary.json always say the same thing.
+
+The report never overwrites a file it did not write: DIR/.riccati-tf-report.json lists the files
+it wrote there with their SHA-256, and a file of the same name as one the report writes that is
+not listed, or was changed since, is refused (InvalidInputError naming it) before anything is
+written. Rerunning into the report's own folder replaces its own files; every file is written
+under a temporary name and renamed into place.
 """
 
 from __future__ import annotations
@@ -10,6 +16,7 @@ import base64
 import html
 import json
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -18,6 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from .certificates import certify
+from .errors import InvalidInputError
 from .examples import regime_examples
 from .flows import flow
 from .htmlmath import latex_to_mathml
@@ -38,13 +46,15 @@ class Options:
 
 @dataclass(frozen=True)
 class Section:
-    """One part of the report: a title, an HTML body, PNG figures and the numbers it quotes."""
+    """One part of the report: a title, an HTML body, PNG figures and the numbers it quotes;
+    files: other files it adds to the folder {name: bytes}."""
 
     key: str
     title: str
     body: str
     figures: dict[str, bytes] = field(default_factory=dict)
     numbers: dict = field(default_factory=dict)
+    files: dict[str, bytes] = field(default_factory=dict)
 
 
 def regimes_section(opts: Options) -> Section:
@@ -172,9 +182,10 @@ def validation_section(opts: Options) -> Section:
     from .experiments import probe_table, run_prescribed, run_probe, run_relu_drift
 
     n_tokens = 500 if opts.quick else 2000
-    numbers = {"prescribed": run_prescribed(opts.out, n_tokens=n_tokens,
+    scratch = tempfile.TemporaryDirectory()  # the experiments' files, handed to write_report
+    numbers = {"prescribed": run_prescribed(scratch.name, n_tokens=n_tokens,
                                             n_steps=30 if opts.quick else 60),
-               "relu_drift": run_relu_drift(opts.out, n_tokens=n_tokens,
+               "relu_drift": run_relu_drift(scratch.name, n_tokens=n_tokens,
                                             n_null=50 if opts.quick else 200)}
     body = ("<p>Prescribed attention: N tokens from a Gaussian, moved by the particle system of "
             "SPEC §1, against the Gaussian flow. Opposite definiteness stays bounded; equal "
@@ -183,7 +194,7 @@ def validation_section(opts: Options) -> Section:
             "Gaussian family; the dashed lines are the 99 % quantiles of the statistics for "
             "exactly Gaussian clouds of the same size.</p>")
     try:
-        probe = run_probe(opts.model, opts.out, n_tokens=300 if opts.quick else 1000,
+        probe = run_probe(opts.model, scratch.name, n_tokens=300 if opts.quick else 1000,
                           n_null=50 if opts.quick else 200)
     except ImportError as exc:
         body += f"<p>Model probe skipped: {html.escape(str(exc))}.</p>"
@@ -193,9 +204,15 @@ def validation_section(opts: Options) -> Section:
                  f"({html.escape(str(probe['model']))}); per-layer distance to the fitted "
                  f"Gaussian against the Gaussian null band.</p><pre>"
                  f"{html.escape(probe_table(probe))}</pre>")
-    figures = {Path(n["figure"]).name: Path(n["figure"]).read_bytes() for n in numbers.values()}
+    figures, files = {}, {}
+    with scratch:
+        for name, n in numbers.items():
+            png = Path(n["figure"])
+            figures[png.name] = png.read_bytes()
+            n["figure"] = str(opts.out / png.name)
+            files[f"{name}.json"] = json.dumps(n, indent=1, allow_nan=False).encode()
     return Section("validation", "Particles and real Transformers (SPEC §7)", body, figures,
-                   numbers)
+                   numbers, files)
 
 
 def sweep_section(opts: Options) -> Section:
@@ -244,26 +261,102 @@ window.addEventListener('load', function () {
 """
 
 
+#: the file listing what the report wrote in its folder: {"writer", "files": {name: [sha256]}}
+MARKER = ".riccati-tf-report.json"
+WRITER = "riccati-tf report"
+#: the files every report writes (checked before the sections run)
+PAGE, SUMMARY = "index.html", "summary.json"
+
+
+def _report_folder(out: Path) -> dict[str, list[str]]:
+    """Create out (or accept it) and return {name: SHA-256s} of the files the report wrote in it,
+    from its marker; a folder that cannot be created or a marker the report did not write is
+    refused."""
+    from .sweep.store import read_or_none
+
+    if out.exists() and not out.is_dir():
+        raise InvalidInputError(f"--out: {out} exists and is not a folder")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise InvalidInputError(f"--out: cannot create the folder {out} "
+                                f"({exc.strerror or exc})") from None
+    data = read_or_none(out / MARKER)
+    if data is None:
+        return {}
+    try:
+        marker = json.loads(data.decode("utf-8"))
+        files = marker["files"]
+        ok = marker["writer"] == WRITER and all(
+            isinstance(k, str) and isinstance(v, list) for k, v in files.items())
+    except (ValueError, KeyError, TypeError, AttributeError):
+        ok = False
+    if not ok:
+        raise InvalidInputError(f"{out / MARKER}: not a marker that riccati-tf report wrote; "
+                                f"refusing to write into {out} (use another --out folder)")
+    return files
+
+
+def _check_ours(out: Path, names, owned: dict[str, list[str]]) -> None:
+    """Refuse when out holds a file of one of `names` that the report did not write (or that
+    was changed since it did)."""
+    from .sweep.store import read_or_none, sha256
+
+    for name in names:
+        path = out / name
+        if path.is_symlink() or (path.exists() and not path.is_file()):
+            raise InvalidInputError(f"{path}: exists and is not a file the report wrote; "
+                                    f"refusing to replace it (use another --out folder)")
+        data = read_or_none(path)
+        if data is not None and sha256(data) not in owned.get(name, ()):
+            raise InvalidInputError(f"{path}: exists and was not written by riccati-tf report "
+                                    f"(or was changed since); refusing to overwrite it (use "
+                                    f"another --out folder)")
+
+
+def _write_owned(out: Path, files: dict[str, bytes], owned: dict[str, list[str]]) -> None:
+    """Write `files` into out, each atomically, listed in the marker first with both their old
+    and new SHA-256 (a crash in between leaves every file recognised as the report's), then with
+    the new one only."""
+    from .sweep.store import atomic_write_bytes, sha256
+
+    new = {name: sha256(data) for name, data in files.items()}
+
+    def mark(files_: dict[str, list[str]]) -> None:
+        atomic_write_bytes(out / MARKER, json.dumps({"writer": WRITER, "files": files_},
+                                                    indent=1).encode())
+
+    mark({**owned, **{n: [*owned.get(n, []), h] for n, h in new.items()}})
+    for name, data in files.items():
+        atomic_write_bytes(out / name, data)
+    mark({**owned, **{n: [h] for n, h in new.items()}})
+
+
 def write_report(out_dir: str | Path = "report", *, quick: bool = False,
                  model: str | None = None, log=None) -> Path:
     """Run every section, write out_dir/index.html, out_dir/summary.json and the PNG figures.
 
-    model: a local Transformer folder for the probe (default: a random DeiT-tiny encoder)."""
+    model: a local Transformer folder for the probe (default: a random DeiT-tiny encoder).
+    A file in out_dir of the same name as one the report writes, that the report did not write,
+    is refused (InvalidInputError naming it), before the sections run for the page and the
+    summary, before anything is written for the others."""
     log = sys.stderr if log is None else log  # the stream of the moment, not of import time
     out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    owned = _report_folder(out)
+    _check_ours(out, (PAGE, SUMMARY), owned)
     opts = Options(out, quick, model)
-    sections, summary = [], {"quick": quick, "model": model}
+    sections, summary, files = [], {"quick": quick, "model": model}, {}
     for i, build in enumerate(SECTIONS, 1):
         start = time.perf_counter()
         print(f"[{i}/{len(SECTIONS)}] {build.__doc__.splitlines()[0]}", file=log, flush=True)
         section = build(opts)
         sections.append(section)
         summary[section.key] = section.numbers
-        for name, png in section.figures.items():
-            (out / name).write_bytes(png)
+        files.update(section.figures)
+        files.update(section.files)
         print(f"      done in {time.perf_counter() - start:.1f} s", file=log, flush=True)
-    (out / "index.html").write_text(_page(sections), encoding="utf-8")
-    (out / "summary.json").write_text(json.dumps(to_jsonable(summary), indent=2, allow_nan=False),
-                                      encoding="utf-8")
-    return out / "index.html"
+    files[PAGE] = _page(sections).encode("utf-8")
+    files[SUMMARY] = json.dumps(to_jsonable(summary), indent=2, allow_nan=False).encode("utf-8")
+    _check_ours(out, files, owned)
+    _write_owned(out, files, owned)
+    return out / PAGE

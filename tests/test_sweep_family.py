@@ -85,7 +85,8 @@ def test_multihead_and_matrix_v():
     ({"family": {"random": {"n": 0, "axes": {"v": {"uniform": [0, 1]}}}}}, "family.random.n"),
     ({"family": {"random": {"n": 5, "axes": {"v": {"normal": [0, 1]}}}}},
      "family.random.axes.v"),
-    ({"family": {"sobol": {}}}, "family: must be"),
+    ({"family": {"sobol": {}}}, "family.sobol: unknown field; allowed: grid, random"),
+    ({"family": {}}, "family: must be"),
     ({"chunk_size": 0}, "chunk_size: must be ≥ 1"),
     ({"chunk_size": 2.5}, "chunk_size: must be an integer"),
     ({"analysis": "integrate"}, "analysis: must be one of"),
@@ -106,7 +107,8 @@ def test_multihead_and_matrix_v():
     ({"initial": {"cov": {"const": [[1.0, 0.0], [0.0, 1.0]], "v": [[2.0, 0.0], [0.0, 0.0]]}}},
      "initial (at the parameter-box corner v = -1): cov is not positive semidefinite"),
     ({"plot": {"x": "w"}}, "plot.x: 'w' is not an axis"),
-    ({"extra": 1}, "unknown field(s) extra"),
+    ({"extra": 1}, "extra: unknown field"),
+    ({"famliy": 1}, "famliy: unknown field; did you mean 'family'?"),
 ])
 def test_bad_specs_name_the_field(change, message):
     with pytest.raises(SpecError) as err:

@@ -12,7 +12,7 @@ import pytest
 
 from riccati_tf.errors import InvalidInputError
 from riccati_tf.sweep import plot_sweep, read_results, run_sweep
-from riccati_tf.sweep.store import CHUNK_DIR, MANIFEST, RESULTS, from_ranges, to_ranges
+from riccati_tf.sweep.store import CHUNK_DIR, JOURNAL, MANIFEST, RESULTS
 
 pytest.importorskip("pyarrow")
 
@@ -49,9 +49,10 @@ def assert_same_rows(got, ref):
 
 
 def manifest_chunks(out) -> int:
+    """The number of chunk records in the folder's manifest (complete lines of chunks.jsonl)."""
     try:
-        return len(from_ranges(json.loads((out / MANIFEST).read_text())["done"]))
-    except (OSError, ValueError):
+        return (out / JOURNAL).read_bytes().count(b"\n")
+    except OSError:
         return 0
 
 
@@ -91,19 +92,22 @@ def test_resume_after_a_crash_between_chunk_file_and_manifest(tmp_path):
     reference = full.table()
     manifest = json.loads((out / MANIFEST).read_text())
     n_chunks = manifest["n_chunks"]
-    # the crash: chunk 2 written but never listed (and its file garbled), chunk 4 never written,
-    # a temporary file left behind, the combined file not yet written
-    manifest["done"] = to_ranges(set(range(n_chunks)) - {2, 4})
-    manifest["complete"] = False
+    # the crash: chunk 2 written but never recorded (and its file garbled), chunk 4 never
+    # written, a temporary file left behind, the combined file not yet written
+    records = [r for r in (out / JOURNAL).read_text().splitlines()
+               if json.loads(r)["chunk"] not in (2, 4)]
+    (out / JOURNAL).write_text("".join(r + "\n" for r in records))
+    manifest["results"] = None
     (out / MANIFEST).write_text(json.dumps(manifest))
     (out / CHUNK_DIR / "chunk-00000002.parquet").write_bytes(b"garbage")
     (out / CHUNK_DIR / "chunk-00000004.parquet").unlink()
-    (out / CHUNK_DIR / "chunk-00000005.parquet.tmp-999").write_bytes(b"partial")
+    (out / CHUNK_DIR / ".chunk-00000005.parquet.tmp-999-0a1b").write_bytes(b"partial")
     (out / RESULTS).unlink()
     partial = read_results(out)  # readable before the resume: the listed chunks only
     assert partial.num_rows == reference.num_rows - 2 * 50
     again = run_sweep(CERTIFY_SPEC, out)
     assert again.chunks_computed == 2 and again.chunks_resumed == n_chunks - 2
+    assert again.notes == ()  # unrecorded chunks are the normal resume, not a repair
     assert not list(out.rglob("*.tmp-*"))
     assert_same_rows(again.table(), reference)
     done = run_sweep(CERTIFY_SPEC, out)  # nothing left to do
@@ -158,10 +162,3 @@ def test_report_section_shows_the_phase_diagram():
     assert set(num["regime_counts"]) == {"converges", "collapses", "blows_up"}
     assert sum(num["regime_counts"].values()) == num["n_configs"]
     assert "phase" in sec.title.lower() and "certify" in sec.body
-
-
-def test_manifest_ranges_round_trip():
-    chunks = {0, 1, 2, 5, 7, 8, 9, 20}
-    ranges = to_ranges(chunks)
-    assert ranges == [[0, 2], [5, 5], [7, 9], [20, 20]]
-    assert from_ranges(ranges) == chunks and to_ranges([]) == []

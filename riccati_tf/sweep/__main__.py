@@ -27,7 +27,9 @@ def main(argv: list[str] | None = None) -> int:
         result = run_sweep(load_spec(args.spec), args.out, scheduler=args.scheduler,
                            n_workers=args.workers,
                            progress=lambda done, total: print(f"chunk {done}/{total}",
-                                                              flush=True))
+                                                              flush=True),
+                           log=lambda note: print(f"sweep: {note}", file=sys.stderr,
+                                                  flush=True))
     except InvalidInputError as exc:
         print(f"sweep: error: {exc}", file=sys.stderr)
         return 2

@@ -4,7 +4,9 @@
     riccati-tf sweep-plot RESULTS --out FILE [--x AXIS] [--y AXIS]
 
 Each handler takes (args, spec) and returns (result mapping, figure or None), like the other
-subcommands; errors are InvalidInputError (exit 2) with one sentence.
+subcommands; errors are InvalidInputError (exit 2) with one sentence. What a resume repaired
+(a chunk recomputed after failing its check) is one `sweep: ...` line on stderr each and the
+`notes` of the result.
 """
 
 from __future__ import annotations
@@ -47,13 +49,16 @@ def cmd_sweep(args, spec):
     def progress(done: int, total: int) -> None:
         print(f"sweep: {done}/{total} chunks", file=sys.stderr, flush=True)
 
+    def log(note: str) -> None:
+        print(f"sweep: {note}", file=sys.stderr, flush=True)
+
     res = run_sweep(spec, out, scheduler=args.scheduler, n_workers=args.workers,
-                    progress=progress)
+                    progress=progress, log=log)
     result = {"results": str(res.results_path), "n_configs": res.n_configs,
               "n_chunks": res.n_chunks, "chunks_computed": res.chunks_computed,
               "chunks_resumed": res.chunks_resumed, "scheduler": res.scheduler,
               "wall_time_s": round(res.wall_time, 3), "analysis": res.analysis,
-              "counts": res.counts}
+              "counts": res.counts, "notes": list(res.notes)}
     fig = phase_diagram(*diagram_inputs(res.out_dir)) if args.plot else None
     return result, fig
 

@@ -28,6 +28,7 @@ axes Σ0 depends on) proves every configuration's Σ0 valid before anything runs
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import itertools
 import json
@@ -37,15 +38,33 @@ from functools import cached_property
 import numpy as np
 
 from ..model import Params
-from ..spec import SpecError, check_numeric, field, parse_gaussian, parse_number, parse_params
+from ..spec import (
+    SpecError,
+    check_keys,
+    check_numeric,
+    field,
+    parse_gaussian,
+    parse_number,
+    parse_params,
+)
 from ..validation import SYM_RTOL
 
 ANALYSES = ("certify", "flow", "particles")
 GRID_RULES = ("values", "linspace", "geomspace")
 RANDOM_RULES = ("uniform", "loguniform")
 DEFAULT_CHUNK = 1000
-#: a grid larger than this is refused (ids are int64 and the manifest lists chunks)
+#: a family larger than this is refused (ids are int64 and the manifest lists chunks)
 MAX_CONFIGS = 10 ** 12
+#: points of one grid axis (a linspace/geomspace longer than this is refused before allocation)
+MAX_AXIS_POINTS = 10 ** 6
+#: chunks of a family (the manifest holds one record per chunk): raise chunk_size beyond it
+MAX_CHUNKS = 10 ** 6
+#: rows × d² of one chunk: a stacked d × d field of a chunk holds at most this many float64
+#: entries (400 MB), so computing a chunk never asks for more memory than a few of these
+MAX_CHUNK_ENTRIES = 5 * 10 ** 7
+#: particles analysis: tokens per configuration and Euler steps (the attention is O(N²) a step)
+MAX_TOKENS = 10 ** 5
+MAX_STEPS = 10 ** 5
 TOP_FIELDS = {"analysis", "family", "chunk_size", "params", "initial", "t_final", "particles",
               "plot"}
 PARAM_FIELDS = {"A", "B", "V", "v", "b", "heads"}
@@ -219,7 +238,9 @@ def _grid_axis(name: str, rule, where: str) -> Axis:
     """[v, ...] | {values: [...]} | {linspace: [start, stop, num]} | {geomspace: [...]}."""
     if isinstance(rule, list):
         rule = {"values": rule}
-    if not isinstance(rule, dict) or len(rule) != 1 or next(iter(rule)) not in GRID_RULES:
+    if isinstance(rule, dict):
+        check_keys(rule, GRID_RULES, f"{where}.")
+    if not isinstance(rule, dict) or len(rule) != 1:
         raise SpecError(f"{where}: must be a list of values or one of "
                         f"{{values: [...]}}, {{linspace: [start, stop, num]}}, "
                         f"{{geomspace: [start, stop, num]}}")
@@ -228,6 +249,9 @@ def _grid_axis(name: str, rule, where: str) -> Axis:
     if kind == "values":
         if not isinstance(arg, list) or not arg:
             raise SpecError(f"{here}: must be a non-empty list of numbers")
+        if len(arg) > MAX_AXIS_POINTS:
+            raise SpecError(f"{here}: {len(arg)} values exceed the limit {MAX_AXIS_POINTS} "
+                            f"points per axis")
         values = np.array([_finite(v, f"{here}[{i}]") for i, v in enumerate(arg)])
     else:
         if not isinstance(arg, list) or len(arg) != 3:
@@ -236,6 +260,9 @@ def _grid_axis(name: str, rule, where: str) -> Axis:
         num = arg[2]
         if isinstance(num, bool) or not isinstance(num, int) or num < 1:
             raise SpecError(f"{here}[2]: num must be an integer ≥ 1, got {num!r}")
+        if num > MAX_AXIS_POINTS:
+            raise SpecError(f"{here}[2]: num = {num} exceeds the limit {MAX_AXIS_POINTS} points "
+                            f"per axis")
         if kind == "geomspace" and (start <= 0 or stop <= 0):
             raise SpecError(f"{here}: geomspace needs start > 0 and stop > 0")
         values = (np.linspace if kind == "linspace" else np.geomspace)(start, stop, num)
@@ -245,7 +272,9 @@ def _grid_axis(name: str, rule, where: str) -> Axis:
 
 def _random_axis(name: str, rule, where: str) -> Axis:
     """{uniform: [low, high]} | {loguniform: [low, high]} (low > 0)."""
-    if not isinstance(rule, dict) or len(rule) != 1 or next(iter(rule)) not in RANDOM_RULES:
+    if isinstance(rule, dict):
+        check_keys(rule, RANDOM_RULES, f"{where}.")
+    if not isinstance(rule, dict) or len(rule) != 1:
         raise SpecError(f"{where}: must be {{uniform: [low, high]}} or "
                         f"{{loguniform: [low, high]}}")
     kind, arg = next(iter(rule.items()))
@@ -256,33 +285,34 @@ def _random_axis(name: str, rule, where: str) -> Axis:
 def _axes(spec: dict, where: str, make) -> tuple[Axis, ...]:
     if not isinstance(spec, dict) or not spec:
         raise SpecError(f"{where}: must be a non-empty mapping {{axis name: rule}}")
-    axes = []
+    axes, count = [], 1
     for name, rule in spec.items():
         if not isinstance(name, str) or not name.isidentifier() or name == "const":
             raise SpecError(f"{where}: axis names must be identifiers other than 'const', "
                             f"got {name!r}")
         axes.append(make(name, rule, f"{where}.{name}"))
+        if axes[-1].values is not None:  # grid: refuse before building the next axis
+            count *= len(axes[-1].values)
+            if count > MAX_CONFIGS:
+                raise SpecError(f"{where}: the axes up to {name} already give {count} "
+                                f"configurations, over the limit {MAX_CONFIGS}")
     return tuple(axes)
 
 
 def _family(spec) -> tuple[str, tuple[Axis, ...], int, int]:
     """(kind, axes, n_configs, seed) from family: {grid: {...}} | {random: {n, seed, axes}}."""
-    if not isinstance(spec, dict) or len(spec) != 1 or next(iter(spec)) not in ("grid",
-                                                                                  "random"):
+    if isinstance(spec, dict):
+        check_keys(spec, ("grid", "random"), "family.")
+    if not isinstance(spec, dict) or len(spec) != 1:
         raise SpecError("family: must be {grid: {axis: values, ...}} or "
                         "{random: {n: N, seed: S, axes: {axis: distribution, ...}}}")
     kind, body = next(iter(spec.items()))
     if kind == "grid":
         axes = _axes(body, "family.grid", _grid_axis)
-        n = int(np.prod([len(a.values) for a in axes], dtype=object))
-        if n > MAX_CONFIGS:
-            raise SpecError(f"family.grid: {n} configurations exceed the limit {MAX_CONFIGS}")
-        return kind, axes, n, 0
+        return kind, axes, int(np.prod([len(a.values) for a in axes], dtype=object)), 0
     if not isinstance(body, dict):
         raise SpecError("family.random: must be a mapping with n, seed and axes")
-    unknown = set(body) - {"n", "seed", "axes"}
-    if unknown:
-        raise SpecError(f"family.random: unknown field(s) {', '.join(sorted(unknown))}")
+    check_keys(body, ("n", "seed", "axes"), "family.random.")
     n = parse_number(body, "n", "family.random.", kind=int)
     if not 1 <= n <= MAX_CONFIGS:
         raise SpecError(f"family.random.n: must be between 1 and {MAX_CONFIGS}, got {n}")
@@ -301,8 +331,10 @@ def _affine(value, where: str, axes: tuple[str, ...]) -> AffineField:
     arrays = {}
     for key, term in terms.items():
         if key != "const" and key not in axes:
+            close = difflib.get_close_matches(str(key), ("const", *axes), n=1, cutoff=0.6)
             raise SpecError(f"{where}.{key}: not an axis of the family (axes: "
-                            f"{', '.join(axes)}) and not 'const'")
+                            f"{', '.join(axes)}) and not 'const'"
+                            + (f"; did you mean {close[0]!r}?" if close else ""))
         here = where if key == "const" and not isinstance(value, dict) else f"{where}.{key}"
         check_numeric(term, here)
         try:
@@ -344,9 +376,7 @@ def _value_field(head: dict, where: str, names, d: int) -> AffineField:
 def _layer_fields(spec, names) -> tuple[dict[str, AffineField], int]:
     if not isinstance(spec, dict):
         raise SpecError("params: must be a mapping with A (and B, V or v, b, or heads)")
-    unknown = set(spec) - PARAM_FIELDS
-    if unknown:
-        raise SpecError(f"params: unknown field(s) {', '.join(sorted(unknown))}")
+    check_keys(spec, PARAM_FIELDS, "params.")
     A = _affine(field(spec, "A", "params."), "params.A", names)
     if A.const.ndim != 2 or A.const.shape[0] != A.const.shape[1]:
         raise SpecError(f"params.A: must be a square matrix, got shape {A.const.shape}")
@@ -365,9 +395,7 @@ def _layer_fields(spec, names) -> tuple[dict[str, AffineField], int]:
         where = f"params.heads[{h}]" if "heads" in spec else "params"
         if not isinstance(head, dict):
             raise SpecError(f"{where}: must be a mapping with B and V or v")
-        if "heads" in spec and set(head) - {"B", "V", "v"}:
-            raise SpecError(f"{where}: unknown field(s) "
-                            f"{', '.join(sorted(set(head) - {'B', 'V', 'v'}))}")
+        check_keys(head, ("B", "V", "v"), f"{where}.")
         fields[f"V[{h}]"] = _value_field(head, where, names, d)
         fields[f"B[{h}]"] = (_affine(head["B"], f"{where}.B", names) if "B" in head else
                              AffineField(f"{where}.B", np.zeros((d, d)), (), np.zeros((0, d, d))))
@@ -377,9 +405,7 @@ def _layer_fields(spec, names) -> tuple[dict[str, AffineField], int]:
 def _initial_fields(spec, names, d: int) -> dict[str, AffineField]:
     if not isinstance(spec, dict):
         raise SpecError("initial: must be a mapping with cov (and mean)")
-    unknown = set(spec) - {"mean", "cov"}
-    if unknown:
-        raise SpecError(f"initial: unknown field(s) {', '.join(sorted(unknown))}")
+    check_keys(spec, ("mean", "cov"), "initial.")
     cov = _affine(field(spec, "cov", "initial."), "initial.cov", names)
     mean = (_affine(spec["mean"], "initial.mean", names) if "mean" in spec else
             AffineField("initial.mean", np.zeros(d), (), np.zeros((0, d))))
@@ -422,18 +448,33 @@ def _validate(fields: dict[str, AffineField], n_heads: int, axes: tuple[Axis, ..
         parse_gaussian({"mean": at["mean"], "cov": at["cov"]}, where)
 
 
+def _check_chunking(n_configs: int, chunk_size: int, d: int) -> None:
+    """Refuse, before anything is allocated, more than MAX_CHUNKS chunks or chunks whose stacked
+    d × d fields exceed MAX_CHUNK_ENTRIES."""
+    n_chunks = -(-n_configs // chunk_size)
+    if n_chunks > MAX_CHUNKS:
+        raise SpecError(f"chunk_size: {n_configs} configurations in chunks of {chunk_size} make "
+                        f"{n_chunks} chunks, over the limit {MAX_CHUNKS}; raise chunk_size")
+    rows = min(chunk_size, n_configs)
+    if rows * d * d > MAX_CHUNK_ENTRIES:
+        raise SpecError(f"chunk_size: {rows} configurations of {d} × {d} matrices make "
+                        f"{rows * d * d} entries per stacked field of a chunk, over the limit "
+                        f"{MAX_CHUNK_ENTRIES}; lower chunk_size")
+
+
 def _particles(spec) -> dict:
     if not isinstance(spec, dict):
         raise SpecError("particles: must be a mapping with n_tokens, n_steps (and seed)")
-    unknown = set(spec) - {"n_tokens", "n_steps", "seed"}
-    if unknown:
-        raise SpecError(f"particles: unknown field(s) {', '.join(sorted(unknown))}")
+    check_keys(spec, ("n_tokens", "n_steps", "seed"), "particles.")
     out = {"n_tokens": parse_number(spec, "n_tokens", "particles.", kind=int),
            "n_steps": parse_number(spec, "n_steps", "particles.", kind=int),
            "seed": parse_number(spec, "seed", "particles.", default=0, kind=int)}
-    for key, low in (("n_tokens", 2), ("n_steps", 1), ("seed", 0)):
+    for key, low, high in (("n_tokens", 2, MAX_TOKENS), ("n_steps", 1, MAX_STEPS),
+                           ("seed", 0, None)):
         if out[key] < low:
             raise SpecError(f"particles.{key}: must be ≥ {low}, got {out[key]}")
+        if high is not None and out[key] > high:
+            raise SpecError(f"particles.{key}: {out[key]} exceeds the limit {high}")
     return out
 
 
@@ -441,8 +482,9 @@ def _plot_axes(spec, names: tuple[str, ...]) -> tuple[str, str | None]:
     default = (names[0], names[1] if len(names) > 1 else None)
     if spec is None:
         return default
-    if not isinstance(spec, dict) or set(spec) - {"x", "y"}:
+    if not isinstance(spec, dict):
         raise SpecError("plot: must be a mapping {x: axis, y: axis}")
+    check_keys(spec, ("x", "y"), "plot.")
     x, y = spec.get("x", default[0]), spec.get("y", default[1])
     for key, name in (("x", x), ("y", y)):
         if name is not None and name not in names:
@@ -456,10 +498,7 @@ def parse_family(spec: dict) -> Family:
     """
     if not isinstance(spec, dict):
         raise SpecError(f"the sweep spec must be a mapping of fields, got {type(spec).__name__}")
-    unknown = set(spec) - TOP_FIELDS
-    if unknown:
-        raise SpecError(f"unknown field(s) {', '.join(sorted(unknown))} (a sweep spec has "
-                        f"{', '.join(sorted(TOP_FIELDS))})")
+    check_keys(spec, TOP_FIELDS, "")
     analysis = field(spec, "analysis", default="certify")
     if analysis not in ANALYSES:
         raise SpecError(f"analysis: must be one of {', '.join(ANALYSES)}, got {analysis!r}")
@@ -472,6 +511,7 @@ def parse_family(spec: dict) -> Family:
         raise SpecError(f"chunk_size: must be ≥ 1, got {chunk_size}")
     fields, n_heads = _layer_fields(field(spec, "params"), names)
     d = fields["A"].const.shape[0]
+    _check_chunking(n_configs, chunk_size, d)
     fields.update(_initial_fields(field(spec, "initial"), names, d))
     _validate(fields, n_heads, axes)
     t_final, particles = None, {}

@@ -288,10 +288,12 @@ def make_executor(scheduler: str | None, n_workers: int | None):
 class SweepResult:
     """A finished sweep: where its rows are and how this run got them.
 
-    out_dir: the results folder (manifest.json, chunks/, results.parquet); results_path: its
-    results.parquet; n_configs, n_chunks; chunks_computed by this run and chunks_resumed (found
-    finished in the manifest); scheduler: where the chunks ran; wall_time (s); counts: rows per
-    regime (certify) or status (flow, particles); analysis.
+    out_dir: the results folder (manifest.json, chunks.jsonl, chunks/, results.parquet);
+    results_path: its results.parquet; n_configs, n_chunks; chunks_computed by this run and
+    chunks_resumed (found finished and verified in the folder); scheduler: where the chunks ran;
+    wall_time (s); counts: rows per regime (certify) or status (flow, particles); analysis;
+    notes: what opening the folder found and repaired (a chunk file that failed its check and was
+    recomputed, a torn record dropped), one sentence each.
     """
 
     out_dir: Path
@@ -304,6 +306,7 @@ class SweepResult:
     wall_time: float
     analysis: str
     counts: dict[str, int] = field(default_factory=dict)
+    notes: tuple[str, ...] = ()
 
     def table(self):
         """The results as a pyarrow Table (sorted by config_id)."""
@@ -311,39 +314,48 @@ class SweepResult:
 
 
 def run_sweep(spec: dict, out_dir, *, scheduler: str | None = None, n_workers: int | None = None,
-              progress: Callable[[int, int], None] | None = None) -> SweepResult:
+              progress: Callable[[int, int], None] | None = None,
+              log: Callable[[str], None] | None = None) -> SweepResult:
     """Map the spec's parameter family through its analysis, chunk by chunk, into out_dir.
 
-    Resumes: chunks already listed in out_dir/manifest.json are skipped (a folder holding another
-    spec's results is refused). scheduler: None/"inprocess" (this process), "local" (a
-    LocalCluster of n_workers processes, default one per CPU) or a Dask scheduler address.
-    progress(done, total) is called after every chunk written. Returns a SweepResult.
+    Resumes: chunks recorded in out_dir's manifest whose files verify (SHA-256, config ids) are
+    skipped, the others recomputed; a folder holding another spec's results, a manifest that
+    contradicts the spec, a folder another sweep is writing and a folder holding files of the
+    store's names that no sweep wrote are refused (InvalidInputError). scheduler: None/
+    "inprocess" (this process), "local" (a LocalCluster of n_workers processes, default one per
+    CPU) or a Dask scheduler address. progress(done, total) is called after every chunk written;
+    log(note) once per repair the opening made (also in SweepResult.notes). Returns a
+    SweepResult.
     """
     start = time.perf_counter()
     family = parse_family(spec)
-    store = ResultStore.open(out_dir, fingerprint=family.fingerprint, spec=family.spec,
-                             n_configs=family.n_configs, chunk_size=family.chunk_size,
-                             plot=family.plot_axes)
-    todo = store.missing()
-    resumed = family.n_chunks - len(todo)
-    executor = make_executor(scheduler, n_workers) if todo else InProcess()
-    try:
-        done = resumed
-        if progress is not None:
-            progress(done, family.n_chunks)
-        for index, columns in executor.imap_unordered(compute_chunk, family.spec, todo):
-            store.write_chunk(index, columns)
-            done += 1
+    with ResultStore.open(out_dir, fingerprint=family.fingerprint, spec=family.spec,
+                          n_configs=family.n_configs, chunk_size=family.chunk_size,
+                          plot=family.plot_axes) as store:
+        for note in store.notes:
+            if log is not None:
+                log(note)
+        todo = store.missing()
+        resumed = family.n_chunks - len(todo)
+        executor = make_executor(scheduler, n_workers) if todo else InProcess()
+        try:
+            done = resumed
             if progress is not None:
                 progress(done, family.n_chunks)
-    finally:
-        executor.close()
-    results = store.finalize()
-    table = read_results(results)
+            for index, columns in executor.imap_unordered(compute_chunk, family.spec, todo):
+                store.write_chunk(index, columns)
+                done += 1
+                if progress is not None:
+                    progress(done, family.n_chunks)
+        finally:
+            executor.close()
+        results = store.finalize()
+        table = read_results(out_dir)
     key = "regime" if family.analysis == "certify" else "status"
     values, counts = np.unique(np.asarray(table.column(key).to_pylist(), dtype=object),
                                return_counts=True)
     return SweepResult(Path(out_dir), results, family.n_configs, family.n_chunks, len(todo),
                        resumed, executor.description, time.perf_counter() - start,
                        family.analysis, {str(v): int(c) for v, c in zip(values, counts,
-                                                                        strict=True)})
+                                                                        strict=True)},
+                       tuple(store.notes))

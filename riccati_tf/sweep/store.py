@@ -1,36 +1,66 @@
-"""Chunked Parquet results with a JSON manifest: atomic writes, exact resume.
+"""Chunked Parquet results with a verified manifest: one writer, atomic writes, exact resume.
 
-    OUT/manifest.json          {format, fingerprint, spec, n_configs, chunk_size, n_chunks,
-                                columns, done: [[first, last], ...], complete, plot}
-    OUT/chunks/chunk-<c>.parquet   (8-digit c) the rows of configurations c·chunk_size, ...
-    OUT/results.parquet        all rows sorted by config_id, written once every chunk is in
+    OUT/manifest.json      {format, writer, fingerprint, spec, n_configs, chunk_size, n_chunks,
+                            columns, plot, results}   results: null, or {rows, sha256} once complete
+    OUT/chunks.jsonl       the chunk records, one JSON line appended per finished chunk:
+                           {"chunk": c, "first": id, "last": id, "rows": n, "sha256": hex}
+    OUT/chunks/chunk-<c>.parquet   (8-digit c) configurations first..last = c·chunk_size, ...
+    OUT/results.parquet    all rows sorted by config_id, written once every chunk is in
+    OUT/writer.lock        flock-ed by the one process writing the folder (its pid and host)
 
-`done` lists the finished chunks as inclusive index ranges, so the manifest stays a few lines
-long however many chunks there are (rewriting it after each chunk costs O(ranges), not O(chunks)).
+The records are appended (O(1) per chunk however many chunks there are) rather than rewritten
+into manifest.json; together the two files are the manifest.
 
-Invariant: a chunk counts as done iff the manifest lists it, and the manifest lists a chunk only
-after its Parquet file has been written under a temporary name, flushed and renamed into place
-(os.replace is atomic on POSIX), and the manifest itself is replaced the same way. A sweep killed
-at any instant therefore leaves a manifest naming only complete files; on resume the missing
-chunks are recomputed (deterministically, from the spec and the chunk index) and a chunk file
-written but not yet listed is simply overwritten: no row is lost and none is duplicated.
+Invariants. (1) One writer: a second process opening the folder is refused while the first
+holds writer.lock; the kernel drops the lock when its holder dies, even by SIGKILL. (2) Every file
+is written under a temporary name owned by the writer (pid and a random token), fsync-ed and
+renamed into place (os.replace is atomic on POSIX), so a reader never sees a partial file.
+(3) A chunk counts as done iff its record is in chunks.jsonl AND its file still has the recorded
+SHA-256 and exactly the config ids first..last; the record is appended only after the file is in
+place. On opening, the writer checks the manifest against the spec (shape, fingerprint, counts:
+a manifest that contradicts the spec is refused) and every record against its file (a chunk whose
+file is missing, altered or swapped is recomputed, with a note saying so); a record torn by a
+crash mid-append is dropped. So a sweep killed at any instant, or a folder whose chunk files were
+damaged, resumes to exactly the rows of an uninterrupted run: none lost, none duplicated.
+(4) The folder is the sweep's own: a folder without manifest.json that already holds a file of one
+of the names above is refused, naming the file, never overwritten.
 pyarrow is imported only here, inside the functions that need it.
 """
 
 from __future__ import annotations
 
+import hashlib
+import io
 import json
 import os
+import re
+import secrets
+import socket
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from ..errors import InvalidInputError
+from ..spec import SpecError, check_keys
+from .family import fingerprint, parse_family
 
-FORMAT = 1
+FORMAT = 2
+WRITER = "riccati-tf sweep"
 MANIFEST = "manifest.json"
+JOURNAL = "chunks.jsonl"
 RESULTS = "results.parquet"
 CHUNK_DIR = "chunks"
+LOCK = "writer.lock"
+#: the names a sweep writes in its folder (a folder without a manifest holding one is refused)
+OWNED = (MANIFEST, JOURNAL, RESULTS, CHUNK_DIR, LOCK)
+MANIFEST_FIELDS = ("format", "writer", "fingerprint", "spec", "n_configs", "chunk_size",
+                   "n_chunks", "columns", "plot", "results")
+RECORD_FIELDS = ("chunk", "first", "last", "rows", "sha256")
+_SHA256 = re.compile(r"[0-9a-f]{64}")
+#: temporary files: ".<name>.tmp-<pid>-<token>" next to the file they become
+_TMP = re.compile(r"\..+\.tmp-\d+-[0-9a-f]+")
+_UNTRUSTED = "the store cannot be trusted; use another --out folder"
 
 
 def _pa():
@@ -43,19 +73,23 @@ def _pa():
     return pa, pq
 
 
-def _fsync_write(path: Path, data: bytes) -> None:
-    with open(path, "wb") as fh:
-        fh.write(data)
-        fh.flush()
-        os.fsync(fh.fileno())
+def sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
 
 
 def atomic_write_bytes(path: Path, data: bytes) -> None:
-    """Write to `path.tmp-<pid>`, fsync, then rename over `path` (readers never see a partial
-    file)."""
-    tmp = path.with_name(f"{path.name}.tmp-{os.getpid()}")
-    _fsync_write(tmp, data)
-    os.replace(tmp, path)
+    """Write to `.<name>.tmp-<pid>-<token>` (this writer's own name), fsync, then rename over
+    `path` (readers never see a partial file; another writer's temporaries are never touched)."""
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}-{secrets.token_hex(4)}")
+    try:
+        with open(tmp, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        raise InvalidInputError(f"{path}: cannot write ({exc.strerror or exc})") from None
 
 
 def table_from_columns(columns: dict[str, np.ndarray]):
@@ -76,143 +110,470 @@ def _table_bytes(table) -> bytes:
     return sink.getvalue().to_pybytes()
 
 
+def _parse_table(data: bytes):
+    """The Parquet table in `data`, or None when the bytes are not a readable Parquet file."""
+    pa, pq = _pa()
+    try:
+        return pq.read_table(io.BytesIO(data))
+    except (pa.ArrowException, OSError, ValueError):
+        return None
+
+
+def read_parquet(path: Path):
+    """A Parquet file as a pyarrow Table; an unreadable file is an InvalidInputError."""
+    try:
+        data = Path(path).read_bytes()
+    except OSError as exc:
+        raise InvalidInputError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    table = _parse_table(data)
+    if table is None:
+        raise InvalidInputError(f"{path}: not a readable Parquet file")
+    return table
+
+
 def chunk_file(index: int) -> str:
     return f"chunk-{index:08d}.parquet"
 
 
-def to_ranges(indices) -> list[list[int]]:
-    """Sorted inclusive ranges [[a, b], ...] covering exactly the given chunk indices."""
-    out: list[list[int]] = []
-    for c in sorted(set(indices)):
-        if out and c == out[-1][1] + 1:
-            out[-1][1] = c
-        else:
-            out.append([c, c])
-    return out
+# ------------------------------------------------------------------------- the manifest
 
 
-def from_ranges(ranges) -> set[int]:
-    return {c for a, b in ranges for c in range(int(a), int(b) + 1)}
+def _is_int(x) -> bool:
+    return isinstance(x, int) and not isinstance(x, bool)
+
+
+def _is_sha256(x) -> bool:
+    return isinstance(x, str) and _SHA256.fullmatch(x) is not None
+
+
+@dataclass(frozen=True)
+class Layout:
+    """What the spec says the folder must hold: n_configs, chunk_size, n_chunks."""
+
+    n_configs: int
+    chunk_size: int
+
+    @property
+    def n_chunks(self) -> int:
+        return -(-self.n_configs // self.chunk_size)
+
+    def ids(self, c: int) -> tuple[int, int]:
+        """(first, last) config ids of chunk c, inclusive."""
+        return c * self.chunk_size, min(self.n_configs, (c + 1) * self.chunk_size) - 1
+
+
+@dataclass(frozen=True)
+class Record:
+    """A finished chunk as chunks.jsonl records it: ids first..last, rows, SHA-256 of the file."""
+
+    chunk: int
+    first: int
+    last: int
+    rows: int
+    sha256: str
+
+    def line(self) -> bytes:
+        return (json.dumps({k: getattr(self, k) for k in RECORD_FIELDS}) + "\n").encode()
+
+
+def _untrusted(where, what: str) -> InvalidInputError:
+    return InvalidInputError(f"{where}: {what}; {_UNTRUSTED}")
+
+
+def read_manifest(root) -> dict:
+    """manifest.json of a results folder, checked: the fields of this format with their types,
+    a spec that parses and has the recorded fingerprint, and counts that agree with that spec.
+    Anything else is an InvalidInputError naming what is wrong (the store cannot be trusted)."""
+    path = Path(root) / MANIFEST
+    try:
+        data = json.loads(path.read_bytes().decode("utf-8"))
+    except (OSError, ValueError) as exc:
+        raise InvalidInputError(f"{path}: not a readable sweep manifest "
+                                f"({str(exc).splitlines()[0] if str(exc) else exc})") from None
+    if not isinstance(data, dict):
+        raise _untrusted(path, f"not a sweep manifest (a JSON {type(data).__name__}, not a "
+                               f"mapping)")
+    try:
+        check_keys(data, MANIFEST_FIELDS, "")
+    except SpecError as exc:
+        raise _untrusted(path, f"not a sweep manifest of this version ({exc})") from None
+    missing = [k for k in MANIFEST_FIELDS if k not in data]
+    if missing:
+        raise _untrusted(path, f"not a sweep manifest of this version (no field "
+                               f"{', '.join(missing)})")
+    if data["format"] != FORMAT or data["writer"] != WRITER:
+        raise _untrusted(path, f"written by {data['writer']!r} in format {data['format']!r}, "
+                               f"not by {WRITER!r} in format {FORMAT}")
+    for key in ("n_configs", "chunk_size", "n_chunks"):
+        if not _is_int(data[key]) or data[key] < 1:
+            raise _untrusted(path, f"{key} is {data[key]!r}, not a positive integer")
+    if not isinstance(data["spec"], dict) or data["fingerprint"] != fingerprint(data["spec"]):
+        raise _untrusted(path, "its spec does not have the recorded fingerprint")
+    try:
+        family = parse_family(data["spec"])
+    except InvalidInputError as exc:
+        raise _untrusted(path, f"its spec is not a valid sweep spec ({exc})") from None
+    for key in ("n_configs", "chunk_size", "n_chunks"):
+        if data[key] != getattr(family, key):
+            raise _untrusted(path, f"{key} is {data[key]}, its spec gives {getattr(family, key)}")
+    columns = data["columns"]
+    if columns is not None and (not isinstance(columns, list) or not columns or
+                                not all(isinstance(c, str) for c in columns)):
+        raise _untrusted(path, "columns must be null or a list of column names")
+    plot = data["plot"]
+    if plot is not None and (not isinstance(plot, list) or len(plot) != 2):
+        raise _untrusted(path, "plot must be null or [x, y]")
+    res = data["results"]
+    if res is not None and not (isinstance(res, dict) and set(res) == {"rows", "sha256"}
+                                and res["rows"] == data["n_configs"] and _is_sha256(res["sha256"])):
+        raise _untrusted(path, "results must be null or {rows: n_configs, sha256: hex}")
+    return data
+
+
+def _record(line: bytes, n: int, layout: Layout, where: str) -> Record:
+    """One line of chunks.jsonl as a Record, checked against the layout the spec gives."""
+    here = f"{where} line {n}"
+    try:
+        data = json.loads(line.decode("utf-8"))
+    except ValueError:
+        raise _untrusted(here, "not a chunk record (unreadable JSON)") from None
+    if not isinstance(data, dict) or set(data) != set(RECORD_FIELDS):
+        raise _untrusted(here, f"not a chunk record (expected the fields "
+                               f"{', '.join(RECORD_FIELDS)})")
+    if not all(_is_int(data[k]) for k in RECORD_FIELDS[:4]) or not _is_sha256(data["sha256"]):
+        raise _untrusted(here, "a chunk record holds integers and a SHA-256 hex digest")
+    rec = Record(**data)
+    if not 0 <= rec.chunk < layout.n_chunks:
+        raise _untrusted(here, f"chunk {rec.chunk} is outside 0..{layout.n_chunks - 1}")
+    first, last = layout.ids(rec.chunk)
+    if (rec.first, rec.last, rec.rows) != (first, last, last - first + 1):
+        raise _untrusted(here, f"chunk {rec.chunk} is recorded with ids {rec.first}..{rec.last} "
+                               f"and {rec.rows} rows, the spec gives {first}..{last} "
+                               f"({last - first + 1} rows)")
+    return rec
+
+
+def read_records(root, layout: Layout) -> tuple[dict[int, Record], bool]:
+    """{chunk: its last record} from chunks.jsonl, and whether a torn last line (a crash in the
+    middle of an append) was dropped."""
+    path = Path(root) / JOURNAL
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return {}, False
+    except OSError as exc:
+        raise InvalidInputError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    lines = data.split(b"\n")
+    torn = lines.pop() != b""  # the text after the last newline: an unfinished append
+    records = {}
+    for n, line in enumerate(lines, 1):
+        rec = _record(line, n, layout, path)
+        records[rec.chunk] = rec
+    return records, torn
+
+
+def _chunk_problem(data: bytes | None, rec: Record, columns) -> str | None:
+    """Why a chunk file's bytes do not hold what its record says (None: they do)."""
+    if data is None:
+        return "its file is missing"
+    if sha256(data) != rec.sha256:
+        return "its file differs from the SHA-256 in the manifest"
+    table = _parse_table(data)
+    if table is None:
+        return "its file is not readable Parquet"
+    if table.column_names != columns:
+        return "its columns differ from the manifest's"
+    ids = table.column("config_id").to_numpy()
+    if not np.array_equal(ids, np.arange(rec.first, rec.last + 1)):
+        return f"its config ids are not exactly {rec.first}..{rec.last}"
+    return None
+
+
+def read_or_none(path: Path) -> bytes | None:
+    """The bytes of the file at path, or None when there is none (an unreadable one is an
+    InvalidInputError)."""
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise InvalidInputError(f"{path}: cannot read ({exc.strerror or exc})") from None
+
+
+# ------------------------------------------------------------------------- the writer's lock
+
+
+def _lock_holder(fd: int) -> str:
+    try:
+        info = json.loads(os.pread(fd, 4096, 0).decode("utf-8"))
+        return f"pid {info['pid']} on {info['host']}"
+    except (OSError, ValueError, KeyError, TypeError):
+        return "another process"
+
+
+def acquire_lock(root: Path, *, fresh: bool) -> int:
+    """Hold root/writer.lock (flock, exclusive, released by the kernel when this process dies):
+    the file descriptor. A folder written by another live process is refused. fresh: the folder
+    has no manifest yet, so an existing lock file must be one that a sweep wrote."""
+    import fcntl
+
+    path = root / LOCK
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as exc:
+        raise InvalidInputError(f"{path}: cannot open the lock file ({exc.strerror})") from None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        holder = _lock_holder(fd)
+        os.close(fd)
+        raise InvalidInputError(f"{root}: another sweep ({holder}) is writing this folder; "
+                                f"wait for it to finish or use another --out folder") from None
+    old = os.pread(fd, 4096, 0)
+    if fresh and old and _lock_holder(fd) == "another process":
+        os.close(fd)
+        raise InvalidInputError(f"{path}: exists and was not written by a sweep; refusing to "
+                                f"overwrite it (use another --out folder)")
+    info = json.dumps({"writer": WRITER, "pid": os.getpid(), "host": socket.gethostname()})
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, info.encode(), 0)
+    return fd
+
+
+# ------------------------------------------------------------------------- the store
 
 
 class ResultStore:
-    """The results folder of one sweep (one spec fingerprint). Single writer: the process that
-    runs the sweep; Dask workers only compute and return rows."""
+    """The results folder of one sweep (one spec fingerprint), opened by its single writer (the
+    process that runs the sweep; Dask workers only compute and return rows). `notes` says what
+    the opening found and repaired (chunks recomputed, a torn record dropped)."""
 
-    def __init__(self, root: Path, manifest: dict):
+    def __init__(self, root: Path, manifest: dict, records: dict[int, Record], lock_fd: int,
+                 notes: list[str]):
         self.root = root
         self.manifest = manifest
+        self.records = records
+        self.notes = notes
+        self._lock_fd = lock_fd
 
     # ----------------------------------------------------------------- opening
 
     @classmethod
     def open(cls, root, *, fingerprint: str, spec: dict, n_configs: int, chunk_size: int,
              plot: tuple | None = None) -> ResultStore:
-        """Open (resume) or create the folder. Refuses a folder holding another spec's results.
-        plot: the default phase-diagram axes (x, y), recorded in the manifest."""
+        """Open (resume) or create the folder, holding its writer lock until close(). Refuses a
+        folder another process is writing, a folder holding another spec's results or a
+        manifest that cannot be trusted, and a folder holding files of the store's names that
+        no sweep wrote. plot: the default phase-diagram axes (x, y), recorded in the manifest."""
         root = Path(root)
-        root.mkdir(parents=True, exist_ok=True)
-        (root / CHUNK_DIR).mkdir(exist_ok=True)
-        path = root / MANIFEST
-        if path.exists():
+        if root.exists() and not root.is_dir():
+            raise InvalidInputError(f"{root}: exists and is not a folder")
+        try:
+            root.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise InvalidInputError(f"{root}: cannot create the results folder "
+                                    f"({exc.strerror or exc})") from None
+        fresh = not (root / MANIFEST).exists()
+        if fresh:
+            for name in (JOURNAL, RESULTS, CHUNK_DIR):
+                if (root / name).exists() or (root / name).is_symlink():
+                    raise InvalidInputError(
+                        f"{root / name}: exists and was not written by a sweep (the folder has "
+                        f"no {MANIFEST}); refusing to overwrite it (use another --out folder)")
+        lock_fd = acquire_lock(root, fresh=fresh)
+        try:
+            return cls._open_locked(root, lock_fd, fingerprint, spec,
+                                    Layout(n_configs, chunk_size), plot)
+        except BaseException:
+            os.close(lock_fd)
+            raise
+
+    @classmethod
+    def _open_locked(cls, root: Path, lock_fd: int, fp: str, spec: dict, layout: Layout,
+                     plot) -> ResultStore:
+        notes: list[str] = []
+        if not (root / MANIFEST).exists():
+            manifest = {"format": FORMAT, "writer": WRITER, "fingerprint": fp, "spec": spec,
+                        "n_configs": layout.n_configs, "chunk_size": layout.chunk_size,
+                        "n_chunks": layout.n_chunks, "columns": None, "plot": None,
+                        "results": None}
+            records, torn = {}, False
+            atomic_write_bytes(root / MANIFEST, json.dumps(manifest, indent=1).encode())
+        else:
             manifest = read_manifest(root)
-            if manifest.get("fingerprint") != fingerprint:
+            if manifest["fingerprint"] != fp:
                 raise InvalidInputError(
                     f"{root}: the folder holds results of a different sweep spec (fingerprint "
-                    f"{str(manifest.get('fingerprint'))[:12]}…, this spec {fingerprint[:12]}…); "
-                    f"use another --out folder")
-        else:
-            manifest = {"format": FORMAT, "fingerprint": fingerprint, "spec": spec,
-                        "n_configs": n_configs, "chunk_size": chunk_size,
-                        "n_chunks": -(-n_configs // chunk_size), "columns": None, "done": [],
-                        "complete": False}
+                    f"{manifest['fingerprint'][:12]}…, this spec {fp[:12]}…); use another "
+                    f"--out folder")
+            records, torn = read_records(root, layout)
+            if torn:
+                notes.append(f"{JOURNAL}: dropped a chunk record torn by an interrupted write")
+        store = cls(root, manifest, records, lock_fd, notes)
+        store._remove_own_temporaries()
+        if torn:
+            atomic_write_bytes(root / JOURNAL, b"".join(r.line() for r in records.values()))
         manifest["plot"] = list(plot) if plot is not None else None
-        atomic_write_bytes(path, json.dumps(manifest, indent=1).encode())
-        store = cls(root, manifest)
-        store._remove_stale_temporaries()
+        store._check_chunks()
+        store._check_results()
+        store._save()
         return store
 
-    def _remove_stale_temporaries(self) -> None:
-        """Temporary files of a killed writer (never listed in the manifest) are deleted."""
-        for tmp in [*self.root.glob("*.tmp-*"), *(self.root / CHUNK_DIR).glob("*.tmp-*")]:
-            tmp.unlink(missing_ok=True)
+    def _remove_own_temporaries(self) -> None:
+        """Temporary files of a killed writer of this folder (never a finished file) are deleted;
+        only the names this module gives its temporaries."""
+        for folder in (self.root, self.root / CHUNK_DIR):
+            if folder.is_dir():
+                for tmp in folder.iterdir():
+                    if _TMP.fullmatch(tmp.name) and tmp.is_file():
+                        tmp.unlink(missing_ok=True)
+
+    def _check_chunks(self) -> None:
+        """Keep the records whose file verifies; note and forget the others (recomputed)."""
+        folder = self.root / CHUNK_DIR
+        if folder.is_symlink() or (folder.exists() and not folder.is_dir()):
+            raise InvalidInputError(f"{folder}: not the sweep's chunk folder; {_UNTRUSTED}")
+        folder.mkdir(exist_ok=True)
+        for c, rec in sorted(self.records.items()):
+            data = read_or_none(self.root / CHUNK_DIR / chunk_file(c))
+            problem = _chunk_problem(data, rec, self.manifest["columns"])
+            if problem is not None:
+                self.notes.append(f"chunk {c}: {problem}; recomputed")
+                del self.records[c]
+
+    def _check_results(self) -> None:
+        res = self.manifest["results"]
+        if res is None:
+            return
+        data = read_or_none(self.root / RESULTS)
+        problem = ("is missing" if data is None else
+                   "differs from the SHA-256 in the manifest" if sha256(data) != res["sha256"]
+                   else None)
+        if problem or self.missing():
+            if problem:
+                self.notes.append(f"{RESULTS}: {problem}; rewritten from the chunks")
+            self.manifest["results"] = None
+
+    def close(self) -> None:
+        """Release the writer lock (the lock file stays; the kernel also releases it on exit)."""
+        if self._lock_fd is not None:
+            os.close(self._lock_fd)
+            self._lock_fd = None
+
+    def __enter__(self) -> ResultStore:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
 
     # ----------------------------------------------------------------- state
+
+    @property
+    def layout(self) -> Layout:
+        return Layout(self.manifest["n_configs"], self.manifest["chunk_size"])
 
     @property
     def n_chunks(self) -> int:
         return int(self.manifest["n_chunks"])
 
     def done(self) -> set[int]:
-        """Indices of the chunks listed in the manifest whose file is present."""
-        return {c for c in from_ranges(self.manifest["done"])
-                if (self.root / CHUNK_DIR / chunk_file(c)).exists()}
+        """Indices of the chunks whose record and file verified (or that this writer wrote)."""
+        return set(self.records)
 
     def missing(self) -> list[int]:
-        done = self.done()
-        return [c for c in range(self.n_chunks) if c not in done]
+        return [c for c in range(self.n_chunks) if c not in self.records]
 
     # ----------------------------------------------------------------- writing
 
     def write_chunk(self, index: int, columns: dict[str, np.ndarray]) -> Path:
-        """Write chunk `index` atomically, then list it in the manifest (atomically)."""
+        """Write chunk `index` atomically, then append its record (ids, rows, SHA-256)."""
+        first, last = self.layout.ids(index)
+        ids = np.asarray(columns["config_id"])
+        if not np.array_equal(ids, np.arange(first, last + 1)):
+            raise InvalidInputError(f"chunk {index} came back with config ids other than "
+                                    f"{first}..{last}")
         table = table_from_columns(columns)
         names = table.column_names
         if self.manifest["columns"] is None:
             self.manifest["columns"] = names
+            self._save()
         elif self.manifest["columns"] != names:
             raise InvalidInputError(f"chunk {index} has columns {names}, the results have "
                                     f"{self.manifest['columns']}")
+        data = _table_bytes(table)
         path = self.root / CHUNK_DIR / chunk_file(index)
-        atomic_write_bytes(path, _table_bytes(table))
-        self.manifest["done"] = to_ranges(from_ranges(self.manifest["done"]) | {index})
-        self._save()
+        atomic_write_bytes(path, data)
+        rec = Record(index, first, last, last - first + 1, sha256(data))
+        self._append(rec.line())
+        self.records[index] = rec
         return path
+
+    def _append(self, line: bytes) -> None:
+        path = self.root / JOURNAL
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+            try:
+                os.write(fd, line)
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+        except OSError as exc:
+            raise InvalidInputError(f"{path}: cannot write ({exc.strerror or exc})") from None
 
     def _save(self) -> None:
         atomic_write_bytes(self.root / MANIFEST, json.dumps(self.manifest, indent=1).encode())
 
     def finalize(self) -> Path:
-        """Once every chunk is in: write results.parquet (sorted by config_id), mark complete."""
+        """Once every chunk is in: write results.parquet (sorted by config_id, checked to hold
+        every id once) and record its SHA-256 in the manifest."""
         missing = self.missing()
         if missing:
             raise InvalidInputError(f"{self.root}: {len(missing)} chunk(s) missing (first "
                                     f"{missing[0]}); run the sweep again to resume")
-        table = self._concat()
-        atomic_write_bytes(self.root / RESULTS, _table_bytes(table))
-        self.manifest["complete"] = True
+        if self.manifest["results"] is not None:
+            return self.root / RESULTS
+        pa, _ = _pa()
+        table = pa.concat_tables([read_parquet(self.root / CHUNK_DIR / chunk_file(c))
+                                  for c in range(self.n_chunks)])
+        if not np.array_equal(table.column("config_id").to_numpy(),
+                              np.arange(self.manifest["n_configs"])):
+            raise InvalidInputError(f"{self.root}: the chunks changed while the sweep ran; run "
+                                    f"it again to recompute them")
+        data = _table_bytes(table)
+        atomic_write_bytes(self.root / RESULTS, data)
+        self.manifest["results"] = {"rows": table.num_rows, "sha256": sha256(data)}
         self._save()
         return self.root / RESULTS
-
-    def _concat(self):
-        pa, pq = _pa()
-        tables = [pq.read_table(self.root / CHUNK_DIR / chunk_file(c))
-                  for c in range(self.n_chunks)]
-        return pa.concat_tables(tables)
-
-
-def read_manifest(root) -> dict:
-    path = Path(root) / MANIFEST
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise InvalidInputError(f"{path}: not a readable sweep manifest ({exc})") from None
 
 
 def read_results(path):
     """The results table (pyarrow.Table) of a sweep: a results folder (its results.parquet when
-    complete, else the chunks listed in the manifest, in chunk order) or a .parquet file."""
-    pa, pq = _pa()
+    complete, else the recorded chunks, in chunk order; every file checked against its SHA-256)
+    or a .parquet file."""
+    pa, _ = _pa()
     path = Path(path)
     if path.is_dir():
         manifest = read_manifest(path)
-        if manifest.get("complete") and (path / RESULTS).exists():
-            return pq.read_table(path / RESULTS)
-        tables = [pq.read_table(path / CHUNK_DIR / chunk_file(c))
-                  for c in sorted(from_ranges(manifest["done"]))]
+        res = manifest["results"]
+        if res is not None:
+            data = read_or_none(path / RESULTS)
+            if data is None or sha256(data) != res["sha256"]:
+                raise InvalidInputError(f"{path / RESULTS}: missing or not the file the sweep "
+                                        f"wrote (SHA-256); run the sweep again to rewrite it")
+            return read_parquet(path / RESULTS)
+        records, _torn = read_records(path, Layout(manifest["n_configs"],
+                                                   manifest["chunk_size"]))
+        tables = []
+        for c, rec in sorted(records.items()):
+            data = read_or_none(path / CHUNK_DIR / chunk_file(c))
+            problem = _chunk_problem(data, rec, manifest["columns"])
+            if problem is not None:
+                raise InvalidInputError(f"{path}: chunk {c}: {problem}; run the sweep again to "
+                                        f"recompute it")
+            tables.append(_parse_table(data))
         if not tables:
             raise InvalidInputError(f"{path}: the sweep has no finished chunk yet")
         return pa.concat_tables(tables)
-    if path.suffix != ".parquet" or not path.exists():
+    if path.suffix != ".parquet" or not path.is_file():
         raise InvalidInputError(f"{path}: expected a sweep results folder or a .parquet file")
-    return pq.read_table(path)
+    return read_parquet(path)
