@@ -27,7 +27,7 @@ EXIT_INVALID, EXIT_NUMERICAL = 2, 3
 
 def cmd_flow(args, spec):
     from .flows import flow
-    from .plotting import plot_covariance
+    from .plotting import plot_flow
 
     params = parse_params(field(spec, "params"))
     g0 = parse_gaussian(field(spec, "initial"), "initial")
@@ -36,7 +36,8 @@ def cmd_flow(args, spec):
     method = field(spec, "method", default="auto")
     t_eval = field(spec, "t_eval", default=None)
     tr = flow(params, g0, t_final, method=method, t_eval=t_eval, **kwargs)
-    return tr, (plot_covariance(tr, title="flow") if args.plot else None)
+    return tr, (plot_flow(params, g0, t_final, method=method, t_eval=t_eval, title="flow",
+                          **kwargs) if args.plot else None)
 
 
 def cmd_layers(args, spec):
@@ -107,7 +108,8 @@ def cmd_certify(args, spec):
     fig = None
     if args.plot:
         horizon = cert.blowup_time or cert.horizon or 10.0 / max(np.abs(params.A).max(), 1e-3)
-        fig = plot_covariance(flow(params, g0, horizon), title=f"certify: {cert.regime}")
+        fig = plot_covariance(flow(params, g0, horizon), title=f"certify: {cert.regime}",
+                              equilibrium=cert.equilibrium)
     return result, fig
 
 

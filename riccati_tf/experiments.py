@@ -32,7 +32,7 @@ from .gaussianity import null_distribution
 from .model import Gaussian, Params
 from .moments import moment_arrays
 from .particles import FeedForward, empirical_moments, simulate
-from .plotting import pyplot, save_figure
+from .plotting import new_figure, save_figure
 from .serialize import to_jsonable
 from .validation import as_count, as_time
 
@@ -255,8 +255,7 @@ def relu_drift(*, n_tokens: int = 2000, seed: int = 0, t_final: float = 3.0,
 
 def plot_prescribed(result: PrescribedResult, path) -> Path:
     """tr Σ(t) of particles and of the Gaussian flow; the equal case on a log scale with T*."""
-    plt = pyplot()
-    fig, axes = plt.subplots(1, 2, figsize=(10, 4))
+    fig, axes = new_figure(1, 2, figsize=(10, 4))
     for ax, case in zip(axes, (result.opposite, result.equal), strict=True):
         k = case.gaussian_cov.shape[0]
         ax.plot(case.t, np.trace(case.particle_cov, axis1=1, axis2=2), "o", ms=3,
@@ -278,8 +277,7 @@ def plot_prescribed(result: PrescribedResult, path) -> Path:
 
 def plot_relu_drift(result: ReluDriftResult, path) -> Path:
     """Energy statistic and fourth-moment error over time; covariance error to the closure."""
-    plt = pyplot()
-    fig, axes = plt.subplots(1, 3, figsize=(14, 4))
+    fig, axes = new_figure(1, 3, figsize=(14, 4))
     for ax, name in zip(axes[:2], ("energy", "fourth"), strict=True):
         ax.plot(result.t, result.relu[name], "o-", ms=3, label="attention + ReLU")
         ax.plot(result.t, result.affine[name], "s-", ms=3, label="attention + affine")
@@ -298,8 +296,7 @@ def plot_probe(result, path) -> Path:
     """Each statistic per layer against the Gaussian null band; attention affine residual."""
     from .models import REPORTED
 
-    plt = pyplot()
-    fig, axes = plt.subplots(2, 4, figsize=(16, 7))
+    fig, axes = new_figure(2, 4, figsize=(16, 7))
     for ax, name in zip(axes.flat, REPORTED, strict=False):
         ax.plot(result.layers, result.stats[name], "o-", label="hidden states")
         ax.fill_between(result.layers, result.null_median[name], result.null_q95[name],

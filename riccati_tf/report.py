@@ -84,7 +84,8 @@ def regimes_section(opts: Options) -> Section:
             "regime": cert.regime, "exact": cert.exact, "global": cert.global_,
             "theorem": cert.theorem, "check": cert.check(), "rate": cert.rate,
             "blowup_time": cert.blowup_time, "reason": cert.reason}
-        figures[f"regime_{name}.png"] = figure_png(plot_covariance(ex, title=f"{name}"))
+        figures[f"regime_{name}.png"] = figure_png(plot_covariance(
+            ex, title=name, equilibrium=cert.equilibrium))
         t_star = "—" if ex.blowup_time is None else f"{ex.blowup_time:.12g}"
         rows.append(f"<tr><td>{name}</td><td>{ex.status}</td><td>{t_star}</td>"
                     f"<td>{final[0]:.4g}, {final[-1]:.4g}</td><td>{agree:.1e}</td>"

@@ -47,11 +47,10 @@ def _edges(v: np.ndarray) -> np.ndarray:
 
 def phase_diagram(columns: dict, x: str, y: str | None = None, *, title: str = ""):
     """A matplotlib Figure of the regimes over axes x (and y) from a {column: values} mapping."""
-    from ..plotting import pyplot
-
-    plt = pyplot()
     from matplotlib.colors import ListedColormap
     from matplotlib.patches import Patch
+
+    from ..plotting import new_figure
 
     key, cat = _category(columns)
     present = [c for c in REGIME_COLORS if np.any(cat == c)]
@@ -61,7 +60,7 @@ def phase_diagram(columns: dict, x: str, y: str | None = None, *, title: str = "
     cmap = ListedColormap(colors)
     xv = np.asarray(columns[x], dtype=float)
     tstar = np.asarray(columns.get("blowup_time", np.full(xv.size, np.nan)), dtype=float)
-    fig, (ax, ax2) = plt.subplots(1, 2, figsize=(11.0, 4.6))
+    fig, (ax, ax2) = new_figure(1, 2, figsize=(11.0, 4.6))
     if y is None:
         ax.scatter(xv, codes, c=codes, cmap=cmap, vmin=-0.5, vmax=len(present) - 0.5, s=8)
         ax.set_yticks(range(len(present)), present)

@@ -1,0 +1,154 @@
+"""Figures: no global matplotlib state, rank-r spectra on log axes, blow-ups resolved up to T*."""
+
+from types import SimpleNamespace
+
+import matplotlib
+import matplotlib.pyplot as plt
+import numpy as np
+import pytest
+
+import riccati_tf as rt
+from riccati_tf import experiments, plotting
+from riccati_tf.cli import cmd_flow
+from riccati_tf.examples import regime_examples
+from riccati_tf.particles import simulate
+from riccati_tf.sweep.plot import phase_diagram
+
+EPS = np.finfo(float).eps
+REGIMES = regime_examples()
+
+
+def _particles_figure(_tmp):
+    params, g0, _ = REGIMES["blows_up"]
+    run = simulate(params, g0.sample(40, np.random.default_rng(0)), 1.0, n_steps=5)
+    return plotting.plot_particles(run, rt.flow(params, g0, 1.0, t_eval=run.t))
+
+
+def _probe_figure(tmp):
+    models = pytest.importorskip("riccati_tf.models")
+    pytest.importorskip("transformers")
+    model = models.tiny_model("deit", hidden_size=8, n_layers=1, n_heads=1)
+    return experiments.plot_probe(models.probe(model, n_tokens=30, n_null=10), tmp / "probe.png")
+
+
+#: every function of the package that draws, with small inputs (tmp: a folder for PNG files)
+DRAWINGS = {
+    "plot_covariance": lambda _tmp: plotting.plot_covariance(rt.flow(*REGIMES["converges"])),
+    "plot_flow": lambda _tmp: plotting.plot_flow(*REGIMES["blows_up"]),
+    "plot_particles": _particles_figure,
+    "new_figure": lambda _tmp: plotting.new_figure(2, 2)[0],
+    "phase_diagram": lambda _tmp: phase_diagram(
+        {"a": np.linspace(0.0, 1.0, 4), "regime": np.array(["converges", "converges",
+                                                             "blows_up", "blows_up"], object),
+         "blowup_time": np.array([np.nan, np.nan, 2.0, 1.0])}, "a"),
+    "plot_prescribed": lambda tmp: experiments.plot_prescribed(
+        experiments.prescribed_attention(n_tokens=50, n_steps=5), tmp / "prescribed.png"),
+    "plot_relu_drift": lambda tmp: experiments.plot_relu_drift(
+        experiments.relu_drift(n_tokens=50, n_null=10), tmp / "relu.png"),
+    "plot_probe": _probe_figure,
+}
+
+
+@pytest.fixture
+def user_backend():
+    """A backend of the user's choosing (not Agg), restored afterwards."""
+    before = matplotlib.get_backend()
+    matplotlib.use("svg")
+    yield matplotlib.get_backend()
+    matplotlib.use(before)
+
+
+@pytest.mark.parametrize("name", DRAWINGS)
+def test_drawing_leaves_matplotlib_global_state_alone(name, user_backend, tmp_path):
+    params = dict(matplotlib.rcParams)
+    figures = plt.get_fignums()
+    out = DRAWINGS[name](tmp_path)
+    assert matplotlib.get_backend() == user_backend
+    assert dict(matplotlib.rcParams) == params
+    assert plt.get_fignums() == figures
+    if isinstance(out, matplotlib.figure.Figure):
+        assert out.canvas.manager is None  # not a pyplot figure
+
+
+def test_figures_show_in_jupyter_as_png():
+    fig = plotting.plot_covariance(rt.flow(*REGIMES["collapses"]))
+    assert fig._repr_png_().startswith(b"\x89PNG\r\n\x1a\n")
+
+
+def _curves(fig):
+    """The eigenvalue curves of a plot_covariance figure."""
+    return [line for line in fig.axes[0].lines if line.get_label().startswith("λ")
+            and line.get_xdata().size > 2]
+
+
+@pytest.mark.parametrize("method", ["exact", "rk"])
+def test_rank_deficient_covariance_draws_only_its_rank(method):
+    u = np.array([[1.0], [-0.5], [0.25]])
+    params = rt.Params(A=np.diag([0.3, -0.2, 0.1]), B=np.eye(3), V=-np.eye(3))
+    traj = rt.flow(params, rt.Gaussian(np.zeros(3), u @ u.T), 3.0, method=method)
+    fig = plotting.plot_covariance(traj)
+    curves = _curves(fig)
+    assert len(curves) == 1
+    assert "rank 1" in fig.axes[0].get_legend().get_title().get_text()
+    lam_max = np.linalg.eigvalsh(traj.cov)[:, -1]
+    for line in curves:
+        assert np.all(line.get_ydata() >= EPS * lam_max)
+
+
+def test_spectrum_floors_at_eps_times_the_largest_eigenvalue():
+    cov = np.array([np.diag([2.0, 1e-300, -1e-17]), np.diag([4.0, 1e-20, 0.0])])
+    lam, r = plotting.spectrum(cov, rank=2)
+    assert r == 2
+    np.testing.assert_array_equal(lam, [[2.0, 2.0 * EPS], [4.0, 4.0 * EPS]])
+
+
+def test_full_rank_curves_have_labels_and_final_values():
+    fig = plotting.plot_covariance(rt.flow(*REGIMES["collapses"]), title="collapses")
+    ax = fig.axes[0]
+    assert ax.get_ylabel() and ax.get_xlabel() and ax.get_title() == "collapses"
+    labels = [line.get_label() for line in _curves(fig)]
+    assert len(labels) == 2 and all(", final " in label for label in labels)
+
+
+def test_blow_up_is_resolved_up_to_t_star():
+    params, g0, horizon = REGIMES["blows_up"]
+    fig = plotting.plot_flow(params, g0, horizon)
+    t_star = rt.flow(params, g0, horizon).blowup_time
+    ax = fig.axes[0]
+    t = _curves(fig)[0].get_xdata()
+    assert np.sum(t < t_star) >= 50
+    assert t_star - t.max() < 1e-6 * t_star
+    (mark,) = [line for line in ax.lines if line.get_label().startswith("T*")]
+    left, right = ax.get_xlim()
+    assert left < mark.get_xdata()[0] < right
+    assert ax.get_ylabel()
+
+
+def test_flow_plot_from_the_command_line_is_refined():
+    """Σ̇ = 2Σ² from Σ0 = I: Σ(t) = I / (1 − 2t), T* = 1/2 (11 of 101 default points before)."""
+    spec = {"params": {"A": [[0.0, 0.0], [0.0, 0.0]], "B": [[1.0, 0.0], [0.0, 1.0]],
+                       "V": [[1.0, 0.0], [0.0, 1.0]]},
+            "initial": {"mean": [0.0, 0.0], "cov": [[1.0, 0.0], [0.0, 1.0]]}, "t_final": 5.0}
+    traj, fig = cmd_flow(SimpleNamespace(plot="flow.png"), spec)
+    assert traj.blowup_time == pytest.approx(0.5, rel=1e-9)
+    t = _curves(fig)[0].get_xdata()
+    assert np.sum(t < 0.5) >= 50
+    assert fig.axes[0].get_xlim()[1] > 0.5
+
+
+def test_converging_plot_marks_the_equilibrium():
+    params, g0, horizon = REGIMES["converges"]
+    eq = rt.certify(params, g0.cov, g0.mean).equilibrium
+    fig = plotting.plot_flow(params, g0, horizon, equilibrium=eq)
+    marks = [line.get_ydata()[0] for line in fig.axes[0].lines
+             if line.get_linestyle() == ":"]
+    np.testing.assert_allclose(sorted(marks), np.linalg.eigvalsh(eq.cov), rtol=1e-12)
+    assert any(text.get_text().startswith("λ(Σ*)")
+               for text in fig.axes[0].get_legend().get_texts())
+
+
+def test_axes_argument_draws_into_a_given_figure():
+    fig, axes = plotting.new_figure(1, 2)
+    params, g0, horizon = REGIMES["converges"]
+    assert plotting.plot_flow(params, g0, horizon, ax=axes[1]) is fig
+    assert not axes[0].lines and axes[1].lines
