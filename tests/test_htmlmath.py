@@ -1,0 +1,59 @@
+"""LaTeX to MathML: the aligned blocks of system_latex become tables, with no LaTeX left over."""
+
+import xml.etree.ElementTree as ET
+
+import pytest
+
+from riccati_tf.errors import InvalidInputError
+from riccati_tf.htmlmath import as_arrays, latex_to_mathml
+from riccati_tf.symbolic import transformer_system
+from riccati_tf.symbolic.latex import system_latex
+
+NS = "{http://www.w3.org/1998/Math/MathML}"
+
+
+def _texts(mathml: str) -> list[str]:
+    root = ET.fromstring(mathml)
+    return [t for element in root.iter() for t in (element.text, element.tail) if t]
+
+
+def _rows(mathml: str) -> list:
+    return ET.fromstring(mathml).findall(f".//{NS}mtable/{NS}mtr")
+
+
+@pytest.mark.parametrize(("system", "form"), [
+    (transformer_system(2), "matrix"),
+    (transformer_system(2), "entries"),
+    (transformer_system(1, kernel="dot", ffn="relu"), "auto"),
+])
+def test_system_latex_renders_as_a_table_without_latex_left(system, form):
+    latex = system_latex(system, form=form)
+    mathml = latex_to_mathml(latex)
+    texts = _texts(mathml)
+    assert not [t for t in texts if "&" in t], "an alignment point was left as text"
+    assert not [t for t in texts if "\\" in t], "a LaTeX command was left as text"
+    top = ET.fromstring(mathml).find(f".//{NS}mtable")  # the outermost table
+    assert top is not None and len(top.findall(f"./{NS}mtr")) == latex.count(r" \\ ") + 1
+    cells = top.findall(f"./{NS}mtr/{NS}mtd")
+    assert {c.get("columnalign") for c in cells} == {"right", "left"}
+
+
+def test_nested_and_fenced_alignments():
+    latex = (r"\left(\begin{aligned}a &= \begin{aligned} b &= c \\ d &= e \end{aligned} \\ "
+             r"f &= g \\\end{aligned}\right)")
+    assert as_arrays(latex).count(r"\begin{array}{rl}") == 2
+    mathml = latex_to_mathml(latex, display=False)
+    assert 'display="inline"' in mathml
+    assert not [t for t in _texts(mathml) if "&" in t or "\\" in t]
+    assert len(_rows(mathml)) == 4  # two outer rows (trailing \\ dropped), two inner
+
+
+def test_cases_and_escaped_ampersand():
+    mathml = latex_to_mathml(r"f = \begin{cases} x & x > 0 \\ 0 & \text{else} \end{cases}")
+    assert len(_rows(mathml)) == 2
+    assert "&#x00026;" in latex_to_mathml(r"a \& b")  # a literal & stays a character
+
+
+def test_unclosed_environment_is_named():
+    with pytest.raises(InvalidInputError, match="without its"):
+        latex_to_mathml(r"\begin{aligned} a &= b")
