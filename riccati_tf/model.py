@@ -9,16 +9,28 @@ which, for μ = N(m, Σ), is affine: X(x) = M x + c with M = A + Σ_h V_h Σ B_h
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from functools import cached_property
 
 import numpy as np
 
-from .errors import InvalidInputError
-from .validation import as_covariance, as_matrix, as_vector, psd_rank
+from .errors import InvalidInputError, SolverError
+from .validation import (
+    as_count,
+    as_covariance,
+    as_generator,
+    as_matrix,
+    as_time,
+    as_vector,
+    psd_rank,
+    scale_exponent,
+)
 
 #: relative tolerance to call a value matrix scalar: ‖V − (tr V / d) I‖_F ≤ SCALAR_RTOL ‖V‖_F
 SCALAR_RTOL = 1e-13
+#: the most numbers one call of Gaussian.sample returns (n·d; 800 MB of float64): draw in batches
+MAX_SAMPLE_ENTRIES = 100_000_000
 
 
 @dataclass(frozen=True, eq=False)
@@ -26,7 +38,10 @@ class Params:
     """Layer parameters (A, B, V, b) of SPEC §1; `heads=[(V_1, B_1), ...]` for multi-head.
 
     Missing pieces are zero. After construction `heads` is always a tuple of (V_h, B_h) pairs;
-    `B` and `V` hold the single head's matrices (None for multi-head input).
+    `B` and `V` hold the single head's matrices (None for multi-head input). `heads` must hold
+    at least one pair: a layer without attention is `Params(A, b=b)` (V = B = 0), so an empty
+    list is refused rather than given a second meaning. Entries are converted by the policy of
+    `riccati_tf.validation` (finite reals only; no complex, bool or string entries; d ≥ 1).
     """
 
     A: np.ndarray
@@ -42,10 +57,16 @@ class Params:
             if self.B is not None or self.V is not None:
                 raise InvalidInputError("give either B and V (one head) or heads=[(V_1, B_1), ...],"
                                         " not both")
+            if isinstance(self.heads, str | bytes | dict | set | frozenset | np.ndarray):
+                raise InvalidInputError(f"heads must be a list of (V_h, B_h) pairs, got a "
+                                        f"{type(self.heads).__name__}")
             try:
                 pairs = list(self.heads)
             except TypeError:
                 raise InvalidInputError("heads must be a list of (V_h, B_h) pairs") from None
+            if not pairs:
+                raise InvalidInputError("heads is empty: give at least one (V_h, B_h) pair, or "
+                                        "omit heads (and B, V) for a layer without attention")
             heads = []
             for h, pair in enumerate(pairs):
                 if not isinstance(pair, tuple | list) or len(pair) != 2:
@@ -80,22 +101,39 @@ class Params:
 
     @cached_property
     def value_scalars(self) -> tuple[float, ...] | None:
-        """(v_1, ..., v_H) when every value matrix is V_h = v_h I (the Riccati case), else None."""
+        """(v_1, ..., v_H) when every value matrix is V_h = v_h I (the Riccati case), else None.
+
+        The test runs on V_h scaled by a power of two, so it holds at every magnitude."""
         out = []
         for V, _ in self.heads:
-            v = np.trace(V) / self.d
-            if np.linalg.norm(V - v * np.eye(self.d)) > SCALAR_RTOL * np.linalg.norm(V):
+            e = scale_exponent(V)
+            W = np.ldexp(V, -e) if e else V
+            w = np.trace(W) / self.d
+            if np.linalg.norm(W - w * np.eye(self.d)) > SCALAR_RTOL * np.linalg.norm(W):
                 return None
-            out.append(float(v))
+            try:
+                v = math.ldexp(float(w), e)
+            except OverflowError:  # the mean of the diagonal rounded past the largest float
+                v = float(V[0, 0])
+            out.append(v)
         return tuple(out)
 
     @cached_property
     def G(self) -> np.ndarray:
-        """G = −Σ_h v_h (B_h + B_hᵀ), so that Σ̇ = AΣ + ΣAᵀ − ΣGΣ (SPEC §5). Scalar V only."""
+        """G = −Σ_h v_h (B_h + B_hᵀ), so that Σ̇ = AΣ + ΣAᵀ − ΣGΣ (SPEC §5). Scalar V only.
+
+        Raises SolverError when G overflows float64 (|v_h| ‖B_h‖ near 1e308)."""
         vs = self.value_scalars
         if vs is None:
             raise InvalidInputError("G is defined only for scalar value matrices V_h = v_h I")
-        G = -sum(v * (B + B.T) for v, (_, B) in zip(vs, self.heads, strict=True))
+        pairs = list(zip(vs, self.heads, strict=True))
+        with np.errstate(over="ignore", invalid="ignore"):
+            G = -sum(v * (B + B.T) for v, (_, B) in pairs)
+            if not np.all(np.isfinite(G)):  # B + Bᵀ may overflow where v (B + Bᵀ) does not
+                G = -sum(v * B + v * B.T for v, (_, B) in pairs)
+        if not np.all(np.isfinite(G)):
+            raise SolverError("G = −Σ_h v_h (B_h + B_hᵀ) overflows float64: the attention "
+                              "weights are too large to compute with")
         G.setflags(write=False)
         return G
 
@@ -124,13 +162,31 @@ class Gaussian:
 
     def rank(self, tol: float | None = None) -> int:
         """Number of eigenvalues of cov above tol (default d·eps·λ_max)."""
-        return psd_rank(self.cov, tol)
+        return psd_rank(self.cov, None if tol is None else as_time("tol", tol, allow_zero=True))
 
-    def sample(self, n: int, rng: np.random.Generator) -> np.ndarray:
-        """n samples as an (n, d) array (works for singular covariances)."""
-        eig, vec = np.linalg.eigh(self.cov)
+    def sample(self, n: int, rng=None) -> np.ndarray:
+        """n ≥ 0 samples as an (n, d) array (works for singular covariances).
+
+        rng: None (fresh entropy), an integer seed ≥ 0 or a numpy.random.Generator, as in
+        scipy.stats. At most MAX_SAMPLE_ENTRIES numbers (n·d) per call. Raises SolverError if a
+        sample overflows float64 (means and spreads near 1e308).
+        """
+        n = as_count("n", n, minimum=0)
+        if n * self.d > MAX_SAMPLE_ENTRIES:
+            raise InvalidInputError(f"n·d = {n}·{self.d} exceeds {MAX_SAMPLE_ENTRIES} numbers per "
+                                    f"call; draw the samples in batches")
+        rng = as_generator("rng", rng)
+        e = scale_exponent(self.cov, even=True)
+        eig, vec = np.linalg.eigh(np.ldexp(self.cov, -e) if e else self.cov)
         root = vec * np.sqrt(np.clip(eig, 0.0, None))
-        return self.mean + rng.standard_normal((n, self.d)) @ root.T
+        if e:
+            root = np.ldexp(root, e // 2)
+        with np.errstate(over="ignore", invalid="ignore"):
+            x = self.mean + rng.standard_normal((n, self.d)) @ root.T
+        if not np.all(np.isfinite(x)):
+            raise SolverError("a sample overflows float64: the mean or the spread of the "
+                              "Gaussian is too close to the largest float (1.8e308)")
+        return x
 
     def __repr__(self) -> str:
         return f"Gaussian(d={self.d}, rank={self.rank()})"
