@@ -64,12 +64,14 @@ def spectrum(cov: np.ndarray, rank: int | None = None) -> tuple[np.ndarray, int]
     return np.maximum(eig, floor), r
 
 
-def _mark_blowup(ax, blowup_time: float | None, t0: float) -> None:
-    """The blow-up time as a dashed vertical line, with the x-axis ending a margin past it."""
+def _mark_blowup(ax, blowup_time: float | None, t: np.ndarray) -> None:
+    """The blow-up time as a dashed vertical line; the x-axis spans the times t drawn and ends at
+    least a margin past T*, so that the line lies inside the axes."""
     if blowup_time is None:
         return
     ax.axvline(blowup_time, color="crimson", ls="--", lw=1.2, label=f"T* = {number(blowup_time)}")
-    ax.set_xlim(t0, blowup_time + BLOWUP_MARGIN * (blowup_time - t0))
+    t0 = float(np.min(t))
+    ax.set_xlim(t0, max(blowup_time + BLOWUP_MARGIN * (blowup_time - t0), float(np.max(t))))
 
 
 def plot_covariance(traj, *, title: str = "", ax=None, rank: int | None = None,
@@ -89,7 +91,7 @@ def plot_covariance(traj, *, title: str = "", ax=None, rank: int | None = None,
         ax.semilogy(traj.t, lam[:, i], lw=1.6, label=f"λ{i + 1}(Σ){final}")
     if equilibrium is not None:
         _mark_equilibrium(ax, getattr(equilibrium, "cov", equilibrium))
-    _mark_blowup(ax, traj.blowup_time, float(traj.t[0]))
+    _mark_blowup(ax, traj.blowup_time, traj.t)
     ax.set_yscale("log")
     ax.set_xlabel("t (depth)")
     ax.set_ylabel("eigenvalues of Σ(t)")
@@ -140,7 +142,7 @@ def plot_particles(run, traj, *, ax=None):
     ax.plot(traj.t, np.trace(traj.cov, axis1=1, axis2=2), "-", label="Gaussian flow")
     if traj.blowup_time is not None:
         ax.set_yscale("log")
-    _mark_blowup(ax, traj.blowup_time, float(traj.t[0]))
+    _mark_blowup(ax, traj.blowup_time, np.concatenate([run.t, traj.t]))
     ax.set_xlabel("t (depth)")
     ax.set_ylabel("tr Σ(t)")
     ax.grid(True, alpha=0.3)

@@ -152,3 +152,14 @@ def test_axes_argument_draws_into_a_given_figure():
     params, g0, horizon = REGIMES["converges"]
     assert plotting.plot_flow(params, g0, horizon, ax=axes[1]) is fig
     assert not axes[0].lines and axes[1].lines
+
+
+def test_particles_past_t_star_stay_in_view():
+    params, g0, _ = REGIMES["blows_up"]
+    run = simulate(params, g0.sample(40, np.random.default_rng(1)), 1.5, n_steps=15)
+    traj = rt.flow(params, g0, 1.5, t_eval=run.t)
+    ax = plotting.plot_particles(run, traj).axes[0]
+    left, right = ax.get_xlim()
+    assert traj.blowup_time < 1.5
+    assert left <= run.t.min() and run.t.max() <= right
+    assert left < traj.blowup_time < right
