@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 from matplotlib.figure import Figure as _MatplotlibFigure
 
+from .flows import flow
 from .validation import psd_rank
 
 #: size in inches of a one-panel figure
@@ -89,6 +90,8 @@ def plot_covariance(traj, *, title: str = "", ax=None, rank: int | None = None,
     for i in range(r):
         final = "" if traj.blowup_time is not None else f", final {number(lam[-1, i])}"
         ax.semilogy(traj.t, lam[:, i], lw=1.6, label=f"λ{i + 1}(Σ){final}")
+    if r == 0:
+        ax.text(0.5, 0.5, "Σ(t) = 0", transform=ax.transAxes, ha="center", va="center")
     if equilibrium is not None:
         _mark_equilibrium(ax, getattr(equilibrium, "cov", equilibrium))
     _mark_blowup(ax, traj.blowup_time, traj.t)
@@ -97,7 +100,9 @@ def plot_covariance(traj, *, title: str = "", ax=None, rank: int | None = None,
     ax.set_ylabel("eigenvalues of Σ(t)")
     ax.set_title(title)
     ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=8, title=f"rank {r} of d = {traj.cov.shape[1]}", title_fontsize=8)
+    handles = ax.get_legend_handles_labels()[0]  # none for Σ = 0: the legend then is its title
+    ax.legend(handles=handles, fontsize=8, title=f"rank {r} of d = {traj.cov.shape[1]}",
+              title_fontsize=8)
     return ax.figure
 
 
@@ -124,8 +129,6 @@ def plot_flow(params, gaussian, t_final: float, *, title: str = "", ax=None,
     up to T* instead of stopping at the last point of an equally spaced grid before it.
     Returns the Figure.
     """
-    from .flows import flow
-
     traj = flow(params, gaussian, t_final, **flow_options)
     if traj.blowup_time is not None:
         options = {**flow_options, "t_eval": blowup_grid(traj.blowup_time, n_points)}

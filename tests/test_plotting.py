@@ -1,5 +1,6 @@
 """Figures: no global matplotlib state, rank-r spectra on log axes, blow-ups resolved up to T*."""
 
+import warnings
 from types import SimpleNamespace
 
 import matplotlib
@@ -163,3 +164,13 @@ def test_particles_past_t_star_stay_in_view():
     assert traj.blowup_time < 1.5
     assert left <= run.t.min() and run.t.max() <= right
     assert left < traj.blowup_time < right
+
+
+def test_zero_covariance_is_said_not_drawn():
+    params = rt.Params(A=-np.eye(2), B=np.eye(2), V=-np.eye(2))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # e.g. matplotlib's "no artists with labels"
+        ax = plotting.plot_flow(params, rt.Gaussian(np.ones(2), np.zeros((2, 2))), 1.0).axes[0]
+    assert not _curves(ax.figure)
+    assert ax.get_legend().get_title().get_text().startswith("rank 0")
+    assert any(text.get_text() == "Σ(t) = 0" for text in ax.texts)
