@@ -133,9 +133,12 @@ def _real_entry(name: str, x, index) -> float:
 
 def _from_objects(name: str, arr: np.ndarray) -> np.ndarray:
     out = np.empty(arr.shape, dtype=np.float64)
-    if arr.size and all(type(x) is float for x in arr.flat):
-        out[...] = arr
-        return out
+    if {type(x) for x in arr.flat} <= {float, int}:  # the common case: plain Python numbers
+        try:
+            out[...] = arr  # int → float is correctly rounded, as float() is
+            return out
+        except OverflowError:  # an int beyond the float64 range: located below
+            pass
     for index in np.ndindex(arr.shape):
         out[index] = _real_entry(name, arr[index], index)
     return out

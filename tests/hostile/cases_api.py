@@ -354,7 +354,7 @@ def gaussian_sample_at_1e308_scale_is_finite_and_singular():
     x = g.sample(50, 3)
     assert np.all(np.isfinite(x))
     assert np.max(np.abs(x[:, 0] - x[:, 1])) <= 1e-12 * np.max(np.abs(x))
-    assert np.std(x[:, 0]) > 1e153
+    assert np.std(x[:, 0] / 1e150) > 1e3
 
 
 cases_of(AREA, "error", {
@@ -553,7 +553,7 @@ def _rotation_at(t_final: float) -> None:
     _assert_rel(tr.cov, np.broadcast_to(I2, tr.cov.shape), 1e-6, what="Σ(t)")
 
 
-cases_of(AREA, "either", {f"flow_rotation_t_final_{t:.0e}": t for t in (1e8, 1e15, 1e20, 1e308)},
+cases_of(AREA, "either", {f"flow_rotation_t_final_{t:.0e}": t for t in (1e6, 1e15, 1e20, 1e308)},
          _rotation_at)
 
 
