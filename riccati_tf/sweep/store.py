@@ -303,6 +303,18 @@ def read_or_none(path: Path) -> bytes | None:
 # ------------------------------------------------------------------------- the writer's lock
 
 
+def _refuse_foreign(root: Path) -> None:
+    """In a folder without a manifest, a file of one of the store's names was not written by a
+    sweep: refuse naming it. (A sweep writes its manifest before any of them, so one that
+    appears meanwhile means a sweep is creating the folder: then the manifest exists too.)"""
+    for name in (JOURNAL, RESULTS, CHUNK_DIR):
+        if ((root / name).exists() or (root / name).is_symlink()) and \
+                not (root / MANIFEST).exists():
+            raise InvalidInputError(
+                f"{root / name}: exists and was not written by a sweep (the folder has no "
+                f"{MANIFEST}); refusing to overwrite it (use another --out folder)")
+
+
 def _lock_holder(fd: int) -> str:
     try:
         info = json.loads(os.pread(fd, 4096, 0).decode("utf-8"))
@@ -311,10 +323,11 @@ def _lock_holder(fd: int) -> str:
         return "another process"
 
 
-def acquire_lock(root: Path, *, fresh: bool) -> int:
+def acquire_lock(root: Path) -> int:
     """Hold root/writer.lock (flock, exclusive, released by the kernel when this process dies):
-    the file descriptor. A folder written by another live process is refused. fresh: the folder
-    has no manifest yet, so an existing lock file must be one that a sweep wrote."""
+    the file descriptor. A folder written by another live process is refused. In a folder
+    without a manifest, an existing lock file must be one that a sweep wrote (else refused and
+    left as it is); the holder's pid and host are written into it."""
     import fcntl
 
     path = root / LOCK
@@ -329,11 +342,15 @@ def acquire_lock(root: Path, *, fresh: bool) -> int:
         os.close(fd)
         raise InvalidInputError(f"{root}: another sweep ({holder}) is writing this folder; "
                                 f"wait for it to finish or use another --out folder") from None
-    old = os.pread(fd, 4096, 0)
-    if fresh and old and _lock_holder(fd) == "another process":
+    try:
+        if not (root / MANIFEST).exists():  # checked under the lock: no sweep is creating it
+            _refuse_foreign(root)
+            if os.pread(fd, 4096, 0) and _lock_holder(fd) == "another process":
+                raise InvalidInputError(f"{path}: exists and was not written by a sweep; "
+                                        f"refusing to overwrite it (use another --out folder)")
+    except BaseException:
         os.close(fd)
-        raise InvalidInputError(f"{path}: exists and was not written by a sweep; refusing to "
-                                f"overwrite it (use another --out folder)")
+        raise
     info = json.dumps({"writer": WRITER, "pid": os.getpid(), "host": socket.gethostname()})
     os.ftruncate(fd, 0)
     os.pwrite(fd, info.encode(), 0)
@@ -373,14 +390,9 @@ class ResultStore:
         except OSError as exc:
             raise InvalidInputError(f"{root}: cannot create the results folder "
                                     f"({exc.strerror or exc})") from None
-        fresh = not (root / MANIFEST).exists()
-        if fresh:
-            for name in (JOURNAL, RESULTS, CHUNK_DIR):
-                if (root / name).exists() or (root / name).is_symlink():
-                    raise InvalidInputError(
-                        f"{root / name}: exists and was not written by a sweep (the folder has "
-                        f"no {MANIFEST}); refusing to overwrite it (use another --out folder)")
-        lock_fd = acquire_lock(root, fresh=fresh)
+        if not (root / MANIFEST).exists():
+            _refuse_foreign(root)  # before creating the lock file in a folder of the user's
+        lock_fd = acquire_lock(root)
         try:
             return cls._open_locked(root, lock_fd, fingerprint, spec,
                                     Layout(n_configs, chunk_size), plot)
@@ -554,6 +566,8 @@ def read_results(path):
     path = Path(path)
     if path.is_dir():
         manifest = read_manifest(path)
+        records, _torn = read_records(path, Layout(manifest["n_configs"],
+                                                   manifest["chunk_size"]))
         res = manifest["results"]
         if res is not None:
             data = read_or_none(path / RESULTS)
@@ -561,8 +575,6 @@ def read_results(path):
                 raise InvalidInputError(f"{path / RESULTS}: missing or not the file the sweep "
                                         f"wrote (SHA-256); run the sweep again to rewrite it")
             return read_parquet(path / RESULTS)
-        records, _torn = read_records(path, Layout(manifest["n_configs"],
-                                                   manifest["chunk_size"]))
         tables = []
         for c, rec in sorted(records.items()):
             data = read_or_none(path / CHUNK_DIR / chunk_file(c))
