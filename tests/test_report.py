@@ -80,3 +80,94 @@ def test_report_renders_in_headless_chromium(quick_report, tmp_path):
                     f"--screenshot={shot}", page.as_uri()], capture_output=True, timeout=120)
     pixels = mpimg.imread(shot)
     assert pixels.shape[0] >= 1000 and np.std(pixels) > 0.05
+
+
+# --- --out: the report writes only files it owns ---------------------------------------------
+
+def _tiny_sections(monkeypatch, calls):
+    """Replace the sections by one fast section with a figure and a side file."""
+    from riccati_tf import report
+
+    def tiny(opts):
+        """tiny section"""
+        calls.append(opts.out)
+        return report.Section("tiny", "Tiny", "<p>tiny</p>", {"tiny.png": b"\x89PNG tiny"},
+                              {"n": len(calls)}, {"tiny.json": b"{}"})
+
+    monkeypatch.setattr(report, "SECTIONS", [tiny])
+
+
+def _files(folder):
+    return {p.name: p.read_bytes() for p in folder.iterdir() if p.is_file()}
+
+
+def test_report_reruns_into_its_own_folder(tmp_path, monkeypatch, capsys):
+    calls = []
+    _tiny_sections(monkeypatch, calls)
+    out = tmp_path / "rep"
+    assert main(["report", "--out", str(out)]) == 0
+    assert {"index.html", "summary.json", "tiny.png", "tiny.json",
+            ".riccati-tf-report.json"} == set(_files(out))
+    (out / "notes.txt").write_text("mine")
+    assert main(["report", "--out", str(out)]) == 0  # its own files: replaced
+    assert json.loads((out / "summary.json").read_text())["tiny"] == {"n": 2}
+    assert (out / "notes.txt").read_text() == "mine" and not list(out.glob(".*.tmp-*"))
+
+
+@pytest.mark.parametrize("name, when", [("index.html", "before"), ("summary.json", "before"),
+                                        ("tiny.png", "after"), ("tiny.json", "after")])
+def test_report_refuses_to_overwrite_a_users_file(tmp_path, monkeypatch, capsys, name, when):
+    calls = []
+    _tiny_sections(monkeypatch, calls)
+    out = tmp_path / "users"
+    out.mkdir()
+    (out / name).write_bytes(b"the user's own")
+    assert main(["report", "--out", str(out)]) == 2
+    *progress, err = capsys.readouterr().err.strip().splitlines()
+    assert str(out / name) in err and "refusing to overwrite" in err
+    assert len(progress) == (0 if when == "before" else 2)  # "[1/1] tiny section", "done in"
+    assert _files(out) == {name: b"the user's own"}  # nothing written, nothing changed
+    assert len(calls) == (0 if when == "before" else 1)  # the page and summary: checked first
+
+
+def test_report_refuses_a_file_changed_since_it_wrote_it(tmp_path, monkeypatch, capsys):
+    _tiny_sections(monkeypatch, [])
+    out = tmp_path / "rep"
+    assert main(["report", "--out", str(out)]) == 0
+    (out / "index.html").write_text("<p>my notes on the report</p>")
+    assert main(["report", "--out", str(out)]) == 2
+    assert "index.html" in capsys.readouterr().err
+    assert (out / "index.html").read_text() == "<p>my notes on the report</p>"
+
+
+def test_report_interrupted_while_writing_resumes(tmp_path, monkeypatch, capsys):
+    from riccati_tf.sweep import store
+
+    _tiny_sections(monkeypatch, [])
+    out = tmp_path / "rep"
+    assert main(["report", "--out", str(out)]) == 0
+    write, n = store.atomic_write_bytes, []
+
+    def crash_on_third(path, data):
+        n.append(path)
+        if len(n) == 3:  # the marker and one file written, then the process dies
+            raise KeyboardInterrupt
+        write(path, data)
+
+    monkeypatch.setattr(store, "atomic_write_bytes", crash_on_third)
+    with pytest.raises(KeyboardInterrupt):
+        main(["report", "--out", str(out)])
+    monkeypatch.setattr(store, "atomic_write_bytes", write)
+    assert main(["report", "--out", str(out)]) == 0
+
+
+def test_report_out_below_a_file_or_on_a_forged_marker(tmp_path, monkeypatch, capsys):
+    _tiny_sections(monkeypatch, [])
+    (tmp_path / "plain").write_text("x")
+    (tmp_path / "forged").mkdir()
+    (tmp_path / "forged" / ".riccati-tf-report.json").write_text('{"files": "all"}')
+    for out in ("plain/rep", "plain", "forged"):
+        assert main(["report", "--out", str(tmp_path / out)]) == 2
+        assert len(capsys.readouterr().err.strip().splitlines()) == 1
+    assert (tmp_path / "plain").read_text() == "x"
+    assert _files(tmp_path / "forged") == {".riccati-tf-report.json": b'{"files": "all"}'}

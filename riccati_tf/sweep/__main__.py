@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ..errors import InvalidInputError
+from ..errors import InvalidInputError, SolverError
 from ..spec import load_spec
 from .runner import run_sweep
 
@@ -33,6 +33,9 @@ def main(argv: list[str] | None = None) -> int:
     except InvalidInputError as exc:
         print(f"sweep: error: {exc}", file=sys.stderr)
         return 2
+    except SolverError as exc:
+        print(f"sweep: numerical failure: {exc}", file=sys.stderr)
+        return 3
     print(f"{result.n_configs} configurations in {result.results_path} "
           f"({result.chunks_computed} chunks computed, {result.chunks_resumed} resumed)")
     return 0

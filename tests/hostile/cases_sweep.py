@@ -362,3 +362,28 @@ def sweep_plot_of_a_garbage_parquet_file():
         except CleanError as exc:
             names(exc, "not a readable Parquet file")
             raise
+
+
+def sweep_plot_out(item) -> None:
+    """sweep-plot --out onto a user's non-PNG file or below a regular file: refused naming it,
+    the user's file unchanged."""
+    target, needle = item
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "sweep"
+        run_sweep(BASE, out)
+        user = Path(tmp) / "data.csv"
+        user.write_text("a,b\n1,2\n")
+        try:
+            judge(*run_cli(["sweep-plot", str(out), "--out", target.format(tmp=tmp)]))
+        except CleanError as exc:
+            names(exc, needle)
+            raise
+        finally:
+            assert user.read_text() == "a,b\n1,2\n", "the user's file was changed"
+
+
+cases_of(AREA, "error", {
+    "sweep-plot --out onto a user's csv": ("{tmp}/data.csv", "not a PNG image"),
+    "sweep-plot --out below a regular file": ("{tmp}/data.csv/phase.png", "data.csv"),
+    "sweep-plot --out onto a folder": ("{tmp}/sweep", "not a PNG image"),
+}, sweep_plot_out)
