@@ -189,8 +189,9 @@ def _as_float_array(name: str, value, *, finite: bool = True) -> np.ndarray:
         try:  # array-likes (objects with __array__ or the buffer protocol)
             with np.errstate(all="ignore"):
                 arr = np.asarray(value)
-        except (ValueError, TypeError, OverflowError) as exc:
-            raise InvalidInputError(f"{name} must be a numeric array: {exc}") from None
+        except Exception as exc:  # the object's own conversion failed: not an array of numbers
+            raise InvalidInputError(f"{name} must be a numeric array; converting the "
+                                    f"{type(value).__name__} failed: {exc}") from None
     kind = arr.dtype.kind
     if kind == "b":
         raise InvalidInputError(f"{name} must be numeric, got a boolean array (True/False are not "

@@ -12,6 +12,7 @@ of the scalar Riccati equation for certify and equilibria.
 
 from __future__ import annotations
 
+import array
 import datetime
 from decimal import Decimal
 from fractions import Fraction
@@ -36,6 +37,20 @@ SUBNORMAL_ATOL = 64 * TINY
 
 def _std() -> Gaussian:
     return Gaussian(Z2, I2)
+
+
+class _ArrayLike:
+    """An object converted through __array__ (as tensors and data frames are)."""
+
+    def __init__(self, make):
+        self.make = make
+
+    def __array__(self, dtype=None, copy=None):
+        return self.make()
+
+
+def _raise():
+    raise RuntimeError("device tensor cannot be read")
 
 
 def _masked() -> np.ndarray:
@@ -162,6 +177,10 @@ BAD_MATRICES = {
     "longdouble_below_subnormal": np.array([[np.longdouble("1e-400"), 0], [0, 1]],
                                           dtype=np.longdouble),
     "masked_entries": _masked(),
+    "array_like_complex": _ArrayLike(lambda: I2 + 1j),
+    "array_like_strings": _ArrayLike(lambda: np.array([["1", "0"], ["0", "1"]])),
+    "array_like_failing": _ArrayLike(_raise),
+    "buffer_of_doubles_flat": memoryview(np.eye(2).ravel()),
     "generator": (x for x in (1.0, 2.0)),
     "object_instance": object(),
     "empty_0x0": np.zeros((0, 0)),
@@ -271,6 +290,15 @@ def params_float16_float32_int8_convert_exactly():
     for A in (A16, A32, np.array([[1, -2], [127, 0]], dtype=np.int8)):
         p = Params(A=A)
         assert np.array_equal(p.A, A.astype(np.float64)) and p.A.dtype == np.float64
+
+
+@case(AREA, "result")
+def params_array_likes_matrix_and_buffers_keep_their_values():
+    A = np.array([[1.5, -2.0], [TINY, 3.0]])
+    for value in (np.matrix(A), _ArrayLike(lambda: A), memoryview(A),
+                  np.ma.masked_array(A, mask=False)):
+        assert np.array_equal(Params(A=value).A, A), type(value).__name__
+    assert np.array_equal(Params(A=A, b=array.array("d", [TINY, -1.0])).b, [TINY, -1.0])
 
 
 @case(AREA, "result")
