@@ -1,12 +1,12 @@
 """Equations for HTML pages: LaTeX (as SymPy prints it) to MathML, which browsers render natively,
 so a report needs no script or network to show its equations.
 
-latex2mathml lays out `cases`, `matrix` and `array` as <mtable>, but leaves `aligned` as a row of
-literal `&`. `as_arrays` therefore rewrites the alignment environments (`aligned`, `align`,
-`align*`, wherever they are nested) as `array`s of right- and left-aligned columns before the
-conversion: rows split on `\\`, columns on `&`, each cell after an alignment point opened with
+latex2mathml lays out `cases`, `matrix`, `array` and `split` as <mtable>, but leaves `aligned`,
+`gathered`, `alignat`, `eqnarray` and `multline` as rows of literal `&`. `as_arrays` therefore
+rewrites those environments (ARRAYS, wherever they are nested) as `array`s before the conversion:
+rows split on `\\`, columns on `&`, each left-aligned cell after an alignment point opened with
 `{}` as TeX does, so that its leading `=` or `+` keeps the spacing of a binary operator.
-Equation numbers of `align` are not drawn.
+Equation numbers are not drawn, and every line of `multline` is centred.
 """
 
 from __future__ import annotations
@@ -15,12 +15,17 @@ import re
 
 from .errors import InvalidInputError
 
-#: environments rewritten as arrays; their columns alternate right and left alignment
-ALIGNMENTS = ("aligned", "align", "align*")
+#: environments rewritten as arrays: name → alignments of its columns (r, l, c), repeated as needed
+ARRAYS = {
+    **dict.fromkeys(("aligned", "align", "align*", "alignedat", "alignat", "alignat*"), "rl"),
+    **dict.fromkeys(("gathered", "gather", "gather*", "multline", "multline*"), "c"),
+    **dict.fromkeys(("eqnarray", "eqnarray*"), "rcl"),
+}
 
 #: tokens that nest or separate: \begin{…}, \end{…}, a row break, an escape, braces, a column break
 _TOKEN = re.compile(r"\\begin\{([^}]*)\}|\\end\{[^}]*\}|\\\\|\\.|[{}&]", re.DOTALL)
-_ALIGNMENT = re.compile(r"\\begin\{(" + "|".join(map(re.escape, ALIGNMENTS)) + r")\}")
+#: the opening of an environment of ARRAYS, with the column count of alignat
+_BEGIN = re.compile(r"\\begin\{(" + "|".join(map(re.escape, ARRAYS)) + r")\}(?:\{\d+\})?")
 
 
 def latex_to_mathml(latex: str, *, display: bool = True) -> str:
@@ -31,8 +36,9 @@ def latex_to_mathml(latex: str, *, display: bool = True) -> str:
 
 
 def as_arrays(latex: str) -> str:
-    """latex with every alignment environment (ALIGNMENTS) rewritten as `array{rlrl…}`."""
-    begin = _ALIGNMENT.search(latex)
+    """latex with every environment of ARRAYS rewritten as an `array` (e.g. `aligned` as
+    `array{rlrl…}`), nested ones included."""
+    begin = _BEGIN.search(latex)
     if begin is None:
         return latex
     body_end, end = _matching_end(latex, begin.end())
@@ -40,10 +46,11 @@ def as_arrays(latex: str) -> str:
     if len(rows) > 1 and not "".join(rows[-1]).strip():
         rows.pop()  # a trailing \\
     width = max(len(cells) for cells in rows)
-    body = r" \\ ".join(" & ".join("{}" * (j % 2) + as_arrays(cell) for j, cell in enumerate(cells))
-                        for cells in rows)
-    return (latex[:begin.start()] + rf"\begin{{array}}{{{('rl' * width)[:width]}}}" + body
-            + r"\end{array}" + as_arrays(latex[end:]))
+    columns = (ARRAYS[begin.group(1)] * width)[:width]
+    body = r" \\ ".join(" & ".join("{}" * (j > 0 and columns[j] == "l") + as_arrays(cell)
+                                    for j, cell in enumerate(cells)) for cells in rows)
+    return (latex[:begin.start()] + rf"\begin{{array}}{{{columns}}}" + body + r"\end{array}"
+            + as_arrays(latex[end:]))
 
 
 def _depth_change(token: re.Match) -> int:

@@ -57,3 +57,19 @@ def test_cases_and_escaped_ampersand():
 def test_unclosed_environment_is_named():
     with pytest.raises(InvalidInputError, match="without its"):
         latex_to_mathml(r"\begin{aligned} a &= b")
+
+
+@pytest.mark.parametrize(("environment", "body"), [
+    ("align*", r"a &= b \\ c &= d"),
+    ("gathered", r"a = b \\ c = d"),
+    ("gather", r"a = b \\ c = d"),
+    ("multline", r"a = b \\ + c"),
+    ("eqnarray", r"a &=& b \\ c &=& d"),
+    ("alignat}{2", r"a &= b & c &= d \\ e &= f"),
+    ("split", r"a &= b \\ &= d"),
+])
+def test_every_multiline_environment_becomes_a_table(environment, body):
+    name = environment.split("}")[0]
+    mathml = latex_to_mathml(rf"\begin{{{environment}}} {body} \end{{{name}}}")
+    assert not [t for t in _texts(mathml) if "&" in t or "\\" in t]
+    assert len(_rows(mathml)) == 2
