@@ -23,7 +23,7 @@ ARRAYS = {
 }
 
 #: tokens that nest or separate: \begin{…}, \end{…}, a row break, an escape, braces, a column break
-_TOKEN = re.compile(r"\\begin\{([^}]*)\}|\\end\{[^}]*\}|\\\\|\\.|[{}&]", re.DOTALL)
+_TOKEN = re.compile(r"\\begin\{[^}]*\}|\\end\{[^}]*\}|\\\\|\\.|[{}&]", re.DOTALL)
 #: the opening of an environment of ARRAYS, with the column count of alignat
 _BEGIN = re.compile(r"\\begin\{(" + "|".join(map(re.escape, ARRAYS)) + r")\}(?:\{\d+\})?")
 
