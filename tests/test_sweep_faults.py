@@ -257,6 +257,7 @@ MANIFEST_FAULTS = {
                       "not a readable sweep manifest"),
     "empty": (lambda out: (out / MANIFEST).write_bytes(b""), "not a readable sweep manifest"),
     "results record": (set_field(results={"rows": 5, "sha256": "x"}), "results must be"),
+    "columns edited": (set_field(columns=["config_id", "a", "v", "status"]), "columns are"),
     "record range": (records_edit(lambda r: r[3].update(first=0, last=3)),
                      "recorded with ids 0..3"),
     "record rows": (records_edit(lambda r: r[3].update(rows=5)), "5 rows"),

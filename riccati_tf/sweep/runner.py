@@ -181,6 +181,16 @@ ANALYZERS: dict[str, Callable[[Family, Chunk], dict[str, np.ndarray]]] = {
 }
 
 
+#: the analysis columns of each analysis, in their order in the results
+ANALYSIS_COLUMNS = {"certify": tuple(CERTIFY_COLUMNS), "flow": tuple(_FLOW_KINDS),
+                    "particles": tuple(_PARTICLE_KINDS)}
+
+
+def result_columns(family: Family) -> list[str]:
+    """The columns of the family's results: config_id, the axes, the analysis columns."""
+    return ["config_id", *family.axis_names, *ANALYSIS_COLUMNS[family.analysis]]
+
+
 _FAMILIES: dict[str, Family] = {}
 
 
@@ -329,9 +339,7 @@ def run_sweep(spec: dict, out_dir, *, scheduler: str | None = None, n_workers: i
     """
     start = time.perf_counter()
     family = parse_family(spec)
-    with ResultStore.open(out_dir, fingerprint=family.fingerprint, spec=family.spec,
-                          n_configs=family.n_configs, chunk_size=family.chunk_size,
-                          plot=family.plot_axes) as store:
+    with ResultStore.open(out_dir, family) as store:
         for note in store.notes:
             if log is not None:
                 log(note)

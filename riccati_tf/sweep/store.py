@@ -43,7 +43,7 @@ import numpy as np
 
 from ..errors import InvalidInputError
 from ..spec import SpecError, check_keys
-from .family import fingerprint, parse_family
+from .family import Family, fingerprint, parse_family
 
 FORMAT = 2
 WRITER = "riccati-tf sweep"
@@ -216,10 +216,11 @@ def read_manifest(root) -> dict:
     for key in ("n_configs", "chunk_size", "n_chunks"):
         if data[key] != getattr(family, key):
             raise _untrusted(path, f"{key} is {data[key]}, its spec gives {getattr(family, key)}")
-    columns = data["columns"]
-    if columns is not None and (not isinstance(columns, list) or not columns or
-                                not all(isinstance(c, str) for c in columns)):
-        raise _untrusted(path, "columns must be null or a list of column names")
+    from .runner import result_columns
+
+    if data["columns"] != result_columns(family):
+        raise _untrusted(path, f"columns are {data['columns']!r}, its spec gives "
+                               f"{result_columns(family)}")
     plot = data["plot"]
     if plot is not None and (not isinstance(plot, list) or len(plot) != 2):
         raise _untrusted(path, "plot must be null or [x, y]")
@@ -376,12 +377,12 @@ class ResultStore:
     # ----------------------------------------------------------------- opening
 
     @classmethod
-    def open(cls, root, *, fingerprint: str, spec: dict, n_configs: int, chunk_size: int,
-             plot: tuple | None = None) -> ResultStore:
-        """Open (resume) or create the folder, holding its writer lock until close(). Refuses a
-        folder another process is writing, a folder holding another spec's results or a
-        manifest that cannot be trusted, and a folder holding files of the store's names that
-        no sweep wrote. plot: the default phase-diagram axes (x, y), recorded in the manifest."""
+    def open(cls, root, family: Family) -> ResultStore:
+        """Open (resume) or create the results folder of `family`, holding its writer lock
+        until close(). Refuses a folder another process is writing, a folder holding another
+        spec's results or a manifest that cannot be trusted, and a folder holding files of the
+        store's names that no sweep wrote. The family's plot axes are recorded in the
+        manifest."""
         root = Path(root)
         if root.exists() and not root.is_dir():
             raise InvalidInputError(f"{root}: exists and is not a folder")
@@ -394,21 +395,22 @@ class ResultStore:
             _refuse_foreign(root)  # before creating the lock file in a folder of the user's
         lock_fd = acquire_lock(root)
         try:
-            return cls._open_locked(root, lock_fd, fingerprint, spec,
-                                    Layout(n_configs, chunk_size), plot)
+            return cls._open_locked(root, lock_fd, family)
         except BaseException:
             os.close(lock_fd)
             raise
 
     @classmethod
-    def _open_locked(cls, root: Path, lock_fd: int, fp: str, spec: dict, layout: Layout,
-                     plot) -> ResultStore:
+    def _open_locked(cls, root: Path, lock_fd: int, family: Family) -> ResultStore:
+        from .runner import result_columns
+
         notes: list[str] = []
+        fp, layout = family.fingerprint, Layout(family.n_configs, family.chunk_size)
         if not (root / MANIFEST).exists():
-            manifest = {"format": FORMAT, "writer": WRITER, "fingerprint": fp, "spec": spec,
-                        "n_configs": layout.n_configs, "chunk_size": layout.chunk_size,
-                        "n_chunks": layout.n_chunks, "columns": None, "plot": None,
-                        "results": None}
+            manifest = {"format": FORMAT, "writer": WRITER, "fingerprint": fp,
+                        "spec": family.spec, "n_configs": layout.n_configs,
+                        "chunk_size": layout.chunk_size, "n_chunks": layout.n_chunks,
+                        "columns": result_columns(family), "plot": None, "results": None}
             records, torn = {}, False
             atomic_write_bytes(root / MANIFEST, json.dumps(manifest, indent=1).encode())
         else:
@@ -425,7 +427,7 @@ class ResultStore:
         store._remove_own_temporaries()
         if torn:
             atomic_write_bytes(root / JOURNAL, b"".join(r.line() for r in records.values()))
-        manifest["plot"] = list(plot) if plot is not None else None
+        manifest["plot"] = list(family.plot_axes)
         store._check_chunks()
         store._check_results()
         store._save()
@@ -506,10 +508,7 @@ class ResultStore:
                                     f"{first}..{last}")
         table = table_from_columns(columns)
         names = table.column_names
-        if self.manifest["columns"] is None:
-            self.manifest["columns"] = names
-            self._save()
-        elif self.manifest["columns"] != names:
+        if self.manifest["columns"] != names:
             raise InvalidInputError(f"chunk {index} has columns {names}, the results have "
                                     f"{self.manifest['columns']}")
         data = _table_bytes(table)

@@ -259,6 +259,8 @@ cases_of(AREA, "error", {
     "n_chunks edited up": (lambda o: _manifest(o, n_chunks=9), "n_chunks is 9"),
     "n_configs edited": (lambda o: _manifest(o, n_configs=28), "n_configs is 28"),
     "manifest a list": (lambda o: (o / MANIFEST).write_text("[]"), "a JSON list"),
+    "manifest columns edited": (lambda o: _manifest(o, columns=["config_id"]), "columns are"),
+    "manifest plot garbage": (lambda o: _manifest(o, plot={"x": 1}), "plot must be"),
     "manifest of another version": (lambda o: _manifest(o, format=1), "format 1"),
     "manifest garbage bytes": (lambda o: (o / MANIFEST).write_bytes(b"\xff\xfe\x00garbage"),
                                "not a readable sweep manifest"),
@@ -280,8 +282,7 @@ def second_writer_while_the_first_holds_the_folder():
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "sweep"
         fam = parse_family(BASE)
-        with ResultStore.open(out, fingerprint=fam.fingerprint, spec=fam.spec,
-                              n_configs=fam.n_configs, chunk_size=fam.chunk_size):
+        with ResultStore.open(out, fam):
             try:
                 sweep_cli(out)
             except CleanError as exc:
