@@ -10,9 +10,13 @@ A certificate answers "where does Σ(t) go from Σ0?" with one of
 
 and ships the evidence: the equilibrium with its residual, the linearisation L in orthonormal
 symmetric coordinates, a Lyapunov matrix P ≻ 0 with LᵀP + PL = −Q (python-control `lyap`), the
-decay rate, T* and the singular direction. `exact` says whether the conclusion rests on SPEC §5's
-closed-form reasoning (scalar V: G = −Σ_h v_h(B_h + B_hᵀ), Σ(t) = e^{At}Σ0(I + W(t)Σ0)⁻¹e^{Aᵀt})
-rather than on integration; `global_` says whether it holds for every Σ0 ≻ 0, not just this one.
+decay rate, T* and the singular direction. `exact` says that the conclusion is a theorem of
+SPEC §5 (scalar V: G = −Σ_h v_h(B_h + B_hᵀ), Σ(t) = e^{At}Σ0(I + W(t)Σ0)⁻¹e^{Aᵀt}) whose every
+premise was decided exactly on the data as given — the floats are dyadic rationals, so signs,
+ranks, definiteness, half-plane counts of eigenvalues and the threshold λ_max(W∞Σ0) ⋚ 1 are decided
+in rational arithmetic (d ≤ EXACT_MAX_D). A premise decided with a rank or eigenvalue tolerance
+makes the certificate numerical (exact=False) and the tolerances are stored in `tolerance`;
+`global_` says whether the conclusion holds for every Σ0 ≻ 0, not just this one.
 
 Numerical evidence (general V, or no theorem): a bounded integration, then a local certificate —
 a sublevel set {h : hᵀPh ≤ ρ} around Σ* that lies inside its basin of attraction, because with
@@ -23,11 +27,13 @@ integration must lie in that set; the certificate is then labelled exact=False.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import itertools
+from dataclasses import dataclass, replace
 from fractions import Fraction
 
 import numpy as np
 from scipy.linalg import LinAlgError, cholesky, schur
+from scipy.optimize import brentq
 
 from .equilibrium import (
     ACCEPT_RTOL,
@@ -37,6 +43,7 @@ from .equilibrium import (
     equilibria,
     linearization_matrix,
     make_equilibrium,
+    natural_scale,
     quadratic_constant,
     relative_residual,
     sym_basis,
@@ -46,12 +53,25 @@ from .equilibrium import F as F_of
 from .errors import InvalidInputError, SolverError
 from .exact import van_loan
 from .flows import flow
-from .model import Gaussian, Params
-from .riccati import AXIS_RTOL, SINGULAR_RCOND, lapack_sylvester_gramian, lyapunov, schur_split
-from .validation import as_covariance, as_vector, psd_factor, psd_rank
+from .model import SCALAR_RTOL, Gaussian, Params
+from .riccati import (
+    AXIS_RTOL,
+    SINGULAR_RCOND,
+    lapack_sylvester_gramian,
+    lyapunov,
+    numerical_failures,
+    schur_split,
+)
+from .validation import as_covariance, as_vector, psd_rank
 
 REGIMES = ("converges", "collapses", "blows_up", "grows", "undetermined")
-#: G counts as semidefinite when its eigenvalues of the wrong sign are ≤ SIGN_RTOL · max |λ(G)|
+EPS = float(np.finfo(float).eps)
+#: premises are decided exactly (rational arithmetic on the floats as given) up to this d; beyond
+#: it, and for value matrices that are scalar only within SCALAR_RTOL or a Σ0 that is PSD only
+#: within validation's PSD_RTOL, they are decided numerically with the tolerances below
+EXACT_MAX_D = 6
+#: numerical premises — G counts as semidefinite when its eigenvalues of the wrong sign are
+#: ≤ SIGN_RTOL · max |λ(G)|
 SIGN_RTOL = 1e-12
 #: |λ_max(W∞Σ0) − 1| ≤ THRESHOLD_RTOL is the borderline of the G ⪯ 0, Hurwitz-A theorem
 THRESHOLD_RTOL = 1e-8
@@ -65,8 +85,11 @@ HORIZON_DOUBLINGS = 2
 #: segments have ‖A‖₂ · length ≤ SEGMENT_NORM_TIME: the linear part alone grows tr Σ by at most
 #: e^{2·8} < 1e8 per segment, below the growth that triggers `flow`'s blow-up test
 SEGMENT_NORM_TIME = 8.0
-#: a bounded integration stops once tr Σ leaves [tr Σ0 / GROWTH_STOP, GROWTH_STOP · tr Σ0]
+#: a bounded integration stops once tr Σ leaves [tr Σ0 / GROWTH_STOP, GROWTH_STOP · max(tr Σ0,
+#: blow-up scale)] (`_blowup_scale`)
 GROWTH_STOP = 1e12
+#: ... and never beyond MAX_GROWTH · GROWTH_STOP · tr Σ0 (far from overflow)
+MAX_GROWTH = 1e100
 #: work limit of one bounded Runge–Kutta integration (right-hand-side evaluations)
 MAX_RHS_EVALUATIONS = 60_000
 #: "grows": tr Σ(T) ≥ GROWTH_FACTOR · tr Σ0 and still increasing exponentially
@@ -79,6 +102,10 @@ BASIN_SAFETY = 0.5
 BLOWUP_CHECK_RTOL = 1e-7
 #: check() in exact rational arithmetic up to this d
 EXACT_CHECK_MAX_D = 6
+#: work budgets: Van Loan steps of one Gramian W(t) (T* search and its check), and Brent
+#: iterations locating T* inside one step
+MAX_GRAMIAN_STEPS = 4096
+BRENT_MAXITER = 200
 #: P is rounded to integers after scaling its largest entry to about 2^P_BITS
 P_BITS = 52
 
@@ -98,6 +125,10 @@ class Certificate:
     "numerical"). threshold: λ_max(W∞Σ0) for "nsd_threshold". horizon, final_cov: end of the
     integration used as evidence; basin: level ρ of the certified sublevel set around Σ*;
     kantorovich_radius: radius around the stored Σ* in which an exact equilibrium exists.
+    tolerance: for a numerical (exact=False) scalar-V certificate, the tolerances (name → value)
+    with which its premises were decided (`default_tolerance`); `check()` re-decides them with
+    the same values. None for an exact certificate, every premise of which `check()` re-decides
+    in rational arithmetic.
     """
 
     regime: str
@@ -120,6 +151,7 @@ class Certificate:
     final_cov: np.ndarray | None = None
     basin: float | None = None
     kantorovich_radius: float | None = None
+    tolerance: dict | None = None
 
     @property
     def lyapunov_min_eig(self) -> float | None:
@@ -139,7 +171,8 @@ class Certificate:
         its rank/sign for the regime, L recomputed from (params, Σ*) equal to the stored operator,
         Cholesky of P and of −(LᵀP + PL), a Newton–Kantorovich ball around Σ* holding an exact
         equilibrium at which P still certifies L, the basin inclusion of the final state, the
-        premises of the theorem used, and for blow-up the sign change of λ_min(I + L0ᵀW(t)L0)
+        premises of the theorem used (exactly, in rational arithmetic, for exact=True; with the
+        stored `tolerance` otherwise), and for blow-up the sign change of λ_min(I + L0ᵀW(t)L0)
         across T*(1 ± 1e-7) (scalar V; a general-V blow-up is integration evidence, exact=False,
         of which only the form is checked; the first-ness of the root is not re-checked for
         indefinite G). For d ≤ 6 the Lyapunov inequalities and the residual bound are re-checked
@@ -186,16 +219,28 @@ class Certificate:
 def certify(params: Params, cov0, mean0=None) -> Certificate:
     """Classify the covariance flow Σ̇ = AΣ + ΣAᵀ + Σ_h(V_hΣB_hΣ + ΣB_hᵀΣV_hᵀ) from Σ(0) = Σ0.
 
-    Scalar V (G = −Σ_h v_h(B_h + B_hᵀ)), SPEC §5 exactly: G ⪰ 0 never blows up; with A Hurwitz
-    Σ → 0, with Re λ > 0 somewhere and Σ0 ≻ 0 Σ → the stabilizing Bernoulli solution when its
-    Gramian P (T₁₁ᵀP + PT₁₁ = G₁₁ on the anti-stable block) is invertible, and grows otherwise.
-    G ⪯ 0: blow-up at the first root of λ_max(−W(t)Σ0) = 1 when range Σ0 leaves the stable
-    subspace (G ≺ 0), else iff λ_max(W∞Σ0) > 1. Any other case: the closed form on a bounded
-    horizon (a root of det(I + W(t)Σ0) is an exact blow-up) and then numerical evidence.
-    General V: a bounded Runge–Kutta integration and a local certificate at an equilibrium found
-    by Newton's method (exact=False). T* comes from `flow` (Brent's method on the closed form for
-    scalar V, the DOP853 blow-up event for general V). mean0 is stored for the linearisation;
-    the regime concerns Σ only.
+    Scalar V (G = −Σ_h v_h(B_h + B_hᵀ)), SPEC §5: G ⪰ 0 never blows up; with A Hurwitz Σ → 0;
+    with Σ0 ≻ 0 and an eigenvalue Re λ > 0 of A on the unobservable subspace ∩_k ker(GA^k) Σ
+    grows without bound; with A hyperbolic, Re λ > 0 somewhere and no such unseen mode, Σ0 ≻ 0
+    converges to the stabilizing Bernoulli solution. G ⪯ 0: blow-up when G ≺ 0 and range Σ0 leaves
+    the stable invariant subspace of A, else (range inside) iff λ_max(W∞Σ0) > 1; T* is the first
+    root of λ_min(I + L0ᵀW(t)L0), non-increasing in t, by stepping and Brent's method. Any other
+    case: the closed form on a bounded horizon and then numerical evidence. General V: a bounded
+    Runge–Kutta integration and a local certificate at an equilibrium found by Newton's method.
+
+    Premises are decided exactly (exact=True) when d ≤ EXACT_MAX_D, every V_h is exactly v_h I
+    and Σ0 is exactly positive semidefinite: signs of G and Σ0 from their characteristic
+    polynomials, the half-plane counts of A's eigenvalues by the Routh–Hurwitz theorem, the
+    unobservable and Krylov subspaces and the threshold λ_max(W∞Σ0) ⋚ 1 in rational arithmetic on
+    the floats as given. Otherwise they are decided in floating point with the tolerances stored
+    in `Certificate.tolerance` (exact=False), which `check()` reuses.
+
+    Every certificate is re-verified by `check()` before it is returned; one that fails is not
+    returned: an exact theorem keeps its verdict without the local Lyapunov evidence when only that
+    evidence fails, anything else becomes "undetermined" with the reason. Work is bounded (see
+    the budgets MAX_RHS_EVALUATIONS, MAX_GRAMIAN_STEPS, BRENT_MAXITER and the horizons); numerical
+    failures, overflow included, raise SolverError. mean0 is stored for the linearisation; the
+    regime concerns Σ only.
     """
     if not isinstance(params, Params):
         raise InvalidInputError(f"params must be a riccati_tf.Params, got {type(params).__name__}")
@@ -204,13 +249,88 @@ def certify(params: Params, cov0, mean0=None) -> Certificate:
     cov0.setflags(write=False)
     mean0.setflags(write=False)
     base = {"params": params, "cov0": cov0, "mean0": mean0}
-    if psd_rank(cov0) == 0:
-        return Certificate("collapses", _zero_equilibrium(params), None, None, None, True, False,
+    with np.errstate(all="ignore"), numerical_failures("certify"):
+        return _released(_certify(params, cov0, base))
+
+
+def _certify(p: Params, cov0: np.ndarray, base: dict) -> Certificate:
+    if not np.any(cov0):
+        return Certificate("collapses", _zero_equilibrium(p), None, None, None, True, False,
                            "Σ0 = 0 is an equilibrium: the covariance stays 0.", theorem="zero",
                            **base)
-    if params.value_scalars is not None:
-        return _certify_scalar(params, cov0, base)
-    return _numerical(params, cov0, base, scalar=False)
+    if p.value_scalars is None:
+        return _numerical(p, cov0, base, scalar=False)
+    pr = _premises(p, cov0)
+    base = {**base, "tolerance": pr.tolerance}
+    got = _theorem(pr, p.d)
+    how = ("decided exactly on the data as given" if pr.exact else
+           "decided in floating point with the tolerances in `tolerance`")
+    if got is None:
+        if pr.g_nsd and pr.range_stable and pr.threshold_sign == 0:
+            return Certificate(
+                "undetermined", None, None, None, None, False, False,
+                f"borderline of the G ⪯ 0 threshold: λ_max(W∞Σ0) = 1 ({how}); at the borderline "
+                f"I + W(t)Σ0 becomes singular only as t → ∞.", threshold=pr.threshold, **base)
+        return _numerical(p, cov0, base, scalar=True, no_blowup=pr.g_psd and pr.exact)
+    theorem, regime = got
+    glob = THEOREMS[theorem][1] and pr.exact
+    A, d = p.A, p.d
+    eig = np.linalg.eigvals(A)
+    if theorem == "psd_hurwitz":
+        return _converged(p, np.zeros((d, d)), base, theorem, exact=pr.exact, glob=glob,
+                          rate=-2 * float(np.max(eig.real)),
+                          reason=f"G ⪰ 0 rules out blow-up and A is Hurwitz ({how}): "
+                                 f"Σ(t) ⪯ e^{{At}}Σ0e^{{Aᵀt}} → 0 (SPEC §5).")
+    if theorem == "psd_gramian_singular":
+        return Certificate(
+            "grows", None, None, None, None, pr.exact, glob,
+            f"G ⪰ 0 rules out blow-up, Σ0 ≻ 0, and A has an eigenvalue Re λ > 0 on the "
+            f"unobservable subspace ∩_k ker(GA^k) ({how}): for its eigenvector x, "
+            f"x*Σ(t)⁻¹x = e^{{−2Re λ t}} x*Σ0⁻¹x → 0, so Σ(t) is unbounded.", theorem=theorem,
+            **base)
+    if theorem == "psd_gramian_pd":
+        return _stabilizing(p, cov0, base, pr, glob, how)
+    if regime == "blows_up":
+        reason = ("G ≺ 0 and range Σ0 is not inside the stable invariant subspace of A "
+                  f"({how}): −W(t) grows without bound there, so λ_max(−W(t)Σ0) reaches 1 "
+                  "(SPEC §5)." if theorem == "nsd_unstable_range" else
+                  f"G ⪯ 0 and range Σ0 lies in the stable subspace of A, where λ_max(W∞Σ0) > 1 "
+                  f"({how}; ≈ {pr.threshold}) with AᵀW∞ + W∞A + |G| = 0: λ_max(−W(t)Σ0) "
+                  f"crosses 1 (SPEC §5).")
+        return _nsd_blowup(p, cov0, base, pr, theorem, glob, reason)
+    lam, rate = (pr.threshold, None) if pr.threshold is None else \
+        (pr.threshold, _stable_rate(A))
+    return _converged(p, np.zeros((d, d)), base, theorem, exact=pr.exact, glob=glob,
+                      rate=rate, threshold=lam, local=pr.n_left == d,
+                      reason=f"G ⪯ 0 and range Σ0 lies in the stable subspace of A, where "
+                             f"λ_max(W∞Σ0) < 1 ({how}; ≈ {lam}): I + W(t)Σ0 stays invertible "
+                             f"and Σ(t) → 0 (SPEC §5).")
+
+
+def _stable_rate(A: np.ndarray) -> float | None:
+    """−2 max Re λ over the stable eigenvalues of A (the slowest decay on the stable subspace)."""
+    re = np.linalg.eigvals(A).real
+    return -2 * float(np.max(re[re < 0])) if np.any(re < 0) else None
+
+
+def _stabilizing(p: Params, cov0: np.ndarray, base: dict, pr: _Premises, glob: bool,
+                 how: str) -> Certificate:
+    """"converges" to the stabilizing Bernoulli solution, when it can be computed to the accepted
+    residual; otherwise numerical evidence (the theorem still rules out blow-up)."""
+    try:
+        eqs = equilibria(p)
+    except SolverError:
+        eqs = []
+    if not eqs or eqs[0].rank != pr.n_right or not eqs[0].stable:
+        return _numerical(p, cov0, base, scalar=True, no_blowup=True, bounded=True)
+    eq = eqs[0]
+    rate = 2 * float(np.min(np.abs(np.linalg.eigvals(p.A).real)))
+    return _converged(p, eq.cov, base, "psd_gramian_pd", exact=pr.exact, glob=glob, rate=rate,
+                      equilibrium=eq,
+                      reason=f"G ⪰ 0 rules out blow-up; A has {pr.n_right} eigenvalue(s) with "
+                             f"Re λ > 0, none on iℝ, none unseen by G ({how}), so every Σ0 ≻ 0 "
+                             f"converges to the stabilizing Bernoulli solution Σ* = U₁P⁻¹U₁ᵀ of "
+                             f"rank {pr.n_right}, at rate 2 min |Re λ(A)| (SPEC §5).")
 
 
 def _zero_equilibrium(p: Params) -> Equilibrium:
@@ -219,72 +339,62 @@ def _zero_equilibrium(p: Params) -> Equilibrium:
                             abscissa=2 * float(np.max(np.linalg.eigvals(p.A).real)), rank=0)
 
 
-# ---------------------------------------------------------------- scalar V: SPEC §5 theorems
+def _released(c: Certificate) -> Certificate:
+    """The certificate if `check()` passes; an exact theorem without its local Lyapunov evidence
+    if only that evidence fails; else "undetermined" with the reason."""
+    if c.check():
+        return c
+    if c.exact and c.lyapunov is not None:
+        bare = replace(c, lyapunov=None, lyapunov_rhs=None, operator=None, basin=None,
+                       kantorovich_radius=None,
+                       reason=c.reason + " (The local Lyapunov certificate at Σ* failed its "
+                                         "re-check and is not shipped.)")
+        if bare.check():
+            return bare
+    return Certificate("undetermined", None, None, None, None, False, False,
+                       f"a {c.regime!r} certificate (theorem {c.theorem!r}) was found but failed "
+                       f"its own re-check, so it is not returned. It read: {c.reason}",
+                       params=c.params, cov0=c.cov0, mean0=c.mean0, tolerance=c.tolerance)
 
 
-def _g_signs(G: np.ndarray) -> tuple[bool, bool, bool]:
-    """(G ⪰ 0, G ⪯ 0, G ≺ 0) with the relative tolerance SIGN_RTOL."""
-    g = np.linalg.eigvalsh(G)
-    tol = SIGN_RTOL * max(np.abs(g).max(), np.finfo(float).tiny)
-    return bool(g[0] >= -tol), bool(g[-1] <= tol), bool(g[-1] < -tol)
+# ---------------------------------------------------------------- G ⪯ 0: stable subspace, T*
 
 
-def _hyperbolic(A: np.ndarray) -> tuple[np.ndarray, bool]:
-    eig = np.linalg.eigvals(A)
-    scale = np.linalg.norm(A)
-    return eig, bool(scale > 0 and np.min(np.abs(eig.real)) > AXIS_RTOL * scale)
+def _cov_root(cov: np.ndarray, rank: int) -> np.ndarray:
+    """L (d×rank) with LLᵀ ≈ Σ0 for the given rank (exact when known): Cholesky for full rank,
+    else the `rank` leading eigenpairs; no positive direction of the stated rank is dropped."""
+    d = cov.shape[0]
+    if rank == d:
+        try:
+            return np.linalg.cholesky(cov)
+        except np.linalg.LinAlgError:
+            pass
+    e, U = np.linalg.eigh(cov)
+    e, U = e[d - rank:], U[:, d - rank:]
+    return U * np.sqrt(np.clip(e, 0.0, None))
 
 
-def _certify_scalar(p: Params, cov0: np.ndarray, base: dict) -> Certificate:
-    A, G, d = p.A, p.G, p.d
-    psd, nsd, nd = _g_signs(G)
-    eig, hyperbolic = _hyperbolic(A)
-    pd0 = psd_rank(cov0) == d
-    if psd and hyperbolic:
-        if np.all(eig.real < 0):
-            return _converged(p, np.zeros((d, d)), base, "psd_hurwitz", exact=True, glob=True,
-                              rate=-2 * float(np.max(eig.real)),
-                              reason="G ⪰ 0 rules out blow-up and A is Hurwitz: "
-                                     "Σ(t) ⪯ e^{At}Σ0e^{Aᵀt} → 0 (SPEC §5).")
-        if pd0:
-            split = schur_split(A, G)
-            if split.singularity(A, G) < SINGULAR_RCOND:
-                return Certificate(
-                    "grows", None, None, None, None, True, True,
-                    "G ⪰ 0 rules out blow-up, and the Gramian P of the anti-stable part "
-                    "(T₁₁ᵀP + PT₁₁ = G₁₁) is singular: an anti-stable mode of A is not seen by G, "
-                    "so Σ(t)⁻¹ = e^{−Aᵀt}(Σ0⁻¹ + W(t))e^{−At} tends to a singular matrix and Σ(t) "
-                    "is unbounded.", theorem="psd_gramian_singular", **base)
-            eq = equilibria(p)[0]
-            k = split.k
-            rate = 2 * float(np.min(np.abs(eig.real)))
-            return _converged(p, eq.cov, base, "psd_gramian_pd", exact=True, glob=True,
-                              rate=rate, equilibrium=eq,
-                              reason=f"G ⪰ 0 rules out blow-up; A has {k} eigenvalue(s) with "
-                                     f"Re λ > 0 whose Gramian P ≻ 0, so every Σ0 ≻ 0 converges "
-                                     f"to the stabilizing Bernoulli solution Σ* = U₁P⁻¹U₁ᵀ of "
-                                     f"rank {k}, at rate 2 min |Re λ(A)| (SPEC §5).")
-    if nsd and not psd:
-        got = _negative_case(p, cov0, base, nd)
-        if got is not None:
-            return got
-    return _numerical(p, cov0, base, scalar=True, no_blowup=psd)
+def _rank0(cov: np.ndarray) -> int:
+    """rank Σ0: exact for d ≤ EXACT_MAX_D, else with psd_rank's d·eps·λ_max."""
+    r = exact_rank(cov)
+    return psd_rank(cov) if r is None else r
 
 
-def _stable_basis(A: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
-    """Ordered Schur form with the eigenvalues Re λ < −AXIS_RTOL‖A‖_F leading: (U, T, s)."""
-    tol = AXIS_RTOL * np.linalg.norm(A)
+def _stable_basis(A: np.ndarray, axis_rtol: float) -> tuple[np.ndarray, np.ndarray, int]:
+    """Ordered Schur form with the eigenvalues Re λ < −axis_rtol‖A‖_F leading: (U, T, s)."""
+    tol = axis_rtol * np.linalg.norm(A)
     T, U, s = schur(A, output="real", sort=lambda re, _im: re < -tol)
     return U, T, int(s)
 
 
-def _threshold(A: np.ndarray, G: np.ndarray, cov0: np.ndarray) -> tuple[float | None, float]:
-    """(λ_max(W∞Σ0) or None when range Σ0 ⊄ stable subspace, the stable decay rate)."""
-    U, T, s = _stable_basis(A)
-    L0 = psd_factor(cov0)
+def _threshold(A: np.ndarray, G: np.ndarray, L0: np.ndarray, axis_rtol: float = AXIS_RTOL,
+               range_rtol: float = RANGE_RTOL) -> tuple[float | None, float]:
+    """(λ_max(W∞Σ0) or None when range Σ0 = range L0 ⊄ stable subspace within range_rtol, the
+    stable decay rate), in floating point."""
+    U, T, s = _stable_basis(A, axis_rtol)
     Us = U[:, :s]
     C = Us.T @ L0
-    if np.linalg.norm(L0 - Us @ C) > RANGE_RTOL * np.linalg.norm(L0):
+    if np.linalg.norm(L0 - Us @ C) > range_rtol * np.linalg.norm(L0):
         return None, 0.0
     Ts = T[:s, :s]
     # TsᵀW + WTs = G_s = −|G|_s: W is W∞ (= −W(∞), with W(t) = ∫_0^t e^{Aᵀu}Ge^{Au}du)
@@ -294,49 +404,53 @@ def _threshold(A: np.ndarray, G: np.ndarray, cov0: np.ndarray) -> tuple[float | 
     return lam, rate
 
 
-def _negative_case(p: Params, cov0: np.ndarray, base: dict, nd: bool) -> Certificate | None:
-    A, d = p.A, p.d
-    lam, rate = _threshold(A, p.G, cov0)
-    if lam is None:
-        if not nd:
-            return None
-        return _blowup(p, cov0, base, "nsd_unstable_range", exact=True, glob=True,
-                       reason="G ≺ 0 and range Σ0 is not inside the stable invariant subspace of "
-                              "A: −W(t) grows without bound there, so λ_max(−W(t)Σ0) reaches 1 "
-                              "(SPEC §5); T* is its first root.")
-    if abs(lam - 1) <= THRESHOLD_RTOL:
-        return Certificate("undetermined", None, None, None, None, False, False,
-                           f"borderline of the G ⪯ 0 threshold: λ_max(W∞Σ0) = {lam:.12g} is 1 to "
-                           f"within {THRESHOLD_RTOL:g}.", threshold=lam, theorem="numerical",
-                           **base)
-    if lam > 1:
-        return _blowup(p, cov0, base, "nsd_threshold", exact=True, glob=False, threshold=lam,
-                       reason=f"G ⪯ 0 and range Σ0 lies in the stable subspace of A, where "
-                              f"λ_max(W∞Σ0) = {lam:.6g} > 1 with AᵀW∞ + W∞A + |G| = 0: "
-                              f"λ_max(−W(t)Σ0) crosses 1 (SPEC §5).")
-    hurwitz = bool(np.all(np.linalg.eigvals(A).real < 0))
-    return _converged(p, np.zeros((d, d)), base, "nsd_threshold", exact=True, glob=False,
-                      rate=rate, threshold=lam, local=hurwitz,
-                      reason=f"G ⪯ 0 and range Σ0 lies in the stable subspace of A, where "
-                             f"λ_max(W∞Σ0) = {lam:.6g} < 1: I + W(t)Σ0 stays invertible and "
-                             f"Σ(t) → 0 (SPEC §5).")
-
-
-def _blowup(p: Params, cov0: np.ndarray, base: dict, theorem: str, *, exact: bool, glob: bool,
-            reason: str, threshold: float | None = None) -> Certificate:
-    """Locate T* with the exact flow (the blow-up is known to happen) up to MAX_NORM_TIME over
-    the rate scale max(‖A‖₂, c‖Σ0‖₂)."""
+def _nsd_blowup(p: Params, cov0: np.ndarray, base: dict, pr: _Premises, theorem: str,
+                glob: bool, reason: str) -> Certificate:
+    """Locate T* (the blow-up is known to happen) up to MAX_NORM_TIME over the rate scale."""
     horizon = MAX_NORM_TIME / _rate_scale(p, cov0)
-    run = _Integrator(p, cov0, "exact", stop_growth=False).advance(horizon)
-    if run.blowup_time is not None:
-        return Certificate("blows_up", None, None, None, run.blowup_time, exact, glob,
-                           reason + f" T* = {run.blowup_time:.12g}.", theorem=theorem,
-                           blowup_direction=run.blowup_direction, threshold=threshold,
-                           horizon=run.t_end, final_cov=run.final, **base)
+    got = _monotone_root(p.A, p.G, _cov_root(cov0, pr.rank0), horizon)
+    if got is not None:
+        T, direction = got
+        return Certificate("blows_up", None, None, None, T, pr.exact, glob,
+                           reason + f" T* = {T:.12g}.", theorem=theorem,
+                           blowup_direction=direction, threshold=pr.threshold, **base)
     return Certificate("undetermined", None, None, None, None, False, False,
-                       reason + f" But no root of det(I + W(t)Σ0) was located up to t = "
-                                f"{run.t_end:.6g}, so T* cannot be reported.",
-                       threshold=threshold, horizon=run.t_end, final_cov=run.final, **base)
+                       reason + f" But λ_min(I + L0ᵀW(t)L0) stays positive up to t = "
+                                f"{horizon:.6g}, so T* cannot be reported.",
+                       threshold=pr.threshold, **base)
+
+
+def _monotone_root(A: np.ndarray, G: np.ndarray, L0: np.ndarray,
+                   horizon: float) -> tuple[float, np.ndarray] | None:
+    """First t ≤ horizon with λ_min(S(t)) = 0, S(t) = I + L0ᵀW(t)L0, for G ⪯ 0 (S non-increasing),
+    and the unit blow-up direction e^{At}L0u (S(T*)u = 0); None if S(horizon) ≻ 0.
+
+    Steps h with ‖A‖₂h ≤ 1 (at most MAX_GRAMIAN_STEPS) compose W exactly by the semigroup rule
+    S_{k+1} = S_k + X_kᵀW(h)X_k, X_{k+1} = e^{Ah}X_k (X_0 = L0); in the step where λ_min(S) first
+    drops to ≤ 0 Brent's method (at most BRENT_MAXITER iterations) locates the root."""
+    n = int(min(max(1.0, np.ceil(np.linalg.norm(A, 2) * horizon)), MAX_GRAMIAN_STEPS))
+    h = horizon / n
+    Eh, Wh = van_loan(A, G, h)
+    X, S, t = L0, np.eye(L0.shape[1]), 0.0
+    for _ in range(n):
+        S_next = S + X.T @ Wh @ X
+        if not np.all(np.isfinite(S_next)):
+            raise SolverError(f"W(t) overflowed at t = {t:.6g} before the blow-up was located")
+        if np.linalg.eigvalsh(S_next)[0] <= 0:
+            def lam(s, S=S, X=X):
+                return float(np.linalg.eigvalsh(S + X.T @ van_loan(A, G, s)[1] @ X)[0])
+
+            try:
+                s = brentq(lam, 0.0, h, xtol=4 * EPS * (t + h), rtol=4 * EPS,
+                           maxiter=BRENT_MAXITER)
+            except RuntimeError:
+                raise SolverError(f"Brent's method did not locate T* within {BRENT_MAXITER} "
+                                  f"iterations") from None
+            E, W = van_loan(A, G, s)
+            u = E @ X @ np.linalg.eigh(S + X.T @ W @ X)[1][:, 0]
+            return t + s, u / np.linalg.norm(u)
+        X, S, t = Eh @ X, S_next, t + h
+    return None
 
 
 @dataclass(frozen=True)
@@ -348,7 +462,7 @@ class _Run:
     final: np.ndarray
     blowup_time: float | None = None
     blowup_direction: np.ndarray | None = None
-    exhausted: bool = False
+    failure: str | None = None
 
 
 class _BudgetExhausted(Exception):
@@ -359,10 +473,10 @@ class _Integrator:
     """Integrate Σ alone (b = 0, m = 0: Σ does not depend on the mean) with `flow` in segments of
     length ≤ SEGMENT_NORM_TIME/‖A‖₂ (the flow is a semigroup), projecting each segment's end onto
     the PSD cone against rounding. `advance(t)` continues to time t and stops early at blow-up,
-    when the work budget is spent, or (stop_growth) once tr Σ leaves
-    [tr Σ0 / GROWTH_STOP, GROWTH_STOP · tr Σ0]."""
+    when the work budget is spent, or once tr Σ leaves
+    [tr Σ0 / GROWTH_STOP, GROWTH_STOP · max(tr Σ0, scale)]."""
 
-    def __init__(self, p: Params, cov0: np.ndarray, method: str, stop_growth: bool = True):
+    def __init__(self, p: Params, cov0: np.ndarray, method: str, scale: float = 0.0):
         bare = Params(p.A, heads=p.heads)
         self.calls = 0
 
@@ -373,7 +487,8 @@ class _Integrator:
             return bare
 
         self.layer = bare if method == "exact" else counted
-        self.method, self.stop_growth, self.d = method, stop_growth, p.d
+        self.method, self.d = method, p.d
+        self.top = GROWTH_STOP * min(max(np.trace(cov0), scale), MAX_GROWTH * np.trace(cov0))
         norm = np.linalg.norm(p.A, 2)
         self.seg = SEGMENT_NORM_TIME / norm if norm > 0 else np.inf
         self.tr0 = np.trace(cov0)
@@ -389,7 +504,16 @@ class _Integrator:
                             method=self.method, t_eval=[0.0, h / 2, h])
             except _BudgetExhausted:
                 self.stopped = True
-                return _Run(self.t, self.states[-1], self.S, exhausted=True)
+                return _Run(self.t, self.states[-1], self.S, failure=(
+                    f"the Runge–Kutta integration used its budget of {MAX_RHS_EVALUATIONS} "
+                    f"right-hand-side evaluations by t = {self.t:.6g} (tr Σ = "
+                    f"{np.trace(self.S):.3g}): the flow is stiff there, typically Σ growing "
+                    f"along a direction where the attention term degenerates"))
+            except (SolverError, ValueError, LinAlgError, ArithmeticError) as exc:
+                self.stopped = True  # the flow could not continue (InvalidInputError included)
+                return _Run(self.t, self.states[-1], self.S, failure=(
+                    f"the {self.method} integration failed after t = {self.t:.6g} "
+                    f"(tr Σ = {np.trace(self.S):.3g}): {exc}"))
             if traj.blowup_time is not None:
                 self.stopped = True
                 T = self.t + float(traj.blowup_time)
@@ -399,7 +523,7 @@ class _Integrator:
             self.S = _psd_part(traj.cov[-1])
             self.states += [traj.cov[1], self.S]
             tr = np.trace(self.S)
-            if self.stop_growth and not (self.tr0 / GROWTH_STOP < tr < GROWTH_STOP * self.tr0):
+            if not (self.tr0 / GROWTH_STOP < tr < self.top):
                 self.stopped = True
         i = int(np.argmin(np.abs(np.array(self.times) - self.t / 2)))
         return _Run(self.t, self.states[i], self.S)
@@ -521,31 +645,30 @@ def _converged(p: Params, cov: np.ndarray, base: dict, theorem: str, *, exact: b
 
 
 def _numerical(p: Params, cov0: np.ndarray, base: dict, *, scalar: bool,
-               no_blowup: bool = False) -> Certificate:
+               no_blowup: bool = False, bounded: bool = False) -> Certificate:
     """Bounded integration (closed form for scalar V, DOP853 otherwise), then a local
-    certificate at a nearby stable equilibrium, or growth/undetermined."""
+    certificate at a nearby stable equilibrium, or growth/undetermined. no_blowup: a theorem
+    rules out blow-up; bounded: a theorem says Σ converges (growth is then no conclusion)."""
     method = "exact" if scalar else "rk"
     horizon = _horizon(p, cov0)
-    integrator = _Integrator(p, cov0, method)
+    scale = 0.0 if no_blowup else _blowup_scale(p)
+    integrator = _Integrator(p, cov0, method, scale)
     for _ in range(HORIZON_DOUBLINGS + 1):
         run = integrator.advance(horizon)
         if run.blowup_time is not None:
             how = ("the first root of det(I + W(t)Σ0) located by the closed form" if scalar else
                    "the Runge–Kutta blow-up event (quadratic terms dominate d tr Σ/dt)")
-            return Certificate("blows_up", None, None, None, run.blowup_time, scalar, False,
+            tol = {**(base.get("tolerance") or {}), "blowup_check_rtol": BLOWUP_CHECK_RTOL}
+            return Certificate("blows_up", None, None, None, run.blowup_time, False, False,
                                f"blow-up at T* = {run.blowup_time:.12g}: {how}.",
                                theorem="closed_form_root" if scalar else "numerical",
                                blowup_direction=run.blowup_direction, horizon=run.t_end,
+                               final_cov=run.final, **{**base, "tolerance": tol})
+        if run.failure is not None:
+            return Certificate("undetermined", None, None, None, None, False, False,
+                               f"{run.failure}; no conclusion.", horizon=run.t_end,
                                final_cov=run.final, **base)
-        if run.exhausted:
-            return Certificate(
-                "undetermined", None, None, None, None, False, False,
-                f"the Runge–Kutta integration used its budget of {MAX_RHS_EVALUATIONS} "
-                f"right-hand-side evaluations by t = {run.t_end:.6g} (tr Σ = "
-                f"{np.trace(run.final):.3g}): the flow is stiff there, typically Σ growing along "
-                f"a direction where the attention term degenerates; no conclusion.",
-                horizon=run.t_end, final_cov=run.final, **base)
-        got = _classify_final(p, cov0, base, run, scalar)
+        got = _classify_final(p, cov0, base, run, scalar, np.inf if bounded else scale)
         if got is not None or integrator.stopped:
             break
         horizon *= 2
@@ -559,6 +682,17 @@ def _numerical(p: Params, cov0: np.ndarray, base: dict, *, scalar: bool,
                        horizon=run.t_end, final_cov=run.final, **base)
 
 
+def _blowup_scale(p: Params) -> float:
+    """Size of Σ beyond which the attention term would dominate a blow-up: ‖A‖₂/c for general V
+    (`natural_scale`), ‖A‖₂/‖G₋‖₂ for scalar V with G₋ the negative part of G (at least
+    eps‖G‖₂: the rounding of G), 0 for G = 0."""
+    if p.value_scalars is None:
+        return natural_scale(p)
+    g = np.linalg.eigvalsh(p.G)
+    neg = max(-g[0], EPS * np.abs(g).max(), 0.0)
+    return float(np.linalg.norm(p.A, 2) / neg) if neg > 0 else 0.0
+
+
 def _candidates(p: Params, final: np.ndarray, scalar: bool) -> list[Equilibrium]:
     try:
         if scalar and p.d <= ENUMERATION_MAX_D:
@@ -570,8 +704,8 @@ def _candidates(p: Params, final: np.ndarray, scalar: bool) -> list[Equilibrium]
         return []
 
 
-def _classify_final(p: Params, cov0: np.ndarray, base: dict, run: _Run,
-                    scalar: bool) -> Certificate | None:
+def _classify_final(p: Params, cov0: np.ndarray, base: dict, run: _Run, scalar: bool,
+                    blow_scale: float) -> Certificate | None:
     mid, final, horizon = run.mid, run.final, run.t_end
     label = "closed-form" if scalar else "Runge–Kutta"
     candidates = _candidates(p, final, scalar)
@@ -597,7 +731,9 @@ def _classify_final(p: Params, cov0: np.ndarray, base: dict, run: _Run,
                                      f"is certified to hold the final state (it may be unstable "
                                      f"off the rank-{psd_rank(cov0)} stratum, which Σ keeps).")
     tr0, trm, trf = np.trace(cov0), np.trace(mid), np.trace(final)
-    if trf >= GROWTH_FACTOR * tr0 and trf >= GROWTH_FACTOR ** 0.5 * trm:
+    # growth is evidence only past the blow-up scale, where the quadratic term would have turned
+    # exponential growth into a blow-up if it were going to
+    if trf >= GROWTH_FACTOR * max(tr0, blow_scale) and trf >= GROWTH_FACTOR ** 0.5 * trm:
         rate = float(np.log(trf / trm) / (horizon / 2))
         return Certificate("grows", None, None, rate, None, False, False,
                            f"{label} integration to t = {horizon:.6g}: tr Σ grew by "
@@ -612,7 +748,7 @@ def _classify_final(p: Params, cov0: np.ndarray, base: dict, run: _Run,
 
 def _verify(c: Certificate) -> bool:
     p = c.params
-    if c.regime not in REGIMES or (c.global_ and not c.exact):
+    if c.regime not in REGIMES or (c.global_ and not c.exact) or not _finite(c):
         return False
     if not isinstance(p, Params) or c.cov0.shape != (p.d, p.d):
         return False
@@ -674,9 +810,20 @@ def _lyapunov_ok(c: Certificate) -> bool:
     return True
 
 
+def _finite(c: Certificate) -> bool:
+    """No NaN/Inf in anything the certificate reports (the basin level may be +∞: with no
+    attention term the whole space is the basin)."""
+    arrays = [c.lyapunov, c.lyapunov_rhs, c.operator, c.blowup_direction, c.final_cov]
+    numbers = [c.rate, c.blowup_time, c.threshold, c.horizon, c.kantorovich_radius]
+    return all(a is None or np.all(np.isfinite(a)) for a in arrays) and \
+        all(x is None or np.isfinite(x) for x in numbers) and \
+        (c.basin is None or not np.isnan(c.basin))
+
+
 def _blowup_ok(p: Params, cov0: np.ndarray, T: float) -> bool:
-    """λ_min(I + L0ᵀW(t)L0) changes sign across T*(1 ± BLOWUP_CHECK_RTOL)."""
-    L0 = psd_factor(cov0)
+    """λ_min(I + L0ᵀW(t)L0) changes sign across T*(1 ± BLOWUP_CHECK_RTOL), L0 a factor of Σ0
+    of its (exact for d ≤ EXACT_MAX_D) rank."""
+    L0 = _cov_root(cov0, _rank0(cov0))
     r = L0.shape[1]
     lo, hi = T * (1 - BLOWUP_CHECK_RTOL), T * (1 + BLOWUP_CHECK_RTOL)
     W_lo, W_hi = _gramian(p.A, p.G, lo), _gramian(p.A, p.G, hi)
@@ -687,9 +834,10 @@ def _blowup_ok(p: Params, cov0: np.ndarray, T: float) -> bool:
 
 def _gramian(A: np.ndarray, G: np.ndarray, t: float) -> np.ndarray:
     """W(t) = ∫_0^t e^{Aᵀu} G e^{Au} du by the semigroup rule W(s + h) = W(s) + E_sᵀW(h)E_s,
-    with steps ‖A‖₂ h ≤ 1 (the Van Loan block exponential is accurate on each)."""
+    with steps ‖A‖₂ h ≤ 1 (the Van Loan block exponential is accurate on each), at most
+    MAX_GRAMIAN_STEPS of them."""
     norm = np.linalg.norm(A, 2)
-    n = max(1, int(np.ceil(norm * t)))
+    n = int(min(max(1.0, np.ceil(norm * t)), MAX_GRAMIAN_STEPS))
     Eh, Wh = van_loan(A, G, t / n)
     E, W = np.eye(A.shape[0]), np.zeros_like(A)
     for _ in range(n):
@@ -699,39 +847,379 @@ def _gramian(A: np.ndarray, G: np.ndarray, t: float) -> np.ndarray:
 
 
 def _premises_ok(c: Certificate) -> bool:
-    """Re-check the premises of the theorem the certificate cites."""
+    """Re-check the premises of the theorem the certificate cites: exactly for an exact
+    certificate, with the stored tolerances for a numerical one."""
     p, th = c.params, c.theorem
-    if th in ("numerical", "zero"):
-        if th == "zero":
-            return psd_rank(c.cov0) == 0 and c.regime == "collapses"
-        return not c.exact
-    if p.value_scalars is None or not c.exact:
+    if th == "zero":
+        return not np.any(c.cov0) and c.regime == "collapses" and c.exact
+    if c.exact == (c.tolerance is not None) and th != "numerical":
         return False
-    A, G = p.A, p.G
-    psd, nsd, nd = _g_signs(G)
-    eig, hyperbolic = _hyperbolic(A)
-    pd0 = psd_rank(c.cov0) == p.d
-    if th == "psd_hurwitz":
-        return psd and hyperbolic and bool(np.all(eig.real < 0)) and c.regime == "collapses"
-    if th in ("psd_gramian_pd", "psd_gramian_singular"):
-        if not (psd and hyperbolic and pd0 and np.any(eig.real > 0)):
-            return False
-        singular = schur_split(A, G).singularity(A, G) < SINGULAR_RCOND
-        if th == "psd_gramian_singular":
-            return singular and c.regime == "grows"
-        k = int(np.sum(eig.real > 0))
-        return (not singular) and c.regime == "converges" and c.equilibrium.rank == k \
-            and c.equilibrium.stable
-    if th == "nsd_unstable_range":
-        return nd and _threshold(A, G, c.cov0)[0] is None and c.regime == "blows_up"
-    if th == "nsd_threshold":
-        lam = _threshold(A, G, c.cov0)[0]
-        if not nsd or lam is None or abs(lam - 1) <= THRESHOLD_RTOL:
-            return False
-        return c.regime == ("blows_up" if lam > 1 else "collapses")
+    if th == "numerical":
+        return not c.exact
+    if p.value_scalars is None:
+        return False
     if th == "closed_form_root":
-        return c.regime == "blows_up"
-    return False
+        if c.exact or c.regime != "blows_up":
+            return False
+        pr = _premises(p, c.cov0)
+        return not (pr.exact and pr.g_psd)  # G ⪰ 0 exactly: no blow-up
+    if th not in THEOREMS:
+        return False
+    pr = _premises(p, c.cov0, c.tolerance)
+    if pr.exact != c.exact or _theorem(pr, p.d) != (th, c.regime):
+        return False
+    if c.global_ and not THEOREMS[th][1]:
+        return False
+    if th == "psd_gramian_pd":
+        return c.equilibrium.rank == pr.n_right and c.equilibrium.stable
+    return True
+
+
+# ---------------------------------------------------------------- premises of the SPEC §5 theorems
+
+
+@dataclass(frozen=True)
+class _Premises:
+    """What the scalar-V theorems of SPEC §5 need to know about (A, G, Σ0), decided either
+    exactly on the data as given (tolerance None) or numerically with the listed tolerances.
+
+    g_psd / g_nsd / g_nd: G ⪰ 0 / G ⪯ 0 / G ≺ 0. n_left, n_axis, n_right: eigenvalues of A with
+    Re λ < 0, = 0, > 0 (numerically: |Re λ| ≤ axis_rtol ‖A‖_F counts as 0). rank0: rank Σ0.
+    unseen: an eigenvalue with Re λ > 0 of A restricted to the unobservable subspace
+    ∩_k ker(GA^k) (the anti-stable Gramian is singular) — decided when G ⪰ 0. range_stable:
+    range Σ0 lies in the stable invariant subspace of A (A restricted to the Krylov space
+    span{A^kΣ0} is Hurwitz) — decided when G ⪯ 0. threshold_sign: sign of λ_max(W∞Σ0) − 1 when
+    range_stable, threshold: a floating-point value of λ_max(W∞Σ0)."""
+
+    tolerance: dict | None
+    g_psd: bool
+    g_nsd: bool
+    g_nd: bool
+    n_left: int
+    n_axis: int
+    n_right: int
+    rank0: int
+    unseen: bool | None = None
+    range_stable: bool | None = None
+    threshold_sign: int | None = None
+    threshold: float | None = None
+
+    @property
+    def exact(self) -> bool:
+        return self.tolerance is None
+
+
+def _exactly_scalar(p: Params) -> bool:
+    """Every value matrix is exactly v_h I (equal diagonal, zero off-diagonal)."""
+    return all(not np.any(V - V[0, 0] * np.eye(p.d)) for V, _ in p.heads)
+
+
+def exact_rank(cov: np.ndarray) -> int | None:
+    """rank of the float matrix as an exact rational matrix (d ≤ EXACT_MAX_D), else None."""
+    if cov.shape[0] > EXACT_MAX_D:
+        return None
+    return len(_q_rref(_q(cov))[1])
+
+
+def _premises(p: Params, cov0: np.ndarray, tolerance: dict | None = None) -> _Premises:
+    """Exact premises when d ≤ EXACT_MAX_D, every V_h is exactly v_h I and Σ0 is exactly
+    positive semidefinite (unless a tolerance is given); otherwise numerical ones with the
+    tolerances of `tolerance` (default: `default_tolerance`)."""
+    if tolerance is None and p.d <= EXACT_MAX_D and _exactly_scalar(p):
+        S0 = _q(cov0)
+        pos, _, neg = _sym_inertia(S0)
+        if neg == 0:
+            return _exact_premises(p, S0, pos)
+    return _numerical_premises(p, cov0, dict(tolerance or default_tolerance(p)))
+
+
+def _exact_G(p: Params) -> np.ndarray:
+    """G = −Σ_h v_h (B_h + B_hᵀ) from the floats, in exact rational arithmetic (not the rounded
+    p.G)."""
+    G = np.full((p.d, p.d), Fraction(0), dtype=object)
+    for V, B in p.heads:
+        Bq = _q(B)
+        G = G - Fraction(float(V[0, 0])) * (Bq + Bq.T)
+    return G
+
+
+def _exact_premises(p: Params, S0: np.ndarray, rank0: int) -> _Premises:
+    d = p.d
+    A, G = _q(p.A), _exact_G(p)
+    gpos, gzero, gneg = _sym_inertia(G)
+    left, axis, right = _half_planes(A)
+    facts = dict(tolerance=None, g_psd=gneg == 0, g_nsd=gpos == 0, g_nd=gpos == 0 and gzero == 0,
+                 n_left=left, n_axis=axis, n_right=right, rank0=rank0)
+    if gneg == 0:  # unobservable subspace N = ∩_k ker(G A^k)
+        blocks, GA = [], G
+        for _ in range(d):
+            blocks.append(GA)
+            GA = GA.dot(A)
+        N = _q_null(np.vstack(blocks))
+        facts["unseen"] = bool(N.shape[1]) and _half_planes(_q_restrict(A, N))[2] > 0
+    if gpos == 0 and gneg > 0 and rank0 > 0:
+        blocks, AkS = [], S0
+        for _ in range(d):
+            blocks.append(AkS)
+            AkS = A.dot(AkS)
+        K = _q_range(np.hstack(blocks))
+        AK = _q_restrict(A, K)
+        facts["range_stable"] = _half_planes(AK)[0] == K.shape[1]
+        if facts["range_stable"]:
+            facts["threshold_sign"] = _exact_threshold_sign(AK, K, G, S0)
+            facts["threshold"] = _threshold(p.A, p.G, _cov_root(np.array(S0, dtype=float),
+                                                               rank0))[0]
+    return _Premises(**facts)
+
+
+def _exact_threshold_sign(AK: np.ndarray, K: np.ndarray, G: np.ndarray, S0: np.ndarray) -> int:
+    """sign(λ_max(W∞Σ0) − 1) exactly for range Σ0 ⊂ K = span K (A-invariant, A_K Hurwitz):
+    with Σ0 = K C Kᵀ and W_K = KᵀW∞K solving A_KᵀW_K + W_KA_K = KᵀGK (G ⪯ 0), the nonzero
+    eigenvalues of W∞Σ0 are those of W_K C (real, ≥ 0); count the roots of det(x − W_K C) > 1."""
+    r = K.shape[1]
+    KtK = K.T.dot(K)
+    C = _q_solve(KtK, _q_solve(KtK, K.T.dot(S0).dot(K)).T).T  # (KᵀK)⁻¹KᵀΣ0K(KᵀK)⁻¹
+    # vectorised Lyapunov equation (row-major vec): (A_Kᵀ ⊗ I + I ⊗ A_Kᵀ) vec W = vec(KᵀGK)
+    eye = _q_eye(r)
+    lyap = np.kron(AK.T, eye) + np.kron(eye, AK.T)
+    W = _q_solve(lyap, K.T.dot(G).dot(K).reshape(r * r, 1)).reshape(r, r)
+    q = _sympy_poly(_q_charpoly(W.dot(C)), "x")
+    if q.count_roots(1, None) > (1 if q.eval(1) == 0 else 0):
+        return 1
+    return 0 if q.eval(1) == 0 else -1
+
+
+def default_tolerance(p: Params) -> dict:
+    """The tolerances of the numerical premises (`_numerical_premises`)."""
+    tol = {"sign_rtol": SIGN_RTOL, "axis_rtol": AXIS_RTOL, "rank_rtol": p.d * EPS,
+           "singular_rcond": SINGULAR_RCOND, "range_rtol": RANGE_RTOL,
+           "threshold_rtol": THRESHOLD_RTOL}
+    if not _exactly_scalar(p):
+        tol["scalar_rtol"] = SCALAR_RTOL
+    return tol
+
+
+def _numerical_premises(p: Params, cov0: np.ndarray, tol: dict) -> _Premises:
+    """The premises decided in floating point with the tolerances of `tol`: G's eigenvalues of
+    the wrong sign ≤ sign_rtol max|λ(G)|, |Re λ(A)| ≤ axis_rtol ‖A‖_F on the axis, Σ0's
+    eigenvalues ≤ rank_rtol λ_max zero, the anti-stable Gramian singular below singular_rcond,
+    range Σ0 in the stable subspace within range_rtol, |λ_max(W∞Σ0) − 1| ≤ threshold_rtol
+    borderline."""
+    A, G = p.A, p.G
+    g = np.linalg.eigvalsh(G)
+    gtol = tol["sign_rtol"] * max(np.abs(g).max(), np.finfo(float).tiny)
+    psd, nsd, nd = bool(g[0] >= -gtol), bool(g[-1] <= gtol), bool(g[-1] < -gtol)
+    eig = np.linalg.eigvals(A)
+    atol = tol["axis_rtol"] * np.linalg.norm(A)
+    e0 = np.linalg.eigvalsh(cov0)
+    rank0 = int(np.sum(e0 > tol["rank_rtol"] * max(e0[-1], 0.0)))
+    facts = dict(tolerance=tol, g_psd=psd, g_nsd=nsd, g_nd=nd,
+                 n_left=int(np.sum(eig.real < -atol)), n_axis=int(np.sum(abs(eig.real) <= atol)),
+                 n_right=int(np.sum(eig.real > atol)), rank0=rank0)
+    if psd and facts["n_axis"] == 0 and facts["n_right"]:
+        split = schur_split(A, G, axis_rtol=tol["axis_rtol"])
+        facts["unseen"] = split.singularity(A, G) < tol["singular_rcond"]
+    if nsd and not psd and rank0:
+        lam, _ = _threshold(A, G, _cov_root(cov0, rank0), tol["axis_rtol"], tol["range_rtol"])
+        facts["range_stable"] = lam is not None
+        if lam is not None:
+            facts["threshold"] = lam
+            facts["threshold_sign"] = 0 if abs(lam - 1) <= tol["threshold_rtol"] else \
+                (1 if lam > 1 else -1)
+    return _Premises(**facts)
+
+
+#: the theorems, the regime each concludes and whether it holds for every Σ0 ≻ 0
+THEOREMS = {"psd_hurwitz": ("collapses", True), "psd_gramian_pd": ("converges", True),
+            "psd_gramian_singular": ("grows", True), "nsd_unstable_range": ("blows_up", True),
+            "nsd_threshold": (None, False)}
+
+
+def _theorem(pr: _Premises, d: int) -> tuple[str, str] | None:
+    """(theorem, regime) that the premises establish (SPEC §5), or None."""
+    if pr.g_psd:
+        if pr.n_left == d:
+            return "psd_hurwitz", "collapses"
+        if pr.rank0 == d and pr.unseen:
+            return "psd_gramian_singular", "grows"
+        if pr.rank0 == d and pr.n_axis == 0 and pr.n_right and pr.unseen is False:
+            return "psd_gramian_pd", "converges"
+        return None
+    if pr.g_nsd and pr.range_stable is False and pr.g_nd:
+        return "nsd_unstable_range", "blows_up"
+    if pr.g_nsd and pr.range_stable and pr.threshold_sign:
+        return "nsd_threshold", "blows_up" if pr.threshold_sign > 0 else "collapses"
+    return None
+
+
+# ---------------------------------------------------------------- exact premises: rationals
+
+
+def _q(X) -> np.ndarray:
+    """The float array X as an object array of exact Fractions (floats are dyadic rationals)."""
+    X = np.asarray(X, dtype=float)
+    out = np.empty(X.shape, dtype=object)
+    for idx, x in np.ndenumerate(X):
+        out[idx] = Fraction(float(x))
+    return out
+
+
+def _q_eye(n: int) -> np.ndarray:
+    out = np.full((n, n), Fraction(0), dtype=object)
+    for i in range(n):
+        out[i, i] = Fraction(1)
+    return out
+
+
+def _q_rref(M: np.ndarray) -> tuple[np.ndarray, list[int]]:
+    """Reduced row echelon form of a Fraction matrix and its pivot columns (exact)."""
+    R = np.array(M, dtype=object, copy=True)
+    rows, cols = R.shape
+    pivots: list[int] = []
+    for j in range(cols):
+        r = len(pivots)
+        if r == rows:
+            break
+        piv = next((i for i in range(r, rows) if R[i, j] != 0), None)
+        if piv is None:
+            continue
+        R[[r, piv]] = R[[piv, r]]
+        R[r] = R[r] / R[r, j]
+        for i in range(rows):
+            if i != r and R[i, j] != 0:
+                R[i] = R[i] - R[i, j] * R[r]
+        pivots.append(j)
+    return R, pivots
+
+
+def _q_range(M: np.ndarray) -> np.ndarray:
+    """Columns of M that form a basis of its range (exact)."""
+    return M[:, _q_rref(M)[1]]
+
+
+def _q_null(M: np.ndarray) -> np.ndarray:
+    """A basis of the null space of M (n columns of length M.shape[1]), exact."""
+    R, pivots = _q_rref(M)
+    n = M.shape[1]
+    free = [j for j in range(n) if j not in pivots]
+    out = np.full((n, len(free)), Fraction(0), dtype=object)
+    for k, j in enumerate(free):
+        out[j, k] = Fraction(1)
+        for i, pj in enumerate(pivots):
+            out[pj, k] = -R[i, j]
+    return out
+
+
+def _q_solve(M: np.ndarray, B: np.ndarray) -> np.ndarray:
+    """X with M X = B for an invertible square Fraction matrix M (exact Gauss–Jordan)."""
+    n = M.shape[0]
+    R, pivots = _q_rref(np.hstack([M, B]))
+    if pivots[:n] != list(range(n)):
+        raise ArithmeticError("singular system")
+    return R[:n, n:]
+
+
+def _q_restrict(A: np.ndarray, U: np.ndarray) -> np.ndarray:
+    """A restricted to the A-invariant subspace spanned by the columns of U: A U = U A_U."""
+    return _q_solve(U.T.dot(U), U.T.dot(A.dot(U)))
+
+
+def _q_charpoly(M: np.ndarray) -> list[Fraction]:
+    """det(xI − M) = x^n + c₁x^{n−1} + … + c_n, coefficients highest first (Faddeev–LeVerrier)."""
+    n = M.shape[0]
+    coeffs = [Fraction(1)]
+    Mk = np.full((n, n), Fraction(0), dtype=object)
+    eye = _q_eye(n)
+    for k in range(1, n + 1):
+        Mk = M.dot(Mk) + coeffs[-1] * eye
+        coeffs.append(-sum(np.diagonal(M.dot(Mk)), Fraction(0)) / k)
+    return coeffs
+
+
+def _sym_inertia(S: np.ndarray) -> tuple[int, int, int]:
+    """(n₊, n₀, n₋) of a symmetric Fraction matrix, exactly: its characteristic polynomial has
+    real roots only, so Descartes' rule of signs counts the positive (and, at −x, negative) ones
+    exactly; n₀ is the number of trailing zero coefficients."""
+    c = _q_charpoly(S)
+    n = len(c) - 1
+    zero = next(k for k in range(n + 1) if c[n - k] != 0) if any(c) else n
+    signs = [x > 0 for x in c if x != 0]
+    pos = sum(a != b for a, b in itertools.pairwise(signs))
+    return pos, zero, n - pos - zero
+
+
+def _sympy_poly(coeffs, var: str):
+    import sympy
+
+    return sympy.Poly([sympy.Rational(c.numerator, c.denominator) for c in coeffs],
+                      sympy.Symbol(var), domain="QQ")
+
+
+def _sign_variations(polys, at_minus_infinity: bool) -> int:
+    signs = []
+    for f in polys:
+        s = f.LC() > 0
+        signs.append(s != (at_minus_infinity and f.degree() % 2 == 1))
+    return sum(a != b for a, b in itertools.pairwise(signs))
+
+
+def _cauchy_index(f0, f1) -> int:
+    """Cauchy index of f1/f0 over ℝ by the generalised Sturm sequence
+    f_{k+1} = −rem(f_{k−1}, f_k)."""
+    seq = [f0, f1]
+    while not seq[-1].is_zero:
+        seq.append(-seq[-2].rem(seq[-1]))
+    seq = [f for f in seq if not f.is_zero]
+    return _sign_variations(seq, True) - _sign_variations(seq, False)
+
+
+def _on_axis(p) -> int:
+    """Number of roots of the real polynomial p on iℝ, with multiplicity: the real roots of
+    gcd(Re p(iω), Im p(iω))."""
+    U, V = _axis_parts(p)
+    g = U.gcd(V) if not V.is_zero else U
+    return 0 if g.degree() <= 0 else len(g.real_roots())
+
+
+def _axis_parts(p):
+    """(U, V) with p(iω) = U(ω) + i V(ω)."""
+    import sympy
+
+    w = sympy.Symbol("w")
+    n = p.degree()
+    U, V = [], []
+    for i, a in enumerate(p.all_coeffs()):
+        k = n - i
+        unit = (1, 0, -1, 0)[k % 4], (0, 1, 0, -1)[k % 4]  # i^k = unit[0] + i unit[1]
+        U.append(a * unit[0])
+        V.append(a * unit[1])
+    return sympy.Poly(U, w, domain="QQ"), sympy.Poly(V, w, domain="QQ")
+
+
+def _half_planes(M: np.ndarray) -> tuple[int, int, int]:
+    """(n_left, n_axis, n_right): eigenvalues of the Fraction matrix M with Re λ < 0, = 0, > 0,
+    with multiplicity, exactly.
+
+    With h = gcd(p(s), p(−s)) (p the characteristic polynomial), h holds every root on iℝ and
+    every pair ±z, so n_right(h) = (deg h − n_axis)/2; q = p/h has no root on iℝ, and the
+    argument principle on iℝ (Routh–Hurwitz through the Cauchy index of the real and imaginary
+    parts of q(iω)) gives n_left(q) − n_right(q) = −Ind(V/U) (deg q even) or Ind(U/V) (odd)."""
+    p = _sympy_poly(_q_charpoly(M), "s")
+    n = p.degree()
+    import sympy
+
+    s = sympy.Symbol("s")
+    h = p.gcd(p.compose(sympy.Poly(-s, s, domain="QQ")))
+    q = p.quo(h)
+    axis = _on_axis(h)
+    m = q.degree()
+    if m > 0:
+        U, V = _axis_parts(q)
+        diff = -_cauchy_index(U, V) if m % 2 == 0 else _cauchy_index(V, U)
+    else:
+        diff = 0
+    right = (m - diff) // 2 + (h.degree() - axis) // 2
+    return n - right - axis, axis, right
 
 
 # ---------------------------------------------------------------- exact rational arithmetic

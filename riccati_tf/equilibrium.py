@@ -35,6 +35,7 @@ from .riccati import (
     bernoulli,
     check_axis_gap,
     lapack_sylvester_gramian,
+    numerical_boundary,
 )
 
 #: assemble L as a dense n_s × n_s matrix up to this d; matrix-free Krylov methods beyond
@@ -244,8 +245,29 @@ def _scalar_stable(params: Params, axis_rtol: float) -> list[Equilibrium]:
         return []
     method = "bernoulli-" + ("schur" if sol.method == "schur" else "slycot")
     abscissa = 2.0 * float(np.max(sol.closed_loop.real))
-    return [make_equilibrium(params, sol.X, method, abscissa=abscissa, rcond=sol.rcond,
-                             rank=sol.rank)]
+    eq = make_equilibrium(params, sol.X, method, abscissa=abscissa, rcond=sol.rcond,
+                          rank=sol.rank)
+    got = _accepted(params, eq)
+    if got is None:
+        raise SolverError(f"the stabilizing solution has relative residual {eq.residual:.3g} "
+                          f"above the accepted {ACCEPT_RTOL:g} even after Newton polishing: the "
+                          f"Bernoulli equation is too ill-conditioned here")
+    return [got]
+
+
+def _accepted(params: Params, eq: Equilibrium) -> Equilibrium | None:
+    """eq if its relative residual is ≤ ACCEPT_RTOL, else polished by up to POLISH_STEPS Newton
+    steps (keeping its rank, stability and method), or None if it still is not."""
+    if eq.residual <= ACCEPT_RTOL:
+        return eq
+    try:
+        cov, res = _polish(params, eq.cov, eq.residual)
+    except (LinAlgError, SolverError):
+        return None
+    if not res <= ACCEPT_RTOL:
+        return None
+    return make_equilibrium(params, cov, eq.method + "+newton", abscissa=eq.spectral_abscissa,
+                            rcond=eq.rcond, rank=eq.rank)
 
 
 def _eigen_groups(A: np.ndarray, axis_rtol: float) -> tuple[np.ndarray, list[list[int]]]:
@@ -309,15 +331,18 @@ def _scalar_all(params: Params, axis_rtol: float) -> list[Equilibrium]:
                 continue  # P not positive definite: Σ = U₁P⁻¹U₁ᵀ is no covariance (or none)
             cov = U1 @ np.linalg.solve(P, U1.T)
             closed = np.linalg.eigvals(A - cov @ G)
-            out.append(make_equilibrium(params, cov, "invariant-subspace",
-                                        abscissa=2.0 * float(np.max(closed.real)), rank=k,
-                                        rcond=float(pe[0] / pe[-1])))
+            eq = _accepted(params, make_equilibrium(
+                params, cov, "invariant-subspace", abscissa=2.0 * float(np.max(closed.real)),
+                rank=k, rcond=float(pe[0] / pe[-1])))
+            if eq is not None:  # else not computable to the accepted residual: left out
+                out.append(eq)
     return out
 
 
 # ---------------------------------------------------------------- general V: Newton's method
 
 
+@numerical_boundary
 def newton(params: Params, cov0: np.ndarray, *, maxiter: int = NEWTON_MAXITER):
     """Newton's method on F(Σ) = 0 over Sym(d) from Σ0: solve L_Σ(H) = −F(Σ), Σ ← Σ + H.
 
@@ -442,6 +467,7 @@ def _general(params: Params, which: str, starts, axis_rtol: float) -> list[Equil
 # ---------------------------------------------------------------- entry point
 
 
+@numerical_boundary
 def equilibria(params: Params, *, which: str = "stable", starts=(),
                axis_rtol: float = AXIS_RTOL) -> list[Equilibrium]:
     """Covariance equilibria Σ* ⪰ 0 of  AΣ + ΣAᵀ + Σ_h (V_hΣB_hΣ + ΣB_hᵀΣV_hᵀ) = 0.
@@ -454,8 +480,11 @@ def equilibria(params: Params, *, which: str = "stable", starts=(),
     axis). General V (either value): Newton's method from Σ = 0, continuation from the scalar
     case, the given `starts` and (d ≤ 30) RANDOM_STARTS fixed random starts: the distinct PSD
     equilibria found, not a proof that there are no others. Accepted residual: ACCEPT_RTOL =
-    1e-9 (Newton aims at 1e-13). Raises SolverError for an eigenvalue of A within
-    axis_rtol ‖A‖_F of iℝ (scalar V), where the stable/anti-stable split is not defined robustly.
+    1e-9 (Newton aims at 1e-13; a Bernoulli solution above it is Newton-polished, and SolverError
+    says when even that fails). Raises SolverError for an eigenvalue of A within
+    axis_rtol ‖A‖_F of iℝ (scalar V), where the stable/anti-stable split is not defined robustly,
+    and for any failure of floating point (LinAlgError, overflow). Budgets: NEWTON_MAXITER Newton
+    steps per start, continuation steps ≥ CONTINUATION_MIN_STEP, RANDOM_STARTS starts.
     """
     if not isinstance(params, Params):
         raise InvalidInputError(f"params must be a riccati_tf.Params, got {type(params).__name__}")

@@ -20,6 +20,8 @@ algebraic Riccati equations (version 2.0)", SLICOT Working Note 1999-14.
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import warnings
 from dataclasses import dataclass
 
@@ -47,6 +49,30 @@ AXIS_RTOL = 1e-8
 FAST_PATH_RESIDUAL = 1e-10
 #: a symmetric matrix counts as singular when its reciprocal 1-norm condition is below this
 SINGULAR_RCOND = 1e3 * np.finfo(float).eps
+
+
+@contextlib.contextmanager
+def numerical_failures(what: str):
+    """Let the package's own errors through and turn any other exception raised inside (LAPACK's
+    LinAlgError, overflow, a failed iteration deep in scipy) into a SolverError naming `what`:
+    a numerical method that cannot vouch for an answer says so in one error type."""
+    try:
+        yield
+    except (InvalidInputError, SolverError):
+        raise
+    except Exception as exc:  # the boundary of the package's numerics
+        raise SolverError(f"{what} failed numerically ({type(exc).__name__}: {exc}); the "
+                          f"data may be too large, too small or too ill-conditioned for "
+                          f"floating point") from exc
+
+
+def numerical_boundary(fn):
+    """Decorator form of `numerical_failures` for a public solver."""
+    @functools.wraps(fn)
+    def wrapped(*args, **kwargs):
+        with numerical_failures(fn.__name__):
+            return fn(*args, **kwargs)
+    return wrapped
 
 
 class NoStabilizingSolution(SolverError):
@@ -89,6 +115,7 @@ def care_residual(A: np.ndarray, G: np.ndarray, Q: np.ndarray, X: np.ndarray) ->
     return float(np.linalg.norm(AX + AX.T - XGX + Q) / scale)
 
 
+@numerical_boundary
 def care_condition(A: np.ndarray, G: np.ndarray, Q: np.ndarray, X: np.ndarray) -> float:
     """Byers' first-order relative condition bound of the CARE solution X,
 
@@ -168,6 +195,7 @@ class SchurSplit:
         return float(1.0 / (inv_norm * ref))
 
 
+@numerical_boundary
 def schur_split(A, G, *, axis_rtol: float = AXIS_RTOL) -> SchurSplit:
     """Solve T₁₁ᵀ P + P T₁₁ = U₁ᵀ G U₁ on the anti-stable block of an ordered Schur form of A.
 
@@ -185,6 +213,7 @@ def schur_split(A, G, *, axis_rtol: float = AXIS_RTOL) -> SchurSplit:
     return SchurSplit(U, T, int(k), P, gap, eig)
 
 
+@numerical_boundary
 def lapack_sylvester_gramian(T: np.ndarray, C: np.ndarray) -> np.ndarray:
     """Solve  Tᵀ P + P T = C  for quasi-upper-triangular T (real Schur form): recursive blocking
     with LAPACK dtrsyl on blocks ≤ 64.
@@ -260,6 +289,7 @@ def _symmetric_inverse(P: np.ndarray) -> tuple[np.ndarray, float]:
     return inv, float(rcond) if np.all(np.isfinite(inv)) else 0.0
 
 
+@numerical_boundary
 def care(A, G, Q=None, *, axis_rtol: float = AXIS_RTOL, scaling: bool = True,
          condition: bool = True) -> RiccatiSolution:
     """Stabilizing solution X of the CARE  Aᵀ X + X A − X G X + Q = 0  (A − G X Hurwitz).
@@ -295,6 +325,7 @@ def care(A, G, Q=None, *, axis_rtol: float = AXIS_RTOL, scaling: bool = True,
                            condition=care_condition(A, G, Q, X) if condition else None)
 
 
+@numerical_boundary
 def care_python_control(A, G, Q=None) -> np.ndarray:
     """X from python-control's `control.care(A, B, Q, R)` with G = B R⁻¹ Bᵀ factored by eigh.
 
@@ -321,6 +352,7 @@ def care_python_control(A, G, Q=None) -> np.ndarray:
     return 0.5 * (X + X.T)
 
 
+@numerical_boundary
 def bernoulli(A, G, *, method: str = "schur", axis_rtol: float = AXIS_RTOL,
               crosscheck: bool = False, condition: bool = False) -> RiccatiSolution:
     """Stabilizing solution Σ of the algebraic Bernoulli equation  A Σ + Σ Aᵀ − Σ G Σ = 0.
@@ -412,6 +444,7 @@ class LyapunovSolution:
     residual: float
 
 
+@numerical_boundary
 def lyapunov(L, Q=None) -> LyapunovSolution:
     """Solve  Lᵀ P + P L = −Q  (Q = I by default) through python-control's `lyap`.
 

@@ -36,8 +36,8 @@ def random_spectrum(rng, signs):
 
 def random_case(rng, kind, d, *, perturb=0.0):
     """(Params, Σ0) of a given kind. G ≻ 0 for "opposite-*", G ≺ 0 for "same-*"; "unseen-mode":
-    G ⪰ 0 with G x = 0 for an eigenvector x of A with eigenvalue > 0; "no-attention": G = 0.
-    perturb > 0 makes V non-scalar (general V)."""
+    G ⪰ 0 with G e₁ = 0 exactly for the eigenvector e₁ of A with eigenvalue > 0;
+    "no-attention": G = 0. perturb > 0 makes V non-scalar (general V)."""
     if kind == "opposite-antistable":
         signs = ["+"] * d
     elif kind == "opposite-mixed":
@@ -49,12 +49,16 @@ def random_case(rng, kind, d, *, perturb=0.0):
         signs = list(rng.choice(["+", "-"], d))
         if kind in ("same-unstable", "unseen-mode"):
             signs[0] = "+"
-    if kind == "unseen-mode":  # a real anti-stable eigenvalue first
+    if kind == "unseen-mode":  # a real anti-stable eigenvalue first, with eigenvector e₁
         re, im = random_spectrum(rng, signs[1:])
         re, im = [rng.uniform(0.3, 2.0), *re], [0.0, *im]
+        A = np.zeros((d, d))
+        A[0, 0], A[0, 1:] = re[0], rng.standard_normal(d - 1)
+        if d > 1:
+            A[1:, 1:] = matrix_with_spectrum(rng, re[1:], im[1:])
     else:
         re, im = random_spectrum(rng, signs)
-    A = matrix_with_spectrum(rng, re, im)
+        A = matrix_with_spectrum(rng, re, im)
     S0 = random_pd(rng, d)
     if kind.startswith("opposite"):
         G = random_pd(rng, d, 0.3)
@@ -66,10 +70,8 @@ def random_case(rng, kind, d, *, perturb=0.0):
         Q, _ = np.linalg.qr(rng.standard_normal((d, d)))
         g = rng.uniform(0.3, 2.0, d) * np.where(np.arange(d) % 2, -1.0, 1.0)
         G = (Q * g) @ Q.T
-    elif kind == "unseen-mode":
-        w, X = np.linalg.eig(A)
-        x = np.real(X[:, np.argmin(np.abs(w - re[0]))])
-        Pi = np.eye(d) - np.outer(x, x) / (x @ x)
+    elif kind == "unseen-mode":  # G e₁ = 0 exactly in floating point, not only up to rounding
+        Pi = np.diag([0.0] + [1.0] * (d - 1))
         G = Pi @ random_pd(rng, d) @ Pi
     else:
         G = np.zeros((d, d))
@@ -279,7 +281,10 @@ def test_blowup_time_matches_mpmath(name, A, B, v, S0):
     p = Params(A, B=B, V=v[0][0] * np.eye(d))
     cert = certify(p, S0)
     assert cert.regime == "blows_up", cert.reason
-    assert cert.exact
+    # a SPEC §5 theorem with exactly decided premises; the indefinite-G root of det(I + W(t)Σ0)
+    # is located and checked in floating point, so that certificate is numerical
+    assert cert.exact == (name != "d2-indefinite")
+    assert cert.theorem == ("closed_form_root" if name == "d2-indefinite" else cert.theorem)
     T_mp = mp_blowup_time(A, p.G, S0, 1.5 * cert.blowup_time)
     assert abs(cert.blowup_time - T_mp) <= 1e-10 * T_mp
     assert np.linalg.norm(cert.blowup_direction) == pytest.approx(1.0)
