@@ -408,7 +408,12 @@ def _nsd_blowup(p: Params, cov0: np.ndarray, base: dict, pr: _Premises, theorem:
                 glob: bool, reason: str) -> Certificate:
     """Locate T* (the blow-up is known to happen) up to MAX_NORM_TIME over the rate scale."""
     horizon = MAX_NORM_TIME / _rate_scale(p, cov0)
-    got = _monotone_root(p.A, p.G, _cov_root(cov0, pr.rank0), horizon)
+    try:
+        got = _monotone_root(p.A, p.G, _cov_root(cov0, pr.rank0), horizon)
+    except SolverError as exc:
+        return Certificate("undetermined", None, None, None, None, False, False,
+                           reason + f" But T* could not be located: {exc}.",
+                           threshold=pr.threshold, **base)
     if got is not None:
         T, direction = got
         return Certificate("blows_up", None, None, None, T, pr.exact, glob,

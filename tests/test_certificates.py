@@ -2,10 +2,12 @@
 re-verification (`check`) and tampering, the linearised StateSpace."""
 
 import dataclasses
+from fractions import Fraction
 
 import mpmath as mp
 import numpy as np
 import pytest
+import sympy
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.integrate import solve_ivp
@@ -470,3 +472,161 @@ def test_linearization_needs_an_equilibrium():
     assert cert.regime == "blows_up"
     with pytest.raises(InvalidInputError, match="no equilibrium"):
         cert.linearization()
+
+
+# ---------------------------------------------------------------- exact premises, honest verdicts
+
+
+def rotated_scalar_layer(A_diag, G_diag, seed, v=1.0):
+    """A = Q diag Qᵀ, G = Q diag Qᵀ built in floating point, V = vI, B = −G/(2v)."""
+    d = len(A_diag)
+    Q, _ = np.linalg.qr(np.random.default_rng(seed).standard_normal((d, d)))
+    G = Q @ np.diag(G_diag) @ Q.T
+    return Params(Q @ np.diag(A_diag) @ Q.T, B=-0.5 * (G + G.T) / (2 * v), V=v * np.eye(d))
+
+
+def test_tiny_variance_along_an_unstable_direction_is_not_truncated():
+    """Σ0 = diag(1, 1e-16) has rank 2 as given: G = −2I ≺ 0 and range Σ0 leaves the stable
+    subspace, so Σ blows up when 1e-16 (e^{10t} − 1)/5 = 1."""
+    p = Params(np.diag([-1.0, 5.0]), B=np.eye(2), V=np.eye(2))
+    cert = certify(p, np.diag([1.0, 1e-16]))
+    assert cert.regime == "blows_up" and cert.exact and cert.theorem == "nsd_unstable_range"
+    with mp.workdps(40):
+        T = float(mp.log1p(mp.mpf(5) / mp.mpf(1e-16)) / 10)
+    assert cert.blowup_time == pytest.approx(T, rel=1e-10)
+    assert cert.tolerance is None and cert.check()
+    # exactly singular Σ0 along the unstable mode: range inside the stable subspace, threshold 1
+    border = certify(p, np.diag([1.0, 0.0]))
+    assert border.regime == "undetermined" and "borderline" in border.reason
+
+
+@pytest.mark.parametrize(("d", "seed"), [(2, 0), (3, 1), (4, 2), (5, 3)])
+@pytest.mark.parametrize("eps", [0.0, 2e-16, -2e-16, 1e-17])
+def test_rounding_level_semidefinite_G_gives_no_exact_verdict_on_its_sign(d, seed, eps):
+    """G = Q diag(1, …, ε) Qᵀ in floats is semidefinite only up to rounding: an exact
+    certificate must then rest on the sign of the exact rational G, recomputed here."""
+    a = list(np.linspace(1.0, 2.0, d))
+    p = rotated_scalar_layer(a, [1.0] * (d - 1) + [eps], seed)
+    cert = certify(p, np.eye(d))
+    assert cert.check()
+    if cert.exact:  # sympy decides definiteness of the exact rational G independently
+        v = Fraction(float(p.V[0, 0]))
+        G = sympy.Matrix(d, d, lambda i, j: sympy.Rational(
+            -v * (Fraction(float(p.B[i, j])) + Fraction(float(p.B[j, i])))))
+        if cert.theorem.startswith("psd"):
+            assert G.is_positive_semidefinite, "an exact G ⪰ 0 theorem on a G that is not ⪰ 0"
+        else:
+            assert (-G).is_positive_semidefinite
+    else:
+        assert cert.tolerance is not None or cert.theorem == "numerical"
+
+
+@pytest.mark.parametrize("eps", [1e-13, 5e-13, 1e-11])
+def test_sign_of_G_is_not_decided_by_a_tolerance(eps):
+    """G = diag(1, −ε), A = I: blow-up at T* = ½ ln(1 + 2/ε), never "grows"."""
+    p = Params(np.eye(2), B=np.diag([1.0, -eps]), V=-0.5 * np.eye(2))
+    cert = certify(p, np.eye(2))
+    assert cert.regime == "blows_up" and cert.theorem == "closed_form_root"
+    assert not cert.exact and cert.tolerance["blowup_check_rtol"] == pytest.approx(1e-7)
+    assert cert.blowup_time == pytest.approx(0.5 * np.log1p(2 / eps), rel=1e-9)
+    assert cert.check()
+    assert not dataclasses.replace(cert, exact=True, tolerance=None).check()
+
+
+@pytest.mark.parametrize(("factor", "regime"), [(1 + 1e-9, "blows_up"), (1 - 1e-9, "collapses"),
+                                                (1.0, "undetermined")])
+def test_threshold_decided_exactly(factor, regime):
+    """d = 1, a = −0.75, vb = 0.75: λ_max(W∞σ0) = σ0 exactly; within the old 1e-8 tolerance of
+    the borderline the verdict is now exact, and T* = ln(1 − 1/σ0)/(2a)."""
+    p = Params([[-0.75]], B=[[0.75]], V=[[1.0]])
+    cert = certify(p, [[factor]])
+    assert cert.regime == regime and cert.check()
+    assert cert.exact == (regime != "undetermined")
+    if regime == "blows_up":
+        with mp.workdps(40):
+            s = mp.mpf(factor)
+            T = float(mp.log(1 - 1 / s) / (-1.5))
+        assert cert.blowup_time == pytest.approx(T, rel=1e-7)
+
+
+def test_numerical_premises_record_their_tolerances():
+    V = np.eye(2)
+    V[0, 1] = 1e-15  # scalar only within SCALAR_RTOL
+    near = certify(Params(np.diag([-1.0, -2.0]), B=np.eye(2), V=V), np.eye(2))
+    assert not near.exact and not near.global_ and near.check()
+    assert near.tolerance is not None and "scalar_rtol" in near.tolerance
+    rng = np.random.default_rng(4)
+    d = 7  # beyond EXACT_MAX_D
+    big = certify(layer_from_G(rng, matrix_with_spectrum(rng, [-1.0] * 3 + [-0.5] * 4),
+                               random_pd(rng, d)), random_pd(rng, d))
+    assert big.regime == "collapses" and big.theorem == "psd_hurwitz"
+    assert not big.exact and big.tolerance["sign_rtol"] == pytest.approx(1e-12) and big.check()
+    assert not dataclasses.replace(big, tolerance=None).check()
+    exact = certify(Params(np.diag([1.0, 2.0]), B=np.eye(2), V=-np.eye(2)), np.eye(2))
+    assert exact.exact and exact.tolerance is None and exact.check()
+    assert not dataclasses.replace(exact, tolerance={"sign_rtol": 1e-12}).check()
+
+
+def test_a_certificate_failing_its_check_is_never_returned(monkeypatch):
+    import riccati_tf.certificates as C
+
+    monkeypatch.setattr(C, "_premises_ok", lambda c: c.regime == "undetermined")
+    cert = certify(Params(np.diag([1.0, 2.0]), B=np.eye(2), V=-np.eye(2)), np.eye(2))
+    assert cert.regime == "undetermined" and "failed its own re-check" in cert.reason
+    assert cert.check() and not cert.exact
+
+
+@pytest.mark.parametrize("scale", [1e150, 1e300, 1e-300])
+def test_extreme_scales_give_a_checked_certificate_or_a_solver_error(scale):
+    for v in (1.0, -1.0):
+        for A in (scale * np.eye(2), np.array([[scale, 1.0], [0.0, -scale]])):
+            p = Params(A, B=np.eye(2), V=v * np.eye(2))
+            try:
+                cert = certify(p, np.eye(2))
+            except SolverError:
+                continue
+            assert cert.check(), cert.reason
+            if cert.regime == "blows_up" and v > 0 and A[0, 1] == 0:  # diagonal A
+                assert cert.blowup_time == pytest.approx(np.log1p(scale) / (2 * scale), rel=1e-6)
+
+
+def test_non_package_failures_become_solver_errors():
+    from riccati_tf.riccati import bernoulli, lyapunov
+
+    with pytest.raises(SolverError):
+        equilibria(Params(1e300 * np.diag([1.0, 2.0]), B=np.eye(2), V=-np.eye(2)))
+    with pytest.raises(SolverError):
+        bernoulli(1e300 * np.diag([1.0, 2.0]), 1e300 * np.eye(2))
+    with pytest.raises(SolverError):
+        lyapunov(np.array([[1e308, 1e308], [0.0, -1e308]]))
+
+
+def test_gramian_budget_bounds_the_blowup_search(monkeypatch):
+    """With the Gramian step budget cut to 3 the T* search still ends (with steps longer than
+    1/‖A‖₂), and the certificate, if any, passes its check."""
+    import riccati_tf.certificates as C
+
+    monkeypatch.setattr(C, "MAX_GRAMIAN_STEPS", 3)
+    p = Params(np.diag([-1.0, 5.0]), B=np.eye(2), V=np.eye(2))
+    cert = certify(p, np.diag([1.0, 1e-16]))
+    assert cert.check()
+    assert cert.regime in ("blows_up", "undetermined")
+
+
+def test_exact_half_plane_counts_and_inertia_against_numpy():
+    from riccati_tf.certificates import _half_planes, _q, _sym_inertia
+
+    rng = np.random.default_rng(8)
+    for _ in range(60):
+        n = int(rng.integers(1, 6))
+        M = rng.integers(-3, 4, (n, n)).astype(float)
+        if rng.random() < 0.3:
+            M = M - M.T  # eigenvalues on the imaginary axis
+        ev = np.linalg.eigvals(M).real
+        tol = 1e-6
+        assert _half_planes(_q(M)) == (int(np.sum(ev < -tol)), int(np.sum(abs(ev) <= tol)),
+                                       int(np.sum(ev > tol))), M
+        S = M + M.T
+        e = np.linalg.eigvalsh(S)
+        assert _sym_inertia(_q(S)) == (int(np.sum(e > tol)), int(np.sum(abs(e) <= tol)),
+                                       int(np.sum(e < -tol)))
