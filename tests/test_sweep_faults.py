@@ -119,17 +119,20 @@ def start(spec_path, out):
 
 def test_sigkill_at_random_instants_then_resume(tmp_path, spec_path, reference):
     """12 SIGKILLs of a real sweep process on one folder, half at a random instant after the
-    process starts (often while importing), half at a random instant after it opened the store
-    (while it writes chunks); after each the folder reads back as a subset of the reference rows,
-    and the last resume gives exactly the reference table."""
+    process starts (often while importing), half at a random instant after a random chunk is in
+    (while it writes the next); after each the folder reads back as a subset of the reference
+    rows, and the last resume gives exactly the reference table."""
     out = tmp_path / "killed"
     rng = random.Random(20261130)
     killed_midway = 0
     for k in range(12):
         proc = start(spec_path, out)
-        if k % 2:
-            proc.stdout.readline()  # "chunk d/24": the store is open, the lock held
-            time.sleep(rng.uniform(0.0, 0.25))
+        if k % 2:  # after chunk `target` is in, at a random instant within the next chunk
+            target = rng.randint(1, N_CHUNKS - 1)
+            for line in proc.stdout:  # "chunk d/24" once the store is open, then per chunk
+                if int(line.split()[1].split(b"/")[0]) >= target:
+                    break
+            time.sleep(rng.uniform(0.0, 0.01))
         else:
             time.sleep(rng.uniform(0.0, 1.2))
         proc.send_signal(signal.SIGKILL)
@@ -140,6 +143,8 @@ def test_sigkill_at_random_instants_then_resume(tmp_path, spec_path, reference):
             killed_midway += 0 < n < N_CHUNKS
             if n:
                 assert_rows_of_reference(read_results(out), reference, complete=n == N_CHUNKS)
+        if proc.returncode == 0:  # finished before the kill: start again on a fresh folder
+            shutil.rmtree(out)
     assert killed_midway >= 3  # the kills did land while chunks were being written
     proc = start(spec_path, out)
     _stdout, stderr = proc.communicate(timeout=120)
