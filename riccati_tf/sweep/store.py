@@ -12,7 +12,8 @@ The records are appended (O(1) per chunk however many chunks there are) rather t
 into manifest.json; together the two files are the manifest.
 
 Invariants. (1) One writer: a second process opening the folder is refused while the first
-holds writer.lock; the kernel drops the lock when its holder dies, even by SIGKILL. (2) Every file
+holds writer.lock (fcntl.flock, POSIX); the kernel drops the lock when its holder dies, even by
+SIGKILL, so a dead writer never blocks a resume. (2) Every file
 is written under a temporary name owned by the writer (pid and a random token), fsync-ed and
 renamed into place (os.replace is atomic on POSIX), so a reader never sees a partial file.
 (3) A chunk counts as done iff its record is in chunks.jsonl AND its file still has the recorded
@@ -490,11 +491,8 @@ class ResultStore:
     def n_chunks(self) -> int:
         return int(self.manifest["n_chunks"])
 
-    def done(self) -> set[int]:
-        """Indices of the chunks whose record and file verified (or that this writer wrote)."""
-        return set(self.records)
-
     def missing(self) -> list[int]:
+        """Indices of the chunks without a verified record, in order (to be computed)."""
         return [c for c in range(self.n_chunks) if c not in self.records]
 
     # ----------------------------------------------------------------- writing
