@@ -13,9 +13,9 @@ into manifest.json; together the two files are the manifest.
 
 Invariants. (1) One writer: a second process opening the folder is refused while the first
 holds writer.lock (fcntl.flock, POSIX); the kernel drops the lock when its holder dies, even by
-SIGKILL, so a dead writer never blocks a resume. (2) Every file
-is written under a temporary name owned by the writer (pid and a random token), fsync-ed and
-renamed into place (os.replace is atomic on POSIX), so a reader never sees a partial file.
+SIGKILL, so a dead writer never blocks a resume. (2) Every file is written under a temporary
+name owned by the writer (pid and a random token), fsync-ed and renamed into place (os.replace
+is atomic on POSIX), so a reader never sees a partial file.
 (3) A chunk counts as done iff its record is in chunks.jsonl AND its file still has the recorded
 SHA-256 and exactly the config ids first..last; the record is appended only after the file is in
 place. On opening, the writer checks the manifest against the spec (shape, fingerprint, counts:
