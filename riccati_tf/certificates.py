@@ -118,8 +118,10 @@ class Certificate:
     LᵀP + PL = −Q in orthonormal symmetric coordinates (|h| = ‖H‖_F), Q = lyapunov_rhs, L =
     operator (n_s × n_s, n_s = d(d+1)/2); None where no local certificate is given. rate: decay
     rate −max Re λ(L) (or 2 min Re λ(A) from the closed form) for converges/collapses, None else.
-    blowup_time T* and blowup_direction (unit vector) for blows_up. exact: closed-form reasoning
-    (True) or numerical evidence (False); global_: the conclusion holds for every Σ0 ≻ 0.
+    blowup_time T* and blowup_direction (unit vector) for blows_up. exact: a SPEC §5 theorem
+    whose every premise was decided in exact rational arithmetic on the data as given (True), or
+    premises decided with tolerances / numerical evidence (False); the stored Σ*, rate and T*
+    are floating-point values either way. global_: the conclusion holds for every Σ0 ≻ 0.
     theorem: the premise `check()` re-verifies ("psd_hurwitz", "psd_gramian_pd",
     "psd_gramian_singular", "nsd_unstable_range", "nsd_threshold", "closed_form_root", "zero",
     "numerical"). threshold: λ_max(W∞Σ0) for "nsd_threshold". horizon, final_cov: end of the
@@ -180,7 +182,8 @@ class Certificate:
         """
         try:
             return bool(_verify(self))
-        except (LinAlgError, SolverError, ValueError, ArithmeticError, TypeError):
+        except (LinAlgError, SolverError, ValueError, ArithmeticError, TypeError, KeyError,
+                IndexError, AttributeError):
             return False
 
     def linearization(self):
@@ -972,8 +975,11 @@ def _exact_premises(p: Params, S0: np.ndarray, rank0: int) -> _Premises:
         facts["range_stable"] = _half_planes(AK)[0] == K.shape[1]
         if facts["range_stable"]:
             facts["threshold_sign"] = _exact_threshold_sign(AK, K, G, S0)
-            facts["threshold"] = _threshold(p.A, p.G, _cov_root(np.array(S0, dtype=float),
-                                                               rank0))[0]
+            try:  # the value is only reported; the decision above is exact
+                facts["threshold"] = _threshold(p.A, p.G, _cov_root(np.array(S0, dtype=float),
+                                                                   rank0))[0]
+            except (SolverError, LinAlgError, ValueError):
+                facts["threshold"] = None
     return _Premises(**facts)
 
 
