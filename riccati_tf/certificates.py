@@ -263,9 +263,9 @@ def _certify(p: Params, cov0: np.ndarray, base: dict) -> Certificate:
                            **base)
     if p.value_scalars is None:
         return _numerical(p, cov0, base, scalar=False)
-    pr = _premises(p, cov0)
+    pr = premises(p, cov0)
     base = {**base, "tolerance": pr.tolerance}
-    got = _theorem(pr, p.d)
+    got = theorem_of(pr, p.d)
     how = ("decided exactly on the data as given" if pr.exact else
            "decided in floating point with the tolerances in `tolerance`")
     if got is None:
@@ -316,7 +316,7 @@ def _stable_rate(A: np.ndarray) -> float | None:
     return -2 * float(np.max(re[re < 0])) if np.any(re < 0) else None
 
 
-def _stabilizing(p: Params, cov0: np.ndarray, base: dict, pr: _Premises, glob: bool,
+def _stabilizing(p: Params, cov0: np.ndarray, base: dict, pr: Premises, glob: bool,
                  how: str) -> Certificate:
     """"converges" to the stabilizing Bernoulli solution, when it can be computed to the accepted
     residual; otherwise numerical evidence (the theorem still rules out blow-up)."""
@@ -363,7 +363,7 @@ def _released(c: Certificate) -> Certificate:
 # ---------------------------------------------------------------- G ⪯ 0: stable subspace, T*
 
 
-def _cov_root(cov: np.ndarray, rank: int) -> np.ndarray:
+def cov_root(cov: np.ndarray, rank: int) -> np.ndarray:
     """L (d×rank) with LLᵀ ≈ Σ0 for the given rank (exact when known): Cholesky for full rank,
     else the `rank` leading eigenpairs; no positive direction of the stated rank is dropped."""
     d = cov.shape[0]
@@ -407,12 +407,12 @@ def _threshold(A: np.ndarray, G: np.ndarray, L0: np.ndarray, axis_rtol: float = 
     return lam, rate
 
 
-def _nsd_blowup(p: Params, cov0: np.ndarray, base: dict, pr: _Premises, theorem: str,
+def _nsd_blowup(p: Params, cov0: np.ndarray, base: dict, pr: Premises, theorem: str,
                 glob: bool, reason: str) -> Certificate:
     """Locate T* (the blow-up is known to happen) up to MAX_NORM_TIME over the rate scale."""
     horizon = MAX_NORM_TIME / _rate_scale(p, cov0)
     try:
-        got = _monotone_root(p.A, p.G, _cov_root(cov0, pr.rank0), horizon)
+        got = _monotone_root(p.A, p.G, cov_root(cov0, pr.rank0), horizon)
     except SolverError as exc:
         return Certificate("undetermined", None, None, None, None, False, False,
                            reason + f" But T* could not be located: {exc}.",
@@ -775,7 +775,7 @@ def _verify(c: Certificate) -> bool:
     if c.regime == "blows_up":
         if c.blowup_time is None or not np.isfinite(c.blowup_time) or c.blowup_time <= 0:
             return False
-        if p.value_scalars is not None and not _blowup_ok(p, c.cov0, c.blowup_time):
+        if p.value_scalars is not None and not blowup_check(p.A, p.G, c.cov0, c.blowup_time):
             return False
     elif c.blowup_time is not None:
         return False
@@ -828,13 +828,13 @@ def _finite(c: Certificate) -> bool:
         (c.basin is None or not np.isnan(c.basin))
 
 
-def _blowup_ok(p: Params, cov0: np.ndarray, T: float) -> bool:
+def blowup_check(A: np.ndarray, G: np.ndarray, cov0: np.ndarray, T: float) -> bool:
     """λ_min(I + L0ᵀW(t)L0) changes sign across T*(1 ± BLOWUP_CHECK_RTOL), L0 a factor of Σ0
-    of its (exact for d ≤ EXACT_MAX_D) rank."""
-    L0 = _cov_root(cov0, _rank0(cov0))
+    of its (exact for d ≤ EXACT_MAX_D) rank: the blow-up half of `Certificate.check()`."""
+    L0 = cov_root(cov0, _rank0(cov0))
     r = L0.shape[1]
     lo, hi = T * (1 - BLOWUP_CHECK_RTOL), T * (1 + BLOWUP_CHECK_RTOL)
-    W_lo, W_hi = _gramian(p.A, p.G, lo), _gramian(p.A, p.G, hi)
+    W_lo, W_hi = _gramian(A, G, lo), _gramian(A, G, hi)
     s_lo = np.linalg.eigvalsh(np.eye(r) + L0.T @ W_lo @ L0)[0]
     s_hi = np.linalg.eigvalsh(np.eye(r) + L0.T @ W_hi @ L0)[0]
     return bool(s_lo > 0 > s_hi)
@@ -869,12 +869,12 @@ def _premises_ok(c: Certificate) -> bool:
     if th == "closed_form_root":
         if c.exact or c.regime != "blows_up":
             return False
-        pr = _premises(p, c.cov0)
+        pr = premises(p, c.cov0)
         return not (pr.exact and pr.g_psd)  # G ⪰ 0 exactly: no blow-up
     if th not in THEOREMS:
         return False
-    pr = _premises(p, c.cov0, c.tolerance)
-    if pr.exact != c.exact or _theorem(pr, p.d) != (th, c.regime):
+    pr = premises(p, c.cov0, c.tolerance)
+    if pr.exact != c.exact or theorem_of(pr, p.d) != (th, c.regime):
         return False
     if c.global_ and not THEOREMS[th][1]:
         return False
@@ -887,7 +887,7 @@ def _premises_ok(c: Certificate) -> bool:
 
 
 @dataclass(frozen=True)
-class _Premises:
+class Premises:
     """What the scalar-V theorems of SPEC §5 need to know about (A, G, Σ0), decided either
     exactly on the data as given (tolerance None) or numerically with the listed tolerances.
 
@@ -929,7 +929,7 @@ def exact_rank(cov: np.ndarray) -> int | None:
     return len(_q_rref(_q(cov))[1])
 
 
-def _premises(p: Params, cov0: np.ndarray, tolerance: dict | None = None) -> _Premises:
+def premises(p: Params, cov0: np.ndarray, tolerance: dict | None = None) -> Premises:
     """Exact premises when d ≤ EXACT_MAX_D, every V_h is exactly v_h I and Σ0 is exactly
     positive semidefinite (unless a tolerance is given); otherwise numerical ones with the
     tolerances of `tolerance` (default: `default_tolerance`)."""
@@ -951,7 +951,7 @@ def _exact_G(p: Params) -> np.ndarray:
     return G
 
 
-def _exact_premises(p: Params, S0: np.ndarray, rank0: int) -> _Premises:
+def _exact_premises(p: Params, S0: np.ndarray, rank0: int) -> Premises:
     d = p.d
     A, G = _q(p.A), _exact_G(p)
     gpos, gzero, gneg = _sym_inertia(G)
@@ -976,11 +976,11 @@ def _exact_premises(p: Params, S0: np.ndarray, rank0: int) -> _Premises:
         if facts["range_stable"]:
             facts["threshold_sign"] = _exact_threshold_sign(AK, K, G, S0)
             try:  # the value is only reported; the decision above is exact
-                facts["threshold"] = _threshold(p.A, p.G, _cov_root(np.array(S0, dtype=float),
+                facts["threshold"] = _threshold(p.A, p.G, cov_root(np.array(S0, dtype=float),
                                                                    rank0))[0]
             except (SolverError, LinAlgError, ValueError):
                 facts["threshold"] = None
-    return _Premises(**facts)
+    return Premises(**facts)
 
 
 def _exact_threshold_sign(AK: np.ndarray, K: np.ndarray, G: np.ndarray, S0: np.ndarray) -> int:
@@ -1010,7 +1010,7 @@ def default_tolerance(p: Params) -> dict:
     return tol
 
 
-def _numerical_premises(p: Params, cov0: np.ndarray, tol: dict) -> _Premises:
+def _numerical_premises(p: Params, cov0: np.ndarray, tol: dict) -> Premises:
     """The premises decided in floating point with the tolerances of `tol`: G's eigenvalues of
     the wrong sign ≤ sign_rtol max|λ(G)|, |Re λ(A)| ≤ axis_rtol ‖A‖_F on the axis, Σ0's
     eigenvalues ≤ rank_rtol λ_max zero, the anti-stable Gramian singular below singular_rcond,
@@ -1031,13 +1031,13 @@ def _numerical_premises(p: Params, cov0: np.ndarray, tol: dict) -> _Premises:
         split = schur_split(A, G, axis_rtol=tol["axis_rtol"])
         facts["unseen"] = split.singularity(A, G) < tol["singular_rcond"]
     if nsd and not psd and rank0:
-        lam, _ = _threshold(A, G, _cov_root(cov0, rank0), tol["axis_rtol"], tol["range_rtol"])
+        lam, _ = _threshold(A, G, cov_root(cov0, rank0), tol["axis_rtol"], tol["range_rtol"])
         facts["range_stable"] = lam is not None
         if lam is not None:
             facts["threshold"] = lam
             facts["threshold_sign"] = 0 if abs(lam - 1) <= tol["threshold_rtol"] else \
                 (1 if lam > 1 else -1)
-    return _Premises(**facts)
+    return Premises(**facts)
 
 
 #: the theorems, the regime each concludes and whether it holds for every Σ0 ≻ 0
@@ -1046,7 +1046,7 @@ THEOREMS = {"psd_hurwitz": ("collapses", True), "psd_gramian_pd": ("converges", 
             "nsd_threshold": (None, False)}
 
 
-def _theorem(pr: _Premises, d: int) -> tuple[str, str] | None:
+def theorem_of(pr: Premises, d: int) -> tuple[str, str] | None:
     """(theorem, regime) that the premises establish (SPEC §5), or None."""
     if pr.g_psd:
         if pr.n_left == d:

@@ -4,35 +4,39 @@ With V_h = v_h I the covariance obeys Σ̇ = AΣ + ΣAᵀ − ΣGΣ, G = −Σ_h
 
     Σ(t) = e^{At}Σ0(I + W(t)Σ0)⁻¹e^{Aᵀt},   W(t) = ∫_0^t e^{Aᵀu} G e^{Au} du.
 
-Decision rules — the theorem branches of `certificates._certify_scalar`, with its tolerances
-(SIGN_RTOL, RANGE_RTOL, THRESHOLD_RTOL, MAX_NORM_TIME from riccati_tf.certificates; AXIS_RTOL,
-SINGULAR_RCOND from riccati_tf.riccati — imported, never copied):
+The batched verdict is certify's verdict, or none (handled False: the case goes to `certify`).
+certify decides the premises of its theorems exactly, in rational arithmetic on the floats as
+given (d ≤ EXACT_MAX_D, V_h exactly v_h I, Σ0 exactly PSD); the batched path decides them in
+floating point only where a margin far larger than every rounding error shows that the exact
+decision is the same (documented at each rule):
 
-    rank Σ0 = 0                                      → collapses        ("zero")
-    G ⪰ 0, A hyperbolic, A Hurwitz                   → collapses        ("psd_hurwitz")
-    G ⪰ 0, A hyperbolic, Re λ > 0 somewhere, Σ0 ≻ 0:
-        Gramian P (T₁₁ᵀP + PT₁₁ = G₁₁ on the anti-stable subspace) singular, i.e.
-        min|λ(P)| / max(max|λ(P)|, ‖G‖₂/(2‖A‖₂)) < SINGULAR_RCOND → grows
-                                                       ("psd_gramian_singular"), else converges
-                                                       ("psd_gramian_pd", rate 2 min|Re λ(A)|)
-    G ⪯ 0, G ≠ 0:  range Σ0 ⊄ stable subspace S of A (‖(I − Π_S)L0‖ > RANGE_RTOL‖L0‖):
-        G ≺ 0 → blows_up ("nsd_unstable_range"); G singular → no theorem
-                   range Σ0 ⊂ S: θ = λ_max(CᵀW∞C), C = U_SᵀL0, T_SᵀW∞ + W∞T_S = G_S:
-        |θ − 1| ≤ THRESHOLD_RTOL → undetermined; θ > 1 → blows_up; θ < 1 → collapses
-                                                       ("nsd_threshold", rate −2 max Re λ(T_S))
-    anything else (certify's numerical evidence)      → not handled: certify per case.
+    Σ0 = 0                                  → collapses ("zero")
+    Σ0 exactly symmetric, λ_min(Σ0) > ROUNDING_ULPS d eps ‖Σ0‖₂ (eigvalsh's backward error):
+                                              Σ0 ≻ 0, rank d
+    G: λ(G) all > m, all < −m, m = δG + ROUNDING_ULPS d eps ‖G‖₂ (δG ≥ ‖G_exact − G‖₂,
+       `g_rounding`): G ≻ 0 / G ≺ 0; G = 0 when G and δG are 0
+    A: triangular (λ = diagonal), or Bauer–Fike discs about LAPACK's eigenvalues clear of iℝ:
+       the half-plane counts (`_half_plane_counts`)
+    G ≺ 0, A Hurwitz: sign of λ_max(W∞Σ0) − 1 beyond a residual-based error bound
+       (`_threshold_bound`)
 
-A blow-up time is the first root of λ_min(I + L0ᵀW(t)L0) (monotone in t since G ⪯ 0), reported
-when it is at most MAX_NORM_TIME / max(‖A‖₂, c‖Σ0‖₂), c = 2Σ_h‖V_h‖₂‖B_h‖₂ (else undetermined,
-as certify's `_blowup`).
+From such exact premises (certificates.Premises) the theorem is certify's own `theorem_of`:
+G ≻ 0 has no unobservable mode (unseen = False), G = 0 makes every mode unobservable, and with
+Σ0 ≻ 0 range Σ0 lies in the stable subspace iff A is Hurwitz. Cases that the margins do not
+settle get certify's `premises` case by case when the heads (V, B) are passed (a few ms each, in
+place of certify's whole run), and are handed to `certify` otherwise; so are d > EXACT_MAX_D,
+magnitudes outside MAGNITUDE_RANGE, and every case for which certify would integrate.
 
-Batched numerics: stacked eigvals/eigvalsh/eigh (the same LAPACK calls as per case, so the
-spectral tests are bitwise those of certify), Lyapunov equations as stacked Kronecker systems
-(k² × k²), invariant subspaces from stacked eigenvectors (SVD of their real and imaginary parts;
-cases whose eigenvector matrix is ill-conditioned are left to certify), and W(t) from a stacked
-Padé-13 Van Loan exponential with the semigroup rule W(t + h) = W(t) + E_tᵀW(h)E_t: a doubling
-march brackets T*, a dyadic descent shrinks the bracket to one step ‖A‖₂h ≤ 1, and the Illinois
-method finishes it to 4·eps relative.
+A blow-up time is the first root of λ_min(I + L0ᵀW(t)L0) (monotone in t since G ⪯ 0), searched up
+to certify's horizon MAX_NORM_TIME / max(‖A‖₂, c‖Σ0‖₂), c = 2Σ_h‖V_h‖₂‖B_h‖₂, and kept only when
+certify's own check (`certificates.blowup_check`) confirms it; otherwise the case goes to certify.
+Residual risk: a "psd_gramian_pd" verdict assumes that certify's `equilibria` finds the
+stabilizing solution (it is unique and computed from a well-posed Lyapunov equation).
+
+Batched numerics: stacked eigvals/eigvalsh/eigh, Lyapunov equations as stacked Kronecker systems
+(k² × k²), and W(t) from a stacked Padé-13 Van Loan exponential with the semigroup rule
+W(t + h) = W(t) + E_tᵀW(h)E_t: a doubling march brackets T*, a dyadic descent shrinks the bracket
+to one step ‖A‖₂h ≤ 1, and the Illinois method finishes it to 4·eps relative.
 """
 
 from __future__ import annotations
@@ -40,19 +44,45 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from numpy.linalg import LinAlgError
 
-from ..certificates import MAX_NORM_TIME, RANGE_RTOL, SIGN_RTOL, THRESHOLD_RTOL
-from ..model import SCALAR_RTOL
-from ..riccati import AXIS_RTOL, SINGULAR_RCOND
+from ..certificates import (
+    EXACT_MAX_D,
+    MAX_NORM_TIME,
+    THEOREMS,
+    Premises,
+    blowup_check,
+    cov_root,
+    premises,
+    theorem_of,
+)
+from ..errors import InvalidInputError, SolverError
+from ..model import Params
+from ..riccati import numerical_failures
+from ..validation import as_covariance
 
-#: eigenvector matrices with a 2-norm condition number above this are left to certify
+#: eigenvector matrices with a 2-norm condition number above this leave A's spectrum undecided
 EIGVEC_COND_MAX = 1e8
+#: allowance for the backward error of a symmetric eigensolver, in units of d·eps·‖X‖₂ (LAPACK's
+#: bound is a modest multiple of d·eps; 64 leaves a wide berth)
+ROUNDING_ULPS = 64
+#: without the heads, G's rounding is taken as G_ROUND_ULPS·eps·max(‖G‖_F, √d c): the bound of
+#: `g_rounding` for up to 7 heads at d ≤ EXACT_MAX_D
+G_ROUND_ULPS = 32
+#: ‖A‖, ‖G‖, ‖Σ0‖ (when nonzero) outside this range: no subnormal or overflowing intermediate
+#: can be ruled out cheaply, so the case goes to certify
+MAGNITUDE_RANGE = (1e-100, 1e100)
+#: a T* within this relative distance of the horizon, or with ‖A‖₂T* > BLOWUP_NORM_TIME (e^{At}
+#: approaching overflow in certify's search), goes to certify
+HORIZON_RTOL = 1e-6
+BLOWUP_NORM_TIME = 500.0
 #: the blow-up march doubles its step after this many steps at one length
 STEPS_PER_LEVEL = 4
 #: Illinois iterations on the last step (each one stacked Padé exponential)
 MAX_ILLINOIS = 100
 _EPS = np.finfo(float).eps
 _TINY = np.finfo(float).tiny
+_SUBNORMAL = 2.0 ** -1074
 
 # Padé-13 coefficients and θ₁₃ (Higham, "The scaling and squaring method for the matrix
 # exponential revisited", SIAM J. Matrix Anal. Appl. 26 (2005), Table 2.3)
@@ -112,26 +142,6 @@ def lyapunov_stack(T: np.ndarray, C: np.ndarray) -> np.ndarray:
          ).reshape(n, k * k, k * k)
     P = np.linalg.solve(K, C.reshape(n, k * k, 1)).reshape(n, k, k)
     return 0.5 * (P + np.swapaxes(P, 1, 2))
-
-
-def invariant_basis(select: np.ndarray, vec: np.ndarray | None):
-    """Orthonormal bases (n, d, k) of the invariant subspaces spanned by the eigenvectors `vec`
-    (n, d, d) with select[i] (k = select.sum(1) equal across the stack; conjugate pairs selected
-    together), and a flag per case: False when the eigenvector matrix is too ill-conditioned to
-    trust. k = 0 or d needs no eigenvectors (vec may be None): the basis is exact."""
-    n, d = select.shape
-    k = int(select[0].sum()) if n else 0
-    if k == 0 or k == d:
-        return np.broadcast_to(np.eye(d)[:, :k], (n, d, k)).copy(), np.ones(n, dtype=bool)
-    ok = np.linalg.cond(vec) <= EIGVEC_COND_MAX
-    order = np.argsort(~select, axis=1, kind="stable")
-    chosen = np.take_along_axis(vec, order[:, None, :k], axis=2)
-    parts = np.concatenate([chosen.real, chosen.imag], axis=2)
-    U, sv, _ = np.linalg.svd(parts)
-    ok &= sv[:, k - 1] > np.sqrt(_EPS) * sv[:, 0]
-    if sv.shape[1] > k:  # the real and imaginary parts span exactly k dimensions
-        ok &= sv[:, k] <= 1e3 * _EPS * sv[:, 0]
-    return U[:, :, :k], ok
 
 
 def _lam_min(S: np.ndarray) -> np.ndarray:
@@ -264,9 +274,11 @@ class BatchedCertificates:
     """certify's verdicts for a stack of n scalar-V layers, field by field (NaN for None).
 
     regime, theorem: (n,) str arrays ("" where not handled); exact, global_: (n,) bool;
-    rate, blowup_time, threshold: (n,) float; handled: (n,) bool — False where no theorem
-    branch applies (certify's numerical evidence) and the case must go to `certify` itself.
-    Evidence: g_eigenvalues (n, d) of G, a_eigenvalues (n, d) of A, rank0 (n,) of Σ0.
+    rate, blowup_time, threshold: (n,) float; handled: (n,) bool — False where the batched path
+    cannot show that its verdict is certify's (premises within the rounding margins, numerical
+    evidence, a T* it cannot confirm): such a case must go to `certify` itself.
+    Evidence: g_eigenvalues (n, d) of G, a_eigenvalues (n, d) of A, rank0 (n,) of Σ0 (−1 where
+    not decided).
     """
 
     regime: np.ndarray
@@ -286,15 +298,15 @@ class BatchedCertificates:
 
 
 def scalar_values(V: tuple[np.ndarray, ...]) -> tuple[np.ndarray, np.ndarray]:
-    """(mask, v): mask[i] when every V_h[i] = v_h I, by Params.value_scalars' rule
-    ‖V − (tr V / d) I‖_F ≤ SCALAR_RTOL ‖V‖_F; v (n, H) holds tr V_h / d."""
+    """(mask, v): mask[i] when every V_h[i] is exactly v_h I (zero off the diagonal, one value
+    on it — the premise of certify's exact theorems; a V that is scalar only within SCALAR_RTOL
+    goes to `certify`); v (n, H) holds tr V_h / d, the value Params.value_scalars gives."""
     d = V[0].shape[-1]
     eye = np.eye(d)
     v = np.stack([np.trace(Vh, axis1=1, axis2=2) / d for Vh in V], axis=1)
     mask = np.ones(v.shape[0], dtype=bool)
-    for h, Vh in enumerate(V):
-        dev = np.linalg.norm(Vh - v[:, h, None, None] * eye, axis=(1, 2))
-        mask &= dev <= SCALAR_RTOL * np.linalg.norm(Vh, axis=(1, 2))
+    for Vh in V:
+        mask &= ~np.any(Vh - Vh[:, :1, :1] * eye, axis=(1, 2))
     return mask, v
 
 
@@ -312,128 +324,266 @@ def g_matrix(v: np.ndarray, B: tuple[np.ndarray, ...]) -> np.ndarray:
     return -total
 
 
+def g_rounding(V: tuple[np.ndarray, ...], B: tuple[np.ndarray, ...]) -> np.ndarray:
+    """A bound on ‖G_exact − G‖₂ per case, G = g_matrix(v, B) with v_h = tr V_h / d and
+    G_exact = −Σ_h V_h[0,0](B_h + B_hᵀ) in exact arithmetic (V_h exactly v_h I).
+
+    Entrywise, fl(B_h + B_hᵀ), the product with v_h, the running sum over H heads and v_h itself
+    (d + 1 roundings of the trace mean) err by at most (H + d + 3) eps Σ_h |v_h||B_h + B_hᵀ|;
+    the factor 2 covers the rounding of this bound, 4Hd subnormal units the underflows."""
+    d = B[0].shape[-1]
+    H = len(B)
+    mag = sum(np.abs(Vh[:, :1, :1]) * np.abs(Bh + np.swapaxes(Bh, 1, 2))
+              for Vh, Bh in zip(V, B, strict=True))
+    return 2 * (H + d + 3) * _EPS * np.linalg.norm(mag, axis=(1, 2)) + 4 * H * d * _SUBNORMAL
+
+
 def classify_scalar(A: np.ndarray, G: np.ndarray, cov0: np.ndarray,
-                    quadratic: np.ndarray | None = None) -> BatchedCertificates:
-    """Apply the decision rules of the module docstring to stacks A, G, Σ0 of shape (n, d, d).
+                    quadratic: np.ndarray | None = None, *,
+                    heads: tuple[tuple[np.ndarray, ...], tuple[np.ndarray, ...]] | None = None
+                    ) -> BatchedCertificates:
+    """certify's verdict for stacks A, G, Σ0 (n, d, d) of layers whose V_h are exactly v_h I
+    (`scalar_values`' mask), G = g_matrix(v, B): the rules of the module docstring.
 
     quadratic: c = 2 Σ_h ‖V_h‖₂‖B_h‖₂ per case (equilibrium.quadratic_constant), which sets
-    certify's blow-up horizon MAX_NORM_TIME / max(‖A‖₂, c‖Σ0‖₂); None counts as c = 0.
+    certify's blow-up horizon MAX_NORM_TIME / max(‖A‖₂, c‖Σ0‖₂) and, without `heads`, the size
+    of G's rounding; None counts as c = 0 (or is computed from `heads`). heads = (V, B), the
+    stacks of value and key-query matrices per head: G's rounding is then bounded exactly
+    (`g_rounding`) and the cases the floating-point margins cannot settle get certify's own
+    premises case by case; without it they are left to `certify` (handled False).
     """
     n, d = A.shape[:2]
-    regime = np.full(n, "", dtype=object)
-    theorem = np.full(n, "", dtype=object)
-    exact, glob, handled = (np.zeros(n, dtype=bool) for _ in range(3))
-    rate, blowup, threshold = (np.full(n, np.nan) for _ in range(3))
-
-    def verdict(sel, reg, th, ex, gl, **numbers):
-        regime[sel], theorem[sel], exact[sel], glob[sel], handled[sel] = reg, th, ex, gl, True
-        for name, value in numbers.items():
-            {"rate": rate, "threshold": threshold}[name][sel] = value
-
-    g = np.linalg.eigvalsh(G)
-    tol = SIGN_RTOL * np.maximum(np.abs(g).max(axis=1), _TINY)
-    psd, nsd, nd = g[:, 0] >= -tol, g[:, -1] <= tol, g[:, -1] < -tol
-    ce, cv = np.linalg.eigh(cov0)
-    keep = ce > (d * _EPS * np.maximum(ce[:, -1], 0.0))[:, None]
-    rank0 = keep.sum(axis=1)
-    L0 = cv * np.sqrt(np.where(keep, ce, 0.0))[:, None, :]  # psd_factor, zero-padded to d
-    eig = np.linalg.eigvals(A)
-    anorm = np.linalg.norm(A, axis=(1, 2))
-    hyper = (anorm > 0) & (np.abs(eig.real).min(axis=1) > AXIS_RTOL * anorm)
-    hurwitz = np.all(eig.real < 0, axis=1)
-    rest = rank0 > 0
-    verdict(~rest, "collapses", "zero", True, False)
-
-    verdict(rest & psd & hyper & hurwitz, "collapses", "psd_hurwitz", True, True,
-            rate=-2 * eig.real.max(axis=1)[rest & psd & hyper & hurwitz])
-
-    gram = rest & psd & hyper & ~hurwitz & (rank0 == d)
-    _gramian_cases(A, G, eig, gram, verdict)
-
-    neg = rest & nsd & ~psd
-    blow = np.zeros(n, dtype=bool)
-    _negative_cases(A, G, eig, anorm, L0, neg, nd, verdict, blow)
-    idx = np.flatnonzero(blow)
-    if idx.size:  # certify's `_blowup` integrates up to MAX_NORM_TIME / max(‖A‖₂, c‖Σ0‖₂)
-        c = np.zeros(idx.size) if quadratic is None else np.asarray(quadratic, float)[idx]
-        scale = np.maximum(np.linalg.norm(A[idx], 2, axis=(1, 2)),
-                           c * np.linalg.norm(cov0[idx], 2, axis=(1, 2)))
-        t_max = MAX_NORM_TIME / np.maximum(scale, _TINY)
-        blowup[idx] = blowup_times(A[idx], G[idx], L0[idx], t_max)
-        lost = idx[np.isnan(blowup[idx])]
-        regime[lost], theorem[lost], exact[lost], glob[lost] = ("undetermined", "numerical",
-                                                                 False, False)
-    return BatchedCertificates(regime, theorem, exact, glob, rate, blowup, threshold, handled,
-                               g, eig, rank0)
+    if heads is not None and quadratic is None:
+        quadratic = quadratic_constants(*heads)
+    g_err = g_rounding(*heads) if heads is not None else _default_g_error(G, quadratic)
+    table = _Table(n)
+    zero = ~np.any(cov0, axis=(1, 2))
+    table.set(np.flatnonzero(zero), "collapses", "zero", True, False)
+    with np.errstate(all="ignore"):
+        fast = _fast_premises(A, G, cov0, g_err)
+    prem, covs = fast.premises, cov0
+    if heads is not None:
+        covs = cov0.copy()
+        for i in np.flatnonzero(~zero):
+            if prem[i] is None:
+                prem[i], covs[i] = _case_premises(A[i], heads, i, cov0[i])
+    blow: list[int] = []
+    for i in np.flatnonzero(~zero):
+        if prem[i] is not None:
+            _settle(table, i, prem[i], fast.a_eigenvalues[i], d, blow)
+    if blow:
+        _blowups(table, np.array(blow), A, G, covs, prem, quadratic)
+    return BatchedCertificates(table.regime, table.theorem, table.exact, table.global_,
+                               table.rate, table.blowup_time, table.threshold, table.handled,
+                               fast.g_eigenvalues, fast.a_eigenvalues,
+                               np.array([-1 if pr is None else pr.rank0 for pr in prem], int))
 
 
-def _eigenvectors(A: np.ndarray, k: int) -> np.ndarray | None:
-    """Eigenvectors of the stack when a proper invariant subspace (0 < k < d) is needed."""
-    return np.linalg.eig(A)[1] if 0 < k < A.shape[-1] else None
+class _Table:
+    """The verdict columns under construction."""
+
+    def __init__(self, n: int):
+        self.regime = np.full(n, "", dtype=object)
+        self.theorem = np.full(n, "", dtype=object)
+        self.exact, self.global_, self.handled = (np.zeros(n, dtype=bool) for _ in range(3))
+        self.rate, self.blowup_time, self.threshold = (np.full(n, np.nan) for _ in range(3))
+
+    def set(self, idx, regime: str, theorem: str, exact: bool, glob: bool, *, rate=None,
+            threshold=None) -> None:
+        self.regime[idx], self.theorem[idx], self.handled[idx] = regime, theorem, True
+        self.exact[idx], self.global_[idx] = exact, glob
+        self.rate[idx] = np.nan if rate is None else rate
+        self.threshold[idx] = np.nan if threshold is None else threshold
+
+    def drop(self, idx) -> None:
+        """Hand the cases back to `certify`."""
+        self.regime[idx], self.theorem[idx], self.handled[idx] = "", "", False
+        self.exact[idx] = self.global_[idx] = False
+        self.rate[idx] = self.blowup_time[idx] = self.threshold[idx] = np.nan
 
 
-def _by_count(mask: np.ndarray, select: np.ndarray):
-    """Yield (k, indices) grouping the cases in mask by k = number of selected eigenvalues."""
-    counts = select.sum(axis=1)
-    for k in np.unique(counts[mask]):
-        yield int(k), np.flatnonzero(mask & (counts == k))
+def _settle(table: _Table, i: int, pr: Premises, eig: np.ndarray, d: int,
+            blow: list[int]) -> None:
+    """certify's branch for premises `pr` (certificates.theorem_of and `_certify`), except that
+    a blow-up waits for its T* (`_blowups`) and anything integrated is left to certify."""
+    got = theorem_of(pr, d)
+    if got is None:
+        if pr.g_nsd and pr.range_stable and pr.threshold_sign == 0:
+            table.set(i, "undetermined", "numerical", False, False, threshold=pr.threshold)
+        return
+    theorem, regime = got
+    glob = THEOREMS[theorem][1] and pr.exact
+    re = eig.real
+    if theorem == "psd_hurwitz":
+        table.set(i, regime, theorem, pr.exact, glob, rate=-2 * float(np.max(re)))
+    elif theorem == "psd_gramian_singular":
+        table.set(i, regime, theorem, pr.exact, glob)
+    elif theorem == "psd_gramian_pd":
+        table.set(i, regime, theorem, pr.exact, glob, rate=2 * float(np.min(np.abs(re))))
+    elif regime == "blows_up":
+        if pr.exact:  # T* of a numerical premise (G ⪯ 0 only within tolerance) is certify's
+            table.set(i, regime, theorem, True, glob, threshold=pr.threshold)
+            blow.append(int(i))
+    elif pr.threshold is not None and np.any(re < 0):  # nsd_threshold, collapses
+        table.set(i, regime, theorem, pr.exact, glob, threshold=pr.threshold,
+                  rate=-2 * float(np.max(re[re < 0])))
 
 
-def _gramian_cases(A, G, eig, cases, verdict) -> None:
-    """G ⪰ 0, Re λ > 0 somewhere, Σ0 ≻ 0: the Gramian on the anti-stable subspace decides."""
-    anti = eig.real > 0
-    for k, idx in _by_count(cases, anti):
-        U, ok = invariant_basis(anti[idx], _eigenvectors(A[idx], k))
-        Ut = np.swapaxes(U, 1, 2)
-        P = lyapunov_stack(Ut @ A[idx] @ U, Ut @ G[idx] @ U)
-        singular = _singularity(P, A[idx], G[idx]) < SINGULAR_RCOND
-        sel = np.zeros(len(cases), dtype=bool)
-        sel[idx[ok & singular]] = True
-        verdict(sel, "grows", "psd_gramian_singular", True, True)
-        sel[:] = False
-        sel[idx[ok & ~singular]] = True
-        verdict(sel, "converges", "psd_gramian_pd", True, True,
-                rate=2 * np.abs(eig[sel].real).min(axis=1))
+def _blowups(table: _Table, idx: np.ndarray, A, G, covs, prem, quadratic) -> None:
+    """T* for the blow-up verdicts idx, on certify's horizon MAX_NORM_TIME / max(‖A‖₂, c‖Σ0‖₂);
+    a case whose T* is not found, lies near the horizon or beyond BLOWUP_NORM_TIME of ‖A‖₂,
+    or fails certify's own sign-change check (`certificates.blowup_check`) goes to certify."""
+    d = A.shape[-1]
+    c = np.zeros(idx.size) if quadratic is None else np.asarray(quadratic, float)[idx]
+    anorm = np.linalg.norm(A[idx], 2, axis=(1, 2))
+    scale = np.maximum(anorm, c * np.linalg.norm(covs[idx], 2, axis=(1, 2)))
+    t_max = MAX_NORM_TIME / np.maximum(scale, _TINY)
+    L0 = np.zeros((idx.size, d, d))
+    for k, i in enumerate(idx):
+        L0[k, :, :prem[i].rank0] = cov_root(covs[i], prem[i].rank0)
+    with np.errstate(all="ignore"):
+        T = blowup_times(A[idx], G[idx], L0, t_max)
+    for k, i in enumerate(idx):
+        ok = np.isfinite(T[k]) and T[k] <= (1 - HORIZON_RTOL) * t_max[k] and \
+            anorm[k] * T[k] <= BLOWUP_NORM_TIME and _confirmed(A[i], G[i], covs[i], T[k])
+        if ok:
+            table.blowup_time[i] = T[k]
+        else:
+            table.drop(i)
 
 
-def _singularity(P, A, G) -> np.ndarray:
-    """riccati.SchurSplit.singularity per case: min|λ(P)| / max(max|λ(P)|, ‖G‖₂ / (2‖A‖₂))."""
-    mags = np.abs(np.linalg.eigvalsh(P))
-    ref = np.maximum(mags.max(axis=1), np.linalg.norm(G, 2, axis=(1, 2))
-                     / (2 * np.linalg.norm(A, 2, axis=(1, 2))))
-    safe = np.where(ref > 0, ref, 1.0)
-    return np.where(ref > 0, mags.min(axis=1) / safe, 0.0)
+def _confirmed(A: np.ndarray, G: np.ndarray, cov0: np.ndarray, T: float) -> bool:
+    try:
+        with np.errstate(all="ignore"):
+            return blowup_check(A, G, cov0, float(T))
+    except (LinAlgError, ValueError, ArithmeticError):
+        return False
 
 
-def _negative_cases(A, G, eig, anorm, L0, cases, nd, verdict, blow) -> None:
-    """G ⪯ 0, G ≠ 0: the range of Σ0 against the stable subspace, then the W∞ threshold."""
-    n = len(cases)
-    stable = eig.real < -(AXIS_RTOL * anorm)[:, None]
-    for k, idx in _by_count(cases, stable):
-        U, ok = invariant_basis(stable[idx], _eigenvectors(A[idx], k))
-        Ut = np.swapaxes(U, 1, 2)
-        C = Ut @ L0[idx]
-        off = np.linalg.norm(L0[idx] - U @ C, axis=(1, 2)) > \
-            RANGE_RTOL * np.linalg.norm(L0[idx], axis=(1, 2))
-        out = np.zeros(n, dtype=bool)
-        out[idx[ok & off & nd[idx]]] = True
-        verdict(out, "blows_up", "nsd_unstable_range", True, True)
-        blow |= out
-        W = lyapunov_stack(Ut @ A[idx] @ U, Ut @ G[idx] @ U)
-        lam = np.linalg.eigvalsh(np.swapaxes(C, 1, 2) @ W @ C)[:, -1]
-        inside = ok & ~off
-        border = np.abs(lam - 1) <= THRESHOLD_RTOL
-        srate = -2 * np.where(stable[idx], eig[idx].real, -np.inf).max(axis=1)
-        for mask, reg, th, ex in ((inside & border, "undetermined", "numerical", False),
-                                  (inside & ~border & (lam > 1), "blows_up", "nsd_threshold",
-                                   True),
-                                  (inside & ~border & (lam < 1), "collapses", "nsd_threshold",
-                                   True)):
-            sel = np.zeros(n, dtype=bool)
-            sel[idx[mask]] = True
-            numbers = {"threshold": lam[mask]}
-            if reg == "collapses":
-                numbers["rate"] = srate[mask]
-            verdict(sel, reg, th, ex, False, **numbers)
-            if reg == "blows_up":
-                blow |= sel
+def _case_premises(A: np.ndarray, heads, i: int, cov0: np.ndarray):
+    """certify's own premises for case i (certificates.premises on the validated layer), and
+    the Σ0 certify works with; (None, Σ0) where certify would refuse or fail."""
+    V, B = heads
+    try:
+        p = Params(A=A, heads=[(Vh[i], Bh[i]) for Vh, Bh in zip(V, B, strict=True)])
+        cov = as_covariance("cov0", cov0, p.d)
+        with np.errstate(all="ignore"), numerical_failures("certify"):
+            return premises(p, cov), cov
+    except (InvalidInputError, SolverError):
+        return None, cov0
+
+
+def _default_g_error(G: np.ndarray, quadratic) -> np.ndarray:
+    """G's rounding without the heads: G_ROUND_ULPS eps max(‖G‖_F, √d c)."""
+    scale = np.linalg.norm(G, axis=(1, 2))
+    if quadratic is not None:
+        scale = np.maximum(scale, np.sqrt(G.shape[-1]) * np.asarray(quadratic, float))
+    return G_ROUND_ULPS * _EPS * scale
+
+
+@dataclass(frozen=True)
+class _Fast:
+    premises: list  # Premises (exact) per case, or None where the margins do not decide
+    a_eigenvalues: np.ndarray
+    g_eigenvalues: np.ndarray
+
+
+def _in_range(x: np.ndarray) -> np.ndarray:
+    return (x == 0) | ((x >= MAGNITUDE_RANGE[0]) & (x <= MAGNITUDE_RANGE[1]))
+
+
+def _fast_premises(A, G, cov0, g_err) -> _Fast:
+    """Exact premises (certificates.Premises, tolerance None) wherever a floating-point margin
+    decides them: Σ0 ≻ 0, the half-plane counts of λ(A), G ≻ 0 / G ≺ 0 / G = 0 and the sign of
+    λ_max(W∞Σ0) − 1 (see the module docstring); None elsewhere."""
+    n, d = A.shape[:2]
+    eig = np.full((n, d), np.nan, dtype=complex)
+    g = np.full((n, d), np.nan)
+    out: list = [None] * n
+    finite = np.isfinite(A).all(axis=(1, 2)) & np.isfinite(G).all(axis=(1, 2)) & \
+        np.isfinite(cov0).all(axis=(1, 2)) & np.isfinite(g_err)
+    idx = np.flatnonzero(finite)
+    if idx.size == 0:
+        return _Fast(out, eig, g)
+    A, G, S, g_err = A[idx], G[idx], cov0[idx], g_err[idx]
+    eig[idx] = np.linalg.eigvals(A)
+    g[idx] = gi = np.linalg.eigvalsh(G)
+    gnorm = np.abs(gi).max(axis=1)
+    ce = np.linalg.eigvalsh(S)
+    snorm = np.abs(ce).max(axis=1)
+    ok = (d <= EXACT_MAX_D) & ~np.any(S - np.swapaxes(S, 1, 2), axis=(1, 2)) & \
+        _in_range(np.linalg.norm(A, axis=(1, 2))) & _in_range(gnorm) & (snorm > 0) & \
+        _in_range(snorm) & (ce[:, 0] > ROUNDING_ULPS * d * _EPS * snorm)
+    left, axis, right, decided = _half_plane_counts(A)
+    ok &= decided
+    margin = g_err + ROUNDING_ULPS * d * _EPS * gnorm
+    gpd, gnd = gi[:, 0] > margin, gi[:, -1] < -margin
+    gzero = ~np.any(G, axis=(1, 2)) & (g_err == 0)
+    ok &= gpd | gnd | gzero
+    sign = np.zeros(idx.size, dtype=int)
+    lam = np.full(idx.size, np.nan)
+    hurwitz = gnd & (left == d) & ok
+    if hurwitz.any():
+        lam[hurwitz], bound = _threshold_bound(A[hurwitz], G[hurwitz], S[hurwitz],
+                                               g_err[hurwitz])
+        sign[hurwitz] = np.where(lam[hurwitz] - 1 > bound, 1,
+                                 np.where(1 - lam[hurwitz] > bound, -1, 0))
+        ok &= ~hurwitz | (sign != 0)
+    for k in np.flatnonzero(ok):
+        psd, nsd = bool(gpd[k] or gzero[k]), bool(gnd[k] or gzero[k])
+        out[idx[k]] = Premises(
+            tolerance=None, g_psd=psd, g_nsd=nsd, g_nd=bool(gnd[k]), n_left=int(left[k]),
+            n_axis=int(axis[k]), n_right=int(right[k]), rank0=d,
+            unseen=bool(gzero[k] and right[k] > 0) if psd else None,
+            range_stable=bool(left[k] == d) if gnd[k] else None,
+            threshold_sign=int(sign[k]) if hurwitz[k] else None,
+            threshold=float(lam[k]) if hurwitz[k] else None)
+    return _Fast(out, eig, g)
+
+
+def _half_plane_counts(A: np.ndarray):
+    """(n_left, n_axis, n_right, decided) of the eigenvalues of each A, exact where decided.
+
+    A triangular A has its diagonal as eigenvalues. Otherwise, with A V ≈ VΛ (LAPACK) and the
+    computed residual R = AV − VΛ (plus its rounding bound), A = VΛV⁻¹ + RV⁻¹, and by the
+    Bauer–Fike theorem along the path VΛV⁻¹ + tRV⁻¹ (t ∈ [0, 1]) every eigenvalue stays in
+    discs of radius κ₂(V)‖R‖‖V⁻¹‖₂ about Λ: when none meets iℝ (and κ₂(V) ≤ EIGVEC_COND_MAX)
+    the half-plane counts are those of Λ. The factor 2 covers the rounding of κ and ‖V⁻¹‖."""
+    d = A.shape[-1]
+    diag = np.diagonal(A, axis1=1, axis2=2)
+    tri = ~np.any(np.tril(A, -1), axis=(1, 2)) | ~np.any(np.triu(A, 1), axis=(1, 2))
+    lam, vec = np.linalg.eig(A)
+    R = A @ vec - vec * lam[:, None, :]
+    sv = np.linalg.svd(vec, compute_uv=False)
+    cond = sv[:, 0] / sv[:, -1]
+    bound = np.linalg.norm(R, axis=(1, 2)) + 2 * (d + 1) * _EPS * np.linalg.norm(
+        vec, axis=(1, 2)) * (np.linalg.norm(A, axis=(1, 2)) + np.abs(lam).max(axis=1))
+    radius = 2 * cond / sv[:, -1] * bound
+    robust = (cond <= EIGVEC_COND_MAX) & (np.abs(lam.real).min(axis=1) > radius)
+    re = np.where(tri[:, None], diag, lam.real)
+    return (re < 0).sum(axis=1), (re == 0).sum(axis=1), (re > 0).sum(axis=1), tri | robust
+
+
+def _threshold_bound(A, G, S, g_err):
+    """(λ_max(W∞Σ0), a bound on its error) for Hurwitz A, G ≺ 0, Σ0 ≻ 0, with AᵀW∞ + W∞A = G.
+
+    With R the residual of the computed W (plus its rounding and G's), the exact W∞ − W = X
+    solves AᵀX + XA = −R, so ‖X‖₂ ≤ ‖R‖₂ ‖P‖₂ for AᵀP + PA = −I; the computed P̂ with residual
+    ‖R_P‖ < 1/2 gives ‖P‖₂ ≤ 2‖P̂‖₂ (else no bound). Then
+    |λ − λ_exact| ≤ ‖Σ0‖₂‖X‖₂ + 2 ROUNDING_ULPS d eps ‖Σ0‖₂‖W‖ (Σ0's factor and eigvalsh)."""
+    d = A.shape[-1]
+    eye = np.broadcast_to(np.eye(d), A.shape)
+    At = np.swapaxes(A, 1, 2)
+    W = lyapunov_stack(A, G)
+    P = lyapunov_stack(A, -eye)
+    an, wn, pn = (np.linalg.norm(X, axis=(1, 2)) for X in (A, W, P))
+    slack = (d + 3) * _EPS
+    rp = np.linalg.norm(At @ P + P @ A + eye, axis=(1, 2)) + slack * (2 * an * pn + np.sqrt(d))
+    rho = np.linalg.norm(At @ W + W @ A - G, axis=(1, 2)) + g_err + \
+        slack * (2 * an * wn + np.linalg.norm(G, axis=(1, 2)))
+    p_bound = np.where(rp < 0.5, 2 * np.linalg.norm(P, 2, axis=(1, 2)), np.inf)
+    ce, cv = np.linalg.eigh(S)
+    L0 = cv * np.sqrt(np.clip(ce, 0.0, None))[:, None, :]
+    lam = np.linalg.eigvalsh(np.swapaxes(L0, 1, 2) @ W @ L0)[:, -1]
+    sn = ce[:, -1]
+    return lam, sn * rho * p_bound + 2 * ROUNDING_ULPS * d * _EPS * sn * wn
