@@ -28,6 +28,8 @@ ranks against stratum dimensions.
 from __future__ import annotations
 
 import argparse
+import math
+import numbers
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -39,16 +41,38 @@ from sympy import Matrix
 from sympy.polys.domains import QQ
 from sympy.polys.rings import PolyElement, ring
 
-from .errors import InvalidInputError
+from .errors import InvalidInputError, SolverError
 from .model import Gaussian, Params
-from .validation import as_count, as_covariance, as_matrix, as_vector, psd_rank
+from .validation import (
+    as_array,
+    as_count,
+    as_covariance,
+    as_matrix,
+    as_real,
+    as_vector,
+    psd_rank,
+    scale_exponent,
+)
 
 #: the layer parameters of SPEC §1, in the order used for monomial names
 PARAMETERS = ("A", "B", "V", "b")
-#: floats are read as the nearest rational with a denominator at most this (|x − p/q| ≲ 1/q²)
+#: a float x = y·2^k (y ∈ [1/2, 1)) is read as (p/q)·2^k, p/q the nearest rational to y with
+#: q ≤ RATIONAL_DENOMINATOR (relative change ≲ 1/q², so tiny entries stay nonzero); integers,
+#: ints and Fractions are read exactly
 RATIONAL_DENOMINATOR = 10**12
 #: default bracket depth (length of the longest word)
 DEFAULT_DEPTH = 4
+#: the exact computations grow steeply with d (d = 5 "values-nobias" at depth 4: 15 s, 26
+#: fields of ~10⁴ terms each); larger d are refused (`max_dimension` overrides per call)
+MAX_DIMENSION = 5
+#: the deepest bracket length accepted
+MAX_DEPTH = 12
+#: work budget of one rank computation: polynomial terms of the truncated jets examined (d = 5
+#: "values-nobias" at depth 4 examines about 3·10⁵); spending it raises SolverError
+#: (`max_terms` overrides per call)
+MAX_TERMS = 1_000_000
+#: the most rows one `accessibility_table` call computes (`max_rows` overrides)
+MAX_TABLE_ROWS = 200
 
 
 @dataclass(frozen=True)
@@ -93,7 +117,10 @@ CONFIGURATIONS: dict[str, Configuration] = _registry()
 def configuration(name) -> Configuration:
     """The registered configuration called `name` (InvalidInputError listing the names if none)."""
     if isinstance(name, Configuration):
-        return name
+        if CONFIGURATIONS.get(name.name) != name:
+            raise InvalidInputError(f"controls: the Configuration {name.name!r} is not one of "
+                                    f"the registered {', '.join(CONFIGURATIONS)}")
+        return CONFIGURATIONS[name.name]
     if not isinstance(name, str) or name not in CONFIGURATIONS:
         raise InvalidInputError(f"controls must be one of {', '.join(CONFIGURATIONS)}; "
                                 f"got {name!r}")
@@ -107,12 +134,27 @@ def stratum_dimension(d: int, r: int) -> int:
 
 # --------------------------------------------------------------------------- exact arithmetic
 
+#: exact rational scalar types: Fractions, ints (not bools) and the ground field QQ of the rings
+_EXACT = (Fraction, numbers.Integral, type(QQ(1, 2)))
+
+
+def _is_exact(x) -> bool:
+    """True for exact rationals: ints (not bools), Fractions and QQ numbers."""
+    return isinstance(x, _EXACT) and not isinstance(x, bool | np.bool_)
+
+
 def rational(x) -> Fraction:
-    """The nearest rational to x with denominator ≤ RATIONAL_DENOMINATOR (exact for ints and
-    Fractions)."""
-    if isinstance(x, Fraction | int):
-        return Fraction(x)
-    return Fraction(float(x)).limit_denominator(RATIONAL_DENOMINATOR)
+    """x as a rational: ints and Fractions exactly; any other real (validated as a finite
+    float64) as (p/q)·2^k with y = x·2^−k ∈ [1/2, 1) read as the nearest p/q, q ≤
+    RATIONAL_DENOMINATOR (a relative change ≲ 1e-24, so subnormal entries stay nonzero)."""
+    if _is_exact(x):
+        return Fraction(int(x)) if isinstance(x, numbers.Integral) else Fraction(
+            int(x.numerator), int(x.denominator))
+    f = as_real("value", x)
+    if f.is_integer():
+        return Fraction(int(f))
+    y, k = math.frexp(f)
+    return Fraction(y).limit_denominator(RATIONAL_DENOMINATOR) * Fraction(2) ** k
 
 
 def _qq(x):
@@ -120,13 +162,16 @@ def _qq(x):
     return QQ(x.numerator, x.denominator)
 
 
-def rational_array(name: str, value) -> np.ndarray:
-    """A finite array as an object array of Fractions (validation through the shared path)."""
-    if isinstance(value, np.ndarray) and value.dtype == object:
-        return np.vectorize(rational, otypes=[object])(value)
-    arr = np.array(value, dtype=float)
-    if not np.all(np.isfinite(arr)):
-        raise InvalidInputError(f"{name} contains NaN or Inf")
+def rational_array(name: str, value, validated: np.ndarray | None = None) -> np.ndarray:
+    """`value` as an object array of Fractions, of the shape of `validated` (its float64 reading
+    by `riccati_tf.validation`, `as_array(name, value)` when not given). Arrays and lists whose
+    entries are all ints or Fractions are kept exactly; otherwise every float64 entry is read
+    by `rational`."""
+    arr = as_array(name, value) if validated is None else validated
+    if isinstance(value, (list, tuple, np.ndarray, *_EXACT)):
+        obj = np.array(value, dtype=object)
+        if obj.size == arr.size and all(_is_exact(x) for x in obj.flat):
+            return np.vectorize(rational, otypes=[object])(obj).reshape(arr.shape)
     return np.vectorize(rational, otypes=[object])(arr)
 
 
@@ -238,20 +283,38 @@ class ControlSystem:
         return {k: np.array(v, dtype=float) for k, v in self.exact_fixed.items()}
 
     def params(self, controls: Mapping[str, np.ndarray] | None = None) -> Params:
-        """The layer Params with the held parameters and the given control values (others 0)."""
-        vals = {**self.fixed, **(controls or {})}
+        """The layer Params with the held parameters and the given control values (controls
+        not given are 0)."""
+        conf = self.configuration
+        if controls is None:
+            controls = {}
+        if not isinstance(controls, Mapping) or any(
+                not isinstance(k, str) or k not in conf.controls for k in controls):
+            raise InvalidInputError(f"controls must be a mapping from the controls "
+                                    f"{', '.join(conf.controls)} of configuration {conf.name!r} "
+                                    f"to values, got {controls!r:.80}")
+        d = self.d
+        zeros = {p: np.zeros(d) if p == "b" else np.zeros((d, d)) for p in conf.controls}
+        vals = {**self.fixed, **zeros, **controls}
         return Params(vals["A"], B=vals["B"], V=vals["V"], b=vals["b"])
 
     def monomial_values(self, params: Params) -> np.ndarray:
-        """u_i = the control monomials at params (u_0 = 1 for the drift)."""
+        """u_i = the control monomials at params (u_0 = 1 for the drift); one head only."""
+        if not isinstance(params, Params) or params.d != self.d or params.B is None:
+            raise InvalidInputError(f"params must be a one-head riccati_tf.Params on "
+                                    f"R^{self.d}, got {params!r:.80}")
         blocks = {"A": params.A, "B": params.B, "V": params.V, "b": params.b}
-        return np.array([np.prod([blocks[p][idx] for p, idx in mono]) if mono else 1.0
-                         for mono in self.monomials])
+        with np.errstate(over="ignore"):
+            out = np.array([np.prod([blocks[p][idx] for p, idx in mono]) if mono else 1.0
+                            for mono in self.monomials])
+        if not np.all(np.isfinite(out)):
+            raise SolverError("a control monomial (a product V_kl·B_ij) overflows float64")
+        return out
 
-    def evaluate(self, z: Sequence) -> np.ndarray:
-        """Exact values of every field at the rational state z: an (n_fields, n_state) object
-        array of QQ numbers."""
-        point = [_qq(x) for x in z]
+    def evaluate(self, z) -> np.ndarray:
+        """Exact values of every field at the state z = (m, vech Σ) (ints and Fractions exactly,
+        floats by `rational`): an (n_fields, n_state) object array of QQ numbers."""
+        point = [_qq(x) for x in rational_array("z", z, as_vector("z", z, self.n_state))]
         return np.array([[_eval(p, point) for p in f] for f in self.fields], dtype=object)
 
     def as_sympy(self) -> list[Matrix]:
@@ -264,27 +327,47 @@ def _eval(p: PolyElement, point):
 
 
 def _fixed_values(conf: Configuration, d: int, fixed) -> dict[str, np.ndarray]:
-    fixed = dict(fixed or {})
+    """The held parameters as exact rationals: `fixed` (None or a mapping from the non-control
+    parameter names to values), the configuration's tied defaults, zeros for the rest."""
+    allowed = [p for p in PARAMETERS if p not in conf.controls]
+    if fixed is None:
+        fixed = {}
+    if not isinstance(fixed, Mapping):
+        raise InvalidInputError(f"fixed must be None or a mapping from parameter names "
+                                f"({', '.join(allowed)} for controls {conf.name!r}) to values, "
+                                f"got a {type(fixed).__name__}")
     for key in fixed:
-        if key not in PARAMETERS:
-            raise InvalidInputError(f"fixed has an unknown parameter {key!r}; the parameters are "
-                                    f"{', '.join(PARAMETERS)}")
         if key in conf.controls:
             raise InvalidInputError(f"fixed[{key!r}]: {key} is a control of configuration "
-                                    f"{conf.name!r} and cannot be held fixed")
+                                    f"{conf.name!r} and cannot be held fixed; the parameters "
+                                    f"that can be held are {', '.join(allowed)}")
+        if not isinstance(key, str) or key not in PARAMETERS:
+            raise InvalidInputError(f"fixed has an unknown parameter {key!r}; the parameters "
+                                    f"that can be held with controls {conf.name!r} are "
+                                    f"{', '.join(allowed)}")
     out = {}
     for p in PARAMETERS:
         if p in conf.controls:
             out[p] = None
         elif p in fixed:
-            val = (as_vector(f"fixed['{p}']", fixed[p], d) if p == "b"
-                   else as_matrix(f"fixed['{p}']", fixed[p], d))
-            out[p] = rational_array(f"fixed['{p}']", val)
+            name = f"fixed['{p}']"
+            val = (as_vector(name, fixed[p], d) if p == "b" else as_matrix(name, fixed[p], d))
+            out[p] = rational_array(name, fixed[p], val)
         elif p in conf.tied:
             out[p] = generic_matrix(d, p)
         else:
             out[p] = rational_array(p, np.zeros(d) if p == "b" else np.zeros((d, d)))
     return out
+
+
+def _dimension(d, max_dimension) -> int:
+    d = as_count("d", d)
+    limit = as_count("max_dimension", max_dimension)
+    if d > limit:
+        raise InvalidInputError(f"d = {d} exceeds max_dimension = {limit}: the exact bracket "
+                                f"computation grows steeply with d (see lie.MAX_DIMENSION); "
+                                f"pass max_dimension={d} to run it anyway")
+    return d
 
 
 def _lift(R, arr: np.ndarray) -> np.ndarray:
@@ -359,12 +442,14 @@ def _cached_system(name: str, d: int, fixed_key) -> ControlSystem:
     return ControlSystem(conf, d, tuple(names), tuple(monos), tuple(fields), exact_fixed)
 
 
-def control_system(controls, d: int, *, fixed: Mapping | None = None) -> ControlSystem:
+def control_system(controls, d: int, *, fixed: Mapping | None = None,
+                   max_dimension: int = MAX_DIMENSION) -> ControlSystem:
     """The control-affine form ż = f0(z) + Σ u_i g_i(z) of the moment equations (SPEC §2) for the
-    configuration `controls` in R^d; `fixed` overrides held parameters (tied ones default to
-    `generic_matrix(d, name)`, the others to 0). Built once per (configuration, d, fixed)."""
+    configuration `controls` in R^d (1 ≤ d ≤ max_dimension, see MAX_DIMENSION); `fixed`
+    overrides held parameters (tied ones default to `generic_matrix(d, name)`, the others to 0).
+    Built once per (configuration, d, fixed)."""
     conf = configuration(controls)
-    d = as_count("d", d)
+    d = _dimension(d, max_dimension)
     vals = _fixed_values(conf, d, fixed)
     key = tuple((k, tuple(v.ravel().tolist()), v.shape) for k, v in vals.items() if v is not None)
     return _cached_system(conf.name, d, key)
@@ -406,6 +491,27 @@ def _shift(field: tuple, z) -> tuple:
     return tuple(p.compose(subs) if p and subs else p for p in field)
 
 
+def _float_rows(rows: list, n: int) -> np.ndarray:
+    """Rational rows as floats; a row with an entry beyond the float64 range (a point of size
+    ~1e300 makes quadratic fields ~1e600) is first divided by a power of two."""
+    out = np.zeros((len(rows), n))
+    for i, row in enumerate(rows):
+        row = [rational(x) for x in row]
+        top = max(abs(x) for x in row)
+        k = max(top.numerator.bit_length() - top.denominator.bit_length() - 1000, 0)
+        out[i] = [float(x / 2**k) for x in row]
+    return out
+
+
+def _spend(budget: list, field: tuple, max_terms) -> None:
+    """Charge the terms of `field` to the work budget; SolverError when it is spent."""
+    budget[0] -= sum(len(p) for p in field)
+    if budget[0] < 0:
+        raise SolverError(f"the bracket computation examined more than max_terms = {max_terms} "
+                          f"polynomial terms without finishing; lower depth or pass a larger "
+                          f"max_terms")
+
+
 def _field_coefficients(field: tuple) -> dict:
     return {(k, mono): c for k, p in enumerate(field) for mono, c in p.items()}
 
@@ -422,10 +528,8 @@ def _random_rational(rng, shape) -> np.ndarray:
 def stratum_point(d: int, r: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
     """A random rational point (m, Σ = L Lᵀ) with rank Σ = r exactly (L rational d×r)."""
     d = as_count("d", d)
-    r = as_count("rank", r, minimum=0)
-    if r > d:
-        raise InvalidInputError(f"rank must be ≤ d = {d}, got {r}")
-    rng = np.random.default_rng([seed, d, r])
+    r = _rank(r, d)
+    rng = np.random.default_rng([as_count("seed", seed, minimum=0), d, r])
     mean = _random_rational(rng, (d,))
     while True:
         L = _random_rational(rng, (d, r))
@@ -433,39 +537,46 @@ def stratum_point(d: int, r: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray
             return mean, L @ L.T if r else np.array([[Fraction(0)] * d] * d, dtype=object)
 
 
+def _rank(r, d: int) -> int:
+    r = as_count("rank", r, minimum=0)
+    if r > d:
+        raise InvalidInputError(f"rank must be ≤ d = {d}, got {r}")
+    return r
+
+
 def rational_point(point, d: int, rank: int | None = None) -> tuple[np.ndarray, np.ndarray, int]:
     """(m, Σ, r) as exact rationals from a Gaussian or a (mean, cov) pair.
 
-    Entries are read as nearby rationals; if that changes the rank (a float covariance of rank r
-    is rarely of exact rank r), Σ is rebuilt as L Lᵀ from a rationalised eigen-factor L (d×r), so
-    the point lies exactly on the stratum of the numerical rank r (eigenvalues above
-    d·1e-12·max|Σ_ij|), or of `rank` when given (the largest `rank` eigenvalues are kept).
+    mean and cov are validated by `riccati_tf.validation` (a vector of length d, a symmetric PSD
+    d×d matrix); arrays of ints and Fractions are kept exactly (Σ symmetrised exactly), other
+    entries read by `rational`. If that changes the rank (a float covariance of rank r is rarely
+    of exact rank r), Σ is rebuilt as L Lᵀ from a rationalised eigen-factor L (d×r), so the point
+    lies exactly on the stratum of the numerical rank r (eigenvalues above d·1e-12·max|Σ_ij|), or
+    of `rank` when given (the largest `rank` eigenvalues are kept). Eigenvalues are computed on
+    Σ scaled by a power of 4, so the rank and the factor are the same at every magnitude.
     """
     if isinstance(point, Gaussian):
         mean, cov = point.mean, point.cov
     else:
-        try:
-            mean, cov = point
-        except (TypeError, ValueError):
-            raise InvalidInputError("point must be a Gaussian or a pair (mean, cov)") from None
-    cov_exact = None
-    if isinstance(cov, np.ndarray) and cov.dtype == object:
-        cov_exact = rational_array("cov", cov)
-        cov = np.array(cov_exact, dtype=float)
-    cov = as_covariance("cov", cov, d)
-    mean = rational_array("mean", as_vector("mean", np.array(mean, dtype=float), d))
-    r = psd_rank(cov, d * 1e-12 * max(np.abs(cov).max(), np.finfo(float).tiny))
+        if isinstance(point, str | bytes | Mapping | np.ndarray) or not isinstance(
+                point, Sequence) or len(point) != 2:
+            raise InvalidInputError("point must be a Gaussian or a pair (mean, cov)")
+        mean, cov = point
+    d = as_count("d", d)
+    cov_f = as_covariance("cov", cov, d)
+    mean_exact = rational_array("mean", mean, as_vector("mean", mean, d))
+    cov_exact = rational_array("cov", cov, cov_f)
+    cov_exact = (cov_exact + cov_exact.T) / 2
+    r = psd_rank(cov_f, d * 1e-12 * float(np.max(np.abs(cov_f))))
     if rank is not None:
-        r = as_count("rank", rank, minimum=0)
-        if r > d:
-            raise InvalidInputError(f"rank must be ≤ d = {d}, got {r}")
-    if cov_exact is None:
-        cov_exact = rational_array("cov", cov)
+        r = _rank(rank, d)
     if exact_rank(cov_exact.tolist()) != r:
-        eig, vec = np.linalg.eigh(cov)
-        L = rational_array("cov factor", vec[:, d - r:] * np.sqrt(np.clip(eig[d - r:], 0, None)))
+        e = scale_exponent(cov_f, even=True)
+        eig, vec = np.linalg.eigh(np.ldexp(cov_f, -e))
+        L = np.ldexp(vec[:, d - r:] * np.sqrt(np.clip(eig[d - r:], 0, None)), e // 2)
+        L = rational_array("cov factor", L)
         cov_exact = L @ L.T if r else cov_exact * 0
-    return mean, cov_exact, r
+    return mean_exact, cov_exact, r
 
 
 # --------------------------------------------------------------------------- accessibility
@@ -477,9 +588,11 @@ class Accessibility:
     rank: dim span{brackets up to `depth`}(z0) (exact over QQ); expected: d + r d − r(r−1)/2;
     mean_rank: rank of the span's mean components; words: brackets whose values at z0 form a basis
     of the span, basis: those values (rank, n_state) as floats, in the coordinates z = (m, vech Σ)
-    of `lie.state_names`; depth_reached: the length of the longest word needed; n_fields: number
+    of `lie.state_names` (a row beyond the float64 range divided by a power of two);
+    depth_reached: the length of the longest word needed; n_fields: number
     of (identically independent) brackets examined; mean, cov: the point (floats of the exact
-    rationals used); fixed: the held parameters; has_bias: b is a control or held nonzero.
+    rationals used); fixed: the held parameters; has_bias: b is a control or held nonzero;
+    terms: the work spent (polynomial terms examined, see MAX_TERMS).
     """
 
     controls: str
@@ -497,6 +610,7 @@ class Accessibility:
     fixed: Mapping[str, np.ndarray]
     has_bias: bool
     basis: np.ndarray
+    terms: int = 0
 
     @property
     def full(self) -> bool:
@@ -526,29 +640,33 @@ class Accessibility:
 
 def accessibility_rank(controls, d: int, point=None, depth: int = DEFAULT_DEPTH, *,
                        rank: int | None = None, fixed: Mapping | None = None,
-                       seed: int = 0) -> Accessibility:
+                       seed: int = 0, max_terms: int = MAX_TERMS,
+                       max_dimension: int = MAX_DIMENSION) -> Accessibility:
     """Rank of span{[X_1, [X_2, …, X_k]](z0) : k ≤ depth, X_i ∈ {f0, g_1, …}} for the system
     ż = f0(z) + Σ u_i g_i(z) of configuration `controls` in R^d (exact rational arithmetic).
 
     point: a Gaussian or (mean, cov), read as exact rationals on the stratum of its numerical
     rank (or of `rank` when given; see `rational_point`); None draws a random rational point on
-    the stratum of rank `rank` (default d: a generic positive-definite point; `seed` picks it),
-    which gives the generic rank with probability one. fixed: held parameters (see
-    `control_system`).
+    the stratum of rank `rank` (default d: a generic positive-definite point; `seed` ≥ 0 picks
+    it), which gives the generic rank with probability one. fixed: held parameters (see
+    `control_system`). depth ≤ MAX_DEPTH; d ≤ max_dimension (MAX_DIMENSION); max_terms: the
+    work budget (MAX_TERMS polynomial terms examined; SolverError when spent).
     Stops early once the rank equals the stratum dimension d + r d − r(r−1)/2.
     """
     if isinstance(controls, ControlSystem) and fixed is not None:
         raise InvalidInputError("fixed applies to a configuration name; a ControlSystem already "
                                 "holds its fixed parameters")
+    d = _dimension(d, max_dimension)
     system = controls if isinstance(controls, ControlSystem) else control_system(
-        controls, d, fixed=fixed)
-    d = as_count("d", d)
+        controls, d, fixed=fixed, max_dimension=max_dimension)
     if system.d != d:
         raise InvalidInputError(f"the control system acts on R^{system.d}, not R^{d}")
-    depth = as_count("depth", depth)
+    depth = as_count("depth", depth, maximum=MAX_DEPTH)
+    seed = as_count("seed", seed, minimum=0)
+    limit = as_count("max_terms", max_terms)
+    budget = [limit]
     if point is None:
-        r = d if rank is None else rank
-        mean, cov = stratum_point(d, r, seed)
+        mean, cov = stratum_point(d, d if rank is None else rank, seed)
         r = exact_rank(cov.tolist())
     else:
         mean, cov, r = rational_point(point, d, rank)
@@ -588,6 +706,8 @@ def accessibility_rank(controls, d: int, point=None, depth: int = DEFAULT_DEPTH,
 
     level1 = [(1, n, _shift(f, z)) for n, f in zip(system.names, system.fields, strict=True)
               if any(f)]
+    for _, _, f in level1:
+        _spend(budget, f, limit)
     generators = keep_independent(level1, depth - 1, [])
     kept, current = list(generators), list(enumerate(generators))
     level = 1
@@ -599,8 +719,9 @@ def accessibility_rank(controls, d: int, point=None, depth: int = DEFAULT_DEPTH,
             for i, (_, xname, xf) in enumerate(generators):
                 if level == 2 and i >= j:
                     continue
-                candidates.append((level, f"[{xname}, {yname}]",
-                                   lie_bracket(_truncate(xf, order + 1), yf, gens, order)))
+                bracket = lie_bracket(_truncate(xf, order + 1), yf, gens, order)
+                _spend(budget, bracket, limit)
+                candidates.append((level, f"[{xname}, {yname}]", bracket))
         new = keep_independent(candidates, order, kept)
         kept += new
         current = [(0, c) for c in new]  # the i < j rule applies at level 2 only
@@ -610,18 +731,49 @@ def accessibility_rank(controls, d: int, point=None, depth: int = DEFAULT_DEPTH,
                          reached, tuple(words), n_fields, np.array(mean, dtype=float),
                          np.array(cov, dtype=float), system.fixed,
                          system.configuration.has_bias or bool(np.any(system.fixed["b"])),
-                         np.array(basis, dtype=float).reshape(len(basis), system.n_state))
+                         _float_rows(basis, system.n_state),
+                         limit - budget[0])
 
 
 # --------------------------------------------------------------------------- the table
 
 def accessibility_table(dims: Sequence[int] = (1, 2, 3), controls: Sequence[str] | None = None,
-                        depth: int = DEFAULT_DEPTH, seed: int = 0) -> tuple[Accessibility, ...]:
-    """`accessibility_rank` for every configuration (default: all registered), every d in dims and
-    every covariance rank r = 0, …, d, at random rational points of each stratum (fixed seed)."""
-    names = list(CONFIGURATIONS) if controls is None else [configuration(c).name for c in controls]
-    return tuple(accessibility_rank(name, d, rank=r, depth=depth, seed=seed)
-                 for name in names for d in dims for r in range(d + 1))
+                        depth: int = DEFAULT_DEPTH, seed: int = 0, *,
+                        max_rows: int = MAX_TABLE_ROWS,
+                        max_terms: int = MAX_TERMS) -> tuple[Accessibility, ...]:
+    """`accessibility_rank` for every configuration (default: all registered; a single name is
+    one configuration), every d in dims and every covariance rank r = 0, …, d, at random
+    rational points of each stratum (fixed seed). At most max_rows rows (MAX_TABLE_ROWS);
+    max_terms is the work budget of the whole table (SolverError when spent)."""
+    names = list(CONFIGURATIONS) if controls is None else [
+        configuration(c).name for c in _items("controls", controls, str)]
+    dims = [_dimension(d, MAX_DIMENSION) for d in _items("dims", dims, numbers.Integral)]
+    rows = len(names) * sum(d + 1 for d in dims)
+    if rows > as_count("max_rows", max_rows):
+        raise InvalidInputError(f"the table would have {rows} rows, more than max_rows = "
+                                f"{max_rows}; pass fewer dims or controls, or a larger max_rows")
+    left = as_count("max_terms", max_terms)
+    out = []
+    for name in names:
+        for d in dims:
+            for r in range(d + 1):
+                if left <= 0:
+                    raise SolverError(f"the table spent its work budget max_terms = "
+                                      f"{max_terms} before row {len(out) + 1} of {rows}")
+                out.append(accessibility_rank(name, d, rank=r, depth=depth, seed=seed,
+                                              max_terms=left))
+                left -= out[-1].terms
+    return tuple(out)
+
+
+def _items(name: str, value, single: type) -> list:
+    """value as a list: a single `single` item is a one-item list; other non-sequences (and
+    mappings, sets) are refused."""
+    if isinstance(value, single) and not isinstance(value, bool | np.bool_):
+        return [value]
+    if isinstance(value, str | bytes | Mapping) or not isinstance(value, Sequence | np.ndarray):
+        raise InvalidInputError(f"{name} must be a list, got a {type(value).__name__}")
+    return list(value)
 
 
 def table_markdown(rows: Sequence[Accessibility]) -> str:

@@ -19,10 +19,19 @@ With a value matrix V imposed by the caller (Σ ≻ 0, V invertible), B(t) = Σ(
 tracks the two polar phases instead. Every other configuration (or case) goes to multiple
 shooting with piecewise-constant controls (`scipy.optimize.least_squares`, minimum-energy
 regularisation continued to zero), after the Lie-algebra rank test of `riccati_tf.lie`.
+
+Scales. The moment equations are equivariant under (m, Σ, B, b) ↦ (m·2^−f, Σ·2^−e, B·2^e, b·2^−f)
+(A and V unchanged). Verification and shooting run in such a `Frame` (powers of two, exact), so
+that states of every representable magnitude are integrated with tolerances relative to their
+size, and norms are taken on arrays scaled by powers of two (no overflow near 1e308, no loss in
+the subnormal range). A plan whose controls leave float64 (B(t) = Σ(t)⁺/s for Σ ~ 1e-315, b ~ Δm/T
+for a tiny T) is refused with SolverError.
 """
 
 from __future__ import annotations
 
+import itertools
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
@@ -35,7 +44,7 @@ from .errors import InvalidInputError, RankMismatchError, SolverError, Unreachab
 from .flows import Trajectory, flow
 from .model import Gaussian, Params
 from .particles import ParticleRun, simulate
-from .validation import as_count, as_time, psd_rank
+from .validation import as_array, as_count, as_matrix, as_time, as_vector, scale_exponent
 
 if TYPE_CHECKING:
     from .lie import Accessibility, ControlSystem
@@ -61,16 +70,91 @@ SHOOTING_SUBSTEPS = 16
 SHOOTING_THETA = 0.1
 SHOOTING_MAX_SUBSTEPS = 1024
 SHOOTING_REFINEMENTS = 2
+#: the most shooting pieces (work budget of the least-squares problem, N·(p + n) unknowns)
+MAX_PIECES = 64
+#: the largest depth T: beyond, T, T·‖b‖ and ∫_0^τ e^{As} ds (≈ τ for small A) leave the range
+#: where the plan's quantities are formed safely in float64 (T² ≤ 1e200)
+MAX_HORIZON = 1e100
+#: the largest dimension steered (every right-hand side costs O(d³); the state has d + d² entries)
+MAX_DIMENSION = 100
+#: shooting works in one frame with the covariance unit between the endpoints' norms; it refuses
+#: endpoints more than 2^(2·FRAME_SPAN) apart (products Σ·Σ stay far inside float64)
+FRAME_SPAN = 400
+#: default tolerances of `ControlPlan.integrate`: rtol, and atol relative to the state's scale
+VERIFY_RTOL = 1e-11
+VERIFY_ATOL = 1e-13
+#: verification sub-intervals: ‖Σ‖ changes by at most e^GROWTH_STEP = 2^20 on each (so atol,
+#: relative to the sub-interval's starting state, is lowered by that factor), at most
+#: MAX_SUBINTERVALS of them per piece (work budget)
+GROWTH_STEP = 20 * math.log(2)
+MAX_SUBINTERVALS = 2000
+_TINY = float(np.finfo(float).tiny)
 
 
 # --------------------------------------------------------------------------- linear algebra
 
+def _norm(x) -> tuple[float, int]:
+    """(n, k) with ‖x‖_F = n·2^k, computed on x scaled by a power of two (no overflow, no
+    underflow); (inf, 0) when x holds a non-finite entry."""
+    x = np.asarray(x, dtype=float)
+    top = float(np.max(np.abs(x))) if x.size else 0.0
+    if not math.isfinite(top):
+        return math.inf, 0
+    if top == 0.0:
+        return 0.0, 0
+    k = math.frexp(top)[1]
+    return float(np.linalg.norm(np.ldexp(x, -k))), k
+
+
+def _ratio(num: tuple[float, int], den: tuple[float, int]) -> float:
+    """n1·2^k1 / (n2·2^k2) as a float (inf on overflow; num itself, unscaled, when den = 0)."""
+    if den[0] == 0.0:
+        return _value(num)
+    try:
+        return math.ldexp(num[0] / den[0], num[1] - den[1])
+    except OverflowError:
+        return math.inf
+
+
+def _value(x: tuple[float, int]) -> float:
+    try:
+        return math.ldexp(*x)
+    except OverflowError:
+        return math.inf
+
+
+def _sqrt(x: tuple[float, int]) -> tuple[float, int]:
+    n, k = x
+    return (math.sqrt(n), k // 2) if k % 2 == 0 else (math.sqrt(2 * n), (k - 1) // 2)
+
+
+def _log2(x: tuple[float, int]) -> float:
+    return math.log2(x[0]) + x[1] if x[0] > 0 else -math.inf
+
+
+def _cond(M: np.ndarray) -> float:
+    """The 2-norm condition number of M scaled by a power of two (inf when it cannot be had)."""
+    try:
+        return float(np.linalg.cond(np.ldexp(M, -scale_exponent(M))))
+    except np.linalg.LinAlgError:
+        return math.inf
+
+
+def covariance_rank(cov: np.ndarray) -> int:
+    """Eigenvalues above RANK_RTOL·λ_max, on Σ scaled by a power of two (same at every scale)."""
+    e = scale_exponent(cov)
+    eig = np.linalg.eigvalsh(np.ldexp(cov, -e))
+    return int(np.sum(eig > RANK_RTOL * max(float(eig[-1]), 0.0)))
+
+
 def covariance_factor(cov: np.ndarray, r: int) -> tuple[np.ndarray, np.ndarray]:
-    """(U, L): an orthonormal basis U (d×r) of the top-r eigenspace and L = U diag(√λ), L Lᵀ ≈ Σ."""
-    eig, vec = np.linalg.eigh(cov)
+    """(U, L): an orthonormal basis U (d×r) of the top-r eigenspace and L = U diag(√λ), L Lᵀ ≈ Σ
+    (eigenvalues of Σ scaled by a power of 4; L, of the size √‖Σ‖, is always representable)."""
+    e = scale_exponent(cov, even=True)
+    eig, vec = np.linalg.eigh(np.ldexp(cov, -e))
     d = cov.shape[0]
     U = vec[:, d - r:]
-    return U, U * np.sqrt(np.clip(eig[d - r:], 0.0, None))
+    return U, np.ldexp(U * np.sqrt(np.clip(eig[d - r:], 0.0, None)), e // 2)
 
 
 def _sym_function(S: np.ndarray, fn) -> np.ndarray:
@@ -129,6 +213,9 @@ def transport(cov0: np.ndarray, cov1: np.ndarray, r: int) -> Transport:
     R = e^Ω turns range Σ0 onto range Σ1 (`direct_rotation`); with T0 = U1ᵀ R L0 and T1 = U1ᵀ L1,
     S ≻ 0 solves S (T0T0ᵀ) S = T1T1ᵀ (S = A0^{-1/2}(A0^{1/2} A1 A0^{1/2})^{1/2} A0^{-1/2}), so
     S T0 = T1 O for an orthogonal O and Ψ = U1 S U1ᵀ + (I − U1U1ᵀ) gives Φ1 L0 = L1 O.
+    T0 and T1 are scaled by powers of two 2^k0, 2^k1 first (S = 2^(k1−k0) S̃, log S = log S̃ +
+    (k1 − k0) ln 2), so Σ0 and Σ1 may differ by any representable factor. SolverError when Φ1
+    itself leaves float64 (Σ1/Σ0 beyond ~1e600).
     """
     d = cov0.shape[0]
     U0, L0 = covariance_factor(cov0, r)
@@ -138,31 +225,53 @@ def transport(cov0: np.ndarray, cov1: np.ndarray, r: int) -> Transport:
     if r:
         T0 = U1.T @ R @ L0
         T1 = U1.T @ L1
+        k0, k1 = scale_exponent(T0), scale_exponent(T1)
+        T0, T1 = np.ldexp(T0, -k0), np.ldexp(T1, -k1)
         A0, A1 = T0 @ T0.T, T1 @ T1.T
         h, hinv = _sym_function(A0, np.sqrt), _sym_function(A0, lambda x: 1 / np.sqrt(x))
         S = hinv @ _sym_function(h @ A1 @ h, np.sqrt) @ hinv
-        log_psi = U1 @ _sym_function(S, np.log) @ U1.T
+        log_S = _sym_function(S, np.log) + (k1 - k0) * math.log(2) * np.eye(r)
+        log_psi = U1 @ log_S @ U1.T
     else:
         log_psi = np.zeros((d, d))
+        L1 = np.zeros((d, 0))
     log_P = R.T @ log_psi @ R
     log_P = 0.5 * (log_P + log_P.T)
-    Phi = R @ expm(log_P)
-    scale = max(np.linalg.norm(cov1), np.finfo(float).tiny)
-    residual = np.linalg.norm(Phi @ cov0 @ Phi.T - cov1) / scale
+    with np.errstate(over="ignore", invalid="ignore"):
+        Phi = R @ expm(log_P)
+        image = Phi @ L0  # Φ1 L0 = L1 O, of the size √‖Σ1‖
+    if not (np.all(np.isfinite(Phi)) and np.all(np.isfinite(image))):
+        raise SolverError("the transport Φ1 with Φ1 Σ0 Φ1ᵀ = Σ1 leaves the float64 range: the "
+                          "covariances differ by too large a factor")
+    k = scale_exponent(L1)
+    Y, C1 = np.ldexp(image, -k), np.ldexp(cov1, -2 * k)
+    residual = _ratio(_norm(Y @ Y.T - C1), _norm(C1)) if r else 0.0
     return Transport(Phi, Omega, log_P, r, float(residual))
 
 
 def phase_bias(A: np.ndarray, tau: float, m_start: np.ndarray, m_end: np.ndarray) -> np.ndarray:
     """b with m_end = e^{Aτ} m_start + (∫_0^τ e^{As} ds) b; the integral is the top-right block
-    of expm([[A, I], [0, 0]] τ), so a singular A needs no inversion."""
+    of expm([[A, I], [0, 0]] τ), so a singular A needs no inversion. SolverError when the
+    integral is singular or b leaves float64."""
     d = A.shape[0]
+    if not np.all(np.isfinite(A)):
+        raise SolverError("the generator A of a phase leaves the float64 range: the depth T is "
+                          "too short for this transport")
     block = np.zeros((2 * d, 2 * d))
     block[:d, :d], block[:d, d:] = A, np.eye(d)
-    F = expm(block * tau)
-    E, J = F[:d, :d], F[:d, d:]
-    if np.linalg.cond(J) > 1e12:
-        raise SolverError("∫_0^τ e^{As} ds is singular: A has an eigenvalue 2πik/τ, k ≠ 0")
-    return np.linalg.solve(J, m_end - E @ m_start)
+    with np.errstate(over="ignore", invalid="ignore"):
+        F = expm(block * tau)
+        E, J = F[:d, :d], F[:d, d:]
+        if not np.all(np.isfinite(F)):
+            raise SolverError("e^{Aτ} leaves the float64 range in a phase of the plan")
+        if not _cond(J) <= 1e12:
+            raise SolverError("∫_0^τ e^{As} ds is singular: A has an eigenvalue 2πik/τ, k ≠ 0")
+        k = scale_exponent(J)
+        b = np.ldexp(np.linalg.solve(np.ldexp(J, -k), m_end - E @ m_start), -k)
+    if not np.all(np.isfinite(b)):
+        raise SolverError("the bias b of a phase leaves the float64 range: the means are too far "
+                          "apart for the depth T")
+    return b
 
 
 # --------------------------------------------------------------------------- plan pieces
@@ -177,6 +286,11 @@ class ConstantPiece:
 
     def params(self, t: float) -> Params:
         return self.layer
+
+    @property
+    def rate(self) -> float:
+        """A bound of the growth rate of ‖Σ‖ from the affine part (2‖A‖)."""
+        return _growth_rate(self.layer.A)
 
 
 @dataclass(frozen=True, eq=False)
@@ -200,6 +314,11 @@ class TrackingPiece:
     m_start: np.ndarray
     b_path: np.ndarray
 
+    @property
+    def rate(self) -> float:
+        """A bound of the growth rate of ‖Σ(t)‖ = ‖e^{Kt} Σ e^{Kᵀt}‖ (2‖K‖)."""
+        return _growth_rate(self.K)
+
     def params(self, t: float) -> Params:
         d = self.K.shape[0]
         aug = np.zeros((d + 1, d + 1))
@@ -208,25 +327,99 @@ class TrackingPiece:
         E = F[:d, :d]
         m = E @ self.m_start + F[:d, d]
         L = E @ self.L_start
-        if L.shape[1]:
-            Ginv = np.linalg.inv(L.T @ L)
-            LG = L @ Ginv
-            pinv, proj = LG @ LG.T, LG @ L.T
-        else:
-            pinv = proj = np.zeros((d, d))
-        B = pinv @ self.R
-        b = self.K @ m + self.b_path - (self.A + self.V) @ m - self.V @ (proj @ (self.R @ m))
-        return Params(self.A, B=B, V=self.V, b=b)
+        k = scale_exponent(L)
+        L = np.ldexp(L, -k)  # Σ⁺ = 2^(−2k) L̃ (L̃ᵀL̃)⁻² L̃ᵀ with L̃ = L·2^(−k) of size 1
+        with np.errstate(over="ignore", invalid="ignore"):
+            if L.shape[1]:
+                LG = L @ np.linalg.inv(L.T @ L)
+                pinv, proj = np.ldexp(LG @ LG.T, -2 * k), LG @ L.T
+            else:
+                pinv = proj = np.zeros((d, d))
+            B = pinv @ self.R
+            b = self.K @ m + self.b_path - (self.A + self.V) @ m - self.V @ (proj @ (self.R @ m))
+        return _layer(self.A, B=B, V=self.V, b=b)
+
+
+def _layer(A, *, B=None, V=None, b=None) -> Params:
+    """Params of a plan; SolverError when a control left float64 (e.g. B = Σ⁺/s for a
+    covariance near the smallest floats)."""
+    if not all(np.all(np.isfinite(x)) for x in (A, B, V, b) if x is not None):
+        raise SolverError("the plan's controls leave the float64 range (B(t) = Σ(t)⁺R for a "
+                          "covariance of extreme size, or a bias b ~ Δm/T for a tiny depth T)")
+    return Params(A, B=B, V=V, b=b)
+
+
+@dataclass(frozen=True)
+class Frame:
+    """Units: Σ = Σ̃·2^e, m = m̃·2^f, depth t = t̃·2^g (exact); the moment equations keep their
+    form with Ã = A·2^g, Ṽ = V·2^g, B̃ = B·2^e and b̃ = b·2^(g−f)."""
+
+    e: int
+    f: int
+    g: int = 0
+
+    @classmethod
+    def of(cls, start: Gaussian, target: Gaussian) -> Frame:
+        """One frame for a whole steering problem (shooting): covariance unit between the two
+        endpoint norms, mean unit s_m of `terminal_error`. SolverError when the endpoint
+        covariances differ by more than 2^(2·FRAME_SPAN): no single frame holds both."""
+        logs = [x for x in (_log2(_norm(g.cov)) for g in (start, target)) if x > -math.inf]
+        e = 0
+        if logs:
+            lo, hi = min(logs), max(logs)
+            if hi - lo > 2 * FRAME_SPAN:
+                raise SolverError(f"the covariances differ by 2^{hi - lo:.0f}, more than "
+                                  f"2^{2 * FRAME_SPAN}: the shooting route works in one frame "
+                                  f"and cannot hold both")
+            e = math.floor((lo + hi) / 2)
+        return cls(e, _mean_exponent(start, target))
+
+    def gaussian(self, g: Gaussian) -> Gaussian:
+        return Gaussian(np.ldexp(g.mean, -self.f), np.ldexp(g.cov, -self.e))
+
+    def params(self, p: Params) -> Params:
+        with np.errstate(over="ignore", under="ignore"):
+            return _layer(np.ldexp(p.A, self.g), B=np.ldexp(p.B, self.e),
+                          V=np.ldexp(p.V, self.g), b=np.ldexp(p.b, self.g - self.f))
+
+
+def _exponent(x: tuple[float, int], default: int) -> int:
+    """⌊log2 x⌋ for x = (n, k) > 0, `default` for 0."""
+    return math.floor(_log2(x)) if x[0] > 0 else default
+
+
+def _mean_exponent(start: Gaussian, target: Gaussian) -> int:
+    return _exponent(_mean_scale(start, target), 0)
+
+
+def _growth_rate(M: np.ndarray) -> float:
+    """2‖M‖_F ≥ the logarithmic growth rate of ‖Σ‖ under Σ̇ = MΣ + ΣMᵀ (inf on overflow)."""
+    return 2 * _value(_norm(M))
 
 
 # --------------------------------------------------------------------------- the plan
 
+def _mean_scale(start: Gaussian, target: Gaussian) -> tuple[float, int]:
+    """s_m = max(‖m0‖, ‖m1‖, ‖Σ0‖^½, ‖Σ1‖^½) as (n, k): the unit of mean errors."""
+    sizes = [_norm(start.mean), _norm(target.mean), _sqrt(_norm(start.cov)),
+             _sqrt(_norm(target.cov))]
+    return max(sizes, key=_log2)
+
+
+def _error(mean, cov, target_mean, target_cov, mean_scale: tuple[float, int]) -> float:
+    return max(_ratio(_norm(mean - target_mean), mean_scale),
+               _ratio(_norm(cov - target_cov), _norm(target_cov)))
+
+
 def terminal_error(mean, cov, start: Gaussian, target: Gaussian) -> float:
-    """‖(m − m1, Σ − Σ1)‖ / max(‖(m1, Σ1)‖, ‖(m0, Σ0)‖) (Frobenius; absolute if both are 0)."""
-    err = np.hypot(np.linalg.norm(mean - target.mean), np.linalg.norm(cov - target.cov))
-    scale = max(np.hypot(np.linalg.norm(target.mean), np.linalg.norm(target.cov)),
-                np.hypot(np.linalg.norm(start.mean), np.linalg.norm(start.cov)))
-    return float(err / scale) if scale > 0 else float(err)
+    """max(‖m − m1‖ / s_m, ‖Σ − Σ1‖_F / ‖Σ1‖_F) with s_m = max(‖m0‖, ‖m1‖, ‖Σ0‖^½, ‖Σ1‖^½):
+    the covariance relative to the target's, the mean in the unit of the problem's largest
+    mean or spread (each absolute where its scale is 0). Norms of arrays scaled by powers of
+    two: the same at every magnitude."""
+    d = target.d
+    mean, cov = as_vector("mean", mean, d), as_matrix("cov", cov, d)
+    with np.errstate(over="ignore", invalid="ignore"):
+        return _error(mean, cov, target.mean, target.cov, _mean_scale(start, target))
 
 
 @dataclass(frozen=True, eq=False)
@@ -268,30 +461,93 @@ class ControlPlan:
         k = int(np.searchsorted(self.breakpoints[1:-1], t, side="right"))
         return self.pieces[k].params(t)
 
-    def integrate(self, *, rtol: float = 1e-11, atol: float = 1e-13,
+    def integrate(self, *, rtol: float = VERIFY_RTOL, atol: float = VERIFY_ATOL,
                   points_per_piece: int = 21) -> Trajectory:
-        """`flow(…, method="rk")` piece by piece (never stepping across a breakpoint)."""
+        """`flow(…, method="rk")` piece by piece (never stepping across a breakpoint), each piece
+        cut into sub-intervals on which ‖Σ‖ changes by at most e^GROWTH_STEP (bound: the
+        piece's `rate`), each integrated in a `Frame` fitted to its starting state: atol is
+        relative to the covariance there (and to the mean scale s_m of `terminal_error`), so
+        tiny and huge states are resolved alike. points_per_piece: output times per piece.
+        The trajectory holds the output times and the sub-intervals' ends. SolverError when
+        the integration fails, leaves the PSD cone or needs more than MAX_SUBINTERVALS
+        sub-intervals."""
+        return self._run(rtol, atol, points_per_piece)[2]
+
+    def verify(self, *, rtol: float = VERIFY_RTOL, atol: float = VERIFY_ATOL) -> float:
+        """`terminal_error` of `integrate()`: max(‖m(T) − m1‖ / s_m, ‖Σ(T) − Σ1‖ / ‖Σ1‖),
+        evaluated in the last frame (no rounding of tiny covariances into subnormals)."""
+        frame, end, _ = self._run(rtol, atol, 2)
+        target = frame.gaussian(self.target)
+        s_m = _mean_scale(self.start, self.target)
+        with np.errstate(over="ignore", invalid="ignore"):
+            return _error(end.mean, end.cov, target.mean, target.cov, (s_m[0], s_m[1] - frame.f))
+
+    def _run(self, rtol, atol, points_per_piece) -> tuple[Frame, Gaussian, Trajectory]:
+        """(the last frame, the final state in it, the trajectory in the original units)."""
+        rtol = as_time("rtol", rtol, maximum=0.5)
+        atol = as_time("atol", atol, maximum=0.5)
+        n_points = as_count("points_per_piece", points_per_piece, minimum=2, maximum=10_001)
+        atol = max(atol * math.exp(-GROWTH_STEP), _TINY)  # relative to the smallest ‖Σ‖ there
+        f = _mean_exponent(self.start, self.target)
+        frame, state = Frame(0, 0), self.start
         ts, means, covs = [], [], []
-        state = self.start
         for piece in self.pieces:
-            def fn(s, piece=piece):
-                return piece.params(piece.t0 + s)
+            n_sub = math.ceil(min(piece.rate * (piece.t1 - piece.t0) / GROWTH_STEP, 1e18))
+            if n_sub > MAX_SUBINTERVALS:
+                raise SolverError(f"verifying the piece [{piece.t0:.6g}, {piece.t1:.6g}] needs "
+                                  f"{n_sub} sub-intervals, more than MAX_SUBINTERVALS = "
+                                  f"{MAX_SUBINTERVALS}")
+            cuts = np.linspace(piece.t0, piece.t1, max(n_sub, 1) + 1)
+            outputs = np.linspace(piece.t0, piece.t1, n_points)
+            for a, b in itertools.pairwise(cuts):
+                new = Frame(frame.e + _exponent(_norm(state.cov), 0), f)
+                state = Gaussian(np.ldexp(state.mean, frame.f - f),
+                                 np.ldexp(state.cov, frame.e - new.e))
+                frame = new
+                grid = np.concatenate([[a], outputs[(outputs > a) & (outputs < b)], [b]])
+                traj = self._flow(piece, frame, state, a, grid - a, rtol, atol)
+                keep = slice(1, None) if ts else slice(None)
+                with np.errstate(over="ignore", under="ignore"):
+                    ts.append(a + traj.t[keep])
+                    means.append(np.ldexp(traj.mean[keep], frame.f))
+                    covs.append(np.ldexp(traj.cov[keep], frame.e))
+                state = self._end(traj, b)
+        t, mean, cov = np.concatenate(ts), np.concatenate(means), np.concatenate(covs)
+        if not (np.all(np.isfinite(mean)) and np.all(np.isfinite(cov))):
+            raise SolverError("the plan's trajectory leaves the float64 range")
+        return frame, state, Trajectory(t, mean, cov, "completed", None, "rk", None, rtol, atol)
 
-            tau = piece.t1 - piece.t0
-            traj = flow(fn, state, tau, method="rk", rtol=rtol, atol=atol,
-                        t_eval=np.linspace(0.0, tau, points_per_piece))
-            if traj.status != "completed":
-                raise SolverError(f"the plan's covariance blew up at t = "
-                                  f"{piece.t0 + traj.blowup_time:.6g}")
-            ts.append(piece.t0 + traj.t), means.append(traj.mean), covs.append(traj.cov)
-            state = traj.gaussian(-1)
-        return Trajectory(np.concatenate(ts), np.concatenate(means), np.concatenate(covs),
-                          "completed", None, "rk", None, rtol, atol)
+    @staticmethod
+    def _flow(piece, frame: Frame, state: Gaussian, t0: float, grid, rtol, atol) -> Trajectory:
+        """One sub-interval [t0, t0 + grid[-1]] of a piece, integrated in `frame` with the depth
+        measured in units 2^g ≈ the sub-interval's length (so that any T is integrated alike);
+        the returned times are in the original units."""
+        frame = replace(frame, g=math.frexp(grid[-1])[1])
+        if isinstance(piece, ConstantPiece):
+            layer = frame.params(piece.layer)
 
-    def verify(self, *, rtol: float = 1e-11, atol: float = 1e-13) -> float:
-        """Terminal relative error ‖(m(T) − m1, Σ(T) − Σ1)‖ / ‖(m1, Σ1)‖ of `integrate()`."""
-        traj = self.integrate(rtol=rtol, atol=atol, points_per_piece=2)
-        return terminal_error(traj.mean[-1], traj.cov[-1], self.start, self.target)
+            def fn(_s):
+                return layer
+        else:
+            def fn(s):
+                return frame.params(piece.params(t0 + math.ldexp(s, frame.g)))
+        grid = np.ldexp(grid, -frame.g)
+        try:
+            traj = flow(fn, state, grid[-1], method="rk", rtol=rtol, atol=atol, t_eval=grid)
+        except InvalidInputError as exc:  # raised by the plan's own parameters
+            raise SolverError(f"the plan cannot be integrated from t = {t0:.6g}: {exc}") from exc
+        if traj.status != "completed":
+            raise SolverError(f"the plan's covariance blew up at t = "
+                              f"{t0 + math.ldexp(traj.blowup_time, frame.g):.6g}")
+        return replace(traj, t=np.ldexp(traj.t, frame.g))
+
+    @staticmethod
+    def _end(traj: Trajectory, t: float) -> Gaussian:
+        try:
+            return traj.gaussian(-1)
+        except InvalidInputError as exc:
+            raise SolverError(f"the integrated state at t = {t:.6g} is not a Gaussian ({exc}): "
+                              f"the plan cannot be verified") from exc
 
     def particles(self, x0: np.ndarray, *, steps_per_piece: int, method: str = "rk4",
                   keep_particles: bool = False, backend: str = "numpy",
@@ -302,7 +558,10 @@ class ControlPlan:
         (shape (1, N, d)). backend/device as in `simulate`."""
         steps = as_count("steps_per_piece", steps_per_piece)
         ts, means, covs = [], [], []
-        x = np.asarray(x0, dtype=float)
+        x = as_array("x0", x0, ndim=2)
+        if x.shape[1] != self.start.d:
+            raise InvalidInputError(f"x0 must be an (N, d) cloud with d = {self.start.d}, got "
+                                    f"shape {x.shape}")
         for k, piece in enumerate(self.pieces):
             def fn(s, piece=piece):
                 return piece.params(piece.t0 + s)
@@ -327,17 +586,18 @@ def _finish(plan: ControlPlan) -> ControlPlan:
 def _polar_phases(tr: Transport, T: float, m0, m1):
     """[(A_j, b_j, t0, t1, m_start)] for A = log P/τ1 then A = log Q/τ2, τ1 = τ2 = T/2."""
     tau = T / 2
-    m_mid = 0.5 * (m0 + m1)
+    m_mid = 0.5 * m0 + 0.5 * m1
     out = []
     for j, (gen, ma, mb) in enumerate([(tr.log_P, m0, m_mid), (tr.log_Q, m_mid, m1)]):
-        A = gen / tau
+        with np.errstate(over="ignore"):
+            A = gen / tau
         out.append((A, phase_bias(A, tau, ma, mb), j * tau, (j + 1) * tau, ma))
     return out
 
 
 def _polar_plan(start, target, T, r, tol, name) -> ControlPlan:
     tr = transport(start.cov, target.cov, r)
-    pieces = tuple(ConstantPiece(t0, t1, Params(A, b=b))
+    pieces = tuple(ConstantPiece(t0, t1, _layer(A, b=b))
                    for A, b, t0, t1, _ in _polar_phases(tr, T, start.mean, target.mean))
     d = start.d
     return _finish(ControlPlan(start, target, T, name, "polar", pieces, np.nan, tol, False,
@@ -353,15 +613,19 @@ def _attention_plan(start, target, T, r, tol, name, A, V, temperature) -> Contro
     tr = transport(start.cov, target.cov, r)
     _, L0 = covariance_factor(start.cov, r)
     if V is None:
-        K = tr.log() / T
-        V = temperature * (K - A)
+        with np.errstate(over="ignore", invalid="ignore"):
+            K = tr.log() / T
+            V = temperature * (K - A)
+        if not (np.all(np.isfinite(K)) and np.all(np.isfinite(V))):
+            raise SolverError("the attention value matrix V = s (log(Φ1)/T − A) leaves the "
+                              "float64 range (temperature or 1/T too large)")
         b_path = phase_bias(K, T, start.mean, target.mean)
         pieces = (TrackingPiece(0.0, T, K, A, V, np.eye(d) / temperature, L0, start.mean,
                                 b_path),)
         text = (f"attention: V = s (log(Φ1)/T − A) held in depth (s = {temperature:g}), "
                 f"B(t) = Σ(t)⁺/s, b(t) compensating the mean")
     else:
-        if r < d or np.linalg.cond(V) > 1e12:
+        if r < d or not _cond(V) <= 1e12:
             return None
         Vinv = np.linalg.inv(V)
         pieces, L = [], L0
@@ -370,6 +634,8 @@ def _attention_plan(start, target, T, r, tol, name, A, V, temperature) -> Contro
             L = expm(K * (t1 - t0)) @ L
         pieces = tuple(pieces)
         text = "attention with the imposed V: B(t) = Σ(t)⁻¹V⁻¹(K_j − A) along the polar phases"
+    for piece in pieces:  # B(t) = Σ(t)⁺R must be representable (SolverError if not)
+        piece.params(piece.t0), piece.params(piece.t1)
     return _finish(ControlPlan(start, target, T, name, "attention", pieces, np.nan, tol, False,
                                text, {"A": A, "V": V}, tr))
 
@@ -416,6 +682,9 @@ class _Shooting:
     def __init__(self, system: ControlSystem, start: Gaussian, target: Gaussian, T: float,
                  n_pieces: int):
         self.system, self.d, self.N, self.T = system, start.d, n_pieces, T
+        self.frame = frame = Frame.of(start, target)
+        start, target = frame.gaussian(start), frame.gaussian(target)
+        self.held = {k: self._to_frame(k, v) for k, v in system.fixed.items()}
         self.h = T / n_pieces
         self.sizes = [(p, self.d if p == "b" else self.d * self.d)
                       for p in system.configuration.controls]
@@ -423,7 +692,7 @@ class _Shooting:
         self.n = self.d + self.d * (self.d + 1) // 2
         self.z0 = np.concatenate([start.mean, _vech(start.cov)])
         self.z1 = np.concatenate([target.mean, _vech(target.cov)])
-        self.scale = max(np.linalg.norm(self.z0), np.linalg.norm(self.z1), 1e-300)
+        self.scale = max(np.linalg.norm(self.z0), np.linalg.norm(self.z1), _TINY)
         self.n_sub = SHOOTING_SUBSTEPS
         self.tril = np.tril_indices(self.d)
 
@@ -436,13 +705,24 @@ class _Shooting:
             i += size
         return vals
 
+    def _to_frame(self, name: str, value: np.ndarray, inverse: bool = False) -> np.ndarray:
+        """A parameter in the frame's units (B·2^e, b·2^−f; A and V unchanged), or back."""
+        k = {"B": self.frame.e, "b": -self.frame.f}.get(name, 0)
+        with np.errstate(over="ignore"):
+            return np.ldexp(value, -k if inverse else k)
+
     def layer(self, u: np.ndarray) -> Params:
-        return self.system.params(self.controls(u))
+        """The Params (original units) of the controls u found in the frame."""
+        vals = {k: self._to_frame(k, v, inverse=True) for k, v in self.controls(u).items()}
+        if not all(np.all(np.isfinite(v)) for v in vals.values()):
+            raise SolverError("the shooting controls leave the float64 range in the original "
+                              "units")
+        return self.system.params(vals)
 
     def propagate(self, Z: np.ndarray, U: np.ndarray) -> np.ndarray:
         """φ(z, u) for stacks Z (k, n), U (k, p)."""
         k, d = Z.shape[0], self.d
-        vals = {**self.system.fixed, **self.controls(U)}
+        vals = {**self.held, **self.controls(U)}
         blocks = [np.broadcast_to(vals[p], (k, d) if p == "b" else (k, d, d))
                   for p in ("A", "B", "V", "b")]
         S = np.zeros((k, d, d))
@@ -498,9 +778,10 @@ class _Shooting:
     def solve(self, x, weight: float, max_nfev: int):
         """Levenberg–Marquardt while λ > 0 (overdetermined); trust-region reflective for the
         underdetermined exact problem λ = 0 (minimum-norm steps from the current point)."""
-        return least_squares(self.residual, x, jac=self.jacobian, args=(weight,),
-                             method="lm" if weight else "trf", x_scale="jac", xtol=1e-15,
-                             ftol=1e-15, gtol=1e-15, max_nfev=max_nfev)
+        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+            return least_squares(self.residual, x, jac=self.jacobian, args=(weight,),
+                                 method="lm" if weight else "trf", x_scale="jac", xtol=1e-15,
+                                 ftol=1e-15, gtol=1e-15, max_nfev=max_nfev)
 
     def substeps(self, x) -> int:
         """RK4 sub-steps with h_sub·ρ ≤ SHOOTING_THETA, ρ = max over pieces of the rate bound
@@ -508,7 +789,7 @@ class _Shooting:
         SHOOTING_MAX_SUBSTEPS (beyond that the verification decides)."""
         us, nodes = self.unpack(x)
         d = self.d
-        vals = {**self.system.fixed, **self.controls(us)}
+        vals = {**self.held, **self.controls(us)}
         A, B, V = (np.broadcast_to(vals[p], (self.N, d, d)) for p in ("A", "B", "V"))
         S = np.zeros((self.N + 1, d, d))
         S[:, self.tril[0], self.tril[1]] = nodes[:, d:]
@@ -516,10 +797,12 @@ class _Shooting:
         norms = np.linalg.norm(S, 2, axis=(1, 2))
         sig = np.maximum(norms[:-1], norms[1:])
         nV, nB = np.linalg.norm(V, 2, axis=(1, 2)), np.linalg.norm(B, 2, axis=(1, 2))
-        M = np.linalg.norm(A, 2, axis=(1, 2)) + nV * nB * sig
-        rho = float(np.max(2 * M + 2 * nV * nB * sig + nV))
-        return int(np.clip(np.ceil(self.h * rho / SHOOTING_THETA), SHOOTING_SUBSTEPS,
-                           SHOOTING_MAX_SUBSTEPS))
+        with np.errstate(over="ignore", invalid="ignore"):
+            M = np.linalg.norm(A, 2, axis=(1, 2)) + nV * nB * sig
+            steps = self.h * float(np.max(2 * M + 2 * nV * nB * sig + nV)) / SHOOTING_THETA
+        if not steps <= SHOOTING_MAX_SUBSTEPS:  # also NaN: the verification decides
+            return SHOOTING_MAX_SUBSTEPS
+        return int(max(math.ceil(steps), SHOOTING_SUBSTEPS))
 
     def initial(self) -> np.ndarray:
         frac = np.arange(1, self.N)[:, None] / self.N
@@ -599,6 +882,9 @@ def steer(start: Gaussian, target: Gaussian, T: float, *, controls: str = "affin
     the ranks differ, or — unless check_accessibility=False — when the condition fails).
     fixed: held parameters (A drift for "attention"; the tied V or B; see `lie.control_system`).
     Ranks count eigenvalues above RANK_RTOL·λ_max; unequal ranks raise RankMismatchError.
+    Bounds: T ≤ MAX_HORIZON, n_pieces ≤ MAX_PIECES, d ≤ MAX_DIMENSION (the shooting route, with
+    its exact Lie-bracket test, d ≤ `lie.MAX_DIMENSION`). Controls that leave float64 (see the
+    module docstring) raise SolverError.
     The plan carries `residual` = `verify()` and `success` = residual ≤ tol.
     """
     for name, g in (("start", start), ("target", target)):
@@ -607,31 +893,35 @@ def steer(start: Gaussian, target: Gaussian, T: float, *, controls: str = "affin
                                     f"got {type(g).__name__}")
     if start.d != target.d:
         raise InvalidInputError(f"start lives in R^{start.d} but target in R^{target.d}")
-    T = as_time("T", T)
+    d = start.d
+    if d > MAX_DIMENSION:
+        raise InvalidInputError(f"steering is offered up to d = {MAX_DIMENSION}, got d = {d}")
+    T = as_time("T", T, maximum=MAX_HORIZON)
     tol = as_time("tol", tol)
     temperature = as_time("temperature", temperature)
-    n_pieces = as_count("n_pieces", n_pieces)
-    from .lie import configuration, control_system  # loaded on first use (SymPy rings)
+    n_pieces = as_count("n_pieces", n_pieces, maximum=MAX_PIECES)
+    if not isinstance(check_accessibility, bool | np.bool_):
+        raise InvalidInputError(f"check_accessibility must be True or False, got "
+                                f"{check_accessibility!r:.40}")
+    from .lie import _fixed_values, configuration, control_system  # SymPy loads on first use
 
     conf = configuration(controls)
-    d = start.d
-    r0, r1 = (psd_rank(g.cov, RANK_RTOL * max(np.linalg.eigvalsh(g.cov)[-1], 0.0))
-              for g in (start, target))
+    held = {k: np.array(v, dtype=float) for k, v in _fixed_values(conf, d, fixed).items()
+            if v is not None}
+    r0, r1 = covariance_rank(start.cov), covariance_rank(target.cov)
     if r0 != r1:
         raise RankMismatchError(
             f"rank Σ0 = {r0} but rank Σ1 = {r1}: Σ(t) = Φ(t) Σ0 Φ(t)ᵀ with Φ(t) invertible, so "
             f"the rank of the covariance is invariant under every control (SPEC §3) and no plan "
             f"connects Gaussians of different rank")
-    system = control_system(conf, d, fixed=fixed)
-    held = system.fixed
     attention_free = not np.any(held.get("V", 0)) and not np.any(held.get("B", 0))
     if conf.name in ("affine", "full") and attention_free and not np.any(held.get("A", 0)):
         return _polar_plan(start, target, T, r0, tol, conf.name)
     if conf.name == "attention":
-        given_V = fixed is not None and "V" in fixed
         plan = _attention_plan(start, target, T, r0, tol, conf.name, held["A"],
-                               held["V"] if given_V else None, temperature)
+                               held["V"] if "V" in (fixed or {}) else None, temperature)
         if plan is not None:
             return plan
+    system = control_system(conf, d, fixed=fixed)
     acc = _check_accessibility(system, start, target, r0, check_accessibility)
     return _shooting_plan(system, start, target, T, tol, n_pieces, acc)
