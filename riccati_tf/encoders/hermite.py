@@ -18,10 +18,17 @@ Cauchy–Schwarz with the computable tails t_i = Var f(u_i) − Σ_{k ≤ K} â_
 Coefficients: ReLU exactly (c = μ/σ: â_0 = σφ(c) + μΦ(c), â_1 = σΦ(c), a_k = σφ(c)He_{k−2}(−c)
 for k ≥ 2, E[relu(u)²] = (μ² + σ²)Φ(c) + μσφ(c)); GELU f(x) = xΦ(x) exactly, from
 e_j = E[Φ^{(j)}(u)] = s^{−j}Φ^{(j)}(μ/s), s = √(1 + σ²), and
-E[f^{(k)}(u)] = μe_k + σ²e_{k+1} + k e_{k−1}; its second moment and everything for the tanh
-approximation of GELU by Gauss–Hermite quadrature with QUADRATURE_NODES nodes (the integrands
-are analytic; tests compare with adaptive quadrature). E[f'(u)] and E[f''(u)] (Stein's lemma:
-Cov(x, f(u)) = Cov(x, u) E[f'(u)]) come with them.
+E[f^{(k)}(u)] = μe_k + σ²e_{k+1} + k e_{k−1}; its second moment by Stein's lemma,
+
+    E[u²Φ²] = μ(μE[Φ²] + 2σ²E[Φφ]) + σ²(E[Φ²] + 2E[uΦφ]),
+    E[uΦφ] = (μE[Φφ] + σ²E[φ²])/s²,   E[φ²] = exp(−μ²/(1 + 2σ²))/(2π√(1 + 2σ²)),
+    E[Φφ] = φ(μ/s)/s · Φ(μ/(s√(1 + 2σ²))),   E[Φ²] = Φ(μ/s) − 2T(μ/s, 1/√(1 + 2σ²))
+
+(T Owen's function: E[Φ(u)²] = P(Z₁ ≤ u, Z₂ ≤ u) is a bivariate normal probability with
+correlation σ²/s²). The tanh approximation of GELU: GELU's closed forms plus quadrature
+(QUADRATURE_NODES Gauss–Hermite or Gauss–Legendre nodes) of the small difference (tests compare
+with adaptive quadrature). E[f'(u)] and E[f''(u)] (Stein's lemma: Cov(x, f(u)) =
+Cov(x, u) E[f'(u)]) come with them.
 """
 
 from __future__ import annotations
@@ -31,14 +38,17 @@ from math import factorial
 
 import numpy as np
 from numpy.polynomial.hermite_e import hermegauss
-from scipy.special import ndtr
+from numpy.polynomial.legendre import leggauss
+from scipy.special import ndtr, owens_t
 
 from ..errors import InvalidInputError
 
 #: Hermite terms kept in Mehler's series
 DEFAULT_TERMS = 30
-#: Gauss–Hermite nodes for the moments without closed form
+#: quadrature nodes for the moments without closed form (tanh GELU)
 QUADRATURE_NODES = 160
+#: |x| beyond which the difference of the two GELUs and its derivatives vanish (< 1e-25)
+DELTA_SUPPORT = 12.0
 _TANH_K = np.sqrt(2 / np.pi)
 _TANH_C = 0.044715
 
@@ -129,27 +139,50 @@ def _gelu_moments(mu, sigma, K):
     deriv = mu[:, None] * e[:, :K + 1] + (sigma**2)[:, None] * e[:, 1:K + 2]
     deriv[:, 1:] += k[1:] * e[:, :K]
     a = deriv * sigma[:, None] ** k
-    second = _quadrature(_gelu, mu, sigma, lambda v: v * v)
+    second = _gelu_second_moment(mu, sigma)
     slope = deriv[:, 1] if K >= 1 else None
     curvature = deriv[:, 2] if K >= 2 else None
     return a[:, 0], second, slope, curvature, a / _norms(K)
 
 
-def _quadrature(f, mu, sigma, post=lambda v: v):
-    """E post(f(μ + σZ)) by Gauss–Hermite quadrature, for each (μ_i, σ_i)."""
-    z, w = hermegauss(QUADRATURE_NODES)
-    w = w / np.sqrt(2 * np.pi)
-    return post(f(mu[:, None] + sigma[:, None] * z)) @ w
+def _gelu_second_moment(mu, sigma):
+    """E[(uΦ(u))²] for u ~ N(μ, σ²) in closed form (module docstring)."""
+    s2, q2 = 1 + sigma**2, 1 + 2 * sigma**2
+    s = np.sqrt(s2)
+    e_phi2 = np.exp(-mu**2 / q2) / (2 * np.pi * np.sqrt(q2))
+    e_Phi_phi = _phi(mu / s) / s * ndtr(mu / (s * np.sqrt(q2)))
+    e_Phi2 = ndtr(mu / s) - 2 * owens_t(mu / s, 1 / np.sqrt(q2))
+    e_u_Phi_phi = (mu * e_Phi_phi + sigma**2 * e_phi2) / s2
+    return mu * (mu * e_Phi2 + 2 * sigma**2 * e_Phi_phi) + sigma**2 * (e_Phi2 + 2 * e_u_Phi_phi)
+
+
+def _nodes(mu, sigma):
+    """Quadrature nodes x (I, n) and weights w (I, n) of E[g(u)], u ~ N(μ_i, σ_i²), for g
+    negligible outside |x| ≤ DELTA_SUPPORT: Gauss–Hermite in z = (x − μ)/σ when σ ≤ 1,
+    Gauss–Legendre on [−DELTA_SUPPORT, DELTA_SUPPORT] weighted by the density when σ > 1 (the
+    density is then smoother than g)."""
+    z, wz = hermegauss(QUADRATURE_NODES)
+    t, wt = leggauss(QUADRATURE_NODES)
+    t, wt = DELTA_SUPPORT * t, DELTA_SUPPORT * wt
+    wide = (sigma > 1)[:, None]
+    safe = np.where(sigma > 1, sigma, 1.0)[:, None]
+    x = np.where(wide, t, mu[:, None] + sigma[:, None] * z)
+    w = np.where(wide, wt * _phi((t - mu[:, None]) / safe) / safe, wz / np.sqrt(2 * np.pi))
+    return x, w
 
 
 def _gelu_tanh_moments(mu, sigma, K):
-    z, w = hermegauss(QUADRATURE_NODES)
-    w = w / np.sqrt(2 * np.pi)
-    x = mu[:, None] + sigma[:, None] * z
-    values = _gelu_tanh(x)
+    """GELU's exact moments plus quadrature (`_nodes`) of the small, rapidly decaying
+    difference δ = f_tanh − f_gelu (|δ| < 2e-4) and of its derivatives."""
+    mean, second, slope, curvature, a = _gelu_moments(mu, sigma, K)
+    x, w = _nodes(mu, sigma)
+    gelu, delta = _gelu(x), _gelu_tanh(x) - _gelu(x)
     d1, d2 = _gelu_tanh_derivatives(x)
-    a = (values * w) @ _hermite_table(z, K)
-    return a[:, 0], (values**2) @ w, d1 @ w, d2 @ w, a
+    g1, g2 = ndtr(x) + x * _phi(x), _phi(x) * (2 - x * x)
+    z = (x - mu[:, None]) / np.where(sigma > 0, sigma, 1.0)[:, None]
+    a = a + np.einsum("in,ink->ik", delta * w, _hermite_table(z, K))
+    return (mean + np.sum(delta * w, axis=1), second + np.sum(delta * (2 * gelu + delta) * w, 1),
+            slope + np.sum((d1 - g1) * w, 1), curvature + np.sum((d2 - g2) * w, 1), a)
 
 
 _MOMENTS = {"relu": _relu_moments, "gelu": _gelu_moments, "gelu_tanh": _gelu_tanh_moments}
