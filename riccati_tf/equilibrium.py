@@ -32,11 +32,17 @@ from .model import Params
 from .riccati import (
     AXIS_RTOL,
     NoStabilizingSolution,
+    as_rtol,
     bernoulli,
+    bernoulli_scaling,
     check_axis_gap,
+    exponent,
+    fro_norm,
     lapack_sylvester_gramian,
     numerical_boundary,
+    unscale_solution,
 )
+from .validation import as_count, as_covariance
 
 #: assemble L as a dense n_s × n_s matrix up to this d; matrix-free Krylov methods beyond
 KRONECKER_MAX_D = 30
@@ -131,14 +137,27 @@ def F(params: Params, cov: np.ndarray) -> np.ndarray:
 
 
 def relative_residual(params: Params, cov: np.ndarray) -> float:
-    """‖F(Σ)‖_F / (‖AΣ‖_F + Σ_h ‖V_h Σ B_h Σ‖_F); 0 when the denominator vanishes (Σ = 0)."""
-    AS = params.A @ cov
-    out = AS + AS.T
-    scale = np.linalg.norm(AS)
+    """‖F(Σ)‖_F / (‖AΣ‖_F + Σ_h ‖V_h Σ B_h Σ‖_F); 0 when the denominator vanishes (Σ = 0).
+
+    The ratio does not change when every term is multiplied by one power of two, so each
+    factor is scaled to unit size, each product carries its exponent, and the terms are brought
+    to the largest one's exponent: no under- or overflow at any magnitude (a term below 2^−1000
+    of the largest underflows harmlessly)."""
+    def unit(M):
+        e = exponent(M)
+        return np.ldexp(M, -e), e
+
+    S, es = unit(cov)
+    A, ea = unit(params.A)
+    terms = [(A @ S, ea + es)]
     for V, B in params.heads:
-        W = V @ cov @ B @ cov
-        out += W + W.T
-        scale += np.linalg.norm(W)
+        (Vs, ev), (Bs, eb) = unit(V), unit(B)
+        terms.append((Vs @ S @ Bs @ S, ev + eb + 2 * es))
+    top = max(e for _, e in terms)
+    with np.errstate(under="ignore"):
+        scaled = [np.ldexp(T, e - top) for T, e in terms]
+    out = sum(T + T.T for T in scaled)
+    scale = sum(np.linalg.norm(T) for T in scaled)
     return float(np.linalg.norm(out) / scale) if scale > 0 else 0.0
 
 
@@ -202,9 +221,15 @@ def natural_scale(params: Params) -> float:
 def mean_equilibrium(params: Params, cov: np.ndarray) -> np.ndarray | None:
     """m* = −K⁻¹ b with K = A + Σ_h V_h + Σ_h V_h Σ B_h, when K is Hurwitz; else None."""
     K = params.M(cov) + sum(V for V, _ in params.heads)
-    if np.max(np.linalg.eigvals(K).real) >= 0:
+    e = exponent(K)
+    Ks = np.ldexp(K, -e)  # the sign test and the solve on K scaled by a power of two
+    if np.max(np.linalg.eigvals(Ks).real) >= 0:
         return None
-    return -np.linalg.solve(K, params.b)
+    with np.errstate(over="ignore", under="ignore"):
+        m = np.ldexp(-np.linalg.solve(Ks, params.b), -e)
+    if not np.all(np.isfinite(m)):
+        raise SolverError("the mean equilibrium m* = −K*⁻¹b exceeds the float range")
+    return m
 
 
 def psd_rank_rel(cov: np.ndarray) -> int:
@@ -270,23 +295,29 @@ def _accepted(params: Params, eq: Equilibrium) -> Equilibrium | None:
                             rcond=eq.rcond, rank=eq.rank)
 
 
-def _eigen_groups(A: np.ndarray, axis_rtol: float) -> tuple[np.ndarray, list[list[int]]]:
-    """Eigenvalues of A and their real groups (a real eigenvalue, or a conjugate pair)."""
+def _eigen_groups(A: np.ndarray, axis_rtol: float,
+                  unit_exponent: int) -> tuple[np.ndarray, list[list[int]]]:
+    """Eigenvalues of A and their real groups (a real eigenvalue, or a conjugate pair); A is the
+    matrix of the equation scaled by 2^−unit_exponent (errors name the unscaled eigenvalues)."""
     eig = np.linalg.eigvals(A)
-    scale = np.linalg.norm(A)
-    check_axis_gap(eig, scale, "A", axis_rtol)
+    scale = fro_norm(A)
+    check_axis_gap(eig, scale, "A", axis_rtol, unit_exponent=unit_exponent)
+
+    def named(z):
+        return complex(np.ldexp(z.real, unit_exponent), np.ldexp(z.imag, unit_exponent))
     diff = np.abs(eig[:, None] - eig[None, :])
     np.fill_diagonal(diff, np.inf)
     i, j = np.unravel_index(np.argmin(diff), diff.shape)
     if eig.size > 1 and diff[i, j] <= np.sqrt(axis_rtol) * scale:
-        raise SolverError(f"A has a repeated eigenvalue λ ≈ {complex(eig[i]):.6g}: its invariant "
+        raise SolverError(f"A has a repeated eigenvalue λ ≈ {named(eig[i]):.6g}: its "
+                          f"invariant "
                           f"subspaces need not be finitely many, so the equilibria of the "
                           f"Bernoulli equation cannot be enumerated")
     sums = np.abs(eig[:, None] + eig[None, :])
     np.fill_diagonal(sums, np.inf)
     i, j = np.unravel_index(np.argmin(sums), sums.shape)
     if eig.size > 1 and sums[i, j] <= axis_rtol * scale:
-        raise SolverError(f"eigenvalues λ = {complex(eig[i]):.6g} and {complex(eig[j]):.6g} of A "
+        raise SolverError(f"eigenvalues λ = {named(eig[i]):.6g} and {named(eig[j]):.6g} of A "
                           f"sum to ≈ 0: the Lyapunov equation on an invariant subspace holding "
                           f"both is singular, so its equilibria are not isolated or do not exist")
     groups, used = [], set()
@@ -304,8 +335,12 @@ def _eigen_groups(A: np.ndarray, axis_rtol: float) -> tuple[np.ndarray, list[lis
 
 
 def _scalar_all(params: Params, axis_rtol: float) -> list[Equilibrium]:
-    A, G, d = params.A, params.G, params.d
-    eig, groups = _eigen_groups(A, axis_rtol)
+    """Every Bernoulli solution Σ = U₁P⁻¹U₁ᵀ with P ≻ 0, on the equation scaled as in
+    riccati.bernoulli_scaling (Σ = 2^k Σ̃; SolverError when a Σ is beyond the float range)."""
+    d = params.d
+    a, k = bernoulli_scaling(params.A, params.G)
+    A, G = np.ldexp(params.A, -a), np.ldexp(params.G, k - a)
+    eig, groups = _eigen_groups(A, axis_rtol, a)
     out = []
     for size in range(len(groups) + 1):
         for chosen in itertools.combinations(range(len(groups)), size):
@@ -320,20 +355,21 @@ def _scalar_all(params: Params, axis_rtol: float) -> list[Equilibrium]:
                 z = re + 1j * im
                 return bool(np.min(np.abs(selected - z)) <= np.min(np.abs(eig - z)))
 
-            T, U, k = schur(A, output="real", sort=pick)
-            if k != len(members):
+            T, U, r = schur(A, output="real", sort=pick)
+            if r != len(members):
                 raise SolverError("the Schur reordering did not isolate the chosen eigenvalues; "
                                   "their separation is too small for a reliable enumeration")
-            U1 = U[:, :k]
-            P = lapack_sylvester_gramian(T[:k, :k], U1.T @ G @ U1)
+            U1 = U[:, :r]
+            P = lapack_sylvester_gramian(T[:r, :r], U1.T @ G @ U1)
             pe = np.linalg.eigvalsh(P)
             if pe[0] <= RANK_RTOL * max(abs(pe[-1]), np.finfo(float).tiny):
                 continue  # P not positive definite: Σ = U₁P⁻¹U₁ᵀ is no covariance (or none)
-            cov = U1 @ np.linalg.solve(P, U1.T)
-            closed = np.linalg.eigvals(A - cov @ G)
+            scaled = U1 @ np.linalg.solve(P, U1.T)
+            closed = np.linalg.eigvals(A - scaled @ G)
             eq = _accepted(params, make_equilibrium(
-                params, cov, "invariant-subspace", abscissa=2.0 * float(np.max(closed.real)),
-                rank=k, rcond=float(pe[0] / pe[-1])))
+                params, unscale_solution(scaled, k), "invariant-subspace",
+                abscissa=float(np.ldexp(2.0 * np.max(closed.real), a)), rank=r,
+                rcond=float(pe[0] / pe[-1])))
             if eq is not None:  # else not computable to the accepted residual: left out
                 out.append(eq)
     return out
@@ -351,10 +387,14 @@ def newton(params: Params, cov0: np.ndarray, *, maxiter: int = NEWTON_MAXITER):
     up to POLISH_STEPS further steps are taken while they lower it (a small absolute ‖F(Σ)‖
     keeps the Kantorovich ball of a certificate small). Returns (Σ, relative residual,
     iterations), or None when the iteration diverges or does not reach NEWTON_RTOL within
-    maxiter steps.
+    maxiter steps. params: a Params; cov0: a covariance (validation.as_covariance); maxiter: an
+    integer ≥ 1 (InvalidInputError otherwise).
     """
+    if not isinstance(params, Params):
+        raise InvalidInputError(f"params must be a riccati_tf.Params, got {type(params).__name__}")
     d = params.d
-    cov = 0.5 * (cov0 + cov0.T)
+    cov = as_covariance("cov0", cov0, d)
+    maxiter = as_count("maxiter", maxiter, minimum=1)
     bound = 1e8 * max(natural_scale(params), np.linalg.norm(cov0))
     for it in range(1, maxiter + 1):
         res = relative_residual(params, cov)
@@ -485,15 +525,22 @@ def equilibria(params: Params, *, which: str = "stable", starts=(),
     axis_rtol ‖A‖_F of iℝ (scalar V), where the stable/anti-stable split is not defined robustly,
     and for any failure of floating point (LinAlgError, overflow). Budgets: NEWTON_MAXITER Newton
     steps per start, continuation steps ≥ CONTINUATION_MIN_STEP, RANDOM_STARTS starts.
+
+    Scalar V is solved in the scaled form of riccati.bernoulli_scaling, so the verdict does not
+    depend on the magnitudes of A and G (SolverError only for an equilibrium beyond the float
+    range). starts: covariance matrices (symmetric PSD, validation.as_covariance), used by
+    Newton's method (general V; the scalar-V solutions need none); axis_rtol ∈ (0, 1).
     """
     if not isinstance(params, Params):
         raise InvalidInputError(f"params must be a riccati_tf.Params, got {type(params).__name__}")
     if which not in ("stable", "all"):
         raise InvalidInputError(f"which must be 'stable' or 'all', got {which!r}")
-    starts = [np.asarray(s, dtype=float) for s in starts]
-    for i, S in enumerate(starts):
-        if S.shape != (params.d, params.d) or not np.all(np.isfinite(S)):
-            raise InvalidInputError(f"starts[{i}] must be a finite {params.d}×{params.d} matrix")
+    axis_rtol = as_rtol("axis_rtol", axis_rtol)
+    if isinstance(starts, str | bytes | dict | set | frozenset) or \
+            not hasattr(starts, "__iter__"):
+        raise InvalidInputError(f"starts must be a list of covariance matrices, got "
+                                f"{type(starts).__name__}")
+    starts = [as_covariance(f"starts[{i}]", S, params.d) for i, S in enumerate(starts)]
     if params.value_scalars is not None:
         if which == "stable":
             return _scalar_stable(params, axis_rtol)

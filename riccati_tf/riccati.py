@@ -41,7 +41,7 @@ from scipy.linalg import (
 )
 
 from .errors import InvalidInputError, SolverError
-from .validation import as_matrix
+from .validation import SAFE_EXPONENT, as_matrix, as_real, scale_exponent
 
 #: an eigenvalue λ of A counts as on the imaginary axis when |Re λ| ≤ AXIS_RTOL · ‖A‖_F
 AXIS_RTOL = 1e-8
@@ -49,6 +49,37 @@ AXIS_RTOL = 1e-8
 FAST_PATH_RESIDUAL = 1e-10
 #: a symmetric matrix counts as singular when its reciprocal 1-norm condition is below this
 SINGULAR_RCOND = 1e3 * np.finfo(float).eps
+
+
+def as_rtol(name: str, value) -> float:
+    """A relative tolerance: a real number in (0, 1) (0 would switch a safety test off, 1 or more
+    would refuse everything)."""
+    x = as_real(name, value)
+    if not 0.0 < x < 1.0:
+        raise InvalidInputError(f"{name} must be a relative tolerance in (0, 1), got {x:g}")
+    return x
+
+
+def as_flag(name: str, value) -> bool:
+    """True or False, nothing else (a string such as "no" is not read as a truth value)."""
+    if not isinstance(value, bool | np.bool_):
+        raise InvalidInputError(f"{name} must be True or False, got {type(value).__name__} "
+                                f"{value!r:.40}")
+    return bool(value)
+
+
+def exponent(M: np.ndarray) -> int:
+    """e with max|M| · 2^−e in [1/2, 1) (0 for M = 0): M · 2^−e is free of under- and overflow."""
+    s = float(np.max(np.abs(M))) if M.size else 0.0
+    return 0 if s == 0.0 else int(np.frexp(s)[1])
+
+
+def fro_norm(M: np.ndarray) -> float:
+    """‖M‖_F without intermediate under- or overflow (computed on M scaled by a power of two);
+    inf when the norm itself exceeds the float range."""
+    e = exponent(M)
+    with np.errstate(over="ignore"):
+        return float(np.ldexp(np.linalg.norm(np.ldexp(M, -e)), e))
 
 
 @contextlib.contextmanager
@@ -146,17 +177,21 @@ def care_condition(A: np.ndarray, G: np.ndarray, Q: np.ndarray, X: np.ndarray) -
 
 
 def check_axis_gap(eigenvalues: np.ndarray, scale: float, name: str = "A",
-                   axis_rtol: float = AXIS_RTOL) -> float:
+                   axis_rtol: float = AXIS_RTOL, *, unit_exponent: int = 0) -> float:
     """Return min |Re λ| / scale; raise SolverError if an eigenvalue is within axis_rtol of iℝ.
 
     An eigenvalue on (or within rounding of) the imaginary axis leaves the split into stable and
     anti-stable parts undefined; SLICOT then refuses and scipy returns a wrong answer silently.
+    unit_exponent: the eigenvalues are those of a matrix scaled by 2^−unit_exponent (the error
+    names λ · 2^unit_exponent).
     """
+    axis_rtol = as_rtol("axis_rtol", axis_rtol)
     re = np.abs(np.real(eigenvalues))
     i = int(np.argmin(re)) if re.size else 0
     gap = float(re[i] / scale) if scale > 0 else 0.0
     if re.size and gap <= axis_rtol:
-        lam = complex(eigenvalues[i])
+        lam = complex(np.ldexp(eigenvalues[i].real, unit_exponent),
+                      np.ldexp(eigenvalues[i].imag, unit_exponent))
         raise SolverError(f"eigenvalue λ = {lam.real:.6g}{lam.imag:+.6g}i of {name} lies within "
                           f"the relative gap {axis_rtol:g} of the imaginary axis (|Re λ| / "
                           f"‖{name}‖_F = {gap:.3g}): the stable/anti-stable splitting, hence the "
@@ -196,16 +231,18 @@ class SchurSplit:
 
 
 @numerical_boundary
-def schur_split(A, G, *, axis_rtol: float = AXIS_RTOL) -> SchurSplit:
+def schur_split(A, G, *, axis_rtol: float = AXIS_RTOL, unit_exponent: int = 0) -> SchurSplit:
     """Solve T₁₁ᵀ P + P T₁₁ = U₁ᵀ G U₁ on the anti-stable block of an ordered Schur form of A.
 
-    Raises SolverError when an eigenvalue of A lies within axis_rtol ‖A‖_F of the imaginary axis.
+    Raises SolverError when an eigenvalue of A lies within axis_rtol ‖A‖_F of the imaginary axis
+    (named as λ · 2^unit_exponent: A may be a scaled matrix).
     """
     A = as_matrix("A", A)
     G = as_matrix("G", G, A.shape[0])
+    axis_rtol = as_rtol("axis_rtol", axis_rtol)
     T, U, k = schur(A, output="real", sort="rhp")
     eig = _quasi_triangular_eigenvalues(T)
-    gap = check_axis_gap(eig, np.linalg.norm(A), "A", axis_rtol)
+    gap = check_axis_gap(eig, fro_norm(A), "A", axis_rtol, unit_exponent=unit_exponent)
     T11, U1 = T[:k, :k], U[:, :k]
     P = np.zeros((0, 0))
     if k:
@@ -308,6 +345,8 @@ def care(A, G, Q=None, *, axis_rtol: float = AXIS_RTOL, scaling: bool = True,
     n = A.shape[0]
     G = as_matrix("G", G, n)
     Q = np.zeros((n, n)) if Q is None else as_matrix("Q", Q, n)
+    axis_rtol = as_rtol("axis_rtol", axis_rtol)
+    scaling, condition = as_flag("scaling", scaling), as_flag("condition", condition)
     G, Q = 0.5 * (G + G.T), 0.5 * (Q + Q.T)
     try:
         X, rcond, _, _, _, _ = sb02md(n, A.copy(), G.copy(), Q.copy(), "C",
@@ -316,7 +355,7 @@ def care(A, G, Q=None, *, axis_rtol: float = AXIS_RTOL, scaling: bool = True,
         raise SolverError(f"SLICOT sb02md found no stabilizing solution of the CARE: {exc}") \
             from None
     X = 0.5 * (X + X.T)
-    hnorm = np.sqrt(2 * np.linalg.norm(A) ** 2 + np.linalg.norm(G) ** 2 + np.linalg.norm(Q) ** 2)
+    hnorm = fro_norm(np.block([[A, -G], [-Q, -A.T]]))
     # for a stabilizing X the closed-loop spectrum is the stable half of the Hamiltonian's
     closed = np.linalg.eigvals(A - G @ X)
     gap = check_axis_gap(closed, hnorm, "the Hamiltonian", axis_rtol)
@@ -367,34 +406,67 @@ def bernoulli(A, G, *, method: str = "schur", axis_rtol: float = AXIS_RTOL,
 
     Raises SolverError when an eigenvalue of A lies within axis_rtol ‖A‖_F of the imaginary axis
     (scipy's solver returns a wrong answer silently there), or when no stabilizing solution
-    exists (P singular: an anti-stable mode of A that G does not see).
+    exists (P singular: an anti-stable mode of A that G does not see). The equation is solved
+    in the scaled form of `bernoulli_scaling`, so the verdict does not depend on the magnitudes
+    of A and G; a solution beyond the float range is a SolverError. axis_rtol ∈ (0, 1);
+    crosscheck and condition are booleans (InvalidInputError otherwise).
     """
     if method not in ("schur", "care"):
         raise InvalidInputError(f"method must be 'schur' or 'care', got {method!r}")
     A = as_matrix("A", A)
     G = as_matrix("G", G, A.shape[0])
+    axis_rtol = as_rtol("axis_rtol", axis_rtol)
+    crosscheck, condition = as_flag("crosscheck", crosscheck), as_flag("condition", condition)
     G = 0.5 * (G + G.T)
+    a, k = bernoulli_scaling(A, G)
+    A, G = np.ldexp(A, -a), np.ldexp(G, k - a)
     if method == "schur":
-        sol = _bernoulli_schur(A, G, axis_rtol)
+        sol = _bernoulli_schur(A, G, axis_rtol, a)
         if sol.residual > FAST_PATH_RESIDUAL:
-            fallback = _bernoulli_care(A, G, axis_rtol)
+            fallback = _bernoulli_care(A, G, axis_rtol, a)
             sol = RiccatiSolution(fallback.X, fallback.residual, fallback.rcond,
                                   fallback.closed_loop, sol.rank, "schur→slycot-sb02md",
                                   sol.axis_gap)
     else:
-        sol = _bernoulli_care(A, G, axis_rtol)
-    diff = kappa = None
+        sol = _bernoulli_care(A, G, axis_rtol, a)
+    diff = kappa = None  # relative quantities: the same for the scaled equation
     if crosscheck:
         ref = care_python_control(A.T, G)
         diff = float(np.linalg.norm(sol.X - ref) / max(np.linalg.norm(ref), np.finfo(float).tiny))
     if condition:
         kappa = care_condition(A.T, G, np.zeros_like(G), sol.X)
-    return RiccatiSolution(sol.X, sol.residual, sol.rcond, sol.closed_loop, sol.rank, sol.method,
-                           sol.axis_gap, diff, kappa)
+    closed = np.ldexp(sol.closed_loop.real, a) + 1j * np.ldexp(sol.closed_loop.imag, a)
+    return RiccatiSolution(unscale_solution(sol.X, k), sol.residual, sol.rcond, closed, sol.rank,
+                           sol.method, sol.axis_gap, diff, kappa)
 
 
-def _bernoulli_schur(A: np.ndarray, G: np.ndarray, axis_rtol: float) -> RiccatiSolution:
-    split = schur_split(A, G, axis_rtol=axis_rtol)
+def bernoulli_scaling(A: np.ndarray, G: np.ndarray) -> tuple[int, int]:
+    """(a, k) such that Ã = A·2^−a and G̃ = G·2^(k−a) have their largest entries within
+    2^±SAFE_EXPONENT (a = k = 0 for data already there: nothing is rescaled):
+    Σ solves AΣ + ΣAᵀ − ΣGΣ = 0 iff Σ̃ = Σ·2^−k solves ÃΣ̃ + Σ̃Ãᵀ − Σ̃G̃Σ̃ = 0 (the equation is
+    homogeneous), so the solution does not depend on the magnitudes except through 2^k, and the
+    relative residual, the condition and the axis gap are those of the scaled equation."""
+    a = scale_exponent(A) if np.any(A) else scale_exponent(G)
+    shift = exponent(G) - a
+    return a, -shift if np.any(G) and abs(shift) > SAFE_EXPONENT else 0
+
+
+def unscale_solution(X: np.ndarray, k: int) -> np.ndarray:
+    """X·2^k, or SolverError when that leaves the float range (the solution is not
+    representable: an entry overflows, or every entry of a nonzero X falls below the normal
+    range)."""
+    with np.errstate(over="ignore", under="ignore"):
+        out = np.ldexp(X, k)
+    big = float(np.max(np.abs(out))) if out.size else 0.0
+    if not np.isfinite(big) or (np.any(X) and big < np.finfo(float).tiny):
+        raise SolverError(f"the solution has magnitude ≈ 2^{k + exponent(X)}, outside the range "
+                          f"of float64: it is not representable")
+    return out
+
+
+def _bernoulli_schur(A: np.ndarray, G: np.ndarray, axis_rtol: float,
+                     unit_exponent: int) -> RiccatiSolution:
+    split = schur_split(A, G, axis_rtol=axis_rtol, unit_exponent=unit_exponent)
     k, U1 = split.k, split.U[:, :split.k]
     d = A.shape[0]
     if k == 0:
@@ -427,9 +499,10 @@ def _bernoulli_schur(A: np.ndarray, G: np.ndarray, axis_rtol: float) -> RiccatiS
                            "schur", split.axis_gap)
 
 
-def _bernoulli_care(A: np.ndarray, G: np.ndarray, axis_rtol: float) -> RiccatiSolution:
+def _bernoulli_care(A: np.ndarray, G: np.ndarray, axis_rtol: float,
+                    unit_exponent: int) -> RiccatiSolution:
     eig = np.linalg.eigvals(A)
-    gap = check_axis_gap(eig, np.linalg.norm(A), "A", axis_rtol)
+    gap = check_axis_gap(eig, fro_norm(A), "A", axis_rtol, unit_exponent=unit_exponent)
     sol = care(A.T, G, None, axis_rtol=axis_rtol, condition=False)
     k = int(np.sum(eig.real > 0))
     return RiccatiSolution(sol.X, sol.residual, sol.rcond, sol.closed_loop, k, sol.method, gap)

@@ -239,3 +239,74 @@ def test_input_validation():
         equilibria(np.eye(2))
     with pytest.raises(InvalidInputError, match=r"starts\[0\]"):
         equilibria(Params(np.eye(2), B=np.eye(2), V=np.diag([1.0, 2.0])), starts=[np.eye(3)])
+
+
+BAD_STARTS = {"string": ["1 0; 0 1"], "complex": [np.eye(2) * (1 + 1j)],
+              "bool": [np.eye(2, dtype=bool)], "shape": [np.eye(3)],
+              "asymmetric": [np.array([[1.0, 0.5], [0.0, 1.0]])],
+              "indefinite": [np.diag([1.0, -1.0])], "nan": [np.full((2, 2), np.nan)],
+              "not a list": "abc", "none": None, "number": 3.0}
+
+
+@pytest.mark.parametrize("label", sorted(BAD_STARTS))
+def test_equilibria_starts_are_covariances(label):
+    p = Params(A=np.diag([1.0, -0.5]), V=np.array([[1.0, 0.2], [0.0, 1.0]]), B=-np.eye(2))
+    with pytest.raises(InvalidInputError, match="starts"):
+        equilibria(p, starts=BAD_STARTS[label])
+
+
+@pytest.mark.parametrize("bad", [-1.0, 0.0, 1.0, 5.0, float("nan"), "1e-8", True, None])
+def test_equilibria_and_newton_budgets_are_validated(bad):
+    p = Params(A=np.diag([1.0, -0.5]), V=np.eye(2), B=-np.eye(2))
+    with pytest.raises(InvalidInputError, match="axis_rtol"):
+        equilibria(p, axis_rtol=bad)
+    with pytest.raises(InvalidInputError, match="maxiter"):
+        newton(p, np.eye(2), maxiter=bad)
+    with pytest.raises(InvalidInputError, match="cov0"):
+        newton(p, [[1.0, "x"], [0.0, 1.0]])
+
+
+@pytest.mark.parametrize("s", [2.0 ** -1040, 1e-310, 1e-300, 1e-150, 1e150, 1e300])
+@pytest.mark.parametrize("which", ["stable", "all"])
+def test_scalar_equilibria_are_scale_invariant(s, which):
+    # (sA, sV): F scales by s, the equilibria do not. A = diag(1, −2), G = 2I: Σ* = diag(1, 0)
+    # (stable), and 0 (unstable) among all
+    A = np.diag([1.0, -2.0])
+    got = equilibria(Params(A=s * A, V=-s * np.eye(2), B=np.eye(2)), which=which)
+    ref = equilibria(Params(A=A, V=-np.eye(2), B=np.eye(2)), which=which)
+    assert [e.rank for e in got] == [e.rank for e in ref]
+    for e, r in zip(got, ref, strict=True):
+        np.testing.assert_allclose(e.cov, r.cov, rtol=1e-14, atol=1e-15)
+        assert e.stable == r.stable and e.residual <= 1e-15
+    assert any(np.allclose(e.cov, np.diag([1.0, 0.0]), rtol=1e-15, atol=0) for e in got)
+
+
+@pytest.mark.parametrize("s", [1e-300, 1e-310])
+def test_scalar_equilibrium_of_a_tiny_layer_is_the_identity(s):
+    # AΣ + ΣAᵀ − ΣGΣ = 2sΣ − 2sΣ² = 0: Σ* = I, at every s
+    (eq,) = equilibria(Params(A=s * np.eye(2), V=-s * np.eye(2), B=np.eye(2)))
+    np.testing.assert_array_equal(eq.cov, np.eye(2))
+    assert eq.stable and eq.rank == 2
+
+
+def test_large_representable_equilibrium_is_returned_and_an_overflowing_one_refused():
+    # A = I, G = 2vI: Σ* = I / v
+    (eq,) = equilibria(Params(A=np.eye(2), V=-1e-300 * np.eye(2), B=np.eye(2)))
+    np.testing.assert_allclose(eq.cov, 1e300 * np.eye(2), rtol=1e-15)
+    assert eq.residual <= 1e-15 and eq.stable
+    with pytest.raises(SolverError, match="not representable"):
+        equilibria(Params(A=np.eye(2), V=-1e-310 * np.eye(2), B=np.eye(2)))
+
+
+def test_relative_residual_is_scale_invariant(rng):
+    from riccati_tf.equilibrium import relative_residual
+
+    A, V, B = (rng.standard_normal((3, 3)) for _ in range(3))
+    X = rng.standard_normal((3, 3))
+    S = X @ X.T
+    ref = relative_residual(Params(A=A, V=V, B=B), S)
+    for v, b, s in [(2.0 ** 300, 2.0 ** -700, 2.0 ** 100), (2.0 ** -500, 2.0 ** 480, 2.0 ** 510),
+                    (2.0 ** -520, 2.0 ** -520, 2.0 ** 500)]:
+        a = v * b * s  # every term of F then scales by a·s = v·b·s²
+        got = relative_residual(Params(A=a * A, V=v * V, B=b * B), s * S)
+        assert got == pytest.approx(ref, rel=1e-13)

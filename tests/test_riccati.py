@@ -12,7 +12,9 @@ from riccati_tf.riccati import (
     care,
     care_python_control,
     care_residual,
+    check_axis_gap,
     lyapunov,
+    schur_split,
 )
 from tests.data.carex import EXAMPLES, ex11
 
@@ -197,3 +199,57 @@ def test_lyapunov_unstable_L_gives_indefinite_P(rng):
     L = random_with_spectrum(rng, [0.5, -1.0, -2.0])
     sol = lyapunov(L)
     assert np.linalg.eigvalsh(sol.P)[0] < 0
+
+
+BAD_RTOLS = [-1.0, 0.0, 1.0, 2.0, float("nan"), float("inf"), "1e-8", True, 1j, None, [1e-8]]
+
+
+@pytest.mark.parametrize("bad", BAD_RTOLS)
+def test_tolerances_are_validated(bad):
+    A, G = np.diag([1.0, -2.0]), np.eye(2)
+    for call in (lambda: bernoulli(A, G, axis_rtol=bad), lambda: care(A, G, axis_rtol=bad),
+                 lambda: schur_split(A, G, axis_rtol=bad),
+                 lambda: check_axis_gap(np.array([1.0]), 1.0, axis_rtol=bad)):
+        with pytest.raises(InvalidInputError, match="axis_rtol"):
+            call()
+
+
+@pytest.mark.parametrize("bad", ["no", 0, 1, None, np.array([True])])
+def test_boolean_options_are_booleans(bad):
+    A, G = np.diag([1.0, -2.0]), np.eye(2)
+    for name in ("crosscheck", "condition"):
+        with pytest.raises(InvalidInputError, match=name):
+            bernoulli(A, G, **{name: bad})
+    for name in ("scaling", "condition"):
+        with pytest.raises(InvalidInputError, match=name):
+            care(A, G, **{name: bad})
+
+
+@pytest.mark.parametrize("alpha, beta", [(2.0 ** -1020, 2.0 ** -1020), (1e-300, 1e-300),
+                                         (1e300, 1e300), (1.0, 1e-300), (1e-300, 1.0),
+                                         (1e150, 1e-150), (3e-200, 7e-250)])
+def test_bernoulli_is_scale_invariant(rng, alpha, beta):
+    # AΣ + ΣAᵀ − ΣGΣ = 0 with (αA, βG) is solved by Σ = (α/β)Σ₁ where Σ₁ solves it with (A, G)
+    A = random_with_spectrum(rng, [1.0, 0.5, -1.0])
+    G = random_pd(rng, 3)
+    ref = bernoulli(A, G)
+    sol = bernoulli(alpha * A, beta * G)
+    ratio = alpha / beta
+    np.testing.assert_allclose(sol.X, ratio * ref.X, rtol=1e-10, atol=1e-12 * ratio *
+                               np.abs(ref.X).max())
+    assert sol.rank == ref.rank == 2 and sol.residual <= 1e-12
+    np.testing.assert_allclose(sol.closed_loop.real / alpha, ref.closed_loop.real, rtol=1e-10)
+
+
+def test_bernoulli_refuses_an_unrepresentable_solution():
+    # σ = 2a / g = 2 / 1e-310 overflows; 2 / 1e-300 does not
+    sol = bernoulli(np.eye(1), np.array([[1e-300]]))
+    np.testing.assert_allclose(sol.X, [[2e300]], rtol=1e-15)
+    with pytest.raises(SolverError, match="not representable"):
+        bernoulli(np.eye(1), np.array([[1e-310]]))
+
+
+def test_near_axis_error_names_the_unscaled_eigenvalue():
+    A = np.diag([1e-300, 1e-312])  # a gap of 1e-12 relative: on the axis at axis_rtol = 1e-8
+    with pytest.raises(SolverError, match=r"λ = 1e-312"):
+        bernoulli(A, 1e-300 * np.eye(2))
