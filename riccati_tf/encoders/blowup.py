@@ -13,13 +13,16 @@ certificates and re-checks, takes seconds per layer):
   ("blows_up", exact); when every g_i > 0, Σ(t) = L0(I + tK)⁻¹L0ᵀ → 0 like 1/t ("collapses");
   when g_1 = 0 (within SIGN_RTOL·max|g|), Σ(t) tends to the nonzero L0 Π_ker K L0ᵀ
   ("converges").
-- General A: W is marched on a grid of step h (at most horizon/GRID_STEPS and the conditioning
-  step of `riccati_tf.exact`) with the semigroup rule W(t + h) = W(h) + e^{Aᵀh}W(t)e^{Ah}, the
-  first grid step where λ_min ≤ 0 is refined REFINE_LEVELS times into REFINE_SPLIT sub-steps,
-  and T* is the linear interpolation of λ_min on the last sub-step (resolution
-  h/REFINE_SPLIT^REFINE_LEVELS). "blows_up" with T*, or "bounded" when λ_min stays positive up
-  to the horizon. A root between two grid points that λ_min leaves again is not seen (with
-  G ⪯ 0, λ_min is monotone and none is missed).
+- General A: the closed form is applied step by step (the flow is a semigroup) in square-root
+  form, as in `riccati_tf.exact`: over a step h (at most horizon/GRID_STEPS and the conditioning
+  step of `riccati_tf.exact`) from Σ = LLᵀ, S = I + LᵀW(h)L = CCᵀ and L⁺ = e^{Ah} L C⁻ᵀ, so
+  the large W(t) of an unstable A never meets the 1 of I + L0ᵀW(t)L0 in one rounding. The first
+  step whose S is not positive definite holds the blow-up; it is refined REFINE_LEVELS times
+  into REFINE_SPLIT sub-steps, and on the last one λ_min(I + LᵀW(s)L), which falls from 1 at
+  s = 0, is interpolated linearly (resolution h/REFINE_SPLIT^REFINE_LEVELS; tests find T*
+  within 1e-6 of `certify`). "blows_up" with T*, or "bounded" when every S stays positive
+  definite up to the horizon. A root inside a step that λ_min leaves again by the step's end is
+  not seen (with G ⪯ 0, λ_min is monotone and none is missed).
 """
 
 from __future__ import annotations
@@ -61,11 +64,6 @@ def _factor(cov: np.ndarray) -> np.ndarray:
     return U[:, keep] * np.sqrt(lam[keep])
 
 
-def _lam_min(L0: np.ndarray, W: np.ndarray) -> float:
-    K = L0.T @ W @ L0
-    return float(np.linalg.eigvalsh(np.eye(K.shape[0]) + 0.5 * (K + K.T))[0])
-
-
 def _without_drift(G: np.ndarray, L0: np.ndarray) -> FlowRegime:
     K = L0.T @ G @ L0
     g = np.linalg.eigvalsh(0.5 * (K + K.T))
@@ -77,18 +75,22 @@ def _without_drift(G: np.ndarray, L0: np.ndarray) -> FlowRegime:
     return FlowRegime("converges", None, None)
 
 
-def _march(A, G, L0, W, h: float, n_steps: int) -> tuple[int, np.ndarray, float, float]:
-    """March W by steps h from W (λ_min > 0 there); (j, W_j, f_j, f_{j+1}) at the first step j
-    whose end has λ_min ≤ 0, or j = n_steps when none does."""
+def _march(A, G, L, h: float, n_steps: int) -> tuple[int, np.ndarray, float]:
+    """Advance the factor L of Σ by up to n_steps steps h (Σ⁺ = E L S⁻¹ Lᵀ Eᵀ, S = I + LᵀW(h)L
+    = CCᵀ, L⁺ = E L C⁻ᵀ); (j, L_j, λ_min(S_j)) at the first step j whose S is not positive
+    definite (the blow-up lies inside it), or (n_steps, L_end, 1.0) when none is."""
     E, Wh = van_loan(A, G, h)
-    f = _lam_min(L0, W)
     for j in range(n_steps):
-        W_next = Wh + E.T @ W @ E
-        f_next = _lam_min(L0, W_next)
-        if f_next <= 0:
-            return j, W, f, f_next
-        W, f = W_next, f_next
-    return n_steps, W, f, f
+        S = np.eye(L.shape[1]) + L.T @ Wh @ L
+        S = 0.5 * (S + S.T)
+        f = float(np.linalg.eigvalsh(S)[0])
+        if f <= 0:
+            return j, L, f
+        L = E @ np.linalg.solve(np.linalg.cholesky(S), L.T).T
+        if not np.all(np.isfinite(L)):
+            raise SolverError("the covariance of the attention flow overflows float64 before "
+                              "the horizon (exponential growth without a blow-up)")
+    return n_steps, L, 1.0
 
 
 def _with_drift(A, G, L0, horizon: float) -> FlowRegime:
@@ -98,17 +100,18 @@ def _with_drift(A, G, L0, horizon: float) -> FlowRegime:
         raise SolverError(f"the closed form needs {n_steps} steps of length {h:.3g} to reach the "
                           f"horizon {horizon:.3g} (budget MAX_STEPS = {MAX_STEPS}): ‖A‖ is too "
                           f"large for this horizon")
-    j, W, f_a, f_b = _march(A, G, L0, np.zeros_like(A), h, n_steps)
+    j, L, f = _march(A, G, L0, h, n_steps)
     if j == n_steps:
         return FlowRegime("bounded", None, horizon)
     t = j * h
     for _ in range(REFINE_LEVELS):
         h /= REFINE_SPLIT
-        k, W, f_a, f_b = _march(A, G, L0, W, h, REFINE_SPLIT)
+        k, L, f = _march(A, G, L, h, REFINE_SPLIT)
         t += k * h
         if k == REFINE_SPLIT:  # rounding moved the sign change to the bracket's end
             return FlowRegime("blows_up", float(t), horizon)
-    return FlowRegime("blows_up", float(t + h * f_a / (f_a - f_b)), horizon)
+    # λ_min(I + LᵀW(s)L) falls from 1 at s = 0 to f at s = h, to first order linearly
+    return FlowRegime("blows_up", float(t + h / (1.0 - f)), horizon)
 
 
 def flow_regime(G: np.ndarray, cov0: np.ndarray, A: np.ndarray | None = None,
