@@ -1,11 +1,16 @@
 """Real Transformer encoders in the language of SPEC §1–§7: extraction of the factored layer
-parameters, Gaussian moment propagation through whole layers, validation against the model and
-the stability atlas of its heads. torch and transformers are needed only by the functions that
-take a model."""
+parameters (`extract`), Gaussian moment propagation through whole layers (`predict_moments`),
+validation against the model itself (`compare`) and the stability atlas of its heads (`atlas`,
+`plot_atlas`). torch and transformers are needed only by the functions that take a model."""
 
+from .atlas import Atlas, atlas, plot_atlas
+from .comparison import Comparison, compare
 from .extraction import extract, position_limit
 from .factors import Encoder, EncoderLayer, HeadFactors, LayerNormParams, MLPParams
+from .progress import tty_progress
 from .propagation import MomentPrediction, predict_moments
+from .sequences import sequence_lengths
 
-__all__ = ["Encoder", "EncoderLayer", "HeadFactors", "LayerNormParams", "MLPParams",
-           "MomentPrediction", "extract", "position_limit", "predict_moments"]
+__all__ = ["Atlas", "Comparison", "Encoder", "EncoderLayer", "HeadFactors", "LayerNormParams",
+           "MLPParams", "MomentPrediction", "atlas", "compare", "extract", "plot_atlas",
+           "position_limit", "predict_moments", "sequence_lengths", "tty_progress"]

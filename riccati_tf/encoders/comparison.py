@@ -100,17 +100,23 @@ def _floor(C: np.ndarray, n: int, n_sim: int, rng, q: float) -> np.ndarray:
     return np.quantile(sims, [0.5, q], axis=0).T
 
 
-def run_model(model, tokens: np.ndarray, lengths: tuple[int, ...],
-              progress: Callable[[int, int], None] | None = None) -> list[np.ndarray]:
-    """Hidden states of every layer (L+1 arrays (n, d)) for the tokens cut into sequences."""
+def capture_sequences(model, tokens: np.ndarray, lengths: tuple[int, ...],
+                      progress: Callable[[int, int], None] | None = None) -> list[tuple]:
+    """`riccati_tf.models.capture` of each sequence (the tokens cut by `lengths`): a list of
+    (hidden, attn_in, attn_out) per sequence."""
     from ..models import capture
 
-    per_sequence = []
+    out = []
     for i, seq in enumerate(split(tokens, lengths)):
-        per_sequence.append(capture(model, seq)[0])
+        out.append(capture(model, seq))
         if progress is not None:
             progress(i + 1, len(lengths))
-    return [np.vstack(layer) for layer in zip(*per_sequence, strict=True)]
+    return out
+
+
+def pooled_hidden(captures: list[tuple]) -> list[np.ndarray]:
+    """Every layer's hidden states (L+1 arrays (n, d)), the tokens of all sequences stacked."""
+    return [np.vstack(layer) for layer in zip(*(c[0] for c in captures), strict=True)]
 
 
 def compare(model, *, n_tokens: int, seed: int = 0, mean0=None, cov0=None,
@@ -134,8 +140,10 @@ def compare(model, *, n_tokens: int, seed: int = 0, mean0=None, cov0=None,
         prediction = predict_moments(extract(model, position_free=position_free),
                                      source.mean, source.cov)
     rng = np.random.default_rng(seed)
-    lengths = sequence_lengths(n_tokens, position_limit(getattr(model, "base_model", model)))
-    hidden = run_model(model, source.sample(n_tokens, rng), lengths, progress)
+    limit = position_limit(getattr(model, "base_model", model))
+    lengths = sequence_lengths(n_tokens, limit)
+    hidden = pooled_hidden(capture_sequences(model, source.sample(n_tokens, rng), lengths,
+                                             progress))
     theta = np.linalg.qr(rng.standard_normal((d, k)))[0]
     q = 1 - alpha / 2
     errors = {name: [] for name in ("mean", "cov", "mean_k", "cov_k")}
@@ -152,7 +160,5 @@ def compare(model, *, n_tokens: int, seed: int = 0, mean0=None, cov0=None,
     floors = {k_: np.array(v) for k_, v in floors.items()}
     consistent = ((errors["mean_k"] <= floors["mean_k"][:, 1])
                   & (errors["cov_k"] <= floors["cov_k"][:, 1]))
-    return Comparison(type(model).__name__, n_tokens, lengths,
-                      position_limit(getattr(model, "base_model", model)),
-                      prediction.position_free, seed, alpha, k, errors, floors, consistent,
-                      prediction)
+    return Comparison(type(model).__name__, n_tokens, lengths, limit, prediction.position_free,
+                      seed, alpha, k, errors, floors, consistent, prediction)
