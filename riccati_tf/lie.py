@@ -760,8 +760,13 @@ def accessibility_table(dims: Sequence[int] = (1, 2, 3), controls: Sequence[str]
                 if left <= 0:
                     raise SolverError(f"the table spent its work budget max_terms = "
                                       f"{max_terms} before row {len(out) + 1} of {rows}")
-                out.append(accessibility_rank(name, d, rank=r, depth=depth, seed=seed,
-                                              max_terms=left))
+                try:
+                    out.append(accessibility_rank(name, d, rank=r, depth=depth, seed=seed,
+                                                  max_terms=left))
+                except SolverError:
+                    raise SolverError(f"the table spent its work budget max_terms = "
+                                      f"{max_terms} in row {len(out) + 1} of {rows} ({name}, "
+                                      f"d = {d}, rank {r}); pass a larger max_terms") from None
                 left -= out[-1].terms
     return tuple(out)
 

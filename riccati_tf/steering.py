@@ -83,10 +83,13 @@ FRAME_SPAN = 400
 #: default tolerances of `ControlPlan.integrate`: rtol, and atol relative to the state's scale
 VERIFY_RTOL = 1e-11
 VERIFY_ATOL = 1e-13
-#: verification sub-intervals: ‖Σ‖ changes by at most e^GROWTH_STEP = 2^20 on each (so atol,
-#: relative to the sub-interval's starting state, is lowered by that factor), at most
-#: MAX_SUBINTERVALS of them per piece (work budget)
+#: verification sub-intervals: ‖Σ‖ changes by at most e^GROWTH_STEP = 2^20 on each piece with
+#: attention (below the growth `flows` takes for the onset of a quadratic blow-up) and by at most
+#: e^AFFINE_GROWTH_STEP = 2^200 on affine pieces (so that every state of a sub-interval is
+#: representable in its frame); atol, relative to the sub-interval's starting state, is lowered
+#: by that factor; at most MAX_SUBINTERVALS of them per piece (work budget)
 GROWTH_STEP = 20 * math.log(2)
+AFFINE_GROWTH_STEP = 20 * math.log(2)
 MAX_SUBINTERVALS = 2000
 _TINY = float(np.finfo(float).tiny)
 
@@ -212,7 +215,8 @@ def transport(cov0: np.ndarray, cov1: np.ndarray, r: int) -> Transport:
 
     R = e^Ω turns range Σ0 onto range Σ1 (`direct_rotation`); with T0 = U1ᵀ R L0 and T1 = U1ᵀ L1,
     S ≻ 0 solves S (T0T0ᵀ) S = T1T1ᵀ (S = A0^{-1/2}(A0^{1/2} A1 A0^{1/2})^{1/2} A0^{-1/2}), so
-    S T0 = T1 O for an orthogonal O and Ψ = U1 S U1ᵀ + (I − U1U1ᵀ) gives Φ1 L0 = L1 O.
+    S T0 = T1 O for an orthogonal O and Ψ = U1 S U1ᵀ + c (I − U1U1ᵀ) gives Φ1 L0 = L1 O
+    (c = det(S)^{1/r}, so that Σ's scale changes alike in every direction).
     T0 and T1 are scaled by powers of two 2^k0, 2^k1 first (S = 2^(k1−k0) S̃, log S = log S̃ +
     (k1 − k0) ln 2), so Σ0 and Σ1 may differ by any representable factor. SolverError when Φ1
     itself leaves float64 (Σ1/Σ0 beyond ~1e600).
@@ -231,7 +235,11 @@ def transport(cov0: np.ndarray, cov1: np.ndarray, r: int) -> Transport:
         h, hinv = _sym_function(A0, np.sqrt), _sym_function(A0, lambda x: 1 / np.sqrt(x))
         S = hinv @ _sym_function(h @ A1 @ h, np.sqrt) @ hinv
         log_S = _sym_function(S, np.log) + (k1 - k0) * math.log(2) * np.eye(r)
-        log_psi = U1 @ log_S @ U1.T
+        # on the complement of range Σ1, Ψ scales by the geometric mean of S's eigenvalues:
+        # rounding left there by Σ0 then shrinks or grows with Σ (with Ψ = I it would stay at
+        # eps·‖Σ0‖ and swamp a target of size 1e-300)
+        log_c = np.trace(log_S) / r
+        log_psi = U1 @ (log_S - log_c * np.eye(r)) @ U1.T + log_c * np.eye(d)
     else:
         log_psi = np.zeros((d, d))
         L1 = np.zeros((d, 0))
@@ -258,16 +266,16 @@ def phase_bias(A: np.ndarray, tau: float, m_start: np.ndarray, m_end: np.ndarray
         raise SolverError("the generator A of a phase leaves the float64 range: the depth T is "
                           "too short for this transport")
     block = np.zeros((2 * d, 2 * d))
-    block[:d, :d], block[:d, d:] = A, np.eye(d)
     with np.errstate(over="ignore", invalid="ignore"):
-        F = expm(block * tau)
+        block[:d, :d], block[:d, d:] = A * tau, np.eye(d)  # ∫_0^τ e^{As} ds = τ ∫_0^1 e^{Aτu} du
+        F = expm(block)
         E, J = F[:d, :d], F[:d, d:]
         if not np.all(np.isfinite(F)):
             raise SolverError("e^{Aτ} leaves the float64 range in a phase of the plan")
         if not _cond(J) <= 1e12:
             raise SolverError("∫_0^τ e^{As} ds is singular: A has an eigenvalue 2πik/τ, k ≠ 0")
         k = scale_exponent(J)
-        b = np.ldexp(np.linalg.solve(np.ldexp(J, -k), m_end - E @ m_start), -k)
+        b = np.ldexp(np.linalg.solve(np.ldexp(J, -k), m_end - E @ m_start), -k) / tau
     if not np.all(np.isfinite(b)):
         raise SolverError("the bias b of a phase leaves the float64 range: the means are too far "
                           "apart for the depth T")
@@ -291,6 +299,12 @@ class ConstantPiece:
     def rate(self) -> float:
         """A bound of the growth rate of ‖Σ‖ from the affine part (2‖A‖)."""
         return _growth_rate(self.layer.A)
+
+    @property
+    def step(self) -> float:
+        """The log-growth of ‖Σ‖ allowed on one verification sub-interval."""
+        affine = not any(np.any(V) and np.any(B) for V, B in self.layer.heads)
+        return AFFINE_GROWTH_STEP if affine else GROWTH_STEP
 
 
 @dataclass(frozen=True, eq=False)
@@ -318,6 +332,8 @@ class TrackingPiece:
     def rate(self) -> float:
         """A bound of the growth rate of ‖Σ(t)‖ = ‖e^{Kt} Σ e^{Kᵀt}‖ (2‖K‖)."""
         return _growth_rate(self.K)
+
+    step = GROWTH_STEP
 
     def params(self, t: float) -> Params:
         d = self.K.shape[0]
@@ -464,10 +480,11 @@ class ControlPlan:
     def integrate(self, *, rtol: float = VERIFY_RTOL, atol: float = VERIFY_ATOL,
                   points_per_piece: int = 21) -> Trajectory:
         """`flow(…, method="rk")` piece by piece (never stepping across a breakpoint), each piece
-        cut into sub-intervals on which ‖Σ‖ changes by at most e^GROWTH_STEP (bound: the
-        piece's `rate`), each integrated in a `Frame` fitted to its starting state: atol is
-        relative to the covariance there (and to the mean scale s_m of `terminal_error`), so
-        tiny and huge states are resolved alike. points_per_piece: output times per piece.
+        cut into sub-intervals on which ‖Σ‖ changes by at most e^step (GROWTH_STEP or
+        AFFINE_GROWTH_STEP; bound: the piece's `rate`), each integrated in a `Frame` fitted to
+        its starting state: atol is relative to the covariance there (and to the mean scale s_m
+        of `terminal_error`), so tiny and huge states are resolved alike. points_per_piece:
+        output times per piece.
         The trajectory holds the output times and the sub-intervals' ends. SolverError when
         the integration fails, leaves the PSD cone or needs more than MAX_SUBINTERVALS
         sub-intervals."""
@@ -487,12 +504,12 @@ class ControlPlan:
         rtol = as_time("rtol", rtol, maximum=0.5)
         atol = as_time("atol", atol, maximum=0.5)
         n_points = as_count("points_per_piece", points_per_piece, minimum=2, maximum=10_001)
-        atol = max(atol * math.exp(-GROWTH_STEP), _TINY)  # relative to the smallest ‖Σ‖ there
         f = _mean_exponent(self.start, self.target)
         frame, state = Frame(0, 0), self.start
         ts, means, covs = [], [], []
         for piece in self.pieces:
-            n_sub = math.ceil(min(piece.rate * (piece.t1 - piece.t0) / GROWTH_STEP, 1e18))
+            tol = max(atol * math.exp(-piece.step), _TINY)  # relative to the smallest ‖Σ‖ there
+            n_sub = math.ceil(min(piece.rate * (piece.t1 - piece.t0) / piece.step, 1e18))
             if n_sub > MAX_SUBINTERVALS:
                 raise SolverError(f"verifying the piece [{piece.t0:.6g}, {piece.t1:.6g}] needs "
                                   f"{n_sub} sub-intervals, more than MAX_SUBINTERVALS = "
@@ -505,7 +522,7 @@ class ControlPlan:
                                  np.ldexp(state.cov, frame.e - new.e))
                 frame = new
                 grid = np.concatenate([[a], outputs[(outputs > a) & (outputs < b)], [b]])
-                traj = self._flow(piece, frame, state, a, grid - a, rtol, atol)
+                traj = self._flow(piece, frame, state, a, grid - a, rtol, tol)
                 keep = slice(1, None) if ts else slice(None)
                 with np.errstate(over="ignore", under="ignore"):
                     ts.append(a + traj.t[keep])
@@ -581,6 +598,17 @@ def _finish(plan: ControlPlan) -> ControlPlan:
     return replace(plan, residual=residual, success=residual <= plan.tolerance)
 
 
+def _report(plan: ControlPlan) -> ControlPlan:
+    """The plan, its message saying FAILED with the residual when verification failed (e.g. a
+    tracking route whose open-loop B(t) amplifies integration errors, as Σ(t)⁻¹ does for an
+    ill-conditioned Σ with an imposed V)."""
+    if plan.success:
+        return plan
+    return replace(plan, message=plan.message + f"; FAILED: terminal relative error "
+                                                f"{plan.residual:.3g} > tolerance "
+                                                f"{plan.tolerance:g}")
+
+
 # --------------------------------------------------------------------------- constructive routes
 
 def _polar_phases(tr: Transport, T: float, m0, m1):
@@ -600,10 +628,11 @@ def _polar_plan(start, target, T, r, tol, name) -> ControlPlan:
     pieces = tuple(ConstantPiece(t0, t1, _layer(A, b=b))
                    for A, b, t0, t1, _ in _polar_phases(tr, T, start.mean, target.mean))
     d = start.d
-    return _finish(ControlPlan(start, target, T, name, "polar", pieces, np.nan, tol, False,
-                               "affine controls: A = log P/τ1 then log Q/τ2 with Φ1 = QP, "
-                               "b solving each phase's mean (SPEC §4)",
-                               {"B": np.zeros((d, d)), "V": np.zeros((d, d))}, tr))
+    return _report(_finish(ControlPlan(start, target, T, name, "polar", pieces, np.nan, tol,
+                                       False,
+                                       "affine controls: A = log P/τ1 then log Q/τ2 with "
+                                       "Φ1 = QP, b solving each phase's mean (SPEC §4)",
+                                       {"B": np.zeros((d, d)), "V": np.zeros((d, d))}, tr)))
 
 
 def _attention_plan(start, target, T, r, tol, name, A, V, temperature) -> ControlPlan | None:
@@ -636,8 +665,8 @@ def _attention_plan(start, target, T, r, tol, name, A, V, temperature) -> Contro
         text = "attention with the imposed V: B(t) = Σ(t)⁻¹V⁻¹(K_j − A) along the polar phases"
     for piece in pieces:  # B(t) = Σ(t)⁺R must be representable (SolverError if not)
         piece.params(piece.t0), piece.params(piece.t1)
-    return _finish(ControlPlan(start, target, T, name, "attention", pieces, np.nan, tol, False,
-                               text, {"A": A, "V": V}, tr))
+    return _report(_finish(ControlPlan(start, target, T, name, "attention", pieces, np.nan,
+                                       tol, False, text, {"A": A, "V": V}, tr)))
 
 
 # --------------------------------------------------------------------------- shooting
@@ -839,10 +868,7 @@ def _shooting_plan(system, start, target, T, tol, n_pieces, acc) -> ControlPlan:
             break
         shoot.n_sub = min(needed, SHOOTING_MAX_SUBSTEPS)
         x = shoot.solve(x, 0.0, SHOOTING_NFEV).x
-    if not plan.success:
-        plan = replace(plan, message=plan.message + f"; FAILED: terminal relative error "
-                       f"{plan.residual:.3g} > tolerance {tol:g}")
-    return plan
+    return _report(plan)
 
 
 def _check_accessibility(system, start, target, r, strict):
