@@ -72,8 +72,10 @@ class Equilibrium:
     """An equilibrium Σ* of Σ̇ = F(Σ), with the evidence for it.
 
     cov: Σ* (d×d, PSD). mean: m* = −K*⁻¹ b when K* = A + Σ_h V_h + Σ_h V_h Σ* B_h is Hurwitz, else
-    None. residual: ‖F(Σ*)‖_F / (‖AΣ*‖_F + Σ_h ‖V_hΣ*B_hΣ*‖_F) (0 for Σ* = 0). rank: number of
-    eigenvalues above RANK_RTOL · λ_max. spectral_abscissa: max Re λ(L) over symmetric H; stable
+    None. residual: ‖F(Σ*)‖_F / (‖AΣ*‖_F + Σ_h ‖V_hΣ*B_hΣ*‖_F) (0 for Σ* = 0). rank: for a
+    Bernoulli solution the dimension of its invariant subspace (structural: an eigenvalue of Σ*
+    far below λ_max still counts), otherwise the number of eigenvalues above RANK_RTOL · λ_max.
+    spectral_abscissa: max Re λ(L) over symmetric H; stable
     iff it is < 0. method: "bernoulli-schur", "bernoulli-slycot", "invariant-subspace", "zero" or
     "newton[<start>]". rcond: reciprocal condition estimate of the last linear solve (None for
     Newton).
