@@ -112,3 +112,22 @@ def test_atlas_of_a_small_bert_serialises_and_plots():
     assert len(result.summary().splitlines()) == 4
     fig = plot_atlas(result)
     assert len(fig.axes) >= 4
+
+
+@pytest.mark.parametrize("horizon", [0.0, -1.0, float("nan"), float("inf"), "10"])
+def test_bad_horizons_are_refused(horizon):
+    from riccati_tf.errors import InvalidInputError
+
+    with pytest.raises(InvalidInputError, match="horizon"):
+        atlas(_scalar_encoder(0.5, 1.0), horizon=horizon)
+
+
+def test_flow_regime_refuses_non_finite_data():
+    from riccati_tf.errors import InvalidInputError
+
+    G = np.eye(3)
+    G[0, 1] = np.nan
+    with pytest.raises(InvalidInputError):
+        flow_regime(G, np.eye(3))
+    with pytest.raises(InvalidInputError):
+        flow_regime(np.eye(3), np.eye(3), np.full((3, 3), np.inf))

@@ -134,3 +134,11 @@ def test_position_limits():
     assert position_limit(tiny_encoder("bert", max_positions=128)) == 128
     assert position_limit(tiny_encoder("roberta", max_positions=130)) == 128  # padding_idx 1
     assert position_limit(tiny_encoder("deit")) is None
+
+
+def test_non_finite_weights_are_refused():
+    model = tiny_encoder("vit", n_layers=1)
+    with torch.no_grad():
+        model.layers[0].mlp.fc2.weight[0, 0] = float("nan")
+    with pytest.raises(InvalidInputError, match="NaN"):
+        extract(model)

@@ -132,6 +132,10 @@ def test_position_limit_split_is_needed_and_used():
     assert result.lengths == (60,) * 5
     assert result.to_json()["sequences"] == 5
     assert "5 sequences of length 60–60" in result.summary()
+    for bad in [{"n_tokens": 0}, {"alpha": 0.0}, {"alpha": 1.5}, {"directions": 33},
+                {"n_sim": 1}]:
+        with pytest.raises(InvalidInputError):
+            compare(model, **{"n_tokens": 100, **bad})
 
 
 def test_predicted_layers_match_the_model_and_the_naive_guess_does_not():
@@ -156,5 +160,9 @@ def test_predict_moments_validates_its_input():
         predict_moments(encoder, cov0=np.ones((3, 3)))
     with pytest.raises(InvalidInputError, match="Encoder"):
         predict_moments("bert")
+    for bad in [{"terms": 1}, {"terms": 10_000}, {"gated_samples": 0}, {"seed": -1},
+                {"terms": 2.5}]:
+        with pytest.raises(InvalidInputError):
+            predict_moments(encoder, **bad)
     pred = predict_moments(encoder, mean0=np.ones(32))
     assert pred.covs.shape == (2, 32, 32) and np.all(np.isfinite(pred.covs))

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import InvalidInputError
+from ..validation import as_time
 from .blowup import flow_regime
 from .factors import Encoder, HeadFactors
 from .propagation import MomentPrediction, predict_moments
@@ -122,6 +123,7 @@ def atlas(source, *, prediction: MomentPrediction | None = None, position_free: 
     prediction: the moments Σ0 and E[J_MLP] are read from (default `predict_moments` from
     N(0, I)); position_free: passed to `extract`; progress(ℓ, L) after each layer.
     """
+    horizon = as_time("horizon", horizon)
     if isinstance(source, Encoder):
         encoder, name = source, "Encoder"
     else:

@@ -34,6 +34,7 @@ import numpy as np
 
 from ..errors import SolverError
 from ..exact import growth_step, step_length, van_loan
+from ..validation import as_covariance, as_matrix, as_time
 
 #: eigenvalues of K = L0ᵀGL0 within SIGN_RTOL·max|g| of zero count as zero
 SIGN_RTOL = 1e-10
@@ -83,10 +84,17 @@ def _march(A, G, L, h: float, n_steps: int) -> tuple[int, np.ndarray, float]:
     for j in range(n_steps):
         S = np.eye(L.shape[1]) + L.T @ Wh @ L
         S = 0.5 * (S + S.T)
-        f = float(np.linalg.eigvalsh(S)[0])
+        try:
+            C = np.linalg.cholesky(S)
+        except np.linalg.LinAlgError:
+            C = None
+        f = float(np.linalg.eigvalsh(S)[0]) if C is None else 1.0
         if f <= 0:
             return j, L, f
-        L = E @ np.linalg.solve(np.linalg.cholesky(S), L.T).T
+        if C is None:  # Cholesky failed within rounding of a positive S: factor it exactly
+            lam, U = np.linalg.eigh(S)
+            C = U * np.sqrt(lam)
+        L = E @ np.linalg.solve(C, L.T).T
         if not np.all(np.isfinite(L)):
             raise SolverError("the covariance of the attention flow overflows float64 before "
                               "the horizon (exponential growth without a blow-up)")
@@ -117,8 +125,11 @@ def _with_drift(A, G, L0, horizon: float) -> FlowRegime:
 def flow_regime(G: np.ndarray, cov0: np.ndarray, A: np.ndarray | None = None,
                 horizon: float = 10.0) -> FlowRegime:
     """The regime of Σ̇ = AΣ + ΣAᵀ − ΣGΣ from Σ0 = cov0 (module docstring); A = None for A = 0
-    (answer for all t), else up to `horizon`."""
+    (answer for all t), else up to `horizon`. Non-finite data raise InvalidInputError."""
+    d = cov0.shape[0]
+    G, cov0 = as_matrix("G", G, d), as_covariance("cov0", cov0, d)
+    horizon = as_time("horizon", horizon)
     L0 = _factor(cov0)
     if A is None:
         return _without_drift(G, L0)
-    return _with_drift(A, G, L0, float(horizon))
+    return _with_drift(as_matrix("A", A, d), G, L0, horizon)

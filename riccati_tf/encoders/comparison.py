@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..model import Gaussian
-from ..validation import as_count
+from ..validation import as_count, as_time
 from .extraction import extract, position_limit
 from .propagation import MomentPrediction, predict_moments
 from .sequences import sequence_lengths, split
@@ -134,6 +134,9 @@ def compare(model, *, n_tokens: int, seed: int = 0, mean0=None, cov0=None,
     n_tokens = as_count("n_tokens", n_tokens, minimum=2)
     k = as_count("directions", directions, maximum=d)
     seed = as_count("seed", seed, minimum=0)
+    n_sim = as_count("n_sim", n_sim, minimum=2)
+    n_sim_full = as_count("n_sim_full", n_sim_full, minimum=2)
+    alpha = as_time("alpha", alpha, maximum=1.0)
     source = Gaussian(np.zeros(d) if mean0 is None else mean0,
                       np.eye(d) if cov0 is None else cov0)
     if prediction is None:

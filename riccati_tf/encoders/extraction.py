@@ -34,7 +34,11 @@ ACTIVATION_NAMES = {"relu": "relu", "gelu": "gelu", "gelu_new": "gelu_tanh",
 
 
 def _array(t) -> np.ndarray:
-    return t.detach().cpu().double().numpy().copy()
+    out = t.detach().cpu().double().numpy().copy()
+    if not np.all(np.isfinite(out)):
+        raise InvalidInputError(f"a parameter of shape {tuple(out.shape)} holds NaN or infinite "
+                                f"entries: the layer it belongs to computes no finite output")
+    return out
 
 
 def _bias(linear, n: int) -> np.ndarray:

@@ -23,11 +23,14 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import InvalidInputError, SolverError
-from ..validation import as_covariance, as_vector
+from ..validation import as_count, as_covariance, as_vector
 from .attention import gaussian_attention
 from .closures import GATED_SAMPLES, AffineClosure, MLPMoments, layer_norm_closure, mlp_closure
 from .factors import Encoder, EncoderLayer
 from .hermite import DEFAULT_TERMS
+
+#: the most Hermite terms accepted (ρ^K underflows long before; h_k(x) overflows near k ≈ 170)
+MAX_TERMS = 150
 
 
 @dataclass(frozen=True, eq=False)
@@ -114,6 +117,9 @@ def predict_moments(encoder: Encoder, mean0=None, cov0=None, *, terms: int = DEF
     if not isinstance(encoder, Encoder):
         raise InvalidInputError(f"encoder must be an Encoder (from extract), got "
                                 f"{type(encoder).__name__}")
+    terms = as_count("terms", terms, minimum=2, maximum=MAX_TERMS)
+    gated_samples = as_count("gated_samples", gated_samples, minimum=2)
+    seed = as_count("seed", seed, minimum=0)
     d = encoder.d
     m = np.zeros(d) if mean0 is None else as_vector("mean0", mean0, d)
     S = np.eye(d) if cov0 is None else as_covariance("cov0", cov0, d)
