@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..errors import InvalidInputError
 from ..model import Gaussian
 from ..validation import as_count, as_time
 from .extraction import extract, position_limit
@@ -119,34 +120,25 @@ def pooled_hidden(captures: list[tuple]) -> list[np.ndarray]:
     return [np.vstack(layer) for layer in zip(*(c[0] for c in captures), strict=True)]
 
 
-def compare(model, *, n_tokens: int, seed: int = 0, mean0=None, cov0=None,
-            position_free: bool = False, directions: int = DEFAULT_DIRECTIONS,
-            n_sim: int = DEFAULT_SIMS, n_sim_full: int = DEFAULT_SIMS_FULL,
-            alpha: float = 0.05, prediction: MomentPrediction | None = None,
-            progress: Callable[[int, int], None] | None = None) -> Comparison:
-    """Measured hidden-state moments of `model` against `predict_moments` (module docstring).
-
-    n_tokens: tokens drawn from N(mean0, cov0) (default N(0, I)), cut into sequences within the
-    model's position limit; prediction: reuse one (else extracted and predicted here);
-    progress(i, n) is called after each sequence.
-    """
-    d = model.config.hidden_size
-    n_tokens = as_count("n_tokens", n_tokens, minimum=2)
+def measure(hidden: list[np.ndarray], prediction: MomentPrediction, *,
+            lengths: tuple[int, ...], position_limit: int | None = None, model: str = "model",
+            seed: int = 0, directions: int = DEFAULT_DIRECTIONS, n_sim: int = DEFAULT_SIMS,
+            n_sim_full: int = DEFAULT_SIMS_FULL, alpha: float = 0.05) -> Comparison:
+    """The comparison of captured hidden states (L+1 arrays (n, d), the tokens of all sequences
+    pooled, e.g. `pooled_hidden`) with a prediction (module docstring); lengths and
+    position_limit describe how the tokens were cut, model names it; seed draws Θ and the
+    floors."""
+    n, d = hidden[0].shape
+    if len(hidden) != prediction.means.shape[0] or prediction.means.shape[1] != d:
+        raise InvalidInputError(f"{len(hidden)} captured layers of dimension {d} do not match the "
+                                f"prediction's {prediction.means.shape[0]} of dimension "
+                                f"{prediction.means.shape[1]}")
     k = as_count("directions", directions, maximum=d)
     seed = as_count("seed", seed, minimum=0)
     n_sim = as_count("n_sim", n_sim, minimum=2)
     n_sim_full = as_count("n_sim_full", n_sim_full, minimum=2)
     alpha = as_time("alpha", alpha, maximum=1.0)
-    source = Gaussian(np.zeros(d) if mean0 is None else mean0,
-                      np.eye(d) if cov0 is None else cov0)
-    if prediction is None:
-        prediction = predict_moments(extract(model, position_free=position_free),
-                                     source.mean, source.cov)
-    rng = np.random.default_rng(seed)
-    limit = position_limit(getattr(model, "base_model", model))
-    lengths = sequence_lengths(n_tokens, limit)
-    hidden = pooled_hidden(capture_sequences(model, source.sample(n_tokens, rng), lengths,
-                                             progress))
+    rng = np.random.default_rng([seed, 1])
     theta = np.linalg.qr(rng.standard_normal((d, k)))[0]
     q = 1 - alpha / 2
     errors = {name: [] for name in ("mean", "cov", "mean_k", "cov_k")}
@@ -154,8 +146,7 @@ def compare(model, *, n_tokens: int, seed: int = 0, mean0=None, cov0=None,
     for x, m, C in zip(hidden, prediction.means, prediction.covs, strict=True):
         Ck = theta.T @ C @ theta
         values = (*_measured(x, m, C), *_measured(x @ theta, m @ theta, Ck))
-        bands = np.vstack([_floor(C, n_tokens, n_sim_full, rng, q),
-                           _floor(Ck, n_tokens, n_sim, rng, q)])
+        bands = np.vstack([_floor(C, n, n_sim_full, rng, q), _floor(Ck, n, n_sim, rng, q)])
         for name, value, band in zip(errors, values, bands, strict=True):
             errors[name].append(value)
             floors[name].append(band)
@@ -163,5 +154,34 @@ def compare(model, *, n_tokens: int, seed: int = 0, mean0=None, cov0=None,
     floors = {k_: np.array(v) for k_, v in floors.items()}
     consistent = ((errors["mean_k"] <= floors["mean_k"][:, 1])
                   & (errors["cov_k"] <= floors["cov_k"][:, 1]))
-    return Comparison(type(model).__name__, n_tokens, lengths, limit, prediction.position_free,
-                      seed, alpha, k, errors, floors, consistent, prediction)
+    return Comparison(model, n, tuple(lengths), position_limit, prediction.position_free, seed,
+                      alpha, k, errors, floors, consistent, prediction)
+
+
+def compare(model, *, n_tokens: int, seed: int = 0, mean0=None, cov0=None,
+            position_free: bool = False, directions: int = DEFAULT_DIRECTIONS,
+            n_sim: int = DEFAULT_SIMS, n_sim_full: int = DEFAULT_SIMS_FULL,
+            alpha: float = 0.05, prediction: MomentPrediction | None = None,
+            progress: Callable[[int, int], None] | None = None) -> Comparison:
+    """Measured hidden-state moments of `model` against `predict_moments` (module docstring).
+
+    n_tokens: tokens drawn from N(mean0, cov0) (default N(0, I)) with `seed`, cut into sequences
+    within the model's position limit; prediction: reuse one (else extracted and predicted
+    here); progress(i, n) is called after each sequence; directions, n_sim, n_sim_full and
+    alpha as in `measure`.
+    """
+    d = model.config.hidden_size
+    n_tokens = as_count("n_tokens", n_tokens, minimum=2)
+    seed = as_count("seed", seed, minimum=0)
+    source = Gaussian(np.zeros(d) if mean0 is None else mean0,
+                      np.eye(d) if cov0 is None else cov0)
+    if prediction is None:
+        prediction = predict_moments(extract(model, position_free=position_free),
+                                     source.mean, source.cov)
+    limit = position_limit(getattr(model, "base_model", model))
+    lengths = sequence_lengths(n_tokens, limit)
+    tokens = source.sample(n_tokens, np.random.default_rng(seed))
+    hidden = pooled_hidden(capture_sequences(model, tokens, lengths, progress))
+    return measure(hidden, prediction, lengths=lengths, position_limit=limit,
+                   model=type(model).__name__, seed=seed, directions=directions, n_sim=n_sim,
+                   n_sim_full=n_sim_full, alpha=alpha)
