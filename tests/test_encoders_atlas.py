@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from riccati_tf import Params, certify
-from riccati_tf.encoders.atlas import Atlas, atlas, inertia, plot_atlas, sign_class
+from riccati_tf.encoders.atlas import Atlas, atlas, inertia, sign_class
 from riccati_tf.encoders.blowup import flow_regime
 from riccati_tf.encoders.factors import (
     Encoder,
@@ -16,6 +16,7 @@ from riccati_tf.encoders.factors import (
     LayerNormParams,
     MLPParams,
 )
+from riccati_tf.encoders.figures import plot_atlas
 
 
 def test_inertia_and_sign_classes():

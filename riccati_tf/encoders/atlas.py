@@ -159,32 +159,3 @@ def atlas(source, *, prediction: MomentPrediction | None = None, position_free: 
                  np.array([time(r[0]) for r in regimes]),
                  np.array([r[1].regime for r in regimes]),
                  np.array([time(r[1]) for r in regimes]), float(horizon))
-
-
-def plot_atlas(result: Atlas):
-    """Heat maps (layers × heads) of the signature balance (n+ − n−)/(n+ + n−) of sym(V_h) and of
-    sym(B_h) and of ‖V_h − v_hI‖_F/‖V_h‖_F, and the blow-up times per layer (A = 0 and
-    A = E[J_MLP]; none drawn where there is none). Returns the Figure (no pyplot)."""
-    from ..plotting import new_figure
-
-    fig, axes = new_figure(1, 4, figsize=(16.0, 3.6))
-
-    def balance(n):
-        return (n[..., 0] - n[..., 2]) / np.maximum(n[..., 0] + n[..., 2], 1)
-
-    maps = [(balance(result.v_inertia), "sym(V_h): (n+ − n−)/(n+ + n−)", "RdBu", -1, 1),
-            (balance(result.b_inertia), "sym(B_h): (n+ − n−)/(n+ + n−)", "RdBu", -1, 1),
-            (result.scalar_distance, "‖V_h − v_h I‖_F / ‖V_h‖_F", "viridis", 0, 1)]
-    for ax, (data, title, cmap, lo, hi) in zip(axes, maps, strict=False):
-        image = ax.imshow(data, cmap=cmap, vmin=lo, vmax=hi, aspect="auto", origin="lower",
-                          extent=(0.5, data.shape[1] + 0.5, 0.5, data.shape[0] + 0.5))
-        ax.set(title=title, xlabel="head", ylabel="layer")
-        fig.colorbar(image, ax=ax)
-    layers = np.arange(1, result.regime.size + 1)
-    ax = axes[3]
-    ax.plot(layers, result.blowup_time, "o", label="A = 0")
-    ax.plot(layers, result.blowup_time_mlp, "s", label="A = E[J_MLP]")
-    ax.set(title="blow-up time T*", xlabel="layer", ylabel="T*", yscale="log")
-    ax.legend()
-    fig.tight_layout()
-    return fig
