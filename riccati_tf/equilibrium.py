@@ -71,14 +71,14 @@ GMRES_RTOL = 1e-11
 class Equilibrium:
     """An equilibrium Σ* of Σ̇ = F(Σ), with the evidence for it.
 
-    cov: Σ* (d×d, PSD). mean: m* = −K*⁻¹ b when K* = A + Σ_h V_h + Σ_h V_h Σ* B_h is Hurwitz, else
-    None. residual: ‖F(Σ*)‖_F / (‖AΣ*‖_F + Σ_h ‖V_hΣ*B_hΣ*‖_F) (0 for Σ* = 0). rank: for a
-    Bernoulli solution the dimension of its invariant subspace (structural: an eigenvalue of Σ*
-    far below λ_max still counts), otherwise the number of eigenvalues above RANK_RTOL · λ_max.
-    spectral_abscissa: max Re λ(L) over symmetric H; stable
-    iff it is < 0. method: "bernoulli-schur", "bernoulli-slycot", "invariant-subspace", "zero" or
-    "newton[<start>]". rcond: reciprocal condition estimate of the last linear solve (None for
-    Newton).
+    cov: Σ* (d×d, PSD). mean: m* = −K*⁻¹ b when K* = A + Σ_h V_h + Σ_h V_h Σ* B_h is Hurwitz (and
+    m* is within the float range), else None. residual: ‖F(Σ*)‖_F / (‖AΣ*‖_F +
+    Σ_h ‖V_hΣ*B_hΣ*‖_F) (0 for Σ* = 0). rank: for a Bernoulli solution the dimension of its
+    invariant subspace (structural: an eigenvalue of Σ* far below λ_max still counts), otherwise
+    the number of eigenvalues above RANK_RTOL · λ_max. spectral_abscissa: max Re λ(L) over
+    symmetric H; stable iff it is < 0. method: "bernoulli-schur", "bernoulli-slycot",
+    "invariant-subspace", "zero" or "newton[<start>]". rcond: reciprocal condition estimate of
+    the last linear solve (None for Newton).
     """
 
     cov: np.ndarray
@@ -221,7 +221,8 @@ def natural_scale(params: Params) -> float:
 
 
 def mean_equilibrium(params: Params, cov: np.ndarray) -> np.ndarray | None:
-    """m* = −K⁻¹ b with K = A + Σ_h V_h + Σ_h V_h Σ B_h, when K is Hurwitz; else None."""
+    """m* = −K⁻¹ b with K = A + Σ_h V_h + Σ_h V_h Σ B_h, when K is Hurwitz and m* lies in the
+    float range; else None (computed with K scaled by a power of two)."""
     K = params.M(cov) + sum(V for V, _ in params.heads)
     e = exponent(K)
     Ks = np.ldexp(K, -e)  # the sign test and the solve on K scaled by a power of two
@@ -229,9 +230,7 @@ def mean_equilibrium(params: Params, cov: np.ndarray) -> np.ndarray | None:
         return None
     with np.errstate(over="ignore", under="ignore"):
         m = np.ldexp(-np.linalg.solve(Ks, params.b), -e)
-    if not np.all(np.isfinite(m)):
-        raise SolverError("the mean equilibrium m* = −K*⁻¹b exceeds the float range")
-    return m
+    return m if np.all(np.isfinite(m)) else None
 
 
 def psd_rank_rel(cov: np.ndarray) -> int:

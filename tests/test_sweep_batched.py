@@ -97,6 +97,55 @@ def test_batched_classification_is_certify_case_by_case(d, heads, n):
         np.testing.assert_allclose(got[name], ref[name], rtol=1e-11, atol=0, err_msg=name)
 
 
+def rounding_level_chunk():
+    """Layers whose premises hold only up to rounding, or at extreme magnitudes: fl(wwᵀ)
+    covariances, rank-one and cancelling G, v = ±1e-300, tiny Σ0, A next to iℝ or defective."""
+    w, u = np.array([0.3, 0.7]), np.array([1.1, -0.4])
+    ww, uu = np.outer(w, w), np.outer(u, u)
+    I = np.eye(2)
+    hurwitz, anti = np.array([[-1.0, 0.3], [0.0, -0.4]]), np.array([[0.8, 0.3], [-0.2, 0.5]])
+    rows = [  # (A, [(v, B), ...], Σ0)
+        (hurwitz, [(1.0, I)], ww), (anti, [(1.0, I)], ww), (anti, [(-1.0, I)], 3.0 * ww),
+        (hurwitz, [(1.0, uu)], I), (anti, [(-1.0, uu)], I), (anti, [(1.0, -uu)], I),
+        (anti, [(-1e-300, I)], I), (anti, [(1e-300, I)], I), (hurwitz, [(1e300, I)], I),
+        (anti, [(1.0, I)], 1e-300 * I), (anti, [(1.0, I)], 1e-310 * I),
+        (hurwitz, [(1.0, I)], 1e300 * I),
+        (np.diag([1e-17, -1.0]), [(-1.0, I)], I), (np.diag([1e-17, -1.0]), [(1.0, I)], I),
+        (np.array([[0.5, 1.0], [0.0, 0.5]]), [(-1.0, I)], I),
+        (np.array([[-0.5, 1.0], [-1e-20, -0.5]]), [(1.0, I)], I),
+        (anti, [(0.1, I), (0.1, -I + 1e-17 * uu)], I), (hurwitz, [(0.3, uu), (0.3, -uu)], I),
+        (hurwitz, [(1.0, I)], np.array([[1.0, 1.0], [1.0, 1.0]])), (anti, [(0.0, I)], I),
+    ]
+    n = len(rows)
+    H = max(len(r[1]) for r in rows)
+    A = np.array([r[0] for r in rows])
+    V = tuple(np.array([r[1][h][0] * I if h < len(r[1]) else 0 * I for r in rows])
+              for h in range(H))
+    B = tuple(np.array([r[1][h][1] if h < len(r[1]) else 0 * I for r in rows])
+              for h in range(H))
+    ids = np.arange(n)
+    return Chunk(0, ids, {"i": ids.astype(float)}, A, V, B, np.zeros((n, 2)), np.zeros((n, 2)),
+                 np.array([r[2] for r in rows]))
+
+
+def test_rounding_level_data_gets_certify_verdicts():
+    chunk = rounding_level_chunk()
+    ref = certify_columns(chunk, batched=False)
+    _, v = scalar_values(chunk.V)
+    res = classify_scalar(chunk.A, g_matrix(v, chunk.B), chunk.cov, heads=(chunk.V, chunk.B))
+    columns = {"regime": res.regime, "theorem": res.theorem, "exact": res.exact,
+               "global": res.global_, "rate": res.rate, "blowup_time": res.blowup_time,
+               "threshold": res.threshold}
+    for got in (columns, certify_columns(chunk)):
+        keep = res.handled if got is columns else np.ones(len(chunk), dtype=bool)
+        for name in VERDICT:
+            assert list(got[name][keep]) == list(ref[name][keep]), name
+        for name in NUMBERS:
+            np.testing.assert_allclose(got[name][keep], ref[name][keep], rtol=1e-11, atol=0,
+                                       err_msg=name)
+    assert res.handled.sum() >= 10
+
+
 def test_certify_columns_merges_batched_and_per_case_rows():
     chunk = random_chunk(np.random.default_rng(7), 40, 2)
     _, v = scalar_values(chunk.V)

@@ -29,9 +29,10 @@ magnitudes outside MAGNITUDE_RANGE, and every case for which certify would integ
 
 A blow-up time is the first root of λ_min(I + L0ᵀW(t)L0) (monotone in t since G ⪯ 0), searched up
 to certify's horizon MAX_NORM_TIME / max(‖A‖₂, c‖Σ0‖₂), c = 2Σ_h‖V_h‖₂‖B_h‖₂, and kept only when
-certify's own check (`certificates.blowup_check`) confirms it; otherwise the case goes to certify.
-Residual risk: a "psd_gramian_pd" verdict assumes that certify's `equilibria` finds the
-stabilizing solution (it is unique and computed from a well-posed Lyapunov equation).
+certify's own check (`certificates.blowup_check`, redone on the stack with a margin, per case
+when the margin is not met) confirms it; otherwise the case goes to certify.
+A "psd_gramian_pd" verdict is kept only when certify's `equilibria` will return the stabilizing
+solution (`stabilizing_found`, the same Bernoulli solve case by case).
 
 Batched numerics: stacked eigvals/eigvalsh/eigh, Lyapunov equations as stacked Kronecker systems
 (k² × k²), and W(t) from a stacked Padé-13 Van Loan exponential with the semigroup rule
@@ -47,7 +48,9 @@ import numpy as np
 from numpy.linalg import LinAlgError
 
 from ..certificates import (
+    BLOWUP_CHECK_RTOL,
     EXACT_MAX_D,
+    MAX_GRAMIAN_STEPS,
     MAX_NORM_TIME,
     THEOREMS,
     Premises,
@@ -56,9 +59,10 @@ from ..certificates import (
     premises,
     theorem_of,
 )
+from ..equilibrium import ACCEPT_RTOL, is_psd
 from ..errors import InvalidInputError, SolverError
 from ..model import Params
-from ..riccati import numerical_failures
+from ..riccati import bernoulli, exponent, numerical_failures
 from ..validation import as_covariance
 
 #: eigenvector matrices with a 2-norm condition number above this leave A's spectrum undecided
@@ -76,6 +80,10 @@ MAGNITUDE_RANGE = (1e-100, 1e100)
 #: approaching overflow in certify's search), goes to certify
 HORIZON_RTOL = 1e-6
 BLOWUP_NORM_TIME = 500.0
+#: certify's blow-up check, re-done on the stack: a sign of λ_min(I + L0ᵀW(t)L0) at
+#: T*(1 ± BLOWUP_CHECK_RTOL) counts when it exceeds CHECK_MARGIN (1 + ‖L0ᵀW L0‖₂) — far above the
+#: difference between the stacked and the per-case Gramians; closer calls run certify's check
+CHECK_MARGIN = 1e-9
 #: the blow-up march doubles its step after this many steps at one length
 STEPS_PER_LEVEL = 4
 #: Illinois iterations on the last step (each one stacked Padé exponential)
@@ -352,15 +360,19 @@ def classify_scalar(A: np.ndarray, G: np.ndarray, cov0: np.ndarray,
     (`g_rounding`) and the cases the floating-point margins cannot settle get certify's own
     premises case by case; without it they are left to `certify` (handled False).
     """
-    n, d = A.shape[:2]
+    with np.errstate(all="ignore"):  # non-finite intermediates are tested for, not warned of
+        return _classify(A, G, cov0, quadratic, heads)
+
+
+def _classify(A, G, cov0, quadratic, heads) -> BatchedCertificates:
+    n = A.shape[0]
     if heads is not None and quadratic is None:
         quadratic = quadratic_constants(*heads)
     g_err = g_rounding(*heads) if heads is not None else _default_g_error(G, quadratic)
     table = _Table(n)
     zero = ~np.any(cov0, axis=(1, 2))
     table.set(np.flatnonzero(zero), "collapses", "zero", True, False)
-    with np.errstate(all="ignore"):
-        fast = _fast_premises(A, G, cov0, g_err)
+    fast = _fast_premises(A, G, cov0, g_err)
     prem, covs = fast.premises, cov0
     if heads is not None:
         covs = cov0.copy()
@@ -370,7 +382,7 @@ def classify_scalar(A: np.ndarray, G: np.ndarray, cov0: np.ndarray,
     blow: list[int] = []
     for i in np.flatnonzero(~zero):
         if prem[i] is not None:
-            _settle(table, i, prem[i], fast.a_eigenvalues[i], d, blow)
+            _settle(table, i, prem[i], A[i], G[i], fast.a_eigenvalues[i], blow)
     if blow:
         _blowups(table, np.array(blow), A, G, covs, prem, quadratic)
     return BatchedCertificates(table.regime, table.theorem, table.exact, table.global_,
@@ -402,10 +414,13 @@ class _Table:
         self.rate[idx] = self.blowup_time[idx] = self.threshold[idx] = np.nan
 
 
-def _settle(table: _Table, i: int, pr: Premises, eig: np.ndarray, d: int,
-            blow: list[int]) -> None:
-    """certify's branch for premises `pr` (certificates.theorem_of and `_certify`), except that
-    a blow-up waits for its T* (`_blowups`) and anything integrated is left to certify."""
+def _settle(table: _Table, i: int, pr: Premises, A: np.ndarray, G: np.ndarray,
+            eig: np.ndarray, blow: list[int]) -> None:
+    """certify's branch for premises `pr` (certificates.theorem_of and `_certify`) on layer i
+    (A, G), except that a blow-up waits for its T* (`_blowups`), a convergence needs the
+    stabilizing solution certify will find (`stabilizing_found`), and anything integrated is
+    left to certify."""
+    d = A.shape[-1]
     got = theorem_of(pr, d)
     if got is None:
         if pr.g_nsd and pr.range_stable and pr.threshold_sign == 0:
@@ -419,7 +434,8 @@ def _settle(table: _Table, i: int, pr: Premises, eig: np.ndarray, d: int,
     elif theorem == "psd_gramian_singular":
         table.set(i, regime, theorem, pr.exact, glob)
     elif theorem == "psd_gramian_pd":
-        table.set(i, regime, theorem, pr.exact, glob, rate=2 * float(np.min(np.abs(re))))
+        if stabilizing_found(A, G, pr.n_right):
+            table.set(i, regime, theorem, pr.exact, glob, rate=2 * float(np.min(np.abs(re))))
     elif regime == "blows_up":
         if pr.exact:  # T* of a numerical premise (G ⪯ 0 only within tolerance) is certify's
             table.set(i, regime, theorem, True, glob, threshold=pr.threshold)
@@ -441,21 +457,76 @@ def _blowups(table: _Table, idx: np.ndarray, A, G, covs, prem, quadratic) -> Non
     L0 = np.zeros((idx.size, d, d))
     for k, i in enumerate(idx):
         L0[k, :, :prem[i].rank0] = cov_root(covs[i], prem[i].rank0)
-    with np.errstate(all="ignore"):
-        T = blowup_times(A[idx], G[idx], L0, t_max)
+    T = blowup_times(A[idx], G[idx], L0, t_max)
+    found = np.isfinite(T) & (T <= (1 - HORIZON_RTOL) * t_max) & (anorm * T <= BLOWUP_NORM_TIME)
+    sign = np.zeros(idx.size, dtype=int)
+    sign[found] = _check_signs(A[idx[found]], G[idx[found]], L0[found], T[found])
     for k, i in enumerate(idx):
-        ok = np.isfinite(T[k]) and T[k] <= (1 - HORIZON_RTOL) * t_max[k] and \
-            anorm[k] * T[k] <= BLOWUP_NORM_TIME and _confirmed(A[i], G[i], covs[i], T[k])
+        ok = found[k] and (sign[k] > 0 or (sign[k] == 0 and
+                                          _confirmed(A[i], G[i], covs[i], T[k])))
         if ok:
             table.blowup_time[i] = T[k]
         else:
             table.drop(i)
 
 
+def _check_signs(A, G, L0, T) -> np.ndarray:
+    """certify's blow-up check (`certificates.blowup_check`: λ_min(I + L0ᵀW(t)L0) > 0 at
+    T(1 − BLOWUP_CHECK_RTOL), < 0 at T(1 + BLOWUP_CHECK_RTOL), W by its stepping) on the stack:
+    +1 where it passes and −1 where it fails, both by more than CHECK_MARGIN; 0 in between."""
+    r = L0.shape[-1]
+    Lt = np.swapaxes(L0, 1, 2)
+    out = []
+    for t in (T * (1 - BLOWUP_CHECK_RTOL), T * (1 + BLOWUP_CHECK_RTOL)):
+        S = np.eye(r) + Lt @ _gramian_stack(A, G, t) @ L0
+        e = np.linalg.eigvalsh(S)
+        out.append((e[:, 0], CHECK_MARGIN * (1 + np.abs(e).max(axis=1))))
+    (lo, m_lo), (hi, m_hi) = out
+    passes = (lo > m_lo) & (hi < -m_hi)
+    fails = (lo < -m_lo) | (hi > m_hi)
+    return np.where(passes, 1, np.where(fails, -1, 0))
+
+
+def _gramian_stack(A, G, t) -> np.ndarray:
+    """W(t) per case by certify's stepping (certificates._gramian): n = min(⌈‖A‖₂t⌉,
+    MAX_GRAMIAN_STEPS) steps (at least 1) of the semigroup rule W(s + h) = W(s) + E_sᵀW(h)E_s."""
+    d = A.shape[-1]
+    n = np.minimum(np.maximum(1.0, np.ceil(np.linalg.norm(A, 2, axis=(1, 2)) * t)),
+                   MAX_GRAMIAN_STEPS).astype(int)
+    Eh, Wh = van_loan_stack(A, G, t / n)
+    E = np.broadcast_to(np.eye(d), A.shape).copy()
+    W = np.zeros(A.shape)
+    for k in range(int(n.max(initial=0))):
+        on = k < n
+        W[on] += np.swapaxes(E[on], 1, 2) @ Wh[on] @ E[on]
+        E[on] = Eh[on] @ E[on]
+    return 0.5 * (W + np.swapaxes(W, 1, 2))
+
+
+def stabilizing_found(A: np.ndarray, G: np.ndarray, n_right: int) -> bool:
+    """Whether certify's "psd_gramian_pd" branch gets its equilibrium: `equilibria` solves the
+    Bernoulli equation by riccati.bernoulli(A, G) (the same call, so the same Σ), and keeps Σ
+    when it is PSD (`is_psd`), of rank n_right, with A − ΣG Hurwitz, and of relative residual
+    ≤ ACCEPT_RTOL over its heads. The residual is bounded here from G: ‖AΣ + ΣAᵀ − ΣGΣ‖_F /
+    (‖AΣ‖_F + ½‖ΣGΣ‖_F) ≤ ACCEPT_RTOL / 10 implies the heads' residual (whose denominator is
+    at least this one's, ‖ΣGΣ‖ ≤ 2Σ_h‖v_hΣB_hΣ‖) is below ACCEPT_RTOL, the rounding of the two
+    forms (≈ 1e-14 relative) being far inside the factor 10."""
+    try:
+        sol = bernoulli(A, G)
+    except SolverError:
+        return False
+    a, k = exponent(A), exponent(sol.X)  # the ratio is that of (A 2^−a, G 2^(k−a), Σ 2^−k)
+    As, Gs, Xs = np.ldexp(A, -a), np.ldexp(G, k - a), np.ldexp(sol.X, -k)
+    AX, XGX = As @ Xs, Xs @ Gs @ Xs
+    scale = np.linalg.norm(AX) + 0.5 * np.linalg.norm(XGX)
+    res = np.linalg.norm(AX + AX.T - XGX) / scale if scale > 0 else np.inf
+    return bool(is_psd(sol.X) and sol.rank == n_right and np.max(sol.closed_loop.real) < 0
+                and res <= ACCEPT_RTOL / 10)
+
+
 def _confirmed(A: np.ndarray, G: np.ndarray, cov0: np.ndarray, T: float) -> bool:
     try:
-        with np.errstate(all="ignore"):
-            return blowup_check(A, G, cov0, float(T))
+        return blowup_check(A, G, cov0, float(T))
     except (LinAlgError, ValueError, ArithmeticError):
         return False
 
@@ -467,7 +538,7 @@ def _case_premises(A: np.ndarray, heads, i: int, cov0: np.ndarray):
     try:
         p = Params(A=A, heads=[(Vh[i], Bh[i]) for Vh, Bh in zip(V, B, strict=True)])
         cov = as_covariance("cov0", cov0, p.d)
-        with np.errstate(all="ignore"), numerical_failures("certify"):
+        with numerical_failures("certify"):
             return premises(p, cov), cov
     except (InvalidInputError, SolverError):
         return None, cov0
