@@ -1,14 +1,21 @@
 """Gaussian closures (moment matching) of the LayerNorm and the feed-forward block.
 
-LayerNorm, y = γ ⊙ P x/√(s² + ε) + β with P = I − 11ᵀ/d and s² = |P x|²/d. For x ~ N(m, Σ) the
-norm concentrates at large d: s² is replaced by its mean E s² = (|P m|² + tr PΣP)/d, which makes
-the map affine,
+LayerNorm, y = γ ⊙ z/√q + β with z = P x, P = I − 11ᵀ/d, q = |z|²/d + ε. For x ~ N(m, Σ),
+z ~ N(μ, C) with μ = P m, C = PΣP, and the norm concentrates at large d: q = q̄ + δ with
+q̄ = E q = (|μ|² + tr C)/d + ε and relative fluctuation κ = √Var δ / q̄,
+Var δ = (2 tr C² + 4 μᵀCμ)/d² (κ² ≈ 2/d for isotropic Σ). Expanding q^{−1/2} and q^{−1} to
+second order in δ, with the Gaussian moments E[zδ] = 2Cμ/d and
+E[zzᵀδ] = 2(C² + μ(Cμ)ᵀ + (Cμ)μᵀ)/d (and E[·δ²] ≈ E[·] Var δ), t = κ², K = C + μμᵀ:
 
-    y ≈ J x + β,   J = diag(γ) P / r,   r = √(E s² + ε).
+    E z/√q ≈ q̄^{−1/2} (μ (1 + 3t/8) − Cμ/(d q̄)),
+    E zzᵀ/q ≈ q̄^{−1} (K (1 + t) − 2(C² + μ(Cμ)ᵀ + (Cμ)μᵀ)/(d q̄)),
+    E ∇_x y ≈ diag(γ) (q̄^{−1/2}(1 + 3t/8) I − K/(d q̄^{3/2})) P,
 
-Its error is governed by the relative fluctuation of the norm,
-κ = √Var(s²)/(E s² + ε) with Var(|P x|²) = 2 tr (PΣP)² + 4 mᵀPΣPm (κ² ≈ 2/d for isotropic Σ):
-the neglected terms of the mean and covariance are O(κ²) relative (tests measure them).
+which gives E y = γ ⊙ E z/√q + β, Cov y = diag(γ)(E zzᵀ/q − E(z/√q) E(z/√q)ᵀ)diag(γ), and by
+Stein's lemma Cov(x, y) = Σ E[∇y]ᵀ. (For isotropic zero-mean z and ε = 0 the covariance is
+exact: z/|z| is uniform on the sphere.) The neglected terms are O(κ³) relative, where the
+first-order closure (q replaced by q̄, an affine map) errs by O(κ²); tests measure the error
+against Monte Carlo.
 
 Feed-forward block, o = W_out f(u) + b_out, u = W_in y + b_in, for y ~ N(m, Σ): u is Gaussian,
 E f(u) and Cov f(u) follow from `hermite` (exact one-dimensional moments, Mehler's series for the
@@ -36,11 +43,13 @@ GATED_SAMPLES = 20_000
 
 
 @dataclass(frozen=True, eq=False)
-class AffineClosure:
-    """y ≈ J x + c for x ~ N(m, Σ); kappa: the closure's error indicator."""
+class NormMoments:
+    """Moments of y = LN(x) for Gaussian x: mean (d,), cov (d, d), jacobian E[∇y] (d, d) (so that
+    Cov(r, y) = Cov(r, x) E[∇y]ᵀ); kappa: the relative fluctuation of the norm (NaN: no norm)."""
 
-    J: np.ndarray
-    c: np.ndarray
+    mean: np.ndarray
+    cov: np.ndarray
+    jacobian: np.ndarray
     kappa: float
 
 
@@ -56,19 +65,24 @@ class MLPMoments:
 
 
 def layer_norm_closure(norm: LayerNormParams, mean: np.ndarray, cov: np.ndarray
-                       ) -> AffineClosure:
-    """The concentrated-norm affine closure of a LayerNorm at x ~ N(mean, cov) (module
+                       ) -> NormMoments:
+    """The second-order Gaussian closure of a LayerNorm at x ~ N(mean, cov) (module
     docstring)."""
     d = mean.shape[0]
-    Pm = mean - mean.mean()
+    mu = mean - mean.mean()
     PS = cov - cov.mean(axis=0, keepdims=True)
-    PSP = PS - PS.mean(axis=1, keepdims=True)
-    second = (Pm @ Pm + np.trace(PSP)) / d
-    variance = (2 * np.sum(PSP * PSP) + 4 * Pm @ PSP @ Pm) / d**2
-    r = np.sqrt(second + norm.eps)
-    P = np.eye(d) - 1.0 / d
-    return AffineClosure(norm.gamma[:, None] * P / r, norm.beta.copy(),
-                         float(np.sqrt(variance) / r**2))
+    C = PS - PS.mean(axis=1, keepdims=True)
+    Cmu = C @ mu
+    q = (mu @ mu + np.trace(C)) / d + norm.eps
+    t = (2 * np.sum(C * C) + 4 * mu @ Cmu) / (d * q) ** 2
+    K = C + np.outer(mu, mu)
+    Ez = (mu * (1 + 3 * t / 8) - Cmu / (d * q)) / np.sqrt(q)
+    Ezz = (K * (1 + t) - 2 * (C @ C + np.outer(mu, Cmu) + np.outer(Cmu, mu)) / (d * q)) / q
+    g = norm.gamma
+    cov_y = g[:, None] * (Ezz - np.outer(Ez, Ez)) * g[None, :]
+    inner = np.eye(d) * ((1 + 3 * t / 8) / np.sqrt(q)) - K / (d * q**1.5)
+    jac = g[:, None] * (inner - inner.mean(axis=1, keepdims=True))  # (·) P
+    return NormMoments(g * Ez + norm.beta, 0.5 * (cov_y + cov_y.T), jac, float(np.sqrt(t)))
 
 
 def _correlation(S: np.ndarray, sigma: np.ndarray) -> np.ndarray:

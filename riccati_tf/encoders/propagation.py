@@ -4,15 +4,17 @@ A layer is a composition of affine maps of the token (the attention sublayer on 
 cloud, SPEC §2, with the residual; the LayerNorm closure) and the feed-forward block, whose
 Gaussian closure gives its mean, covariance and mean Jacobian E[J] (`closures`). With x ~ N(m, Σ):
 
-    attention:   r = x + a(J_a x + c_a),  a(y) = M y + c   ⇒  r = (I + M J_a) x + M c_a + c
-    feed-forward: z = r + o(J_f r + c_f)                   ⇒  E z = E r + E o,
-                 Cov z = Σ_r + Σ_r J_fᵀ E[J]ᵀ + E[J] J_f Σ_r + Cov o   (Stein's lemma)
+    attention:    r = x + a(y),  y = LN_a(x),  a(y) = M y + c   ⇒  E r = E x + M E y + c,
+                  Cov r = Σ_x + Σ_x J_aᵀ Mᵀ + M J_a Σ_x + M Σ_y Mᵀ
+    feed-forward: z = r + o(LN_f(r))   ⇒  E z = E r + E o,
+                  Cov z = Σ_r + Σ_r J_fᵀ E[J]ᵀ + E[J] J_f Σ_r + Cov o
 
-where (J_a, c_a), (J_f, c_f) are the pre-norm LayerNorm closures (identity for post-norm), and a
-post-norm layer applies the LayerNorm closures to r and to z. The attention part is exact for a
-Gaussian input (N → ∞); the LayerNorm and the feed-forward closures carry the errors their
-modules document, recorded per layer (`norm_kappa`, `mlp_bound`). Layer ℓ's output is taken as
-Gaussian for layer ℓ + 1 (moment matching).
+where J_a = E[∇LN_a], J_f = E[∇LN_f] are the mean Jacobians of the pre-norm LayerNorm closures
+(identity for post-norm; Cov(x, LN(x)) = Σ_x Jᵀ by Stein's lemma) and E[J] that of the
+feed-forward block; a post-norm layer applies the LayerNorm closures to r and to z. The
+attention part is exact for a Gaussian input (N → ∞); the LayerNorm and the feed-forward
+closures carry the errors their modules document, recorded per layer (`norm_kappa`,
+`mlp_bound`). Layer ℓ's output is taken as Gaussian for layer ℓ + 1 (moment matching).
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ import numpy as np
 from ..errors import InvalidInputError, SolverError
 from ..validation import as_count, as_covariance, as_vector
 from .attention import gaussian_attention
-from .closures import GATED_SAMPLES, AffineClosure, MLPMoments, layer_norm_closure, mlp_closure
+from .closures import GATED_SAMPLES, MLPMoments, NormMoments, layer_norm_closure, mlp_closure
 from .factors import Encoder, EncoderLayer
 from .hermite import DEFAULT_TERMS
 
@@ -59,16 +61,11 @@ class MomentPrediction:
         return self.attention_means.shape[0]
 
 
-def _identity(d: int) -> AffineClosure:
-    return AffineClosure(np.eye(d), np.zeros(d), float("nan"))
-
-
-def _push(cl: AffineClosure, m: np.ndarray, S: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    return cl.J @ m + cl.c, cl.J @ S @ cl.J.T
-
-
-def _closure(norm, m, S) -> AffineClosure:
-    return _identity(m.shape[0]) if norm is None else layer_norm_closure(norm, m, S)
+def _closure(norm, m: np.ndarray, S: np.ndarray) -> NormMoments:
+    """The LayerNorm closure at N(m, S), or the identity (exact) for no norm."""
+    if norm is None:
+        return NormMoments(m, S, np.eye(m.shape[0]), float("nan"))
+    return layer_norm_closure(norm, m, S)
 
 
 @dataclass(frozen=True, eq=False)
@@ -83,28 +80,24 @@ def layer_moments(layer: EncoderLayer, m: np.ndarray, S: np.ndarray, *, terms: i
                   gated_samples: int, seed: int) -> _LayerMoments:
     """The moments of one layer's output for input N(m, S) (module docstring)."""
     pre = layer.placement == "pre"
-    ca = _closure(layer.attn_norm, m, S) if pre else _identity(m.shape[0])
-    my, Sy = _push(ca, m, S)
-    M, c = gaussian_attention(layer, my, Sy)
-    T = np.eye(m.shape[0]) + M @ ca.J
-    mr, Sr = T @ m + M @ ca.c + c, T @ S @ T.T
+    ca = _closure(layer.attn_norm if pre else None, m, S)
+    M, c = gaussian_attention(layer, ca.mean, ca.cov)
+    cross = S @ ca.jacobian.T @ M.T  # Cov(x, a)
+    mr, Sr = m + M @ ca.mean + c, S + cross + cross.T + M @ ca.cov @ M.T
     kappas = [ca.kappa]
     if not pre:
         cl = _closure(layer.attn_norm, mr, Sr)
-        mr, Sr = _push(cl, mr, Sr)
-        kappas[0] = cl.kappa
-    cf = layer_norm_closure(layer.mlp_norm, mr, Sr) if pre else _identity(m.shape[0])
-    mo = mlp_closure(layer.mlp, *_push(cf, mr, Sr), terms=terms, gated_samples=gated_samples,
+        mr, Sr, kappas[0] = cl.mean, cl.cov, cl.kappa
+    cf = _closure(layer.mlp_norm if pre else None, mr, Sr)
+    mo = mlp_closure(layer.mlp, cf.mean, cf.cov, terms=terms, gated_samples=gated_samples,
                      seed=seed)
-    cross = Sr @ cf.J.T @ mo.jacobian.T  # Cov(r, o)
+    cross = Sr @ cf.jacobian.T @ mo.jacobian.T  # Cov(r, o)
     mz, Sz = mr + mo.mean, Sr + cross + cross.T + mo.cov
-    if pre:
-        kappas.append(cf.kappa)
-    else:
-        cl = layer_norm_closure(layer.mlp_norm, mz, Sz)
-        mz, Sz = _push(cl, mz, Sz)
-        kappas.append(cl.kappa)
-    return _LayerMoments((mz, 0.5 * (Sz + Sz.T)), (my, Sy), mo, (kappas[0], kappas[1]))
+    kappas.append(cf.kappa)
+    if not pre:
+        cl = _closure(layer.mlp_norm, mz, Sz)
+        mz, Sz, kappas[1] = cl.mean, cl.cov, cl.kappa
+    return _LayerMoments((mz, 0.5 * (Sz + Sz.T)), (ca.mean, ca.cov), mo, (kappas[0], kappas[1]))
 
 
 def predict_moments(encoder: Encoder, mean0=None, cov0=None, *, terms: int = DEFAULT_TERMS,
