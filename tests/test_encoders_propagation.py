@@ -166,3 +166,16 @@ def test_predict_moments_validates_its_input():
             predict_moments(encoder, **bad)
     pred = predict_moments(encoder, mean0=np.ones(32))
     assert pred.covs.shape == (2, 32, 32) and np.all(np.isfinite(pred.covs))
+
+
+def test_modernbert_comparison_needs_the_position_free_flag():
+    """ModernBERT: gated (GeGLU) feed-forward, no norm before the first attention, rotary
+    embeddings in the real model; the prediction is of the position-free part and says so."""
+    model = tiny_encoder("modernbert", initializer_range=0.1)
+    with pytest.raises(InvalidInputError, match="rotary"):
+        compare(model, n_tokens=600)
+    result = compare(model, n_tokens=600, position_free=True, n_sim=20, n_sim_full=2)
+    assert result.position_free and result.to_json()["position_free"]
+    assert all(np.all(np.isfinite(v)) for v in result.errors.values())
+    assert result.prediction.mlp_bound.max() < 0.1  # Monte-Carlo standard error of GeGLU
+    assert np.isnan(result.prediction.norm_kappa[0, 0])  # layer 0 has no attention norm
