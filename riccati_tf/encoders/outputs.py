@@ -9,6 +9,7 @@ or, when no folder is given, a small random BERT encoder (`DEFAULT_SHAPE`).
 
 from __future__ import annotations
 
+import dataclasses
 import html
 import json
 from collections.abc import Callable
@@ -81,7 +82,7 @@ def analyse(model, *, n_tokens: int = FULL_TOKENS, seed: int = 0,
     encoder = extract(model, position_free=_position_free(model, position_free))
     prediction = predict_moments(encoder, progress=progress)
     result = atlas(encoder, prediction=prediction, horizon=horizon)
-    result = Atlas(**{**result.__dict__, "model": type(model).__name__})
+    result = dataclasses.replace(result, model=type(model).__name__)
     comparison = compare(model, n_tokens=n_tokens, seed=seed, prediction=prediction,
                          progress=progress)
     return ModelAnalysis(result, comparison)
