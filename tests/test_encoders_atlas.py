@@ -88,11 +88,13 @@ def test_atlas_of_a_scalar_head():
     d, v = 6, 0.5
     good = atlas(_scalar_encoder(v, -1.0))
     assert good.sign[0, 0] == "opposite" and good.regime[0] == "collapses"
+    assert tuple(good.g_inertia[0]) == (d, 0, 0)  # G = 2v I/√d ≻ 0
     assert good.scalar_distance[0, 0] == pytest.approx(0.0, abs=1e-15)
     assert good.scalar_v[0, 0] == pytest.approx(v)
     assert tuple(good.v_inertia[0, 0]) == (d, 0, 0) and tuple(good.b_inertia[0, 0]) == (0, 0, d)
     bad = atlas(_scalar_encoder(v, 1.0))
     assert bad.sign[0, 0] == "same" and bad.regime[0] == "blows_up"
+    assert tuple(bad.g_inertia[0]) == (0, 0, d)
     assert bad.blowup_time[0] == pytest.approx(np.sqrt(d) / (2 * v), rel=1e-12)
 
 

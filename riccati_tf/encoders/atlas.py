@@ -13,7 +13,8 @@ Per layer ℓ and head h:
 
 Per layer, the continuous-depth attention flow with every head replaced by its scalar fit,
 Σ̇ = AΣ + ΣAᵀ − ΣGΣ with G = Σ_h G_h, from Σ0 = the predicted covariance the layer's attention
-acts on (`predict_moments`): its regime and blow-up time (`blowup.flow_regime`) with A = 0 and
+acts on (`predict_moments`): the inertia of G (G ⪰ 0: no blow-up ever; G ⪯ 0: blow-up for
+A = 0), its regime and blow-up time (`blowup.flow_regime`) with A = 0 and
 with A = E[J_MLP], the feed-forward block's mean Jacobian at its input Gaussian (up to
 `horizon`). The LayerNorms are not part of this flow.
 """
@@ -41,8 +42,9 @@ SIGNS = ("opposite", "same", "indefinite")
 @dataclass(frozen=True, eq=False)
 class Atlas:
     """Per layer × head: v_inertia, b_inertia (L, H, 3) as (n+, n0, n−); sign (L, H) one of
-    SIGNS; scalar_v (L, H); scalar_distance (L, H). Per layer (L,): regime, blowup_time (NaN for
-    none) with A = 0; regime_mlp, blowup_time_mlp with A = E[J_MLP] up to `horizon`."""
+    SIGNS; scalar_v (L, H); scalar_distance (L, H). Per layer: g_inertia (L, 3) of
+    G = Σ_h G_h; regime, blowup_time (NaN for none) with A = 0; regime_mlp, blowup_time_mlp with
+    A = E[J_MLP] up to `horizon`."""
 
     model: str
     family: str
@@ -53,6 +55,7 @@ class Atlas:
     sign: np.ndarray
     scalar_v: np.ndarray
     scalar_distance: np.ndarray
+    g_inertia: np.ndarray
     regime: np.ndarray
     blowup_time: np.ndarray
     regime_mlp: np.ndarray
@@ -69,7 +72,8 @@ class Atlas:
                 "b_inertia": self.b_inertia.tolist(), "sign": self.sign.tolist(),
                 "scalar_v": self.scalar_v.tolist(),
                 "scalar_distance": self.scalar_distance.tolist(),
-                "regime": self.regime.tolist(), "blowup_time": times(self.blowup_time),
+                "g_inertia": self.g_inertia.tolist(), "regime": self.regime.tolist(),
+                "blowup_time": times(self.blowup_time),
                 "regime_mlp": self.regime_mlp.tolist(),
                 "blowup_time_mlp": times(self.blowup_time_mlp), "horizon": self.horizon}
 
@@ -84,7 +88,8 @@ class Atlas:
         for i in range(self.sign.shape[0]):
             counts = ", ".join(f"{np.sum(self.sign[i] == s)} {s}" for s in SIGNS)
             lines.append(f"layer {i + 1}: heads {counts}; ‖V − vI‖/‖V‖ mean "
-                         f"{self.scalar_distance[i].mean():.3f}; A = 0: "
+                         f"{self.scalar_distance[i].mean():.3f}; inertia of G "
+                         f"{tuple(int(n) for n in self.g_inertia[i])}; A = 0: "
                          f"{when(self.regime[i], self.blowup_time[i])}; A = E[J_MLP]: "
                          f"{when(self.regime_mlp[i], self.blowup_time_mlp[i])}")
         return "\n".join(lines)
@@ -136,10 +141,11 @@ def atlas(source, *, prediction: MomentPrediction | None = None, position_free: 
         raise InvalidInputError(f"the prediction has {prediction.n_layers} layers, the encoder "
                                 f"{len(encoder.layers)}")
     d = encoder.d
-    rows, regimes = [], []
+    rows, regimes, g_inertia = [], [], []
     for i, layer in enumerate(encoder.layers):
         heads = [_head_row(h, d) for h in layer.heads]
         G = sum(r[5] for r in heads)
+        g_inertia.append(inertia(G))
         cov0 = prediction.attention_covs[i]
         regimes.append((flow_regime(G, cov0),
                         flow_regime(G, cov0, prediction.mlp_jacobians[i], horizon)))
@@ -154,7 +160,7 @@ def atlas(source, *, prediction: MomentPrediction | None = None, position_free: 
         return np.nan if r.blowup_time is None else r.blowup_time
 
     return Atlas(name, encoder.family, d, encoder.position_free, table(0, int), table(1, int),
-                 table(2, object).astype(str), table(3), table(4),
+                 table(2, object).astype(str), table(3), table(4), np.array(g_inertia),
                  np.array([r[0].regime for r in regimes]),
                  np.array([time(r[0]) for r in regimes]),
                  np.array([r[1].regime for r in regimes]),
