@@ -3,10 +3,17 @@
 from __future__ import annotations
 
 import numpy as np
+from matplotlib.ticker import MaxNLocator
 
 from ..plotting import new_figure
 from .atlas import Atlas
 from .comparison import Comparison
+
+
+def _integer_ticks(*axes) -> None:
+    """Layers and heads are counted: integer ticks on the given axes (ax.xaxis, ax.yaxis)."""
+    for axis in axes:
+        axis.set_major_locator(MaxNLocator(integer=True))
 
 
 def plot_atlas(result: Atlas):
@@ -25,12 +32,14 @@ def plot_atlas(result: Atlas):
         image = ax.imshow(data, cmap=cmap, vmin=lo, vmax=hi, aspect="auto", origin="lower",
                           extent=(0.5, data.shape[1] + 0.5, 0.5, data.shape[0] + 0.5))
         ax.set(title=title, xlabel="head", ylabel="layer")
+        _integer_ticks(ax.xaxis, ax.yaxis)
         fig.colorbar(image, ax=ax)
     layers = np.arange(1, result.regime.size + 1)
     ax = axes[3]
     ax.plot(layers, result.blowup_time, "o", label="A = 0")
     ax.plot(layers, result.blowup_time_mlp, "s", label="A = E[J_MLP]")
     ax.set(title="blow-up time T* (none: not drawn)", xlabel="layer", ylabel="T*")
+    _integer_ticks(ax.xaxis)
     if np.any(np.isfinite(result.blowup_time)) or np.any(np.isfinite(result.blowup_time_mlp)):
         ax.set_yscale("log")
     ax.legend()
@@ -52,6 +61,7 @@ def plot_comparison(result: Comparison):
         ax.plot(layers, floor[:, 0], "--", color="0.5", label="floor median")
         ax.plot(layers, result.errors[name], "o-", label="measured vs predicted")
         ax.set(title=title, xlabel="layer", ylabel="relative error")
+        _integer_ticks(ax.xaxis)
         ax.legend(fontsize="small")
     fig.suptitle(f"{result.model}: {result.n_tokens} tokens in {len(result.lengths)} sequences")
     fig.tight_layout()
