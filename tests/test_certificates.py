@@ -593,10 +593,16 @@ def test_extreme_scales_give_a_checked_certificate_or_a_solver_error(scale):
 def test_non_package_failures_become_solver_errors():
     from riccati_tf.riccati import bernoulli, lyapunov
 
+    # representable answers at extreme scales are returned (the Bernoulli equation is solved in
+    # a power-of-two scaled form); answers beyond the float range are refused
+    eq = equilibria(Params(1e300 * np.diag([1.0, 2.0]), B=np.eye(2), V=-np.eye(2)))[0]
+    np.testing.assert_allclose(np.diag(eq.cov), [1e300, 2e300], rtol=1e-14)
+    np.testing.assert_allclose(bernoulli(1e300 * np.diag([1.0, 2.0]), 1e300 * np.eye(2)).X,
+                               np.diag([2.0, 4.0]), rtol=1e-14)
     with pytest.raises(SolverError):
-        equilibria(Params(1e300 * np.diag([1.0, 2.0]), B=np.eye(2), V=-np.eye(2)))
+        equilibria(Params(np.eye(2), V=-1e-310 * np.eye(2), B=np.eye(2)))
     with pytest.raises(SolverError):
-        bernoulli(1e300 * np.diag([1.0, 2.0]), 1e300 * np.eye(2))
+        bernoulli(np.eye(1), [[1e-310]])
     with pytest.raises(SolverError):
         lyapunov(np.array([[1e308, 1e308], [0.0, -1e308]]))
 
