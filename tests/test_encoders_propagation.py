@@ -12,7 +12,7 @@ pytest.importorskip("transformers")
 
 from riccati_tf.encoders import extract, predict_moments  # noqa: E402
 from riccati_tf.encoders.attention import gaussian_attention  # noqa: E402
-from riccati_tf.encoders.comparison import compare  # noqa: E402
+from riccati_tf.encoders.comparison import capture_sequences, compare  # noqa: E402
 from riccati_tf.encoders.factors import HeadFactors  # noqa: E402
 from riccati_tf.encoders.sequences import sequence_lengths, split  # noqa: E402
 from riccati_tf.encoders.tiny import tiny_encoder  # noqa: E402
@@ -124,10 +124,8 @@ def test_sequence_lengths():
 
 def test_position_limit_split_is_needed_and_used():
     model = tiny_encoder("bert", max_positions=64, n_layers=1)
-    with pytest.raises(Exception):  # noqa: B017  one sequence past the limit fails in the model
-        from riccati_tf.models import capture
-
-        capture(model, np.zeros((300, 32)))
+    with pytest.raises(InvalidInputError, match="could not run on a sequence of 300"):
+        capture_sequences(model, np.zeros((300, 32)), (300,))  # past the position limit
     result = compare(model, n_tokens=300, n_sim=20, n_sim_full=2)
     assert result.lengths == (60,) * 5
     assert result.to_json()["sequences"] == 5

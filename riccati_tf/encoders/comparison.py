@@ -104,12 +104,22 @@ def _floor(C: np.ndarray, n: int, n_sim: int, rng, q: float) -> np.ndarray:
 def capture_sequences(model, tokens: np.ndarray, lengths: tuple[int, ...],
                       progress: Callable[[int, int], None] | None = None) -> list[tuple]:
     """`riccati_tf.models.capture` of each sequence (the tokens cut by `lengths`): a list of
-    (hidden, attn_in, attn_out) per sequence."""
+    (hidden, attn_in, attn_out) per sequence. A model that fails on a sequence is refused
+    (InvalidInputError naming the error)."""
     from ..models import capture
 
     out = []
     for i, seq in enumerate(split(tokens, lengths)):
-        out.append(capture(model, seq))
+        try:
+            out.append(capture(model, seq))
+        except InvalidInputError:
+            raise
+        except (RuntimeError, ValueError, TypeError, IndexError, KeyError,
+                AttributeError) as exc:
+            detail = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            raise InvalidInputError(f"{type(model).__name__} could not run on a sequence of "
+                                    f"{seq.shape[0]} tokens ({type(exc).__name__}: "
+                                    f"{detail})") from None
         if progress is not None:
             progress(i + 1, len(lengths))
     return out
@@ -178,7 +188,7 @@ def compare(model, *, n_tokens: int, seed: int = 0, mean0=None, cov0=None,
     if prediction is None:
         prediction = predict_moments(extract(model, position_free=position_free),
                                      source.mean, source.cov)
-    limit = position_limit(getattr(model, "base_model", model))
+    limit = position_limit(model)
     lengths = sequence_lengths(n_tokens, limit)
     tokens = source.sample(n_tokens, np.random.default_rng(seed))
     hidden = pooled_hidden(capture_sequences(model, tokens, lengths, progress))

@@ -124,13 +124,15 @@ def _layer_list(model) -> list:
 def position_limit(model) -> int | None:
     """The most tokens one sequence may hold: config.max_position_embeddings (less the
     padding_idx + 1 offset of RoBERTa's position ids), None for ViT/DeiT (their layers see no
-    positions once the embedding output is replaced)."""
-    config = model.config
-    if config.model_type in VIT_FAMILY:
+    positions once the embedding output is replaced) and for a config without the field."""
+    config = getattr(getattr(model, "base_model", model), "config", None)
+    limit = getattr(config, "max_position_embeddings", None)
+    if getattr(config, "model_type", None) in VIT_FAMILY or not isinstance(limit, int):
         return None
-    limit = int(config.max_position_embeddings)
     if config.model_type in ("roberta", "xlm-roberta"):
         limit -= int(config.pad_token_id) + 1
+    if limit < 1:
+        raise InvalidInputError(f"config.max_position_embeddings leaves {limit} positions")
     return limit
 
 
