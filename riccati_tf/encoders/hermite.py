@@ -42,9 +42,11 @@ from numpy.polynomial.legendre import leggauss
 from scipy.special import ndtr, owens_t
 
 from ..errors import InvalidInputError
+from ..validation import as_count
 
-#: Hermite terms kept in Mehler's series
+#: Hermite terms kept in Mehler's series, and the most accepted (√k! overflows near k ≈ 170)
 DEFAULT_TERMS = 30
+MAX_TERMS = 150
 #: quadrature nodes for the moments without closed form (tanh GELU)
 QUADRATURE_NODES = 160
 #: |x| beyond which the difference of the two GELUs and its derivatives vanish (< 1e-25)
@@ -194,7 +196,7 @@ def activation_moments(activation: str, mu: np.ndarray, sigma: np.ndarray,
     if activation not in _MOMENTS:
         raise InvalidInputError(f"activation must be one of {sorted(_MOMENTS)}, "
                                 f"got {activation!r}")
-    terms = max(int(terms), 2)
+    terms = as_count("terms", terms, minimum=2, maximum=MAX_TERMS)
     mu, sigma = np.asarray(mu, dtype=float), np.asarray(sigma, dtype=float)
     mean, second, slope, curvature, a = _MOMENTS[activation](mu, sigma, terms)
     variance = np.maximum(second - mean**2, 0.0)

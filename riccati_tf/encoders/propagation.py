@@ -29,10 +29,7 @@ from ..validation import as_count, as_covariance, as_vector
 from .attention import gaussian_attention
 from .closures import GATED_SAMPLES, MLPMoments, NormMoments, layer_norm_closure, mlp_closure
 from .factors import Encoder, EncoderLayer
-from .hermite import DEFAULT_TERMS
-
-#: the most Hermite terms accepted (ρ^K underflows long before; h_k(x) overflows near k ≈ 170)
-MAX_TERMS = 150
+from .hermite import DEFAULT_TERMS, MAX_TERMS
 
 
 @dataclass(frozen=True, eq=False)
