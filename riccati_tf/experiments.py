@@ -19,6 +19,7 @@ points).
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -26,18 +27,22 @@ import numpy as np
 from scipy.integrate import solve_ivp
 from scipy.stats import norm
 
-from .errors import SolverError
+from .errors import InvalidInputError, SolverError
 from .flows import flow
-from .gaussianity import null_distribution
+from .gaussianity import MAX_NULL, null_distribution
 from .model import Gaussian, Params
 from .moments import moment_arrays
-from .particles import FeedForward, empirical_moments, simulate
+from .particles import FeedForward, as_limited_count, as_seed, empirical_moments, simulate
 from .plotting import new_figure, save_figure
 from .serialize import to_jsonable
-from .validation import as_count, as_time
+from .validation import as_time
 
 #: levels K of tr Σ(t) / tr Σ(0) whose first crossing times are compared in the blow-up case
 GROWTH_LEVELS = (2.0, 4.0, 8.0, 16.0, 32.0)
+#: most tokens of experiments 1 and 2 (the N² softmax makes the top of the range take minutes)
+MAX_TOKENS = 20_000
+#: most RK4 steps of experiments 1 and 2
+MAX_STEPS = 10_000
 
 
 # ---------------------------------------------------------------------------------------------
@@ -94,6 +99,15 @@ def prescribed_params(sign: float) -> Params:
 PRESCRIBED_START = Gaussian(np.array([0.1, -0.05]), np.array([[0.12, 0.02], [0.02, 0.08]]))
 
 
+def _sizes(n_tokens, seed, n_steps, *, minimum_tokens: int) -> tuple[int, int, int]:
+    """(n_tokens, seed, n_steps) checked against MAX_TOKENS, particles.MAX_SEED, MAX_STEPS."""
+    return (as_limited_count("n_tokens", n_tokens, minimum=minimum_tokens, maximum=MAX_TOKENS,
+                             limit="experiments.MAX_TOKENS"),
+            as_seed("seed", seed),
+            as_limited_count("n_steps", n_steps, maximum=MAX_STEPS,
+                             limit="experiments.MAX_STEPS"))
+
+
 def first_crossing(t: np.ndarray, values: np.ndarray, level: float) -> float:
     """The first t at which the sampled curve reaches `level` (linear interpolation), or NaN."""
     above = np.nonzero(values >= level)[0]
@@ -129,16 +143,15 @@ def prescribed_attention(*, n_tokens: int = 2000, seed: int = 0, n_steps: int = 
     drawn from PRESCRIBED_START. The opposite case runs on [0, t_opposite]; the equal case on
     [0, overshoot · T*] with T* the blow-up time of the Gaussian fitted to the initial cloud.
     Both use RK4 with n_steps steps."""
-    n_tokens = as_count("n_tokens", n_tokens, minimum=2)
-    x0 = PRESCRIBED_START.sample(n_tokens, np.random.default_rng(as_count("seed", seed,
-                                                                          minimum=0)))
-    opposite = _compare("opposite", prescribed_params(-1.0), x0, as_time("t_opposite",
-                                                                         t_opposite), n_steps)
+    n_tokens, seed, n_steps = _sizes(n_tokens, seed, n_steps, minimum_tokens=2)
+    t_opposite, overshoot = as_time("t_opposite", t_opposite), as_time("overshoot", overshoot)
+    x0 = PRESCRIBED_START.sample(n_tokens, np.random.default_rng(seed))
+    opposite = _compare("opposite", prescribed_params(-1.0), x0, t_opposite, n_steps)
     equal_params = prescribed_params(1.0)
     t_star = flow(equal_params, Gaussian(*empirical_moments(x0)), 100.0).blowup_time
     if t_star is None:
         raise SolverError("the equal-definiteness Gaussian flow did not blow up on [0, 100]")
-    equal = _compare("equal", equal_params, x0, as_time("overshoot", overshoot) * t_star,
+    equal = _compare("equal", equal_params, x0, as_time("overshoot · T*", overshoot * t_star),
                      n_steps)
     levels = np.array(GROWTH_LEVELS)
     k = equal.gaussian_growth.size
@@ -230,8 +243,9 @@ def relu_drift(*, n_tokens: int = 2000, seed: int = 0, t_final: float = 3.0,
                n_steps: int = 30, n_null: int = 200) -> ReluDriftResult:
     """Experiment 2: particles from PRESCRIBED_START under `relu_params` (and the same layer
     without ReLU), Gaussianity statistics at every RK4 step, the Gaussian moment closure."""
-    n_tokens = as_count("n_tokens", n_tokens, minimum=4)
-    seed = as_count("seed", seed, minimum=0)
+    n_tokens, seed, n_steps = _sizes(n_tokens, seed, n_steps, minimum_tokens=4)
+    t_final = as_time("t_final", t_final)
+    n_null = as_limited_count("n_null", n_null, maximum=MAX_NULL, limit="gaussianity.MAX_NULL")
     params, ff = relu_params()
     x0 = PRESCRIBED_START.sample(n_tokens, np.random.default_rng(seed))
     runs = {label: simulate(params, x0, t_final, n_steps=n_steps, feedforward=f, metrics=True,
@@ -318,12 +332,44 @@ def plot_probe(result, path) -> Path:
 # CLI entry points
 
 
-def _write(out_dir, name: str, numbers: dict, plot, result) -> dict:
+def check_output_folder(out_dir) -> Path:
+    """`out_dir` as a folder that can be written: a folder, or a path whose nearest existing
+    ancestor is a folder this process may write into (it is created on writing). Raises
+    InvalidInputError naming it; the `run_*` functions call it before they compute."""
+    if not isinstance(out_dir, str | Path) or str(out_dir) == "":
+        raise InvalidInputError(f"out_dir must be a folder path, got {out_dir!r}")
     out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    try:
+        if out.exists() and not out.is_dir():
+            raise InvalidInputError(f"output folder {out} exists and is not a folder")
+        folder = out.absolute()
+        while not folder.exists() and not folder.is_symlink():
+            folder = folder.parent
+        if not folder.is_dir():
+            raise InvalidInputError(f"output folder {out}: {folder} is not a folder, so the "
+                                    f"folder cannot be created below it")
+        if not os.access(folder, os.W_OK | os.X_OK):
+            raise InvalidInputError(f"output folder {out}: {folder} cannot be written "
+                                    f"(permission denied)")
+    except OSError as exc:
+        raise InvalidInputError(f"output folder {out}: {exc.strerror or exc}") from None
+    return out
+
+
+def _write(out_dir, name: str, numbers: dict, plot, result) -> dict:
+    out = check_output_folder(out_dir)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise InvalidInputError(f"cannot create the output folder {out} "
+                                f"({exc.strerror or exc})") from None
     numbers["figure"] = str(plot(result, out / f"{name}.png"))
     numbers = to_jsonable(numbers)
-    (out / f"{name}.json").write_text(json.dumps(numbers, indent=1, allow_nan=False))
+    try:
+        (out / f"{name}.json").write_text(json.dumps(numbers, indent=1, allow_nan=False))
+    except OSError as exc:
+        raise InvalidInputError(f"cannot write {out / (name + '.json')} "
+                                f"({exc.strerror or exc})") from None
     return numbers
 
 
@@ -346,6 +392,7 @@ def probe_table(numbers: dict) -> str:
 
 def run_prescribed(out_dir, *, n_tokens: int = 2000, seed: int = 0, n_steps: int = 60) -> dict:
     """Experiment 1 → prescribed.png, prescribed.json in out_dir; returns the numbers."""
+    check_output_folder(out_dir)
     res = prescribed_attention(n_tokens=n_tokens, seed=seed, n_steps=n_steps)
     numbers = {
         "n_tokens": res.n_tokens, "seed": res.seed, "blowup_time": res.equal.blowup_time,
@@ -361,6 +408,7 @@ def run_prescribed(out_dir, *, n_tokens: int = 2000, seed: int = 0, n_steps: int
 
 def run_relu_drift(out_dir, *, n_tokens: int = 2000, seed: int = 0, n_null: int = 200) -> dict:
     """Experiment 2 → relu_drift.png, relu_drift.json in out_dir; returns the numbers."""
+    check_output_folder(out_dir)
     res = relu_drift(n_tokens=n_tokens, seed=seed, n_null=n_null)
     numbers = {"n_tokens": res.n_tokens, "seed": res.seed, "t": res.t.tolist(),
                "relu": {k: v.tolist() for k, v in res.relu.items()},
@@ -375,8 +423,10 @@ def run_probe(model_path: str | None, out_dir, *, n_tokens: int = 1000, seed: in
     """Experiment 3 → probe.png, probe.json in out_dir; returns the numbers. model_path: a
     local folder saved with `save_pretrained` (ModernBERT, DeiT, ...); None builds a random
     DeiT-tiny-shaped encoder (hidden 192, 12 layers, 3 heads; no pretrained weights)."""
-    from .models import load_model, probe, tiny_model
+    from .models import check_probe_arguments, load_model, probe, tiny_model
 
+    check_output_folder(out_dir)
+    check_probe_arguments(n_tokens=n_tokens, seed=seed, n_null=n_null)
     model = (tiny_model("deit", hidden_size=192, n_layers=12, n_heads=3, seed=seed)
              if model_path is None else load_model(model_path))
     res = probe(model, n_tokens=n_tokens, seed=seed, n_null=n_null)

@@ -40,6 +40,7 @@ J. Multivariate Anal. 93 (2005) 58–80.
 
 from __future__ import annotations
 
+import numbers
 from dataclasses import dataclass, fields
 
 import numpy as np
@@ -47,7 +48,7 @@ from scipy import stats
 from scipy.special import gammaln, poch
 
 from .errors import InvalidInputError
-from .particles import as_cloud
+from .particles import as_cloud, as_limited_count, as_seed
 from .validation import as_count, psd_factor
 
 #: directions of the sliced Wasserstein distance
@@ -60,6 +61,12 @@ GRAM_BLOCK = 1024
 TESTS = ("skewness", "kurtosis", "energy", "sliced_w2")
 #: Poisson-mixture terms kept on each side of λ/2 when evaluating E|a − Z| (tail mass < 1e-30)
 _POISSON_SD = 12.0
+#: input bounds, checked before anything is allocated: Monte-Carlo null samples (n_null),
+#: sliced-W2 directions, rows of a Gram block, and n · rank of one simulated null sample
+MAX_NULL = 10_000
+MAX_DIRECTIONS = 10_000
+MAX_GRAM_BLOCK = 16_384
+MAX_NULL_SAMPLE = 10 ** 8
 
 
 @dataclass(frozen=True)
@@ -200,10 +207,13 @@ def statistics(x, *, seed: int = 0, n_directions: int = N_DIRECTIONS,
 
     seed draws the sliced-W2 directions (`directions(rank, n_directions, seed)`).
     """
+    n_directions = as_limited_count("n_directions", n_directions, maximum=MAX_DIRECTIONS,
+                                    limit="gaussianity.MAX_DIRECTIONS")
+    seed = as_seed("seed", seed)
+    block = as_limited_count("block", block, maximum=MAX_GRAM_BLOCK,
+                             limit="gaussianity.MAX_GRAM_BLOCK")
     y = whiten(x)
-    theta = directions(y.shape[1], as_count("n_directions", n_directions),
-                       as_count("seed", seed, minimum=0))
-    return _whitened_statistics(y, theta, as_count("block", block))
+    return _whitened_statistics(y, directions(y.shape[1], n_directions, seed), block)
 
 
 def _whitened_statistics(y: np.ndarray, theta: np.ndarray, block: int) -> GaussianityStats:
@@ -233,10 +243,16 @@ def null_distribution(n: int, rank: int, *, n_null: int = 200, seed: int = 0,
     Results are cached in `_NULL_CACHE` by (n, rank, n_null, seed, n_directions); call
     `_NULL_CACHE.clear()` to drop them.
     """
-    key = (as_count("n", n, minimum=3), as_count("rank", rank), as_count("n_null", n_null),
-           as_count("seed", seed, minimum=0), as_count("n_directions", n_directions))
+    key = (as_count("n", n, minimum=3), as_count("rank", rank),
+           as_limited_count("n_null", n_null, maximum=MAX_NULL, limit="gaussianity.MAX_NULL"),
+           as_seed("seed", seed),
+           as_limited_count("n_directions", n_directions, maximum=MAX_DIRECTIONS,
+                            limit="gaussianity.MAX_DIRECTIONS"))
     if key[0] <= key[1] + 1:
         raise InvalidInputError(f"n = {n} must exceed rank + 1 = {rank + 1}")
+    if key[0] * key[1] > MAX_NULL_SAMPLE:
+        raise InvalidInputError(f"a null sample of n · rank = {key[0]} · {key[1]} numbers exceeds "
+                                f"the limit {MAX_NULL_SAMPLE} (gaussianity.MAX_NULL_SAMPLE)")
     if key not in _NULL_CACHE:
         rng = np.random.default_rng([seed, n, rank])
         theta = directions(rank, n_directions, seed)
@@ -267,14 +283,20 @@ def asymptotic_p_values(s: GaussianityStats) -> dict[str, float]:
     return {"skewness": float(skew), "kurtosis": float(2 * stats.norm.sf(abs(z)))}
 
 
+def check_alpha(alpha) -> float:
+    """A significance level: a real number in (0, 1)."""
+    if isinstance(alpha, bool) or not isinstance(alpha, numbers.Real) or not 0 < alpha < 1:
+        raise InvalidInputError(f"alpha must be a number in (0, 1), got {alpha!r}")
+    return float(alpha)
+
+
 def normality_test(x, *, alpha: float = 0.05, n_null: int = 200, seed: int = 0,
                    n_directions: int = N_DIRECTIONS) -> NormalityTest:
     """Test H0: x ~ N(m, Σ) with Monte-Carlo calibrated p-values (module docstring).
 
     seed fixes the sliced-W2 directions (shared with the null) and the null simulation.
     """
-    if not 0 < alpha < 1:
-        raise InvalidInputError(f"alpha must lie in (0, 1), got {alpha}")
+    check_alpha(alpha)
     observed = statistics(x, seed=seed, n_directions=n_directions)
     null = null_distribution(observed.n, observed.rank, n_null=n_null, seed=seed,
                              n_directions=n_directions)

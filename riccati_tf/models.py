@@ -27,12 +27,19 @@ from dataclasses import dataclass
 import numpy as np
 
 from .errors import InvalidInputError
-from .gaussianity import TESTS, normality_test
-from .validation import as_count
+from .gaussianity import MAX_NULL, TESTS, check_alpha, normality_test
+from .particles import as_limited_count, as_seed
+from .validation import as_count, as_time
 
 #: statistics reported per layer (TESTS plus the relative moment errors)
 REPORTED = (*TESTS, "third", "fourth")
 FAMILIES = ("deit", "modernbert")
+#: most Gaussian tokens fed to an encoder (one sequence; ModernBERT's tiny config allows 8192)
+MAX_TOKENS = 8192
+#: bounds of `tiny_model`: hidden size, encoder layers and attention heads
+MAX_HIDDEN = 4096
+MAX_MODEL_LAYERS = 64
+MAX_MODEL_HEADS = 64
 
 
 @dataclass(frozen=True, eq=False)
@@ -86,20 +93,32 @@ def _require_transformers() -> None:
 
 def load_model(path: str):
     """transformers.AutoModel.from_pretrained(path) from a local directory (no download), in
-    evaluation mode."""
+    evaluation mode. Any failure to load is an InvalidInputError naming the path."""
     from pathlib import Path
 
+    if not isinstance(path, str | Path):
+        raise InvalidInputError(f"model path must be a str or a Path, got {type(path).__name__}")
     _require_transformers()
     from transformers import AutoModel
 
-    if not (Path(path) / "config.json").is_file():
-        raise InvalidInputError(f"model path {path!r} is not a directory holding a saved "
+    try:
+        ok = (Path(path) / "config.json").is_file()
+    except OSError:  # a name too long, ...
+        ok = False
+    if not ok:
+        raise InvalidInputError(f"model path {str(path)!r} is not a directory holding a saved "
                                 f"transformers model (config.json and weights)")
     try:
-        return AutoModel.from_pretrained(path, local_files_only=True).eval()
-    except (OSError, ValueError) as exc:
-        raise InvalidInputError(f"model path {path!r}: transformers could not load it "
-                                f"({str(exc).splitlines()[0]})") from None
+        model = AutoModel.from_pretrained(path, local_files_only=True).eval()
+    except Exception as exc:  # a foreign folder: whatever fails is the folder's fault
+        detail = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise InvalidInputError(f"model path {str(path)!r}: transformers could not load it "
+                                f"({type(exc).__name__}: {detail})") from None
+    hidden = getattr(model.config, "hidden_size", None)
+    if not isinstance(hidden, int) or not 1 <= hidden <= MAX_HIDDEN:
+        raise InvalidInputError(f"model path {str(path)!r}: hidden_size {hidden!r} is not an "
+                                f"integer in [1, {MAX_HIDDEN}] (models.MAX_HIDDEN)")
+    return model
 
 
 def tiny_model(family: str = "deit", *, hidden_size: int = 32, n_layers: int = 2,
@@ -111,12 +130,25 @@ def tiny_model(family: str = "deit", *, hidden_size: int = 32, n_layers: int = 2
     import torch
     from transformers import DeiTConfig, DeiTModel, ModernBertConfig, ModernBertModel
 
-    if family not in FAMILIES:
+    if not isinstance(family, str) or family not in FAMILIES:
         raise InvalidInputError(f"family must be one of {FAMILIES}, got {family!r}")
-    common = {"hidden_size": as_count("hidden_size", hidden_size),
-              "num_hidden_layers": as_count("n_layers", n_layers),
-              "num_attention_heads": as_count("n_heads", n_heads),
-              "intermediate_size": 4 * hidden_size, "initializer_range": initializer_range}
+    hidden_size = as_limited_count("hidden_size", hidden_size, maximum=MAX_HIDDEN,
+                                   limit="models.MAX_HIDDEN")
+    n_layers = as_limited_count("n_layers", n_layers, maximum=MAX_MODEL_LAYERS,
+                                limit="models.MAX_MODEL_LAYERS")
+    n_heads = as_limited_count("n_heads", n_heads, maximum=MAX_MODEL_HEADS,
+                               limit="models.MAX_MODEL_HEADS")
+    if hidden_size % n_heads:
+        raise InvalidInputError(f"hidden_size = {hidden_size} must be a multiple of n_heads = "
+                                f"{n_heads} (each head gets hidden_size / n_heads dimensions)")
+    if family == "modernbert" and (hidden_size // n_heads) % 2:
+        raise InvalidInputError(f"ModernBERT's rotary embeddings need an even head size; "
+                                f"hidden_size / n_heads = {hidden_size // n_heads}")
+    initializer_range = as_time("initializer_range", initializer_range)
+    seed = as_seed("seed", seed)
+    common = {"hidden_size": hidden_size, "num_hidden_layers": n_layers,
+              "num_attention_heads": n_heads, "intermediate_size": 4 * hidden_size,
+              "initializer_range": initializer_range}
     torch.manual_seed(seed)
     if family == "deit":
         return DeiTModel(DeiTConfig(image_size=32, patch_size=16, **common)).eval()
@@ -213,17 +245,40 @@ def affine_residual(z: np.ndarray, a: np.ndarray) -> float:
     return float(np.linalg.norm(a - design @ theta) / np.linalg.norm(a - a.mean(axis=0)))
 
 
+def check_probe_arguments(*, n_tokens: int, seed: int = 0, n_null: int = 200,
+                          alpha: float = 0.05) -> None:
+    """The bounds of `probe` that do not depend on the model: 2 ≤ n_tokens ≤ MAX_TOKENS,
+    0 ≤ seed ≤ particles.MAX_SEED, 1 ≤ n_null ≤ gaussianity.MAX_NULL, 0 < alpha < 1."""
+    as_limited_count("n_tokens", n_tokens, minimum=2, maximum=MAX_TOKENS,
+                     limit="models.MAX_TOKENS")
+    as_seed("seed", seed)
+    as_limited_count("n_null", n_null, maximum=MAX_NULL, limit="gaussianity.MAX_NULL")
+    check_alpha(alpha)
+
+
 def probe(model, *, n_tokens: int, seed: int = 0, n_null: int = 200,
           alpha: float = 0.05) -> ProbeResult:
     """Gaussianity of each layer's hidden states for tokens x_i ~ N(0, I_d) fed at the embedding
     output (module docstring). model: a transformers encoder (e.g. from `load_model`);
     n_tokens > hidden_size + 1; seed fixes the tokens, the sliced-W2 directions and the null;
     n_null: Gaussian samples in the Monte-Carlo null."""
-    d = model.config.hidden_size
+    config = getattr(model, "config", None)
+    d = getattr(config, "hidden_size", None)
+    if not isinstance(d, int) or not 1 <= d <= MAX_HIDDEN:
+        raise InvalidInputError(f"model must be a transformers encoder with an integer "
+                                f"config.hidden_size in [1, {MAX_HIDDEN}], got {d!r}")
+    check_probe_arguments(n_tokens=n_tokens, seed=seed, n_null=n_null, alpha=alpha)
     n_tokens = as_count("n_tokens", n_tokens, minimum=d + 2)
-    seed = as_count("seed", seed, minimum=0)
     tokens = np.random.default_rng(seed).standard_normal((n_tokens, d))
-    hidden, attn_in, attn_out = capture(model, tokens)
+    try:
+        hidden, attn_in, attn_out = capture(model, tokens)
+    except InvalidInputError:
+        raise
+    except (RuntimeError, ValueError, TypeError, IndexError, KeyError, AttributeError) as exc:
+        detail = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise InvalidInputError(f"{type(model).__name__} could not run on one sequence of "
+                                f"{n_tokens} Gaussian tokens ({type(exc).__name__}: "
+                                f"{detail})") from None
     tests = [normality_test(h, alpha=alpha, n_null=n_null, seed=seed) for h in hidden]
 
     def per_layer(fn):

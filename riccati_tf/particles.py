@@ -34,6 +34,28 @@ QUERY_BLOCK = 256
 #: is recomputed with exact running maxima (the single-shift pass could lose it to overflow)
 _SUM_LIMIT = 1e250
 BACKENDS = ("numpy", "torch")
+#: seeds are integers in [0, MAX_SEED]: numpy's generators refuse negative seeds and torch's
+#: manual_seed takes at most 64 bits
+MAX_SEED = 2 ** 63 - 1
+#: most steps of `simulate` (the recorded moments grow with them)
+MAX_STEPS = 10 ** 6
+#: most numbers kept by `simulate(..., keep_particles=True)`: (n_steps + 1) · N · d
+MAX_KEPT = 10 ** 8
+
+
+def as_limited_count(name: str, value, *, minimum: int = 1, maximum: int,
+                     limit: str) -> int:
+    """An integer in [minimum, maximum]; `limit` names the constant behind maximum."""
+    value = as_count(name, value, minimum=minimum)
+    if value > maximum:
+        size = str(value) if value < 10 ** 30 else f"≈1e{int(value.bit_length() * 0.30103)}"
+        raise InvalidInputError(f"{name} must be ≤ {maximum} ({limit}), got {size}")
+    return value
+
+
+def as_seed(name: str, value) -> int:
+    """A random seed: an integer in [0, MAX_SEED] (bools and floats refused)."""
+    return as_limited_count(name, value, minimum=0, maximum=MAX_SEED, limit="particles.MAX_SEED")
 
 
 def attention_field(x: np.ndarray, y: np.ndarray, B: np.ndarray, V: np.ndarray, *,
@@ -191,7 +213,11 @@ class _TorchOps:
         import torch
 
         self.torch = torch
-        self.device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
+        try:
+            self.device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
+        except (RuntimeError, TypeError, ValueError) as exc:
+            raise InvalidInputError(f"device {device!r} is not a torch device "
+                                    f"({str(exc).splitlines()[0]})") from None
         self.name = f"torch:{self.device}"
 
     def asarray(self, a):
@@ -279,8 +305,13 @@ def simulate(params: Params | Callable[[float], Params], x0: np.ndarray, t_final
     """
     x = as_cloud("x0", x0)
     t_final = as_time("t_final", t_final)
-    n_steps = as_count("n_steps", n_steps)
+    n_steps = as_limited_count("n_steps", n_steps, maximum=MAX_STEPS, limit="particles.MAX_STEPS")
     block = as_count("block", block)
+    metrics_seed = as_seed("metrics_seed", metrics_seed)
+    if keep_particles and (n_steps + 1) * x.size > MAX_KEPT:
+        raise InvalidInputError(f"keep_particles would store (n_steps + 1) · N · d = "
+                                f"{(n_steps + 1) * x.size} numbers, over the limit {MAX_KEPT} "
+                                f"(particles.MAX_KEPT)")
     if method not in ("rk4", "euler"):
         raise InvalidInputError(f"method must be 'rk4' or 'euler', got {method!r}")
     d = x.shape[1]
@@ -332,10 +363,8 @@ def simulate(params: Params | Callable[[float], Params], x0: np.ndarray, t_final
 
 def as_cloud(name: str, x) -> np.ndarray:
     """A finite (N, d) array of N ≥ 2 tokens."""
-    arr = np.array(x, dtype=float)
-    if arr.ndim != 2 or arr.shape[0] < 2:
+    arr = as_array(name, x)  # finite floats; strings and ragged lists refused
+    if arr.ndim != 2 or arr.shape[0] < 2 or arr.shape[1] < 1:
         raise InvalidInputError(f"{name} must be an (N, d) array of N ≥ 2 tokens, got shape "
                                 f"{arr.shape}")
-    if not np.all(np.isfinite(arr)):
-        raise InvalidInputError(f"{name} contains NaN or Inf")
     return arr

@@ -9,11 +9,13 @@ was. Every plotting function takes an optional `ax` to draw into and returns the
 from __future__ import annotations
 
 import io
+import os
 from pathlib import Path
 
 import numpy as np
 from matplotlib.figure import Figure as _MatplotlibFigure
 
+from .errors import InvalidInputError
 from .flows import flow
 from .validation import psd_rank
 
@@ -153,11 +155,43 @@ def plot_particles(run, traj, *, ax=None):
     return ax.figure
 
 
-def save_figure(fig, path) -> Path:
-    """Write the figure as a PNG file (parent folders created) and close it."""
+def check_output_file(path, what: str = "figure") -> Path:
+    """`path` as a file that can be written: not a folder, and its nearest existing ancestor a
+    folder this process may write into (missing folders in between are created on writing).
+    Raises InvalidInputError naming the path and the reason; checked before anything is
+    computed, so that a long run does not end on a path that cannot take its output."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_bytes(figure_png(fig))
+    try:
+        if str(path) in ("", ".") or path.is_dir():
+            raise InvalidInputError(f"{what} path {str(path)!r} is a folder; give a file name "
+                                    f"(such as {path / 'figure.png'})")
+        if path.exists() and not os.access(path, os.W_OK):
+            raise InvalidInputError(f"{what} path {path} cannot be written (permission denied)")
+        folder = path.absolute().parent
+        while not folder.exists() and not folder.is_symlink():
+            folder = folder.parent
+        if not folder.is_dir():
+            raise InvalidInputError(f"{what} path {path}: {folder} is not a folder, so the file "
+                                    f"cannot be created below it")
+        if not os.access(folder, os.W_OK | os.X_OK):
+            raise InvalidInputError(f"{what} path {path}: the folder {folder} cannot be written "
+                                    f"(permission denied)")
+    except OSError as exc:
+        raise InvalidInputError(f"{what} path {path}: {exc.strerror or exc}") from None
+    return path
+
+
+def save_figure(fig, path) -> Path:
+    """Write the figure as a PNG file (parent folders created). A path that cannot be written
+    (a folder, below a file, no permission, a full disk, ...) raises InvalidInputError naming it."""
+    path = Path(path)
+    data = figure_png(fig)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data)
+    except OSError as exc:
+        raise InvalidInputError(f"cannot write the figure to {path} "
+                                f"({exc.strerror or type(exc).__name__})") from None
     return path
 
 

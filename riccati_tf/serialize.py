@@ -1,9 +1,11 @@
 """Plain JSON values from results: dataclasses, numpy arrays and scalars; NaN/±Inf become None
-(strict JSON has no non-finite numbers)."""
+(strict JSON has no non-finite numbers), complex numbers {"real": x, "imag": y}, sets sorted
+lists and paths strings."""
 
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 
 import numpy as np
 
@@ -22,4 +24,10 @@ def to_jsonable(obj):
         return to_jsonable(obj.item())
     if isinstance(obj, float) and not np.isfinite(obj):
         return None
+    if isinstance(obj, complex):  # JSON has no complex numbers
+        return {"real": to_jsonable(obj.real), "imag": to_jsonable(obj.imag)}
+    if isinstance(obj, set | frozenset):
+        return [to_jsonable(v) for v in sorted(obj, key=repr)]
+    if isinstance(obj, Path):
+        return str(obj)
     return obj

@@ -3,6 +3,7 @@
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -133,7 +134,7 @@ INVALID = [
      "rank"),
     ("steer", {"start": INITIAL, "target": TARGET}, "T: missing field"),
     ("particles", {"params": GENERAL, "initial": INITIAL, "n_tokens": 1, "t_final": 0.2,
-                   "n_steps": 2}, "n_tokens must be ≥ 2"),
+                   "n_steps": 2}, "n_tokens: must be ≥ 2"),
     ("particles", {"params": GENERAL, "initial": {"mean": [0, float("nan")], "cov": [[1, 0],
                    [0, 1]]}, "n_tokens": 100, "t_final": 0.2, "n_steps": 2}, "NaN"),
 ]
@@ -207,3 +208,203 @@ def test_report_refuses_a_file_as_output_folder(tmp_path, capsys):
     target.write_text("not a folder")
     assert main(["report", "--quick", "--out", str(target)]) == 2
     assert "is not a folder" in capsys.readouterr().err
+
+
+# --- strict and bounded input: regressions of the hostile corpus (tests/hostile/cases_cli.py) --
+
+FLOW_YAML = ("params: {A: [[0.5, 0.0], [0.0, 0.5]], B: [[1.0, 0.0], [0.0, 1.0]], "
+             "V: [[-1, 0], [0, -1]]}\ninitial: {mean: [1.0, 0.0], cov: [[1.0, 0.3], [0.3, 0.5]]}\n")
+FLOW = {"params": PARAMS, "initial": INITIAL, "t_final": 1.0}
+
+
+def one_line(code, err, needle, exit_code=2):
+    lines = err.strip().splitlines()
+    assert code == exit_code, err
+    assert len(lines) == 1 and needle in lines[0] and "unexpected" not in err, err
+
+
+@pytest.mark.parametrize("command, name, text, needle", [
+    ("flow", "s.yaml", "params: {A: [[1e400]]}\ninitial: {mean: [0], cov: [[1]]}\nt_final: 1\n",
+     "params.A[0][0]: '1e400' is beyond the float range"),
+    ("flow", "s.json", '{"params": {"A": [[1' + "0" * 400 + ']]}}', "params.A[0][0]: the integer"),
+    ("particles", "s.json", '{"n_tokens": 1' + "0" * 400 + "}", "n_tokens: the integer"),
+    ("flow", "s.json", '{"t_final": NaN}', "t_final: NaN is not a number in JSON"),
+    ("flow", "s.json", '{"t_eval": [0, -Infinity]}', "t_eval[1]: -Infinity"),
+    ("flow", "s.json", '{"t_final": 1, "t_final": 2}', "t_final: the key appears twice"),
+    ("certify", "s.yaml", "initial: {mean: [0], mean: [1]}\n", "initial.mean: the key appears"),
+    ("derive", "s.json", "", "the spec file is empty"),
+    ("derive", "s.yaml", "# only a comment\n", "the spec file is empty"),
+    ("steer", "s.json", "[1, 2]", "must be a mapping of fields, got a list"),
+    ("layers", "s.json", '{"t_eval": ' + "[" * 50_000 + "]" * 50_000 + "}", "nested more than"),
+    ("layers", "s.yaml", "d: 1\n1: 2\n", "keys must be strings"),
+    ("equilibria", "s.yaml", "params: !!python/object/apply:os.system ['true']\n",
+     "not valid YAML"),
+    ("flow", "s.yaml", "a: &a [1, 1, 1, 1, 1, 1, 1, 1, 1]\n" + "".join(
+        f"{c}: &{c} [{', '.join(['*' + p] * 9)}]\n" for p, c in zip("abcdefg", "bcdefgh",
+                                                                    strict=True)),
+     "MAX_YAML_ALIASES"),
+])
+def test_hostile_spec_files_are_refused_in_one_line(tmp_path, capsys, command, name, text,
+                                                    needle):
+    code, _, err = run(tmp_path, capsys, None, command, name=name, text=text)
+    one_line(code, err, needle)
+
+
+def test_non_utf8_and_binary_spec_files(tmp_path, capsys):
+    for data in (b'{"t_final": "\xff"}', bytes(range(256))):
+        (tmp_path / "s.json").write_bytes(data)
+        code = main(["flow", str(tmp_path / "s.json")])
+        one_line(code, capsys.readouterr().err, "not UTF-8")
+
+
+def test_yaml_is_read_as_yaml_1_2(tmp_path):
+    from riccati_tf.spec import load_spec
+
+    path = tmp_path / "s.yaml"
+    path.write_text("a: 1e3\nb: 1E3\nc: .5\nd: -2e-3\ne: 0o17\nf: 0x1F\ng: 012\nh: yes\n"
+                    "i: 1_000\nj: 2001-12-14\nk: true\nl: ~\nm: +1.5\n")
+    got = load_spec(path)
+    assert got == {"a": 1000.0, "b": 1000.0, "c": 0.5, "d": -0.002, "e": 15, "f": 31, "g": 12,
+                   "h": "yes", "i": "1_000", "j": "2001-12-14", "k": True, "l": None, "m": 1.5}
+    assert isinstance(got["a"], float) and isinstance(got["e"], int)
+
+
+def test_yaml_1_2_numbers_give_the_library_result(tmp_path, capsys):
+    text = FLOW_YAML.replace("0.5, 0.0], [0.0, 0.5]", "5e-1, 0.0], [0.0, .5]") + "t_final: 1e0\n"
+    code, out, _ = run(tmp_path, capsys, None, "flow", "--json", name="s.yaml", text=text)
+    assert code == 0
+    ref = flow(Params(**PARAMS), Gaussian(**INITIAL), 1.0)
+    np.testing.assert_allclose(json.loads(out)["cov"], ref.cov, rtol=1e-14, atol=0)
+
+
+@pytest.mark.parametrize("command, spec, needle", [
+    ("flow", {**FLOW, "metod": "exact"}, "metod: unknown field; did you mean 'method'?"),
+    ("flow", {**FLOW, "initial": {**INITIAL, "covv": 1}}, "initial.covv: unknown field"),
+    ("flow", {**FLOW, "params": {**PARAMS, "W": 1}}, "params.W: unknown field"),
+    ("flow", {**FLOW, "params": {"A": PARAMS["A"], "heads": [{"V": 1, "B": 1, "K": 1}]}},
+     "params.heads[0].K: unknown field"),
+    ("layers", {"initial": INITIAL, "n_layers": 1, "tau": 0.1,
+                "layers": [{**PARAMS, "bb": 1}]}, "layers[0].bb: unknown field"),
+    ("derive", {"d": 2, "head": 2}, "did you mean 'heads'"),
+    ("equilibria", {"params": PARAMS, "wich": "all"}, "did you mean 'which'"),
+    ("certify", {"params": PARAMS, "inital": INITIAL}, "did you mean 'initial'"),
+    ("steer", {"start": INITIAL, "target": {**INITIAL, "sigma": 1}, "T": 1},
+     "target.sigma: unknown field"),
+    ("particles", {**VALID["particles"], "nsteps": 2}, "did you mean 'n_steps'"),
+])
+def test_unknown_keys_are_refused_at_every_level(tmp_path, capsys, command, spec, needle):
+    code, _, err = run(tmp_path, capsys, spec, command)
+    one_line(code, err, needle)
+
+
+@pytest.mark.parametrize("command, spec, needle", [
+    ("flow", {**FLOW, "t_eval": [0, "1"]}, "t_eval[1]: must be a number"),
+    ("flow", {**FLOW, "rtol": "1e-8"}, "rtol: must be a number"),
+    ("flow", {**FLOW, "initial": {"mean": [True, 0], "cov": INITIAL["cov"]}},
+     "initial.mean[0]: must be a number or a list of numbers, got the boolean True"),
+    ("flow", {**FLOW, "params": {**PARAMS, "b": [None, 0]}}, "params.b[0]"),
+    ("layers", {"params": PARAMS, "initial": INITIAL, "n_layers": "3", "tau": 0.1},
+     "n_layers: must be an integer"),
+    ("steer", {"start": INITIAL, "target": TARGET, "T": "1"}, "T: must be a number"),
+    ("steer", {"start": INITIAL, "target": TARGET, "T": 1, "controls": 3}, "controls:"),
+])
+def test_strings_and_other_non_numbers_are_refused(tmp_path, capsys, command, spec, needle):
+    code, _, err = run(tmp_path, capsys, spec, command)
+    one_line(code, err, needle)
+
+
+@pytest.mark.parametrize("command, spec, needle", [
+    ("layers", {"params": PARAMS, "initial": INITIAL, "n_layers": 10 ** 9, "tau": 0.1},
+     "cli.MAX_LAYERS"),
+    ("particles", {**VALID["particles"], "n_tokens": 10 ** 12}, "cli.MAX_TOKENS"),
+    ("particles", {**VALID["particles"], "n_steps": 10 ** 9}, "cli.MAX_STEPS"),
+    ("particles", {**VALID["particles"], "n_tokens": 50_000, "n_steps": 1000},
+     "cli.MAX_PARTICLE_WORK"),
+    ("particles", {**VALID["particles"], "seed": -1}, "seed: must be ≥ 0"),
+    ("particles", {**VALID["particles"], "seed": 2 ** 64}, "particles.MAX_SEED"),
+    ("flow", {**FLOW, "t_eval": [0.0] * 20_000}, "cli.MAX_T_EVAL"),
+    ("flow", {**FLOW, "params": {"A": np.eye(65).tolist()}}, "spec.MAX_DIM"),
+    ("derive", {"d": 2, "heads": 10 ** 6}, "spec.MAX_HEADS"),
+    ("steer", {"start": {"mean": [0] * 9, "cov": np.eye(9).tolist()},
+               "target": {"mean": [1] * 9, "cov": np.eye(9).tolist()}, "T": 1},
+     "cli.STEER_MAX_DIM"),
+])
+def test_sizes_are_bounded_before_allocation(tmp_path, capsys, command, spec, needle):
+    code, _, err = run(tmp_path, capsys, spec, command)
+    one_line(code, err, needle)
+
+
+def test_plot_path_is_checked_before_computing(tmp_path, capsys):
+    (tmp_path / "file").write_text("x")
+    for target in (tmp_path, tmp_path / "file" / "fig.png", "/dev/null/fig.png"):
+        code, out, err = run(tmp_path, capsys, FLOW, "flow", "--json", "--plot", str(target))
+        one_line(code, err, "--plot")
+        assert out == ""
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full")
+def test_result_is_printed_before_a_figure_that_cannot_be_written(tmp_path, capsys):
+    code, out, err = run(tmp_path, capsys, FLOW, "flow", "--json", "--plot", "/dev/full")
+    one_line(code, err, "--plot: cannot write the figure to /dev/full")
+    ref = flow(Params(**PARAMS), Gaussian(**INITIAL), 1.0)
+    np.testing.assert_allclose(json.loads(out)["cov"], ref.cov, rtol=1e-14)
+
+
+@pytest.mark.parametrize("argv, needle", [
+    (["prescribed", "--n-tokens", "0"], "n_tokens must be ≥ 2"),
+    (["prescribed", "--n-tokens", "1e3"], "argument --n-tokens: must be an integer"),
+    (["relu-drift", "--n-tokens", str(10 ** 12)], "experiments.MAX_TOKENS"),
+    (["relu-drift", "--seed", str(2 ** 70)], "particles.MAX_SEED"),
+    (["probe", "--n-null", "0"], "n_null must be ≥ 1"),
+    (["probe", "--n-null", str(10 ** 9)], "gaussianity.MAX_NULL"),
+    (["probe", "--n-tokens", str(10 ** 12)], "models.MAX_TOKENS"),
+    (["probe", "--seed", "-1"], "seed must be ≥ 0"),
+    (["flow"], "required: spec"),
+    (["flwo", "x"], "invalid choice"),
+])
+def test_argument_errors_are_one_line(tmp_path, capsys, argv, needle):
+    try:
+        code = main([*argv, "--out", str(tmp_path / "out")] if argv[0] in
+                    ("prescribed", "relu-drift", "probe") else argv)
+    except SystemExit as exc:
+        code = exc.code
+    one_line(code, capsys.readouterr().err, needle)
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("command", ["prescribed", "relu-drift", "probe"])
+def test_out_below_a_file_is_refused_before_computing(tmp_path, capsys, command):
+    (tmp_path / "taken").write_text("the user's file")
+    code = main([command, "--n-tokens", "300", "--out", str(tmp_path / "taken" / "sub")])
+    one_line(code, capsys.readouterr().err, "is not a folder")
+    assert (tmp_path / "taken").read_text() == "the user's file"
+
+
+@pytest.mark.parametrize("extra, read", [(["--json"], 10), ([], 0)])
+def test_closed_stdout_ends_quietly(tmp_path, extra, read):
+    """`riccati-tf flow spec --json | head -c 10`: exit 0, nothing on stderr (read = 0: the
+    reader is gone before anything was written)."""
+    spec = {**FLOW, "t_eval": np.linspace(0.0, 1.0, 5001).tolist(), "method": "rk"}
+    path = tmp_path / "spec.json"
+    path.write_text(json.dumps(spec))
+    proc = subprocess.Popen([sys.executable, "-m", "riccati_tf.cli", "flow", str(path), *extra],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    if read:
+        assert proc.stdout.read(read)
+    proc.stdout.close()
+    err = proc.stderr.read().decode()
+    proc.stderr.close()
+    assert proc.wait(timeout=60) == 0 and err == ""
+
+
+@pytest.mark.parametrize("redirect, code", [(">&-", 0), ("2>&-", 2), (">&- 2>&-", 0)])
+def test_closed_stdout_or_stderr_at_start(tmp_path, redirect, code):
+    """Started with fd 1 or 2 closed, Python has sys.stdout / sys.stderr = None: no crash, and
+    an error message never lands on stdout."""
+    spec = {**FLOW, "metod": "rk"} if code == 2 else FLOW
+    path = tmp_path / "spec.json"
+    path.write_text(json.dumps(spec))
+    proc = subprocess.run(["sh", "-c", f'"$0" -m riccati_tf.cli flow "$1" {redirect}',
+                           sys.executable, str(path)], capture_output=True, timeout=60)
+    assert proc.returncode == code
+    assert b"error" not in proc.stdout

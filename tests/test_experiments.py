@@ -7,6 +7,7 @@ import pytest
 
 from riccati_tf import Gaussian, Params, flow
 from riccati_tf import experiments as ex
+from riccati_tf.errors import InvalidInputError
 from riccati_tf.moments import moment_arrays
 from riccati_tf.particles import FeedForward, empirical_moments
 
@@ -122,3 +123,124 @@ def test_numeric_relu_closure_matches_the_symbolic_derivation():
         params, g, ffn=ff)
     np.testing.assert_allclose(dm_sym, dm, rtol=1e-10, atol=1e-12)
     np.testing.assert_allclose(dS_sym, dS, rtol=1e-10, atol=1e-12)
+
+
+# --- argument bounds of the experiments and of their building blocks -------------------------
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"n_tokens": ex.MAX_TOKENS + 1}, "experiments.MAX_TOKENS"),
+    ({"n_tokens": 10 ** 12}, "experiments.MAX_TOKENS"),
+    ({"n_tokens": 1}, "n_tokens must be ≥ 2"),
+    ({"seed": -1}, "seed must be ≥ 0"),
+    ({"seed": 2 ** 64}, "particles.MAX_SEED"),
+    ({"seed": 0.5}, "seed must be an integer"),
+    ({"n_steps": 10 ** 9}, "experiments.MAX_STEPS"),
+    ({"t_opposite": float("inf")}, "t_opposite must be finite"),
+    ({"overshoot": -1.0}, "overshoot must be positive"),
+])
+def test_prescribed_refuses_bad_arguments_before_any_work(kwargs, message):
+    with pytest.raises(InvalidInputError, match=message):
+        ex.prescribed_attention(**kwargs)
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"n_tokens": 3}, "n_tokens must be ≥ 4"),
+    ({"n_null": 10 ** 9}, "gaussianity.MAX_NULL"),
+    ({"n_null": 0}, "n_null must be ≥ 1"),
+    ({"t_final": -1.0}, "t_final must be positive"),
+    ({"seed": -5}, "seed must be ≥ 0"),
+])
+def test_relu_drift_refuses_bad_arguments_before_any_work(kwargs, message):
+    with pytest.raises(InvalidInputError, match=message):
+        ex.relu_drift(**kwargs)
+
+
+@pytest.mark.parametrize("run", [
+    lambda out: ex.run_prescribed(out, n_tokens=300),
+    lambda out: ex.run_relu_drift(out, n_tokens=300),
+    lambda out: ex.run_probe(None, out, n_tokens=300),
+])
+@pytest.mark.parametrize("where", ["file", "below a file"])
+def test_run_functions_refuse_an_output_path_before_computing(tmp_path, run, where):
+    taken = tmp_path / "taken"
+    taken.write_text("the user's file")
+    out = taken if where == "file" else taken / "sub"
+    with pytest.raises(InvalidInputError, match="not a folder"):
+        run(out)
+    assert taken.read_text() == "the user's file"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["taken"]
+
+
+def test_check_output_folder_accepts_new_nested_folders(tmp_path):
+    assert ex.check_output_folder(tmp_path / "a" / "b") == tmp_path / "a" / "b"
+    assert not (tmp_path / "a").exists()  # checked, not created
+    with pytest.raises(InvalidInputError, match="folder path"):
+        ex.check_output_folder("")
+
+
+def test_gaussianity_bounds():
+    from riccati_tf import gaussianity as gs
+
+    x = np.random.default_rng(0).standard_normal((30, 2))
+    with pytest.raises(InvalidInputError, match=r"gaussianity\.MAX_NULL"):
+        gs.null_distribution(30, 2, n_null=gs.MAX_NULL + 1)
+    with pytest.raises(InvalidInputError, match=r"gaussianity\.MAX_NULL_SAMPLE"):
+        gs.null_distribution(10 ** 9, 2, n_null=1)
+    with pytest.raises(InvalidInputError, match=r"gaussianity\.MAX_DIRECTIONS"):
+        gs.statistics(x, n_directions=10 ** 9)
+    with pytest.raises(InvalidInputError, match=r"gaussianity\.MAX_GRAM_BLOCK"):
+        gs.statistics(x, block=10 ** 9)
+    with pytest.raises(InvalidInputError, match="seed must be ≥ 0"):
+        gs.statistics(x, seed=-1)
+    for alpha in (0.0, 1.0, "0.05", float("nan"), True):
+        with pytest.raises(InvalidInputError, match="alpha"):
+            gs.normality_test(x, alpha=alpha)
+
+
+def test_model_probe_bounds_without_building_a_model():
+    from riccati_tf import models
+
+    with pytest.raises(InvalidInputError, match=r"models\.MAX_TOKENS"):
+        models.check_probe_arguments(n_tokens=models.MAX_TOKENS + 1)
+    with pytest.raises(InvalidInputError, match=r"gaussianity\.MAX_NULL"):
+        models.check_probe_arguments(n_tokens=100, n_null=10 ** 9)
+    with pytest.raises(InvalidInputError, match="seed must be ≥ 0"):
+        models.check_probe_arguments(n_tokens=100, seed=-1)
+    with pytest.raises(InvalidInputError, match="alpha"):
+        models.check_probe_arguments(n_tokens=100, alpha=2.0)
+    with pytest.raises(InvalidInputError, match=r"config\.hidden_size"):
+        models.probe(object(), n_tokens=100)
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"hidden_size": 10 ** 6}, "models.MAX_HIDDEN"),
+    ({"n_layers": 10 ** 6}, "models.MAX_MODEL_LAYERS"),
+    ({"n_heads": 10 ** 6}, "models.MAX_MODEL_HEADS"),
+    ({"hidden_size": 30, "n_heads": 4}, "multiple of n_heads"),
+    ({"seed": -1}, "seed must be ≥ 0"),
+    ({"initializer_range": float("nan")}, "initializer_range"),
+    ({"family": "gpt"}, "family"),
+])
+def test_tiny_model_bounds(kwargs, message):
+    pytest.importorskip("torch")
+    pytest.importorskip("transformers")
+    from riccati_tf.models import tiny_model
+
+    with pytest.raises(InvalidInputError, match=message):
+        tiny_model(**kwargs)
+
+
+def test_load_model_refuses_a_garbled_folder(tmp_path):
+    pytest.importorskip("torch")
+    pytest.importorskip("transformers")
+    from riccati_tf.models import load_model
+
+    (tmp_path / "config.json").write_text("[1, 2, 3]")
+    with pytest.raises(InvalidInputError, match="could not load"):
+        load_model(tmp_path)
+    (tmp_path / "config.json").write_text('{"model_type": "no-such-model"}')
+    with pytest.raises(InvalidInputError, match="could not load"):
+        load_model(str(tmp_path))
+    with pytest.raises(InvalidInputError, match="str or a Path"):
+        load_model(3)

@@ -231,3 +231,44 @@ def test_attention_memory_is_linear_in_n(rng):
     _, peak = tracemalloc.get_traced_memory()
     tracemalloc.stop()
     assert peak < 8e6  # measured 2.4 MB: one 256 × 1024 block of logits plus O(n d) arrays
+
+
+def test_counts_and_seeds_are_bounded_before_allocation():
+    from riccati_tf.particles import MAX_KEPT, MAX_SEED, MAX_STEPS, as_limited_count, as_seed
+
+    x = np.random.default_rng(0).standard_normal((10, 2))
+    p = Params(A=np.eye(2))
+    with pytest.raises(InvalidInputError, match=r"particles\.MAX_STEPS"):
+        simulate(p, x, 1.0, n_steps=MAX_STEPS + 1)
+    with pytest.raises(InvalidInputError, match=r"particles\.MAX_STEPS"):
+        simulate(p, x, 1.0, n_steps=10 ** 15)  # refused before np.arange allocates it
+    with pytest.raises(InvalidInputError, match=r"particles\.MAX_KEPT"):
+        cloud = np.zeros((100, 2))
+        simulate(p, cloud, 1.0, n_steps=MAX_KEPT // cloud.size, keep_particles=True)
+    with pytest.raises(InvalidInputError, match="metrics_seed must be ≥ 0"):
+        simulate(p, x, 1.0, n_steps=1, metrics=True, metrics_seed=-1)
+    assert as_seed("seed", MAX_SEED) == MAX_SEED
+    for bad in (-1, MAX_SEED + 1, 1.0, True, "3", None):
+        with pytest.raises(InvalidInputError, match="seed"):
+            as_seed("seed", bad)
+    with pytest.raises(InvalidInputError, match=r"n must be ≤ 5 \(X.LIMIT\), got ≈1e400"):
+        as_limited_count("n", 10 ** 400, maximum=5, limit="X.LIMIT")
+
+
+@pytest.mark.parametrize("x0, message", [
+    ([[1.0, "a"], [2.0, 3.0]], "string"),
+    ([[1.0], [2.0, 3.0]], "rectangular"),
+    (np.ones((3, 0)), "N ≥ 2"),
+    (np.ones((1, 2)), "N ≥ 2"),
+    ([[np.inf, 0.0], [0.0, 0.0]], "NaN or Inf"),
+])
+def test_clouds_are_validated(x0, message):
+    with pytest.raises(InvalidInputError, match=message):
+        simulate(Params(A=np.eye(2)), x0, 1.0, n_steps=1)
+
+
+def test_a_bad_torch_device_is_an_input_error():
+    pytest.importorskip("torch")
+    with pytest.raises(InvalidInputError, match="device"):
+        simulate(Params(A=np.eye(2)), np.ones((3, 2)), 1.0, n_steps=1, backend="torch",
+                 device="no-such-device")
