@@ -264,12 +264,39 @@ def null_distribution(n: int, rank: int, *, n_null: int = 200, seed: int = 0,
     return _NULL_CACHE[key]
 
 
+def _p_of_count(count, n_null: int, two_sided: bool):
+    """The p-value (1 + count) / (1 + n_null) of `count` null values at least as extreme as the
+    observation on one side (doubled, capped at 1, for a two-sided test)."""
+    p = (1 + count) / (1 + n_null)
+    return np.minimum(1.0, 2 * p) if two_sided else p
+
+
 def _mc_p_value(null: np.ndarray, observed: float, two_sided: bool) -> float:
-    upper = (1 + np.sum(null >= observed)) / (1 + null.size)
+    upper = _p_of_count(np.sum(null >= observed), null.size, two_sided)
     if not two_sided:
         return float(upper)
-    lower = (1 + np.sum(null <= observed)) / (1 + null.size)
-    return float(min(1.0, 2 * min(upper, lower)))
+    return float(min(upper, _p_of_count(np.sum(null <= observed), null.size, two_sided)))
+
+
+def acceptance_band(null: np.ndarray, alpha: float, two_sided: bool,
+                    n_tests: int = len(TESTS)) -> tuple[float, float]:
+    """The interval [low, high] of one statistic that the decision of `normality_test` accepts:
+
+        p · n_tests < alpha   ⇔   observed < low  or  observed > high
+
+    (Bonferroni over n_tests statistics; p the Monte-Carlo p-value of the null sample). With
+    k* the largest count of null values beyond the observation that still rejects, high is the
+    (k* + 1)-th largest null value and, two-sided, low the (k* + 1)-th smallest; −inf for a
+    one-sided test; ±inf on a side where no observation can reject (too few null samples)."""
+    counts = np.arange(null.size + 1)
+    rejecting = counts[_p_of_count(counts, null.size, two_sided) * n_tests < alpha]
+    if rejecting.size == 0:
+        return -np.inf, np.inf
+    k = int(rejecting.max())
+    ordered = np.sort(null)
+    high = float(ordered[-1 - k]) if k < null.size else -np.inf
+    low = float(ordered[k]) if two_sided and k < null.size else -np.inf
+    return low, high
 
 
 def asymptotic_p_values(s: GaussianityStats) -> dict[str, float]:

@@ -1,23 +1,41 @@
 """Gaussian tokens through a real Transformer encoder, layer by layer (SPEC §7).
 
 N tokens x_i ~ N(0, I_d) (d = hidden size) replace the output of the encoder's embedding module
-(a forward hook), the encoder runs on that one sequence of N tokens, and forward hooks capture
-every layer's hidden states h^ℓ (n, d) and every attention sublayer's input z and output a. For
-each layer the distances of `gaussianity` are measured and compared with the Gaussian
-prediction: their Monte-Carlo null distribution for exactly Gaussian clouds of the same size (the
-median and 95% quantile), and, for the attention sublayer, the theory's statement that attention
-acts on a Gaussian cloud N(m, Σ) as the affine map z ↦ V(m + Σ B z) (SPEC §2): the relative
-residual of the least-squares affine fit a ≈ [z, 1] Θ,
+(a forward hook). A model with a position limit (config.max_position_embeddings, e.g. 512 for
+BERT) sees them as ⌈N / limit⌉ sequences of at most the limit (`encoders.sequences`), each its
+own empirical measure; forward hooks capture every layer's hidden states h^ℓ and every attention
+sublayer's input z and output a, and the hidden states of all sequences are pooled.
 
-    ρ = ‖a − [z, 1] Θ̂‖_F / ‖a − ā‖_F,
+Gaussianity of each layer (`gaussianity`): the statistics are affine invariant and need n ≫ r
+points in rank r to have power (with n ≈ d the whitened cloud of any distribution looks alike).
+When n ≥ FULL_RATIO · d they are computed in R^d; otherwise on the projection x ↦ Θᵀx onto
+k = PROJECTED_DIMENSION orthonormal random directions Θ (d × k, drawn from the seed and shared
+by all layers): a Gaussian cloud projects to a Gaussian, and k ≪ n. Each is calibrated against
+its Monte-Carlo null of the same (n, rank), and a layer is rejected when the smallest of the
+len(TESTS) p-values is below α/len(TESTS) (Bonferroni); `acceptance_band` turns the same rule
+into each statistic's accepted interval (a statistic outside it ⇔ a rejection).
 
-which the Gaussian theory predicts to vanish as N → ∞ for position-free attention. (Rotary
-position embeddings, as in ModernBERT, make attention depend on the token index and ρ need not
-vanish.)
+Attention: the theory says attention acts on a Gaussian cloud N(m, Σ) as the affine map
+z ↦ V(m + Σ B z) (SPEC §2), one map per sequence (its own empirical measure). The relative
+residual of the least-squares affine fits a_s ≈ [z_s, 1] Θ_s, pooled over the sequences s,
+
+    ρ = √( Σ_s ‖a_s − [z_s, 1] Θ̂_s‖_F² / Σ_s ‖a_s − ā_s‖_F² ),
+
+vanishes for position-free attention as the sequences grow. A fit of d + 1 coefficients to n_s
+points explains part of anything: an output unrelated to its input has ρ ≈ ρ_free =
+√(Σ_s (n_s − d − 1) / Σ_s (n_s − 1)) (`residual_scale`), so ρ is read against ρ_free; ρ is NaN
+when a sequence has n_s ≤ d + 1 points (the fit is exact). (Rotary position embeddings, as in
+ModernBERT, make attention depend on the token index and ρ need not vanish.)
+
+Moments: the Gaussian moment prediction of `encoders` (`predict_moments` of the extracted
+layers, N(0, I) input) is measured against the same pooled hidden states (`encoders.comparison`)
+and stored as `ProbeResult.prediction` (None, with the reason, for a family `extract` does not
+support).
 
 Works with `transformers` encoders that have an `embeddings` module and a ModuleList of
-`config.num_hidden_layers` layers whose attention child's class name ends in "Attention"
-(ModernBertModel, DeiTModel). torch and transformers are imported inside the functions only.
+`config.num_hidden_layers` layers whose attention module's class name ends in "Attention"
+(`_attention_child`; BertModel, RobertaModel, ModernBertModel, DeiTModel). torch and
+transformers are imported inside the functions only.
 """
 
 from __future__ import annotations
@@ -27,15 +45,23 @@ from dataclasses import dataclass
 import numpy as np
 
 from .errors import InvalidInputError
-from .gaussianity import MAX_NULL, TESTS, check_alpha, normality_test
+from .gaussianity import MAX_NULL, TESTS, acceptance_band, check_alpha, directions, normality_test
 from .particles import as_limited_count, as_seed
-from .validation import as_count, as_time
+from .validation import as_time
 
 #: statistics reported per layer (TESTS plus the relative moment errors)
 REPORTED = (*TESTS, "third", "fourth")
-FAMILIES = ("deit", "modernbert")
-#: most Gaussian tokens fed to an encoder (one sequence; ModernBERT's tiny config allows 8192)
+#: the two-sided test among TESTS (as in `gaussianity.normality_test`)
+TWO_SIDED = ("kurtosis",)
+FAMILIES = ("deit", "modernbert", "bert", "roberta")
+#: most Gaussian tokens fed to an encoder (all sequences together)
 MAX_TOKENS = 8192
+#: default number of Gaussian tokens: 4 sequences of a 512-position model, n ≫ k
+DEFAULT_TOKENS = 2048
+#: the statistics are computed in R^d when n ≥ FULL_RATIO · d, else on PROJECTED_DIMENSION
+#: random directions (module docstring)
+FULL_RATIO = 50
+PROJECTED_DIMENSION = 8
 #: bounds of `tiny_model`: hidden size, encoder layers and attention heads
 MAX_HIDDEN = 4096
 MAX_MODEL_LAYERS = 64
@@ -47,11 +73,19 @@ class ProbeResult:
     """Per-layer Gaussianity of hidden states for Gaussian input tokens.
 
     layers (L+1,): 0 is the Gaussian input at the embedding output, ℓ the output of layer ℓ;
-    stats[name], p_values[name] (L+1,) for name in REPORTED (p-values for TESTS only);
-    reject (L+1,) bool (normality_test at alpha); null_median[name], null_q95[name] (L+1,):
-    the Gaussian prediction (Monte-Carlo null of the same n and rank); rank (L+1,);
-    attention_residual (L,) the relative residual ρ of the affine fit of each attention
-    sublayer (NaN when a layer has no attention child found).
+    lengths: the sequences the n_tokens were cut into (position_limit: the model's limit, None
+    without one); dimension: the k of the tested projection (= hidden_size when projected is
+    False: whitened in R^d); stats[name], p_values[name] (L+1,) for name in REPORTED (p-values
+    for TESTS only); reject (L+1,) bool (normality_test at alpha); band_low[name],
+    band_high[name] (L+1,): the accepted interval of the decision (`acceptance_band`, −inf
+    below a one-sided statistic; for "third" and "fourth", which the decision does not use,
+    the interval a test at the same level would accept); null_median[name], null_q95[name]:
+    the median and 95 % quantile of the Monte-Carlo null of the same n and rank; rank (L+1,);
+    attention_residual (L,) the pooled relative residual ρ of the affine fits of each
+    attention sublayer (NaN when a layer has no attention child found or a sequence is too
+    short for the fit) and residual_scale its value ρ_free for an unrelated output;
+    prediction: the moment prediction measured against the hidden states
+    (`encoders.Comparison`), None when the family is not supported (prediction_note says why).
     """
 
     model: str
@@ -59,26 +93,47 @@ class ProbeResult:
     hidden_size: int
     seed: int
     alpha: float
+    lengths: tuple[int, ...]
+    position_limit: int | None
+    dimension: int
+    projected: bool
     layers: np.ndarray
     rank: np.ndarray
     stats: dict[str, np.ndarray]
     p_values: dict[str, np.ndarray]
     reject: np.ndarray
+    band_low: dict[str, np.ndarray]
+    band_high: dict[str, np.ndarray]
     null_median: dict[str, np.ndarray]
     null_q95: dict[str, np.ndarray]
     attention_residual: np.ndarray
+    residual_scale: float
+    prediction: object | None
+    prediction_note: str
+
+    @property
+    def level(self) -> float:
+        """The per-statistic level α / len(TESTS) of the Bonferroni decision."""
+        return self.alpha / len(TESTS)
 
     def as_dict(self) -> dict:
-        """JSON-ready numbers (lists of floats)."""
+        """JSON-ready numbers (lists of floats; ±inf and NaN are left to `to_jsonable`)."""
         def listed(d):
             return {k: np.asarray(v).tolist() for k, v in d.items()}
 
         return {"model": self.model, "n_tokens": self.n_tokens, "hidden_size": self.hidden_size,
-                "seed": self.seed, "alpha": self.alpha, "layers": self.layers.tolist(),
-                "rank": self.rank.tolist(), "stats": listed(self.stats),
-                "p_values": listed(self.p_values), "reject": self.reject.tolist(),
-                "null_median": listed(self.null_median), "null_q95": listed(self.null_q95),
-                "attention_residual": self.attention_residual.tolist()}
+                "seed": self.seed, "alpha": self.alpha, "sequences": len(self.lengths),
+                "lengths": list(self.lengths), "position_limit": self.position_limit,
+                "dimension": self.dimension, "projected": self.projected,
+                "layers": self.layers.tolist(), "rank": self.rank.tolist(),
+                "stats": listed(self.stats), "p_values": listed(self.p_values),
+                "reject": self.reject.tolist(), "band_low": listed(self.band_low),
+                "band_high": listed(self.band_high), "null_median": listed(self.null_median),
+                "null_q95": listed(self.null_q95),
+                "attention_residual": self.attention_residual.tolist(),
+                "residual_scale": self.residual_scale,
+                "prediction": None if self.prediction is None else self.prediction.to_json(),
+                "prediction_note": self.prediction_note}
 
 
 def _require_transformers() -> None:
@@ -123,9 +178,11 @@ def load_model(path: str):
 
 def tiny_model(family: str = "deit", *, hidden_size: int = 32, n_layers: int = 2,
                n_heads: int = 2, initializer_range: float = 0.02, seed: int = 0):
-    """A randomly initialised encoder of the given family ("deit" or "modernbert") with
-    intermediate size 4·hidden_size; initializer_range is the standard deviation of the
-    weights (0.02 in the published models). For tests and demonstrations: no download."""
+    """A randomly initialised encoder of the given family (FAMILIES) with intermediate size
+    4·hidden_size; initializer_range is the standard deviation of the weights (0.02 in the
+    published models). DeiT and ModernBERT (8192 positions) in float32; BERT and RoBERTa (512
+    positions) in float64 (`encoders.tiny.tiny_encoder`). For tests and demonstrations: no
+    download."""
     _require_transformers()
     import torch
     from transformers import DeiTConfig, DeiTModel, ModernBertConfig, ModernBertModel
@@ -149,6 +206,11 @@ def tiny_model(family: str = "deit", *, hidden_size: int = 32, n_layers: int = 2
     common = {"hidden_size": hidden_size, "num_hidden_layers": n_layers,
               "num_attention_heads": n_heads, "intermediate_size": 4 * hidden_size,
               "initializer_range": initializer_range}
+    if family in ("bert", "roberta"):
+        from .encoders.tiny import tiny_encoder
+
+        return tiny_encoder(family, hidden_size=hidden_size, n_heads=n_heads, n_layers=n_layers,
+                            initializer_range=initializer_range, seed=seed)
     torch.manual_seed(seed)
     if family == "deit":
         return DeiTModel(DeiTConfig(image_size=32, patch_size=16, **common)).eval()
@@ -170,6 +232,12 @@ def _layer_list(model):
 
 
 def _attention_child(layer):
+    """The module computing the attention sublayer: a descendant whose class name ends in
+    "SelfAttention" (BERT, RoBERTa: softmax attention alone, without the residual and the
+    post-norm LayerNorm of its parent), else the first child ending in "Attention"."""
+    for _, module in layer.named_modules():
+        if type(module).__name__.endswith("SelfAttention"):
+            return module
     for _, child in layer.named_children():
         if type(child).__name__.endswith("Attention"):
             return child
@@ -192,8 +260,8 @@ def capture(model, tokens: np.ndarray) -> tuple[list[np.ndarray], list, list]:
     """Run the encoder on one sequence `tokens` (n, d) placed at the embedding output.
 
     Returns (hidden, attn_in, attn_out): hidden[0] = tokens, hidden[ℓ] the output of layer ℓ;
-    attn_in[ℓ−1], attn_out[ℓ−1] the input and output of layer ℓ's attention child (None if it
-    has none). All as float64 numpy arrays of shape (n, d).
+    attn_in[ℓ−1], attn_out[ℓ−1] the input and output of layer ℓ's attention module
+    (`_attention_child`; None if it has none). All as float64 numpy arrays of shape (n, d).
     """
     import torch
 
@@ -240,9 +308,34 @@ def capture(model, tokens: np.ndarray) -> tuple[list[np.ndarray], list, list]:
 
 def affine_residual(z: np.ndarray, a: np.ndarray) -> float:
     """ρ = ‖a − [z, 1]Θ̂‖_F / ‖a − ā‖_F with Θ̂ the least-squares solution."""
+    return pooled_affine_residual([z], [a])
+
+
+def _affine_sums(z: np.ndarray, a: np.ndarray) -> tuple[float, float]:
+    """(‖a − [z, 1]Θ̂‖_F², ‖a − ā‖_F²) of one sequence's least-squares affine fit."""
     design = np.hstack([z, np.ones((z.shape[0], 1))])
     theta, *_ = np.linalg.lstsq(design, a, rcond=None)
-    return float(np.linalg.norm(a - design @ theta) / np.linalg.norm(a - a.mean(axis=0)))
+    return (float(np.sum((a - design @ theta) ** 2)),
+            float(np.sum((a - a.mean(axis=0)) ** 2)))
+
+
+def pooled_affine_residual(zs: list[np.ndarray], outs: list[np.ndarray]) -> float:
+    """ρ = √(Σ_s ‖a_s − [z_s, 1]Θ̂_s‖_F² / Σ_s ‖a_s − ā_s‖_F²): one affine fit per sequence
+    (module docstring); NaN when a sequence has no more points than coefficients (exact fit)."""
+    if any(z.shape[0] <= z.shape[1] + 1 for z in zs):
+        return float("nan")
+    resid, total = np.sum([_affine_sums(z, a) for z, a in zip(zs, outs, strict=True)], axis=0)
+    return float(np.sqrt(resid / total))
+
+
+def residual_scale(lengths: tuple[int, ...], d: int) -> float:
+    """ρ_free = √(Σ_s (n_s − d − 1) / Σ_s (n_s − 1)): the expected ρ of a least-squares affine
+    fit (d + 1 coefficients per sequence) to an output independent of its input; NaN when a
+    sequence has n_s ≤ d + 1."""
+    n = np.asarray(lengths)
+    if np.any(n <= d + 1):
+        return float("nan")
+    return float(np.sqrt(np.sum(n - d - 1) / np.sum(n - 1)))
 
 
 def check_probe_arguments(*, n_tokens: int, seed: int = 0, n_null: int = 200,
@@ -256,42 +349,131 @@ def check_probe_arguments(*, n_tokens: int, seed: int = 0, n_null: int = 200,
     check_alpha(alpha)
 
 
-def probe(model, *, n_tokens: int, seed: int = 0, n_null: int = 200,
-          alpha: float = 0.05) -> ProbeResult:
+def tested_dimension(n_tokens: int, d: int) -> int:
+    """k: d when n_tokens ≥ FULL_RATIO · d (whitened in R^d), else min(PROJECTED_DIMENSION, d)
+    random directions (module docstring)."""
+    return d if n_tokens >= FULL_RATIO * d else min(PROJECTED_DIMENSION, d)
+
+
+def projection(d: int, k: int, seed: int) -> np.ndarray | None:
+    """Θ (d × k) with orthonormal columns spanning k random directions drawn from seed (None for
+    k = d: no projection)."""
+    return None if k == d else np.linalg.qr(directions(d, k, seed))[0]
+
+
+def _prediction(model, hidden: list[np.ndarray], lengths: tuple[int, ...], limit, *,
+                seed: int, alpha: float):
+    """(Comparison, "") of the moment prediction against the pooled hidden states, or
+    (None, reason) when `encoders.extract` refuses the model."""
+    from .encoders import extract, predict_moments
+    from .encoders.comparison import measure
+    from .encoders.extraction import ROTARY_FAMILY
+
+    position_free = getattr(model.config, "model_type", None) in ROTARY_FAMILY
+    try:
+        encoder = extract(model, position_free=position_free)
+    except InvalidInputError as exc:
+        return None, f"no moment prediction: {exc}"
+    return measure(hidden, predict_moments(encoder), lengths=lengths, position_limit=limit,
+                   model=type(model).__name__, seed=seed, alpha=alpha), ""
+
+
+def probe(model, *, n_tokens: int = DEFAULT_TOKENS, seed: int = 0, n_null: int = 200,
+          alpha: float = 0.05, predict: bool = True) -> ProbeResult:
     """Gaussianity of each layer's hidden states for tokens x_i ~ N(0, I_d) fed at the embedding
     output (module docstring). model: a transformers encoder (e.g. from `load_model`);
-    n_tokens > hidden_size + 1; seed fixes the tokens, the sliced-W2 directions and the null;
-    n_null: Gaussian samples in the Monte-Carlo null."""
+    n_tokens: all tokens, cut into sequences within the model's position limit; seed fixes the
+    tokens, the projection, the sliced-W2 directions and the null; n_null: Gaussian samples in
+    the Monte-Carlo null; predict: also measure the moment prediction (`prediction`)."""
+    from .encoders import position_limit, sequence_lengths
+    from .encoders.comparison import capture_sequences, pooled_hidden
+
     config = getattr(model, "config", None)
     d = getattr(config, "hidden_size", None)
     if not isinstance(d, int) or not 1 <= d <= MAX_HIDDEN:
         raise InvalidInputError(f"model must be a transformers encoder with an integer "
                                 f"config.hidden_size in [1, {MAX_HIDDEN}], got {d!r}")
     check_probe_arguments(n_tokens=n_tokens, seed=seed, n_null=n_null, alpha=alpha)
-    n_tokens = as_count("n_tokens", n_tokens, minimum=d + 2)
+    k = tested_dimension(n_tokens, d)
+    if n_tokens <= k + 1:
+        raise InvalidInputError(f"n_tokens = {n_tokens} must exceed {k + 1}: the statistics "
+                                f"in {k} dimensions need more points than dimensions + 1")
+    limit = position_limit(model)
+    lengths = sequence_lengths(n_tokens, limit)
     tokens = np.random.default_rng(seed).standard_normal((n_tokens, d))
-    try:
-        hidden, attn_in, attn_out = capture(model, tokens)
-    except InvalidInputError:
-        raise
-    except (RuntimeError, ValueError, TypeError, IndexError, KeyError, AttributeError) as exc:
-        detail = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        raise InvalidInputError(f"{type(model).__name__} could not run on one sequence of "
-                                f"{n_tokens} Gaussian tokens ({type(exc).__name__}: "
-                                f"{detail})") from None
-    tests = [normality_test(h, alpha=alpha, n_null=n_null, seed=seed) for h in hidden]
+    captures = capture_sequences(model, tokens, lengths)
+    hidden = pooled_hidden(captures)
+    theta = projection(d, k, seed)
+    tests = [normality_test(h if theta is None else h @ theta, alpha=alpha, n_null=n_null,
+                            seed=seed) for h in hidden]
 
     def per_layer(fn):
         return {name: np.array([fn(t, name) for t in tests]) for name in REPORTED}
 
-    residual = np.array([np.nan if z is None else affine_residual(z, a)
-                         for z, a in zip(attn_in, attn_out, strict=True)])
+    bands = per_layer(lambda t, name: acceptance_band(t.null.values[name], alpha,
+                                                      name in TWO_SIDED, len(TESTS)))
+    residual = []
+    for i in range(len(hidden) - 1):
+        pairs = [(c[1][i], c[2][i]) for c in captures]
+        residual.append(np.nan if pairs[0][0] is None else
+                        pooled_affine_residual(*map(list, zip(*pairs, strict=True))))
+    comparison, note = ((None, "not requested") if not predict else
+                        _prediction(model, hidden, lengths, limit, seed=seed, alpha=alpha))
     return ProbeResult(
-        type(model).__name__, n_tokens, d, seed, alpha, np.arange(len(hidden)),
-        np.array([t.stats.rank for t in tests]),
+        type(model).__name__, n_tokens, d, seed, alpha, lengths, limit, k, theta is not None,
+        np.arange(len(hidden)), np.array([t.stats.rank for t in tests]),
         per_layer(lambda t, name: getattr(t.stats, name)),
         {name: np.array([t.p_values[name] for t in tests]) for name in TESTS},
         np.array([t.reject for t in tests]),
+        {name: band[:, 0] for name, band in bands.items()},
+        {name: band[:, 1] for name, band in bands.items()},
         per_layer(lambda t, name: t.null.quantile(name, 0.5)),
         per_layer(lambda t, name: t.null.quantile(name, 0.95)),
-        residual)
+        np.array(residual), residual_scale(lengths, d), comparison, note)
+
+
+def plot_probe(result: ProbeResult):
+    """Each statistic per layer against its accepted interval (`acceptance_band`, the same
+    test and level as the verdict: a marker outside its bar ⇔ that statistic rejects), and the
+    attention sublayers' pooled affine residual ρ against ρ_free. Returns the Figure (no
+    pyplot)."""
+    from .plotting import new_figure
+
+    fig, axes = new_figure(2, 4, figsize=(16, 7))
+    level = f"{1 - result.level:.4g}"
+    for ax, name in zip(axes.flat, REPORTED, strict=False):
+        stat, low, high = result.stats[name], result.band_low[name], result.band_high[name]
+        # an unbounded side (one-sided test; too few null samples to reject) is drawn past
+        # every statistic
+        bottom, top = min(0.0, np.min(stat)), np.max([stat, result.null_median[name]])
+        never = not np.all(np.isfinite(high))
+        ax.vlines(result.layers, np.where(np.isfinite(low), low, bottom),
+                  np.where(np.isfinite(high), high, top + 0.1 * (top - bottom)), colors="0.8",
+                  linewidths=10, label=f"accepted by the test (null quantile {level})"
+                  + ("; unbounded: n_null too small to reject" if never else ""))
+        ax.plot(result.layers, result.null_median[name], "_", color="0.4", ms=12,
+                label="null median")
+        outside = (stat > high) | (stat < result.band_low[name])
+        ax.plot(result.layers[~outside], stat[~outside], "o", color="C0",
+                label="hidden states (inside)")
+        ax.plot(result.layers[outside], stat[outside], "X", color="C3",
+                label="hidden states (outside)")
+        ax.set_title(name + ("" if name in TESTS else " (not in the verdict)"))
+        ax.set_xlabel("layer")
+        ax.legend(fontsize=7)
+    ax = axes.flat[len(REPORTED)]
+    ax.plot(result.layers[1:], result.attention_residual, "o-", label="ρ (affine fit)")
+    if np.isfinite(result.residual_scale):
+        ax.axhline(result.residual_scale, color="k", ls="--", label="ρ_free (unrelated output)")
+    ax.set_title("attention: affine-fit residual ρ")
+    ax.set_xlabel("layer")
+    ax.legend(fontsize=7)
+    for extra in axes.flat[len(REPORTED) + 1:]:
+        extra.axis("off")
+    space = (f"in R^{result.hidden_size}" if not result.projected else
+             f"on {result.dimension} random directions of R^{result.hidden_size}")
+    n_seq = len(result.lengths)
+    fig.suptitle(f"{result.model}: {result.n_tokens} Gaussian tokens in {n_seq} sequence"
+                 f"{'s' * (n_seq > 1)} of ≤ {max(result.lengths)}, tested {space} "
+                 f"(Bonferroni α = {result.alpha:g})")
+    return fig

@@ -8,7 +8,8 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-from riccati_tf import models  # noqa: E402
+from riccati_tf import gaussianity, models  # noqa: E402
+from riccati_tf.encoders.tiny import tiny_encoder  # noqa: E402
 from riccati_tf.errors import InvalidInputError  # noqa: E402
 from riccati_tf.experiments import probe_table, run_probe  # noqa: E402
 
@@ -104,6 +105,96 @@ def test_bad_inputs_are_refused(tmp_path):
     with pytest.raises(InvalidInputError, match="not a directory"):
         models.load_model(str(tmp_path / "missing"))
     with pytest.raises(InvalidInputError, match="n_tokens"):
-        models.probe(models.tiny_model("deit"), n_tokens=10)
+        models.probe(models.tiny_model("deit"), n_tokens=models.PROJECTED_DIMENSION + 1)
     with pytest.raises(InvalidInputError, match="family"):
-        models.tiny_model("bert")
+        models.tiny_model("gpt2")
+
+
+@pytest.mark.parametrize("two_sided", [False, True])
+def test_acceptance_band_is_the_decision(two_sided):
+    # p · len(TESTS) < α ⇔ outside [low, high], checked on every observation between and at the
+    # null values (ties included: the null is rounded to a coarse grid)
+    rng = np.random.default_rng(5)
+    for n_null, alpha in ((200, 0.05), (50, 0.05), (1000, 0.2), (20, 0.05)):
+        null = np.round(rng.standard_normal(n_null), 1)
+        low, high = gaussianity.acceptance_band(null, alpha, two_sided)
+        grid = np.unique(np.concatenate([null, null + 0.05, null - 0.05]))
+        for x in grid:
+            p = gaussianity._mc_p_value(null, x, two_sided)
+            assert (p * len(gaussianity.TESTS) < alpha) == (x < low or x > high), (n_null, x)
+    assert gaussianity.acceptance_band(np.zeros(20), 0.05, False) == (-np.inf, np.inf)
+
+
+def _drawn(ax):
+    """(layers, low, high) of the accepted bars and (layers, values) of the markers."""
+    segments = np.array(ax.collections[0].get_segments())
+    marks = [line.get_xydata() for line in ax.get_lines()[1:3]]
+    return segments[:, 0, 0], segments[:, 0, 1], segments[:, 1, 1], np.vstack(marks)
+
+
+def test_figure_band_agrees_with_the_verdict(saved):
+    _, path = saved
+    res = models.probe(models.load_model(path), n_tokens=N_TOKENS, n_null=N_NULL,
+                       predict=False)
+    fig = models.plot_probe(res)
+    outside_any = np.zeros(res.layers.size, bool)
+    for ax, name in zip(fig.axes, models.REPORTED, strict=False):
+        layers, low, high, marks = _drawn(ax)
+        np.testing.assert_array_equal(layers, res.layers)
+        order = np.argsort(marks[:, 0])
+        np.testing.assert_array_equal(marks[order, 0], res.layers)
+        value = marks[order, 1]
+        np.testing.assert_array_equal(value, res.stats[name])
+        outside = (value < low) | (value > high)
+        if name in gaussianity.TESTS:
+            np.testing.assert_array_equal(outside,
+                                          res.p_values[name] * len(gaussianity.TESTS) < res.alpha)
+            outside_any |= outside
+    np.testing.assert_array_equal(outside_any, res.reject)
+    assert res.reject[1:].any() and not res.reject[0]  # both cases are drawn
+
+
+def test_sequences_within_the_position_limit():
+    # 300 tokens, 64 positions: 5 sequences of 60; each its own measure and affine fit
+    model = tiny_encoder("bert", hidden_size=16, n_heads=2, max_positions=64,
+                         initializer_range=0.02)
+    res = models.probe(model, n_tokens=300, n_null=N_NULL)
+    assert res.lengths == (60,) * 5 and res.position_limit == 64
+    assert res.projected and res.dimension == models.PROJECTED_DIMENSION
+    numbers = res.as_dict()
+    assert numbers["sequences"] == 5 and numbers["lengths"] == [60] * 5
+    assert numbers["prediction"]["lengths"] == [60] * 5
+    # near-identity weights: attention affine per sequence and the moment prediction within
+    # its sampling floor (the post-norm LayerNorm puts each token on a sphere of radius √d, far
+    # from Gaussian at d = 16: only the input is accepted)
+    assert not res.reject[0]
+    assert np.all(res.attention_residual < 0.1 * res.residual_scale)
+    assert res.prediction.consistent.all() and res.prediction_note == ""
+    np.testing.assert_allclose(res.residual_scale, np.sqrt((60 - 17) / 59))
+
+
+def test_pooled_residual_fits_each_sequence():
+    rng = np.random.default_rng(4)
+    zs = [rng.standard_normal((80, 3)) for _ in range(3)]
+    outs = [z @ rng.standard_normal((3, 3)) + rng.standard_normal(3) for z in zs]
+    assert models.pooled_affine_residual(zs, outs) < 1e-12  # one affine map per sequence
+    assert models.affine_residual(np.vstack(zs), np.vstack(outs)) > 0.1  # but no common one
+    noisy = [a + rng.standard_normal(a.shape) for a in outs]
+    resid = sum(float(np.sum((a - b) ** 2)) for a, b in zip(noisy, outs, strict=True))
+    total = sum(float(np.sum((a - a.mean(axis=0)) ** 2)) for a in noisy)
+    # the least-squares residual is at most that of the true maps
+    assert models.pooled_affine_residual(zs, noisy) <= np.sqrt(resid / total)
+    assert np.isnan(models.pooled_affine_residual([zs[0][:4]], [outs[0][:4]]))
+
+
+def test_unsupported_activation_has_no_prediction_but_a_reason():
+    model = tiny_encoder("bert", hidden_size=16, n_heads=2, activation="silu")
+    res = models.probe(model, n_tokens=200, n_null=20)
+    assert res.prediction is None and "silu" in res.prediction_note
+    assert res.as_dict()["prediction"] is None
+
+
+def test_tiny_model_builds_bert_and_roberta():
+    for family in ("bert", "roberta"):
+        model = models.tiny_model(family, hidden_size=16, n_heads=2, n_layers=3)
+        assert model.config.model_type == family and model.config.num_hidden_layers == 3
