@@ -20,6 +20,9 @@ from __future__ import annotations
 
 import json
 import os
+import sys
+from collections.abc import Callable
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -43,6 +46,34 @@ GROWTH_LEVELS = (2.0, 4.0, 8.0, 16.0, 32.0)
 MAX_TOKENS = 20_000
 #: most RK4 steps of experiments 1 and 2
 MAX_STEPS = 10_000
+
+
+
+
+def progress_bar(total: int | None, desc: str, *, unit: str = "step", enabled: bool = True):
+    """A `tqdm.tqdm` bar on stderr, shown only when `enabled` and stderr is a terminal (a pipe,
+    a file, a closed stderr or a notebook see nothing)."""
+    from tqdm import tqdm
+
+    try:
+        tty = sys.stderr is not None and sys.stderr.isatty()
+    except (AttributeError, ValueError, OSError):  # closed or replaced stderr
+        tty = False
+    return tqdm(total=total, desc=desc, unit=unit, file=sys.stderr,
+                disable=not (enabled and tty), leave=False, dynamic_ncols=True)
+
+
+@contextmanager
+def stages(names: tuple[str, ...], desc: str, enabled: bool):
+    """A progress bar over named stages: yields `done(name)`, to be called as each one ends."""
+    with progress_bar(len(names), desc, unit="stage", enabled=enabled) as bar:
+        def done(name: str) -> None:
+            bar.update(1)
+            following = names.index(name) + 1
+            if following < len(names):
+                bar.set_postfix_str(names[following])
+        bar.set_postfix_str(names[0])
+        yield done
 
 
 # ---------------------------------------------------------------------------------------------
@@ -138,21 +169,25 @@ def _compare(label: str, params: Params, x0: np.ndarray, t_final: float,
 
 
 def prescribed_attention(*, n_tokens: int = 2000, seed: int = 0, n_steps: int = 60,
-                         t_opposite: float = 12.0, overshoot: float = 1.25) -> PrescribedResult:
+                         t_opposite: float = 12.0, overshoot: float = 1.25,
+                         progress: Callable[[str], None] | None = None) -> PrescribedResult:
     """Experiment 1: Σ̇ = AΣ + ΣAᵀ − ΣGΣ with G = −v(B + Bᵀ), v = ∓1, on N = n_tokens particles
     drawn from PRESCRIBED_START. The opposite case runs on [0, t_opposite]; the equal case on
     [0, overshoot · T*] with T* the blow-up time of the Gaussian fitted to the initial cloud.
-    Both use RK4 with n_steps steps."""
+    Both use RK4 with n_steps steps. progress(stage) is called after "opposite" and "equal"."""
     n_tokens, seed, n_steps = _sizes(n_tokens, seed, n_steps, minimum_tokens=2)
+    progress = progress or (lambda _stage: None)
     t_opposite, overshoot = as_time("t_opposite", t_opposite), as_time("overshoot", overshoot)
     x0 = PRESCRIBED_START.sample(n_tokens, np.random.default_rng(seed))
     opposite = _compare("opposite", prescribed_params(-1.0), x0, t_opposite, n_steps)
+    progress("opposite")
     equal_params = prescribed_params(1.0)
     t_star = flow(equal_params, Gaussian(*empirical_moments(x0)), 100.0).blowup_time
     if t_star is None:
         raise SolverError("the equal-definiteness Gaussian flow did not blow up on [0, 100]")
     equal = _compare("equal", equal_params, x0, as_time("overshoot · T*", overshoot * t_star),
                      n_steps)
+    progress("equal")
     levels = np.array(GROWTH_LEVELS)
     k = equal.gaussian_growth.size
     return PrescribedResult(
@@ -240,22 +275,29 @@ def relu_params() -> tuple[Params, FeedForward]:
 
 
 def relu_drift(*, n_tokens: int = 2000, seed: int = 0, t_final: float = 3.0,
-               n_steps: int = 30, n_null: int = 200) -> ReluDriftResult:
+               n_steps: int = 30, n_null: int = 200,
+               progress: Callable[[str], None] | None = None) -> ReluDriftResult:
     """Experiment 2: particles from PRESCRIBED_START under `relu_params` (and the same layer
-    without ReLU), Gaussianity statistics at every RK4 step, the Gaussian moment closure."""
+    without ReLU), Gaussianity statistics at every RK4 step, the Gaussian moment closure.
+    progress(stage) is called after "relu", "affine", "closure" and "null"."""
+    progress = progress or (lambda _stage: None)
     n_tokens, seed, n_steps = _sizes(n_tokens, seed, n_steps, minimum_tokens=4)
     t_final = as_time("t_final", t_final)
     n_null = as_limited_count("n_null", n_null, maximum=MAX_NULL, limit="gaussianity.MAX_NULL")
     params, ff = relu_params()
     x0 = PRESCRIBED_START.sample(n_tokens, np.random.default_rng(seed))
-    runs = {label: simulate(params, x0, t_final, n_steps=n_steps, feedforward=f, metrics=True,
-                            metrics_seed=seed)
-            for label, f in (("relu", ff), ("affine", None))}
+    runs = {}
+    for label, f in (("relu", ff), ("affine", None)):
+        runs[label] = simulate(params, x0, t_final, n_steps=n_steps, feedforward=f, metrics=True,
+                               metrics_seed=seed)
+        progress(label)
     t = runs["relu"].t
     _, closure_cov = relu_closure_flow(params, ff, Gaussian(*empirical_moments(x0)), t)
+    progress("closure")
     err = (np.linalg.norm(runs["relu"].cov - closure_cov, axis=(1, 2))
            / np.linalg.norm(closure_cov, axis=(1, 2)))
     null = null_distribution(n_tokens, x0.shape[1], n_null=n_null, seed=seed)
+    progress("null")
     names = list(runs["relu"].metrics.values)
     return ReluDriftResult(
         n_tokens, seed, t, runs["relu"].metrics.values, runs["affine"].metrics.values,
@@ -390,10 +432,14 @@ def probe_table(numbers: dict) -> str:
     return "\n".join(lines)
 
 
-def run_prescribed(out_dir, *, n_tokens: int = 2000, seed: int = 0, n_steps: int = 60) -> dict:
-    """Experiment 1 → prescribed.png, prescribed.json in out_dir; returns the numbers."""
+def run_prescribed(out_dir, *, n_tokens: int = 2000, seed: int = 0, n_steps: int = 60,
+                   progress: bool = False) -> dict:
+    """Experiment 1 → prescribed.png, prescribed.json in out_dir; returns the numbers.
+    progress: a progress bar on a terminal's stderr (`progress_bar`)."""
     check_output_folder(out_dir)
-    res = prescribed_attention(n_tokens=n_tokens, seed=seed, n_steps=n_steps)
+    with stages(("opposite", "equal"), "prescribed", progress) as done:
+        res = prescribed_attention(n_tokens=n_tokens, seed=seed, n_steps=n_steps,
+                                   progress=done)
     numbers = {
         "n_tokens": res.n_tokens, "seed": res.seed, "blowup_time": res.equal.blowup_time,
         "opposite_max_rel_error": float(res.opposite.rel_error.max()),
@@ -406,10 +452,13 @@ def run_prescribed(out_dir, *, n_tokens: int = 2000, seed: int = 0, n_steps: int
     return _write(out_dir, "prescribed", numbers, plot_prescribed, res)
 
 
-def run_relu_drift(out_dir, *, n_tokens: int = 2000, seed: int = 0, n_null: int = 200) -> dict:
-    """Experiment 2 → relu_drift.png, relu_drift.json in out_dir; returns the numbers."""
+def run_relu_drift(out_dir, *, n_tokens: int = 2000, seed: int = 0, n_null: int = 200,
+                   progress: bool = False) -> dict:
+    """Experiment 2 → relu_drift.png, relu_drift.json in out_dir; returns the numbers.
+    progress: a progress bar on a terminal's stderr (`progress_bar`)."""
     check_output_folder(out_dir)
-    res = relu_drift(n_tokens=n_tokens, seed=seed, n_null=n_null)
+    with stages(("relu", "affine", "closure", "null"), "relu-drift", progress) as done:
+        res = relu_drift(n_tokens=n_tokens, seed=seed, n_null=n_null, progress=done)
     numbers = {"n_tokens": res.n_tokens, "seed": res.seed, "t": res.t.tolist(),
                "relu": {k: v.tolist() for k, v in res.relu.items()},
                "affine": {k: v.tolist() for k, v in res.affine.items()},
@@ -419,17 +468,21 @@ def run_relu_drift(out_dir, *, n_tokens: int = 2000, seed: int = 0, n_null: int 
 
 
 def run_probe(model_path: str | None, out_dir, *, n_tokens: int = 1000, seed: int = 0,
-              n_null: int = 200) -> dict:
+              n_null: int = 200, progress: bool = False) -> dict:
     """Experiment 3 → probe.png, probe.json in out_dir; returns the numbers. model_path: a
     local folder saved with `save_pretrained` (ModernBERT, DeiT, ...); None builds a random
-    DeiT-tiny-shaped encoder (hidden 192, 12 layers, 3 heads; no pretrained weights)."""
+    DeiT-tiny-shaped encoder (hidden 192, 12 layers, 3 heads; no pretrained weights).
+    progress: a progress bar (stages "model", "probe") on a terminal's stderr."""
     from .models import check_probe_arguments, load_model, probe, tiny_model
 
     check_output_folder(out_dir)
     check_probe_arguments(n_tokens=n_tokens, seed=seed, n_null=n_null)
-    model = (tiny_model("deit", hidden_size=192, n_layers=12, n_heads=3, seed=seed)
-             if model_path is None else load_model(model_path))
-    res = probe(model, n_tokens=n_tokens, seed=seed, n_null=n_null)
+    with stages(("model", "probe"), "probe", progress) as done:
+        model = (tiny_model("deit", hidden_size=192, n_layers=12, n_heads=3, seed=seed)
+                 if model_path is None else load_model(model_path))
+        done("model")
+        res = probe(model, n_tokens=n_tokens, seed=seed, n_null=n_null)
+        done("probe")
     numbers = res.as_dict()
     numbers["model_path"] = model_path
     return _write(out_dir, "probe", numbers, plot_probe, res)

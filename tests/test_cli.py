@@ -183,15 +183,21 @@ def test_numerical_failure_exits_3(tmp_path, capsys, monkeypatch):
     assert code == 3 and "numerical failure" in err
 
 
-@pytest.mark.parametrize("command", ["prescribed", "relu-drift"])
-def test_experiment_subcommands(tmp_path, capsys, command):
-    code = main([command, "--n-tokens", "200", "--out", str(tmp_path)])
+@pytest.mark.parametrize("command, flag", [("prescribed", "--json"), ("relu-drift", "--json"),
+                                           ("prescribed", None)])
+def test_experiment_subcommands(tmp_path, capsys, command, flag):
+    code = main([command, "--n-tokens", "200", "--out", str(tmp_path), *([flag] if flag else [])])
     out = capsys.readouterr().out
     assert code == 0
     name = command.replace("-", "_")
     assert (tmp_path / f"{name}.png").exists()
-    assert json.loads((tmp_path / f"{name}.json").read_text())["n_tokens"] == 200
-    assert out.strip().startswith("{")
+    written = json.loads((tmp_path / f"{name}.json").read_text())
+    assert written["n_tokens"] == 200
+    if flag:
+        assert json.loads(out) == written
+    else:  # a summary: the blow-up time and the crossing table, not a JSON dump
+        assert not out.lstrip().startswith("{")
+        assert f"T* = {written['blowup_time']:.6g}" in out and "particles" in out
 
 
 @pytest.mark.parametrize("command", ["prescribed", "relu-drift"])

@@ -539,9 +539,10 @@ cases_of(AREA, "error", {
     "certify --plot empty": ("--plot", "certify", ["--plot", ""]),
     "particles --plot below /dev/null": ("not a folder", "particles",
                                          ["--plot", "/dev/null/fig.png"]),
-    "derive --plot draws no figure": ("draws no figure", "derive", ["--plot", "{tmp}/f.png"]),
-    "equilibria --plot draws no figure": ("draws no figure", "equilibria",
-                                          ["--plot", "{tmp}/f.png"]),
+    "derive offers no --plot": ("unrecognized arguments: --plot", "derive",
+                                ["--plot", "{tmp}/f.png"]),
+    "equilibria offers no --plot": ("unrecognized arguments: --plot", "equilibria",
+                                    ["--plot", "{tmp}/f.png"]),
     "steer --plot into a folder": ("--plot", "steer", ["--plot", "/"]),
 }, lambda item: refused(item[0], item[1], SPECS[item[1]], *item[2]))
 
