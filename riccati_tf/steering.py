@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
@@ -51,6 +52,9 @@ if TYPE_CHECKING:
 
 #: covariance rank: eigenvalues above RANK_RTOL · λ_max count
 RANK_RTOL = 1e-10
+#: the logarithm K of Φ1 (attention route) is accepted when ‖e^K − Φ1‖ ≤ LOG_RTOL ‖Φ1‖ (on Φ1
+#: scaled to |det| ≈ 1)
+LOG_RTOL = 1e-10
 #: attention route: V = s(K − A), B = Σ⁺/s. The mean-field is the same for every s > 0, but a
 #: finite cloud estimates the tilted mean by importance sampling with log-weight variance
 #: xᵀΣ⁺x/s²; at s = 1 (SPEC §4 literally) the N = 5 000–20 000 particle moments miss the
@@ -70,6 +74,10 @@ SHOOTING_SUBSTEPS = 16
 SHOOTING_THETA = 0.1
 SHOOTING_MAX_SUBSTEPS = 1024
 SHOOTING_REFINEMENTS = 2
+#: work budget of one shooting solve: batched RK4 steps in all (every piece and every column of
+#: the finite-difference Jacobian advance together); a 2×2 "values" problem takes 1–5·10⁴, an
+#: unreachable "affine-nobias" target 7·10⁴ (9 s)
+SHOOTING_MAX_STEPS = 100_000
 #: the most shooting pieces (work budget of the least-squares problem, N·(p + n) unknowns)
 MAX_PIECES = 64
 #: the largest depth T: beyond, T, T·‖b‖ and ∫_0^τ e^{As} ds (≈ τ for small A) leave the range
@@ -83,15 +91,22 @@ FRAME_SPAN = 400
 #: default tolerances of `ControlPlan.integrate`: rtol, and atol relative to the state's scale
 VERIFY_RTOL = 1e-11
 VERIFY_ATOL = 1e-13
-#: verification sub-intervals: ‖Σ‖ changes by at most e^GROWTH_STEP = 2^20 on each piece with
-#: attention (below the growth `flows` takes for the onset of a quadratic blow-up) and by at most
-#: e^AFFINE_GROWTH_STEP = 2^200 on affine pieces (so that every state of a sub-interval is
-#: representable in its frame); atol, relative to the sub-interval's starting state, is lowered
-#: by that factor; at most MAX_SUBINTERVALS of them per piece (work budget)
+#: verification sub-intervals: ‖Σ‖ changes by at most e^GROWTH_STEP = 2^20 on each, so that
+#: (1) a growth driven by attention stays below the growth `flows` takes for the onset of a
+#: blow-up, (2) every state of a sub-interval is representable in the frame fitted to its start
+#: and atol (relative to that start) is lowered by 2^20, and (3) the rounding that the
+#: full-matrix integrator leaves in Σ's antisymmetric part, which does not decay with Σ, is
+#: symmetrised away at every sub-interval before it reaches eps·2^20 of ‖Σ‖. Work budget of
+#: one verification: at most MAX_SUBINTERVALS sub-intervals and VERIFY_MAX_STEPS DOP853 steps
+#: in all, a step of a tracking piece counting 5 (SolverError beyond: N(0, I) →
+#: N(0, 1e-315 I) takes 75 sub-intervals and about 3 000 steps; the budget is ~10 s of work)
 GROWTH_STEP = 20 * math.log(2)
-AFFINE_GROWTH_STEP = 20 * math.log(2)
-MAX_SUBINTERVALS = 2000
+MAX_SUBINTERVALS = 200
+VERIFY_MAX_STEPS = 5_000
 _TINY = float(np.finfo(float).tiny)
+_EPS = float(np.finfo(float).eps)
+#: right-hand-side evaluations of one DOP853 step (12 stages; the error estimate reuses them)
+_DOP853_EVALUATIONS = 12
 
 
 # --------------------------------------------------------------------------- linear algebra
@@ -200,14 +215,27 @@ class Transport:
     residual: float
 
     def log(self) -> np.ndarray:
-        """The real principal logarithm K of Φ1 (e^K = Φ1; Re λ(Φ1) ≥ 0 makes it real)."""
-        K = logm(self.Phi)
+        """The real principal logarithm K of Φ1 (e^K = Φ1; Re λ(Φ1) ≥ 0 makes it real).
+
+        Computed as log Φ̃ + c·I with Φ̃ = e^{log_Q} e^{log_P − cI}, c = tr(log_P)/d rounded to a
+        multiple of ln 2 (|det Φ̃| ≈ 1, so any scale of Φ1 is handled); SolverError unless
+        ‖e^{log Φ̃} − Φ̃‖ ≤ LOG_RTOL ‖Φ̃‖."""
+        d = self.Phi.shape[0]
+        c = round(np.trace(self.log_P) / d / math.log(2)) * math.log(2)
+        Phi = expm(self.log_Q) @ expm(self.log_P - c * np.eye(d))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # accuracy is checked below
+            K = logm(Phi)
         if np.iscomplexobj(K):
             if np.linalg.norm(K.imag) > 1e-10 * max(np.linalg.norm(K.real), 1.0):
                 raise SolverError("the principal logarithm of Φ1 is not real: Φ1 has an "
                                   "eigenvalue on the negative real axis")
             K = K.real
-        return K
+        if not (np.all(np.isfinite(K))
+                and np.linalg.norm(expm(K) - Phi) <= LOG_RTOL * np.linalg.norm(Phi)):
+            raise SolverError("the logarithm of the transport Φ1 cannot be computed accurately "
+                              "(Φ1 is too ill-conditioned)")
+        return K + c * np.eye(d)
 
 
 def transport(cov0: np.ndarray, cov1: np.ndarray, r: int) -> Transport:
@@ -295,16 +323,13 @@ class ConstantPiece:
     def params(self, t: float) -> Params:
         return self.layer
 
+    #: relative cost of one step of its verification (`ControlPlan.integrate`)
+    cost = 1
+
     @property
     def rate(self) -> float:
         """A bound of the growth rate of ‖Σ‖ from the affine part (2‖A‖)."""
         return _growth_rate(self.layer.A)
-
-    @property
-    def step(self) -> float:
-        """The log-growth of ‖Σ‖ allowed on one verification sub-interval."""
-        affine = not any(np.any(V) and np.any(B) for V, B in self.layer.heads)
-        return AFFINE_GROWTH_STEP if affine else GROWTH_STEP
 
 
 @dataclass(frozen=True, eq=False)
@@ -328,32 +353,43 @@ class TrackingPiece:
     m_start: np.ndarray
     b_path: np.ndarray
 
+    #: relative cost of one step of its verification: a matrix exponential per evaluation
+    cost = 5
+
     @property
     def rate(self) -> float:
         """A bound of the growth rate of ‖Σ(t)‖ = ‖e^{Kt} Σ e^{Kᵀt}‖ (2‖K‖)."""
         return _growth_rate(self.K)
 
-    step = GROWTH_STEP
-
     def params(self, t: float) -> Params:
+        A, B, V, b = self.arrays(t)
+        return _layer(A, B=B, V=V, b=b)
+
+    def arrays(self, t: float) -> tuple[np.ndarray, ...]:
+        """(A, B(t), V, b(t)) as arrays (unvalidated; `params` checks them)."""
         d = self.K.shape[0]
-        aug = np.zeros((d + 1, d + 1))
-        aug[:d, :d], aug[:d, d] = self.K, self.b_path
-        F = expm(aug * (t - self.t0))
+        s = t - self.t0
+        aug = np.zeros((2 * d, 2 * d))
+        aug[:d, :d], aug[:d, d:] = self.K * s, np.eye(d)  # top right: ∫_0^1 e^{Ksu} du
+        F = expm(aug)
         E = F[:d, :d]
-        m = E @ self.m_start + F[:d, d]
+        with np.errstate(over="ignore", invalid="ignore"):
+            m = E @ self.m_start + s * (F[:d, d:] @ self.b_path)
         L = E @ self.L_start
         k = scale_exponent(L)
         L = np.ldexp(L, -k)  # Σ⁺ = 2^(−2k) L̃ (L̃ᵀL̃)⁻² L̃ᵀ with L̃ = L·2^(−k) of size 1
         with np.errstate(over="ignore", invalid="ignore"):
             if L.shape[1]:
-                LG = L @ np.linalg.inv(L.T @ L)
+                try:
+                    LG = L @ np.linalg.inv(L.T @ L)
+                except np.linalg.LinAlgError:  # Σ(t) lost its rank in rounding
+                    LG = np.full(L.shape, np.nan)
                 pinv, proj = np.ldexp(LG @ LG.T, -2 * k), LG @ L.T
             else:
                 pinv = proj = np.zeros((d, d))
             B = pinv @ self.R
             b = self.K @ m + self.b_path - (self.A + self.V) @ m - self.V @ (proj @ (self.R @ m))
-        return _layer(self.A, B=B, V=self.V, b=b)
+        return self.A, B, self.V, b
 
 
 def _layer(A, *, B=None, V=None, b=None) -> Params:
@@ -393,10 +429,11 @@ class Frame:
     def gaussian(self, g: Gaussian) -> Gaussian:
         return Gaussian(np.ldexp(g.mean, -self.f), np.ldexp(g.cov, -self.e))
 
-    def params(self, p: Params) -> Params:
+    def params(self, A, B, V, b) -> Params:
+        """The layer (A, B, V, b) in the frame's units (SolverError if it leaves float64)."""
         with np.errstate(over="ignore", under="ignore"):
-            return _layer(np.ldexp(p.A, self.g), B=np.ldexp(p.B, self.e),
-                          V=np.ldexp(p.V, self.g), b=np.ldexp(p.b, self.g - self.f))
+            return _layer(np.ldexp(A, self.g), B=np.ldexp(B, self.e), V=np.ldexp(V, self.g),
+                          b=np.ldexp(b, self.g - self.f))
 
 
 def _exponent(x: tuple[float, int], default: int) -> int:
@@ -478,43 +515,48 @@ class ControlPlan:
         return self.pieces[k].params(t)
 
     def integrate(self, *, rtol: float = VERIFY_RTOL, atol: float = VERIFY_ATOL,
-                  points_per_piece: int = 21) -> Trajectory:
+                  points_per_piece: int = 21, max_steps: int = VERIFY_MAX_STEPS) -> Trajectory:
         """`flow(…, method="rk")` piece by piece (never stepping across a breakpoint), each piece
-        cut into sub-intervals on which ‖Σ‖ changes by at most e^step (GROWTH_STEP or
-        AFFINE_GROWTH_STEP; bound: the piece's `rate`), each integrated in a `Frame` fitted to
+        cut into sub-intervals on which ‖Σ‖ changes by at most e^GROWTH_STEP (bound: the
+        piece's `rate`), each integrated in a `Frame` fitted to
         its starting state: atol is relative to the covariance there (and to the mean scale s_m
         of `terminal_error`), so tiny and huge states are resolved alike. points_per_piece:
         output times per piece.
         The trajectory holds the output times and the sub-intervals' ends. SolverError when
-        the integration fails, leaves the PSD cone or needs more than MAX_SUBINTERVALS
-        sub-intervals."""
-        return self._run(rtol, atol, points_per_piece)[2]
+        the integration fails, leaves the PSD cone or spends its budget (MAX_SUBINTERVALS
+        sub-intervals; max_steps DOP853 steps in all, a step of a tracking piece counting as
+        its `cost` = 5)."""
+        return self._run(rtol, atol, points_per_piece, max_steps)[2]
 
-    def verify(self, *, rtol: float = VERIFY_RTOL, atol: float = VERIFY_ATOL) -> float:
+    def verify(self, *, rtol: float = VERIFY_RTOL, atol: float = VERIFY_ATOL,
+               max_steps: int = VERIFY_MAX_STEPS) -> float:
         """`terminal_error` of `integrate()`: max(‖m(T) − m1‖ / s_m, ‖Σ(T) − Σ1‖ / ‖Σ1‖),
         evaluated in the last frame (no rounding of tiny covariances into subnormals)."""
-        frame, end, _ = self._run(rtol, atol, 2)
+        frame, end, _ = self._run(rtol, atol, 2, max_steps)
         target = frame.gaussian(self.target)
         s_m = _mean_scale(self.start, self.target)
         with np.errstate(over="ignore", invalid="ignore"):
             return _error(end.mean, end.cov, target.mean, target.cov, (s_m[0], s_m[1] - frame.f))
 
-    def _run(self, rtol, atol, points_per_piece) -> tuple[Frame, Gaussian, Trajectory]:
+    def _run(self, rtol, atol, points_per_piece, max_steps) -> tuple[Frame, Gaussian, Trajectory]:
         """(the last frame, the final state in it, the trajectory in the original units)."""
+        max_steps = as_count("max_steps", max_steps)
         rtol = as_time("rtol", rtol, maximum=0.5)
         atol = as_time("atol", atol, maximum=0.5)
         n_points = as_count("points_per_piece", points_per_piece, minimum=2, maximum=10_001)
+        tol = max(atol * math.exp(-GROWTH_STEP), _TINY)  # relative to the smallest ‖Σ‖ there
         f = _mean_exponent(self.start, self.target)
         frame, state = Frame(0, 0), self.start
         ts, means, covs = [], [], []
-        for piece in self.pieces:
-            tol = max(atol * math.exp(-piece.step), _TINY)  # relative to the smallest ‖Σ‖ there
-            n_sub = math.ceil(min(piece.rate * (piece.t1 - piece.t0) / piece.step, 1e18))
-            if n_sub > MAX_SUBINTERVALS:
-                raise SolverError(f"verifying the piece [{piece.t0:.6g}, {piece.t1:.6g}] needs "
-                                  f"{n_sub} sub-intervals, more than MAX_SUBINTERVALS = "
-                                  f"{MAX_SUBINTERVALS}")
-            cuts = np.linspace(piece.t0, piece.t1, max(n_sub, 1) + 1)
+        n_subs = [max(math.ceil(min(p.rate * (p.t1 - p.t0) / GROWTH_STEP, 1e18)), 1)
+                  for p in self.pieces]
+        if sum(n_subs) > MAX_SUBINTERVALS:
+            raise SolverError(f"verifying the plan needs {sum(n_subs)} sub-intervals (the "
+                              f"covariance changes by about e^{sum(n_subs) * GROWTH_STEP:.3g}), "
+                              f"more than MAX_SUBINTERVALS = {MAX_SUBINTERVALS}")
+        spent = [0]  # right-hand-side evaluations so far, each weighted by its piece's cost
+        for piece, n_sub in zip(self.pieces, n_subs, strict=True):
+            cuts = np.linspace(piece.t0, piece.t1, n_sub + 1)
             outputs = np.linspace(piece.t0, piece.t1, n_points)
             for a, b in itertools.pairwise(cuts):
                 new = Frame(frame.e + _exponent(_norm(state.cov), 0), f)
@@ -522,7 +564,11 @@ class ControlPlan:
                                  np.ldexp(state.cov, frame.e - new.e))
                 frame = new
                 grid = np.concatenate([[a], outputs[(outputs > a) & (outputs < b)], [b]])
-                traj = self._flow(piece, frame, state, a, grid - a, rtol, tol)
+                left = max_steps - spent[0] // _DOP853_EVALUATIONS
+                if left <= 0:
+                    raise SolverError(f"verifying the plan spent its budget of max_steps = "
+                                      f"{max_steps} DOP853 steps by t = {a:.6g}")
+                traj = self._flow(piece, frame, state, a, grid - a, rtol, tol, left, spent)
                 keep = slice(1, None) if ts else slice(None)
                 with np.errstate(over="ignore", under="ignore"):
                     ts.append(a + traj.t[keep])
@@ -535,22 +581,28 @@ class ControlPlan:
         return frame, state, Trajectory(t, mean, cov, "completed", None, "rk", None, rtol, atol)
 
     @staticmethod
-    def _flow(piece, frame: Frame, state: Gaussian, t0: float, grid, rtol, atol) -> Trajectory:
+    def _flow(piece, frame: Frame, state: Gaussian, t0: float, grid, rtol, atol,
+              max_steps: int, spent: list) -> Trajectory:
         """One sub-interval [t0, t0 + grid[-1]] of a piece, integrated in `frame` with the depth
         measured in units 2^g ≈ the sub-interval's length (so that any T is integrated alike);
-        the returned times are in the original units."""
+        the returned times are in the original units. spent[0] counts the evaluations."""
         frame = replace(frame, g=math.frexp(grid[-1])[1])
         if isinstance(piece, ConstantPiece):
-            layer = frame.params(piece.layer)
+            p = piece.layer
+            layer = frame.params(p.A, p.B, p.V, p.b)
 
             def fn(_s):
+                spent[0] += piece.cost
                 return layer
         else:
             def fn(s):
-                return frame.params(piece.params(t0 + math.ldexp(s, frame.g)))
+                spent[0] += piece.cost
+                return frame.params(*piece.arrays(t0 + math.ldexp(s, frame.g)))
         grid = np.ldexp(grid, -frame.g)
         try:
-            traj = flow(fn, state, grid[-1], method="rk", rtol=rtol, atol=atol, t_eval=grid)
+            with np.errstate(over="ignore", invalid="ignore", divide="ignore"):  # flow checks
+                traj = flow(fn, state, grid[-1], method="rk", rtol=rtol, atol=atol, t_eval=grid,
+                            max_steps=max_steps)
         except InvalidInputError as exc:  # raised by the plan's own parameters
             raise SolverError(f"the plan cannot be integrated from t = {t0:.6g}: {exc}") from exc
         if traj.status != "completed":
@@ -623,8 +675,26 @@ def _polar_phases(tr: Transport, T: float, m0, m1):
     return out
 
 
+def _check_mean_conditioning(phases, start: Gaussian, target: Gaussian, tol: float) -> None:
+    """SolverError when a phase's flow e^G (G = generator·τ) amplifies the rounding of its
+    starting mean m, eps·‖e^G‖‖m‖, beyond tol·s_m (s_m of `terminal_error`): the bias must then
+    cancel e^G m to more digits than float64 holds, and no plan can be placed (or verified)
+    within tol."""
+    s_m = _log2(_mean_scale(start, target))
+    for G, m in phases:
+        with np.errstate(over="ignore", invalid="ignore"):
+            amplification = _log2(_norm(expm(G)))
+        if _log2(_norm(m)) + amplification + math.log2(_EPS) > math.log2(tol) + s_m:
+            raise SolverError(f"the mean cannot be steered within tol = {tol:g} in float64: a "
+                              f"phase multiplies it by about 2^{amplification:.0f} (the "
+                              f"covariance changes by that factor squared) while ‖m‖ is "
+                              f"2^{_log2(_norm(m)) - s_m:.0f} times the unit s_m of the error")
+
+
 def _polar_plan(start, target, T, r, tol, name) -> ControlPlan:
     tr = transport(start.cov, target.cov, r)
+    _check_mean_conditioning([(tr.log_P, start.mean), (tr.log_Q, 0.5 * start.mean +
+                                                       0.5 * target.mean)], start, target, tol)
     pieces = tuple(ConstantPiece(t0, t1, _layer(A, b=b))
                    for A, b, t0, t1, _ in _polar_phases(tr, T, start.mean, target.mean))
     d = start.d
@@ -642,8 +712,10 @@ def _attention_plan(start, target, T, r, tol, name, A, V, temperature) -> Contro
     tr = transport(start.cov, target.cov, r)
     _, L0 = covariance_factor(start.cov, r)
     if V is None:
+        K = tr.log()
+        _check_mean_conditioning([(K, start.mean)], start, target, tol)
         with np.errstate(over="ignore", invalid="ignore"):
-            K = tr.log() / T
+            K = K / T
             V = temperature * (K - A)
         if not (np.all(np.isfinite(K)) and np.all(np.isfinite(V))):
             raise SolverError("the attention value matrix V = s (log(Φ1)/T − A) leaves the "
@@ -656,6 +728,9 @@ def _attention_plan(start, target, T, r, tol, name, A, V, temperature) -> Contro
     else:
         if r < d or not _cond(V) <= 1e12:
             return None
+        _check_mean_conditioning([(tr.log_P, start.mean), (tr.log_Q, 0.5 * start.mean +
+                                                           0.5 * target.mean)],
+                                 start, target, tol)
         Vinv = np.linalg.inv(V)
         pieces, L = [], L0
         for K, b_path, t0, t1, m_start in _polar_phases(tr, T, start.mean, target.mean):
@@ -723,6 +798,7 @@ class _Shooting:
         self.z1 = np.concatenate([target.mean, _vech(target.cov)])
         self.scale = max(np.linalg.norm(self.z0), np.linalg.norm(self.z1), _TINY)
         self.n_sub = SHOOTING_SUBSTEPS
+        self.work = 0
         self.tril = np.tril_indices(self.d)
 
     def controls(self, u: np.ndarray) -> dict[str, np.ndarray]:
@@ -757,6 +833,11 @@ class _Shooting:
         S = np.zeros((k, d, d))
         S[:, self.tril[0], self.tril[1]] = Z[:, d:]
         S = S + np.swapaxes(np.tril(S, -1), 1, 2)
+        self.work += self.n_sub
+        if self.work > SHOOTING_MAX_STEPS:
+            raise SolverError(f"multiple shooting spent its budget of SHOOTING_MAX_STEPS = "
+                              f"{SHOOTING_MAX_STEPS} batched RK4 steps without converging "
+                              f"({self.n_sub} sub-steps per piece were needed)")
         m, S = _rk4(blocks, Z[:, :d], S, self.h / self.n_sub, self.n_sub)
         return np.concatenate([m, S[:, self.tril[0], self.tril[1]]], axis=1)
 

@@ -68,22 +68,24 @@ def _log2(x: tuple[float, int]) -> float:
 
 
 def _affine_endpoint(plan):
-    """(m(T), F, k) for affine pieces (V = B = 0): m by e^{[[A, b], [0, 0]]τ}, Σ(T) = (F 2^k)
-    Σ0 (F 2^k)ᵀ with F the product of the e^{Aτ}, renormalised by powers of two."""
+    """(m(T), F, k) for affine pieces (V = B = 0), in closed form: m ↦ e^{Aτ} m + τ X b with X
+    the top-right block of e^{[[Aτ, I], [0, 0]]} (= ∫_0^1 e^{Aτu} du); Σ(T) = (F 2^k) Σ0
+    (F 2^k)ᵀ with F the product of the e^{Aτ}, renormalised by powers of two."""
     d = plan.start.d
-    y = np.append(plan.start.mean, 1.0)
+    m = plan.start.mean
     F, k = np.eye(d), 0
     for piece in plan.pieces:
         p = piece.params(piece.t0)
         assert not np.any(p.V) and not np.any(p.B), "affine reference on an attention piece"
-        aug = np.zeros((d + 1, d + 1))
-        aug[:d, :d], aug[:d, d] = p.A, p.b
-        E = expm(aug * (piece.t1 - piece.t0))
-        y = E @ y
-        F = E[:d, :d] @ F
+        tau = piece.t1 - piece.t0
+        aug = np.zeros((2 * d, 2 * d))
+        aug[:d, :d], aug[:d, d:] = p.A * tau, np.eye(d)
+        W = expm(aug)
+        m = W[:d, :d] @ m + tau * (W[:d, d:] @ p.b)
+        F = W[:d, :d] @ F
         e = math.frexp(float(np.max(np.abs(F))))[1]
         F, k = np.ldexp(F, -e), k + e
-    return y[:d], F, k
+    return m, F, k
 
 
 def _raw_rhs(p, m, S):
