@@ -75,6 +75,10 @@ STEER_CONSTRUCTIVE = ("affine", "full", "attention")
 PROGRESS_WORK = 3 * 10 ** 7
 #: chunks of a particles run with a progress bar (the bar moves once per chunk)
 PROGRESS_CHUNKS = 100
+#: tolerances of the flow spec a steering plan is written as (tighter than flow's defaults, so
+#: that the replay's integration error stays well below the plan's tolerance DEFAULT_TOL = 1e-8:
+#: an open-loop tracking plan, B(t) = Σ(t)⁺R, amplifies integration errors)
+REPLAY_RTOL, REPLAY_ATOL = 1e-12, 1e-14
 #: significant digits of the numbers in human summaries (--json prints every digit)
 DIGITS = 6
 #: width of wrapped text in human summaries
@@ -218,9 +222,11 @@ def piece_json(piece) -> dict:
 
 
 def plan_spec(plan) -> dict:
-    """The flow spec that replays a ControlPlan: initial, t_final and the schedule."""
+    """The flow spec that replays a ControlPlan: initial, t_final, the schedule and the
+    tolerances REPLAY_RTOL, REPLAY_ATOL."""
     return {"initial": {"mean": plan.start.mean, "cov": plan.start.cov},
-            "t_final": plan.pieces[-1].t1, "schedule": [piece_json(p) for p in plan.pieces]}
+            "t_final": plan.pieces[-1].t1, "schedule": [piece_json(p) for p in plan.pieces],
+            "rtol": REPLAY_RTOL, "atol": REPLAY_ATOL}
 
 
 def replay(schedule, g0, t_final: float, *, method: str, t_eval, **tolerances):

@@ -414,3 +414,201 @@ def test_closed_stdout_or_stderr_at_start(tmp_path, redirect, code):
                            sys.executable, str(path)], capture_output=True, timeout=60)
     assert proc.returncode == code
     assert b"error" not in proc.stdout
+
+
+# --- what users see: summaries, the steering plan, help, progress ----------------------------
+
+def test_flow_summary_is_a_table_of_the_final_state(tmp_path, capsys):
+    spec = {"params": PARAMS, "initial": INITIAL, "t_final": 5.0}
+    code, out, _ = run(tmp_path, capsys, spec, "flow")
+    assert code == 0 and "..." not in out
+    ref = flow(Params(**PARAMS), Gaussian(**INITIAL), 5.0)
+    rows = {line.split("  ")[0]: line for line in out.splitlines()}
+    assert rows["status"].split()[-1] == "completed" and rows["method"].split()[-1] == "exact"
+    end = rows["Σ eigenvalues"].split("]")[1]
+    got = [float(x) for x in end.strip(" [").split(",")]
+    np.testing.assert_allclose(got, np.linalg.eigvalsh(ref.cov[-1])[::-1], rtol=1e-5)
+    assert rows["rank Σ"].split() == ["rank", "Σ", "2", "2"]
+
+
+def test_certify_summary_speaks_unicode_and_plain_names(tmp_path, capsys):
+    spec = {"params": SCALAR, "initial": INITIAL}
+    code, out, _ = run(tmp_path, capsys, spec, "certify")
+    assert code == 0
+    assert "\\u" not in out and "global_" not in out and "⪰" in out
+    for label in ("regime", "exact", "global", "theorem", "tolerance", "T*", "rate",
+                  "residuals", "check()"):
+        assert any(line.startswith(label + " ") for line in out.splitlines()), label
+    assert "passed" in out
+    code, out, _ = run(tmp_path, capsys, spec, "certify", "--json")
+    got = json.loads(out)
+    assert "⪰" in got["reason"] and got["global"] is True and "global_" not in got
+
+
+def test_derive_prints_the_latex_whole_with_single_backslashes(tmp_path, capsys):
+    from riccati_tf.symbolic import transformer_system
+    from riccati_tf.symbolic.latex import system_latex
+
+    code, out, _ = run(tmp_path, capsys, {"d": 2, "ffn": "relu"}, "derive")
+    assert code == 0
+    latex = out.split("LaTeX:\n", 1)[1].strip()
+    want = system_latex(transformer_system(2, ffn="relu"))
+    assert latex.replace("\n", " ") == want and "\\\\Sigma" not in latex
+    assert latex.endswith("\\end{aligned}")
+
+
+def test_equilibria_summary_has_one_row_per_equilibrium(tmp_path, capsys):
+    code, out, _ = run(tmp_path, capsys, VALID["equilibria"], "equilibria")
+    assert code == 0
+    lines = out.strip().splitlines()
+    assert lines[1].split()[:4] == ["#", "stable", "rank", "abscissa"]
+    assert [ln.split()[1] for ln in lines[2:]] == ["no", "yes"]
+
+
+def test_which_all_with_a_repeated_eigenvalue_is_exit_2_with_advice(tmp_path, capsys):
+    spec = {"params": {**PARAMS, "b": [0, 0]}, "which": "all"}
+    code, _, err = run(tmp_path, capsys, spec, "equilibria")
+    one_line(code, err, "use which: stable")
+    assert "repeated eigenvalue 0.5" in err
+    code, out, _ = run(tmp_path, capsys, {**spec, "which": "stable"}, "equilibria", "--json")
+    assert code == 0 and len(json.loads(out)["equilibria"]) == 1
+
+
+@pytest.mark.parametrize("controls", ["affine", "attention", "values"])
+def test_steer_plan_is_replayed_by_flow(tmp_path, capsys, controls):
+    """steer --json → its field plan as a spec → flow --json ends at the target within the
+    plan's tolerance (relative errors computed here)."""
+    spec = {"start": INITIAL, "target": TARGET, "T": 1.0, "controls": controls}
+    code, out, err = run(tmp_path, capsys, spec, "steer", "--json")
+    assert code == 0, err
+    plan = json.loads(out)
+    assert plan["success"] is True and plan["controls"] == controls
+    assert plan["plan"]["schedule"][0]["t_start"] == 0.0
+    code, out, err = run(tmp_path, capsys, plan["plan"], "flow", "--json", name="plan.json")
+    assert code == 0, err
+    got = json.loads(out)
+    assert got["t"][-1] == plan["plan"]["t_final"]
+    mean, cov = np.array(got["mean"][-1]), np.array(got["cov"][-1])
+    tol = plan["tolerance"]
+    assert np.linalg.norm(mean - TARGET["mean"]) <= tol * np.linalg.norm(TARGET["mean"])
+    assert np.linalg.norm(cov - TARGET["cov"]) <= tol * np.linalg.norm(TARGET["cov"])
+
+
+def test_schedule_of_one_piece_equals_constant_params(tmp_path, capsys):
+    spec = {"initial": INITIAL, "t_final": 2.0, "t_eval": [0.0, 0.5, 2.0],
+            "schedule": [{"t_end": 2.0, "params": PARAMS}]}
+    code, out, _ = run(tmp_path, capsys, spec, "flow", "--json")
+    assert code == 0
+    ref = flow(Params(**PARAMS), Gaussian(**INITIAL), 2.0, t_eval=[0.0, 0.5, 2.0])
+    np.testing.assert_allclose(json.loads(out)["cov"], ref.cov, rtol=1e-14)
+
+
+PIECE = {"t_end": 1.0, "params": PARAMS}
+
+
+@pytest.mark.parametrize("spec, needle", [
+    ({**FLOW, "schedule": [PIECE]}, "schedule: give either params"),
+    ({"initial": INITIAL, "t_final": 1.0, "schedule": []}, "schedule: must be a non-empty"),
+    ({"initial": INITIAL, "t_final": 1.0, "schedule": [{"t_end": 0.5, "params": PARAMS}]},
+     "schedule[0].t_end: the last piece must end at t_final"),
+    ({"initial": INITIAL, "t_final": 1.0, "schedule": [{"t_end": 0.5, "params": PARAMS},
+                                                        {"t_end": 0.5, "params": PARAMS}]},
+     "schedule[1].t_end: must be > 0.5"),
+    ({"initial": INITIAL, "t_final": 1.0, "schedule": [{**PIECE, "t_start": 0.1}]},
+     "schedule[0].t_start: must equal"),
+    ({"initial": INITIAL, "t_final": 1.0, "schedule": [{"t_end": 1.0}]},
+     "schedule[0]: give exactly one of params"),
+    ({"initial": INITIAL, "t_final": 1.0, "schedule": [{**PIECE, "parms": 1}]},
+     "schedule[0].parms: unknown field"),
+    ({"initial": INITIAL, "t_final": 1.0, "schedule": [{"t_end": 1.0, "params": {"A": [[1]]}}]},
+     "schedule[0].params: acts on R^1"),
+    ({"initial": INITIAL, "t_final": 1.0, "schedule": [{"t_end": 1.0, "tracking": {
+        "K": np.eye(2).tolist(), "A": np.eye(2).tolist(), "V": np.eye(2).tolist(),
+        "R": np.eye(2).tolist(), "L_start": [[1, 0, 0], [0, 1, 0]], "m_start": [0, 0],
+        "b_path": [0, 0]}}]}, "schedule[0].tracking.L_start: must be 2 × r (≤ 2)"),
+    ({"initial": INITIAL, "t_final": 1.0, "method": "exact", "schedule": [{
+        "t_end": 1.0, "tracking": {"K": np.eye(2).tolist(), "A": np.eye(2).tolist(),
+                                   "V": np.eye(2).tolist(), "R": np.eye(2).tolist(),
+                                   "L_start": np.eye(2).tolist(), "m_start": [0, 0],
+                                   "b_path": [0, 0]}}]}, "method: exact needs constant"),
+    ({"initial": INITIAL, "t_final": 1.0}, "params: missing field"),
+])
+def test_schedule_is_validated_strictly(tmp_path, capsys, spec, needle):
+    code, _, err = run(tmp_path, capsys, spec, "flow")
+    one_line(code, err, needle)
+
+
+def test_help_lists_only_what_a_subcommand_supports(capsys):
+    from riccati_tf.cli import build_parser
+
+    parser = build_parser()
+    sub = parser._subparsers._group_actions[0].choices
+    for name, has_plot in (("derive", False), ("equilibria", False), ("flow", True),
+                           ("steer", True), ("certify", True)):
+        assert ("--plot" in sub[name].format_help()) == has_plot, name
+    probe = sub["probe"].format_help()
+    assert "default 1000" in probe and "models.MAX_TOKENS = 8192" in probe
+    assert "gaussianity.MAX_NULL" in probe
+    steer_help = sub["steer"].format_help()
+    for controls in ("affine", "attention", "values-nobias", "full"):
+        assert f"  {controls} " in steer_help
+    with pytest.raises(SystemExit) as exc:
+        main(["--version"])
+    assert exc.value.code == 0
+    from importlib.metadata import version
+
+    assert capsys.readouterr().out.strip() == f"riccati-tf {version('riccati-tf')}"
+
+
+def test_particles_compare_with_the_drawn_tokens_moments(tmp_path, capsys):
+    code, out, _ = run(tmp_path, capsys, VALID["particles"], "particles", "--json")
+    assert code == 0
+    got = json.loads(out)
+    assert got["cov_rel_error"][0] <= 1e-12  # the same Gaussian at t = 0
+    x0 = Gaussian(**INITIAL).sample(400, np.random.default_rng(1))
+    np.testing.assert_allclose(got["reference_cov"], np.cov(x0.T), rtol=1e-13)
+    code, out, _ = run(tmp_path, capsys, VALID["particles"], "particles")
+    assert "empirical moments" in out and "‖ΔΣ‖/‖Σ‖" in out
+
+
+def test_particles_in_chunks_equal_one_run(monkeypatch):
+    """The progress bar's chunks give the steps of one run."""
+    import riccati_tf.cli as cli
+    from riccati_tf.particles import simulate
+
+    x0 = Gaussian(**INITIAL).sample(60, np.random.default_rng(3))
+    p = Params(**GENERAL)
+    one = simulate(p, x0, 0.3, n_steps=7)
+    monkeypatch.setattr(cli, "PROGRESS_CHUNKS", 3)
+    chunked = cli.simulate_with_progress(p, x0, 0.3, n_steps=7, method="rk4", work=10 ** 9)
+    np.testing.assert_allclose(chunked.t, one.t, rtol=1e-15)
+    np.testing.assert_allclose(chunked.cov, one.cov, rtol=1e-12)
+    np.testing.assert_allclose(chunked.mean, one.mean, rtol=1e-12, atol=1e-15)
+
+
+class _Terminal:
+    def __init__(self, tty):
+        self.tty, self.text = tty, []
+
+    def isatty(self):
+        return self.tty
+
+    def write(self, s):
+        self.text.append(s)
+
+    def flush(self):
+        pass
+
+
+@pytest.mark.parametrize("tty", [True, False])
+def test_progress_bars_only_on_a_terminal(monkeypatch, tty):
+    from riccati_tf.experiments import progress_bar
+
+    term = _Terminal(tty)
+    monkeypatch.setattr(sys, "stderr", term)
+    with progress_bar(3, "work") as bar:
+        bar.update(3)
+    assert bool("".join(term.text)) == tty
+    monkeypatch.setattr(sys, "stderr", None)
+    with progress_bar(3, "closed") as bar:  # stderr closed: no bar, no error
+        bar.update(3)

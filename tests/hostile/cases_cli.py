@@ -14,6 +14,7 @@ the broken-pipe cases, which need a real process with a real pipe.
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import subprocess
@@ -749,3 +750,140 @@ def numerical_failure_exits_3():
         raise CleanError("the overflow was reported in the result")
     clean(code, out, err, "", exit_code=3)
 
+
+
+# ------------------------------------------------- schedules (flow) and steering plans (steer)
+
+def _moment_ode(params_list, breakpoints, mean, cov, t_eval):
+    """An independent reference: scipy DOP853 (rtol 1e-12, atol 1e-14) on ṁ = (A + ΣV_h)m +
+    Σ V_hΣB_h m + b, Σ̇ = AΣ + ΣAᵀ + Σ(V_hΣB_hΣ + ΣB_hᵀΣV_hᵀ), piece by piece."""
+    from scipy.integrate import solve_ivp
+
+    d = len(mean)
+    y = np.concatenate([np.asarray(mean, float), np.asarray(cov, float).ravel()])
+    out = {}
+    for (t0, t1), p in zip(itertools.pairwise(breakpoints), params_list, strict=True):
+        A, b = np.asarray(p["A"], float), np.asarray(p.get("b", np.zeros(d)), float)
+        heads = [(np.asarray(p["V"], float), np.asarray(p["B"], float))] if "V" in p else \
+            [(np.asarray(h["V"], float), np.asarray(h["B"], float)) for h in p.get("heads", [])]
+
+        def rhs(_t, z, A=A, b=b, heads=heads):
+            m, S = z[:d], z[d:].reshape(d, d)
+            dm, dS = A @ m + b, A @ S + S @ A.T
+            for V, B in heads:
+                dm = dm + V @ m + V @ S @ B @ m
+                dS = dS + V @ S @ B @ S + S @ B.T @ S @ V.T
+            return np.concatenate([dm, dS.ravel()])
+        ts = [t for t in t_eval if t0 <= t <= t1]
+        sol = solve_ivp(rhs, (t0, t1), y, method="DOP853", rtol=1e-12, atol=1e-14,
+                        dense_output=True)
+        out.update({t: sol.sol(t) for t in ts})
+        y = sol.y[:, -1]
+    z = np.array([out[t] for t in t_eval])
+    return z[:, :d], z[:, d:].reshape(-1, d, d)
+
+
+def _schedule_case(pieces, breakpoints, initial, t_eval):
+    spec = {"initial": initial, "t_final": breakpoints[-1], "t_eval": t_eval,
+            "schedule": [{"t_end": t1, "params": p} for t1, p in zip(breakpoints[1:], pieces,
+                                                                     strict=True)]}
+    got = json.loads(accepted("flow", spec, "--json"))
+    mean, cov = _moment_ode(pieces, breakpoints, initial["mean"], initial["cov"], t_eval)
+    close(got["t"], t_eval, tol=0, what="schedule t")
+    close(got["mean"], mean, tol=1e-8, what="schedule mean")
+    close(got["cov"], cov, tol=1e-8, what="schedule cov")
+
+
+SHEAR = {"A": [[0.0, 1.5], [-0.3, 0.1]], "b": [0.4, -0.2]}
+cases_of(AREA, "result", {
+    "schedule: attention then affine, outputs at the breakpoint": (
+        [PARAMS, SHEAR], [0.0, 0.7, 1.5], INITIAL, [0.0, 0.7, 1.1, 1.5]),
+    "schedule: three pieces, general V, two heads last": (
+        [GENERAL, SHEAR, {"A": PARAMS["A"], "heads": [
+            {"V": PARAMS["V"], "B": PARAMS["B"]}, {"V": [[0.2, 0], [0, 0.2]],
+                                                   "B": [[0.5, 0.1], [0, 0.5]]}]}],
+        [0.0, 0.25, 0.5, 2.0], INITIAL, [0.0, 0.3, 1.0, 2.0]),
+    "schedule: 1-d, tiny pieces, rank-0 start": (
+        [{"A": [[-1.0]], "b": [3.0]}, {"A": [[2.0]]}, {"A": [[0.5]], "V": [[1]], "B": [[1]]}],
+        [0.0, 1e-3, 2e-3, 0.1], {"mean": [0.0], "cov": [[0.0]]}, [0.0, 0.05, 0.1]),
+    "schedule: singular covariance, output times inside pieces only": (
+        [SHEAR, PARAMS], [0.0, 0.4, 0.9], {"mean": [1.0, -1.0], "cov": [[1.0, 1.0], [1.0, 1.0]]},
+        [0.1, 0.2, 0.8]),
+}, lambda item: _schedule_case(*item))
+
+
+def _steer_replay(start, target, T, controls):
+    plan = json.loads(accepted("steer", {"start": start, "target": target, "T": T,
+                                         "controls": controls}, "--json"))
+    assert plan["success"] is True, plan["message"]
+    got = json.loads(accepted("flow", plan["plan"], "--json"))
+    want = {k: np.asarray(target[k], float) for k in ("mean", "cov")}
+    scale = max(np.linalg.norm(want["mean"]), np.linalg.norm(start["mean"]),
+                np.sqrt(np.linalg.norm(want["cov"])), np.sqrt(np.linalg.norm(start["cov"])))
+    err_m = np.linalg.norm(np.array(got["mean"][-1]) - want["mean"]) / scale
+    err_s = np.linalg.norm(np.array(got["cov"][-1]) - want["cov"]) / np.linalg.norm(want["cov"])
+    assert max(err_m, err_s) <= plan["tolerance"], f"replay error {max(err_m, err_s):.3g}"
+
+
+cases_of(AREA, "result", {
+    "steer affine 2-d, replayed by flow": (INITIAL, TARGET, 1.0, "affine"),
+    "steer attention 2-d (tracking piece), replayed": (INITIAL, TARGET, 0.5, "attention"),
+    "steer full 3-d, rank 2, replayed": (
+        {"mean": [0, 1, 0], "cov": [[1, 0, 0], [0, 2, 0], [0, 0, 0]]},
+        {"mean": [2, 0, -1], "cov": [[1, 0, 0], [0, 0.5, 0.3], [0, 0.3, 0.18]]}, 3.0, "full"),
+    "steer attention 1-d, long depth": ({"mean": [5.0], "cov": [[0.01]]},
+                                        {"mean": [-5.0], "cov": [[4.0]]}, 20.0, "attention"),
+}, lambda item: _steer_replay(*item), timeout=60)
+
+
+def _tracking(d=2, **changes):
+    base = {"K": np.eye(d).tolist(), "A": np.zeros((d, d)).tolist(), "V": np.eye(d).tolist(),
+            "R": np.eye(d).tolist(), "L_start": np.eye(d).tolist(), "m_start": [0.0] * d,
+            "b_path": [0.0] * d}
+    return {**base, **changes}
+
+
+def _sched(*entries, t_final=1.0, **top):
+    return {"initial": INITIAL, "t_final": t_final, "schedule": list(entries), **top}
+
+
+cases_of(AREA, "error", {
+    "schedule and params together": ("give either params", _sched(
+        {"t_end": 1.0, "params": PARAMS}, params=PARAMS)),
+    "schedule is a mapping": ("schedule: must be a non-empty list", {
+        "initial": INITIAL, "t_final": 1.0, "schedule": {"t_end": 1.0}}),
+    "schedule entries decrease": ("schedule[1].t_end: must be >", _sched(
+        {"t_end": 0.6, "params": PARAMS}, {"t_end": 0.3, "params": PARAMS})),
+    "schedule ends before t_final": ("must end at t_final", _sched(
+        {"t_end": 0.9999999, "params": PARAMS})),
+    "schedule ends after t_final": ("must end at t_final", _sched(
+        {"t_end": 2.0, "params": PARAMS})),
+    "schedule t_end is NaN text": ("schedule[0].t_end: must be a number", _sched(
+        {"t_end": "NaN", "params": PARAMS})),
+    "schedule t_end negative": ("schedule[0].t_end: must be > 0", _sched(
+        {"t_end": -1.0, "params": PARAMS})),
+    "schedule t_start leaves a gap": ("schedule[1].t_start: must equal", _sched(
+        {"t_end": 0.5, "params": PARAMS}, {"t_start": 0.6, "t_end": 1.0, "params": PARAMS})),
+    "schedule piece with params and tracking": ("exactly one of params", _sched(
+        {"t_end": 1.0, "params": PARAMS, "tracking": _tracking()})),
+    "schedule piece in another dimension": ("acts on R^3", _sched(
+        {"t_end": 1.0, "params": {"A": np.eye(3).tolist()}})),
+    "schedule params with a string": ("schedule[0].params.A[1][1]", _sched(
+        {"t_end": 1.0, "params": {"A": [[1, 0], [0, "1"]]}})),
+    "schedule misspelled key": ("schedule[0].t_ned: unknown field", _sched(
+        {"t_ned": 1.0, "params": PARAMS})),
+    "schedule with too many pieces": ("spec.MAX_SCHEDULE", _sched(
+        *({"t_end": (k + 1) / 2000, "params": PARAMS} for k in range(2000)))),
+    "tracking K of the wrong size": ("schedule[0].tracking.K: must be 2 × 2", _sched(
+        {"t_end": 1.0, "tracking": _tracking(K=np.eye(3).tolist())})),
+    "tracking L_start ragged": ("schedule[0].tracking.L_start: rows of unequal length", _sched(
+        {"t_end": 1.0, "tracking": _tracking(L_start=[[1, 0], [0]])})),
+    "tracking m_start missing": ("schedule[0].tracking.m_start: missing field", _sched(
+        {"t_end": 1.0, "tracking": {k: v for k, v in _tracking().items() if k != "m_start"}})),
+    "tracking with Infinity": ("schedule[0].tracking.b_path[1]", _sched(
+        {"t_end": 1.0, "tracking": _tracking(b_path=[0.0, float("inf")])})),
+    "tracking asked for the exact method": ("method: exact needs constant", _sched(
+        {"t_end": 1.0, "tracking": _tracking()}, method="exact")),
+    "schedule t_eval beyond t_final": ("t_eval", _sched(
+        {"t_end": 1.0, "params": PARAMS}, t_eval=[0.0, 2.0])),
+}, lambda item: refused(item[0], "flow", item[1]))
