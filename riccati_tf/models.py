@@ -136,7 +136,7 @@ class ProbeResult:
                 "prediction_note": self.prediction_note}
 
 
-def _require_transformers() -> None:
+def require_transformers() -> None:
     """Raise ImportError with the install command when torch or transformers is missing."""
     try:
         import torch  # noqa: F401
@@ -153,7 +153,7 @@ def load_model(path: str):
 
     if not isinstance(path, str | Path):
         raise InvalidInputError(f"model path must be a str or a Path, got {type(path).__name__}")
-    _require_transformers()
+    require_transformers()
     from transformers import AutoModel
 
     try:
@@ -183,7 +183,7 @@ def tiny_model(family: str = "deit", *, hidden_size: int = 32, n_layers: int = 2
     published models). DeiT and ModernBERT (8192 positions) in float32; BERT and RoBERTa (512
     positions) in float64 (`encoders.tiny.tiny_encoder`). For tests and demonstrations: no
     download."""
-    _require_transformers()
+    require_transformers()
     import torch
     from transformers import DeiTConfig, DeiTModel, ModernBertConfig, ModernBertModel
 

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+import tqdm
 
 from .certificates import certify
 from .errors import InvalidInputError
@@ -47,7 +48,8 @@ class Options:
 @dataclass(frozen=True)
 class Section:
     """One part of the report: a title, an HTML body, PNG figures and the numbers it quotes;
-    files: other files it adds to the folder {name: bytes}."""
+    files: other files it adds to the folder {name: bytes}; captions: {figure name: what the
+    figure shows} (caption and alt text; a figure without one is described by the section)."""
 
     key: str
     title: str
@@ -55,11 +57,16 @@ class Section:
     figures: dict[str, bytes] = field(default_factory=dict)
     numbers: dict = field(default_factory=dict)
     files: dict[str, bytes] = field(default_factory=dict)
+    captions: dict[str, str] = field(default_factory=dict)
+
+    def caption(self, name: str) -> str:
+        """The caption of figure `name` (its description, never its file name)."""
+        return self.captions.get(name, f"Figure of the section “{self.title}”.")
 
 
 def regimes_section(opts: Options) -> Section:
     """The three scalar-V regimes of SPEC §5 by the exact closed form, cross-checked by rk."""
-    figures, numbers, rows = {}, {}, []
+    figures, captions, numbers, rows = {}, {}, {}, []
     n_out = 101 if opts.quick else 401
     for name, (params, g0, horizon) in regime_examples().items():
         t_eval = np.linspace(0.0, horizon, n_out)
@@ -86,6 +93,10 @@ def regimes_section(opts: Options) -> Section:
             "blowup_time": cert.blowup_time, "reason": cert.reason}
         figures[f"regime_{name}.png"] = figure_png(plot_covariance(
             ex, title=name, equilibrium=cert.equilibrium))
+        captions[f"regime_{name}.png"] = (
+            f"Regime “{name}”: the covariance Σ(t) of the closed-form flow over time"
+            + ("" if ex.blowup_time is None else f", approaching the blow-up time T* = "
+               f"{ex.blowup_time:.4g}") + ".")
         t_star = "—" if ex.blowup_time is None else f"{ex.blowup_time:.12g}"
         rows.append(f"<tr><td>{name}</td><td>{ex.status}</td><td>{t_star}</td>"
                     f"<td>{final[0]:.4g}, {final[-1]:.4g}</td><td>{agree:.1e}</td>"
@@ -103,7 +114,7 @@ def regimes_section(opts: Options) -> Section:
         "<table><tr><th>regime</th><th>status</th><th>T*</th><th>final λ(Σ) (min, max)</th>"
         "<th>exact vs rk</th><th>certificate</th></tr>" + "".join(rows) + "</table>")
     return Section("regimes", "Regimes of the covariance flow and their certificates (SPEC §5–§6)",
-                   body, figures, numbers)
+                   body, figures, numbers, captions=captions)
 
 
 def proofs_section(opts: Options) -> Section:
@@ -157,7 +168,7 @@ def steering_section(opts: Options) -> Section:
         "rank 1, affine": (Gaussian(np.zeros(3), u @ u.T), Gaussian(np.ones(3), w @ w.T),
                            "affine"),
     }
-    rows, numbers, figures = [], {}, {}
+    rows, numbers, figures, captions = [], {}, {}, {}
     for i, (name, (start, target, controls)) in enumerate(cases.items()):
         plan = steer(start, target, 1.0, controls=controls)
         error = plan.verify()
@@ -166,13 +177,16 @@ def steering_section(opts: Options) -> Section:
         rows.append(f"<tr><td>{name}</td><td>{plan.route}</td><td>{len(plan.pieces)}</td>"
                     f"<td>{error:.2e}</td></tr>")
         figures[f"steer_{i}.png"] = figure_png(plot_covariance(plan.integrate(), title=name))
+        captions[f"steer_{i}.png"] = (f"Steering, {name}: the covariance along the integrated "
+                                      f"plan ({plan.route} route) from Σ0 at t = 0 to Σ1 at "
+                                      f"t = 1.")
     body = ("<p>Controls on [0, 1] steering N(m0, Σ0) to N(m1, Σ1) with rank Σ0 = rank Σ1 (the "
             "rank is invariant, SPEC §3): piecewise-constant affine layers A = log P/τ1, "
             "A = log Q/τ2 (polar route) or attention with B(t) = Σ(t)⁺. The terminal error is "
             "measured by integrating the plan.</p><table><tr><th>case</th><th>route</th>"
             "<th>pieces</th><th>terminal relative error</th></tr>" + "".join(rows) + "</table>")
     return Section("steering", "Steering one Gaussian to another (SPEC §4)", body, figures,
-                   numbers)
+                   numbers, captions=captions)
 
 
 def validation_section(opts: Options) -> Section:
@@ -180,7 +194,8 @@ def validation_section(opts: Options) -> Section:
 
     Particles with true softmax attention against the Gaussian flow; Gaussianity of a ReLU
     network and of a Transformer encoder, layer by layer."""
-    from .experiments import probe_table, run_prescribed, run_probe, run_relu_drift
+    from .experiments import run_prescribed, run_probe, run_relu_drift
+    from .models import DEFAULT_TOKENS
 
     n_tokens = 500 if opts.quick else 2000
     scratch = tempfile.TemporaryDirectory()  # the experiments' files, handed to write_report
@@ -188,6 +203,15 @@ def validation_section(opts: Options) -> Section:
                                             n_steps=30 if opts.quick else 60),
                "relu_drift": run_relu_drift(scratch.name, n_tokens=n_tokens,
                                             n_null=50 if opts.quick else 200)}
+    captions = {
+        "prescribed.png": "Prescribed attention: the trace of the particle covariance against "
+                          "the Gaussian flow over time, for opposite definiteness (bounded) and "
+                          "for equal definiteness (growing towards the predicted blow-up time "
+                          "T*).",
+        "relu_drift.png": "ReLU feed-forward: the energy statistic and the fourth-moment error "
+                          "of the token cloud over time, with and without the ReLU term, "
+                          "against the median and 99 % quantile of exactly Gaussian clouds; "
+                          "right: the covariance error to the Gaussian moment closure."}
     body = ("<p>Prescribed attention: N tokens from a Gaussian, moved by the particle system of "
             "SPEC §1, against the Gaussian flow. Opposite definiteness stays bounded; equal "
             "definiteness follows the flow towards the predicted blow-up time T* = "
@@ -195,25 +219,90 @@ def validation_section(opts: Options) -> Section:
             "Gaussian family; the dashed lines are the 99 % quantiles of the statistics for "
             "exactly Gaussian clouds of the same size.</p>")
     try:
-        probe = run_probe(opts.model, scratch.name, n_tokens=300 if opts.quick else 1000,
+        probe = run_probe(opts.model, scratch.name,
+                          n_tokens=300 if opts.quick else DEFAULT_TOKENS,
                           n_null=50 if opts.quick else 200)
     except ImportError as exc:
         body += f"<p>Model probe skipped: {html.escape(str(exc))}.</p>"
     else:
         numbers["probe"] = probe
-        body += ("<p>Model probe: Gaussian tokens through a Transformer encoder "
-                 f"({html.escape(str(probe['model']))}); per-layer distance to the fitted "
-                 f"Gaussian against the Gaussian null band.</p><pre>"
-                 f"{html.escape(probe_table(probe))}</pre>")
+        captions["probe.png"] = (
+            f"Probe of {probe['model']}: per layer, each Gaussianity statistic of the hidden "
+            f"states for {probe['n_tokens']} Gaussian input tokens against the Monte-Carlo "
+            "null of exactly Gaussian clouds of the same size; last panel: the relative "
+            "residual ρ of the affine fit of each attention sublayer.")
     figures, files = {}, {}
     with scratch:
         for name, n in numbers.items():
             png = Path(n["figure"])
             figures[png.name] = png.read_bytes()
             n["figure"] = str(opts.out / png.name)
-            files[f"{name}.json"] = json.dumps(n, indent=1, allow_nan=False).encode()
+            files[f"{name}.json"] = json.dumps(to_jsonable(n), indent=1,
+                                               allow_nan=False).encode()
+    if "probe" in numbers:
+        body += _probe_paragraph(numbers["probe"])
     return Section("validation", "Particles and real Transformers (SPEC §7)", body, figures,
-                   numbers, files)
+                   numbers, files, captions)
+
+
+def _probe_paragraph(probe: dict) -> str:
+    """What the probe's numbers say: sequences, tested space, verdicts, moment prediction."""
+    from .experiments import probe_table
+
+    n_seq, lengths = probe["sequences"], probe["lengths"]
+    space = (f"on {probe['dimension']} random orthonormal directions (n = {probe['n_tokens']} is "
+             f"not much larger than d = {probe['hidden_size']})" if probe["projected"] else
+             f"in R^{probe['hidden_size']}")
+    accepted = sum(not r for r in probe["reject"])
+    prediction = probe["prediction"]
+    moments = (html.escape(probe["prediction_note"]) if prediction is None else
+               f"the Gaussian moment prediction is within the sampling floor at "
+               f"{sum(prediction['consistent'])} of {len(prediction['consistent'])} layers")
+    limit = probe["position_limit"]
+    cut = ("one sequence (the model has no position limit)" if limit is None else
+           f"{n_seq} sequence{'s' * (n_seq > 1)} of at most {max(lengths)} tokens (position "
+           f"limit {limit}; attention acts within each)")
+    return ("<p>Model probe: Gaussian tokens through a Transformer encoder "
+            f"({html.escape(str(probe['model']))}), {probe['n_tokens']} tokens in {cut}. "
+            "The statistics are "
+            f"computed {space} and calibrated by a Monte-Carlo null; a layer is accepted as "
+            f"Gaussian when no statistic is outside the interval its test accepts (Bonferroni, "
+            f"α = {probe['alpha']:g}): {accepted} of {len(probe['reject'])} layers. The "
+            f"attention residual ρ is to be read against {probe['residual_scale']:.3g}, its "
+            f"value for an output unrelated to the input; {moments}.</p><pre>"
+            f"{html.escape(probe_table(probe))}</pre>")
+
+
+def model_section(opts: Options) -> Section:
+    """A real encoder: predicted against measured moments and the stability atlas (SPEC §7)."""
+    from .models import require_transformers
+
+    title = "A real encoder: moment prediction and stability atlas (SPEC §2, §5, §7)"
+    try:
+        require_transformers()
+    except ImportError as exc:
+        return Section("model", title, f"<p>Model section skipped: {html.escape(str(exc))}. "
+                       "Install the optional dependencies to see the moment prediction and the "
+                       "stability atlas of a real encoder.</p>")
+    from .encoders.outputs import report_parts
+
+    parts = report_parts(opts.model, quick=opts.quick)
+    c = parts.numbers["comparison"]
+    captions = {
+        "model_comparison.png": (
+            f"Predicted against measured moments of {c['model']}: per layer, the relative error "
+            f"of the mean (left) and of the covariance (right) on {c['directions']} random "
+            f"directions between the Gaussian moment prediction and the model's hidden states "
+            f"for {c['n_tokens']} tokens in {c['sequences']} sequences, against the sampling "
+            f"floor of exactly Gaussian clouds (grey, {1 - c['alpha'] / 2:.3g} quantile); "
+            f"within it at {sum(c['consistent'])} of {len(c['consistent'])} layers."),
+        "model_atlas.png": (
+            f"Stability atlas of {c['model']}: per layer and head, the signature balance of "
+            "sym(V_h) and of sym(B_h) and the distance of V_h to a multiple of the identity "
+            "(heat maps); right: each layer's blow-up time T* of the scalar-V attention flow, "
+            "with A = 0 and with A = E[J_MLP] (absent where there is none).")}
+    return Section("model", title, parts.body, parts.figures, parts.numbers, parts.files,
+                   captions)
 
 
 def sweep_section(opts: Options) -> Section:
@@ -225,16 +314,17 @@ def sweep_section(opts: Options) -> Section:
 
 SECTIONS: list[Callable[[Options], Section]] = [proofs_section, regimes_section,
                                                 steering_section, validation_section,
-                                                sweep_section]
+                                                model_section, sweep_section]
 
 
 def _page(sections: list[Section]) -> str:
     parts = []
     for s in sections:
         imgs = "".join(
-            f'<figure><img alt="{html.escape(name)}" src="data:image/png;base64,'
-            f'{base64.b64encode(png).decode()}"><figcaption>{html.escape(name)}</figcaption>'
-            "</figure>" for name, png in s.figures.items())
+            f'<figure data-file="{html.escape(name)}"><img alt="{html.escape(s.caption(name))}" '
+            'src="data:image/png;base64,'
+            f'{base64.b64encode(png).decode()}"><figcaption>{html.escape(s.caption(name))}'
+            "</figcaption></figure>" for name, png in s.figures.items())
         parts.append(f'<section id="{s.key}"><h2>{html.escape(s.title)}</h2>{s.body}'
                      f'<div class="figs">{imgs}</div></section>')
     style = ("body{font-family:sans-serif;max-width:1100px;margin:2em auto;line-height:1.45}"
@@ -246,15 +336,23 @@ def _page(sections: list[Section]) -> str:
             f"<script>{_RENDER_CHECK}</script></body></html>")
 
 
-# After loading, the page records how many figures decoded and how many equations laid out with
-# a non-empty box (read back by the headless-browser test through --dump-dom).
+# After loading, the page records how many figures decoded, in all and per section
+# (data-figures-loaded-KEY, data-figures-total-KEY), and how many equations laid out with a
+# non-empty box (read back by the headless-browser test through --dump-dom).
 _RENDER_CHECK = """
 window.addEventListener('load', function () {
   var imgs = Array.from(document.images), maths = Array.from(document.querySelectorAll('math'));
   var root = document.documentElement.dataset;
+  function loaded(list) {
+    return list.filter(function (i) { return i.complete && i.naturalWidth > 0; }).length; }
   root.figuresTotal = imgs.length;
-  root.figuresLoaded = imgs.filter(function (i) {
-    return i.complete && i.naturalWidth > 0; }).length;
+  root.figuresLoaded = loaded(imgs);
+  document.querySelectorAll('section').forEach(function (s) {
+    var own = Array.from(s.querySelectorAll('img'));
+    var key = s.id.charAt(0).toUpperCase() + s.id.slice(1);
+    root['figuresTotal' + key] = own.length;
+    root['figuresLoaded' + key] = loaded(own);
+  });
   root.equationsTotal = maths.length;
   root.equationsRendered = maths.filter(function (m) {
     var r = m.getBoundingClientRect(); return r.width > 0 && r.height > 0; }).length;
@@ -333,6 +431,14 @@ def _write_owned(out: Path, files: dict[str, bytes], owned: dict[str, list[str]]
     mark({**owned, **{n: [h] for n, h in new.items()}})
 
 
+def _is_tty(stream) -> bool:
+    """Whether `stream` is a terminal (a progress bar is drawn only there)."""
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError):  # no isatty, or a closed stream
+        return False
+
+
 def write_report(out_dir: str | Path = "report", *, quick: bool = False,
                  model: str | None = None, log=None) -> Path:
     """Run every section, write out_dir/index.html, out_dir/summary.json and the PNG figures.
@@ -347,15 +453,24 @@ def write_report(out_dir: str | Path = "report", *, quick: bool = False,
     _check_ours(out, (PAGE, SUMMARY), owned)
     opts = Options(out, quick, model)
     sections, summary, files = [], {"quick": quick, "model": model}, {}
-    for i, build in enumerate(SECTIONS, 1):
-        start = time.perf_counter()
-        print(f"[{i}/{len(SECTIONS)}] {build.__doc__.splitlines()[0]}", file=log, flush=True)
-        section = build(opts)
-        sections.append(section)
-        summary[section.key] = section.numbers
-        files.update(section.figures)
-        files.update(section.files)
-        print(f"      done in {time.perf_counter() - start:.1f} s", file=log, flush=True)
+    bar = tqdm.tqdm(total=len(SECTIONS), desc="report sections", file=log,
+                    disable=not _is_tty(log))
+
+    def say(line: str) -> None:
+        bar.write(line, file=log)
+        log.flush()
+
+    with bar:
+        for i, build in enumerate(SECTIONS, 1):
+            start = time.perf_counter()
+            say(f"[{i}/{len(SECTIONS)}] {build.__doc__.splitlines()[0]}")
+            section = build(opts)
+            sections.append(section)
+            summary[section.key] = section.numbers
+            files.update(section.figures)
+            files.update(section.files)
+            say(f"      done in {time.perf_counter() - start:.1f} s")
+            bar.update()
     files[PAGE] = _page(sections).encode("utf-8")
     files[SUMMARY] = json.dumps(to_jsonable(summary), indent=2, allow_nan=False).encode("utf-8")
     _check_ours(out, files, owned)

@@ -60,6 +60,20 @@ def test_quick_report(quick_report):
     assert {case["rank"] for case in summary["steering"].values()} == {1, 3}
     assert "sweep_phase_diagram.png" in page and (tmp_path / "sweep_phase_diagram.png").exists()
     assert summary["validation"]["prescribed"]["blowup_time"] > 0
+    # the model section: the moment prediction against the model and the atlas, its numbers
+    # in the summary and in model.json, its figures described (not named) on the page
+    model = summary["model"]
+    comparison = model["comparison"]
+    assert comparison["n_tokens"] == sum(comparison["lengths"])
+    assert max(comparison["lengths"]) <= comparison["position_limit"]
+    assert len(comparison["consistent"]) == len(model["atlas"]["regime"]) + 1
+    assert json.loads((tmp_path / "model.json").read_text())["comparison"] == comparison
+    section = page.split('<section id="model">', 1)[1].split("</section>", 1)[0]
+    alts = re.findall(r'<img alt="([^"]*)"', section)
+    assert len(alts) == 2 and all(len(a) > 80 and ".png" not in a for a in alts)
+    assert not re.findall(r'<img alt="[^"]*\.png"', page)  # no figure is named by its file
+    probe = summary["validation"]["probe"]
+    assert probe["n_tokens"] == sum(probe["lengths"]) and probe["dimension"] <= 8
 
 
 @pytest.mark.skipif(BROWSER is None, reason="no headless Chromium on this machine")
@@ -73,6 +87,10 @@ def test_report_renders_in_headless_chromium(quick_report, tmp_path):
     counts = {k: int(v) for k, v in re.findall(r'data-([a-z-]+)="(\d+)"', dom.split(">", 2)[1])}
     assert counts["figures-total"] >= 3
     assert counts["figures-loaded"] == counts["figures-total"]
+    # every section's figures, the model section's two among them
+    assert counts["figures-total-model"] == 2
+    for key in ("regimes", "steering", "validation", "model", "sweep"):
+        assert counts[f"figures-loaded-{key}"] == counts[f"figures-total-{key}"] > 0
     assert counts["equations-total"] >= 1
     assert counts["equations-rendered"] == counts["equations-total"]
     shot = tmp_path / "shot.png"
