@@ -1,5 +1,11 @@
 """Command line: `riccati-tf <subcommand> [SPEC] [--json] [--plot FILE] [--debug]`.
 
+Output: a summary per subcommand (aligned tables of the numbers that matter, LaTeX and Unicode
+printed as they are), or with --json every number in full as one JSON document. --plot is
+offered by the subcommands that draw a figure (PLOTTING). `steer --json` holds the plan as a
+flow spec (field `plan`: a piecewise `schedule`) that `riccati-tf flow` replays. Long runs show
+tqdm progress bars on stderr when it is a terminal (`experiments.progress_bar`).
+
 Exit codes: 0 success, 2 invalid spec or arguments (one line naming the field or option),
 3 numerical failure (a SolverError, one line), 1 a bug (anything unexpected; no user input is
 meant to reach it). Tracebacks and warnings only with --debug. A reader that closes stdout early
@@ -739,11 +745,10 @@ def build_parser() -> argparse.ArgumentParser:
         sub.choices[name].add_argument("--out", default="report", metavar="DIR",
                                        help="output folder for the figure and the numbers "
                                             "(default %(default)s; created if missing)")
-    for name in ("prescribed", "relu-drift"):
+    for name, least in (("prescribed", 2), ("relu-drift", 4)):
         sub.choices[name].add_argument("--n-tokens", type=_integer, default=2000, metavar="N",
-                                       help=f"tokens (default %(default)s; at least 2 (4 for "
-                                            f"relu-drift), at most experiments.MAX_TOKENS = "
-                                            f"{EXPERIMENT_TOKENS})")
+                                       help=f"tokens (default %(default)s; {least} to "
+                                            f"experiments.MAX_TOKENS = {EXPERIMENT_TOKENS})")
     add_sweep_arguments(sub)
     rep = sub.choices["report"]
     rep.add_argument("--out", default="report", metavar="DIR",

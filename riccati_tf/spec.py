@@ -23,7 +23,8 @@ Reading is strict and bounded, whatever the file holds:
 The parse helpers then check, before any array is allocated, that numbers are numbers (not
 strings, booleans or null), finite, and that matrices and vectors have at most MAX_DIM rows
 (and columns) and that heads lists hold at most MAX_HEADS heads. Unknown keys are refused at
-every level by `check_keys`, with the closest allowed key as a suggestion.
+every level by `check_keys`, with the closest allowed key as a suggestion. A flow spec may give a
+piecewise `schedule` instead of `params` (`parse_schedule`, at most MAX_SCHEDULE pieces).
 """
 
 from __future__ import annotations
