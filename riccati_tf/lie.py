@@ -67,12 +67,15 @@ DEFAULT_DEPTH = 4
 MAX_DIMENSION = 5
 #: the deepest bracket length accepted
 MAX_DEPTH = 12
-#: work budget of one rank computation: polynomial terms of the truncated jets examined (d = 5
-#: "values-nobias" at depth 4 examines about 3·10⁵); spending it raises SolverError
-#: (`max_terms` overrides per call)
-MAX_TERMS = 1_000_000
-#: the most rows one `accessibility_table` call computes (`max_rows` overrides)
+#: work budget of one rank computation, in units of one product of two polynomial terms or one
+#: elimination step, times 1 + (bits of the point's largest rational)/64 (a unit is 3–10 µs;
+#: the generated table's costliest row, "attention-nobias" d = 3 r = 1, takes 2.6·10⁶);
+#: spending it raises SolverError (`max_work` overrides)
+MAX_WORK = 5_000_000
+#: the most rows one `accessibility_table` call computes (`max_rows` overrides), and its work
+#: budget (`max_work` overrides; the generated table for d = 1, 2, 3 takes 5.4·10⁶)
 MAX_TABLE_ROWS = 200
+MAX_TABLE_WORK = 20_000_000
 
 
 @dataclass(frozen=True)
@@ -188,14 +191,17 @@ class _Echelon:
     vector against the rows in insertion order leaves no pivot key in it.
     """
 
-    def __init__(self):
+    def __init__(self, budget: _Budget | None = None):
         self.rows: list[tuple[object, dict]] = []
+        self.budget = budget
 
     def reduce(self, vec: dict) -> dict:
         vec = dict(vec)
         for key, row in self.rows:
             c = vec.get(key)
             if c:
+                if self.budget:
+                    self.budget.charge(len(row))
                 for k, v in row.items():
                     w = vec.get(k, 0) - c * v
                     if w:
@@ -461,9 +467,31 @@ def _jacobian(field: tuple, gens) -> list[list[PolyElement]]:
     return [[p.diff(x) for x in gens] for p in field]
 
 
-def lie_bracket(f: tuple, g: tuple, gens, order: int | None = None) -> tuple:
+class _Budget:
+    """Work units left (term products and eliminations, each weighted by `weight`, the size of
+    the rational numbers in 64-bit words); SolverError when spent."""
+
+    def __init__(self, limit: int, weight: int = 1):
+        self.limit = self.left = limit
+        self.weight = weight
+
+    def charge(self, units: int) -> None:
+        self.left -= units * self.weight
+        if self.left < 0:
+            raise SolverError(f"the bracket computation spent its work budget max_work = "
+                              f"{self.limit} (term products and eliminations) without "
+                              f"finishing; lower depth or pass a larger max_work")
+
+    @property
+    def spent(self) -> int:
+        return self.limit - self.left
+
+
+def lie_bracket(f: tuple, g: tuple, gens, order: int | None = None, *,
+                budget: _Budget | None = None) -> tuple:
     """[f, g](z) = Dg(z) f(z) − Df(z) g(z) for polynomial fields given componentwise
-    (terms of total degree above `order` dropped when it is given)."""
+    (terms of total degree above `order` dropped when it is given); every product of two
+    polynomials is charged len·len units to `budget` when one is given."""
     Dg, Df = _jacobian(g, gens), _jacobian(f, gens)
     R = (f[0] if f else g[0]).ring
     out = []
@@ -471,8 +499,12 @@ def lie_bracket(f: tuple, g: tuple, gens, order: int | None = None) -> tuple:
         acc = R.zero
         for j in range(len(f)):
             if f[j] and Dg[k][j]:
+                if budget:
+                    budget.charge(len(Dg[k][j]) * len(f[j]))
                 acc += Dg[k][j] * f[j]
             if g[j] and Df[k][j]:
+                if budget:
+                    budget.charge(len(Df[k][j]) * len(g[j]))
                 acc -= Df[k][j] * g[j]
         out.append(acc)
     return tuple(out) if order is None else _truncate(tuple(out), order)
@@ -501,15 +533,6 @@ def _float_rows(rows: list, n: int) -> np.ndarray:
         k = max(top.numerator.bit_length() - top.denominator.bit_length() - 1000, 0)
         out[i] = [float(x / 2**k) for x in row]
     return out
-
-
-def _spend(budget: list, field: tuple, max_terms) -> None:
-    """Charge the terms of `field` to the work budget; SolverError when it is spent."""
-    budget[0] -= sum(len(p) for p in field)
-    if budget[0] < 0:
-        raise SolverError(f"the bracket computation examined more than max_terms = {max_terms} "
-                          f"polynomial terms without finishing; lower depth or pass a larger "
-                          f"max_terms")
 
 
 def _field_coefficients(field: tuple) -> dict:
@@ -592,7 +615,7 @@ class Accessibility:
     depth_reached: the length of the longest word needed; n_fields: number
     of (identically independent) brackets examined; mean, cov: the point (floats of the exact
     rationals used); fixed: the held parameters; has_bias: b is a control or held nonzero;
-    terms: the work spent (polynomial terms examined, see MAX_TERMS).
+    work: the work spent (units of MAX_WORK).
     """
 
     controls: str
@@ -610,7 +633,7 @@ class Accessibility:
     fixed: Mapping[str, np.ndarray]
     has_bias: bool
     basis: np.ndarray
-    terms: int = 0
+    work: int = 0
 
     @property
     def full(self) -> bool:
@@ -640,7 +663,7 @@ class Accessibility:
 
 def accessibility_rank(controls, d: int, point=None, depth: int = DEFAULT_DEPTH, *,
                        rank: int | None = None, fixed: Mapping | None = None,
-                       seed: int = 0, max_terms: int = MAX_TERMS,
+                       seed: int = 0, max_work: int = MAX_WORK,
                        max_dimension: int = MAX_DIMENSION) -> Accessibility:
     """Rank of span{[X_1, [X_2, …, X_k]](z0) : k ≤ depth, X_i ∈ {f0, g_1, …}} for the system
     ż = f0(z) + Σ u_i g_i(z) of configuration `controls` in R^d (exact rational arithmetic).
@@ -649,8 +672,8 @@ def accessibility_rank(controls, d: int, point=None, depth: int = DEFAULT_DEPTH,
     rank (or of `rank` when given; see `rational_point`); None draws a random rational point on
     the stratum of rank `rank` (default d: a generic positive-definite point; `seed` ≥ 0 picks
     it), which gives the generic rank with probability one. fixed: held parameters (see
-    `control_system`). depth ≤ MAX_DEPTH; d ≤ max_dimension (MAX_DIMENSION); max_terms: the
-    work budget (MAX_TERMS polynomial terms examined; SolverError when spent).
+    `control_system`). depth ≤ MAX_DEPTH; d ≤ max_dimension (MAX_DIMENSION); max_work: the
+    work budget (MAX_WORK; SolverError when spent).
     Stops early once the rank equals the stratum dimension d + r d − r(r−1)/2.
     """
     if isinstance(controls, ControlSystem) and fixed is not None:
@@ -663,8 +686,7 @@ def accessibility_rank(controls, d: int, point=None, depth: int = DEFAULT_DEPTH,
         raise InvalidInputError(f"the control system acts on R^{system.d}, not R^{d}")
     depth = as_count("depth", depth, maximum=MAX_DEPTH)
     seed = as_count("seed", seed, minimum=0)
-    limit = as_count("max_terms", max_terms)
-    budget = [limit]
+    max_work = as_count("max_work", max_work)
     if point is None:
         mean, cov = stratum_point(d, d if rank is None else rank, seed)
         r = exact_rank(cov.tolist())
@@ -672,6 +694,8 @@ def accessibility_rank(controls, d: int, point=None, depth: int = DEFAULT_DEPTH,
         mean, cov, r = rational_point(point, d, rank)
     pairs = _vech_pairs(d)
     z = [_qq(x) for x in mean] + [_qq(cov[i, j]) for i, j in pairs]
+    bits = max(int(x.numerator).bit_length() + int(x.denominator).bit_length() for x in z)
+    budget = _Budget(max_work, 1 + bits // 64)
     expected = stratum_dimension(d, r)
     _, gens, _, _ = _state_ring(d)
     origin = (0,) * len(gens)
@@ -679,14 +703,14 @@ def accessibility_rank(controls, d: int, point=None, depth: int = DEFAULT_DEPTH,
     # Jets at z0: a level-ℓ bracket is needed only to order depth − ℓ (each further bracket
     # differentiates once), so every field is shifted to z0 and truncated; dependence of
     # truncated jets implies dependence of all further brackets at z0, so pruning stays exact.
-    at_point = _Echelon()
+    at_point = _Echelon(budget)
     words, basis = [], []
     reached = 0
 
     def keep_independent(candidates, order, kept):
         """Those candidate jets independent (to `order`) of the kept ones and of each other."""
         nonlocal reached
-        ech = _Echelon()
+        ech = _Echelon(budget)
         for _, _, fld in kept:
             ech.add(_field_coefficients(_truncate(fld, order)))
         out = []
@@ -707,7 +731,7 @@ def accessibility_rank(controls, d: int, point=None, depth: int = DEFAULT_DEPTH,
     level1 = [(1, n, _shift(f, z)) for n, f in zip(system.names, system.fields, strict=True)
               if any(f)]
     for _, _, f in level1:
-        _spend(budget, f, limit)
+        budget.charge(sum(len(p) for p in f))
     generators = keep_independent(level1, depth - 1, [])
     kept, current = list(generators), list(enumerate(generators))
     level = 1
@@ -719,8 +743,7 @@ def accessibility_rank(controls, d: int, point=None, depth: int = DEFAULT_DEPTH,
             for i, (_, xname, xf) in enumerate(generators):
                 if level == 2 and i >= j:
                     continue
-                bracket = lie_bracket(_truncate(xf, order + 1), yf, gens, order)
-                _spend(budget, bracket, limit)
+                bracket = lie_bracket(_truncate(xf, order + 1), yf, gens, order, budget=budget)
                 candidates.append((level, f"[{xname}, {yname}]", bracket))
         new = keep_independent(candidates, order, kept)
         kept += new
@@ -731,8 +754,7 @@ def accessibility_rank(controls, d: int, point=None, depth: int = DEFAULT_DEPTH,
                          reached, tuple(words), n_fields, np.array(mean, dtype=float),
                          np.array(cov, dtype=float), system.fixed,
                          system.configuration.has_bias or bool(np.any(system.fixed["b"])),
-                         _float_rows(basis, system.n_state),
-                         limit - budget[0])
+                         _float_rows(basis, system.n_state), budget.spent)
 
 
 # --------------------------------------------------------------------------- the table
@@ -740,11 +762,12 @@ def accessibility_rank(controls, d: int, point=None, depth: int = DEFAULT_DEPTH,
 def accessibility_table(dims: Sequence[int] = (1, 2, 3), controls: Sequence[str] | None = None,
                         depth: int = DEFAULT_DEPTH, seed: int = 0, *,
                         max_rows: int = MAX_TABLE_ROWS,
-                        max_terms: int = MAX_TERMS) -> tuple[Accessibility, ...]:
+                        max_work: int = MAX_TABLE_WORK) -> tuple[Accessibility, ...]:
     """`accessibility_rank` for every configuration (default: all registered; a single name is
     one configuration), every d in dims and every covariance rank r = 0, …, d, at random
     rational points of each stratum (fixed seed). At most max_rows rows (MAX_TABLE_ROWS);
-    max_terms is the work budget of the whole table (SolverError when spent)."""
+    max_work is the work budget of the whole table (MAX_TABLE_WORK; each row also at most
+    MAX_WORK; SolverError when spent)."""
     names = list(CONFIGURATIONS) if controls is None else [
         configuration(c).name for c in _items("controls", controls, str)]
     dims = [_dimension(d, MAX_DIMENSION) for d in _items("dims", dims, numbers.Integral)]
@@ -752,22 +775,22 @@ def accessibility_table(dims: Sequence[int] = (1, 2, 3), controls: Sequence[str]
     if rows > as_count("max_rows", max_rows):
         raise InvalidInputError(f"the table would have {rows} rows, more than max_rows = "
                                 f"{max_rows}; pass fewer dims or controls, or a larger max_rows")
-    left = as_count("max_terms", max_terms)
+    left = as_count("max_work", max_work)
     out = []
     for name in names:
         for d in dims:
             for r in range(d + 1):
                 if left <= 0:
-                    raise SolverError(f"the table spent its work budget max_terms = "
-                                      f"{max_terms} before row {len(out) + 1} of {rows}")
+                    raise SolverError(f"the table spent its work budget max_work = "
+                                      f"{max_work} before row {len(out) + 1} of {rows}")
                 try:
                     out.append(accessibility_rank(name, d, rank=r, depth=depth, seed=seed,
-                                                  max_terms=left))
+                                                  max_work=min(left, MAX_WORK)))
                 except SolverError:
-                    raise SolverError(f"the table spent its work budget max_terms = "
-                                      f"{max_terms} in row {len(out) + 1} of {rows} ({name}, "
-                                      f"d = {d}, rank {r}); pass a larger max_terms") from None
-                left -= out[-1].terms
+                    raise SolverError(f"the table spent its work budget max_work = "
+                                      f"{max_work} in row {len(out) + 1} of {rows} ({name}, "
+                                      f"d = {d}, rank {r}); pass a larger max_work") from None
+                left -= out[-1].work
     return tuple(out)
 
 

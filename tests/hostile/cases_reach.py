@@ -189,7 +189,11 @@ cases_of(AREA, "error", {
     "seed_bool": lambda: accessibility_rank("affine", 2, seed=True),
     "depth_beyond_budget": lambda: accessibility_rank("affine", 2, depth=10**6),
     "dimension_beyond_budget": lambda: accessibility_rank("full", 40),
-    "term_budget_spent": lambda: accessibility_rank("values-nobias", 3, depth=6, max_terms=500),
+    "work_budget_spent": lambda: accessibility_rank("values-nobias", 3, depth=6, max_work=500),
+    "work_budget_weighs_huge_rationals": lambda: accessibility_rank(
+        "attention-nobias", 3, (np.array([1e182, -2e182, 3e181]),
+                                1e298 * np.outer([1.0, -0.5, 2.0], [1.0, -0.5, 2.0])),
+        max_work=300_000),
     "max_dimension_string": lambda: accessibility_rank("affine", 2, max_dimension="5"),
     "system_of_other_dimension": lambda: accessibility_rank(control_system("affine", 1), 2),
     "evaluate_string_state": lambda: control_system("affine", 1).evaluate(["0", "1"]),
@@ -199,7 +203,7 @@ cases_of(AREA, "error", {
     "table_dims_zero": lambda: accessibility_table([1, 0], "affine"),
     "table_controls_number": lambda: accessibility_table([1], [5]),
     "table_rows_beyond_budget": lambda: accessibility_table([5] * 9),
-    "table_terms_budget_spent": lambda: accessibility_table([2, 3], max_terms=200),
+    "table_work_budget_spent": lambda: accessibility_table([2, 3], max_work=2_000),
 }, lambda fn: fn(), timeout=30)
 
 
