@@ -1,0 +1,77 @@
+"""The command-line entry points on a saved BERT-family sentence encoder of the published shape
+(d = 384, 12 heads, 6 layers, 512 positions, intermediate 1536), random float64 weights: the
+probe with its defaults cuts the tokens into sequences within the position limit and tests on
+random directions; the atlas writes its figure and numbers."""
+
+import json
+
+import numpy as np
+import pytest
+
+pytest.importorskip("torch")
+transformers = pytest.importorskip("transformers")
+
+from riccati_tf import models  # noqa: E402
+from riccati_tf.encoders.outputs import write_atlas  # noqa: E402
+from riccati_tf.experiments import run_probe  # noqa: E402
+
+SHAPE = {"hidden_size": 384, "num_attention_heads": 12, "num_hidden_layers": 6,
+         "max_position_embeddings": 512, "intermediate_size": 1536}
+
+
+@pytest.fixture(scope="module")
+def encoder_dir(tmp_path_factory):
+    """A BertModel of the sentence-encoder shape, float64, saved with save_pretrained."""
+    import torch
+
+    path = tmp_path_factory.mktemp("sentence-encoder")
+    torch.manual_seed(0)
+    model = transformers.BertModel(transformers.BertConfig(**SHAPE)).double().eval()
+    model.save_pretrained(path)
+    return str(path)
+
+
+def test_probe_with_the_defaults_runs_within_the_position_limit(encoder_dir, tmp_path):
+    # the defaults of the command line: all tokens in one sequence would exceed 512 positions
+    numbers = run_probe(encoder_dir, tmp_path, n_tokens=models.DEFAULT_TOKENS)
+    stored = json.loads((tmp_path / "probe.json").read_text())
+    assert (tmp_path / "probe.png").read_bytes()[:4] == b"\x89PNG"
+    assert stored["layers"] == numbers["layers"] == list(range(7))
+    assert stored["lengths"] == [512] * 4 and stored["sequences"] == 4
+    assert stored["position_limit"] == 512 and stored["model_path"] == encoder_dir
+    # n = 2048 is not ≫ d = 384: the statistics are taken on k ≪ n random directions
+    assert stored["projected"] and stored["dimension"] == models.PROJECTED_DIMENSION
+    assert stored["rank"] == [models.PROJECTED_DIMENSION] * 7
+    # σ = 0.02 weights: near-identity layers, Gaussian throughout, attention affine per
+    # sequence up to the finite-sequence softmax (ρ ≈ 0.035, an order of magnitude below its
+    # value for an unrelated output), moments as predicted
+    assert not any(stored["reject"])
+    rho, scale = np.array(stored["attention_residual"]), stored["residual_scale"]
+    np.testing.assert_allclose(scale, np.sqrt((512 - 385) / 511))
+    assert np.all(rho < 0.1 * scale)
+    # the moment prediction: errors at the level of the sampling floor (each layer's verdict is
+    # a test at level α, 7 layers: a floor quantile can be crossed by chance, 1.5× cannot)
+    prediction = stored["prediction"]
+    for name in ("mean_k", "cov_k"):
+        floor = np.array(prediction["floors"][name])[:, 1]
+        assert np.all(np.array(prediction["errors"][name]) < 1.5 * floor)
+    assert stored["prediction"]["lengths"] == stored["lengths"]
+
+
+def test_probe_keeps_its_verdict_when_n_is_close_to_d(encoder_dir):
+    # n = 500 ≈ d: whitened in R^384 every layer would look alike; on 8 directions the
+    # near-identity layers are accepted and the accepted interval has width
+    res = models.probe(models.load_model(encoder_dir), n_tokens=500, predict=False)
+    assert res.lengths == (500,) and res.dimension == models.PROJECTED_DIMENSION
+    assert not res.reject.any()
+    for name in models.TESTS:
+        assert np.all(res.band_high[name] > res.null_median[name])
+
+
+def test_atlas_with_the_defaults_writes_figure_and_numbers(encoder_dir, tmp_path):
+    result, numbers = write_atlas(encoder_dir, tmp_path / "atlas")
+    stored = json.loads((tmp_path / "atlas" / "atlas.json").read_text())
+    assert (tmp_path / "atlas" / "atlas.png").read_bytes()[:4] == b"\x89PNG"
+    assert stored["model_path"] == encoder_dir and stored["d"] == 384
+    assert np.array(stored["v_inertia"]).shape == (6, 12, 3) == result.v_inertia.shape
+    assert stored["regime"] == numbers["regime"] == result.regime.tolist()
