@@ -440,40 +440,45 @@ def plot_probe(result: ProbeResult):
     from .plotting import new_figure
 
     fig, axes = new_figure(2, 4, figsize=(16, 7))
-    level = f"{1 - result.level:.4g}"
     for ax, name in zip(axes.flat, REPORTED, strict=False):
         stat, low, high = result.stats[name], result.band_low[name], result.band_high[name]
-        # an unbounded side (one-sided test; too few null samples to reject) is drawn past
-        # every statistic
-        bottom, top = min(0.0, np.min(stat)), np.max([stat, result.null_median[name]])
-        never = not np.all(np.isfinite(high))
-        ax.vlines(result.layers, np.where(np.isfinite(low), low, bottom),
-                  np.where(np.isfinite(high), high, top + 0.1 * (top - bottom)), colors="0.8",
-                  linewidths=10, label=f"accepted by the test (null quantile {level})"
-                  + ("; unbounded: n_null too small to reject" if never else ""))
+        # an unbounded side (below a one-sided test; too few null samples to reject) is drawn
+        # past every statistic
+        shown = np.concatenate([stat, result.null_median[name], low[np.isfinite(low)],
+                                high[np.isfinite(high)]])
+        margin = 0.05 * max(np.ptp(shown), np.finfo(float).tiny)
+        ax.vlines(result.layers, np.where(np.isfinite(low), low, shown.min() - margin),
+                  np.where(np.isfinite(high), high, shown.max() + margin), colors="0.8",
+                  linewidths=10, label=f"accepted by the test at α/{len(TESTS)} = "
+                  f"{result.level:.3g} (unbounded sides drawn to the edge)")
         ax.plot(result.layers, result.null_median[name], "_", color="0.4", ms=12,
-                label="null median")
-        outside = (stat > high) | (stat < result.band_low[name])
+                label="median of the Gaussian null")
+        outside = (stat > high) | (stat < low)
         ax.plot(result.layers[~outside], stat[~outside], "o", color="C0",
-                label="hidden states (inside)")
+                label="hidden states: accepted")
         ax.plot(result.layers[outside], stat[outside], "X", color="C3",
-                label="hidden states (outside)")
+                label="hidden states: rejected by this statistic")
         ax.set_title(name + ("" if name in TESTS else " (not in the verdict)"))
         ax.set_xlabel("layer")
-        ax.legend(fontsize=7)
+        ax.set_xticks(result.layers)
     ax = axes.flat[len(REPORTED)]
-    ax.plot(result.layers[1:], result.attention_residual, "o-", label="ρ (affine fit)")
+    ax.plot(result.layers[1:], result.attention_residual, "o-", color="C2",
+            label="attention: affine-fit residual ρ")
     if np.isfinite(result.residual_scale):
         ax.axhline(result.residual_scale, color="k", ls="--", label="ρ_free (unrelated output)")
     ax.set_title("attention: affine-fit residual ρ")
     ax.set_xlabel("layer")
-    ax.legend(fontsize=7)
-    for extra in axes.flat[len(REPORTED) + 1:]:
-        extra.axis("off")
+    ax.set_xticks(result.layers[1:])
+    legend = axes.flat[len(REPORTED) + 1]
+    legend.axis("off")
+    handles = axes.flat[0].get_legend_handles_labels()
+    extra = ax.get_legend_handles_labels()
+    legend.legend(handles[0] + extra[0], handles[1] + extra[1], loc="center", fontsize=8)
     space = (f"in R^{result.hidden_size}" if not result.projected else
              f"on {result.dimension} random directions of R^{result.hidden_size}")
     n_seq = len(result.lengths)
     fig.suptitle(f"{result.model}: {result.n_tokens} Gaussian tokens in {n_seq} sequence"
                  f"{'s' * (n_seq > 1)} of ≤ {max(result.lengths)}, tested {space} "
-                 f"(Bonferroni α = {result.alpha:g})")
+                 f"(Bonferroni, α = {result.alpha:g}: a layer is rejected when any of "
+                 f"{', '.join(TESTS)} is outside its bar)")
     return fig
