@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from riccati_tf import Gaussian, Params
-from riccati_tf.errors import InvalidInputError
+from riccati_tf.errors import InvalidInputError, SolverError
 from riccati_tf.lie import (
     CONFIGURATIONS,
     accessibility_document,
@@ -226,6 +226,61 @@ def test_invalid_inputs_are_refused():
         accessibility_rank("affine", 2, depth=0)
     with pytest.raises(InvalidInputError, match="2×2"):
         control_system("attention", 2, fixed={"V": np.eye(3)})
+
+
+@pytest.mark.parametrize("point, field", [
+    ((["1", "2"], np.eye(2)), "mean"),
+    (([True, False], np.eye(2)), "mean"),
+    (([1j, 2.0], np.eye(2)), "mean"),
+    ((np.zeros(2), np.array([["1", "0"], ["0", "1"]], dtype=object)), "cov"),
+    ((np.zeros(2), np.array([[-np.inf, 0], [0, 1]], dtype=object)), "cov"),
+    ("ab", "point"),
+])
+def test_points_go_through_the_validation_path(point, field):
+    """Strings, booleans, complex numbers and infinities are refused, never parsed or cast."""
+    with pytest.raises(InvalidInputError, match=field):
+        accessibility_rank("affine", 2, point)
+
+
+def test_rational_points_keep_their_meaning():
+    """Fractions and ints are kept exactly; a float is rationalised relative to its size, so
+    subnormal and huge entries keep their rank (Σ = 1e-310·I is the full-rank stratum)."""
+    cov = np.array([[Fraction(1, 3), 1], [1, Fraction(7, 2)]], dtype=object)
+    mean, exact, r = rational_point(([Fraction(-2, 7), 5], cov), 2)
+    assert r == 2 and exact[0, 0] == Fraction(1, 3) and exact[1, 1] == Fraction(7, 2)
+    assert list(mean) == [Fraction(-2, 7), 5]
+    for scale in (1e-310, 1e300):
+        _, exact, r = rational_point((np.zeros(2), scale * np.diag([1.0, 2.0])), 2)
+        assert r == 2 and exact_rank(exact.tolist()) == 2
+        assert abs(float(exact[1, 1]) / (2 * scale) - 1) < 1e-15
+        acc = accessibility_rank("affine", 2, (np.zeros(2), scale * np.eye(2)))
+        assert acc.rank == acc.expected == 5
+
+
+def test_fixed_must_name_holdable_parameters():
+    """fixed is a mapping from the configuration's non-control parameters; the error lists them."""
+    for bad in (5, "A", [("A", np.eye(2))]):
+        with pytest.raises(InvalidInputError, match=r"mapping .*A, V"):
+            control_system("attention", 2, fixed=bad)
+    with pytest.raises(InvalidInputError, match="held are A, V"):
+        control_system("attention", 2, fixed={"B": np.eye(2)})
+    with pytest.raises(InvalidInputError, match="controls 'values' are A, B"):
+        control_system("values", 2, fixed={"W": np.eye(2)})
+
+
+def test_work_budgets_end_in_clean_errors():
+    """d, depth, seed, table size and bracket work are bounded; spending the work is SolverError."""
+    with pytest.raises(InvalidInputError, match="max_dimension"):
+        accessibility_rank("affine", 6)
+    with pytest.raises(InvalidInputError, match="depth must be ≤"):
+        accessibility_rank("affine", 2, depth=100)
+    with pytest.raises(InvalidInputError, match="seed"):
+        accessibility_rank("affine", 2, seed=-1)
+    with pytest.raises(InvalidInputError, match="max_rows"):
+        accessibility_table([5] * 9)
+    with pytest.raises(SolverError, match="max_work"):
+        accessibility_rank("values-nobias", 3, depth=6, max_work=1000)
+    assert accessibility_rank("affine", 2).work > 0
 
 
 def test_tangency_bound_and_documented_rows_for_d_up_to_2():

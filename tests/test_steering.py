@@ -9,8 +9,8 @@ from scipy.linalg import expm, polar
 from scipy.stats import chi2
 
 from riccati_tf import ControlPlan, Gaussian, Params, steer
-from riccati_tf.errors import InvalidInputError, RankMismatchError, UnreachableError
-from riccati_tf.steering import direct_rotation, phase_bias, transport
+from riccati_tf.errors import InvalidInputError, RankMismatchError, SolverError, UnreachableError
+from riccati_tf.steering import direct_rotation, phase_bias, terminal_error, transport
 
 TOL = 1e-8
 
@@ -175,6 +175,77 @@ def test_bad_input_is_refused(rng):
         steer(g, g, 1.0, controls="magic")
     with pytest.raises(InvalidInputError, match=r"start must be a riccati_tf\.Gaussian"):
         steer((g.mean, g.cov), g, 1.0)
+
+
+def test_hostile_arguments_are_refused_by_name(rng):
+    g = random_gaussian(rng, 2, 2)
+    for kwargs, field in [({"fixed": 5}, "fixed"), ({"fixed": "A"}, "fixed"),
+                          ({"fixed": {"Q": np.eye(2)}}, "unknown parameter 'Q'.*A, V"),
+                          ({"temperature": np.inf}, "temperature"),
+                          ({"check_accessibility": "no"}, "check_accessibility")]:
+        with pytest.raises(InvalidInputError, match=field):
+            steer(g, g, 1.0, controls="attention", **kwargs)
+    with pytest.raises(InvalidInputError, match="T must be ≤"):
+        steer(Gaussian([0.0], [[0.0]]), Gaussian([0.0], [[0.0]]), 1.797e308)
+    with pytest.raises(InvalidInputError, match="n_pieces must be ≤"):
+        steer(g, g, 1.0, controls="values", n_pieces=10**6)
+    with pytest.raises(RankMismatchError, match="rank Σ0 = 2 but rank Σ1 = 1"):
+        steer(Gaussian(np.zeros(2), 1e-300 * np.eye(2)),
+              Gaussian(np.zeros(2), 1e-300 * np.diag([1.0, 0.0])), 1.0)
+
+
+@pytest.mark.parametrize("scale0, scale1", [(1.0, 1e-315), (1e-300, 1e300), (1e290, 8e307)])
+def test_extreme_scales_are_steered_and_verified(scale0, scale1):
+    """Covariances from the subnormal range to near 1.8e308: the plan is exact in closed form
+    (Σ(T) = (E2 E1) Σ0 (E2 E1)ᵀ, products rescaled by powers of two) and verify() is relative to
+    the target, not hidden under the start's scale."""
+    C = np.array([[2.0, 1.0], [1.0, 1.0]])
+    start, target = Gaussian(np.zeros(2), scale0 * np.eye(2)), Gaussian(np.zeros(2), scale1 * C)
+    plan = steer(start, target, 1.0)
+    assert plan.success and plan.residual <= TOL
+    F, k = np.eye(2), 0
+    for piece in plan.pieces:
+        F = expm(piece.layer.A * (piece.t1 - piece.t0)) @ F
+        e = np.frexp(np.abs(F).max())[1]
+        F, k = np.ldexp(F, -e), k + e
+    e = np.frexp(scale1)[1]
+    G = np.ldexp(F, k - e // 2)
+    image = G @ start.cov @ G.T
+    reference = np.ldexp(target.cov, -2 * (e // 2))
+    assert np.linalg.norm(image - reference) <= 1e-8 * np.linalg.norm(reference)
+    wrong = replace(plan, target=Gaussian(np.zeros(2), 0.5 * scale1 * C))
+    assert wrong.verify() == pytest.approx(1.0, rel=1e-6)
+
+
+def test_transport_between_rank_deficient_covariances_of_any_size():
+    """Rank 1 in R^2 from 1e-280 to 1e-310 (subnormal entries): Φ1 Σ0 Φ1ᵀ = Σ1 to rounding."""
+    u, v = np.array([1.0, 2.0]), np.array([3.0, -1.0])
+    cov0, cov1 = 1e-280 * np.outer(u, u), 1e-310 * np.outer(v, v)
+    tr = transport(cov0, cov1, 1)
+    assert tr.residual <= 1e-12
+    plan = steer(Gaussian(np.zeros(2), cov0), Gaussian(np.zeros(2), cov1), 2.0)
+    assert plan.success and plan.residual <= TOL
+
+
+def test_ill_conditioned_means_are_refused_not_missed(rng):
+    """A covariance expanding by 1e106 while the mean sits 1e45 standard deviations out: the
+    bias would have to cancel e^{Aτ}m0 beyond float64 precision, so steer refuses."""
+    L = rng.standard_normal((3, 3))
+    start = Gaussian(1e26 * rng.standard_normal(3), 1e-37 * L @ L.T)
+    target = Gaussian(1e26 * rng.standard_normal(3), 1e69 * L @ L.T)
+    with pytest.raises(SolverError, match="mean cannot be steered"):
+        steer(start, target, 1e31)
+
+
+def test_terminal_error_is_relative_and_scale_free(rng):
+    g0, g1 = random_gaussian(rng, 2, 2), random_gaussian(rng, 2, 2)
+    err = terminal_error(g1.mean, 1.01 * g1.cov, g0, g1)
+    assert err == pytest.approx(0.01, rel=1e-9)
+    for k in (-500, 500):
+        s0 = Gaussian(np.ldexp(g0.mean, k), np.ldexp(g0.cov, 2 * k))
+        s1 = Gaussian(np.ldexp(g1.mean, k), np.ldexp(g1.cov, 2 * k))
+        assert terminal_error(s1.mean, np.ldexp(1.01 * g1.cov, 2 * k), s0, s1) == \
+            pytest.approx(err, rel=1e-12)
 
 
 # --------------------------------------------------------------------------- particles
