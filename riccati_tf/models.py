@@ -41,6 +41,7 @@ transformers are imported inside the functions only.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -48,6 +49,9 @@ from .errors import InvalidInputError
 from .gaussianity import MAX_NULL, TESTS, acceptance_band, check_alpha, directions, normality_test
 from .particles import as_limited_count, as_seed
 from .validation import as_time
+
+if TYPE_CHECKING:
+    from .encoders.comparison import Comparison
 
 #: statistics reported per layer (TESTS plus the relative moment errors)
 REPORTED = (*TESTS, "third", "fourth")
@@ -108,7 +112,7 @@ class ProbeResult:
     null_q95: dict[str, np.ndarray]
     attention_residual: np.ndarray
     residual_scale: float
-    prediction: object | None
+    prediction: Comparison | None
     prediction_note: str
 
     @property
@@ -430,6 +434,46 @@ def probe(model, *, n_tokens: int = DEFAULT_TOKENS, seed: int = 0, n_null: int =
         per_layer(lambda t, name: t.null.quantile(name, 0.5)),
         per_layer(lambda t, name: t.null.quantile(name, 0.95)),
         np.array(residual), residual_scale(lengths, d), comparison, note)
+
+
+def _edge(value) -> str:
+    """A band edge for the table (None, ±inf: unbounded)."""
+    if value is None or not np.isfinite(value):
+        return "none"
+    return f"{value:.4g}"
+
+
+def probe_table(numbers: dict) -> str:
+    """The per-layer numbers of `ProbeResult.as_dict` (as written to probe.json) as a text table:
+    a line on the sequences and the tested space, a header, one line per layer with the energy
+    and kurtosis against the interval their tests accept, the smallest p-value, whether the
+    moment prediction is within its sampling floor, the verdict and the attention residual ρ."""
+    n_seq, space = numbers["sequences"], (
+        f"on {numbers['dimension']} random directions of R^{numbers['hidden_size']}"
+        if numbers["projected"] else f"in R^{numbers['hidden_size']}")
+    level = numbers["alpha"] / len(TESTS)
+    scale = numbers["residual_scale"]
+    lines = [f"{numbers['model']}: {numbers['n_tokens']} Gaussian tokens in {n_seq} sequence"
+             f"{'s' * (n_seq > 1)} of ≤ {max(numbers['lengths'])} (position limit "
+             f"{numbers['position_limit']}), tested {space}; accepted intervals at "
+             f"α/{len(TESTS)} = {level:.3g}; ρ_free = "
+             f"{'none' if scale is None or not np.isfinite(scale) else f'{scale:.3f}'}"
+             + (f" (figure: {numbers['figure']})" if "figure" in numbers else ""),
+             f"{'layer':>5} {'energy':>9} {'accepts ≤':>9} {'kurtosis':>9} "
+             f"{'accepts':>19} {'min p':>7} {'moments':>8} {'Gaussian?':>9} {'attn ρ':>7}"]
+    stats, low, high = numbers["stats"], numbers["band_low"], numbers["band_high"]
+    residual = [None, *numbers["attention_residual"]]
+    prediction = numbers.get("prediction")
+    for i, layer in enumerate(numbers["layers"]):
+        p_min = min(numbers["p_values"][name][i] for name in numbers["p_values"])
+        rho = "" if residual[i] is None or not np.isfinite(residual[i]) else f"{residual[i]:.3f}"
+        moments = ("—" if prediction is None else
+                   "ok" if prediction["consistent"][i] else "deviates")
+        band = f"[{_edge(low['kurtosis'][i])}, {_edge(high['kurtosis'][i])}]"
+        lines.append(f"{layer:>5} {stats['energy'][i]:>9.4g} {_edge(high['energy'][i]):>9} "
+                     f"{stats['kurtosis'][i]:>9.4g} {band:>19} {p_min:>7.3f} {moments:>8} "
+                     f"{'rejected' if numbers['reject'][i] else 'accepted':>9} {rho:>7}")
+    return "\n".join(lines)
 
 
 def plot_probe(result: ProbeResult):

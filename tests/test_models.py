@@ -12,6 +12,7 @@ from riccati_tf import gaussianity, models  # noqa: E402
 from riccati_tf.encoders.tiny import tiny_encoder  # noqa: E402
 from riccati_tf.errors import InvalidInputError  # noqa: E402
 from riccati_tf.experiments import probe_table, run_probe  # noqa: E402
+from riccati_tf.serialize import to_jsonable  # noqa: E402
 
 N_TOKENS, N_NULL = 300, 100
 
@@ -199,3 +200,22 @@ def test_tiny_model_builds_bert_and_roberta():
     for family in ("bert", "roberta"):
         model = models.tiny_model(family, hidden_size=16, n_heads=2, n_layers=3)
         assert model.config.model_type == family and model.config.num_hidden_layers == 3
+
+
+def test_probe_table_quotes_the_result(saved):
+    _, path = saved
+    res = models.probe(models.load_model(path), n_tokens=N_TOKENS, n_null=200)
+    numbers = to_jsonable(res.as_dict())  # as probe.json holds it: unbounded edges are None
+    header, _, *rows = models.probe_table(numbers).splitlines()
+    assert "on 8 random directions of R^32" in header and "1 sequence" in header
+    assert len(rows) == 3
+    for i, row in enumerate(rows):
+        cells = row.replace("[", " ").replace("]", " ").replace(",", " ").split()
+        assert int(cells[0]) == i
+        np.testing.assert_allclose(float(cells[1]), res.stats["energy"][i], rtol=1e-3)
+        np.testing.assert_allclose(float(cells[2]), res.band_high["energy"][i], rtol=1e-3)
+        np.testing.assert_allclose([float(c) for c in cells[4:6]],
+                                   [res.band_low["kurtosis"][i], res.band_high["kurtosis"][i]],
+                                   rtol=1e-3)
+        assert cells[8] == ("rejected" if res.reject[i] else "accepted")
+        assert cells[7] == ("ok" if res.prediction.consistent[i] else "deviates")
