@@ -341,7 +341,7 @@ def _fixed_values(conf: Configuration, d: int, fixed) -> dict[str, np.ndarray]:
     if not isinstance(fixed, Mapping):
         raise InvalidInputError(f"fixed must be None or a mapping from parameter names "
                                 f"({', '.join(allowed)} for controls {conf.name!r}) to values, "
-                                f"got a {type(fixed).__name__}")
+                                f"got {fixed!r:.40} (a {type(fixed).__name__})")
     for key in fixed:
         if key in conf.controls:
             raise InvalidInputError(f"fixed[{key!r}]: {key} is a control of configuration "
