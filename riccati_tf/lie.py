@@ -132,6 +132,8 @@ def configuration(name) -> Configuration:
 
 def stratum_dimension(d: int, r: int) -> int:
     """Dimension d + r d − r(r−1)/2 of the state manifold {(m, Σ) : rank Σ = r} (SPEC §3)."""
+    d = as_count("d", d)
+    r = _rank(r, d)
     return d + r * d - r * (r - 1) // 2
 
 
@@ -223,7 +225,10 @@ class _Echelon:
 
 def generic_matrix(d: int, name: str) -> np.ndarray:
     """A fixed 'generic' rational d×d matrix I + N/4, N with entries in {−2, …, 2}, drawn from a
-    seed made of d and name (reproducible; invertible by construction check)."""
+    seed made of d ≤ 100 and name (reproducible; invertible by construction check)."""
+    d = as_count("d", d, maximum=100)
+    if not isinstance(name, str):
+        raise InvalidInputError(f"name must be a string, got {type(name).__name__}")
     rng = np.random.default_rng([d, *name.encode()])
     while True:
         N = rng.integers(-2, 3, size=(d, d))
@@ -881,12 +886,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not args.table:
         parser.print_help()
         return 0
-    text = accessibility_document(tuple(args.dims), depth=args.depth)
-    if args.out:
-        with open(args.out, "w", encoding="utf-8") as fh:
-            fh.write(text)
-    else:
-        sys.stdout.write(text)
+    try:
+        text = accessibility_document(tuple(args.dims), depth=args.depth)
+        if args.out:
+            with open(args.out, "w", encoding="utf-8") as fh:
+                fh.write(text)
+        else:
+            sys.stdout.write(text)
+    except (InvalidInputError, OSError) as exc:  # bad dims/depth, or an --out not writable
+        print(f"python -m riccati_tf.lie: error: {exc}", file=sys.stderr)
+        return 2
+    except SolverError as exc:  # a work budget spent
+        print(f"python -m riccati_tf.lie: {exc}", file=sys.stderr)
+        return 3
     return 0
 
 

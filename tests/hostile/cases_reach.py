@@ -16,6 +16,8 @@ Every case ends in a clean error or in a result checked here, independently of t
 
 from __future__ import annotations
 
+import contextlib
+import io
 import math
 from dataclasses import replace
 from decimal import Decimal
@@ -33,9 +35,12 @@ from riccati_tf.lie import (
     accessibility_rank,
     accessibility_table,
     control_system,
+    generic_matrix,
+    stratum_dimension,
 )
+from riccati_tf.lie import main as lie_main
 
-from . import case, cases_of
+from . import CleanError, case, cases_of
 
 AREA = "reach"
 #: bound on the independently measured terminal error of a returned plan
@@ -204,7 +209,24 @@ cases_of(AREA, "error", {
     "table_controls_number": lambda: accessibility_table([1], [5]),
     "table_rows_beyond_budget": lambda: accessibility_table([5] * 9),
     "table_work_budget_spent": lambda: accessibility_table([2, 3], max_work=2_000),
+    "generic_matrix_name_not_a_string": lambda: generic_matrix(2, 5),
+    "generic_matrix_dimension_huge": lambda: generic_matrix(10**6, "V"),
+    "stratum_dimension_string": lambda: stratum_dimension("2", 1),
+    "table_command_dims_zero": lambda: _lie_command("--table", "--dims", "0"),
+    "table_command_depth_beyond_budget": lambda: _lie_command("--table", "--dims", "1",
+                                                              "--depth", "99"),
 }, lambda fn: fn(), timeout=30)
+
+
+def _lie_command(*argv):
+    """`python -m riccati_tf.lie ARGV` in-process: exit 2/3 with one stderr line is clean."""
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+        code = lie_main(list(argv))
+    lines = err.getvalue().strip().splitlines()
+    if code in (2, 3) and len(lines) == 1:
+        raise CleanError(lines[0])
+    raise AssertionError(f"exit {code} with stderr {err.getvalue()!r}")
 
 
 def _rank_is_full(args):
