@@ -589,6 +589,22 @@ def cmd_probe(args, _spec):
     return numbers, text, None
 
 
+def cmd_atlas(args, _spec):
+    """Per head: inertia of sym(V_h), sym(B_h) and the scalar fit; per layer: the regime and T*
+    of the attention flow (SPEC §5), for a saved encoder (encoders.atlas)."""
+    from .encoders import tty_progress
+    from .encoders.outputs import write_atlas
+
+    try:
+        result, numbers = write_atlas(args.model, args.out, position_free=args.position_free,
+                                      horizon=args.horizon, progress=tty_progress("atlas"))
+    except ImportError as exc:
+        raise _models_extra(exc) from None
+    text = (result.summary() + f"\nfigure and numbers written to {numbers['figure']}, "
+            f"{numbers['json']}")
+    return numbers, text, None
+
+
 def cmd_prescribed(args, _spec):
     from .experiments import run_prescribed
 
@@ -652,6 +668,8 @@ COMMANDS: dict[str, tuple[str, Callable, bool]] = {
                   "empirical moments", cmd_particles, True),
     "probe": ("feed Gaussian tokens to a saved Transformer encoder; per-layer Gaussianity",
               cmd_probe, False),
+    "atlas": ("stability atlas of a saved Transformer encoder: per-head sign conditions, "
+              "per-layer regime and blow-up time of the attention flow", cmd_atlas, False),
     "prescribed": ("particles vs the Gaussian flow: bounded (opposite signs) vs blow-up "
                    "(equal signs)", cmd_prescribed, False),
     "relu-drift": ("drift away from Gaussianity under a ReLU feed-forward layer", cmd_relu_drift,
@@ -665,7 +683,7 @@ COMMANDS: dict[str, tuple[str, Callable, bool]] = {
 PLOTTING = ("flow", "layers", "certify", "steer", "particles", "sweep")
 #: subcommands that print their numbers as JSON with --json
 JSON_OUTPUT = ("derive", "flow", "layers", "equilibria", "certify", "steer", "particles",
-               "sweep", "probe", "prescribed", "relu-drift")
+               "sweep", "probe", "atlas", "prescribed", "relu-drift")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -703,8 +721,10 @@ def _steer_epilog() -> str:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from .encoders.atlas import DEFAULT_HORIZON
     from .experiments import MAX_TOKENS as EXPERIMENT_TOKENS
     from .gaussianity import MAX_NULL
+    from .models import DEFAULT_TOKENS as PROBE_DEFAULT
     from .models import MAX_TOKENS as PROBE_TOKENS
 
     parser = _Parser(
@@ -728,16 +748,28 @@ def build_parser() -> argparse.ArgumentParser:
             p.add_argument("--plot", metavar="FILE", help="write a PNG figure to FILE")
         p.add_argument("--debug", action="store_true", help="show tracebacks")
     probe = sub.choices["probe"]
-    probe.add_argument("--model", metavar="PATH", default=None,
-                       help="folder saved with save_pretrained (ModernBERT, DeiT); default: a "
-                            "randomly initialised DeiT-tiny-shaped encoder")
-    probe.add_argument("--n-tokens", type=_integer, default=1000, metavar="N",
-                       help=f"Gaussian tokens fed to the encoder (default %(default)s; more "
-                            f"than the hidden size + 1, at most models.MAX_TOKENS = "
-                            f"{PROBE_TOKENS})")
+    probe.add_argument("--n-tokens", type=_integer, default=PROBE_DEFAULT, metavar="N",
+                       help=f"Gaussian tokens fed to the encoder, cut into sequences of at most "
+                            f"the model's position limit (default %(default)s; more than "
+                            f"min(8, d) + 1, at most models.MAX_TOKENS = {PROBE_TOKENS})")
     probe.add_argument("--n-null", type=_integer, default=200, metavar="N",
                        help=f"Gaussian samples simulated for the null distributions (default "
                             f"%(default)s; 1 to gaussianity.MAX_NULL = {MAX_NULL})")
+    atlas = sub.choices["atlas"]
+    atlas.add_argument("--position-free", action="store_true",
+                       help="analyse the position-free part of rotary attention (ModernBERT; "
+                            "refused without this flag)")
+    atlas.add_argument("--horizon", type=float, default=DEFAULT_HORIZON, metavar="T",
+                       help="depth up to which each layer's attention flow is classified "
+                            "(default %(default)s)")
+    for name in ("probe", "atlas"):
+        sub.choices[name].add_argument(
+            "--model", metavar="PATH", default=None,
+            help="folder saved with save_pretrained (BERT, RoBERTa, ModernBERT, ViT, DeiT); "
+                 "default: a randomly initialised encoder (nothing is downloaded)")
+    sub.choices["atlas"].add_argument("--out", default="report", metavar="DIR",
+                                      help="output folder for atlas.png and atlas.json "
+                                           "(default %(default)s; created if missing)")
     for name in ("probe", "prescribed", "relu-drift"):
         sub.choices[name].add_argument("--seed", type=_integer, default=0,
                                        help="random seed (default %(default)s; 0 ≤ seed ≤ "

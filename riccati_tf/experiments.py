@@ -31,12 +31,13 @@ from scipy.integrate import solve_ivp
 from scipy.stats import norm
 
 from .errors import InvalidInputError, SolverError
+from .files import OutputFolder
 from .flows import flow
 from .gaussianity import MAX_NULL, null_distribution
 from .model import Gaussian, Params
 from .moments import moment_arrays
 from .particles import FeedForward, as_limited_count, as_seed, empirical_moments, simulate
-from .plotting import new_figure, save_figure
+from .plotting import figure_png, new_figure
 from .serialize import to_jsonable
 from .validation import as_time
 
@@ -309,7 +310,7 @@ def relu_drift(*, n_tokens: int = 2000, seed: int = 0, t_final: float = 3.0,
 # figures
 
 
-def plot_prescribed(result: PrescribedResult, path) -> Path:
+def plot_prescribed(result: PrescribedResult):
     """tr Σ(t) of particles and of the Gaussian flow; the equal case on a log scale with T*."""
     fig, axes = new_figure(1, 2, figsize=(10, 4))
     for ax, case in zip(axes, (result.opposite, result.equal), strict=True):
@@ -328,10 +329,10 @@ def plot_prescribed(result: PrescribedResult, path) -> Path:
         ax.set_xlabel("t")
         ax.set_ylabel("tr Σ(t)")
         ax.legend()
-    return save_figure(fig, path)
+    return fig
 
 
-def plot_relu_drift(result: ReluDriftResult, path) -> Path:
+def plot_relu_drift(result: ReluDriftResult):
     """Energy statistic and fourth-moment error over time; covariance error to the closure."""
     fig, axes = new_figure(1, 3, figsize=(14, 4))
     for ax, name in zip(axes[:2], ("energy", "fourth"), strict=True):
@@ -345,29 +346,15 @@ def plot_relu_drift(result: ReluDriftResult, path) -> Path:
     axes[2].semilogy(result.t[1:], result.closure_error[1:], "o-", ms=3)
     axes[2].set_xlabel("t")
     axes[2].set_title("‖Σ_N − Σ_closure‖ / ‖Σ_closure‖ (ReLU)")
-    return save_figure(fig, path)
+    return fig
 
 
-def plot_probe(result, path) -> Path:
-    """Each statistic per layer against the Gaussian null band; attention affine residual."""
-    from .models import REPORTED
+def plot_probe(result):
+    """The probe figure (`models.plot_probe`): each statistic against the interval its test
+    accepts; attention affine residual."""
+    from .models import plot_probe as draw
 
-    fig, axes = new_figure(2, 4, figsize=(16, 7))
-    for ax, name in zip(axes.flat, REPORTED, strict=False):
-        ax.plot(result.layers, result.stats[name], "o-", label="hidden states")
-        ax.fill_between(result.layers, result.null_median[name], result.null_q95[name],
-                        color="0.8", label="Gaussian null (median–95%)")
-        ax.set_title(name)
-        ax.set_xlabel("layer")
-        ax.legend(fontsize=7)
-    ax = axes.flat[len(REPORTED)]
-    ax.plot(result.layers[1:], result.attention_residual, "o-")
-    ax.set_title("attention: affine-fit residual ρ")
-    ax.set_xlabel("layer")
-    for extra in axes.flat[len(REPORTED) + 1:]:
-        extra.axis("off")
-    fig.suptitle(f"{result.model}: {result.n_tokens} Gaussian tokens, d = {result.hidden_size}")
-    return save_figure(fig, path)
+    return draw(result)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -399,37 +386,23 @@ def check_output_folder(out_dir) -> Path:
 
 
 def _write(out_dir, name: str, numbers: dict, plot, result) -> dict:
-    out = check_output_folder(out_dir)
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise InvalidInputError(f"cannot create the output folder {out} "
-                                f"({exc.strerror or exc})") from None
-    numbers["figure"] = str(plot(result, out / f"{name}.png"))
+    """out_dir/name.png (the figure plot(result)) and out_dir/name.json (the numbers, with the
+    figure's path), never over a file riccati-tf did not write (`riccati_tf.files`)."""
+    folder = OutputFolder.open(out_dir)
+    folder.check((f"{name}.png", f"{name}.json"))
+    png = figure_png(plot(result))
+    numbers["figure"] = str(folder.path / f"{name}.png")
     numbers = to_jsonable(numbers)
-    try:
-        (out / f"{name}.json").write_text(json.dumps(numbers, indent=1, allow_nan=False))
-    except OSError as exc:
-        raise InvalidInputError(f"cannot write {out / (name + '.json')} "
-                                f"({exc.strerror or exc})") from None
+    folder.write({f"{name}.png": png,
+                  f"{name}.json": json.dumps(numbers, indent=1, allow_nan=False).encode()})
     return numbers
 
 
 def probe_table(numbers: dict) -> str:
-    """The per-layer numbers of `run_probe` as a text table (one line per layer)."""
-    lines = [f"{numbers['model']}: {numbers['n_tokens']} Gaussian tokens in R^"
-             f"{numbers['hidden_size']} (figure: {numbers['figure']})",
-             f"{'layer':>5} {'energy':>9} {'null q95':>9} {'kurtosis':>9} {'null q95':>9} "
-             f"{'min p':>7} {'Gaussian?':>9} {'attn ρ':>7}"]
-    stats, q95 = numbers["stats"], numbers["null_q95"]
-    residual = [None, *numbers["attention_residual"]]
-    for i, layer in enumerate(numbers["layers"]):
-        p_min = min(numbers["p_values"][name][i] for name in numbers["p_values"])
-        rho = "" if residual[i] is None else f"{residual[i]:.3f}"
-        lines.append(f"{layer:>5} {stats['energy'][i]:>9.3g} {q95['energy'][i]:>9.3g} "
-                     f"{stats['kurtosis'][i]:>9.4g} {q95['kurtosis'][i]:>9.4g} {p_min:>7.3f} "
-                     f"{'rejected' if numbers['reject'][i] else 'accepted':>9} {rho:>7}")
-    return "\n".join(lines)
+    """The per-layer numbers of `run_probe` as a text table (`models.probe_table`)."""
+    from .models import probe_table as table
+
+    return table(numbers)
 
 
 def run_prescribed(out_dir, *, n_tokens: int = 2000, seed: int = 0, n_steps: int = 60,
@@ -467,14 +440,16 @@ def run_relu_drift(out_dir, *, n_tokens: int = 2000, seed: int = 0, n_null: int 
     return _write(out_dir, "relu_drift", numbers, plot_relu_drift, res)
 
 
-def run_probe(model_path: str | None, out_dir, *, n_tokens: int = 1000, seed: int = 0,
+def run_probe(model_path: str | None, out_dir, *, n_tokens: int | None = None, seed: int = 0,
               n_null: int = 200, progress: bool = False) -> dict:
     """Experiment 3 → probe.png, probe.json in out_dir; returns the numbers. model_path: a
-    local folder saved with `save_pretrained` (ModernBERT, DeiT, ...); None builds a random
-    DeiT-tiny-shaped encoder (hidden 192, 12 layers, 3 heads; no pretrained weights).
+    local folder saved with `save_pretrained` (BERT, RoBERTa, ModernBERT, DeiT, ...); None builds
+    a random DeiT-tiny-shaped encoder (hidden 192, 12 layers, 3 heads; no pretrained weights).
+    n_tokens: default `models.DEFAULT_TOKENS`, cut into sequences within the position limit.
     progress: a progress bar (stages "model", "probe") on a terminal's stderr."""
-    from .models import check_probe_arguments, load_model, probe, tiny_model
+    from .models import DEFAULT_TOKENS, check_probe_arguments, load_model, probe, tiny_model
 
+    n_tokens = DEFAULT_TOKENS if n_tokens is None else n_tokens
     check_output_folder(out_dir)
     check_probe_arguments(n_tokens=n_tokens, seed=seed, n_null=n_null)
     with stages(("model", "probe"), "probe", progress) as done:

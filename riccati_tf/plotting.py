@@ -155,16 +155,32 @@ def plot_particles(run, traj, *, ax=None):
     return ax.figure
 
 
+#: the first bytes of every PNG file
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+
+
+def _head(path: Path) -> bytes:
+    try:
+        with open(path, "rb") as fh:
+            return fh.read(len(PNG_SIGNATURE))
+    except OSError:
+        return b""
+
+
 def check_output_file(path, what: str = "figure") -> Path:
-    """`path` as a file that can be written: not a folder, and its nearest existing ancestor a
-    folder this process may write into (missing folders in between are created on writing).
-    Raises InvalidInputError naming the path and the reason; checked before anything is
-    computed, so that a long run does not end on a path that cannot take its output."""
+    """`path` as a PNG file that can be written: not a folder, not an existing file other than
+    a PNG image (a table, a text: never overwritten), and its nearest existing ancestor a folder
+    this process may write into (missing folders in between are created on writing). Raises
+    InvalidInputError naming the path and the reason; checked before anything is computed, so
+    that a long run does not end on a path that cannot take its output."""
     path = Path(path)
     try:
         if str(path) in ("", ".") or path.is_dir():
             raise InvalidInputError(f"{what} path {str(path)!r} is a folder; give a file name "
                                     f"(such as {path / 'figure.png'})")
+        if path.is_file() and _head(path) != PNG_SIGNATURE:
+            raise InvalidInputError(f"{what} path {path} exists and is not a PNG image; "
+                                    f"refusing to overwrite it")
         if path.exists() and not os.access(path, os.W_OK):
             raise InvalidInputError(f"{what} path {path} cannot be written (permission denied)")
         folder = path.absolute().parent
@@ -183,8 +199,9 @@ def check_output_file(path, what: str = "figure") -> Path:
 
 def save_figure(fig, path) -> Path:
     """Write the figure as a PNG file (parent folders created). A path that cannot be written
-    (a folder, below a file, no permission, a full disk, ...) raises InvalidInputError naming it."""
-    path = Path(path)
+    (a folder, below a file, no permission, a full disk, an existing file that is not a PNG:
+    `check_output_file`) raises InvalidInputError naming it."""
+    path = check_output_file(path)
     data = figure_png(fig)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)

@@ -3,11 +3,10 @@
 The report is a list of sections; each builder returns its HTML, its figures and every number it
 quotes, so the page and summary.json always say the same thing.
 
-The report never overwrites a file it did not write: DIR/.riccati-tf-report.json lists the files
-it wrote there with their SHA-256, and a file of the same name as one the report writes that is
-not listed, or was changed since, is refused (InvalidInputError naming it) before anything is
-written. Rerunning into the report's own folder replaces its own files; every file is written
-under a temporary name and renamed into place.
+The report never overwrites a file it did not write (`riccati_tf.files`: the folder's marker
+lists what riccati-tf wrote there with SHA-256 checksums): a file of the same name as one the
+report writes that is not listed, or was changed since, is refused (InvalidInputError naming
+it) before the sections run. Rerunning into the report's own folder replaces its own files.
 """
 
 from __future__ import annotations
@@ -26,8 +25,8 @@ import numpy as np
 import tqdm
 
 from .certificates import certify
-from .errors import InvalidInputError
 from .examples import regime_examples
+from .files import OutputFolder
 from .flows import flow
 from .htmlmath import latex_to_mathml
 from .model import Gaussian
@@ -360,75 +359,8 @@ window.addEventListener('load', function () {
 """
 
 
-#: the file listing what the report wrote in its folder: {"writer", "files": {name: [sha256]}}
-MARKER = ".riccati-tf-report.json"
-WRITER = "riccati-tf report"
 #: the files every report writes (checked before the sections run)
 PAGE, SUMMARY = "index.html", "summary.json"
-
-
-def _report_folder(out: Path) -> dict[str, list[str]]:
-    """Create out (or accept it) and return {name: SHA-256s} of the files the report wrote in it,
-    from its marker; a folder that cannot be created or a marker the report did not write is
-    refused."""
-    from .sweep.store import read_or_none
-
-    if out.exists() and not out.is_dir():
-        raise InvalidInputError(f"--out: {out} exists and is not a folder")
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise InvalidInputError(f"--out: cannot create the folder {out} "
-                                f"({exc.strerror or exc})") from None
-    data = read_or_none(out / MARKER)
-    if data is None:
-        return {}
-    try:
-        marker = json.loads(data.decode("utf-8"))
-        files = marker["files"]
-        ok = marker["writer"] == WRITER and all(
-            isinstance(k, str) and isinstance(v, list) for k, v in files.items())
-    except (ValueError, KeyError, TypeError, AttributeError):
-        ok = False
-    if not ok:
-        raise InvalidInputError(f"{out / MARKER}: not a marker that riccati-tf report wrote; "
-                                f"refusing to write into {out} (use another --out folder)")
-    return files
-
-
-def _check_ours(out: Path, names, owned: dict[str, list[str]]) -> None:
-    """Refuse when out holds a file of one of `names` that the report did not write (or that
-    was changed since it did)."""
-    from .sweep.store import read_or_none, sha256
-
-    for name in names:
-        path = out / name
-        if path.is_symlink() or (path.exists() and not path.is_file()):
-            raise InvalidInputError(f"{path}: exists and is not a file the report wrote; "
-                                    f"refusing to replace it (use another --out folder)")
-        data = read_or_none(path)
-        if data is not None and sha256(data) not in owned.get(name, ()):
-            raise InvalidInputError(f"{path}: exists and was not written by riccati-tf report "
-                                    f"(or was changed since); refusing to overwrite it (use "
-                                    f"another --out folder)")
-
-
-def _write_owned(out: Path, files: dict[str, bytes], owned: dict[str, list[str]]) -> None:
-    """Write `files` into out, each atomically, listed in the marker first with both their old
-    and new SHA-256 (a crash in between leaves every file recognised as the report's), then with
-    the new one only."""
-    from .sweep.store import atomic_write_bytes, sha256
-
-    new = {name: sha256(data) for name, data in files.items()}
-
-    def mark(files_: dict[str, list[str]]) -> None:
-        atomic_write_bytes(out / MARKER, json.dumps({"writer": WRITER, "files": files_},
-                                                    indent=1).encode())
-
-    mark({**owned, **{n: [*owned.get(n, []), h] for n, h in new.items()}})
-    for name, data in files.items():
-        atomic_write_bytes(out / name, data)
-    mark({**owned, **{n: [h] for n, h in new.items()}})
 
 
 def _is_tty(stream) -> bool:
@@ -448,9 +380,9 @@ def write_report(out_dir: str | Path = "report", *, quick: bool = False,
     is refused (InvalidInputError naming it), before the sections run for the page and the
     summary, before anything is written for the others."""
     log = sys.stderr if log is None else log  # the stream of the moment, not of import time
-    out = Path(out_dir)
-    owned = _report_folder(out)
-    _check_ours(out, (PAGE, SUMMARY), owned)
+    folder = OutputFolder.open(out_dir)
+    folder.check((PAGE, SUMMARY))
+    out = folder.path
     opts = Options(out, quick, model)
     sections, summary, files = [], {"quick": quick, "model": model}, {}
     bar = tqdm.tqdm(total=len(SECTIONS), desc="report sections", file=log,
@@ -473,6 +405,4 @@ def write_report(out_dir: str | Path = "report", *, quick: bool = False,
             bar.update()
     files[PAGE] = _page(sections).encode("utf-8")
     files[SUMMARY] = json.dumps(to_jsonable(summary), indent=2, allow_nan=False).encode("utf-8")
-    _check_ours(out, files, owned)
-    _write_owned(out, files, owned)
-    return out / PAGE
+    return folder.write(files)[PAGE]

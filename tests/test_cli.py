@@ -547,7 +547,11 @@ def test_help_lists_only_what_a_subcommand_supports(capsys):
                            ("steer", True), ("certify", True)):
         assert ("--plot" in sub[name].format_help()) == has_plot, name
     probe = sub["probe"].format_help()
-    assert "default 1000" in probe and "models.MAX_TOKENS = 8192" in probe
+    from riccati_tf.models import DEFAULT_TOKENS
+
+    assert f"default {DEFAULT_TOKENS}" in probe and "models.MAX_TOKENS = 8192" in probe
+    atlas = sub["atlas"].format_help()
+    assert "--position-free" in atlas and "--horizon" in atlas and "--model" in atlas
     assert "gaussianity.MAX_NULL" in probe
     steer_help = sub["steer"].format_help()
     for controls in ("affine", "attention", "values-nobias", "full"):

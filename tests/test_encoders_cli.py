@@ -12,8 +12,7 @@ pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
 from riccati_tf import models  # noqa: E402
-from riccati_tf.encoders.outputs import write_atlas  # noqa: E402
-from riccati_tf.experiments import run_probe  # noqa: E402
+from riccati_tf.cli import main  # noqa: E402
 
 SHAPE = {"hidden_size": 384, "num_attention_heads": 12, "num_hidden_layers": 6,
          "max_position_embeddings": 512, "intermediate_size": 1536}
@@ -31,12 +30,15 @@ def encoder_dir(tmp_path_factory):
     return str(path)
 
 
-def test_probe_with_the_defaults_runs_within_the_position_limit(encoder_dir, tmp_path):
-    # the defaults of the command line: all tokens in one sequence would exceed 512 positions
-    numbers = run_probe(encoder_dir, tmp_path, n_tokens=models.DEFAULT_TOKENS)
+def test_probe_with_the_defaults_runs_within_the_position_limit(encoder_dir, tmp_path, capsys):
+    # `riccati-tf probe --model DIR` with its defaults: all tokens in one sequence would exceed
+    # the 512 positions
+    assert main(["probe", "--model", encoder_dir, "--out", str(tmp_path), "--json"]) == 0
+    numbers = json.loads(capsys.readouterr().out)
     stored = json.loads((tmp_path / "probe.json").read_text())
     assert (tmp_path / "probe.png").read_bytes()[:4] == b"\x89PNG"
-    assert stored["layers"] == numbers["layers"] == list(range(7))
+    assert stored == numbers and stored["n_tokens"] == models.DEFAULT_TOKENS
+    assert stored["layers"] == list(range(7))
     assert stored["lengths"] == [512] * 4 and stored["sequences"] == 4
     assert stored["position_limit"] == 512 and stored["model_path"] == encoder_dir
     # n = 2048 is not ≫ d = 384: the statistics are taken on k ≪ n random directions
@@ -68,10 +70,19 @@ def test_probe_keeps_its_verdict_when_n_is_close_to_d(encoder_dir):
         assert np.all(res.band_high[name] > res.null_median[name])
 
 
-def test_atlas_with_the_defaults_writes_figure_and_numbers(encoder_dir, tmp_path):
-    result, numbers = write_atlas(encoder_dir, tmp_path / "atlas")
-    stored = json.loads((tmp_path / "atlas" / "atlas.json").read_text())
-    assert (tmp_path / "atlas" / "atlas.png").read_bytes()[:4] == b"\x89PNG"
+def test_atlas_with_the_defaults_writes_figure_and_numbers(encoder_dir, tmp_path, capsys):
+    out = tmp_path / "atlas"
+    assert main(["atlas", "--model", encoder_dir, "--out", str(out)]) == 0
+    text = capsys.readouterr().out
+    stored = json.loads((out / "atlas.json").read_text())
+    assert (out / "atlas.png").read_bytes()[:4] == b"\x89PNG"
     assert stored["model_path"] == encoder_dir and stored["d"] == 384
-    assert np.array(stored["v_inertia"]).shape == (6, 12, 3) == result.v_inertia.shape
-    assert stored["regime"] == numbers["regime"] == result.regime.tolist()
+    assert np.array(stored["v_inertia"]).shape == (6, 12, 3)
+    assert len(stored["regime"]) == 6 and all(f"layer {i}:" in text for i in range(1, 7))
+    # its own files are replaced on a rerun; a file the user changed is never overwritten
+    assert main(["atlas", "--model", encoder_dir, "--out", str(out), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["regime"] == stored["regime"]
+    (out / "atlas.json").write_text("my notes")
+    assert main(["atlas", "--model", encoder_dir, "--out", str(out)]) == 2
+    assert "refusing to overwrite" in capsys.readouterr().err
+    assert (out / "atlas.json").read_text() == "my notes"

@@ -19,33 +19,33 @@ EPS = np.finfo(float).eps
 REGIMES = regime_examples()
 
 
-def _particles_figure(_tmp):
+def _particles_figure():
     params, g0, _ = REGIMES["blows_up"]
     run = simulate(params, g0.sample(40, np.random.default_rng(0)), 1.0, n_steps=5)
     return plotting.plot_particles(run, rt.flow(params, g0, 1.0, t_eval=run.t))
 
 
-def _probe_figure(tmp):
+def _probe_figure():
     models = pytest.importorskip("riccati_tf.models")
     pytest.importorskip("transformers")
     model = models.tiny_model("deit", hidden_size=8, n_layers=1, n_heads=1)
-    return experiments.plot_probe(models.probe(model, n_tokens=30, n_null=10), tmp / "probe.png")
+    return experiments.plot_probe(models.probe(model, n_tokens=30, n_null=10))
 
 
-#: every function of the package that draws, with small inputs (tmp: a folder for PNG files)
+#: every function of the package that draws, with small inputs
 DRAWINGS = {
-    "plot_covariance": lambda _tmp: plotting.plot_covariance(rt.flow(*REGIMES["converges"])),
-    "plot_flow": lambda _tmp: plotting.plot_flow(*REGIMES["blows_up"]),
+    "plot_covariance": lambda: plotting.plot_covariance(rt.flow(*REGIMES["converges"])),
+    "plot_flow": lambda: plotting.plot_flow(*REGIMES["blows_up"]),
     "plot_particles": _particles_figure,
-    "new_figure": lambda _tmp: plotting.new_figure(2, 2)[0],
-    "phase_diagram": lambda _tmp: phase_diagram(
+    "new_figure": lambda: plotting.new_figure(2, 2)[0],
+    "phase_diagram": lambda: phase_diagram(
         {"a": np.linspace(0.0, 1.0, 4), "regime": np.array(["converges", "converges",
                                                              "blows_up", "blows_up"], object),
          "blowup_time": np.array([np.nan, np.nan, 2.0, 1.0])}, "a"),
-    "plot_prescribed": lambda tmp: experiments.plot_prescribed(
-        experiments.prescribed_attention(n_tokens=50, n_steps=5), tmp / "prescribed.png"),
-    "plot_relu_drift": lambda tmp: experiments.plot_relu_drift(
-        experiments.relu_drift(n_tokens=50, n_null=10), tmp / "relu.png"),
+    "plot_prescribed": lambda: experiments.plot_prescribed(
+        experiments.prescribed_attention(n_tokens=50, n_steps=5)),
+    "plot_relu_drift": lambda: experiments.plot_relu_drift(
+        experiments.relu_drift(n_tokens=50, n_null=10)),
     "plot_probe": _probe_figure,
 }
 
@@ -60,10 +60,10 @@ def user_backend():
 
 
 @pytest.mark.parametrize("name", DRAWINGS)
-def test_drawing_leaves_matplotlib_global_state_alone(name, user_backend, tmp_path):
+def test_drawing_leaves_matplotlib_global_state_alone(name, user_backend):
     params = dict(matplotlib.rcParams)
     figures = plt.get_fignums()
-    out = DRAWINGS[name](tmp_path)
+    out = DRAWINGS[name]()
     assert matplotlib.get_backend() == user_backend
     assert dict(matplotlib.rcParams) == params
     assert plt.get_fignums() == figures
@@ -130,7 +130,7 @@ def test_flow_plot_from_the_command_line_is_refined():
     spec = {"params": {"A": [[0.0, 0.0], [0.0, 0.0]], "B": [[1.0, 0.0], [0.0, 1.0]],
                        "V": [[1.0, 0.0], [0.0, 1.0]]},
             "initial": {"mean": [0.0, 0.0], "cov": [[1.0, 0.0], [0.0, 1.0]]}, "t_final": 5.0}
-    traj, fig = cmd_flow(SimpleNamespace(plot="flow.png"), spec)
+    traj, _text, fig = cmd_flow(SimpleNamespace(plot="flow.png"), spec)
     assert traj.blowup_time == pytest.approx(0.5, rel=1e-9)
     t = _curves(fig)[0].get_xdata()
     assert np.sum(t < 0.5) >= 50

@@ -125,7 +125,7 @@ def test_report_reruns_into_its_own_folder(tmp_path, monkeypatch, capsys):
     out = tmp_path / "rep"
     assert main(["report", "--out", str(out)]) == 0
     assert {"index.html", "summary.json", "tiny.png", "tiny.json",
-            ".riccati-tf-report.json"} == set(_files(out))
+            ".riccati-tf-files.json"} == set(_files(out))
     (out / "notes.txt").write_text("mine")
     assert main(["report", "--out", str(out)]) == 0  # its own files: replaced
     assert json.loads((out / "summary.json").read_text())["tiny"] == {"n": 2}
@@ -159,7 +159,7 @@ def test_report_refuses_a_file_changed_since_it_wrote_it(tmp_path, monkeypatch, 
 
 
 def test_report_interrupted_while_writing_resumes(tmp_path, monkeypatch, capsys):
-    from riccati_tf.sweep import store
+    from riccati_tf import files as store
 
     _tiny_sections(monkeypatch, [])
     out = tmp_path / "rep"
@@ -183,9 +183,9 @@ def test_report_out_below_a_file_or_on_a_forged_marker(tmp_path, monkeypatch, ca
     _tiny_sections(monkeypatch, [])
     (tmp_path / "plain").write_text("x")
     (tmp_path / "forged").mkdir()
-    (tmp_path / "forged" / ".riccati-tf-report.json").write_text('{"files": "all"}')
+    (tmp_path / "forged" / ".riccati-tf-files.json").write_text('{"files": "all"}')
     for out in ("plain/rep", "plain", "forged"):
         assert main(["report", "--out", str(tmp_path / out)]) == 2
         assert len(capsys.readouterr().err.strip().splitlines()) == 1
     assert (tmp_path / "plain").read_text() == "x"
-    assert _files(tmp_path / "forged") == {".riccati-tf-report.json": b'{"files": "all"}'}
+    assert _files(tmp_path / "forged") == {".riccati-tf-files.json": b'{"files": "all"}'}

@@ -14,10 +14,9 @@ import html
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 
-from ..errors import InvalidInputError
-from ..plotting import figure_png, save_figure
+from ..files import OutputFolder
+from ..plotting import figure_png
 from .atlas import DEFAULT_HORIZON, Atlas, atlas
 from .comparison import Comparison, compare
 from .extraction import ROTARY_FAMILY, extract
@@ -88,30 +87,21 @@ def analyse(model, *, n_tokens: int = FULL_TOKENS, seed: int = 0,
     return ModelAnalysis(result, comparison)
 
 
-def _write_json(path: Path, numbers: dict) -> None:
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(numbers, indent=1, allow_nan=False))
-    except OSError as exc:
-        raise InvalidInputError(f"cannot write {path} ({exc.strerror or exc})") from None
-
-
 def write_atlas(model_path: str | None, out_dir, *, position_free: bool = False,
                 horizon: float = DEFAULT_HORIZON,
                 progress: Callable[[int, int], None] | None = None) -> tuple[Atlas, dict]:
     """The atlas of the model in model_path (None: DEFAULT_SHAPE) → out_dir/atlas.json and
-    out_dir/atlas.png; returns the Atlas and its numbers (with the two paths)."""
-    if not isinstance(out_dir, str | Path) or str(out_dir) == "":
-        raise InvalidInputError(f"out_dir must be a folder path, got {out_dir!r}")
-    out = Path(out_dir)
-    if out.exists() and not out.is_dir():
-        raise InvalidInputError(f"output folder {out} exists and is not a folder")
+    out_dir/atlas.png, never over a file riccati-tf did not write (`riccati_tf.files`); returns
+    the Atlas and its numbers (with the two paths)."""
+    folder = OutputFolder.open(out_dir)
+    folder.check(("atlas.png", "atlas.json"))
     model = load(model_path)
     result = atlas(model, position_free=position_free, horizon=horizon, progress=progress)
     numbers = {**result.to_json(), "model_path": model_path,
-               "figure": str(save_figure(plot_atlas(result), out / "atlas.png")),
-               "json": str(out / "atlas.json")}
-    _write_json(out / "atlas.json", numbers)
+               "figure": str(folder.path / "atlas.png"),
+               "json": str(folder.path / "atlas.json")}
+    folder.write({"atlas.png": figure_png(plot_atlas(result)),
+                  "atlas.json": json.dumps(numbers, indent=1, allow_nan=False).encode()})
     return result, numbers
 
 

@@ -123,30 +123,12 @@ def diagram_inputs(results_path, x: str | None = None, y: str | None = None):
     return columns, x, y
 
 
-#: the first bytes of every PNG file
-PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
-
-
 def plot_sweep(results_path, out_png, *, x: str | None = None, y: str | None = None) -> Path:
     """Write the phase diagram of a sweep's results (folder or .parquet) to out_png (PNG).
     x, y: the axes (defaults as in diagram_inputs). Returns the path written. An existing
     out_png that is not a PNG image (a table, a text) is refused, never overwritten."""
-    from ..plotting import save_figure
+    from ..plotting import check_output_file, save_figure
 
-    out = Path(out_png)
-    if out.is_dir() or (out.exists() and _head(out) != PNG_SIGNATURE):
-        raise InvalidInputError(f"--out: {out} exists and is not a PNG image; refusing to "
-                                f"overwrite it")
+    out = check_output_file(out_png, "--out")
     columns, x, y = diagram_inputs(results_path, x, y)
-    try:
-        return save_figure(phase_diagram(columns, x, y), out)
-    except OSError as exc:
-        raise InvalidInputError(f"--out: cannot write {out} ({exc.strerror or exc})") from None
-
-
-def _head(path: Path) -> bytes:
-    try:
-        with open(path, "rb") as fh:
-            return fh.read(len(PNG_SIGNATURE))
-    except OSError:
-        return b""
+    return save_figure(phase_diagram(columns, x, y), out)

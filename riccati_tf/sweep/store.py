@@ -30,12 +30,10 @@ pyarrow is imported only here, inside the functions that need it.
 
 from __future__ import annotations
 
-import hashlib
 import io
 import json
 import os
 import re
-import secrets
 import socket
 from dataclasses import dataclass
 from pathlib import Path
@@ -43,6 +41,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import InvalidInputError
+from ..files import atomic_write_bytes, read_or_none, sha256
 from ..spec import SpecError, check_keys
 from .family import Family, fingerprint, parse_family
 
@@ -72,25 +71,6 @@ def _pa():
         raise InvalidInputError("sweeps store results with pyarrow: install the extra "
                                 "`pip install riccati-tf[dask]`") from None
     return pa, pq
-
-
-def sha256(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
-
-
-def atomic_write_bytes(path: Path, data: bytes) -> None:
-    """Write to `.<name>.tmp-<pid>-<token>` (this writer's own name), fsync, then rename over
-    `path` (readers never see a partial file; another writer's temporaries are never touched)."""
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}-{secrets.token_hex(4)}")
-    try:
-        with open(tmp, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except OSError as exc:
-        tmp.unlink(missing_ok=True)
-        raise InvalidInputError(f"{path}: cannot write ({exc.strerror or exc})") from None
 
 
 def table_from_columns(columns: dict[str, np.ndarray]):
@@ -289,17 +269,6 @@ def _chunk_problem(data: bytes | None, rec: Record, columns) -> str | None:
     if not np.array_equal(ids, np.arange(rec.first, rec.last + 1)):
         return f"its config ids are not exactly {rec.first}..{rec.last}"
     return None
-
-
-def read_or_none(path: Path) -> bytes | None:
-    """The bytes of the file at path, or None when there is none (an unreadable one is an
-    InvalidInputError)."""
-    try:
-        return path.read_bytes()
-    except FileNotFoundError:
-        return None
-    except OSError as exc:
-        raise InvalidInputError(f"{path}: cannot read ({exc.strerror or exc})") from None
 
 
 # ------------------------------------------------------------------------- the writer's lock

@@ -333,8 +333,8 @@ cases_of(AREA, "error", {
                                               "index.html"),
     "report --out onto a user's summary.json": ("report", {"summary.json": b"{}"}, "",
                                                 "summary.json"),
-    "report --out with a forged marker": ("report", {".riccati-tf-report.json": b"[1]"}, "",
-                                          ".riccati-tf-report.json"),
+    "report --out with a forged marker": ("report", {".riccati-tf-files.json": b"[1]"}, "",
+                                          ".riccati-tf-files.json"),
     "report --out below a regular file": ("report", {"plain.txt": b"text"}, "plain.txt/r",
                                           "plain.txt"),
 }, foreign_out)
@@ -386,5 +386,5 @@ def sweep_plot_out(item) -> None:
 cases_of(AREA, "error", {
     "sweep-plot --out onto a user's csv": ("{tmp}/data.csv", "not a PNG image"),
     "sweep-plot --out below a regular file": ("{tmp}/data.csv/phase.png", "data.csv"),
-    "sweep-plot --out onto a folder": ("{tmp}/sweep", "not a PNG image"),
+    "sweep-plot --out onto a folder": ("{tmp}/sweep", "is a folder"),
 }, sweep_plot_out)
