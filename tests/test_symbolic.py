@@ -252,6 +252,18 @@ def test_latex_output():
         s.latex("pdf")
 
 
+def test_each_relu_feature_is_defined_by_its_own_function():
+    """The two ReLU features (mean r_1 and slope D_1) are given by different scalar functions:
+    each line names its function after its feature, and no name is defined twice."""
+    tex = transformer_system(1, kernel="dot", ffn="relu").latex("matrix")
+    defined = re.findall(r"(\\phi_\{[^()]*\})\(\\mu, s\) =", tex)
+    assert sorted(defined) == [r"\phi_{D_{1}}", r"\phi_{r_{1}}"]
+    for line in tex.split(r" \\ "):
+        for name in set(re.findall(r"\\phi_\{([^()]*)\}", line)):
+            assert line.lstrip().startswith((name, rf"\left({name}\right)")), line
+    assert r"\phi(" not in tex
+
+
 # ----------------------------------------------------------------------------- compilation
 
 

@@ -14,9 +14,17 @@ def to_latex(expr) -> str:
     return sp.latex(expr, symbol_names=LATEX_NAMES)
 
 
+def feature_function(symbol_latex: str) -> str:
+    """The name of the scalar function that defines an auxiliary Gaussian feature, built from the
+    feature's own symbol (\\phi_{r_{1}} for r_1, \\phi_{D_{1}} for D_1), so that two features
+    never share one name."""
+    return rf"\phi_{{{symbol_latex}}}"
+
+
 def system_latex(system, form: str = "auto") -> str:
-    """An aligned block: ṁ = …, Σ̇ = …, the auxiliary Gaussian features, and whether the
-    equations are exact or a Gaussian closure."""
+    """An aligned block: ṁ = …, Σ̇ = …, the auxiliary Gaussian features (each defined by its own
+    scalar function `feature_function`), and whether the equations are exact or a Gaussian
+    closure."""
     if form not in ("auto", "matrix", "entries"):
         raise InvalidInputError(f"form must be 'auto', 'matrix' or 'entries', got {form!r}")
     if form == "auto":
@@ -36,9 +44,10 @@ def system_latex(system, form: str = "auto") -> str:
             arg = (rf"\mu = {to_latex(f.mean)},\ "
                    rf"s^2 = \operatorname{{diag}}\left({to_latex(f.cov)}\right)")
             sym = to_latex(f.symbol)
-            lhs = rf"{sym} &= \operatorname{{diag}}\left(\phi(\mu_i, s_i)\right)" if f.diagonal \
-                else rf"\left({sym}\right)_i &= \phi(\mu_i, s_i)"
-            lines.append(rf"{lhs},\ \phi({to_latex(mu)}, {to_latex(s)}) = {body},\ {arg}")
+            phi = feature_function(sym)
+            lhs = rf"{sym} &= \operatorname{{diag}}\left({phi}(\mu_i, s_i)\right)" if f.diagonal \
+                else rf"\left({sym}\right)_i &= {phi}(\mu_i, s_i)"
+            lines.append(rf"{lhs},\ {phi}({to_latex(mu)}, {to_latex(s)}) = {body},\ {arg}")
     else:
         lines = [rf"\dot m &= {to_latex(system.dmean)}", rf"\dot\Sigma &= {to_latex(system.dcov)}"]
     lines.append(rf"& {note}")
