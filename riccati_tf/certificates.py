@@ -58,7 +58,7 @@ from .riccati import (
     AXIS_RTOL,
     SINGULAR_RCOND,
     lapack_sylvester_gramian,
-    lyapunov,
+    lyapunov_function,
     numerical_failures,
     schur_split,
 )
@@ -577,7 +577,7 @@ def _local(p: Params, cov: np.ndarray) -> _Local | None:
     L = linearization_matrix(p, cov)
     if np.max(np.linalg.eigvals(L).real) >= 0:
         return None
-    sol = lyapunov(L)
+    sol = lyapunov_function(L)
     bounds = _local_bounds(p, cov, L, sol.P)
     if bounds is None:
         return None

@@ -9,8 +9,9 @@ Schur form A = U T Uᵀ whose leading block T₁₁ (k×k) carries the eigenvalu
 
     Σ* = U₁ P⁻¹ U₁ᵀ,   T₁₁ᵀ P + P T₁₁ = U₁ᵀ G U₁   (one triangular Lyapunov solve),
 
-so rank Σ* = k, the number of anti-stable eigenvalues of A. The general CARE goes through SLICOT's
-sb02md (the routine python-control's `care` calls), keeping the condition estimate it returns.
+so rank Σ* = k, the number of anti-stable eigenvalues of A. The CARE in G form (`care_g`, with
+G = B R⁻¹ Bᵀ given directly) goes through SLICOT's sb02md (the routine python-control's `care`
+calls), keeping the condition estimate it returns; `lyapunov_function` solves LᵀP + PL = −Q.
 
 References: P. Benner, A. J. Laub, V. Mehrmann, "A collection of benchmark examples for the
 numerical solution of algebraic Riccati equations I: continuous-time case", TU Chemnitz SPC 95_23
@@ -41,7 +42,7 @@ from scipy.linalg import (
 )
 
 from .errors import InvalidInputError, SolverError
-from .validation import SAFE_EXPONENT, as_matrix, as_real, scale_exponent
+from .validation import PSD_RTOL, SAFE_EXPONENT, SYM_RTOL, as_matrix, as_real, scale_exponent
 
 #: an eigenvalue λ of A counts as on the imaginary axis when |Re λ| ≤ AXIS_RTOL · ‖A‖_F
 AXIS_RTOL = 1e-8
@@ -326,28 +327,63 @@ def _symmetric_inverse(P: np.ndarray) -> tuple[np.ndarray, float]:
     return inv, float(rcond) if np.all(np.isfinite(inv)) else 0.0
 
 
+def as_symmetric(name: str, value, d: int) -> np.ndarray:
+    """A real symmetric d×d matrix: ‖C − Cᵀ‖_F ≤ SYM_RTOL ‖C‖_F (checked on C scaled by a power
+    of two), symmetrised on return; InvalidInputError naming `name` otherwise (a non-symmetric
+    matrix is refused rather than replaced by its symmetric part)."""
+    C = as_matrix(name, value, d)
+    e = exponent(C)
+    S = np.ldexp(C, -e)
+    norm, asym = np.linalg.norm(S), np.linalg.norm(S - S.T)
+    if asym > SYM_RTOL * norm:
+        raise InvalidInputError(f"{name} must be symmetric: ‖{name} − {name}ᵀ‖_F / ‖{name}‖_F = "
+                                f"{asym / norm:.3g} exceeds {SYM_RTOL:g}")
+    return np.where(C == C.T, C, 0.5 * C + 0.5 * C.T)
+
+
+def as_gain(name: str, value, d: int) -> np.ndarray:
+    """G = B R⁻¹ Bᵀ of a CARE: symmetric (as_symmetric) and positive semidefinite,
+    λ_min ≥ −PSD_RTOL · λ_max (on G scaled by a power of two); InvalidInputError otherwise."""
+    G = as_symmetric(name, value, d)
+    e = exponent(G)
+    eig = np.linalg.eigvalsh(np.ldexp(G, -e))
+    if eig.size and eig[0] < -PSD_RTOL * max(eig[-1], 0.0):
+        raise InvalidInputError(f"{name} must be positive semidefinite (G = B R⁻¹ Bᵀ with R ≻ 0): "
+                                f"smallest eigenvalue {np.ldexp(eig[0], e):.6g}, largest "
+                                f"{np.ldexp(eig[-1], e):.6g}")
+    return G
+
+
 @numerical_boundary
-def care(A, G, Q=None, *, axis_rtol: float = AXIS_RTOL, scaling: bool = True,
-         condition: bool = True) -> RiccatiSolution:
-    """Stabilizing solution X of the CARE  Aᵀ X + X A − X G X + Q = 0  (A − G X Hurwitz).
+def care_g(A, G, Q=None, *, axis_rtol: float = AXIS_RTOL, scaling: bool = True,
+           condition: bool = True) -> RiccatiSolution:
+    """Stabilizing solution X of the CARE in G form  Aᵀ X + X A − X G X + Q = 0  (A − G X Hurwitz).
 
-    Solved by SLICOT sb02md, the routine python-control's `care` calls after forming
-    G = B R⁻¹ Bᵀ; G is passed directly here so that SLICOT's condition estimate is kept. G and Q
-    are symmetric (G may be indefinite). Raises SolverError when the Hamiltonian
-    [[A, −G], [−Q, −Aᵀ]] has an eigenvalue within axis_rtol ‖H‖_F of the imaginary axis, or when
-    SLICOT finds no stabilizing solution (the stable subspace is not a graph: U₁₁ singular).
-    scaling: SLICOT's general scaling (scal = 'G'; on CAREX example 7 at ε = 1e-6 it turns a
-    relative error of 5e-5 into one of 1e-29). condition: also report Byers' condition bound.
+    The equation of python-control's `care(A, B, Q, R)` and scipy's
+    `solve_continuous_are(A, B, Q, R)` with G = B R⁻¹ Bᵀ given directly (not B): G symmetric
+    positive semidefinite, Q symmetric (InvalidInputError otherwise, naming the matrix). Solved by
+    SLICOT sb02md, the routine python-control calls after forming G, so that SLICOT's condition
+    estimate is kept. Raises SolverError when the Hamiltonian [[A, −G], [−Q, −Aᵀ]] has an
+    eigenvalue within axis_rtol ‖H‖_F of the imaginary axis, or when SLICOT finds no stabilizing
+    solution (the stable subspace is not a graph: U₁₁ singular). scaling: SLICOT's general
+    scaling (scal = 'G'; on CAREX example 7 at ε = 1e-6 it turns a relative error of 5e-5 into one
+    of 1e-29). condition: also report Byers' condition bound.
     """
-    from slycot import sb02md  # a compiled extension: imported where it is used
-
     A = as_matrix("A", A)
     n = A.shape[0]
-    G = as_matrix("G", G, n)
-    Q = np.zeros((n, n)) if Q is None else as_matrix("Q", Q, n)
+    G = as_gain("G", G, n)
+    Q = np.zeros((n, n)) if Q is None else as_symmetric("Q", Q, n)
     axis_rtol = as_rtol("axis_rtol", axis_rtol)
     scaling, condition = as_flag("scaling", scaling), as_flag("condition", condition)
-    G, Q = 0.5 * (G + G.T), 0.5 * (Q + Q.T)
+    return _sb02md(A, G, Q, axis_rtol, scaling, condition)
+
+
+def _sb02md(A: np.ndarray, G: np.ndarray, Q: np.ndarray, axis_rtol: float, scaling: bool,
+            condition: bool) -> RiccatiSolution:
+    """AᵀX + XA − XGX + Q = 0 by SLICOT sb02md for validated symmetric G (any inertia) and Q."""
+    from slycot import sb02md  # a compiled extension: imported where it is used
+
+    n = A.shape[0]
     try:
         X, rcond, _, _, _, _ = sb02md(n, A.copy(), G.copy(), Q.copy(), "C",
                                       scal="G" if scaling else "N", sort="S")
@@ -503,7 +539,7 @@ def _bernoulli_care(A: np.ndarray, G: np.ndarray, axis_rtol: float,
                     unit_exponent: int) -> RiccatiSolution:
     eig = np.linalg.eigvals(A)
     gap = check_axis_gap(eig, fro_norm(A), "A", axis_rtol, unit_exponent=unit_exponent)
-    sol = care(A.T, G, None, axis_rtol=axis_rtol, condition=False)
+    sol = _sb02md(A.T, G, np.zeros_like(G), axis_rtol, True, False)
     k = int(np.sum(eig.real > 0))
     return RiccatiSolution(sol.X, sol.residual, sol.rcond, sol.closed_loop, k, sol.method, gap)
 
@@ -518,17 +554,18 @@ class LyapunovSolution:
 
 
 @numerical_boundary
-def lyapunov(L, Q=None) -> LyapunovSolution:
-    """Solve  Lᵀ P + P L = −Q  (Q = I by default) through python-control's `lyap`.
+def lyapunov_function(L, Q=None) -> LyapunovSolution:
+    """P of the quadratic Lyapunov function hᵀPh of ḣ = Lh:  Lᵀ P + P L = −Q  (Q = I by default).
 
-    `control.lyap(A, Q)` solves A X + X Aᵀ + Q = 0, so it is called with A = Lᵀ; the returned P
-    is symmetrised and its residual reported. P ≻ 0 for Q ≻ 0 exactly when L is Hurwitz.
+    The transpose of python-control's `lyap(A, Q)` (A X + X Aᵀ + Q = 0), which is called with
+    A = Lᵀ. Q must be symmetric (InvalidInputError otherwise); P is symmetrised and its residual
+    reported. P ≻ 0 for Q ≻ 0 exactly when L is Hurwitz.
     """
     import control
 
     L = as_matrix("L", L)
     n = L.shape[0]
-    Q = np.eye(n) if Q is None else as_matrix("Q", Q, n)
+    Q = np.eye(n) if Q is None else as_symmetric("Q", Q, n)
     try:
         P = control.lyap(L.T, Q)
     except Exception as exc:

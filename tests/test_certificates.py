@@ -591,7 +591,7 @@ def test_extreme_scales_give_a_checked_certificate_or_a_solver_error(scale):
 
 
 def test_non_package_failures_become_solver_errors():
-    from riccati_tf.riccati import bernoulli, lyapunov
+    from riccati_tf.riccati import bernoulli, lyapunov_function
 
     # representable answers at extreme scales are returned (the Bernoulli equation is solved in
     # a power-of-two scaled form); answers beyond the float range are refused
@@ -604,7 +604,7 @@ def test_non_package_failures_become_solver_errors():
     with pytest.raises(SolverError):
         bernoulli(np.eye(1), [[1e-310]])
     with pytest.raises(SolverError):
-        lyapunov(np.array([[1e308, 1e308], [0.0, -1e308]]))
+        lyapunov_function(np.array([[1e308, 1e308], [0.0, -1e308]]))
 
 
 def test_gramian_budget_bounds_the_blowup_search(monkeypatch):

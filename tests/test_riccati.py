@@ -9,11 +9,11 @@ from riccati_tf.errors import InvalidInputError, SolverError
 from riccati_tf.riccati import (
     NoStabilizingSolution,
     bernoulli,
-    care,
+    care_g,
     care_python_control,
     care_residual,
     check_axis_gap,
-    lyapunov,
+    lyapunov_function,
     schur_split,
 )
 from tests.data.carex import EXAMPLES, ex11
@@ -43,7 +43,7 @@ def test_care_matches_carex_closed_form(name, make, kwargs):
     n = A.shape[0]
     if name == "ex11" and kwargs == {}:
         pytest.skip("ε = 0 puts the closed loop on the imaginary axis: see the refusal test")
-    sol = care(A, G, Q)
+    sol = care_g(A, G, Q)
     err = np.linalg.norm(sol.X - X, 1) / np.linalg.norm(X, 1)
     # forward error of a backward-stable solver: O(κ eps) with Byers' condition bound κ
     assert err <= 10 * n * EPS * sol.condition
@@ -65,14 +65,55 @@ def test_care_refuses_closed_loop_on_the_axis():
     closed = np.linalg.eigvals(A - G @ X)
     assert np.max(np.abs(closed.real)) < 1e-14
     with pytest.raises(SolverError, match="imaginary axis"):
-        care(A, G, Q)
+        care_g(A, G, Q)
 
 
 def test_care_input_validation():
     with pytest.raises(InvalidInputError, match="G must be 2×2"):
-        care(np.eye(2), np.eye(3))
+        care_g(np.eye(2), np.eye(3))
     with pytest.raises(InvalidInputError, match="A contains NaN"):
-        care([[np.nan]], [[1.0]])
+        care_g([[np.nan]], [[1.0]])
+
+
+@pytest.mark.parametrize(("n", "m", "seed"), [(2, 1, 0), (5, 2, 1), (20, 20, 2), (40, 7, 3)])
+def test_care_g_is_the_equation_of_scipy_and_python_control(n, m, seed):
+    """AᵀX + XA − XGX + Q = 0 with G = B R⁻¹ Bᵀ: the solution of scipy's and python-control's
+    solvers given (A, B, Q, R), to 1e-10."""
+    import control
+
+    rng = np.random.default_rng(seed)
+    A = rng.standard_normal((n, n))
+    B = rng.standard_normal((n, m))
+    R = random_pd(rng, m, lo=0.5)
+    Q = random_pd(rng, n)
+    G = B @ np.linalg.solve(R, B.T)
+    sol = care_g(A, G, Q)
+    X_scipy = sl.solve_continuous_are(A, B, Q, R)
+    X_control, _, _ = control.care(A, B, Q, R)
+    for X in (X_scipy, X_control):
+        assert np.linalg.norm(sol.X - X) <= 1e-10 * np.linalg.norm(X)
+    assert sol.residual <= 1e-12
+    assert np.max(np.linalg.eigvals(A - G @ sol.X).real) < 0
+
+
+def test_care_g_refuses_a_G_that_is_not_symmetric_psd(rng):
+    """A square B passed where G = BR⁻¹Bᵀ belongs is refused, not silently reinterpreted."""
+    A = rng.standard_normal((3, 3))
+    B = rng.standard_normal((3, 3))
+    with pytest.raises(InvalidInputError, match="G must be symmetric"):
+        care_g(A, B, np.eye(3))
+    with pytest.raises(InvalidInputError, match="G must be positive semidefinite"):
+        care_g(A, -np.eye(3), np.eye(3))
+    with pytest.raises(InvalidInputError, match="Q must be symmetric"):
+        care_g(A, np.eye(3), B)
+    with pytest.raises(InvalidInputError, match="Q must be symmetric"):
+        lyapunov_function(-np.eye(3), B)
+    # symmetric up to rounding: accepted, as its symmetric part
+    G = B @ B.T
+    G[0, 1] *= 1 + 1e-15
+    assert care_g(A, G, np.eye(3), condition=False).residual <= 1e-12
+    with pytest.raises(InvalidInputError, match="G must be symmetric"):
+        care_g(A, 1e-300 * B, np.eye(3))
 
 
 # ---------------------------------------------------------------- Bernoulli fast path
@@ -184,7 +225,7 @@ def test_bernoulli_invalid_method():
 def test_lyapunov_sign_convention(rng):
     L = random_with_spectrum(rng, [-0.5, -1.0, -2.0, -3.0])
     Q = random_pd(rng, 4)
-    sol = lyapunov(L, Q)
+    sol = lyapunov_function(L, Q)
     assert np.linalg.norm(L.T @ sol.P + sol.P @ L + Q) <= 1e-13 * np.linalg.norm(Q) * 10
     assert sol.residual <= 1e-14
     assert np.linalg.eigvalsh(sol.P)[0] > 0
@@ -195,9 +236,18 @@ def test_lyapunov_sign_convention(rng):
     assert np.linalg.norm(P - sol.P) <= 1e-13 * np.linalg.norm(P)
 
 
+def test_lyapunov_function_is_the_transpose_of_control_lyap(rng):
+    import control
+
+    L = random_with_spectrum(rng, [-0.5, -1.0, -2.0])
+    Q = random_pd(rng, 3)
+    P = control.lyap(L.T, Q)  # control.lyap(A, Q): AX + XAᵀ + Q = 0
+    assert np.linalg.norm(lyapunov_function(L, Q).P - P) <= 1e-13 * np.linalg.norm(P)
+
+
 def test_lyapunov_unstable_L_gives_indefinite_P(rng):
     L = random_with_spectrum(rng, [0.5, -1.0, -2.0])
-    sol = lyapunov(L)
+    sol = lyapunov_function(L)
     assert np.linalg.eigvalsh(sol.P)[0] < 0
 
 
@@ -207,7 +257,7 @@ BAD_RTOLS = [-1.0, 0.0, 1.0, 2.0, float("nan"), float("inf"), "1e-8", True, 1j, 
 @pytest.mark.parametrize("bad", BAD_RTOLS)
 def test_tolerances_are_validated(bad):
     A, G = np.diag([1.0, -2.0]), np.eye(2)
-    for call in (lambda: bernoulli(A, G, axis_rtol=bad), lambda: care(A, G, axis_rtol=bad),
+    for call in (lambda: bernoulli(A, G, axis_rtol=bad), lambda: care_g(A, G, axis_rtol=bad),
                  lambda: schur_split(A, G, axis_rtol=bad),
                  lambda: check_axis_gap(np.array([1.0]), 1.0, axis_rtol=bad)):
         with pytest.raises(InvalidInputError, match="axis_rtol"):
@@ -222,7 +272,7 @@ def test_boolean_options_are_booleans(bad):
             bernoulli(A, G, **{name: bad})
     for name in ("scaling", "condition"):
         with pytest.raises(InvalidInputError, match=name):
-            care(A, G, **{name: bad})
+            care_g(A, G, **{name: bad})
 
 
 @pytest.mark.parametrize("alpha, beta", [(2.0 ** -1020, 2.0 ** -1020), (1e-300, 1e-300),

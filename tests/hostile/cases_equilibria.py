@@ -1,7 +1,7 @@
 """Hostile cases for the equilibria and the Riccati layer (area "equilibria"): `equilibria`
 (which="stable"/"all", starts, tolerances), the public solvers of `riccati_tf.riccati`
-(bernoulli, care, lyapunov, schur_split) and `Certificate.linearization()`, at extreme and mixed
-magnitudes, near the imaginary axis, with malformed options.
+(bernoulli, care_g, lyapunov_function, schur_split) and `Certificate.linearization()`, at
+extreme and mixed magnitudes, near the imaginary axis, with malformed options.
 
 Every result is checked against references written here, independent of the package:
 - the relative residual ‖F(Σ*)‖_F / (‖AΣ*‖_F + Σ_h‖V_hΣ*B_hΣ*‖_F) recomputed in mpmath at 60
@@ -26,7 +26,7 @@ import numpy as np
 
 from riccati_tf import Params, certify, equilibria
 from riccati_tf.equilibrium import newton
-from riccati_tf.riccati import bernoulli, care, lyapunov, schur_split
+from riccati_tf.riccati import bernoulli, care_g, lyapunov_function, schur_split
 
 from . import cases_of
 
@@ -297,10 +297,10 @@ cases_of(AREA, "error", {
     "bernoulli_axis_rtol_inf": lambda: bernoulli(_A, _G, axis_rtol=np.inf),
     "bernoulli_crosscheck_string": lambda: bernoulli(_A, _G, crosscheck="no"),
     "bernoulli_condition_int": lambda: bernoulli(_A, _G, condition=1),
-    "care_scaling_string": lambda: care(_A, _G, scaling="False"),
-    "care_axis_rtol_complex": lambda: care(_A, _G, axis_rtol=1e-8j),
+    "care_scaling_string": lambda: care_g(_A, _G, scaling="False"),
+    "care_axis_rtol_complex": lambda: care_g(_A, _G, axis_rtol=1e-8j),
     "schur_split_axis_rtol_list": lambda: schur_split(_A, _G, axis_rtol=[1e-8]),
-    "lyapunov_Q_strings": lambda: lyapunov(-np.eye(2), [["1", "0"], ["0", "1"]]),
+    "lyapunov_Q_strings": lambda: lyapunov_function(-np.eye(2), [["1", "0"], ["0", "1"]]),
 }, option_case)
 
 
@@ -328,7 +328,7 @@ cases_of(AREA, "result", {"axis_gap_outside_tight_rtol": (1e-12, 1e-14),
 def care_scalar_case(item) -> None:
     """a x·2 − g x² + q = 0, stabilizing root x = (a + √(a² + gq))/g (g > 0, q ≥ 0)."""
     a, g, q = item
-    sol = care(np.array([[a]]), np.array([[g]]), np.array([[q]]))
+    sol = care_g(np.array([[a]]), np.array([[g]]), np.array([[q]]))
     with mp.workdps(DPS):
         A, G, Q = (mp.mpf(x) for x in (a, g, q))
         x = (A + mp.sqrt(A * A + G * Q)) / G
@@ -374,7 +374,7 @@ def lyapunov_case(item) -> None:
     L = scale * (X @ np.diag(spectrum) @ np.linalg.inv(X))
     Y = rng.standard_normal((n, n))
     Q = Y @ Y.T + np.eye(n)
-    sol = lyapunov(L, Q)
+    sol = lyapunov_function(L, Q)
     with mp.workdps(DPS):
         Lm, Pm, Qm = mpm(L), mpm(sol.P), mpm(Q)
         R = Lm.T * Pm + Pm * Lm + Qm
