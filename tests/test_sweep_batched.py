@@ -204,6 +204,37 @@ def test_lyapunov_stack_residual(rng):
     assert np.abs(res).max() <= 1e-12 * np.abs(C).max()
 
 
+@pytest.mark.parametrize("k", [1, 2, 8, 32])
+def test_lyapunov_stack_is_bartels_stewart(rng, k):
+    from scipy.linalg import solve_continuous_lyapunov
+
+    n = 30
+    T = rng.standard_normal((n, k, k)) / np.sqrt(k) - rng.uniform(0.5, 3.0, n)[:, None, None] \
+        * np.eye(k)
+    C = rng.standard_normal((n, 2, k, k))
+    C = C + np.swapaxes(C, -1, -2)
+    P = lyapunov_stack(T, C)  # two right-hand sides per case
+    for i in range(n):
+        for j in range(2):
+            res = T[i].T @ P[i, j] + P[i, j] @ T[i] - C[i, j]  # backward stable
+            scale = 2 * np.linalg.norm(T[i]) * np.linalg.norm(P[i, j]) + np.linalg.norm(C[i, j])
+            assert np.linalg.norm(res) <= 1e-14 * k * scale
+            ref = solve_continuous_lyapunov(T[i].T, C[i, j])
+            np.testing.assert_allclose(P[i, j], ref, rtol=0, atol=1e-10 * np.abs(ref).max())
+
+
+def test_lyapunov_stack_defective_and_singular_cases():
+    jordan = np.array([[-1.0, 1e3], [0.0, -1.0 - 1e-12]])  # eigenbasis κ ≈ 1e15: scipy's solver
+    zero = np.zeros((2, 2))  # λ_i + λ_j = 0: no solution is returned
+    axis = np.array([[0.0, 1.0], [-1.0, 0.0]])  # λ = ±i: λ_1 + λ_2 = 0
+    T = np.array([jordan, zero, axis, [[np.nan, 0.0], [0.0, -1.0]]])
+    C = np.broadcast_to(np.eye(2), T.shape).copy()
+    P = lyapunov_stack(T, C)
+    res = jordan.T @ P[0] + P[0] @ jordan - np.eye(2)
+    assert np.abs(res).max() <= 1e-12 * np.abs(P[0]).max()
+    assert np.isnan(P[1:]).all()
+
+
 def test_blowup_times_match_the_exact_flow(rng):
     n, d = 25, 2
     A = rng.standard_normal((n, d, d))

@@ -10,8 +10,10 @@ Analyses (columns besides config_id and the axis values):
 - certify:   regime, theorem, exact, global, rate, blowup_time, threshold, path — scalar-V cases
              by the batched classifier (path "batched"), the rest by `certify` one by one
              (path "certify"); NaN stands for None.
-- flow:      status, blowup_time, cov_eig_min, cov_eig_max, mean_norm at t_final (or the last
-             state before T*), by `flow(..., method="auto")` per case.
+- flow:      status, blowup_time, cov_eig_min, cov_eig_max, mean_norm at t_final (or, after a
+             blow-up at T*, at the last time before T* of flow's default grid of DEFAULT_OUTPUTS
+             times), by `flow(..., method="auto")` per case with only the output times these
+             columns read (`flow_end`).
 - particles: status, t_end, flow_cov_eig_min/max, particle_cov_eig_min/max, rel_diff
              (‖Σ_particles − Σ_flow‖_F / ‖Σ_flow‖_F at t_end = t_final, or T*/2 after a blow-up),
              N tokens drawn with default_rng([seed, config_id]).
@@ -26,14 +28,14 @@ import json
 import os
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
 
 from ..certificates import certify
 from ..errors import InvalidInputError
-from ..flows import flow
+from ..flows import DEFAULT_OUTPUTS, flow
 from ..model import Gaussian
 from .batched import classify_scalar, g_matrix, quadratic_constants, scalar_values
 from .family import Chunk, Family, parse_family
@@ -121,10 +123,28 @@ _FLOW_KINDS = {"status": "str", "blowup_time": "float", "cov_eig_min": "float",
                "cov_eig_max": "float", "mean_norm": "float", "error": "str"}
 
 
+def flow_end(params, g0: Gaussian, t_final: float):
+    """The trajectory of `flow(params, g0, t_final)` (default grid: DEFAULT_OUTPUTS times) cut to
+    what the flow columns read — its status, T* and its last state — computed at two output
+    times: [0, t_final]; after a blow-up at T*, [0, t_k] with t_k the last default-grid time
+    before T* (the same problem on [0, t_final], asked for fewer outputs), T* kept from the first
+    call. Where flow does not return a state at t_k, the default grid itself is run."""
+    tr = flow(params, g0, t_final, t_eval=[0.0, t_final])
+    if tr.blowup_time is None:
+        return tr
+    grid = np.linspace(0.0, t_final, DEFAULT_OUTPUTS)
+    before = grid[grid < tr.blowup_time]
+    if before.size < 2:
+        return tr
+    cut = flow(params, g0, t_final, t_eval=[0.0, before[-1]])
+    if cut.t[-1] != before[-1]:
+        return flow(params, g0, t_final)
+    return replace(cut, blowup_time=tr.blowup_time, blowup_direction=tr.blowup_direction)
+
+
 def _flow_row(family: Family, chunk: Chunk, i: int) -> dict:
-    T = family.t_final
     try:
-        tr = flow(chunk.params(i), Gaussian(chunk.mean[i], chunk.cov[i]), T, t_eval=[0.0, T])
+        tr = flow_end(chunk.params(i), Gaussian(chunk.mean[i], chunk.cov[i]), family.t_final)
     except Exception as exc:  # recorded in the row, as in certificate_row
         return {"status": "error", "error": _error_text(exc)}
     eig = np.linalg.eigvalsh(tr.cov[-1])
@@ -153,7 +173,8 @@ def _particle_row(family: Family, chunk: Chunk, i: int) -> dict:
     try:
         probe = flow(params, g0, T, t_eval=[0.0, T])
         t_end = T if probe.blowup_time is None else 0.5 * probe.blowup_time
-        ref = flow(params, g0, t_end, t_eval=[0.0, t_end])
+        ref = probe if probe.blowup_time is None else flow(params, g0, t_end,
+                                                           t_eval=[0.0, t_end])
         rng = np.random.default_rng([settings["seed"], int(chunk.ids[i])])
         run = simulate(params, g0.sample(settings["n_tokens"], rng), t_end,
                        n_steps=settings["n_steps"])
