@@ -35,6 +35,7 @@ import numpy as np
 from scipy.linalg import LinAlgError, cholesky, schur
 from scipy.optimize import brentq
 
+from .display import html_table, latex_matrix, number
 from .equilibrium import (
     ACCEPT_RTOL,
     ENUMERATION_MAX_D,
@@ -73,6 +74,10 @@ EXACT_MAX_D = 6
 #: numerical premises — G counts as semidefinite when its eigenvalues of the wrong sign are
 #: ≤ SIGN_RTOL · max |λ(G)|
 SIGN_RTOL = 1e-12
+#: numerical premise of "psd_marginal": an eigenvalue λ of A on the axis is semisimple when
+#: A − (i Im λ) I has as many singular values ≤ SEMISIMPLE_RTOL ‖A‖_F as there are eigenvalues of A
+#: within SEMISIMPLE_RTOL ‖A‖_F of λ
+SEMISIMPLE_RTOL = 1e-8
 #: |λ_max(W∞Σ0) − 1| ≤ THRESHOLD_RTOL is the borderline of the G ⪯ 0, Hurwitz-A theorem
 THRESHOLD_RTOL = 1e-8
 #: range Σ0 ⊂ stable subspace S when ‖(I − Π_S) L0‖_F ≤ RANGE_RTOL ‖L0‖_F (Σ0 = L0 L0ᵀ)
@@ -117,12 +122,14 @@ class Certificate:
     regime: one of REGIMES. equilibrium: Σ* (converges / collapses) or None. lyapunov: P ≻ 0 with
     LᵀP + PL = −Q in orthonormal symmetric coordinates (|h| = ‖H‖_F), Q = lyapunov_rhs, L =
     operator (n_s × n_s, n_s = d(d+1)/2); None where no local certificate is given. rate: decay
-    rate −max Re λ(L) (or 2 min Re λ(A) from the closed form) for converges/collapses, None else.
+    rate −max Re λ(L) (or 2 min Re λ(A) from the closed form) for converges/collapses, None else
+    and None for "psd_marginal", whose collapse is algebraic: ‖Σ(t)‖₂ ≤ κ²/(λ_min(G) t) with
+    κ = sup_t ‖e^{At}‖₂ (not exponential).
     blowup_time T* and blowup_direction (unit vector) for blows_up. exact: a SPEC §5 theorem
     whose every premise was decided in exact rational arithmetic on the data as given (True), or
     premises decided with tolerances / numerical evidence (False); the stored Σ*, rate and T*
     are floating-point values either way. global_: the conclusion holds for every Σ0 ≻ 0.
-    theorem: the premise `check()` re-verifies ("psd_hurwitz", "psd_gramian_pd",
+    theorem: the premise `check()` re-verifies ("psd_hurwitz", "psd_marginal", "psd_gramian_pd",
     "psd_gramian_singular", "nsd_unstable_range", "nsd_threshold", "closed_form_root", "zero",
     "numerical"). threshold: λ_max(W∞Σ0) for "nsd_threshold". horizon, final_cov: end of the
     integration used as evidence; basin: level ρ of the certified sublevel set around Σ*;
@@ -154,6 +161,31 @@ class Certificate:
     basin: float | None = None
     kantorovich_radius: float | None = None
     tolerance: dict | None = None
+
+    def __repr__(self) -> str:
+        """The verdict without the arrays (nothing is recomputed; call `check()` to verify)."""
+        eq = "" if self.equilibrium is None else f", rank Σ*={self.equilibrium.rank}"
+        return (f"Certificate(regime={self.regime!r}, exact={self.exact}, global_={self.global_}, "
+                f"theorem={self.theorem!r}, d={self.params.d}, rate={number(self.rate)}, "
+                f"T*={number(self.blowup_time)}{eq})")
+
+    def _repr_html_(self) -> str:
+        eq = self.equilibrium
+        rows = [("regime", self.regime), ("theorem", self.theorem), ("exact", self.exact),
+                ("global", self.global_), ("d", self.params.d), ("rate", number(self.rate)),
+                ("T*", number(self.blowup_time)), ("threshold λ_max(W∞Σ0)", number(self.threshold)),
+                ("rank Σ*", None if eq is None else eq.rank), ("reason", self.reason)]
+        return html_table("Certificate", rows)
+
+    def _repr_latex_(self) -> str | None:
+        """Σ* as a matrix for converges/collapses, T* for a blow-up (None when d > LATEX_MAX_D or
+        there is nothing to show)."""
+        if self.blowup_time is not None:
+            return rf"$T^* = {number(self.blowup_time)}$ (blows up)"
+        if self.equilibrium is None:
+            return None
+        M = latex_matrix(self.equilibrium.cov)
+        return None if M is None else rf"$\Sigma(t) \to \Sigma^* = {M}$ ({self.regime})"
 
     @property
     def lyapunov_min_eig(self) -> float | None:
@@ -220,8 +252,13 @@ class Certificate:
 # ---------------------------------------------------------------- entry point
 
 
-def certify(params: Params, cov0, mean0=None) -> Certificate:
+def certify(params: Params, gaussian, mean0=None) -> Certificate:
     """Classify the covariance flow Σ̇ = AΣ + ΣAᵀ + Σ_h(V_hΣB_hΣ + ΣB_hᵀΣV_hᵀ) from Σ(0) = Σ0.
+
+    Called like `flow`: `certify(params, Gaussian(m0, Σ0))`. The array form
+    `certify(params, Σ0, m0=None)` is kept: a covariance array as the second argument (validated
+    as `cov0`) and an optional mean (`mean0`, zero when omitted); with a Gaussian, mean0 must be
+    omitted. Anything else as the second argument is refused with InvalidInputError.
 
     Scalar V (G = −Σ_h v_h(B_h + B_hᵀ)), SPEC §5: G ⪰ 0 never blows up; with A Hurwitz Σ → 0;
     with Σ0 ≻ 0 and an eigenvalue Re λ > 0 of A on the unobservable subspace ∩_k ker(GA^k) Σ
@@ -248,13 +285,29 @@ def certify(params: Params, cov0, mean0=None) -> Certificate:
     """
     if not isinstance(params, Params):
         raise InvalidInputError(f"params must be a riccati_tf.Params, got {type(params).__name__}")
-    cov0 = as_covariance("cov0", cov0, params.d)
-    mean0 = np.zeros(params.d) if mean0 is None else as_vector("mean0", mean0, params.d)
+    cov0, mean0 = _start(params.d, gaussian, mean0)
     cov0.setflags(write=False)
     mean0.setflags(write=False)
     base = {"params": params, "cov0": cov0, "mean0": mean0}
     with np.errstate(all="ignore"), numerical_failures("certify"):
         return _released(_certify(params, cov0, base))
+
+
+def _start(d: int, gaussian, mean0) -> tuple[np.ndarray, np.ndarray]:
+    """(Σ0, m0) from a Gaussian, or from a covariance array and an optional mean (validated)."""
+    if isinstance(gaussian, Gaussian):
+        if mean0 is not None:
+            raise InvalidInputError("mean0 must be omitted when the start is a riccati_tf.Gaussian "
+                                    "(its mean is the start mean)")
+        if gaussian.d != d:
+            raise InvalidInputError(f"gaussian lives in R^{gaussian.d} but params in R^{d}")
+        return np.array(gaussian.cov, dtype=float), np.array(gaussian.mean, dtype=float)
+    if gaussian is None or isinstance(gaussian, str | bytes | dict | Params):
+        raise InvalidInputError(f"gaussian must be a riccati_tf.Gaussian or a d×d covariance "
+                                f"array Σ0 (d = {d}), got {type(gaussian).__name__}")
+    cov0 = as_covariance("cov0", gaussian, d)
+    mean0 = np.zeros(d) if mean0 is None else as_vector("mean0", mean0, d)
+    return cov0, mean0
 
 
 def _certify(p: Params, cov0: np.ndarray, base: dict) -> Certificate:
@@ -285,6 +338,14 @@ def _certify(p: Params, cov0: np.ndarray, base: dict) -> Certificate:
                           rate=-2 * float(np.max(eig.real)),
                           reason=f"G ⪰ 0 rules out blow-up and A is Hurwitz ({how}): "
                                  f"Σ(t) ⪯ e^{{At}}Σ0e^{{Aᵀt}} → 0 (SPEC §5).")
+    if theorem == "psd_marginal":
+        return _converged(p, np.zeros((d, d)), base, theorem, exact=pr.exact, glob=glob,
+                          rate=None, local=False,
+                          reason=f"G ≻ 0 and A has no eigenvalue with Re λ > 0, those on iℝ "
+                                 f"semisimple, so κ = sup_t ‖e^{{At}}‖ < ∞ ({how}): "
+                                 f"Σ(t)⁻¹ ⪰ ∫_0^t e^{{−Aᵀu}}Ge^{{−Au}}du ⪰ λ_min(G) t/κ² I, so "
+                                 f"‖Σ(t)‖ ≤ κ²/(λ_min(G) t) → 0 for every Σ0 ⪰ 0 — an algebraic "
+                                 f"collapse (rate None).")
     if theorem == "psd_gramian_singular":
         return Certificate(
             "grows", None, None, None, None, pr.exact, glob,
@@ -892,10 +953,13 @@ class Premises:
     """What the scalar-V theorems of SPEC §5 need to know about (A, G, Σ0), decided either
     exactly on the data as given (tolerance None) or numerically with the listed tolerances.
 
-    g_psd / g_nsd / g_nd: G ⪰ 0 / G ⪯ 0 / G ≺ 0. n_left, n_axis, n_right: eigenvalues of A with
-    Re λ < 0, = 0, > 0 (numerically: |Re λ| ≤ axis_rtol ‖A‖_F counts as 0). rank0: rank Σ0.
+    g_psd / g_nsd / g_nd / g_pd: G ⪰ 0 / G ⪯ 0 / G ≺ 0 / G ≻ 0. n_left, n_axis, n_right:
+    eigenvalues of A with Re λ < 0, = 0, > 0 (numerically: |Re λ| ≤ axis_rtol ‖A‖_F counts as
+    0). rank0: rank Σ0.
     unseen: an eigenvalue with Re λ > 0 of A restricted to the unobservable subspace
-    ∩_k ker(GA^k) (the anti-stable Gramian is singular) — decided when G ⪰ 0. range_stable:
+    ∩_k ker(GA^k) (the anti-stable Gramian is singular) — decided when G ⪰ 0. axis_semisimple:
+    every eigenvalue of A on iℝ is semisimple — decided when G ≻ 0, n_right = 0 < n_axis
+    (numerically: `SEMISIMPLE_RTOL`). range_stable:
     range Σ0 lies in the stable invariant subspace of A (A restricted to the Krylov space
     span{A^kΣ0} is Hurwitz) — decided when G ⪯ 0. threshold_sign: sign of λ_max(W∞Σ0) − 1 when
     range_stable, threshold: a floating-point value of λ_max(W∞Σ0)."""
@@ -909,6 +973,8 @@ class Premises:
     n_right: int
     rank0: int
     unseen: bool | None = None
+    g_pd: bool = False
+    axis_semisimple: bool | None = None
     range_stable: bool | None = None
     threshold_sign: int | None = None
     threshold: float | None = None
@@ -958,7 +1024,9 @@ def _exact_premises(p: Params, S0: np.ndarray, rank0: int) -> Premises:
     gpos, gzero, gneg = _sym_inertia(G)
     left, axis, right = _half_planes(A)
     facts = dict(tolerance=None, g_psd=gneg == 0, g_nsd=gpos == 0, g_nd=gpos == 0 and gzero == 0,
-                 n_left=left, n_axis=axis, n_right=right, rank0=rank0)
+                 g_pd=gpos == d, n_left=left, n_axis=axis, n_right=right, rank0=rank0)
+    if gpos == d and right == 0 and axis:
+        facts["axis_semisimple"] = _q_axis_semisimple(A, axis)
     if gneg == 0:  # unobservable subspace N = ∩_k ker(G A^k)
         blocks, GA = [], G
         for _ in range(d):
@@ -984,6 +1052,24 @@ def _exact_premises(p: Params, S0: np.ndarray, rank0: int) -> Premises:
     return Premises(**facts)
 
 
+def _q_axis_semisimple(A: np.ndarray, n_axis: int) -> bool:
+    """Every eigenvalue of the Fraction matrix A on iℝ is semisimple, for A without eigenvalues
+    Re λ > 0 (exact). Then h = gcd(p(s), p(−s)) (p the characteristic polynomial) has exactly the
+    n_axis roots of p on iℝ, its squarefree part c has each of them once, and dim ker c(A) is the
+    sum of their geometric multiplicities: semisimple iff it equals n_axis."""
+    import sympy
+
+    s = sympy.Symbol("s")
+    p = _sympy_poly(_q_charpoly(A), "s")
+    h = p.gcd(p.compose(sympy.Poly(-s, s, domain="QQ")))
+    c = h.quo(h.gcd(h.diff(s)))
+    cA = np.full(A.shape, Fraction(0), dtype=object)
+    eye = _q_eye(A.shape[0])
+    for a in c.all_coeffs():  # Horner
+        cA = cA.dot(A) + Fraction(int(a.p), int(a.q)) * eye
+    return A.shape[0] - len(_q_rref(cA)[1]) == n_axis
+
+
 def _exact_threshold_sign(AK: np.ndarray, K: np.ndarray, G: np.ndarray, S0: np.ndarray) -> int:
     """sign(λ_max(W∞Σ0) − 1) exactly for range Σ0 ⊂ K = span K (A-invariant, A_K Hurwitz):
     with Σ0 = K C Kᵀ and W_K = KᵀW∞K solving A_KᵀW_K + W_KA_K = KᵀGK (G ⪯ 0), the nonzero
@@ -1003,7 +1089,8 @@ def _exact_threshold_sign(AK: np.ndarray, K: np.ndarray, G: np.ndarray, S0: np.n
 
 def default_tolerance(p: Params) -> dict:
     """The tolerances of the numerical premises (`_numerical_premises`)."""
-    tol = {"sign_rtol": SIGN_RTOL, "axis_rtol": AXIS_RTOL, "rank_rtol": p.d * EPS,
+    tol = {"sign_rtol": SIGN_RTOL, "axis_rtol": AXIS_RTOL, "semisimple_rtol": SEMISIMPLE_RTOL,
+           "rank_rtol": p.d * EPS,
            "singular_rcond": SINGULAR_RCOND, "range_rtol": RANGE_RTOL,
            "threshold_rtol": THRESHOLD_RTOL}
     if not _exactly_scalar(p):
@@ -1025,9 +1112,12 @@ def _numerical_premises(p: Params, cov0: np.ndarray, tol: dict) -> Premises:
     atol = tol["axis_rtol"] * np.linalg.norm(A)
     e0 = np.linalg.eigvalsh(cov0)
     rank0 = int(np.sum(e0 > tol["rank_rtol"] * max(e0[-1], 0.0)))
-    facts = dict(tolerance=tol, g_psd=psd, g_nsd=nsd, g_nd=nd,
+    pd = bool(g[0] > gtol)
+    facts = dict(tolerance=tol, g_psd=psd, g_nsd=nsd, g_nd=nd, g_pd=pd,
                  n_left=int(np.sum(eig.real < -atol)), n_axis=int(np.sum(abs(eig.real) <= atol)),
                  n_right=int(np.sum(eig.real > atol)), rank0=rank0)
+    if pd and facts["n_axis"] and not facts["n_right"]:
+        facts["axis_semisimple"] = _axis_semisimple(A, eig, atol, tol["semisimple_rtol"])
     if psd and facts["n_axis"] == 0 and facts["n_right"]:
         split = schur_split(A, G, axis_rtol=tol["axis_rtol"])
         facts["unseen"] = split.singularity(A, G) < tol["singular_rcond"]
@@ -1041,17 +1131,40 @@ def _numerical_premises(p: Params, cov0: np.ndarray, tol: dict) -> Premises:
     return Premises(**facts)
 
 
+def _axis_semisimple(A: np.ndarray, eig: np.ndarray, atol: float, rtol: float) -> bool:
+    """Every computed eigenvalue λ of A with |Re λ| ≤ atol has as many singular values of
+    A − (i Im λ)I below rtol ‖A‖_F as A has eigenvalues within rtol ‖A‖_F of i Im λ (geometric
+    = algebraic multiplicity, decided with the tolerance)."""
+    tol = rtol * np.linalg.norm(A)
+    eye = np.eye(A.shape[0])
+    for lam in eig[np.abs(eig.real) <= atol]:
+        w = 1j * lam.imag
+        algebraic = int(np.sum(np.abs(eig - w) <= max(tol, atol)))
+        geometric = int(np.sum(np.linalg.svd(A - w * eye, compute_uv=False) <= tol))
+        if geometric < algebraic:
+            return False
+    return True
+
+
 #: the theorems, the regime each concludes and whether it holds for every Σ0 ≻ 0
-THEOREMS = {"psd_hurwitz": ("collapses", True), "psd_gramian_pd": ("converges", True),
+THEOREMS = {"psd_hurwitz": ("collapses", True), "psd_marginal": ("collapses", True),
+            "psd_gramian_pd": ("converges", True),
             "psd_gramian_singular": ("grows", True), "nsd_unstable_range": ("blows_up", True),
             "nsd_threshold": (None, False)}
 
 
 def theorem_of(pr: Premises, d: int) -> tuple[str, str] | None:
-    """(theorem, regime) that the premises establish (SPEC §5), or None."""
+    """(theorem, regime) that the premises establish (SPEC §5), or None.
+
+    "psd_marginal" (G ≻ 0, no Re λ(A) > 0, every eigenvalue on iℝ semisimple, e.g. A skew):
+    with P = Σ⁻¹, Ṗ = −AᵀP − PA + G gives Σ(t)⁻¹ = e^{−Aᵀt}Σ0⁻¹e^{−At} + ∫_0^t e^{−Aᵀu}Ge^{−Au}du
+    (on range Σ0 for singular Σ0), and |e^{−Au}x| ≥ |x|/κ with κ = sup ‖e^{At}‖ < ∞, so Σ(t) → 0
+    at rate ≤ κ²/(λ_min(G) t) from every Σ0 ⪰ 0."""
     if pr.g_psd:
         if pr.n_left == d:
             return "psd_hurwitz", "collapses"
+        if pr.g_pd and pr.n_right == 0 and pr.axis_semisimple:
+            return "psd_marginal", "collapses"
         if pr.rank0 == d and pr.unseen:
             return "psd_gramian_singular", "grows"
         if pr.rank0 == d and pr.n_axis == 0 and pr.n_right and pr.unseen is False:

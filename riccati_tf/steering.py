@@ -41,6 +41,7 @@ import numpy as np
 from scipy.linalg import expm, logm
 from scipy.optimize import least_squares
 
+from .display import html_table, latex_matrix, number
 from .errors import InvalidInputError, RankMismatchError, SolverError, UnreachableError
 from .flows import Trajectory, flow
 from .model import Gaussian, Params
@@ -478,7 +479,7 @@ def terminal_error(mean, cov, start: Gaussian, target: Gaussian) -> float:
 
 @dataclass(frozen=True, eq=False)
 class ControlPlan:
-    """Controls t ↦ Params on [0, T] steering N(m0, Σ0) to N(m1, Σ1).
+    """Controls t ↦ Params on [0, t_final] steering N(m0, Σ0) to N(m1, Σ1).
 
     route: "polar" (affine pieces A = log P/τ1, A = log Q/τ2), "attention" (tracking attention,
     V constant, B(t) = Σ(t)⁺R), or "shooting" (piecewise-constant controls found numerically).
@@ -486,11 +487,12 @@ class ControlPlan:
     relative error found by `verify()` when the plan was made, against `tolerance`; success:
     residual ≤ tolerance; transport: Φ1 (constructive routes); accessibility: the rank test at
     the start (shooting); fixed: the parameters held constant in depth; message: what was done.
+    `T` is a read-only alias of t_final.
     """
 
     start: Gaussian
     target: Gaussian
-    T: float
+    t_final: float
     controls: str
     route: str
     pieces: tuple
@@ -503,15 +505,42 @@ class ControlPlan:
     accessibility: Accessibility | None = None
 
     @property
+    def T(self) -> float:
+        """Alias of t_final."""
+        return self.t_final
+
+    def __repr__(self) -> str:
+        """The plan without its arrays."""
+        return (f"ControlPlan(route={self.route!r}, controls={self.controls!r}, d={self.start.d}, "
+                f"t_final={number(self.t_final)}, pieces={len(self.pieces)}, "
+                f"residual={number(self.residual)}, success={self.success})")
+
+    def _repr_html_(self) -> str:
+        rows = [("route", self.route), ("controls", self.controls), ("d", self.start.d),
+                ("t_final", number(self.t_final)), ("residual", number(self.residual)),
+                ("tolerance", number(self.tolerance)), ("success", self.success),
+                ("fixed", ", ".join(sorted(self.fixed)) or "none")]
+        rows += [(f"piece {k}", f"{_piece_kind(p)} on [{number(p.t0)}, {number(p.t1)}]")
+                 for k, p in enumerate(self.pieces)]
+        return html_table("ControlPlan", [*rows, ("message", self.message)])
+
+    def _repr_latex_(self) -> str:
+        """The pieces as a case distinction in t (a constant piece by its drift A when d ≤
+        LATEX_MAX_D)."""
+        cases = [rf"{_piece_latex(p)} & {number(p.t0)} \le t < {number(p.t1)}"
+                 for p in self.pieces]
+        return r"$\theta(t) = \begin{cases}" + r" \\ ".join(cases) + r"\end{cases}$"
+
+    @property
     def breakpoints(self) -> np.ndarray:
-        """0 = t_0 < t_1 < … < t_n = T, the ends of the pieces."""
+        """0 = t_0 < t_1 < … < t_n = t_final, the ends of the pieces."""
         return np.array([p.t0 for p in self.pieces] + [self.pieces[-1].t1])
 
     def params_at(self, t: float) -> Params:
         """The layer parameters at depth t ∈ [0, T] (right-continuous at breakpoints)."""
         t = as_time("t", t, allow_zero=True)
-        if t > self.T * (1 + 1e-12):
-            raise InvalidInputError(f"t must lie in [0, T] = [0, {self.T}], got {t}")
+        if t > self.t_final * (1 + 1e-12):
+            raise InvalidInputError(f"t must lie in [0, t_final] = [0, {self.t_final}], got {t}")
         k = int(np.searchsorted(self.breakpoints[1:-1], t, side="right"))
         return self.pieces[k].params(t)
 
@@ -644,6 +673,23 @@ class ControlPlan:
         return ParticleRun(np.concatenate(ts), np.concatenate(means), np.concatenate(covs),
                            x.shape[0], method, x[None] if keep_particles else None,
                            backend=run.backend)
+
+
+def _piece_kind(piece) -> str:
+    return "constant" if isinstance(piece, ConstantPiece) else "tracking attention"
+
+
+def _piece_latex(piece) -> str:
+    """A constant piece as its drift A and bias b (attention noted when present), a tracking
+    piece as B(t) = Σ(t)⁺R."""
+    if not isinstance(piece, ConstantPiece):
+        return r"\text{tracking: } B(t) = \Sigma(t)^{+} R"
+    M = latex_matrix(piece.layer.A)
+    attention = r",\ \text{attention}" if any(np.any(V) and np.any(B)
+                                                for V, B in piece.layer.heads) else ""
+    b = piece.layer.b
+    bias = "" if M is None or not np.any(b) else rf",\ b = {latex_matrix(b[:, None])}"
+    return (r"\text{constant}" if M is None else rf"A = {M}") + bias + attention
 
 
 def _finish(plan: ControlPlan) -> ControlPlan:
@@ -973,11 +1019,26 @@ def _check_accessibility(system, start, target, r, strict):
 
 # --------------------------------------------------------------------------- entry point
 
-def steer(start: Gaussian, target: Gaussian, T: float, *, controls: str = "affine",
-          fixed: Mapping | None = None, temperature: float = DEFAULT_TEMPERATURE,
-          n_pieces: int = 6,
-          tol: float = DEFAULT_TOL, check_accessibility: bool = True) -> ControlPlan:
-    """Controls on [0, T] with N(m(T), Σ(T)) = N(m1, Σ1) from N(m0, Σ0), for
+def _horizon_argument(t_final, T):
+    """t_final, or the deprecated keyword T (with a DeprecationWarning)."""
+    if T is None:
+        if t_final is None:
+            raise InvalidInputError("t_final (the horizon of the plan) is required")
+        return t_final
+    if t_final is not None:
+        raise InvalidInputError("give the horizon once: t_final, or the deprecated alias T, "
+                                "not both")
+    warnings.warn("steer(..., T=...) is deprecated; pass t_final (as in flow)",
+                  DeprecationWarning, stacklevel=3)
+    return T
+
+
+def steer(start: Gaussian, target: Gaussian, t_final: float | None = None, *,
+          controls: str = "affine", fixed: Mapping | None = None,
+          temperature: float = DEFAULT_TEMPERATURE, n_pieces: int = 6,
+          tol: float = DEFAULT_TOL, check_accessibility: bool = True,
+          T: float | None = None) -> ControlPlan:
+    """Controls on [0, T] (T = t_final) with N(m(T), Σ(T)) = N(m1, Σ1) from N(m0, Σ0), for
 
         ṁ = (A + V) m + V Σ B m + b,   Σ̇ = AΣ + ΣAᵀ + VΣBΣ + ΣBᵀΣVᵀ   (SPEC §2, §4).
 
@@ -994,7 +1055,10 @@ def steer(start: Gaussian, target: Gaussian, T: float, *, controls: str = "affin
     its exact Lie-bracket test, d ≤ `lie.MAX_DIMENSION`). Controls that leave float64 (see the
     module docstring) raise SolverError.
     The plan carries `residual` = `verify()` and `success` = residual ≤ tol.
+    The horizon is named t_final as in `flow`; the keyword `T=` is a deprecated alias
+    (DeprecationWarning; giving both is refused).
     """
+    t_final = _horizon_argument(t_final, T)
     for name, g in (("start", start), ("target", target)):
         if not isinstance(g, Gaussian):
             raise InvalidInputError(f"{name} must be a riccati_tf.Gaussian, "
@@ -1004,7 +1068,7 @@ def steer(start: Gaussian, target: Gaussian, T: float, *, controls: str = "affin
     d = start.d
     if d > MAX_DIMENSION:
         raise InvalidInputError(f"steering is offered up to d = {MAX_DIMENSION}, got d = {d}")
-    T = as_time("T", T, maximum=MAX_HORIZON)
+    T = as_time("t_final", t_final, maximum=MAX_HORIZON)
     tol = as_time("tol", tol)
     temperature = as_time("temperature", temperature)
     n_pieces = as_count("n_pieces", n_pieces, maximum=MAX_PIECES)

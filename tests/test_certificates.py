@@ -636,3 +636,163 @@ def test_exact_half_plane_counts_and_inertia_against_numpy():
         e = np.linalg.eigvalsh(S)
         assert _sym_inertia(_q(S)) == (int(np.sum(e > tol)), int(np.sum(abs(e) <= tol)),
                                        int(np.sum(e < -tol)))
+
+
+# ---------------------------------------------------------------- Gaussian start, reprs
+
+
+def test_certify_takes_a_gaussian_like_flow():
+    p = Params(A=-np.eye(2), B=np.eye(2), V=-np.eye(2))
+    g = Gaussian([0.5, -1.0], [[1.0, 0.3], [0.3, 0.5]])
+    a, b = certify(p, g), certify(p, g.cov, g.mean)
+    assert (a.regime, a.theorem, a.exact) == (b.regime, b.theorem, b.exact) == \
+        ("collapses", "psd_hurwitz", True)
+    np.testing.assert_array_equal(a.mean0, [0.5, -1.0])
+    np.testing.assert_array_equal(a.cov0, g.cov)
+    np.testing.assert_array_equal(certify(p, g.cov).mean0, np.zeros(2))  # array form: mean 0
+    with pytest.raises(InvalidInputError, match="mean0 must be omitted"):
+        certify(p, g, g.mean)
+    with pytest.raises(InvalidInputError, match=r"gaussian lives in R\^3"):
+        certify(p, Gaussian(np.zeros(3), np.eye(3)))
+    for bad in (None, "eye", {"cov": np.eye(2)}, p):
+        with pytest.raises(InvalidInputError, match=r"gaussian must be a riccati_tf\.Gaussian"):
+            certify(p, bad)
+    with pytest.raises(InvalidInputError, match="cov0"):
+        certify(p, (g.mean, g.cov))  # a (mean, cov) pair is not a covariance
+
+
+def test_reprs_are_compact_and_never_run_check(monkeypatch):
+    from riccati_tf.certificates import Certificate
+
+    p = Params(A=0.5 * np.eye(3), B=np.eye(3), V=-np.eye(3))
+    c = certify(p, Gaussian(np.zeros(3), np.eye(3)))
+    blow = certify(Params(A=np.eye(1), B=np.eye(1), V=np.eye(1)), np.eye(1))
+    big = certify(Params(A=-np.eye(9)), np.eye(9))
+
+    def boom(self):
+        raise AssertionError("repr ran check()")
+
+    monkeypatch.setattr(Certificate, "check", boom)
+    text = repr(c)
+    assert text == ("Certificate(regime='converges', exact=True, global_=True, "
+                    "theorem='psd_gramian_pd', d=3, rate=1, T*=None, rank Σ*=3)")
+    html = c._repr_html_()
+    assert html.startswith("<table>") and "psd_gramian_pd" in html and "array(" not in html
+    # Σ* = P⁻¹ with AᵀP + PA = G = 2I: 0.5 I, written as a LaTeX matrix
+    latex = c._repr_latex_()
+    assert latex.count("0.5") == 3 and latex.count("&") == 6 and "pmatrix" in latex
+    assert blow.regime == "blows_up" and f"{blow.blowup_time:.4g}" in blow._repr_latex_()
+    assert f"T*={blow.blowup_time:.4g}" in repr(blow)
+    assert big._repr_latex_() is None and len(repr(big)) < 200  # no matrix beyond LATEX_MAX_D
+
+
+def test_html_escapes_the_reason():
+    p = Params(A=-np.eye(2))
+    c = dataclasses.replace(certify(p, np.eye(2)), reason="<script>x</script>")
+    assert "<script>" not in c._repr_html_() and "&lt;script&gt;" in c._repr_html_()
+
+
+# ---------------------------------------------------------------- psd_marginal: algebraic collapse
+
+
+def _layer(A, G):
+    """Params with V = −I and B = G/2, so that G = −v(B + Bᵀ) exactly."""
+    return Params(A=A, B=np.asarray(G) / 2, V=-np.eye(np.shape(A)[0]))
+
+
+def _skew(rng, d):
+    X = rng.standard_normal((d, d))
+    return X - X.T
+
+
+def _riccati_end(A, G, S0, t):
+    """Σ(t) of Σ̇ = AΣ + ΣAᵀ − ΣGΣ by DOP853 (independent of the closed form)."""
+    d = A.shape[0]
+
+    def rhs(_t, y):
+        S = y.reshape(d, d)
+        return (A @ S + S @ A.T - S @ G @ S).ravel()
+
+    sol = solve_ivp(rhs, (0, t), S0.ravel(), method="DOP853", rtol=1e-11, atol=1e-14)
+    return sol.y[:, -1].reshape(d, d)
+
+
+@pytest.mark.parametrize("seed,d", [(0, 2), (1, 3), (2, 4), (3, 2)])
+def test_skew_drift_with_g_pd_collapses_algebraically(seed, d):
+    """A skew, G ≻ 0: exact "psd_marginal", and the integration obeys ‖Σ(t)‖ ≤ 1/(λ_min(G) t)
+    (κ = 1: e^{At} orthogonal) while t‖Σ(t)‖ stays bounded below (not exponential)."""
+    rng = np.random.default_rng(seed)
+    A = _skew(rng, d)
+    G = random_pd(rng, d)
+    p = _layer(A, G)
+    S0 = random_pd(rng, d)
+    c = certify(p, Gaussian(np.zeros(d), S0))
+    assert (c.regime, c.theorem, c.exact, c.global_, c.rate) == \
+        ("collapses", "psd_marginal", True, True, None)
+    assert c.check() and not np.any(c.equilibrium.cov)
+    lam = np.linalg.eigvalsh(p.G)[0]
+    for t in (10.0, 40.0):
+        S = _riccati_end(A, p.G, S0, t)
+        norm = np.linalg.norm(S, 2)
+        assert norm <= 1.0 / (lam * t) * (1 + 1e-6)
+        assert norm >= 1.0 / (np.linalg.eigvalsh(p.G)[-1] * t + 1 / np.linalg.eigvalsh(S0)[0])
+
+
+def test_marginal_premises_are_decided_exactly():
+    # A = 0 (Σ(t) = (Σ0⁻¹ + tG)⁻¹), a singular Σ0, a mixed stable + rotation drift
+    G = np.diag([1.0, 2.0, 3.0])
+    rot = np.array([[-1.0, 0, 0], [0, 0, 2.0], [0, -2.0, 0]])
+    for A, S0 in ((np.zeros((3, 3)), np.eye(3)), (rot, np.diag([0.0, 1.0, 0.0])),
+                  (rot, np.eye(3))):
+        c = certify(_layer(A, G), S0)
+        assert (c.regime, c.theorem, c.exact) == ("collapses", "psd_marginal", True)
+        assert c.check()
+    # a Jordan block on the axis is not semisimple: the theorem does not apply
+    jordan = np.array([[0.0, 1.0], [0.0, 0.0]])
+    c = certify(_layer(jordan, np.eye(2)), np.eye(2))
+    assert c.theorem != "psd_marginal"
+    # G ⪰ 0 singular (rank 1) is not G ≻ 0, and Re λ > 0 anywhere rules the theorem out
+    rot2 = np.array([[0.0, 1.0], [-1.0, 0.0]])
+    assert certify(_layer(rot2, np.diag([1.0, 0.0])), np.eye(2)).theorem != "psd_marginal"
+    c = certify(_layer(rot2 + 1e-3 * np.eye(2), np.eye(2)), np.eye(2))
+    assert c.theorem == "psd_gramian_pd" and c.regime == "converges"
+
+
+def test_marginal_check_refuses_tampering():
+    from riccati_tf.certificates import _zero_equilibrium
+
+    rot2 = np.array([[0.0, 1.0], [-1.0, 0.0]])
+    for A, G in ((np.array([[0.0, 1.0], [0.0, 0.0]]), np.eye(2)),  # not semisimple
+                 (rot2, np.diag([1.0, 0.0])),  # G singular
+                 (rot2 + 2 ** -40 * np.eye(2), np.eye(2))):  # Re λ = 2^-40 > 0 exactly
+        p = _layer(A, G)
+        c = certify(p, np.eye(2))
+        forged = dataclasses.replace(c, regime="collapses", theorem="psd_marginal", exact=True,
+                                     global_=True, equilibrium=_zero_equilibrium(p),
+                                     tolerance=None, rate=None, lyapunov=None,
+                                     lyapunov_rhs=None, operator=None, basin=None,
+                                     kantorovich_radius=None, final_cov=None, horizon=None)
+        assert not forged.check()
+
+
+def test_marginal_beyond_exact_dimension_is_numerical():
+    rng = np.random.default_rng(7)
+    d = 8
+    A, G = _skew(rng, d), random_pd(rng, d)
+    c = certify(_layer(A, G), random_pd(rng, d))
+    assert (c.regime, c.theorem, c.exact) == ("collapses", "psd_marginal", False)
+    assert c.tolerance["semisimple_rtol"] == 1e-8 and c.check()
+    # the same certificate re-decided with a tolerance that rejects the axis fails check()
+    tight = dataclasses.replace(c, tolerance={**c.tolerance, "axis_rtol": 0.0})
+    assert not tight.check()
+
+
+def test_skew_sweep_has_no_undetermined_case():
+    """A = s·(skew), G = g·I ≻ 0 over scales and signs of the rotation: every one certified."""
+    rng = np.random.default_rng(11)
+    for d in (2, 3):
+        for s in (0.0, 0.1, 1.0, 10.0):
+            for g in (0.01, 1.0, 100.0):
+                A = s * _skew(rng, d)
+                c = certify(_layer(A, g * np.eye(d)), random_pd(rng, d))
+                assert (c.regime, c.theorem) == ("collapses", "psd_marginal"), (d, s, g)

@@ -114,7 +114,7 @@ def test_affine_plan_structure(rng):
     # right-continuous at the breakpoint, constant inside pieces
     assert plan.params_at(1.0) is plan.pieces[1].layer
     assert plan.params_at(0.999) is plan.pieces[0].layer
-    with pytest.raises(InvalidInputError, match=r"\[0, T\]"):
+    with pytest.raises(InvalidInputError, match=r"\[0, t_final\]"):
         plan.params_at(2.5)
 
 
@@ -167,7 +167,7 @@ def test_unequal_ranks_are_refused_with_the_invariant(rng):
 
 def test_bad_input_is_refused(rng):
     g = random_gaussian(rng, 2, 2)
-    with pytest.raises(InvalidInputError, match="T must be positive"):
+    with pytest.raises(InvalidInputError, match="t_final must be positive"):
         steer(g, g, 0.0)
     with pytest.raises(InvalidInputError, match="R\\^2 but target in R\\^3"):
         steer(g, random_gaussian(rng, 3, 3), 1.0)
@@ -185,7 +185,7 @@ def test_hostile_arguments_are_refused_by_name(rng):
                           ({"check_accessibility": "no"}, "check_accessibility")]:
         with pytest.raises(InvalidInputError, match=field):
             steer(g, g, 1.0, controls="attention", **kwargs)
-    with pytest.raises(InvalidInputError, match="T must be ≤"):
+    with pytest.raises(InvalidInputError, match="t_final must be ≤"):
         steer(Gaussian([0.0], [[0.0]]), Gaussian([0.0], [[0.0]]), 1.797e308)
     with pytest.raises(InvalidInputError, match="n_pieces must be ≤"):
         steer(g, g, 1.0, controls="values", n_pieces=10**6)
@@ -415,3 +415,39 @@ def test_batched_shooting_field_matches_the_moment_equations(rng):
         em, eS = moment_arrays(Params(A[i], B=B[i], V=V[i], b=b[i]), m[i], S[i])
         np.testing.assert_allclose(dm[i], em, rtol=1e-13, atol=1e-12)
         np.testing.assert_allclose(dS[i], eS, rtol=1e-13, atol=1e-12)
+
+
+def test_horizon_is_t_final_and_T_is_a_deprecated_alias():
+    rng = np.random.default_rng(21)
+    start, target = random_gaussian(rng, 2, 2), random_gaussian(rng, 2, 2)
+    plan = steer(start, target, t_final=1.5)
+    assert plan.t_final == plan.T == 1.5 and plan.breakpoints[-1] == 1.5
+    with pytest.warns(DeprecationWarning, match="pass t_final"):
+        old = steer(start, target, T=1.5)
+    for a, b in zip(old.pieces, plan.pieces, strict=True):
+        np.testing.assert_array_equal(a.layer.A, b.layer.A)
+        np.testing.assert_array_equal(a.layer.b, b.layer.b)
+    with pytest.raises(InvalidInputError, match="not both"):
+        steer(start, target, 1.0, T=1.0)
+    with pytest.raises(InvalidInputError, match=r"t_final .*is required"):
+        steer(start, target)
+
+
+def test_plan_displays_are_compact():
+    rng = np.random.default_rng(22)
+    start, target = random_gaussian(rng, 2, 2), random_gaussian(rng, 2, 2)
+    plan = steer(start, target, 1.0)
+    text = repr(plan)
+    assert text.startswith("ControlPlan(route='polar', controls='affine', d=2, t_final=1, "
+                           "pieces=2, residual=") and text.endswith("success=True)")
+    assert "array" not in text and "\n" not in text
+    html = plan._repr_html_()
+    assert html.count("constant on [") == 2 and "polar" in html
+    latex = plan._repr_latex_()
+    assert latex.count(r"\le t <") == 2 and latex.count(r"A = \begin{pmatrix}") == 2
+    assert latex.count(r"b = \begin{pmatrix}") == sum(bool(np.any(p.layer.b))
+                                                      for p in plan.pieces)
+    assert f"{plan.pieces[0].layer.A[0, 0]:.4g}" in latex
+    tracking = steer(start, target, 1.0, controls="attention")
+    assert "tracking" in tracking._repr_latex_() and "tracking attention" in \
+        tracking._repr_html_()
