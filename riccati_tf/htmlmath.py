@@ -11,6 +11,7 @@ Equation numbers are not drawn, and every line of `multline` is centred.
 
 from __future__ import annotations
 
+import html
 import re
 
 from .errors import InvalidInputError
@@ -26,6 +27,45 @@ ARRAYS = {
 _TOKEN = re.compile(r"\\begin\{[^}]*\}|\\end\{[^}]*\}|\\\\|\\.|[{}&]", re.DOTALL)
 #: the opening of an environment of ARRAYS, with the column count of alignat
 _BEGIN = re.compile(r"\\begin\{(" + "|".join(map(re.escape, ARRAYS)) + r")\}(?:\{\d+\})?")
+
+
+#: a word of plain text, where a brace group may hold spaces (e^{−2Re λ t} is one word)
+_WORD = re.compile(r"(?:[^\s{}]|\{[^{}]*\})+")
+#: a TeX superscript or subscript (x^{…}, x^k, x_{…}, x_k): the mark of a formula in plain text
+_SCRIPT = re.compile(r"[\^_](?:\{|\w)")
+#: a script that is a word of two or more letters (λ_max)
+_WORD_SCRIPT = re.compile(r"([\^_])([A-Za-z]{2,})")
+#: sentence punctuation that ends a word but not its formula
+_TRAILING = ".,;:"
+#: Unicode spellings in plain-text formulas → LaTeX (a transpose mark inside a superscript
+#: becomes a nested superscript; Σ0 and W∞ are subscripted as in the mathematics)
+UNICODE_TEX = {"ᵀ": r"^{\top}", "−": "-", "Σ0": r"\Sigma_{0}", "W∞": r"W_{\infty}",
+               "Σ": r"\Sigma ", "λ": r"\lambda ", "∩": r"\cap ", "∞": r"\infty ",
+               "Re ": r"\operatorname{Re} ", "ker": r"\ker "}
+
+
+def text_with_math(text: str) -> str:
+    """HTML of a plain-text sentence whose formulas are written TeX-like in Unicode
+    (e.g. Σ(t) ⪯ e^{At}Σ0e^{Aᵀt} → 0): each word holding a superscript or subscript becomes
+    inline MathML (`latex_to_mathml`), the rest is escaped text, so no `^{` is shown raw."""
+    parts, start = [], 0
+    for word in _WORD.finditer(text):
+        formula = word.group().rstrip(_TRAILING)
+        if not _SCRIPT.search(formula):
+            continue
+        parts += [html.escape(text[start:word.start()]),
+                  latex_to_mathml(_unicode_to_tex(formula), display=False)]
+        start = word.start() + len(formula)
+    return "".join(parts) + html.escape(text[start:])
+
+
+def _unicode_to_tex(formula: str) -> str:
+    """formula with the spellings of UNICODE_TEX replaced (longest first) and a word after
+    ^ or _ set upright as one script (λ_max: the subscript "max", not m followed by ax)."""
+    formula = _WORD_SCRIPT.sub(r"\1{\\mathrm{\2}}", formula)
+    for plain in sorted(UNICODE_TEX, key=len, reverse=True):
+        formula = formula.replace(plain, UNICODE_TEX[plain])
+    return formula
 
 
 def latex_to_mathml(latex: str, *, display: bool = True) -> str:

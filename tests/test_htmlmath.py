@@ -1,11 +1,13 @@
 """LaTeX to MathML: the aligned blocks of system_latex become tables, with no LaTeX left over."""
 
+import html
+import re
 import xml.etree.ElementTree as ET
 
 import pytest
 
 from riccati_tf.errors import InvalidInputError
-from riccati_tf.htmlmath import as_arrays, latex_to_mathml
+from riccati_tf.htmlmath import as_arrays, latex_to_mathml, text_with_math
 from riccati_tf.symbolic import transformer_system
 from riccati_tf.symbolic.latex import system_latex
 
@@ -73,3 +75,38 @@ def test_every_multiline_environment_becomes_a_table(environment, body):
     mathml = latex_to_mathml(rf"\begin{{{environment}}} {body} \end{{{name}}}")
     assert not [t for t in _texts(mathml) if "&" in t or "\\" in t]
     assert len(_rows(mathml)) == 2
+
+
+@pytest.mark.parametrize(("text", "formulas"), [
+    ("G ⪰ 0 and A is Hurwitz: Σ(t) ⪯ e^{At}Σ0e^{Aᵀt} → 0 (SPEC §5).", ["e^{At}Σ0e^{Aᵀt}"]),
+    ("for x, x*Σ(t)⁻¹x = e^{−2Re λ t} x*Σ0⁻¹x → 0, on ∩_k ker(GA^k).",
+     ["e^{−2Re λ t}", "∩_k", "ker(GA^k)"]),
+    ("so λ_max(−W(t)Σ0) reaches 1 <b>", ["λ_max(−W(t)Σ0)"]),
+    ("no formula here: Σ* = U₁P⁻¹U₁ᵀ, 2 < 3.", []),
+])
+def test_plain_text_formulas_become_inline_mathml(text, formulas):
+    """Each word written TeX-like (with ^ or _) becomes one inline <math>; the text around it is
+    escaped and kept, and no TeX markup is left in the text or in the MathML."""
+    out = text_with_math(text)
+    maths = re.findall(r"<math[^>]*>.*?</math>", out)
+    assert len(maths) == len(formulas)
+    rest = re.sub(r"<math[^>]*>.*?</math>", "\0", out)
+    assert html.unescape(rest).split("\0") == _split_around(text, formulas)
+    for mathml in maths:
+        assert 'display="inline"' in mathml
+        assert not any(mark in t for t in _texts(mathml) for mark in ("^", "_", "{", "\\"))
+
+
+def _split_around(text: str, formulas: list[str]) -> list[str]:
+    """text cut at each formula, in order (the independent reading of which words are math)."""
+    parts = []
+    for formula in formulas:
+        before, text = text.split(formula, 1)
+        parts.append(before)
+    return [*parts, text]
+
+
+def test_a_word_script_is_one_upright_script():
+    mathml = re.search(r"<math.*</math>", text_with_math("so λ_max(W) = 1")).group()
+    sub = ET.fromstring(mathml).find(f".//{NS}msub")
+    assert "".join(sub[1].itertext()) == "max" and "".join(sub[0].itertext()) == "λ"
