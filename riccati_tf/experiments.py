@@ -332,29 +332,43 @@ def plot_prescribed(result: PrescribedResult):
     return fig
 
 
+#: the y-axis label of each statistic panel of `plot_relu_drift`
+RELU_DRIFT_LABELS = {"energy": "energy statistic", "fourth": "fourth-moment error"}
+
+
 def plot_relu_drift(result: ReluDriftResult):
-    """Energy statistic and fourth-moment error over time; covariance error to the closure."""
+    """Energy statistic and fourth-moment error over time; covariance error to the closure.
+
+    The statistics are drawn on a log scale: the ReLU run leaves the Gaussian null by orders of
+    magnitude, and a linear scale would press the null's median and 99 % quantile onto the axis."""
     fig, axes = new_figure(1, 3, figsize=(14, 4))
-    for ax, name in zip(axes[:2], ("energy", "fourth"), strict=True):
-        ax.plot(result.t, result.relu[name], "o-", ms=3, label="attention + ReLU")
-        ax.plot(result.t, result.affine[name], "s-", ms=3, label="attention + affine")
+    for ax, (name, label) in zip(axes[:2], RELU_DRIFT_LABELS.items(), strict=True):
+        ax.semilogy(result.t, result.relu[name], "o-", ms=3, label="attention + ReLU")
+        ax.semilogy(result.t, result.affine[name], "s-", ms=3, label="attention + affine")
         ax.axhline(result.null_q99[name], color="k", ls="--", label="Gaussian null 99%")
         ax.axhline(result.null_median[name], color="k", ls=":", label="Gaussian null median")
         ax.set_xlabel("t")
+        ax.set_ylabel(f"{label} (log scale)")
         ax.set_title(name)
         ax.legend()
     axes[2].semilogy(result.t[1:], result.closure_error[1:], "o-", ms=3)
     axes[2].set_xlabel("t")
-    axes[2].set_title("‖Σ_N − Σ_closure‖ / ‖Σ_closure‖ (ReLU)")
+    axes[2].set_ylabel("‖Σ_N − Σ_closure‖ / ‖Σ_closure‖")
+    axes[2].set_title("covariance error to the Gaussian closure (ReLU)")
     return fig
 
 
 def plot_probe(result):
     """The probe figure (`models.plot_probe`): each statistic against the interval its test
-    accepts; attention affine residual."""
+    accepts; attention affine residual. A panel drawn without a y-axis label is labelled with
+    the quantity of its title (the statistic, or the residual ρ)."""
     from .models import plot_probe as draw
 
-    return draw(result)
+    fig = draw(result)
+    for ax in fig.axes:
+        if ax.axison and not ax.get_ylabel():
+            ax.set_ylabel(ax.get_title().split(" (")[0].split(": ")[-1])
+    return fig
 
 
 # ---------------------------------------------------------------------------------------------

@@ -28,11 +28,18 @@ from .certificates import certify
 from .examples import regime_examples
 from .files import OutputFolder
 from .flows import flow
-from .htmlmath import latex_to_mathml
+from .htmlmath import latex_to_mathml, text_with_math
 from .model import Gaussian
 from .plotting import figure_png, plot_covariance
 from .serialize import to_jsonable
 from .steering import steer
+from .validation import psd_rank
+
+#: significant digits of the numbers in the report's tables
+DIGITS = 4
+#: magnitudes written in fixed notation; a cell with a nonzero value outside [low, high) is
+#: written in scientific notation throughout, so that one cell never mixes the two
+FIXED_RANGE = (1e-3, 1e4)
 
 
 @dataclass(frozen=True)
@@ -78,6 +85,7 @@ def regimes_section(opts: Options) -> Section:
         k = min(len(ex), len(rk))
         agree = float(np.max(np.abs(ex.cov[:k] - rk.cov[:k])) / np.max(np.abs(ex.cov[:k])))
         final = np.linalg.eigvalsh(ex.cov[-1])
+        rank = psd_rank(g0.cov)  # rank invariance (SPEC §3): Σ(t) keeps the rank of Σ0
         numbers[name] = {
             "status": ex.status, "blowup_time": ex.blowup_time,
             "blowup_time_rk": rk.blowup_time, "final_t": float(ex.t[-1]),
@@ -91,17 +99,14 @@ def regimes_section(opts: Options) -> Section:
             "theorem": cert.theorem, "check": cert.check(), "rate": cert.rate,
             "blowup_time": cert.blowup_time, "reason": cert.reason}
         figures[f"regime_{name}.png"] = figure_png(plot_covariance(
-            ex, title=name, equilibrium=cert.equilibrium))
-        captions[f"regime_{name}.png"] = (
-            f"Regime “{name}”: the covariance Σ(t) of the closed-form flow over time"
-            + ("" if ex.blowup_time is None else f", approaching the blow-up time T* = "
-               f"{ex.blowup_time:.4g}") + ".")
+            ex, title=name, rank=rank, equilibrium=cert.equilibrium))
+        captions[f"regime_{name}.png"] = _regime_caption(name, ex.blowup_time, cert.equilibrium)
         t_star = "—" if ex.blowup_time is None else f"{ex.blowup_time:.12g}"
         rows.append(f"<tr><td>{name}</td><td>{ex.status}</td><td>{t_star}</td>"
-                    f"<td>{final[0]:.4g}, {final[-1]:.4g}</td><td>{agree:.1e}</td>"
+                    f"<td>{eigenvalue_cell(final, rank)}</td><td>{agree:.1e}</td>"
                     f"<td><b>{cert.regime}</b> ({'exact' if cert.exact else 'numerical'}, "
-                    f"check() = {cert.check()})<br><small>{html.escape(cert.reason)}</small></td>"
-                    "</tr>")
+                    f"check() = {cert.check()})<br><small>{text_with_math(cert.reason)}</small>"
+                    "</td></tr>")
     body = (
         "<p>Scalar value matrices V = vI, G = −v(B + Bᵀ), turn the covariance equation into a "
         "Riccati equation with the exact solution</p>"
@@ -110,10 +115,54 @@ def regimes_section(opts: Options) -> Section:
                           r"e^{A^{\top}t}, \qquad W(t) = \int_0^t e^{A^{\top}s} G e^{As}\,ds")
         + "<p>Each curve is the closed form; the last column is its maximum relative "
         "difference to an independent Runge–Kutta integration (rtol 1e-10).</p>"
-        "<table><tr><th>regime</th><th>status</th><th>T*</th><th>final λ(Σ) (min, max)</th>"
+        "<table><tr><th>regime</th><th>status</th><th>T*</th><th>final λ(Σ)</th>"
         "<th>exact vs rk</th><th>certificate</th></tr>" + "".join(rows) + "</table>")
     return Section("regimes", "Regimes of the covariance flow and their certificates (SPEC §5–§6)",
                    body, figures, numbers, captions=captions)
+
+
+def _regime_caption(name: str, blowup_time: float | None, equilibrium) -> str:
+    """What the regime figure draws: the eigenvalues of Σ(t), T*, the marked λ(Σ*)."""
+    cov = None if equilibrium is None else getattr(equilibrium, "cov", equilibrium)
+    marked = cov is not None and psd_rank(np.asarray(cov)) > 0
+    return (f"Regime “{name}”: the eigenvalues of the covariance Σ(t) of the closed-form flow "
+            "against depth t, on a log scale"
+            + ("" if blowup_time is None else
+               f", growing without bound as t approaches the blow-up time T* = "
+               f"{blowup_time:.4g} (dashed)")
+            + (", with the eigenvalues of the limit Σ* dotted" if marked else
+               ", all tending to 0 (the limit Σ* = 0)" if cov is not None else "") + ".")
+
+
+def significant(values) -> list[str]:
+    """HTML of numbers to DIGITS significant digits, all in one notation: fixed when every
+    nonzero |value| lies in FIXED_RANGE (0.6668, 1.480), else scientific (6.668 × 10⁻¹,
+    1.480 × 10⁴); an exact zero is written 0."""
+    nonzero = [abs(v) for v in values if v != 0]
+    fixed = all(FIXED_RANGE[0] <= v < FIXED_RANGE[1] for v in nonzero)
+    return ["0" if v == 0 else _fixed(v) if fixed else _scientific(v) for v in values]
+
+
+def _fixed(value: float) -> str:
+    """value to DIGITS significant digits in fixed notation, trailing zeros kept (1.480)."""
+    return f"{value:#.{DIGITS}g}".rstrip(".").replace("-", "−")
+
+
+def _scientific(value: float) -> str:
+    """value as m × 10<sup>k</sup>, m to DIGITS significant digits."""
+    mantissa, exponent = f"{value:.{DIGITS - 1}e}".split("e")
+    return f"{mantissa.replace('-', '−')} × 10<sup>{int(exponent):d}</sup>".replace("<sup>-",
+                                                                                     "<sup>−")
+
+
+def eigenvalue_cell(eigenvalues, rank: int) -> str:
+    """HTML of the eigenvalues of a PSD matrix of known rank r, in increasing order: the d − r
+    smallest are exactly 0 (their computed values are rounding noise) and written 0, the others
+    by `significant`; "(rank r)" follows when r < d."""
+    lam = np.sort(np.asarray(eigenvalues, dtype=float))
+    d = lam.size
+    shown = np.concatenate([np.zeros(d - rank), lam[d - rank:]])
+    return ", ".join(significant(shown.tolist())) + (f" (rank {rank})" if rank < d else "")
 
 
 def proofs_section(opts: Options) -> Section:
@@ -208,9 +257,10 @@ def validation_section(opts: Options) -> Section:
                           "for equal definiteness (growing towards the predicted blow-up time "
                           "T*).",
         "relu_drift.png": "ReLU feed-forward: the energy statistic and the fourth-moment error "
-                          "of the token cloud over time, with and without the ReLU term, "
-                          "against the median and 99 % quantile of exactly Gaussian clouds; "
-                          "right: the covariance error to the Gaussian moment closure."}
+                          "of the token cloud over time (log scale), with and without the ReLU "
+                          "term, against the median (dotted) and 99 % quantile (dashed) of "
+                          "exactly Gaussian clouds of the same size; right: the relative "
+                          "covariance error of the ReLU cloud to the Gaussian moment closure."}
     body = ("<p>Prescribed attention: N tokens from a Gaussian, moved by the particle system of "
             "SPEC §1, against the Gaussian flow. Opposite definiteness stays bounded; equal "
             "definiteness follows the flow towards the predicted blow-up time T* = "
@@ -246,8 +296,6 @@ def validation_section(opts: Options) -> Section:
 
 def _probe_paragraph(probe: dict) -> str:
     """What the probe's numbers say: sequences, tested space, verdicts, moment prediction."""
-    from .models import probe_table
-
     n_seq, lengths = probe["sequences"], probe["lengths"]
     space = (f"on {probe['dimension']} random orthonormal directions (n = {probe['n_tokens']} is "
              f"not much larger than d = {probe['hidden_size']})" if probe["projected"] else
@@ -268,8 +316,38 @@ def _probe_paragraph(probe: dict) -> str:
             f"Gaussian when no statistic is outside the interval its test accepts (Bonferroni, "
             f"α = {probe['alpha']:g}): {accepted} of {len(probe['reject'])} layers. The "
             f"attention residual ρ is to be read against {probe['residual_scale']:.3g}, its "
-            f"value for an output unrelated to the input; {moments}.</p><pre>"
-            f"{html.escape(probe_table(probe))}</pre>")
+            f"value for an output unrelated to the input; {moments}.</p>{probe_table_html(probe)}")
+
+
+def probe_table_html(probe: dict) -> str:
+    """The per-layer numbers of the probe (as in probe.json, `models.probe_table`) as an HTML
+    table: energy and kurtosis against the intervals their tests accept (at α/4), the smallest
+    p-value, the moment prediction, the verdict and the attention residual ρ."""
+    prediction, residual = probe.get("prediction"), [None, *probe["attention_residual"]]
+    stats, low, high = probe["stats"], probe["band_low"], probe["band_high"]
+
+    def edge(value) -> str:
+        return "none" if value is None or not np.isfinite(value) else significant([value])[0]
+
+    rows = []
+    for i, layer in enumerate(probe["layers"]):
+        p_min = min(p[i] for p in probe["p_values"].values())
+        rho = residual[i]
+        cells = [str(layer), significant([stats["energy"][i]])[0], edge(high["energy"][i]),
+                 significant([stats["kurtosis"][i]])[0],
+                 f"[{edge(low['kurtosis'][i])}, {edge(high['kurtosis'][i])}]", f"{p_min:.3f}",
+                 "—" if prediction is None else
+                 "within floor" if prediction["consistent"][i] else "deviates",
+                 "rejected" if probe["reject"][i] else "accepted",
+                 "—" if rho is None or not np.isfinite(rho) else f"{rho:.3f}"]
+        rows.append("<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
+    level = probe["alpha"] / (len(probe["p_values"]))
+    head = ("layer", "energy", "energy accepted ≤", "kurtosis", "kurtosis accepted in",
+            "smallest p", "moment prediction", "Gaussian?", "attention ρ")
+    return (f'<table class="probe"><caption>Per layer: the statistics of the hidden states '
+            f"against the intervals their tests accept at α/{len(probe['p_values'])} = "
+            f"{level:.3g}; ρ against ρ_free = {edge(probe['residual_scale'])}.</caption><tr>"
+            + "".join(f"<th>{h}</th>" for h in head) + "</tr>" + "".join(rows) + "</table>")
 
 
 def model_section(opts: Options) -> Section:
@@ -306,9 +384,18 @@ def model_section(opts: Options) -> Section:
 
 def sweep_section(opts: Options) -> Section:
     """Phase diagram of a batched parameter sweep (regimes over v and the spectrum of A)."""
+    from dataclasses import replace
+
     from .sweep import report_section
 
-    return report_section(opts.quick)
+    section = report_section(opts.quick)
+    n = section.numbers
+    caption = (f"Phase diagram of {n['n_configs']} scalar-V layers on a {n['grid'][0]} × "
+               f"{n['grid'][1]} grid over v (the scale of the value matrix) and a (the spectrum "
+               "of A): left, the regime certified for each layer ("
+               + ", ".join(f"{k} {v}" for k, v in n["regime_counts"].items())
+               + "); right, log₁₀ of the blow-up time T* where the layer blows up.")
+    return replace(section, captions={name: caption for name in section.figures})
 
 
 SECTIONS: list[Callable[[Options], Section]] = [proofs_section, regimes_section,

@@ -2,7 +2,9 @@
 headless Chromium every figure decodes and every equation lays out. (`make test` installs
 chromium-headless-shell when it can.)"""
 
+import html
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -20,11 +22,59 @@ FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-ne
          "--disable-component-update", "--disable-sync", "--no-first-run"]
 
 
+#: the figure-drawing functions the report calls: (module, name)
+DRAWN_BY = [("riccati_tf.report", "plot_covariance"), ("riccati_tf.experiments", "plot_prescribed"),
+            ("riccati_tf.experiments", "plot_relu_drift"), ("riccati_tf.experiments", "plot_probe"),
+            ("riccati_tf.sweep.plot", "phase_diagram")]
+
+
 @pytest.fixture(scope="module")
-def quick_report(tmp_path_factory):
-    out = tmp_path_factory.mktemp("report")
-    assert main(["report", "--quick", "--out", str(out)]) == 0
-    return out
+def drawn(tmp_path_factory):
+    """(report folder, {function name: [the Figures it drew for the report]})."""
+    import importlib
+
+    out, figures = tmp_path_factory.mktemp("report"), {}
+
+    def recording(name, draw):
+        def wrapper(*args, **kwargs):
+            fig = draw(*args, **kwargs)
+            figures.setdefault(name, []).append(fig)
+            return fig
+        return wrapper
+
+    with pytest.MonkeyPatch.context() as mp:
+        for module, name in DRAWN_BY:
+            module = importlib.import_module(module)
+            mp.setattr(module, name, recording(name, getattr(module, name)))
+        assert main(["report", "--quick", "--out", str(out)]) == 0
+    return out, figures
+
+
+@pytest.fixture(scope="module")
+def quick_report(drawn):
+    return drawn[0]
+
+
+def test_every_panel_of_every_report_figure_has_a_y_label(drawn):
+    figures = drawn[1]
+    assert {"plot_covariance", "plot_prescribed", "plot_relu_drift", "phase_diagram"} <= set(
+        figures)
+    for name, figs in figures.items():
+        for fig in figs:
+            for ax in fig.axes:
+                if ax.axison and ax.get_label() != "<colorbar>":
+                    assert ax.get_ylabel().strip(), f"{name}: panel “{ax.get_title()}”"
+
+
+def test_converging_regime_figure_marks_the_equilibrium(drawn):
+    """The converging regime's figure draws λ(Σ*) as horizontal lines at the eigenvalues of the
+    stabilizing solution, which the flow's final Σ approaches."""
+    summary = json.loads((drawn[0] / "summary.json").read_text())
+    final = sorted(summary["regimes"]["converges"]["final_cov_eigenvalues"])
+    fig = next(f for f in drawn[1]["plot_covariance"] if f.axes[0].get_title() == "converges")
+    levels = sorted(line.get_ydata()[0] for line in fig.axes[0].get_lines()
+                    if line.get_linestyle() == ":")
+    assert len(levels) == 2 and np.allclose(levels, final, rtol=1e-3)
 
 
 def test_quick_report(quick_report):
@@ -76,6 +126,102 @@ def test_quick_report(quick_report):
     assert probe["n_tokens"] == sum(probe["lengths"]) and probe["dimension"] <= 8
 
 
+def _axes_fraction(ax, y: float) -> float:
+    """Where the height y lies on ax's y-axis: 0 at the bottom, 1 at the top (any scale)."""
+    return float(ax.transAxes.inverted().transform(ax.transData.transform((0.0, y)))[1])
+
+
+def test_relu_drift_figure_shows_statistics_and_null_lines():
+    """Both statistics panels keep the Gaussian null readable next to the ReLU run, which
+    leaves it by an order of magnitude: the null's 99 % line and median lie inside the axes,
+    clear of the bottom and of each other, and every statistic drawn is inside the axes."""
+    from riccati_tf.experiments import plot_relu_drift, relu_drift
+
+    result = relu_drift(n_tokens=400, n_null=40, n_steps=12)
+    assert result.relu["energy"].max() > 10 * result.null_q99["energy"]  # the squashing case
+    fig = plot_relu_drift(result)
+    for ax, name in zip(fig.axes[:2], ("energy", "fourth"), strict=True):
+        fig.canvas.draw()
+        q99, median = (_axes_fraction(ax, result.null_q99[name]),
+                       _axes_fraction(ax, result.null_median[name]))
+        assert 0.02 < median < q99 < 0.98
+        assert q99 - median > 0.05  # the null's spread is visible, not one pressed line
+        for stat in (result.relu[name], result.affine[name]):
+            assert all(0 <= _axes_fraction(ax, v) <= 1 for v in stat)
+    assert all(ax.get_ylabel() for ax in fig.axes)
+
+
+def test_one_axis_phase_diagram_labels_both_panels():
+    from riccati_tf.sweep.plot import phase_diagram
+
+    columns = {"v": np.linspace(-1, 1, 9), "regime": ["collapses"] * 4 + ["blows_up"] * 5,
+               "blowup_time": [np.nan] * 4 + [3.0, 2.0, 1.5, 1.2, 1.0]}
+    fig = phase_diagram(columns, "v")
+    assert [ax.get_ylabel() for ax in fig.axes] == ["regime", "blow-up time T*"]
+    assert [t.get_text() for t in fig.axes[0].get_yticklabels()] == ["collapses", "blows_up"]
+
+
+@pytest.mark.parametrize("values, rank, shown", [
+    ([0.6668, 14800.0], 2, "6.668 × 10<sup>−1</sup>, 1.480 × 10<sup>4</sup>"),
+    ([0.4796, 0.8969], 2, "0.4796, 0.8969"),
+    ([1.0, 2.0], 2, "1.000, 2.000"),
+    ([-3e-17, 1.7351234], 1, "0, 1.735 (rank 1)"),
+    ([2e-19, -1e-18, 1e-3], 1, "0, 0, 0.001000 (rank 1)"),
+    ([0.0, 0.0], 0, "0, 0 (rank 0)"),
+])
+def test_eigenvalues_are_written_in_one_notation_with_exact_zeros(values, rank, shown):
+    from riccati_tf.report import eigenvalue_cell
+
+    cell = eigenvalue_cell(values, rank)
+    assert cell == shown
+    assert "e+" not in cell and "e-" not in cell
+
+
+def test_rank_deficient_final_covariance_shows_zeros_not_rounding_noise():
+    from riccati_tf.report import eigenvalue_cell
+
+    u = np.array([[1.0], [2.0], [-0.5]])
+    lam = np.linalg.eigvalsh(u @ u.T)
+    assert np.count_nonzero(lam) == 3  # rounding noise in the two zero eigenvalues
+    assert eigenvalue_cell(lam, 1) == "0, 0, 5.250 (rank 1)"
+
+
+def test_probe_numbers_are_an_html_table(quick_report):
+    summary = json.loads((quick_report / "summary.json").read_text())
+    probe = summary["validation"]["probe"]
+    section = (quick_report / "index.html").read_text().split('<section id="validation">')[1]
+    section = section.split("</section>")[0]
+    assert "<pre>" not in section
+    table = section.split('<table class="probe">')[1].split("</table>")[0]
+    rows = re.findall(r"<tr>(.*?)</tr>", table)
+    assert len(rows) == len(probe["layers"]) + 1
+    for layer, row in zip(probe["layers"], rows[1:], strict=True):
+        cells = re.findall(r"<td>(.*?)</td>", row)
+        assert cells[0] == str(layer) and len(cells) == 9
+        verdict = "rejected" if probe["reject"][layer] else "accepted"
+        assert cells[7] == verdict
+        assert np.isclose(float(cells[1]), probe["stats"]["energy"][layer], rtol=1e-3)
+
+
+def _inner_text_page(page, folder):
+    """A copy of the page that, once laid out, writes its rendered text
+    (document.body.innerText) into data-inner-text of <html>, read back by --dump-dom."""
+    copy = folder / "inner.html"
+    script = ("<script>window.addEventListener('load', function () {"
+              "document.documentElement.dataset.innerText = document.body.innerText; });"
+              "</script></body>")
+    copy.write_text(page.read_text().replace("</body>", script))
+    return copy
+
+
+def keep_screenshot(shot, name: str) -> None:
+    """Copy a screenshot to the folder $RICCATI_TF_SCREENSHOTS when it is set (for a reader)."""
+    folder = os.environ.get("RICCATI_TF_SCREENSHOTS")
+    if folder:
+        os.makedirs(folder, exist_ok=True)
+        shutil.copyfile(shot, os.path.join(folder, name))
+
+
 @pytest.mark.skipif(BROWSER is None, reason="no headless Chromium on this machine")
 def test_report_renders_in_headless_chromium(quick_report, tmp_path):
     import matplotlib.image as mpimg
@@ -93,11 +239,25 @@ def test_report_renders_in_headless_chromium(quick_report, tmp_path):
         assert counts[f"figures-loaded-{key}"] == counts[f"figures-total-{key}"] > 0
     assert counts["equations-total"] >= 1
     assert counts["equations-rendered"] == counts["equations-total"]
-    shot = tmp_path / "shot.png"
-    subprocess.run([BROWSER, *FLAGS, *profile, "--window-size=1200,1600",
+    # every figure is described, none by a file name or by the generic fallback
+    alts = re.findall(r'<img alt="([^"]*)"', dom)
+    assert len(alts) == counts["figures-total"]
+    assert all(len(a) > 60 and ".png" not in a and "Figure of the section" not in a
+               for a in alts)
+    # the rendered text: no raw TeX (the certificates' formulas are MathML)
+    inner = _inner_text_page(page, tmp_path)
+    dom = subprocess.run([BROWSER, *FLAGS, *profile, "--virtual-time-budget=3000", "--dump-dom",
+                          inner.as_uri()], capture_output=True, text=True, timeout=120).stdout
+    text = html.unescape(re.search(r'data-inner-text="([^"]*)"', dom).group(1))
+    assert "collapses" in text and "rules out blow-up" in text
+    assert "^{" not in text and "\\" not in text and "_{" not in text
+    shot = tmp_path / "report.png"
+    subprocess.run([BROWSER, *FLAGS, *profile, "--window-size=1200,5000",
                     f"--screenshot={shot}", page.as_uri()], capture_output=True, timeout=120)
+    assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     pixels = mpimg.imread(shot)
     assert pixels.shape[0] >= 1000 and np.std(pixels) > 0.05
+    keep_screenshot(shot, "report.png")
 
 
 # --- --out: the report writes only files it owns ---------------------------------------------

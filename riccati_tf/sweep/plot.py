@@ -64,6 +64,7 @@ def phase_diagram(columns: dict, x: str, y: str | None = None, *, title: str = "
     if y is None:
         ax.scatter(xv, codes, c=codes, cmap=cmap, vmin=-0.5, vmax=len(present) - 0.5, s=8)
         ax.set_yticks(range(len(present)), present)
+        ax.set_ylabel(key)
         ax2.semilogy(xv, tstar, ".", ms=3, color=REGIME_COLORS["blows_up"])
         ax2.set_xlabel(x)
         ax2.set_ylabel("blow-up time T*")
