@@ -1,12 +1,18 @@
 """Every notebook runs headless from top to bottom, shows its figures as images, writes nothing to
-stderr, and is stored without outputs."""
+stderr, and is stored without outputs; rendered to HTML, it shows its figures and equations in a
+headless browser."""
 
+import copy
+import html
 import re
+import subprocess
 from pathlib import Path
 
 import nbformat
 import pytest
 from nbclient import NotebookClient
+
+from tests.test_report import BROWSER, FLAGS, keep_screenshot
 
 NOTEBOOKS = sorted((Path(__file__).parents[1] / "notebooks").glob("*.ipynb"))
 #: a call of a plotting function (riccati_tf.plotting.plot_*, experiments.plot_*, phase_diagram)
@@ -74,3 +80,76 @@ def test_nothing_is_written_to_stderr(path, executed):
     stderr = [o.text for c in _code_cells(executed(path)) for o in c.outputs
               if o.output_type == "stream" and o.name == "stderr"]
     assert not stderr
+
+
+#: display math ($$…$$) and inline math ($…$) in a markdown cell
+DISPLAY_MATH, INLINE_MATH = re.compile(r"\$\$(.+?)\$\$", re.DOTALL), re.compile(r"\$([^$]+?)\$")
+#: written into <html> once the page has loaded: how many images decoded, how many equations laid
+#: out with a non-empty box, and the rendered text (read back by --dump-dom)
+READBACK = """<script>window.addEventListener('load', function () {
+  var root = document.documentElement.dataset, imgs = Array.from(document.images);
+  var maths = Array.from(document.querySelectorAll('math'));
+  root.figuresTotal = imgs.length;
+  root.figuresLoaded = imgs.filter(function (i) {
+    return i.complete && i.naturalWidth > 0; }).length;
+  root.equationsTotal = maths.length;
+  root.equationsRendered = maths.filter(function (m) {
+    var r = m.getBoundingClientRect(); return r.width > 0 && r.height > 0; }).length;
+  root.innerText = document.body.innerText;
+});</script></body>"""
+
+
+def math_as_mathml(nb):
+    """A copy of nb whose markdown math is MathML (`riccati_tf.htmlmath.latex_to_mathml`), which a
+    browser renders natively, in place of the $…$ that nbconvert leaves to MathJax."""
+    from riccati_tf.htmlmath import latex_to_mathml
+
+    nb = copy.deepcopy(nb)
+    for cell in nb.cells:
+        if cell.cell_type == "markdown":
+            text = DISPLAY_MATH.sub(lambda m: latex_to_mathml(m.group(1)), cell.source)
+            cell.source = INLINE_MATH.sub(lambda m: latex_to_mathml(m.group(1), display=False),
+                                          text)
+    return nb
+
+
+@pytest.mark.skipif(BROWSER is None, reason="no headless Chromium on this machine")
+def test_rendered_notebook_shows_figures_and_equations(executed, tmp_path):
+    """Notebook 02, executed, exported to HTML by nbconvert's HTMLExporter and opened in headless
+    Chromium: every figure decodes, every equation lays out, no TeX is left in the rendered text,
+    and a screenshot is a non-blank PNG (kept in $RICCATI_TF_SCREENSHOTS when set).
+
+    nbconvert's page typesets math with MathJax from a CDN, which cannot be reached offline;
+    the markdown math is therefore converted to MathML (`math_as_mathml`) before the export,
+    so the equations checked are the notebook's own, rendered without a script or network."""
+    import matplotlib.image as mpimg
+    import numpy as np
+    from nbconvert import HTMLExporter
+
+    path = next(p for p in NOTEBOOKS if p.stem.startswith("02_"))
+    nb = math_as_mathml(executed(path))
+    n_figures = sum(_shows(o, "image/png") for c in _code_cells(nb) for o in c.outputs)
+    n_math = sum(len(DISPLAY_MATH.findall(c.source)) + len(INLINE_MATH.findall(c.source))
+                 for c in executed(path).cells if c.cell_type == "markdown")
+    assert n_figures >= 3 and n_math >= 10
+    body, _ = HTMLExporter().from_notebook_node(nb)
+    page = tmp_path / "notebook02.html"
+    page.write_text(body.replace("</body>", READBACK), encoding="utf-8")
+    profile = ["--user-data-dir=" + str(tmp_path / "profile")]
+    dom = subprocess.run([BROWSER, *FLAGS, *profile, "--virtual-time-budget=5000", "--dump-dom",
+                          page.as_uri()], capture_output=True, text=True, timeout=180).stdout
+    head = dom.split(">", 2)[1]
+    counts = {k: int(v) for k, v in re.findall(r'data-([a-z-]+)="(\d+)"', head)}
+    assert counts["figures-loaded"] == counts["figures-total"] >= n_figures
+    assert counts["equations-rendered"] == counts["equations-total"] >= n_math
+    text = html.unescape(re.search(r'data-inner-text="([^"]*)"', head).group(1))
+    assert "Three regimes, three certificates" in text
+    assert not re.search(r"\$|\\[a-zA-Z]+|\^\{", text), "TeX left in the rendered text"
+    shot = tmp_path / "notebook02.png"
+    subprocess.run([BROWSER, *FLAGS, *profile, "--window-size=1200,2400",
+                    "--virtual-time-budget=5000", f"--screenshot={shot}", page.as_uri()],
+                   capture_output=True, timeout=180)
+    assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    pixels = mpimg.imread(shot)
+    assert pixels.shape[0] >= 2000 and np.std(pixels) > 0.05
+    keep_screenshot(shot, "notebook02.png")
