@@ -65,6 +65,10 @@ CONTINUATION_MIN_STEP = 1.0 / 1024
 RANDOM_STARTS = 4
 #: relative tolerance of the GMRES solves of the Newton equation (inexact Newton beyond d = 30)
 GMRES_RTOL = 1e-11
+#: relative_residual multiplies factors with entries below 2^UNSCALED_EXPONENT in magnitude (and
+#: above 2^−UNSCALED_EXPONENT) as given: their products of four and the squares of those stay far
+#: inside the float range; other factors are scaled by a power of two first
+UNSCALED_EXPONENT = 100
 
 
 @dataclass(frozen=True, eq=False)
@@ -147,17 +151,21 @@ def relative_residual(params: Params, cov: np.ndarray) -> float:
     of the largest underflows harmlessly)."""
     def unit(M):
         e = exponent(M)
+        if abs(e) <= UNSCALED_EXPONENT:  # products of ≤ 4 such factors and their squares fit
+            return M, 0
         return np.ldexp(M, -e), e
 
     S, es = unit(cov)
     A, ea = unit(params.A)
     terms = [(A @ S, ea + es)]
+    scalar = params.value_scalars is not None
     for V, B in params.heads:
         (Vs, ev), (Bs, eb) = unit(V), unit(B)
-        terms.append((Vs @ S @ Bs @ S, ev + eb + 2 * es))
+        VS = Vs[0, 0] * S if scalar else Vs @ S  # V_h = v_h I: no product needed
+        terms.append((VS @ Bs @ S, ev + eb + 2 * es))
     top = max(e for _, e in terms)
     with np.errstate(under="ignore"):
-        scaled = [np.ldexp(T, e - top) for T, e in terms]
+        scaled = [T if e == top else np.ldexp(T, e - top) for T, e in terms]
     out = sum(T + T.T for T in scaled)
     scale = sum(np.linalg.norm(T) for T in scaled)
     return float(np.linalg.norm(out) / scale) if scale > 0 else 0.0
@@ -220,17 +228,37 @@ def natural_scale(params: Params) -> float:
     return float(a / c) if c > 0 and a > 0 else 1.0
 
 
-def mean_equilibrium(params: Params, cov: np.ndarray) -> np.ndarray | None:
+def mean_equilibrium(params: Params, cov: np.ndarray, *,
+                     hurwitz: bool | None = None) -> np.ndarray | None:
     """m* = −K⁻¹ b with K = A + Σ_h V_h + Σ_h V_h Σ B_h, when K is Hurwitz and m* lies in the
-    float range; else None (computed with K scaled by a power of two)."""
+    float range; else None (computed with K scaled by a power of two). hurwitz: whether K is
+    Hurwitz when already known (`scalar_mean_hurwitz`), else decided from the eigenvalues of K."""
+    if hurwitz is False:
+        return None
+    if hurwitz and not np.any(params.b):
+        return np.zeros(params.d)
     K = params.M(cov) + sum(V for V, _ in params.heads)
     e = exponent(K)
     Ks = np.ldexp(K, -e)  # the sign test and the solve on K scaled by a power of two
-    if np.max(np.linalg.eigvals(Ks).real) >= 0:
+    if hurwitz is None and np.max(np.linalg.eigvals(Ks).real) >= 0:
         return None
     with np.errstate(over="ignore", under="ignore"):
         m = np.ldexp(-np.linalg.solve(Ks, params.b), -e)
     return m if np.all(np.isfinite(m)) else None
+
+
+def scalar_mean_hurwitz(params: Params, rank: int, closed_loop: np.ndarray) -> bool:
+    """Whether K = A + v̄I + Σ C (v̄ = Σ_h v_h, C = Σ_h v_h B_h) is Hurwitz at the stabilizing
+    Bernoulli solution Σ = U₁P⁻¹U₁ᵀ (P ≻ 0, rank k) of a scalar-V layer, without its spectrum.
+
+    In the Schur basis of A, UᵀKU = [[K₁₁, ·], [0, T₂₂ + v̄I]] with K₁₁ = T₁₁ + P⁻¹U₁ᵀCU₁ + v̄I,
+    and since U₁ᵀGU₁ = −(C₁₁ + C₁₁ᵀ) = T₁₁ᵀP + PT₁₁,  P(K₁₁ − v̄I) + (K₁₁ − v̄I)ᵀP = 0: K₁₁ − v̄I
+    is skew-adjoint for the inner product of P ≻ 0, so every eigenvalue of K₁₁ has real part v̄.
+    The rest are λ(T₂₂) + v̄ with Re λ(T₂₂) < 0. Hence max Re λ(K) = v̄ when k > 0, and
+    max Re λ(A) + v̄ (A = the closed loop when Σ = 0) when k = 0."""
+    vbar = sum(params.value_scalars)
+    top = vbar if rank > 0 else float(np.max(closed_loop.real)) + vbar
+    return bool(top < 0)
 
 
 def psd_rank_rel(cov: np.ndarray) -> int:
@@ -245,12 +273,13 @@ def is_psd(cov: np.ndarray) -> bool:
 
 def make_equilibrium(params: Params, cov: np.ndarray, method: str, *,
                      abscissa: float | None = None, rcond: float | None = None,
-                     rank: int | None = None) -> Equilibrium:
-    """Package Σ* with its residual, rank, mean and stability (abscissa computed if not given)."""
+                     rank: int | None = None, mean_hurwitz: bool | None = None) -> Equilibrium:
+    """Package Σ* with its residual, rank, mean and stability (abscissa computed if not given;
+    mean_hurwitz: whether K* is Hurwitz when known, see mean_equilibrium)."""
     cov = 0.5 * (cov + cov.T)
     if abscissa is None:
         abscissa = spectral_abscissa(params, cov)
-    mean = mean_equilibrium(params, cov)
+    mean = mean_equilibrium(params, cov, hurwitz=mean_hurwitz)
     for arr in (cov, mean):
         if arr is not None:
             arr.setflags(write=False)
@@ -267,12 +296,13 @@ def _scalar_stable(params: Params, axis_rtol: float) -> list[Equilibrium]:
         sol = bernoulli(params.A, params.G, axis_rtol=axis_rtol)
     except NoStabilizingSolution:
         return []
-    if not is_psd(sol.X):
+    if not (sol.psd or is_psd(sol.X)):
         return []
     method = "bernoulli-" + ("schur" if sol.method == "schur" else "slycot")
     abscissa = 2.0 * float(np.max(sol.closed_loop.real))
     eq = make_equilibrium(params, sol.X, method, abscissa=abscissa, rcond=sol.rcond,
-                          rank=sol.rank)
+                          rank=sol.rank,
+                          mean_hurwitz=scalar_mean_hurwitz(params, sol.rank, sol.closed_loop))
     got = _accepted(params, eq)
     if got is None:
         raise SolverError(f"the stabilizing solution has relative residual {eq.residual:.3g} "

@@ -123,7 +123,9 @@ class RiccatiSolution:
     the eigenvalues that decide the stable/anti-stable split. crosscheck: relative difference
     ‖X − X_care‖_F / ‖X_care‖_F to python-control's `care` when requested, else None.
     condition: Byers' relative condition bound κ (`care_condition`) when requested, else None;
-    the relative forward error of X is then O(κ · eps).
+    the relative forward error of X is then O(κ · eps). psd: True when X = YᵀY was formed from a
+    factor (Bernoulli fast path with P ≻ 0: X is positive semidefinite by construction), False
+    when positive semidefiniteness was not established.
     """
 
     X: np.ndarray
@@ -135,6 +137,7 @@ class RiccatiSolution:
     axis_gap: float
     crosscheck: float | None = None
     condition: float | None = None
+    psd: bool = False
 
 
 def care_residual(A: np.ndarray, G: np.ndarray, Q: np.ndarray, X: np.ndarray) -> float:
@@ -473,7 +476,7 @@ def bernoulli(A, G, *, method: str = "schur", axis_rtol: float = AXIS_RTOL,
         kappa = care_condition(A.T, G, np.zeros_like(G), sol.X)
     closed = np.ldexp(sol.closed_loop.real, a) + 1j * np.ldexp(sol.closed_loop.imag, a)
     return RiccatiSolution(unscale_solution(sol.X, k), sol.residual, sol.rcond, closed, sol.rank,
-                           sol.method, sol.axis_gap, diff, kappa)
+                           sol.method, sol.axis_gap, diff, kappa, sol.psd)
 
 
 def bernoulli_scaling(A: np.ndarray, G: np.ndarray) -> tuple[int, int]:
@@ -507,7 +510,7 @@ def _bernoulli_schur(A: np.ndarray, G: np.ndarray, axis_rtol: float,
     d = A.shape[0]
     if k == 0:
         return RiccatiSolution(np.zeros((d, d)), 0.0, 1.0, split.eigenvalues, 0, "schur",
-                               split.axis_gap)
+                               split.axis_gap, psd=True)
     P = split.P
     ref = max(np.linalg.norm(P, 1), np.linalg.norm(G, 1) / (2 * np.linalg.norm(A, 1)))
     try:  # P ≻ 0 (G ≻ 0 on the anti-stable part): Σ = WWᵀ with W = U₁C⁻¹, P = CᵀC
@@ -517,22 +520,22 @@ def _bernoulli_schur(A: np.ndarray, G: np.ndarray, axis_rtol: float,
         Y = solve_triangular(C, U1.T, trans="T", lower=False, check_finite=False)
         X = blas.dsyrk(1.0, Y, trans=1)  # YᵀY, upper triangle
         X = np.triu(X) + np.triu(X, 1).T
+        Pinv = None
     except LinAlgError:  # indefinite P: explicit inverse
         Pinv, rcond = _symmetric_inverse(P)
         sing = split.singularity(A, G, Pinv)
-        X = None
     if sing < SINGULAR_RCOND:
         raise NoStabilizingSolution(
             f"no stabilizing solution: the solution P of T₁₁ᵀP + PT₁₁ = U₁ᵀGU₁ on the anti-stable "
             f"invariant subspace of A is singular (relative size of P⁻¹ {sing:.3g}); an "
             f"anti-stable mode of A is not seen by G")
-    if X is None:
+    if Pinv is not None:
         X = U1 @ Pinv @ U1.T
         X = 0.5 * (X + X.T)
     # closed loop A − ΣG in Schur coordinates: [[−P⁻¹T₁₁ᵀP, ·], [0, T₂₂]]
     closed = np.concatenate([-split.eigenvalues[:k].conj(), split.eigenvalues[k:]])
     return RiccatiSolution(X, care_residual(A.T, G, np.zeros_like(G), X), rcond, closed, k,
-                           "schur", split.axis_gap)
+                           "schur", split.axis_gap, psd=Pinv is None)
 
 
 def _bernoulli_care(A: np.ndarray, G: np.ndarray, axis_rtol: float,
