@@ -197,6 +197,19 @@ def hurwitz(A) -> bool:
     return pd(X)
 
 
+def marginally_stable(A) -> bool:
+    """Exact (SymPy eigenvectors): every Re λ ≤ 0, those on iℝ with as many eigenvectors as
+    their multiplicity (e^{At} bounded)."""
+    import sympy
+
+    M = sympy.Matrix([[sympy.Rational(x.numerator, x.denominator) for x in row] for row in A])
+    for lam, mult, vecs in M.eigenvects():
+        re = sympy.re(lam)
+        if re > 0 or (re == 0 and len(vecs) < mult):
+            return False
+    return True
+
+
 def exact_G(p: Params):
     G = [[Fraction(0)] * p.d for _ in range(p.d)]
     for V, B in p.heads:
@@ -217,8 +230,8 @@ def check_exact_premises(c) -> None:
         return
     G = exact_G(p)
     th = c.theorem
-    assert th in ("psd_hurwitz", "psd_gramian_pd", "psd_gramian_singular", "nsd_unstable_range",
-                  "nsd_threshold"), f"exact certificate with theorem {th!r}"
+    assert th in ("psd_hurwitz", "psd_marginal", "psd_gramian_pd", "psd_gramian_singular",
+                  "nsd_unstable_range", "nsd_threshold"), f"exact certificate with theorem {th!r}"
     if th.startswith("psd"):
         assert psd(G), f"{th}: G ⪰ 0 is false in exact arithmetic"
     if th == "psd_hurwitz":
@@ -226,6 +239,9 @@ def check_exact_premises(c) -> None:
     if th in ("psd_gramian_pd", "psd_gramian_singular"):
         assert pd(q(c.cov0)), f"{th}: Σ0 ≻ 0 is false in exact arithmetic"
         assert not hurwitz(q(p.A))
+    if th == "psd_marginal":
+        assert pd(G), "psd_marginal: G ≻ 0 is false in exact arithmetic"
+        assert marginally_stable(q(p.A)), "psd_marginal: e^{At} is not bounded"
     if th == "nsd_unstable_range":
         assert pd(neg(G)), "nsd_unstable_range: G ≺ 0 is false in exact arithmetic"
     if th == "nsd_threshold":
