@@ -123,8 +123,8 @@ class Certificate:
     LᵀP + PL = −Q in orthonormal symmetric coordinates (|h| = ‖H‖_F), Q = lyapunov_rhs, L =
     operator (n_s × n_s, n_s = d(d+1)/2); None where no local certificate is given. rate: decay
     rate −max Re λ(L) (or 2 min Re λ(A) from the closed form) for converges/collapses, None else
-    and None for "psd_marginal", whose collapse is algebraic: ‖Σ(t)‖₂ ≤ κ²/(λ_min(G) t) with
-    κ = sup_t ‖e^{At}‖₂ (not exponential).
+    and None for "psd_marginal", whose collapse is algebraic, ‖Σ(t)‖₂ = O(1/t) (≤ κ²/(λ_min(G) t)
+    for G ≻ 0, κ = sup_t ‖e^{At}‖₂), not exponential.
     blowup_time T* and blowup_direction (unit vector) for blows_up. exact: a SPEC §5 theorem
     whose every premise was decided in exact rational arithmetic on the data as given (True), or
     premises decided with tolerances / numerical evidence (False); the stored Σ*, rate and T*
@@ -341,11 +341,12 @@ def _certify(p: Params, cov0: np.ndarray, base: dict) -> Certificate:
     if theorem == "psd_marginal":
         return _converged(p, np.zeros((d, d)), base, theorem, exact=pr.exact, glob=glob,
                           rate=None, local=False,
-                          reason=f"G ≻ 0 and A has no eigenvalue with Re λ > 0, those on iℝ "
-                                 f"semisimple, so κ = sup_t ‖e^{{At}}‖ < ∞ ({how}): "
-                                 f"Σ(t)⁻¹ ⪰ ∫_0^t e^{{−Aᵀu}}Ge^{{−Au}}du ⪰ λ_min(G) t/κ² I, so "
-                                 f"‖Σ(t)‖ ≤ κ²/(λ_min(G) t) → 0 for every Σ0 ⪰ 0 — an algebraic "
-                                 f"collapse (rate None).")
+                          reason=f"G ⪰ 0 with (A, G) observable and A has no eigenvalue with "
+                                 f"Re λ > 0, those on iℝ semisimple, so κ = sup_t ‖e^{{At}}‖ < ∞ "
+                                 f"({how}): Σ(t)⁻¹ ⪰ W̃(t) = ∫_0^t e^{{−Aᵀu}}Ge^{{−Au}}du, which "
+                                 f"grows at least linearly in t (≥ λ_min(G) t/κ² I for G ≻ 0), so "
+                                 f"‖Σ(t)‖ = O(1/t) → 0 for every Σ0 ⪰ 0 — an algebraic collapse "
+                                 f"(rate None).")
     if theorem == "psd_gramian_singular":
         return Certificate(
             "grows", None, None, None, None, pr.exact, glob,
@@ -957,9 +958,10 @@ class Premises:
     eigenvalues of A with Re λ < 0, = 0, > 0 (numerically: |Re λ| ≤ axis_rtol ‖A‖_F counts as
     0). rank0: rank Σ0.
     unseen: an eigenvalue with Re λ > 0 of A restricted to the unobservable subspace
-    ∩_k ker(GA^k) (the anti-stable Gramian is singular) — decided when G ⪰ 0. axis_semisimple:
-    every eigenvalue of A on iℝ is semisimple — decided when G ≻ 0, n_right = 0 < n_axis
-    (numerically: `SEMISIMPLE_RTOL`). range_stable:
+    ∩_k ker(GA^k) (the anti-stable Gramian is singular) — decided when G ⪰ 0. observable: that
+    subspace is {0} (exactly; numerically only G ≻ 0 within sign_rtol, a sufficient condition,
+    counts). axis_semisimple: every eigenvalue of A on iℝ is semisimple — decided when
+    observable and n_right = 0 < n_axis (numerically with `SEMISIMPLE_RTOL`). range_stable:
     range Σ0 lies in the stable invariant subspace of A (A restricted to the Krylov space
     span{A^kΣ0} is Hurwitz) — decided when G ⪯ 0. threshold_sign: sign of λ_max(W∞Σ0) − 1 when
     range_stable, threshold: a floating-point value of λ_max(W∞Σ0)."""
@@ -974,6 +976,7 @@ class Premises:
     rank0: int
     unseen: bool | None = None
     g_pd: bool = False
+    observable: bool | None = None
     axis_semisimple: bool | None = None
     range_stable: bool | None = None
     threshold_sign: int | None = None
@@ -1025,8 +1028,6 @@ def _exact_premises(p: Params, S0: np.ndarray, rank0: int) -> Premises:
     left, axis, right = _half_planes(A)
     facts = dict(tolerance=None, g_psd=gneg == 0, g_nsd=gpos == 0, g_nd=gpos == 0 and gzero == 0,
                  g_pd=gpos == d, n_left=left, n_axis=axis, n_right=right, rank0=rank0)
-    if gpos == d and right == 0 and axis:
-        facts["axis_semisimple"] = _q_axis_semisimple(A, axis)
     if gneg == 0:  # unobservable subspace N = ∩_k ker(G A^k)
         blocks, GA = [], G
         for _ in range(d):
@@ -1034,6 +1035,9 @@ def _exact_premises(p: Params, S0: np.ndarray, rank0: int) -> Premises:
             GA = GA.dot(A)
         N = _q_null(np.vstack(blocks))
         facts["unseen"] = bool(N.shape[1]) and _half_planes(_q_restrict(A, N))[2] > 0
+        facts["observable"] = N.shape[1] == 0
+        if N.shape[1] == 0 and right == 0 and axis:
+            facts["axis_semisimple"] = _q_axis_semisimple(A, axis)
     if gpos == 0 and gneg > 0 and rank0 > 0:
         blocks, AkS = [], S0
         for _ in range(d):
@@ -1116,8 +1120,10 @@ def _numerical_premises(p: Params, cov0: np.ndarray, tol: dict) -> Premises:
     facts = dict(tolerance=tol, g_psd=psd, g_nsd=nsd, g_nd=nd, g_pd=pd,
                  n_left=int(np.sum(eig.real < -atol)), n_axis=int(np.sum(abs(eig.real) <= atol)),
                  n_right=int(np.sum(eig.real > atol)), rank0=rank0)
-    if pd and facts["n_axis"] and not facts["n_right"]:
-        facts["axis_semisimple"] = _axis_semisimple(A, eig, atol, tol["semisimple_rtol"])
+    if pd:  # numerically, only the sufficient condition G ≻ 0 counts as observable
+        facts["observable"] = True
+        if facts["n_axis"] and not facts["n_right"]:
+            facts["axis_semisimple"] = _axis_semisimple(A, eig, atol, tol["semisimple_rtol"])
     if psd and facts["n_axis"] == 0 and facts["n_right"]:
         split = schur_split(A, G, axis_rtol=tol["axis_rtol"])
         facts["unseen"] = split.singularity(A, G) < tol["singular_rcond"]
@@ -1156,14 +1162,17 @@ THEOREMS = {"psd_hurwitz": ("collapses", True), "psd_marginal": ("collapses", Tr
 def theorem_of(pr: Premises, d: int) -> tuple[str, str] | None:
     """(theorem, regime) that the premises establish (SPEC §5), or None.
 
-    "psd_marginal" (G ≻ 0, no Re λ(A) > 0, every eigenvalue on iℝ semisimple, e.g. A skew):
-    with P = Σ⁻¹, Ṗ = −AᵀP − PA + G gives Σ(t)⁻¹ = e^{−Aᵀt}Σ0⁻¹e^{−At} + ∫_0^t e^{−Aᵀu}Ge^{−Au}du
-    (on range Σ0 for singular Σ0), and |e^{−Au}x| ≥ |x|/κ with κ = sup ‖e^{At}‖ < ∞, so Σ(t) → 0
-    at rate ≤ κ²/(λ_min(G) t) from every Σ0 ⪰ 0."""
+    "psd_marginal" (G ⪰ 0 with (A, G) observable — G ≻ 0 for instance —, no Re λ(A) > 0, every
+    eigenvalue on iℝ semisimple; e.g. A skew): with P = Σ⁻¹, Ṗ = −AᵀP − PA + G gives
+    Σ(t)⁻¹ = e^{−Aᵀt}Σ0⁻¹e^{−At} + W̃(t), W̃(t) = ∫_0^t e^{−Aᵀu}Ge^{−Au}du (for singular Σ0 = L0L0ᵀ,
+    Σ(t) = X(I + XᵀW̃X)⁻¹Xᵀ ⪯ X(XᵀW̃X)⁻¹Xᵀ with X = e^{At}L0). κ = sup ‖e^{At}‖ < ∞ gives
+    |e^{−Au}x| ≥ |x|/κ, so W̃(t) ⪰ λ_min(G) t/κ² I for G ≻ 0, and by the semigroup rule
+    W̃(kτ) ⪰ k λ_min(W̃(τ))/κ² I with W̃(τ) ≻ 0 (observability) in general: Σ(t) → 0 at rate
+    O(1/t) from every Σ0 ⪰ 0."""
     if pr.g_psd:
         if pr.n_left == d:
             return "psd_hurwitz", "collapses"
-        if pr.g_pd and pr.n_right == 0 and pr.axis_semisimple:
+        if pr.observable and pr.n_right == 0 and pr.axis_semisimple:
             return "psd_marginal", "collapses"
         if pr.rank0 == d and pr.unseen:
             return "psd_gramian_singular", "grows"

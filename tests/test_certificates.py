@@ -751,9 +751,17 @@ def test_marginal_premises_are_decided_exactly():
     jordan = np.array([[0.0, 1.0], [0.0, 0.0]])
     c = certify(_layer(jordan, np.eye(2)), np.eye(2))
     assert c.theorem != "psd_marginal"
-    # G ⪰ 0 singular (rank 1) is not G ≻ 0, and Re λ > 0 anywhere rules the theorem out
+    # G ⪰ 0 of rank 1: observable with a rotation (collapse, ‖Σ(t)‖ ≈ 2/t: the rotation averages
+    # G to I/2), unobservable with A = 0 (Σ₂₂ stays 1: no collapse, no theorem)
     rot2 = np.array([[0.0, 1.0], [-1.0, 0.0]])
-    assert certify(_layer(rot2, np.diag([1.0, 0.0])), np.eye(2)).theorem != "psd_marginal"
+    G1 = np.diag([1.0, 0.0])
+    c = certify(_layer(rot2, G1), np.eye(2))
+    assert (c.regime, c.theorem, c.exact) == ("collapses", "psd_marginal", True) and c.check()
+    assert np.linalg.norm(_riccati_end(rot2, G1, np.eye(2), 80.0), 2) < 0.05
+    c = certify(_layer(np.zeros((2, 2)), G1), np.eye(2))
+    assert c.theorem != "psd_marginal" and c.regime != "collapses"
+    np.testing.assert_allclose(_riccati_end(np.zeros((2, 2)), G1, np.eye(2), 80.0)[1, 1], 1.0)
+    # Re λ > 0 anywhere rules the theorem out
     c = certify(_layer(rot2 + 1e-3 * np.eye(2), np.eye(2)), np.eye(2))
     assert c.theorem == "psd_gramian_pd" and c.regime == "converges"
 
@@ -763,7 +771,7 @@ def test_marginal_check_refuses_tampering():
 
     rot2 = np.array([[0.0, 1.0], [-1.0, 0.0]])
     for A, G in ((np.array([[0.0, 1.0], [0.0, 0.0]]), np.eye(2)),  # not semisimple
-                 (rot2, np.diag([1.0, 0.0])),  # G singular
+                 (np.zeros((2, 2)), np.diag([1.0, 0.0])),  # (A, G) unobservable
                  (rot2 + 2 ** -40 * np.eye(2), np.eye(2))):  # Re λ = 2^-40 > 0 exactly
         p = _layer(A, G)
         c = certify(p, np.eye(2))

@@ -210,6 +210,17 @@ def marginally_stable(A) -> bool:
     return True
 
 
+def observable(A, G) -> bool:
+    """Exact (SymPy rank): [G; GA; …; GA^{d−1}] has rank d."""
+    import sympy
+
+    def mat(M):
+        return sympy.Matrix([[sympy.Rational(x.numerator, x.denominator) for x in r] for r in M])
+
+    Am, Gm = mat(A), mat(G)
+    return sympy.Matrix.vstack(*[Gm * Am ** k for k in range(Am.rows)]).rank() == Am.rows
+
+
 def exact_G(p: Params):
     G = [[Fraction(0)] * p.d for _ in range(p.d)]
     for V, B in p.heads:
@@ -240,7 +251,7 @@ def check_exact_premises(c) -> None:
         assert pd(q(c.cov0)), f"{th}: Σ0 ≻ 0 is false in exact arithmetic"
         assert not hurwitz(q(p.A))
     if th == "psd_marginal":
-        assert pd(G), "psd_marginal: G ≻ 0 is false in exact arithmetic"
+        assert observable(q(p.A), G), "psd_marginal: (A, G) is not observable"
         assert marginally_stable(q(p.A)), "psd_marginal: e^{At} is not bounded"
     if th == "nsd_unstable_range":
         assert pd(neg(G)), "nsd_unstable_range: G ≺ 0 is false in exact arithmetic"
