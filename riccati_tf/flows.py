@@ -3,10 +3,15 @@
 `flow` composes the model (constant or time-varying `Params`), a method (`"exact"` closed form
 for scalar value matrices, `"rk"` Runge–Kutta on the full system) and the blow-up event;
 `layers` applies exact discrete residual layers x⁺ = x + τX(x).
+
+Every method has a work budget (`max_steps`, default DEFAULT_MAX_STEPS) and raises SolverError,
+with a sentence, rather than return a state it cannot vouch for; a trajectory never holds NaN
+or Inf, and status "blowup" means a finite-time blow-up at T* ≤ t_final.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -14,7 +19,7 @@ import numpy as np
 from scipy.integrate import solve_ivp
 
 from .errors import InvalidInputError, SolverError
-from .exact import exact_flow
+from .exact import DEFAULT_MAX_STEPS, NEAR_BLOWUP_RTOL, exact_flow
 from .model import Gaussian, Params, check_dims
 from .moments import moment_arrays
 from .validation import as_count, as_time, as_time_grid
@@ -22,8 +27,23 @@ from .validation import as_count, as_time, as_time_grid
 #: the rk blow-up event fires when tr Σ exceeds this factor times its starting scale
 BLOWUP_GROWTH = 1e8
 #: ... and is accepted as a finite-time blow-up when the quadratic (attention) terms make up at
-#: least this share of d(tr Σ)/dt; the time is then t_event + tr Σ / (d tr Σ / dt).
+#: least this share of d(tr Σ)/dt; the time is then T_est = t_event + tr Σ / (d tr Σ / dt),
+#: uncertain by BLOWUP_EXTRAPOLATION (T_est − t_event): with the linear terms below 1 % of the
+#: growth the extrapolated remaining time is off by about that share.
 BLOWUP_QUADRATIC_SHARE = 0.99
+BLOWUP_EXTRAPOLATION = 0.02
+#: rk near a blow-up after t_final: Σ(t) ~ 1/(T* − t), so an error ≈ rtol·T* in the blow-up time
+#: is a relative error ≈ rtol·T*/(T* − t_final) in the end state; above this rk refuses (exact
+#: refuses the same way with eps for rtol, riccati_tf.exact.NEAR_BLOWUP_RTOL)
+RK_NEAR_BLOWUP_RTOL = NEAR_BLOWUP_RTOL
+#: default work budgets (flow's max_steps): exact — covariance steps plus mean sub-steps
+#: (DEFAULT_MAX_STEPS, from riccati_tf.exact); rk — DOP853 steps, charged as
+#: RK_EVALUATIONS_PER_STEP right-hand-side evaluations each (12 stages, dense output, FSAL)
+RK_DEFAULT_MAX_STEPS = 20_000
+RK_EVALUATIONS_PER_STEP = 16
+#: DOP853 is explicit: its step is at most about RK_STABILITY / |λ| for every eigenvalue λ of
+#: the linearisation (which contains 2λ(A) for the covariance): the up-front step estimate
+RK_STABILITY = 8.0
 DEFAULT_OUTPUTS = 101
 
 
@@ -31,9 +51,12 @@ DEFAULT_OUTPUTS = 101
 class Trajectory:
     """States of N(m(t), Σ(t)) at times t (all reached before any blow-up).
 
-    t (k,), mean (k, d), cov (k, d, d); status "completed" or "blowup"; blowup_time T* and the
-    unit direction along which Σ(t) diverges when status == "blowup"; method "exact", "rk" or
-    "layers"; rtol/atol used (None for methods exact up to rounding).
+    t (k,), mean (k, d), cov (k, d, d); status "completed" or "blowup", with blowup_kind
+    "singularity" (`flow`: a finite-time blow-up of the flow at blowup_time ≤ t_final, with the
+    unit direction along which Σ(t) diverges) or "overflow" (`layers`: the state of the layer
+    at depth blowup_time leaves the floating-point range; a finite stack of layers has no
+    finite-time blow-up); method "exact", "rk" or "layers"; rtol/atol used (None for methods
+    exact up to rounding). Every state is finite.
     """
 
     t: np.ndarray
@@ -45,6 +68,7 @@ class Trajectory:
     blowup_direction: np.ndarray | None = None
     rtol: float | None = None
     atol: float | None = None
+    blowup_kind: str | None = None
 
     def __len__(self) -> int:
         return self.t.size
@@ -67,30 +91,111 @@ def _tolerance(name: str, value) -> float:
     return value
 
 
+def _finite_params(p: Params) -> bool:
+    return bool(np.all(np.isfinite(p.A)) and np.all(np.isfinite(p.b)) and
+                all(np.all(np.isfinite(V)) and np.all(np.isfinite(B)) for V, B in p.heads))
+
+
+def _passes_through(exc: Exception) -> bool:
+    """Exceptions of riccati_tf's own modules other than its public errors are control flow of
+    the package's callers (e.g. a certificate's evaluation budget) and propagate unchanged."""
+    return (type(exc).__module__.startswith("riccati_tf.")
+            and not isinstance(exc, InvalidInputError | SolverError))
+
+
+_UNSET = object()
+
+
+def _checked(params_fn: Callable[[float], Params], d: int) -> Callable[[float], Params]:
+    """params_fn wrapped so that every value is a finite Params on R^d; anything else (a raised
+    exception, another type, another dimension, NaN/Inf) is an InvalidInputError naming
+    params(t) and the time."""
+    last: list = [_UNSET]
+
+    def params_at(t: float) -> Params:
+        try:
+            p = params_fn(t)
+        except Exception as exc:
+            if _passes_through(exc):
+                raise
+            raise InvalidInputError(f"params(t) raised {type(exc).__name__} at t = {t:.6g}: "
+                                    f"{exc}") from exc
+        if p is last[0]:
+            return p
+        if not isinstance(p, Params):
+            raise InvalidInputError(f"params(t) must return a riccati_tf.Params, got "
+                                    f"{type(p).__name__} at t = {t:.6g}")
+        if p.d != d:
+            raise InvalidInputError(f"params(t) returned parameters acting on R^{p.d} at "
+                                    f"t = {t:.6g}, but the Gaussian lives in R^{d}: the "
+                                    f"dimension cannot change along a flow")
+        if not _finite_params(p):
+            raise InvalidInputError(f"params(t) returned parameters with NaN or Inf entries at "
+                                    f"t = {t:.6g}")
+        last[0] = p
+        return p
+
+    return params_at
+
+
+def _guard(tr: Trajectory) -> Trajectory:
+    """The last line of defence: a trajectory holds finite states only."""
+    if not (np.isfinite(tr.cov.sum() + tr.mean.sum()) or (
+            np.all(np.isfinite(tr.cov)) and np.all(np.isfinite(tr.mean)))):
+        raise SolverError(f"the {tr.method} flow produced a non-finite state (status "
+                          f"{tr.status!r}): the state left the floating-point range "
+                          f"(exponential growth past about 1e308, not a finite-time blow-up)")
+    if tr.status == "blowup" and not (tr.blowup_time is not None
+                                      and np.isfinite(tr.blowup_time)):
+        raise SolverError(f"the {tr.method} flow reported a blow-up without a finite time")
+    return tr
+
+
 def flow(params: Params | Callable[[float], Params], gaussian: Gaussian, t_final: float, *,
          method: str = "auto", t_eval=None, rtol: float = 1e-10,
-         atol: float = 1e-12) -> Trajectory:
+         atol: float = 1e-12, max_steps: int | None = None) -> Trajectory:
     """Solve ṁ = (A + V)m + VΣBm + b, Σ̇ = AΣ + ΣAᵀ + VΣBΣ + ΣBᵀΣVᵀ on [0, t_final].
 
     params: a `Params` (time-invariant) or a callable t ↦ Params (time-varying; method "rk").
+    Every value of the callable must be a finite Params on the Gaussian's R^d: anything else,
+    or an exception raised by it, is an InvalidInputError naming params(t) and the time.
     method: "exact" (closed form Σ(t) = e^{At}Σ0(I + W(t)Σ0)⁻¹e^{Aᵀt} of SPEC §5, scalar value
-    matrices only; blow-up time = first root of det(I + W(t)Σ0), located by Brent's method),
-    "rk" (DOP853 on the full system with a blow-up event; rtol/atol apply), or "auto" (exact when
-    it applies). t_eval: output times in [0, t_final] (default 101 equally spaced).
-    A finite-time blow-up ends the trajectory: status "blowup", states before T* only.
+    matrices only; blow-up time = first root of det(I + W(t)Σ0), located by Brent's method;
+    long horizons end early once the state provably settles, see `riccati_tf.exact`),
+    "rk" (DOP853 on the full system with a blow-up event; rtol/atol apply, atol capped for Σ_ij
+    at rtol·√((Σ0)_ii (Σ0)_jj) so that variances below atol are resolved relative to their size,
+    `_scaled_atol`), or "auto" (exact when it applies). t_eval: output times in [0, t_final]
+    (default 101 equally spaced).
+    max_steps: work budget. exact: covariance steps plus mean sub-steps (default
+    DEFAULT_MAX_STEPS = 100 000); rk: DOP853 steps (default RK_DEFAULT_MAX_STEPS = 20 000),
+    enforced as RK_EVALUATIONS_PER_STEP right-hand-side evaluations per step, and refused up
+    front when the explicit method's stability alone needs more (about t_final·2ρ(A)/RK_STABILITY
+    steps for a time-invariant layer, ρ the spectral radius). A spent budget raises SolverError.
+    A finite-time blow-up at T* ≤ t_final ends the trajectory: status "blowup" (blowup_kind
+    "singularity"), states before T* only. One after t_final is no blow-up: the state at t_final
+    is returned — unless t_final is so close to T* that the end state, Σ ~ 1/(T* − t), is known
+    only to more than NEAR_BLOWUP_RTOL relative (rk: rtol·T*/(T* − t_final); exact: about
+    eps·n^{3/4}·T*/(T* − t_final) after n steps) or rk cannot tell on which side of t_final T*
+    lies: SolverError. Overflow, NaN or a spent budget: SolverError; a returned trajectory holds
+    finite states only (`_guard`).
     """
     t_final = as_time("t_final", t_final)
     rtol, atol = _tolerance("rtol", rtol), _tolerance("atol", atol)
     t_out = _default_grid(t_final, t_eval)
+    if max_steps is not None:
+        max_steps = as_count("max_steps", max_steps)
     if method not in ("auto", "exact", "rk"):
         raise InvalidInputError(f"method must be 'auto', 'exact' or 'rk', got {method!r}")
     if isinstance(params, Params):
-        check_dims(params, gaussian)
+        check_dims(params, gaussian)  # finite: validated on construction, arrays read-only
         params_fn = None
         scalar = params.value_scalars is not None
     elif callable(params):
-        check_dims(params(0.0), gaussian)
-        params_fn, scalar = params, False
+        if not isinstance(gaussian, Gaussian):
+            raise InvalidInputError(f"gaussian must be a riccati_tf.Gaussian, "
+                                    f"got {type(gaussian).__name__}")
+        params_fn, scalar = _checked(params, gaussian.d), False
+        params_fn(0.0)
         if method == "exact":
             raise InvalidInputError("method 'exact' needs time-invariant Params; time-varying "
                                     "controls are integrated with method 'rk'")
@@ -100,28 +205,106 @@ def flow(params: Params | Callable[[float], Params], gaussian: Gaussian, t_final
     if method == "exact" and not scalar:
         raise InvalidInputError("method 'exact' needs scalar value matrices V_h = v_h I "
                                 "(the Riccati case of SPEC §5); use method 'rk'")
+    try:
+        return _dispatch(params, params_fn, scalar, gaussian, t_out, t_final, method, rtol, atol,
+                         max_steps)
+    except SolverError:
+        if params_fn is None and not _finite_params(params):
+            raise InvalidInputError("params holds NaN or Inf entries (its arrays were modified "
+                                    "after construction)") from None
+        raise
+
+
+def _dispatch(params, params_fn, scalar, gaussian, t_out, t_final, method, rtol, atol,
+              max_steps) -> Trajectory:
     if method == "exact" or (method == "auto" and scalar):
         vs = params.value_scalars
-        Bbar = sum(v * B for v, (_, B) in zip(vs, params.heads, strict=True))
-        res = exact_flow(params.A, params.G, sum(vs), Bbar, params.b, gaussian.mean,
-                         gaussian.cov, t_out, t_final)
-        return Trajectory(res.t, res.mean, res.cov, "completed" if res.blowup_time is None
-                          else "blowup", res.blowup_time, "exact", res.blowup_direction)
-    return _rk_flow(params_fn or (lambda _t: params), gaussian, t_out, t_final, rtol, atol)
+        G = params.G  # SolverError when it overflows
+        with np.errstate(over="ignore", invalid="ignore"):
+            Bbar = sum(v * B for v, (_, B) in zip(vs, params.heads, strict=True))
+            finite = np.isfinite(Bbar.sum()) or np.all(np.isfinite(Bbar))
+        if not finite:
+            raise SolverError("B̄ = Σ_h v_h B_h overflows: the attention terms are out of the "
+                              "floating-point range")
+        res = exact_flow(params.A, G, sum(vs), Bbar, params.b, gaussian.mean, gaussian.cov,
+                         t_out, t_final, max_steps=max_steps or DEFAULT_MAX_STEPS)
+        blew = res.blowup_time is not None
+        return _guard(Trajectory(res.t, res.mean, res.cov, "blowup" if blew else "completed",
+                                 res.blowup_time, "exact", res.blowup_direction,
+                                 blowup_kind="singularity" if blew else None))
+    max_steps = max_steps or RK_DEFAULT_MAX_STEPS
+    if params_fn is None:
+        _refuse_stiff(params, gaussian, t_final, max_steps)
+    return _guard(_rk_flow(params_fn or (lambda _t: params), gaussian, t_out, t_final, rtol,
+                           atol, max_steps))
 
 
-def _rk_flow(params_fn, gaussian: Gaussian, t_out, t_final, rtol, atol) -> Trajectory:
+def _refuse_stiff(p: Params, g: Gaussian, t_final: float, max_steps: int) -> None:
+    """SolverError before any work when DOP853's stability bound alone needs > max_steps steps:
+    the linearisation of Σ̇ contains A ⊕ A (eigenvalues λ_i + λ_j of A) and that of ṁ
+    A + Σ_h V_h, and an explicit step is at most about RK_STABILITY/|λ|."""
+    rho = 0.0
+    with np.errstate(over="ignore", invalid="ignore"):
+        try:
+            if np.any(g.cov):
+                rho = 2 * float(np.abs(np.linalg.eigvals(p.A)).max())
+            if np.any(g.mean) or np.any(p.b):
+                Am = p.A + sum(V for V, _ in p.heads)
+                rho = max(rho, float(np.abs(np.linalg.eigvals(Am)).max()))
+        except np.linalg.LinAlgError:
+            rho = np.inf
+    need = t_final * rho / RK_STABILITY
+    if not need <= max_steps:
+        raise SolverError(
+            f"the Runge–Kutta method needs at least about {need:.3g} steps on [0, {t_final:.6g}] "
+            f"(explicit steps are bounded by {RK_STABILITY:g}/|λ| with |λ| up to {rho:.3g}), "
+            f"more than max_steps = {max_steps}; use method 'exact' where it applies, a shorter "
+            f"t_final, or a larger max_steps")
+
+
+def _scaled_atol(g: Gaussian, atol: float, rtol: float) -> np.ndarray:
+    """atol for (m, vec Σ), capped for Σ_ij at rtol·√(Σ_ii Σ_jj) (its scale at t = 0) where
+    that is positive: a variance below atol (Σ0 = diag(1, 1e-16), or Σ0 ~ 1e-300) is then
+    resolved relative to its size instead of being lost in the absolute tolerance (it may grow
+    along an unstable direction). The mean keeps atol."""
+    v = np.diag(g.cov)
+    root = np.sqrt(v)  # √Σ_ii √Σ_jj: no underflow of Σ_ii Σ_jj at 1e-300
+    scales = np.concatenate([np.zeros(g.d), np.outer(root, root).ravel()])
+    floor = 1024 * np.finfo(float).smallest_subnormal
+    return np.where(scales > 0, np.maximum(np.minimum(atol, rtol * scales), floor), atol)
+
+
+class _RkBudgetSpent(Exception):
+    def __init__(self, t):
+        super().__init__(t)
+        self.t = t
+
+
+def _rk_flow(params_fn, gaussian: Gaussian, t_out, t_final, rtol, atol,
+             max_steps: int = RK_DEFAULT_MAX_STEPS) -> Trajectory:
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):  # detected explicitly
+        return _rk_run(params_fn, gaussian, t_out, t_final, rtol, atol, max_steps)
+
+
+def _rk_run(params_fn, gaussian: Gaussian, t_out, t_final, rtol, atol, max_steps) -> Trajectory:
     d = gaussian.d
+    limit = RK_EVALUATIONS_PER_STEP * max_steps
+    calls = [0]
 
     def rhs(t, y):
+        calls[0] += 1
+        if calls[0] > limit:
+            raise _RkBudgetSpent(t)
         dm, dS = moment_arrays(params_fn(t), y[:d], y[d:].reshape(d, d))
         return np.concatenate([dm, dS.ravel()])
 
     y = np.concatenate([gaussian.mean, gaussian.cov.ravel()])
-    scale = np.trace(gaussian.cov)
-    threshold = BLOWUP_GROWTH * scale
+    atol_vec = _scaled_atol(gaussian, atol, rtol)
+    scale = float(np.trace(gaussian.cov))
+    threshold = BLOWUP_GROWTH * scale  # Python floats: overflow to inf without a warning
     t0, ts, ys = 0.0, [], []
     blowup_time = direction = None
+    pending = None  # a blow-up estimated near or after t_final: (T_est, uncertainty)
     while True:
         log_threshold = np.log(threshold) if scale > 0 else 0.0  # no event when Σ0 = 0
 
@@ -130,64 +313,141 @@ def _rk_flow(params_fn, gaussian: Gaussian, t_out, t_final, rtol, atol) -> Traje
 
         event.terminal, event.direction = True, 1
         grid = t_out[(t_out > t0) | ((t_out == 0) & (t0 == 0))]
-        with np.errstate(over="ignore", invalid="ignore"):  # overflow is detected below
-            sol = solve_ivp(rhs, (t0, t_final), y, method="DOP853", t_eval=grid, rtol=rtol,
-                            atol=atol, events=event if scale > 0 else None)
+        try:
+            with np.errstate(over="ignore", invalid="ignore"):  # overflow is detected below
+                sol = solve_ivp(rhs, (t0, t_final), y, method="DOP853", t_eval=grid, rtol=rtol,
+                                atol=atol_vec, events=event if scale > 0 else None)
+        except _RkBudgetSpent as spent:
+            raise SolverError(
+                f"the Runge–Kutta integration used its budget of max_steps = {max_steps} steps "
+                f"({limit} right-hand-side evaluations) by t = {spent.t:.6g} of "
+                f"t_final = {t_final:.6g}: the flow is stiff there, or its right-hand side is "
+                f"dominated by rounding (e.g. near-cancelling attention terms)") from None
+        except (np.linalg.LinAlgError, FloatingPointError, OverflowError) as exc:
+            raise SolverError(f"the Runge–Kutta integration failed: {exc}") from None
+        T_sol = np.asarray(sol.t, dtype=float).reshape(-1)
         Y = np.asarray(sol.y, dtype=float).reshape(y.size, -1)
         if sol.status == -1 or not np.all(np.isfinite(Y)):
-            reached = sol.t[-1] if sol.t.size else t0
+            reached = T_sol[-1] if T_sol.size else t0
+            if pending is not None:
+                T_est, u = pending
+                raise SolverError(
+                    f"Σ grows without bound near T* ≈ {T_est:.10g} (± {u:.2g}) and the "
+                    f"integration broke down at t ≈ {reached:.10g} before t_final = "
+                    f"{t_final:.10g}: whether the blow-up precedes t_final cannot be decided")
             raise SolverError(f"the Runge–Kutta integration failed after t = {reached:.6g}: "
                               f"{sol.message}")
-        ts.append(sol.t), ys.append(Y.T)
+        ts.append(T_sol), ys.append(Y.T)
         if sol.status == 0:
+            if T_sol.size:  # the last state returned
+                _check_near_blowup(params_fn, d, Y[:, -1], T_sol[-1], rtol, pending)
             break
         t0, y = sol.t_events[0][0], sol.y_events[0][0]
-        p = params_fn(t0)
-        cov = y[d:].reshape(d, d)
-        _, dS = moment_arrays(p, y[:d], cov)
-        n, dn = np.trace(cov), np.trace(dS)
-        dn_quad = dn - 2 * np.trace(p.A @ cov)
-        if dn > 0 and dn_quad >= BLOWUP_QUADRATIC_SHARE * dn:
-            blowup_time = t0 + n / dn
-            _, vec = np.linalg.eigh(0.5 * (cov + cov.T))
-            direction = vec[:, -1]
-            break
+        estimate = _blowup_estimate(params_fn(t0), d, t0, y)
+        if estimate is not None:
+            T_est, u, cov = estimate
+            if T_est + u <= t_final:  # a blow-up before t_final, beyond its uncertainty
+                blowup_time = T_est
+                _, vec = np.linalg.eigh(0.5 * (cov + cov.T))
+                direction = vec[:, -1]
+                break
+            pending = (T_est, u)  # after t_final (or too close to tell): follow it to t_final
         threshold *= BLOWUP_GROWTH
     t = np.concatenate(ts)
     Y = np.concatenate(ys).reshape(-1, d + d * d)
     cov = Y[:, d:].reshape(-1, d, d)
     cov = 0.5 * (cov + np.swapaxes(cov, 1, 2))
     return Trajectory(t, Y[:, :d], cov, "completed" if blowup_time is None else "blowup",
-                      blowup_time, "rk", direction, rtol, atol)
+                      blowup_time, "rk", direction, rtol, atol,
+                      None if blowup_time is None else "singularity")
+
+
+def _blowup_estimate(p: Params, d: int, t: float, y: np.ndarray):
+    """(T_est, uncertainty, Σ) when the quadratic terms drive ≥ BLOWUP_QUADRATIC_SHARE of the
+    growth of tr Σ at (t, y), else None: T_est = t + tr Σ / (d tr Σ / dt)."""
+    cov = y[d:].reshape(d, d)
+    _, dS = moment_arrays(p, y[:d], cov)
+    n, dn = np.trace(cov), np.trace(dS)
+    dn_quad = dn - 2 * np.trace(p.A @ cov)
+    if not (np.isfinite(dn) and dn > 0 and dn_quad >= BLOWUP_QUADRATIC_SHARE * dn):
+        return None
+    remaining = n / dn
+    T_est = t + remaining
+    return T_est, BLOWUP_EXTRAPOLATION * remaining + 4 * np.finfo(float).eps * T_est, cov
+
+
+def _check_near_blowup(params_fn, d, y_end, t_final, rtol, pending) -> None:
+    """Refuse an rk state (the last one returned, at t_final here) within reach of a blow-up:
+    when the quadratic terms dominate there, T* ≈ t_final + tr Σ/(d tr Σ/dt), and Σ(t_final) is
+    then known only to about rtol·T*/(T* − t_final) relative."""
+    estimate = _blowup_estimate(params_fn(t_final), d, t_final, y_end)
+    if estimate is None:
+        if pending is not None and pending[0] - pending[1] <= t_final:
+            raise SolverError(f"a blow-up was estimated at T* ≈ {pending[0]:.10g} ± "
+                              f"{pending[1]:.2g}, yet Σ stayed finite to t_final = "
+                              f"{t_final:.10g}: the Runge–Kutta run is not consistent")
+        return
+    T_est = estimate[0]
+    amplification = T_est / (T_est - t_final)
+    if rtol * amplification > RK_NEAR_BLOWUP_RTOL:
+        raise SolverError(
+            f"t_final = {t_final:.10g} lies within {T_est - t_final:.3g} of a blow-up at "
+            f"T* ≈ {T_est:.10g}: Σ(t) ~ 1/(T* − t) there, so the Runge–Kutta end state is known "
+            f"only to a relative error of about rtol·T*/(T* − t_final) = "
+            f"{rtol * amplification:.2g}; use method 'exact' or a smaller rtol")
+
+
+#: layers: default largest number of layers, and the largest output (floats) kept in memory
+LAYERS_DEFAULT_MAX = 1_000_000
+LAYERS_MAX_FLOATS = 2**27
 
 
 def layers(params: Params | Sequence[Params], gaussian: Gaussian, n_layers: int,
-           tau: float) -> Trajectory:
+           tau: float, *, max_steps: int | None = None) -> Trajectory:
     """Exact discrete residual layers x⁺ = x + τ X(x) acting on N(m, Σ) (SPEC §2):
 
         m⁺ = (I + τM) m + τc,   Σ⁺ = (I + τM) Σ (I + τM)ᵀ,
         M = A + Σ_h V_h Σ B_h,   c = b + Σ_h V_h m.
 
     params: one Params for every layer, or a sequence of n_layers Params. Returns one state per
-    layer (times 0, τ, ..., n_layers τ); status "blowup" if the state overflows.
+    layer (times 0, τ, ..., n_layers τ). max_steps: the largest n_layers accepted (default
+    LAYERS_DEFAULT_MAX; the states kept must also fit in LAYERS_MAX_FLOATS floats), else
+    SolverError before any work.
+
+    Overflow: a finite stack of layers has no finite-time blow-up (each layer is a finite map),
+    but Σ⁺ is quartic in Σ and can leave the floating-point range. The states are then returned
+    up to the last finite layer with status "blowup", blowup_time the depth n τ of the first
+    layer that overflows and blowup_kind "overflow" — not "singularity", the finite-time blow-up
+    of the continuous flow that `flow` reports.
     """
     n_layers = as_count("n_layers", n_layers)
     tau = as_time("tau", tau)
+    limit = LAYERS_DEFAULT_MAX if max_steps is None else as_count("max_steps", max_steps)
+    if n_layers > limit:
+        raise SolverError(f"n_layers = {n_layers} exceeds max_steps = {limit} layers")
     if isinstance(params, Params):
-        plist = [params] * n_layers
+        plist = None
     else:
         plist = list(params) if isinstance(params, Sequence) else None
         if plist is None or len(plist) != n_layers:
             raise InvalidInputError("params must be a Params or a sequence of n_layers = "
                                     f"{n_layers} Params")
-    for p in plist:
+    distinct = {id(p): p for p in ([params] if plist is None else plist)}.values()
+    for p in distinct:
         check_dims(p, gaussian)
+        if not _finite_params(p):
+            raise InvalidInputError("params holds NaN or Inf entries")
     d = gaussian.d
+    if (n_layers + 1) * (d * d + d) > LAYERS_MAX_FLOATS:
+        raise SolverError(f"{n_layers + 1} states of dimension {d} need "
+                          f"{8 * (n_layers + 1) * (d * d + d) / 2**30:.3g} GiB, more than the "
+                          f"{8 * LAYERS_MAX_FLOATS / 2**30:.3g} GiB kept in memory")
     m, S = gaussian.mean.copy(), gaussian.cov.copy()
     means, covs = [m], [S]
     status, t_blow = "completed", None
     with np.errstate(over="ignore", invalid="ignore"):
-        for k, p in enumerate(plist):
+        for k in range(n_layers):
+            p = params if plist is None else plist[k]
             F = np.eye(d) + tau * p.M(S)
             m = F @ m + tau * p.c(m)
             S = F @ S @ F.T
@@ -197,4 +457,7 @@ def layers(params: Params | Sequence[Params], gaussian: Gaussian, n_layers: int,
                 break
             means.append(m), covs.append(S)
     t = tau * np.arange(len(means))
-    return Trajectory(t, np.array(means), np.array(covs), status, t_blow, "layers")
+    if not (math.isfinite(float(t[-1])) and (t_blow is None or math.isfinite(t_blow))):
+        raise SolverError("the layer depths n τ overflow float64")
+    return _guard(Trajectory(t, np.array(means), np.array(covs), status, t_blow, "layers",
+                             blowup_kind=None if t_blow is None else "overflow"))

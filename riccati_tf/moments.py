@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .errors import SolverError
 from .model import Gaussian, Params, check_dims
 
 
@@ -32,6 +33,13 @@ def moment_rhs(params: Params, gaussian: Gaussian) -> tuple[np.ndarray, np.ndarr
     """Right-hand side (ṁ, Σ̇) of the mean–covariance equations of SPEC §2 at N(m, Σ).
 
     Multi-head: the attention terms add over heads.  Returns new arrays of shapes (d,), (d, d).
+    Raises SolverError when a value (or an intermediate product such as VΣBΣ) leaves the
+    floating-point range: the returned arrays are always finite.
     """
     check_dims(params, gaussian)
-    return moment_arrays(params, gaussian.mean, gaussian.cov)
+    with np.errstate(over="ignore", invalid="ignore"):
+        dm, dS = moment_arrays(params, gaussian.mean, gaussian.cov)
+    if not (np.all(np.isfinite(dm)) and np.all(np.isfinite(dS))):
+        raise SolverError("the moment right-hand side (ṁ, Σ̇) overflows float64 for this layer "
+                          "and Gaussian (its products AΣ, VΣBΣ, VΣBm exceed about 1e308)")
+    return dm, dS

@@ -1,12 +1,15 @@
 """Numerical pieces of the exact scalar-V flow (riccati_tf.exact): step rule, factors, node
 exponentials, the collocation stage solver, and the d = 32 mean against Runge–Kutta."""
 
+from fractions import Fraction
+
 import numpy as np
 import pytest
-from scipy.linalg import expm
+from scipy.linalg import expm, solve_continuous_lyapunov
 
-from riccati_tf import Gaussian, flow
+from riccati_tf import Gaussian, Params, flow
 from riccati_tf import exact as ex
+from riccati_tf.errors import SolverError
 from riccati_tf.validation import psd_rank
 
 from .cases import random_cov, scalar_v_params
@@ -37,11 +40,81 @@ def test_step_length_is_unbounded_when_the_symmetric_part_is_scalar():
 
 
 @pytest.mark.parametrize("rank, noise", [(6, 0.0), (4, 0.0), (4, 1e-17), (6, 1e-9)])
-def test_factor_reproduces_the_covariance_and_its_rank(rng, rank, noise):
+def test_factor_reproduces_the_covariance_and_keeps_its_rank(rng, rank, noise):
+    """L Lᵀ = Σ0 to rounding; the factor keeps at least the rank psd_rank sees (d·eps·λ_max) and
+    at most d — directions below that threshold are kept when the floats as given have them."""
     cov = random_cov(rng, 6, rank) + noise * np.eye(6)
     L = ex._factor(cov)
-    assert L.shape == (6, psd_rank(cov))
+    assert L.shape[0] == 6 and psd_rank(cov) <= L.shape[1] <= 6
     assert rel_err(L @ L.T, cov) < 1e-13
+
+
+def _exact_rank(cov) -> int:
+    """Rank of the floats as given, from exact rational pivots."""
+    M = [[Fraction(float(x)) for x in row] for row in cov]
+    n, rank = len(M), 0
+    for k in range(n):
+        piv = next((i for i in range(k, n) if M[i][k] != 0), None)
+        if piv is None:
+            continue
+        M[k], M[piv] = M[piv], M[k]
+        rank += 1
+        for i in range(k + 1, n):
+            f = M[i][k] / M[k][k]
+            M[i] = [x - f * y for x, y in zip(M[i], M[k], strict=True)]
+    return rank
+
+
+@pytest.mark.parametrize("cov, rank", [
+    (np.diag([1.0, 1e-16]), 2),                         # representable tiny variance
+    (np.diag([1.0, 1e-300, 0.0]), 2),                   # tiny and exactly zero
+    (np.array([[1.0, 2.0, 0.0], [2.0, 4.0, 0.0], [0.0, 0.0, 1e-20]]), 2),
+    (np.array([[1.0, 1e-9], [1e-9, 1.0000001e-16]]), 2),  # determined: 1e-23 ≫ its rounding
+    (np.outer([0.5, 1.0], [0.5, 1.0]), 1),              # exactly singular as floats
+    (np.outer([0.6, 0.8], [0.6, 0.8]), 1),              # singular up to the rounding of uuᵀ
+])
+def test_factor_keeps_every_direction_the_data_determine(cov, rank):
+    """psd_factor's d·eps·λ_max truncation dropped Σ0 = diag(1, 1e-16)'s second direction (the
+    exact flow then gave Σ22(5) = 0 where Σ blows up at 3.845). A pivot is dropped only at the
+    level of the rounding of its own cancellation (the float uuᵀ for u = (0.6, 0.8) has
+    determinant 5.3e-17, the residue of rounding the products); the factor reproduces Σ0 entry
+    by entry relative to √(Σ_ii Σ_jj)."""
+    L = ex._factor(cov)
+    assert L.shape[1] == rank
+    if rank == cov.shape[0] or np.any(np.diag(cov) == 0):
+        assert _exact_rank(cov) == rank
+    for i in range(cov.shape[0]):
+        for j in range(cov.shape[0]):
+            scale = np.sqrt(cov[i, i] * cov[j, j])
+            assert abs((L @ L.T)[i, j] - cov[i, j]) <= 16 * np.finfo(float).eps * scale
+
+
+def test_factor_keeps_the_stratum_of_a_computed_covariance(rng):
+    """A rank-r covariance computed in floats (X Xᵀ) keeps rank r: its other pivots are rounding
+    of the cancellation, and reviving them would let a flow restarted from its own output leave
+    the stratum (SPEC §3)."""
+    for d, r in [(6, 3), (12, 5), (20, 7)]:
+        cov = random_cov(rng, d, r)
+        L = ex._factor(cov)
+        assert L.shape[1] == r and rel_err(L @ L.T, cov) < 1e-13
+
+
+def test_gauss_tableau_satisfies_its_order_conditions_to_rounding():
+    c, w, a = ex.gauss_tableau(ex.GAUSS_STAGES)
+    s = ex.GAUSS_STAGES
+    assert max(np.abs(a @ c ** (k - 1) - c**k / k).max() for k in range(1, s + 1)) < 1e-15
+    assert max(abs(w @ c ** (k - 1) - 1 / k) for k in range(1, 2 * s + 1)) < 1e-15
+
+
+@pytest.mark.parametrize("A", [1e150 * np.eye(2), np.array([[0.0, 1e6], [-1e6, 0.0]]),
+                               np.array([[1e150, 1.0], [0.0, -1e150]]), 0.5 * np.eye(3)])
+def test_step_rule_bounds_growth_and_rotation(A):
+    """e^{±Ah} stays within STEP_KAPPA of 1 in norm and ‖A‖h ≤ STEP_NORM, however large A is."""
+    h, kappa = ex._step_rule(A)
+    assert np.isfinite(h) and h > 0 and kappa <= ex.STEP_KAPPA * (1 + 1e-12)
+    assert np.linalg.norm(A) * h <= ex.STEP_NORM * (1 + 1e-12)
+    sym = np.linalg.eigvalsh(0.5 * (A + A.T))
+    assert np.abs(sym).max() * h <= np.log(ex.STEP_KAPPA) * (1 + 1e-12)
 
 
 @pytest.mark.parametrize("h", [0.05, 0.7, 2.0])
@@ -104,3 +177,108 @@ def test_mean_and_covariance_at_d32_match_tight_rk(seed):
     k = min(len(exact), len(rk))
     assert rel_err(exact.cov[:k], rk.cov[:k]) < 1e-11
     assert rel_err(exact.mean[:k], rk.mean[:k]) < 1e-11
+
+
+# --------------------------------------------------------------------------- long horizons
+
+
+def _run(p, g, t_final, t_eval=None, **kw):
+    vs = p.value_scalars
+    Bbar = sum(v * B for v, (_, B) in zip(vs, p.heads, strict=True))
+    t_out = np.array([0.0, t_final] if t_eval is None else t_eval, dtype=float)
+    return ex.exact_flow(p.A, p.G, sum(vs), Bbar, p.b, g.mean, g.cov, t_out, t_final, **kw)
+
+
+@pytest.mark.parametrize("t_final", [800.0, 1e12])
+def test_settles_at_the_stable_equilibrium_over_long_horizons(rng, t_final):
+    """A anti-stable, G ≻ 0: Σ → Σ* = P*⁻¹ (AᵀP* + P*A = G, SPEC §5) and m → −K∞⁻¹b; a handful
+    of steps, then the equilibrium (Newton-corrected) for the rest of the horizon."""
+    d = 4
+    Q, _ = np.linalg.qr(rng.standard_normal((d, d)))
+    A = Q @ np.diag(rng.uniform(0.3, 1.5, d)) @ Q.T
+    C = rng.standard_normal((d, d))
+    p = Params(A=A, B=(C @ C.T / d + np.eye(d)) / 2, V=-np.eye(d), b=rng.standard_normal(d))
+    g = Gaussian(rng.standard_normal(d), random_cov(rng, d))
+    res = _run(p, g, t_final)
+    assert res.settled_by == "equilibrium" and res.settled_time < 200 and res.n_steps < 2000
+    star = np.linalg.inv(solve_continuous_lyapunov(A.T, p.G))
+    assert rel_err(res.cov[-1], star) < 1e-12
+    K = A - np.eye(d) - star @ p.B
+    assert rel_err(res.mean[-1], -np.linalg.solve(K, p.b)) < 1e-11
+
+
+def test_collapse_regime_jumps_with_one_exponential(rng):
+    """A Hurwitz, G ⪰ 0: the closed form with W(s) = W∞ − E_sᵀW∞E_s reaches t = 1e12 (Σ = 0
+    exactly there) and agrees with stepping at moderate times."""
+    A = np.array([[-0.5, 2.0], [0.0, -0.3]])
+    p = Params(A=A, B=np.array([[1.0, 0.2], [0.2, 0.5]]), V=-np.eye(2))
+    g = Gaussian(np.zeros(2), np.array([[1.0, 0.3], [0.3, 0.5]]))
+    res = _run(p, g, 1e12, t_eval=[0.0, 20.0, 1e12])
+    assert res.settled_by == "collapse" and res.settled_time <= 20 and res.n_steps < 10
+    stepped = _run(p, g, 20.0, t_eval=[0.0, 20.0])
+    assert rel_err(res.cov[1], stepped.cov[-1]) < 1e-12
+    assert np.all(res.cov[-1] == 0)
+
+
+def test_settling_follows_a_tiny_variance_until_it_settles():
+    """Σ0 = diag(1, 1e-300), A = diag(−1, 1), G = 2I: one step maps Σ to itself to rounding in
+    norm long before Σ22 grows to its equilibrium 1 near t ≈ 345; the entrywise gate and the
+    full-space stability test must not freeze it."""
+    p = Params(A=np.diag([-1.0, 1.0]), B=np.eye(2), V=-np.eye(2))
+    res = _run(p, Gaussian(np.zeros(2), np.diag([1.0, 1e-300])), 800.0, t_eval=[0.0, 340.0, 800.0])
+    s = 1e-300 * np.exp(680.0)  # σ(t) = σ0 e^{2t}/(1 + σ0(e^{2t} − 1)) at t = 340
+    assert abs(res.cov[1, 1, 1] - s / (1 + s)) < 1e-12
+    assert abs(res.cov[-1, 1, 1] - 1.0) < 1e-14 and res.settled_time > 340
+
+
+def test_budget_is_spent_with_a_solver_error_and_refused_up_front_when_hopeless():
+    p = Params(A=np.array([[0.0, 1.0], [-1.0, 0.1]]), B=np.eye(2), V=-np.eye(2))
+    g = Gaussian(np.array([1.0, 0.0]), np.eye(2))
+    with pytest.raises(SolverError, match="max_steps = 20"):
+        _run(p, g, 500.0, max_steps=20)
+    rot = Params(A=np.array([[0.0, 1.0], [-1.0, 0.0]]), B=np.eye(2), V=-np.eye(2))
+    with pytest.raises(SolverError, match="max_steps"):  # eigenvalues ±i: never settles
+        _run(rot, g, 1e12)
+
+
+def test_blowup_time_is_located_relative_to_the_root_itself():
+    """Σ0 = 1e150 S: T* ≈ 1/(|g|σ) ~ 4e-151, to 4 eps relative (xtol was 4 eps·H)."""
+    S = np.array([[1.0, 0.3], [0.3, 0.5]])
+    p = Params(A=0.5 * np.eye(2), B=np.eye(2), V=np.eye(2))
+    res = _run(p, Gaussian(np.zeros(2), 1e150 * S), 2.0)
+    lam = np.linalg.eigvalsh(1e150 * S)[-1]
+    T = np.log1p(1.0 / (2 * lam)) / 1.0  # σ̇ = σ + 2σ²: T* = ln(1 + 1/(2σ0))
+    assert abs(res.blowup_time - T) <= 1e-13 * T
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_rounding_level_g_is_bracketed_not_guessed(seed):
+    """G = Q diag(1, −1e-15) Qᵀ in floats: the float data decide the blow-up at rounding level;
+    the exact flow answers only when G ∓ δI agree, else SolverError (never brentq's ValueError)."""
+    Q, _ = np.linalg.qr(np.random.default_rng(seed).standard_normal((2, 2)))
+    G = Q @ np.diag([1.0, -1e-15]) @ Q.T
+    p = Params(A=Q @ np.diag([1.0, 2.0]) @ Q.T, B=-(G + G.T) / 2, V=0.5 * np.eye(2))
+    g = Gaussian(np.zeros(2), np.eye(2))
+    with pytest.raises(SolverError):
+        _run(p, g, 40.0)
+    assert _run(p, g, 5.0).blowup_time is None  # decided: no G within rounding blows up by 5
+
+
+def test_mean_cancellation_is_refused_not_guessed():
+    """A = 1e150 I, V = −I, B = I: K∞ = A − I − Σ* cancels 1e150 against 1e150; the covariance
+    settles, the mean cannot be vouched for."""
+    p = Params(A=1e150 * np.eye(2), B=np.eye(2), V=-np.eye(2))
+    with pytest.raises(SolverError, match="mean"):
+        _run(p, Gaussian(np.array([1.0, 0.0]), np.eye(2)), 1.0)
+    res = _run(p, Gaussian(np.zeros(2), np.eye(2)), 1.0)  # centred: Σ* = 1e150 I
+    assert rel_err(res.cov[-1], 1e150 * np.eye(2)) < 1e-14
+
+
+def test_end_state_too_close_to_a_blowup_is_refused():
+    a, s0 = 0.5, 0.3  # σ̇ = σ + 2σ²: T* = ln(1 + 1/(2σ0))
+    T = np.log1p(1 / (2 * s0))
+    p, g = Params(A=a, B=1.0, V=1.0), Gaussian([0.0], [[s0]])
+    with pytest.raises(SolverError, match="blow-up"):
+        _run(p, g, T * (1 - 1e-12))
+    res = _run(p, g, T * (1 - 1e-6))
+    assert res.blowup_time is None

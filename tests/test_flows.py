@@ -1,12 +1,14 @@
 """flow(): exact closed form against Runge–Kutta, blow-up times, rank invariance (SPEC §3, §5)."""
 
+import time
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from riccati_tf import Gaussian, Params, flow
-from riccati_tf.errors import InvalidInputError
+from riccati_tf.errors import InvalidInputError, SolverError
 
 from .cases import general_params, random_cov, random_gaussian, scalar_v_params
 
@@ -163,3 +165,145 @@ def test_flows_keep_covariances_symmetric_psd(seed, d, method):
         assert np.all(np.isfinite(S)) and np.array_equal(S, S.T)
         eig = np.linalg.eigvalsh(S)
         assert eig[0] >= -1e-9 * max(eig[-1], 1.0)
+
+
+# --------------------------------------------------------------------------- hardening
+
+
+def test_exact_long_output_interval_is_finite_and_settles():
+    """One output interval of length 800 (A = 0.5I): was NaN with status "completed"."""
+    p = Params(A=0.5 * np.eye(2), B=np.eye(2), V=-np.eye(2))
+    S0 = np.array([[1.0, 0.3], [0.3, 0.5]])
+    for mean in ([0.0, 0.0], [1.0, 0.0]):
+        tr = flow(p, Gaussian(mean, S0), 800, t_eval=[0, 800])
+        assert tr.status == "completed"
+        assert rel_err(tr.cov[-1], 0.5 * np.eye(2)) < 1e-14 and np.all(tr.mean[-1] == 0)
+
+
+def test_rk_has_a_work_budget(rng):
+    p = general_params(rng, 2)
+    g = random_gaussian(rng, 2)
+    with pytest.raises(SolverError, match="max_steps = 5"):
+        flow(p, g, 50.0, method="rk", max_steps=5)
+    # refused up front: explicit stability alone needs ~t_final·2ρ(A)/8 steps
+    start = time.perf_counter()
+    with pytest.raises(SolverError, match="at least about"):
+        flow(Params(A=-0.5 * np.eye(2), B=np.eye(2), V=-np.eye(2)), g, 1e12, method="rk")
+    assert time.perf_counter() - start < 1
+    for bad in (0, 2.5, True, "10"):
+        with pytest.raises(InvalidInputError, match="max_steps"):
+            flow(p, g, 1.0, max_steps=bad)
+
+
+def test_exact_stable_layer_over_1e12_finishes_quickly():
+    A = np.array([[-0.5, 0.3], [-0.2, -0.8]])
+    p = Params(A=A, B=np.array([[1.0, 0.2], [0.2, 0.5]]), V=-np.eye(2), b=[0.3, -0.1])
+    start = time.perf_counter()
+    tr = flow(p, Gaussian([1.0, 2.0], np.eye(2)), 1e12, method="exact")
+    assert time.perf_counter() - start < 2
+    assert np.all(tr.cov[-1] == 0)
+    assert rel_err(tr.mean[-1], -np.linalg.solve(A - np.eye(2), p.b)) < 1e-13
+
+
+@pytest.mark.parametrize("method", ["exact", "rk"])
+def test_blowup_after_t_final_is_no_blowup(method):
+    """t_final just below T*: never "blowup" at a time after t_final, never the end state
+    dropped — the state at t_final, or SolverError when it is too close to T* to vouch for."""
+    a, v, b, s0 = 0.5, 1.0, 1.0, 0.3
+    r, k = 2 * a, 2 * v * b
+    T = np.log1p(r / (k * s0)) / r
+    p, g = Params(A=a, B=b, V=v), Gaussian([0.0], [[s0]])
+    for gap in (1e-3, 1e-9):
+        try:
+            tr = flow(p, g, T - gap, method=method)
+        except SolverError as exc:
+            assert gap < 1e-3 and "blow-up" in str(exc)
+            continue
+        assert tr.status == "completed" and tr.t[-1] == T - gap
+        e = np.exp(r * (T - gap))
+        assert rel_err(tr.cov[-1, 0, 0], s0 * e / (1 - k * s0 * (e - 1) / r)) < 1e-6
+    tr = flow(p, g, T + 1e-6, method=method)
+    assert tr.status == "blowup" and tr.blowup_time <= T + 1e-6
+    assert tr.blowup_kind == "singularity"
+
+
+@pytest.mark.parametrize("method", ["exact", "rk"])
+def test_tiny_variance_along_an_unstable_direction_is_kept(method):
+    """Σ0 = diag(1, 1e-16), A = diag(−1, 5), G = −2I: T* = ln(5e16)/10 = 3.845 (exact gave
+    Σ22(5) = 0; rk's absolute tolerance lost the 1e-16 variance, T* = 3.91)."""
+    tr = flow(Params(A=np.diag([-1.0, 5.0]), B=np.eye(2), V=np.eye(2)),
+              Gaussian([0, 0], np.diag([1.0, 1e-16])), 5, method=method)
+    T = np.log(1 + 10 / 2e-16) / 10
+    assert tr.status == "blowup"
+    assert abs(tr.blowup_time - T) <= (1e-12 if method == "exact" else 1e-7) * T
+
+
+def test_exact_finds_blowups_driven_by_rounding_level_diagonal_g():
+    eps = 1e-13
+    tr = flow(Params(A=np.eye(2), B=np.diag([1.0, -eps]), V=-0.5 * np.eye(2)),
+              Gaussian([0, 0], np.eye(2)), 20.0, method="exact")
+    T = 0.5 * np.log1p(2 / eps)
+    assert tr.status == "blowup" and abs(tr.blowup_time - T) < 1e-12 * T
+
+
+def test_huge_entries_end_in_a_clean_error_or_a_finite_answer():
+    big = Params(A=1e150 * np.eye(2), B=np.eye(2), V=-np.eye(2))
+    g = Gaussian([1.0, 0.0], np.array([[1.0, 0.3], [0.3, 0.5]]))
+    for method in ("exact", "rk"):
+        with pytest.raises(SolverError):
+            flow(big, g, 1.0, method=method)
+    tri = Params(A=np.array([[1e150, 1.0], [0.0, -1e150]]), B=np.eye(2), V=-np.eye(2))
+    start = time.perf_counter()
+    tr = flow(tri, Gaussian([0, 0], np.eye(2)), 1.0, method="exact")
+    assert time.perf_counter() - start < 5
+    assert abs(tr.cov[-1, 0, 0] / 1e150 - 1) < 1e-12 and np.all(np.isfinite(tr.cov))
+
+
+def test_overflow_is_a_solver_error_never_a_completed_nan():
+    g = Gaussian([1.0, 0.0], np.eye(2))
+    for method in ("exact", "rk"):
+        with pytest.raises(SolverError):
+            flow(Params(A=np.eye(2)), g, 800.0, method=method)
+
+
+def test_final_guard_refuses_non_finite_results(monkeypatch):
+    from riccati_tf import flows
+
+    real = flows.exact_flow
+
+    def broken(*args, **kwargs):
+        res = real(*args, **kwargs)
+        res.cov[-1, 0, 0] = np.nan
+        return res
+
+    monkeypatch.setattr(flows, "exact_flow", broken)
+    with pytest.raises(SolverError, match="non-finite"):
+        flow(Params(A=-np.eye(2), B=np.eye(2), V=-np.eye(2)), Gaussian([0, 0], np.eye(2)), 1.0)
+
+
+@pytest.mark.parametrize("fn, fragment", [
+    (lambda t: Params(A=np.eye(3)) if t > 0.5 else Params(A=np.eye(2)), r"R\^3"),
+    (lambda t: None if t > 0.3 else Params(A=np.eye(2)), "NoneType"),
+    (lambda t: 1 / 0 if t > 0.3 else Params(A=np.eye(2)), "ZeroDivisionError"),
+])
+def test_time_varying_callables_are_validated_at_every_time(fn, fragment):
+    with pytest.raises(InvalidInputError, match=fragment) as info:
+        flow(fn, Gaussian([0, 0], np.eye(2)), 1.0)
+    assert "params(t)" in str(info.value) and "t = " in str(info.value)
+
+
+def test_time_varying_nan_parameters_are_refused():
+    bad = Params(A=np.eye(2))
+    bad.A.setflags(write=True)
+    bad.A[0, 0] = np.nan
+    with pytest.raises(InvalidInputError, match=r"params\(t\).*NaN"):
+        flow(lambda t: bad if t > 0.2 else Params(A=np.eye(2)), Gaussian([0, 0], np.eye(2)), 1.0)
+    with pytest.raises(InvalidInputError, match="NaN"):
+        flow(bad, Gaussian([0, 0], np.eye(2)), 1.0)
+
+
+def test_moment_rhs_overflow_is_a_solver_error():
+    from riccati_tf import moment_rhs
+    with pytest.raises(SolverError, match="overflows"):
+        moment_rhs(Params(A=1e150 * np.eye(2), B=1e200 * np.eye(2), V=1e200 * np.eye(2)),
+                   Gaussian([0, 0], np.eye(2)))

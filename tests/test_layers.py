@@ -6,7 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from riccati_tf import Gaussian, Params, flow, layers
-from riccati_tf.errors import InvalidInputError
+from riccati_tf.errors import InvalidInputError, SolverError
 from riccati_tf.particles import simulate
 
 from .cases import general_params, random_cov, random_gaussian
@@ -79,11 +79,34 @@ def test_layers_param_list_must_match_depth(rng):
         layers([p, p], random_gaussian(rng, 2), 3, 0.1)
 
 
-def test_layers_report_overflow_as_blowup():
+def test_layers_report_overflow_as_its_own_kind_of_blowup():
+    """A finite stack of layers has no finite-time blow-up: leaving the floating-point range is
+    "blowup" of kind "overflow" at the depth of the first layer that overflows, with the finite
+    states before it; `flow` says "singularity"."""
     big = Gaussian(np.zeros(2), 1e150 * np.eye(2))
-    tr = layers(Params(A=np.eye(2), B=np.eye(2), V=np.eye(2)), big, 10, 1.0)
-    assert tr.status == "blowup" and tr.blowup_time is not None
-    assert np.all(np.isfinite(tr.cov))
+    p = Params(A=np.eye(2), B=np.eye(2), V=np.eye(2))
+    tr = layers(p, big, 10, 1.0)
+    assert tr.status == "blowup" and tr.blowup_kind == "overflow"
+    assert 1 <= len(tr) < 11 and tr.blowup_time == len(tr) * 1.0
+    assert np.all(np.isfinite(tr.cov)) and np.all(np.isfinite(tr.mean))
+    np.testing.assert_array_equal(tr.t, np.arange(len(tr)))
+    ok = layers(p, big, 1, 1e-300)
+    assert ok.status == "completed" and ok.blowup_kind is None and len(ok) == 2
+    assert flow(p, Gaussian(np.zeros(2), np.eye(2)), 5.0).blowup_kind == "singularity"
+
+
+def test_layers_have_a_budget_and_refuse_non_finite_params(rng):
+    p = general_params(rng, 2)
+    with pytest.raises(SolverError, match="max_steps"):
+        layers(p, random_gaussian(rng, 2), 10**12, 0.1)  # refused before any work or memory
+    with pytest.raises(SolverError, match="max_steps"):
+        layers(p, random_gaussian(rng, 2), 11, 0.1, max_steps=10)
+    assert len(layers(p, random_gaussian(rng, 2), 10, 0.1, max_steps=10)) == 11
+    bad = Params(A=np.eye(2))
+    bad.A.setflags(write=True)
+    bad.A[0, 0] = np.nan
+    with pytest.raises(InvalidInputError, match="NaN"):
+        layers([p, bad], random_gaussian(rng, 2), 2, 0.1)
 
 
 @settings(max_examples=25, deadline=None)
