@@ -2,10 +2,29 @@
 
     ẋ_i = A x_i + b + Σ_h V_h Σ_j softmax_j(⟨B_h x_i, x_j⟩) x_j  [+ W relu(U x_i + c)]
 
-The softmax runs over key blocks (memory O(block² + N d) for any N). Backends: numpy (default,
-float64) and torch (`backend="torch"`, CPU or CUDA; scaled_dot_product_attention over query
-blocks). The optional ReLU feed-forward term W relu(U x + c) breaks Gaussian invariance
-(SPEC §1); with A = 0 and b = 0 it replaces the affine layer.
+The softmax runs over blocks of queries and keys (memory O(QUERY_BLOCK · block + H N d) for H
+heads and any N). Backends:
+
+- numpy (default, float64): `softmax_means`, a streaming kernel whose cost per block of
+  QUERY_BLOCK queries and BLOCK keys is two matrix products with inner dimension d + 1 (the
+  shifted logits, then the numerators and the denominator together) and one in-place exp; all
+  heads share the keys.
+- torch (`backend="torch"`, CPU or CUDA). In float32 (`dtype="float32"`) and on CUDA it calls
+  `scaled_dot_product_attention` once per block of queries with the 4-D layout (1, heads, n, d):
+  queries B_h x pre-multiplied (scale 1), keys and values the tokens shared by all heads, V_h
+  applied to the H softmax means afterwards; the fused CPU kernel keeps memory O(N d). On the
+  CPU in float64 that kernel is 1.5–2.5× slower than the numpy kernel (its float64 exp is twice
+  numpy's), so the numpy kernel runs on the tensors' memory (no copy) and the results are those
+  of the numpy backend.
+
+`dtype="float32"` computes only the attention term in float32 (the state, the affine and ReLU
+terms and the integrator stay float64). Its velocity differs from float64 by about
+6e-8 · (1 + max |logit|) relative: FLOAT32_VELOCITY_RTOL bounds the Frobenius-relative error
+on the case of `tests/test_particles.py` (N = 3000, d = 8, two heads, logits up to ≈ 9;
+measured 5e-7).
+
+The optional ReLU feed-forward term W relu(U x + c) breaks Gaussian invariance (SPEC §1); with
+A = 0 and b = 0 it replaces the affine layer.
 
 Validity of the Gaussian limit: for tokens from N(m, Σ) the softmax average estimates the tilted
 mean m + ΣBx by importance sampling with log-weights ⟨Bx, y⟩ of variance xᵀBᵀΣBx. While
@@ -26,7 +45,9 @@ from .errors import InvalidInputError, SolverError
 from .model import Params
 from .validation import as_array, as_count, as_time, as_vector
 
-#: queries and keys are processed in blocks of this many tokens (memory O(block² + N d))
+#: keys per block of the numpy kernel and queries per scaled_dot_product_attention call
+#: (memory O(QUERY_BLOCK · block + N d)); the (256, 1024) blocks run the two products and the exp
+#: within ~10% of their best shapes here (128–1024 rows by 512–4096 keys)
 BLOCK = 1024
 #: query rows per block in the numpy kernel (the key blocks have `block` rows)
 QUERY_BLOCK = 256
@@ -34,6 +55,11 @@ QUERY_BLOCK = 256
 #: is recomputed with exact running maxima (the single-shift pass could lose it to overflow)
 _SUM_LIMIT = 1e250
 BACKENDS = ("numpy", "torch")
+#: precisions of the attention term; "float32" needs backend="torch"
+DTYPES = ("float64", "float32")
+#: bound on ‖v₃₂ − v₆₄‖_F / ‖v₆₄‖_F for the velocity of the float32 attention on the documented
+#: test case (module docstring)
+FLOAT32_VELOCITY_RTOL = 1e-5
 #: seeds are integers in [0, MAX_SEED]: numpy's generators refuse negative seeds and torch's
 #: manual_seed takes at most 64 bits
 MAX_SEED = 2 ** 63 - 1
@@ -65,51 +91,73 @@ def attention_field(x: np.ndarray, y: np.ndarray, B: np.ndarray, V: np.ndarray, 
     x: (n, d) queries; y: (N, d) keys/values; β = key_bias (N,) or None. Gaussian-kernel
     attention exp(−|Qx − Ky|²/2) is the case B = KᵀQ, β_j = −|K y_j|²/2 (the query term cancels
     in the softmax).
+    """
+    return multi_head_attention(x, y, [(V, B)], key_bias=key_bias, block=block)
+
+
+def multi_head_attention(x: np.ndarray, y: np.ndarray, heads, *,
+                         key_bias: np.ndarray | None = None, block: int = BLOCK) -> np.ndarray:
+    """Σ_h V_h Σ_j softmax_j(⟨B_h x_i, y_j⟩ + β_j) y_j for heads [(V_h, B_h)], as an (n, d)
+    array: the queries of all heads go through one `softmax_means` call on shared keys."""
+    n = x.shape[0]
+    queries = np.concatenate([x @ np.asarray(B).T for _, B in heads])
+    means = softmax_means(queries, y, key_bias=key_bias, block=block)
+    out = means[:n] @ np.asarray(heads[0][0]).T
+    for h, (V, _) in enumerate(heads[1:], start=1):
+        out += means[h * n:(h + 1) * n] @ np.asarray(V).T
+    return out
+
+
+def softmax_means(q: np.ndarray, y: np.ndarray, *, key_bias: np.ndarray | None = None,
+                  block: int = BLOCK) -> np.ndarray:
+    """Σ_j softmax_j(⟨q_i, y_j⟩ + β_j) y_j for every row q_i of q (m, d), as an (m, d) array.
 
     Queries run in blocks of QUERY_BLOCK rows, keys in blocks of `block` rows, so memory stays
-    O(QUERY_BLOCK · block + (n + N) d). Each query row is shifted by its maximum logit over the
+    O(QUERY_BLOCK · block + (m + N) d). Each query row is shifted by its maximum logit over the
     first key block, s_i; the later blocks are evaluated as one matrix product
-    [q_i, −s_i, 1] · [y_j, 1, β_j] followed by exp, and the weights multiply [y_j, 1] so that the
-    numerators and the denominator come from one product. A row whose denominator exceeds
-    _SUM_LIMIT (a later logit above s_i + ~575) is recomputed with a streaming log-sum-exp that
-    rescales at every block (the same result, never overflowing).
+    [q_i, −s_i, 1] · [y_j, 1, β_j] followed by an in-place exp, and the weights multiply
+    [y_j, 1] so that the numerators and the denominator come from one product. A row whose
+    denominator exceeds _SUM_LIMIT (a later logit above s_i + ~575) is recomputed with a
+    streaming log-sum-exp that rescales at every block (the same result, never overflowing).
     """
-    n, d = x.shape
-    key_cols = [y, np.ones((y.shape[0], 1))]
+    m, d = q.shape
+    width = d + 1 if key_bias is None else d + 2
+    keys = np.empty((y.shape[0], width))  # [y_j, 1, (β_j)]
+    keys[:, :d] = y
+    keys[:, d] = 1.0
+    queries = np.zeros((m, width))  # [q_i, −s_i, (1)]
+    queries[:, :d] = q
     if key_bias is not None:
-        key_cols.append(np.asarray(key_bias, dtype=float)[:, None])
-    keys = np.hstack(key_cols)  # [y_j, 1, β_j]
-    queries = np.zeros((n, keys.shape[1]))
-    queries[:, :d] = x @ B.T
-    if key_bias is not None:
+        keys[:, d + 1] = key_bias
         queries[:, d + 1] = 1.0
-    out = np.empty((n, d))
+    out = np.empty((m, d))
     scratch = np.empty((QUERY_BLOCK, min(block, y.shape[0])))
-    for i0 in range(0, n, QUERY_BLOCK):
-        rows = slice(i0, min(n, i0 + QUERY_BLOCK))
+    for i0 in range(0, m, QUERY_BLOCK):
+        rows = slice(i0, min(m, i0 + QUERY_BLOCK))
         acc = _single_shift_block(queries[rows], keys, d, block, scratch)
         redo = ~(acc[:, d] <= _SUM_LIMIT)  # also catches inf and NaN
         if np.any(redo):
             acc[redo] = _rescaled_block(queries[rows][redo], keys, d, block)
-        out[rows] = acc[:, :d] / acc[:, d:d + 1]
-    return out @ V.T
+        np.divide(acc[:, :d], acc[:, d:d + 1], out=out[rows])
+    return out
 
 
 def _single_shift_block(q: np.ndarray, keys: np.ndarray, d: int, block: int,
                         scratch: np.ndarray) -> np.ndarray:
     """Σ_j e^{ℓ_ij − s_i} [y_j, 1] with s_i = max_j ℓ_ij over the first key block."""
     acc = np.zeros((q.shape[0], d + 1))
-    for j0 in range(0, keys.shape[0], block):
-        kj = keys[j0:j0 + block]
-        # ⟨q_i, y_j⟩ + β_j − s_i, with q = [q, −s, (1)] and keys = [y, 1, (β)]
-        L = np.matmul(q, kj.T, out=scratch[:q.shape[0], :kj.shape[0]])
-        if j0 == 0:
-            shift = L.max(axis=1)
-            L -= shift[:, None]
-            q[:, d] = -shift
-        with np.errstate(over="ignore", invalid="ignore"):
+    part = np.empty_like(acc)
+    with np.errstate(over="ignore", invalid="ignore"):
+        for j0 in range(0, keys.shape[0], block):
+            kj = keys[j0:j0 + block]
+            # ⟨q_i, y_j⟩ + β_j − s_i, with q = [q, −s, (1)] and keys = [y, 1, (β)]
+            L = np.matmul(q, kj.T, out=scratch[:q.shape[0], :kj.shape[0]])
+            if j0 == 0:
+                shift = L.max(axis=1)
+                L -= shift[:, None]
+                q[:, d] = -shift
             np.exp(L, out=L)
-            acc += L @ kj[:, :d + 1]
+            acc += np.matmul(L, kj[:, :d + 1], out=part)
     return acc
 
 
@@ -195,8 +243,8 @@ class _NumpyOps:
     def to_numpy(self, x) -> np.ndarray:
         return x
 
-    def attention(self, x, B, V, block):
-        return attention_field(x, x, B, V, block=block)
+    def attention(self, x, heads, block):
+        return multi_head_attention(x, x, heads, block=block)
 
     def relu(self, z):
         return np.maximum(z, 0.0)
@@ -206,10 +254,12 @@ class _NumpyOps:
 
 
 class _TorchOps:
-    """The same operations on torch float64 tensors (CPU or CUDA); attention by
-    torch.nn.functional.scaled_dot_product_attention with scale 1 over query blocks."""
+    """The same operations on torch float64 tensors (CPU or CUDA). Attention in `dtype`: on the
+    CPU in float64 the numpy kernel on the tensors' memory, otherwise
+    torch.nn.functional.scaled_dot_product_attention (scale 1) with the 4-D layout
+    (1, heads, queries, d) over blocks of `block` queries."""
 
-    def __init__(self, device: str | None):
+    def __init__(self, device: str | None, dtype: str):
         import torch
 
         self.torch = torch
@@ -218,7 +268,9 @@ class _TorchOps:
         except (RuntimeError, TypeError, ValueError) as exc:
             raise InvalidInputError(f"device {device!r} is not a torch device "
                                     f"({str(exc).splitlines()[0]})") from None
-        self.name = f"torch:{self.device}"
+        self.dtype = getattr(torch, dtype)
+        self.name = f"torch:{self.device}" + ("" if dtype == "float64" else f":{dtype}")
+        self.numpy_kernel = self.device.type == "cpu" and dtype == "float64"
 
     def asarray(self, a):
         return self.torch.tensor(np.asarray(a, dtype=float), device=self.device)
@@ -226,13 +278,25 @@ class _TorchOps:
     def to_numpy(self, x) -> np.ndarray:
         return x.detach().cpu().numpy()
 
-    def attention(self, x, B, V, block):
-        sdpa = self.torch.nn.functional.scaled_dot_product_attention
-        q = x @ B.T
-        out = self.torch.empty_like(x)
+    def attention(self, x, heads, block):
+        if self.numpy_kernel:
+            return self.torch.from_numpy(multi_head_attention(x.numpy(), x.numpy(), heads,
+                                                              block=block))
+        return self.sdpa_attention(x, heads, block)
+
+    def sdpa_attention(self, x, heads, block):
+        """Σ_h V_h softmax(B_h x xᵀ) x by scaled_dot_product_attention in `dtype`, all heads in
+        one call per block of `block` queries."""
+        torch = self.torch
+        Bs = self.asarray(np.array([B for _, B in heads]))
+        Vs = self.asarray(np.array([V for V, _ in heads]))
+        q = (x @ Bs.transpose(1, 2)).to(self.dtype)[None]  # (1, H, N, d): the queries B_h x_i
+        kv = x.to(self.dtype)[None, None].expand(q.shape)  # the tokens, shared by the heads
+        means = torch.empty_like(q)
         for i0 in range(0, x.shape[0], block):
-            out[i0:i0 + block] = sdpa(q[None, i0:i0 + block], x[None], x[None], scale=1.0)[0]
-        return out @ V.T
+            means[:, :, i0:i0 + block] = torch.nn.functional.scaled_dot_product_attention(
+                q[:, :, i0:i0 + block], kv, kv, scale=1.0)
+        return (means[0].to(x.dtype) @ Vs.transpose(1, 2)).sum(dim=0)
 
     def relu(self, z):
         return self.torch.relu(z)
@@ -241,22 +305,26 @@ class _TorchOps:
         return bool(self.torch.isfinite(x).all())
 
 
-def _ops(backend: str, device: str | None):
+def _ops(backend: str, device: str | None, dtype: str = "float64"):
+    if not (isinstance(dtype, str) and dtype in DTYPES):
+        raise InvalidInputError(f"dtype must be one of {DTYPES}, got {dtype!r}")
     if backend == "numpy":
         if device not in (None, "cpu"):
             raise InvalidInputError(f"device {device!r} needs backend='torch'")
+        if dtype != "float64":
+            raise InvalidInputError(f"dtype {dtype!r} needs backend='torch'")
         return _NumpyOps()
     if backend == "torch":
-        return _TorchOps(device)
+        return _TorchOps(device, dtype)
     raise InvalidInputError(f"backend must be one of {BACKENDS}, got {backend!r}")
 
 
 def _field(ops, params: Params, feedforward: FeedForward | None, x, block: int):
     """X[μ_N](x) with the arrays of one backend."""
     out = x @ ops.asarray(params.A).T + ops.asarray(params.b)
-    for V, B in params.heads:
-        if np.any(V):
-            out = out + ops.attention(x, ops.asarray(B), ops.asarray(V), block)
+    heads = [(V, B) for V, B in params.heads if np.any(V)]
+    if heads:
+        out = out + ops.attention(x, heads, block)
     if feedforward is not None:
         hidden = ops.relu(x @ ops.asarray(feedforward.U).T + ops.asarray(feedforward.c))
         out = out + hidden @ ops.asarray(feedforward.W).T
@@ -264,10 +332,13 @@ def _field(ops, params: Params, feedforward: FeedForward | None, x, block: int):
 
 
 def velocity(params: Params, x: np.ndarray, *, block: int = BLOCK,
-             feedforward: FeedForward | None = None) -> np.ndarray:
+             feedforward: FeedForward | None = None, backend: str = "numpy",
+             device: str | None = None, dtype: str = "float64") -> np.ndarray:
     """X[μ_N](x_i) = A x_i + b + Σ_h V_h Σ_j softmax_j(⟨B_h x_i, x_j⟩) x_j [+ W relu(U x_i + c)]
-    for a cloud x (N, d) (numpy)."""
-    return _field(_NumpyOps(), params, feedforward, x, block)
+    for a cloud x (N, d), returned as a numpy array; backend, device and dtype as in
+    `simulate`."""
+    ops = _ops(backend, device, dtype)
+    return ops.to_numpy(_field(ops, params, feedforward, ops.asarray(x), block))
 
 
 def empirical_moments(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -293,15 +364,17 @@ def simulate(params: Params | Callable[[float], Params], x0: np.ndarray, t_final
              n_steps: int, method: str = "rk4", keep_particles: bool = False,
              block: int = BLOCK, feedforward: FeedForward | Callable | None = None,
              backend: str = "numpy", device: str | None = None, metrics: bool = False,
-             metrics_seed: int = 0) -> ParticleRun:
+             metrics_seed: int = 0, dtype: str = "float64") -> ParticleRun:
     """Integrate the N-token system ẋ_i = X[μ_N](x_i) on [0, t_final] with n_steps fixed steps.
 
     method "rk4" (classical Runge–Kutta) or "euler" (the residual network x⁺ = x + τX(x) with
     τ = t_final / n_steps). params: Params or a callable t ↦ Params (time-varying controls);
     feedforward: None, a FeedForward or a callable t ↦ FeedForward (adds W relu(U x + c)).
     backend "numpy" (float64) or "torch" (float64 tensors on `device`, default CUDA when
-    available). metrics=True records `gaussianity.statistics` of the cloud at every step
-    (directions drawn from metrics_seed). Raises SolverError if the cloud overflows.
+    available); dtype "float64" or "float32" (torch only: the attention term in float32, the
+    state in float64; accuracy in the module docstring). metrics=True records
+    `gaussianity.statistics` of the cloud at every step (directions drawn from metrics_seed).
+    Raises SolverError if the cloud overflows.
     """
     x = as_cloud("x0", x0)
     t_final = as_time("t_final", t_final)
@@ -317,7 +390,7 @@ def simulate(params: Params | Callable[[float], Params], x0: np.ndarray, t_final
     d = x.shape[1]
     params_fn = _as_schedule("params", params, Params, d, optional=False)
     ff_fn = _as_schedule("feedforward", feedforward, FeedForward, d, optional=True)
-    ops = _ops(backend, device)
+    ops = _ops(backend, device, dtype)
     if metrics:
         from .gaussianity import statistics
 

@@ -9,10 +9,13 @@ from riccati_tf.errors import InvalidInputError, SolverError
 from riccati_tf.gaussianity import statistics
 from riccati_tf.moments import moment_arrays
 from riccati_tf.particles import (
+    FLOAT32_VELOCITY_RTOL,
     FeedForward,
     attention_field,
     empirical_moments,
+    multi_head_attention,
     simulate,
+    softmax_means,
     velocity,
 )
 
@@ -38,6 +41,22 @@ def test_attention_field_matches_the_dense_softmax(rng, scale, block):
                                dense_attention(x, y, B, V), rtol=1e-12, atol=1e-12)
     np.testing.assert_allclose(attention_field(x, y, B, V, key_bias=beta, block=block),
                                dense_attention(x, y, B, V, beta), rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("block", [100, 1024])
+def test_multi_head_attention_shares_the_keys_of_all_heads(rng, block):
+    # three heads of very different logit scales, with a key bias, against one dense softmax
+    # per head; the queries of all heads pass through one softmax_means call
+    x, y = rng.standard_normal((300, 4)), rng.standard_normal((900, 4))
+    heads = [(rng.standard_normal((4, 4)), s * rng.standard_normal((4, 4)))
+             for s in (0.1, 1.0, 20.0)]
+    beta = rng.standard_normal(900)
+    want = sum(dense_attention(x, y, B, V, beta) for V, B in heads)
+    np.testing.assert_allclose(multi_head_attention(x, y, heads, key_bias=beta, block=block),
+                               want, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(softmax_means(x, y, block=block),
+                               dense_attention(x, y, np.eye(4), np.eye(4)),
+                               rtol=1e-12, atol=1e-12)
 
 
 def test_attention_field_survives_a_late_dominant_key():
@@ -158,6 +177,56 @@ def test_torch_backend_matches_numpy(rng):
                  block=128)
     assert b.backend.startswith("torch:")
     np.testing.assert_allclose(b.particles, a.particles, rtol=1e-12, atol=1e-12)
+
+
+def two_head_layer(rng, d):
+    """Logits ⟨B_h x, y⟩ of size ≲ 3 for standard Gaussian tokens (the documented float32
+    case)."""
+    return Params(A=0.1 * rng.standard_normal((d, d)), b=rng.standard_normal(d),
+                  heads=[(rng.standard_normal((d, d)), rng.standard_normal((d, d)) / d),
+                         (np.eye(d), -0.5 * np.eye(d) / d)])
+
+
+def test_torch_scaled_dot_product_attention_layout_matches_the_dense_softmax(rng):
+    # the 4-D (1, heads, n, d) path that float32 and CUDA use, here in float64 on the CPU:
+    # several query blocks, heads folded after the softmax
+    torch = pytest.importorskip("torch")
+    from riccati_tf.particles import _TorchOps
+
+    x = rng.standard_normal((500, 3))
+    heads = [(rng.standard_normal((3, 3)), s * rng.standard_normal((3, 3))) for s in (0.5, 5.0)]
+    got = _TorchOps("cpu", "float64").sdpa_attention(torch.tensor(x), heads, 128)
+    want = sum(dense_attention(x, x, B, V) for V, B in heads)
+    np.testing.assert_allclose(got.numpy(), want, rtol=1e-12, atol=1e-12)
+
+
+def test_float32_attention_is_accurate_to_the_documented_tolerance(rng):
+    pytest.importorskip("torch")
+    x = rng.standard_normal((3000, 8))
+    p = two_head_layer(rng, 8)
+    exact = velocity(p, x)
+    v32 = velocity(p, x, backend="torch", dtype="float32", block=1000)
+    err = np.linalg.norm(v32 - exact) / np.linalg.norm(exact)
+    assert 1e-9 < err <= FLOAT32_VELOCITY_RTOL  # float32 ran (err > 0) within the bound
+    run = simulate(p, x[:400], 0.2, n_steps=2, backend="torch", dtype="float32",
+                   keep_particles=True)
+    ref = simulate(p, x[:400], 0.2, n_steps=2, keep_particles=True)
+    assert run.backend == "torch:cpu:float32"
+    np.testing.assert_allclose(run.particles, ref.particles, rtol=0, atol=1e-5)
+
+
+@pytest.mark.parametrize("backend, dtype, message", [
+    ("numpy", "float32", "needs backend='torch'"),
+    ("torch", "float16", "dtype must be one of"),
+    ("torch", np.float32, "dtype must be one of"),
+    ("numpy", ["float64"], "dtype must be one of"),
+])
+def test_bad_dtypes_are_refused(backend, dtype, message):
+    x = np.random.default_rng(0).standard_normal((10, 2))
+    with pytest.raises(InvalidInputError, match=message):
+        simulate(Params(A=np.eye(2)), x, 1.0, n_steps=1, backend=backend, dtype=dtype)
+    with pytest.raises(InvalidInputError, match=message):
+        velocity(Params(A=np.eye(2)), x, backend=backend, dtype=dtype)
 
 
 # --- the Gaussian limit: O(N^{-1/2}) agreement with the moment equations (SPEC §7) -----------
