@@ -57,8 +57,9 @@ def quick_report(drawn):
 
 def test_every_panel_of_every_report_figure_has_a_y_label(drawn):
     figures = drawn[1]
-    assert {"plot_covariance", "plot_prescribed", "plot_relu_drift", "phase_diagram"} <= set(
-        figures)
+    probe = "probe" in json.loads((drawn[0] / "summary.json").read_text())["validation"]
+    assert {"plot_covariance", "plot_prescribed", "plot_relu_drift", "phase_diagram",
+            *["plot_probe"] * probe} == set(figures)
     for name, figs in figures.items():
         for fig in figs:
             for ax in fig.axes:
