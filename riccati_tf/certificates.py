@@ -315,6 +315,12 @@ def _certify(p: Params, cov0: np.ndarray, base: dict) -> Certificate:
         return Certificate("collapses", _zero_equilibrium(p), None, None, None, True, False,
                            "Σ0 = 0 is an equilibrium: the covariance stays 0.", theorem="zero",
                            **base)
+    if not np.any(p.A) and quadratic_constant(p) == 0:
+        eq = make_equilibrium(p, cov0, "static", abscissa=0.0, rank=_rank0(cov0))
+        return Certificate("converges", eq, None, None, None, False, False,
+                           "A = 0 and no head has both V ≠ 0 and B ≠ 0: Σ̇ = 0, so Σ(t) = Σ0 for "
+                           "every t (Σ0 is one of a continuum of equilibria, not attracting).",
+                           **base)
     if p.value_scalars is None:
         return _numerical(p, cov0, base, scalar=False)
     pr = premises(p, cov0)

@@ -804,3 +804,15 @@ def test_skew_sweep_has_no_undetermined_case():
                 A = s * _skew(rng, d)
                 c = certify(_layer(A, g * np.eye(d)), random_pd(rng, d))
                 assert (c.regime, c.theorem) == ("collapses", "psd_marginal"), (d, s, g)
+
+
+def test_static_flow_converges_to_its_start():
+    """A = 0 and no attention: Σ̇ = 0, Σ(t) = Σ0 (a certificate, not a failed integration)."""
+    for p, S0 in ((Params(A=np.zeros((2, 2)), B=np.eye(2)), np.diag([2.0, 0.0])),
+                  (Params(A=np.zeros((3, 3)), V=np.eye(3)), random_pd(np.random.default_rng(5),
+                                                                      3))):
+        c = certify(p, S0)
+        assert (c.regime, c.exact) == ("converges", False) and c.check()
+        np.testing.assert_array_equal(c.equilibrium.cov, S0)
+        np.testing.assert_allclose(flow(p, Gaussian(np.zeros(p.d), S0), 3.0).cov[-1], S0,
+                                   rtol=0, atol=1e-12)
