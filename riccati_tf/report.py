@@ -225,9 +225,10 @@ def steering_section(opts: Options) -> Section:
         rows.append(f"<tr><td>{name}</td><td>{plan.route}</td><td>{len(plan.pieces)}</td>"
                     f"<td>{error:.2e}</td></tr>")
         figures[f"steer_{i}.png"] = figure_png(plot_covariance(plan.integrate(), title=name))
-        captions[f"steer_{i}.png"] = (f"Steering, {name}: the covariance along the integrated "
-                                      f"plan ({plan.route} route) from Σ0 at t = 0 to Σ1 at "
-                                      f"t = 1.")
+        captions[f"steer_{i}.png"] = (f"Steering, {name}: the eigenvalues of the covariance "
+                                      f"Σ(t) (log scale) along the integrated plan "
+                                      f"({plan.route} route), from those of Σ0 at t = 0 to "
+                                      f"those of Σ1 at t = 1.")
     body = ("<p>Controls on [0, 1] steering N(m0, Σ0) to N(m1, Σ1) with rank Σ0 = rank Σ1 (the "
             "rank is invariant, SPEC §3): piecewise-constant affine layers A = log P/τ1, "
             "A = log Q/τ2 (polar route) or attention with B(t) = Σ(t)⁺. The terminal error is "
