@@ -97,6 +97,22 @@ def test_batched_classification_is_certify_case_by_case(d, heads, n):
         np.testing.assert_allclose(got[name], ref[name], rtol=1e-11, atol=0, err_msg=name)
 
 
+def test_numerical_premises_beyond_exact_max_d_are_certify_case_by_case():
+    """d = 8 > EXACT_MAX_D: certify decides the premises with tolerances (exact False); the
+    sweep passes the heads, so the batched classifier uses those premises case by case."""
+    chunk = random_chunk(np.random.default_rng(808), 40, 8)
+    ref = certify_columns(chunk, batched=False)
+    got = certify_columns(chunk)
+    for name in VERDICT:
+        assert list(got[name]) == list(ref[name]), name
+    for name in NUMBERS:
+        np.testing.assert_allclose(got[name], ref[name], rtol=1e-11, atol=0, err_msg=name)
+    batched = got["path"] == "batched"
+    assert not np.any(got["exact"][batched & (got["theorem"] != "zero")])
+    assert {"nsd_unstable_range", "psd_gramian_singular"} <= set(got["theorem"][batched])
+    assert np.isfinite(got["blowup_time"][batched]).sum() >= 2
+
+
 def rounding_level_chunk():
     """Layers whose premises hold only up to rounding, or at extreme magnitudes: fl(wwᵀ)
     covariances, rank-one and cancelling G, v = ±1e-300, tiny Σ0, A next to iℝ or defective."""

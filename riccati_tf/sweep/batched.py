@@ -24,8 +24,10 @@ From such exact premises (certificates.Premises) the theorem is certify's own `t
 G ≻ 0 has no unobservable mode (unseen = False), G = 0 makes every mode unobservable, and with
 Σ0 ≻ 0 range Σ0 lies in the stable subspace iff A is Hurwitz. Cases that the margins do not
 settle get certify's `premises` case by case when the heads (V, B) are passed (a few ms each, in
-place of certify's whole run), and are handed to `certify` otherwise; so are d > EXACT_MAX_D,
-magnitudes outside MAGNITUDE_RANGE, and every case for which certify would integrate.
+place of certify's whole run), and are handed to `certify` otherwise; so are d > EXACT_MAX_D
+without the heads, magnitudes outside MAGNITUDE_RANGE, and every case for which certify would
+integrate. Beyond EXACT_MAX_D certify's premises are numerical (exact False); `_settle` keeps
+only the verdicts whose re-check depends on those premises alone.
 
 A blow-up time is the first root of λ_min(I + L0ᵀW(t)L0) (monotone in t since G ⪯ 0), searched up
 to certify's horizon MAX_NORM_TIME / max(‖A‖₂, c‖Σ0‖₂), c = 2Σ_h‖V_h‖₂‖B_h‖₂, and kept only when
@@ -61,7 +63,7 @@ from ..certificates import (
     premises,
     theorem_of,
 )
-from ..equilibrium import ACCEPT_RTOL, is_psd
+from ..equilibrium import ACCEPT_RTOL, KRONECKER_MAX_D, is_psd
 from ..errors import InvalidInputError, SolverError
 from ..model import Params
 from ..riccati import bernoulli, exponent, numerical_failures
@@ -425,7 +427,8 @@ def _classify(A, G, cov0, quadratic, heads) -> BatchedCertificates:
     blow: list[int] = []
     for i in np.flatnonzero(~zero):
         if prem[i] is not None:
-            _settle(table, i, prem[i], A[i], G[i], fast.a_eigenvalues[i], blow)
+            _settle(table, i, prem[i], A[i], G[i], fast.a_eigenvalues[i],
+                    fast.g_eigenvalues[i], blow)
     if blow:
         _blowups(table, np.array(blow), A, G, covs, prem, quadratic)
     return BatchedCertificates(table.regime, table.theorem, table.exact, table.global_,
@@ -458,11 +461,19 @@ class _Table:
 
 
 def _settle(table: _Table, i: int, pr: Premises, A: np.ndarray, G: np.ndarray,
-            eig: np.ndarray, blow: list[int]) -> None:
+            eig: np.ndarray, g_eig: np.ndarray, blow: list[int]) -> None:
     """certify's branch for premises `pr` (certificates.theorem_of and `_certify`) on layer i
-    (A, G), except that a blow-up waits for its T* (`_blowups`), a convergence needs the
-    stabilizing solution certify will find (`stabilizing_found`), and anything integrated is
-    left to certify."""
+    (A, G; eigenvalues eig of A, g_eig of G), except that a blow-up waits for its T*
+    (`_blowups`), a convergence needs the stabilizing solution certify will find
+    (`stabilizing_found`), and anything integrated is left to certify.
+
+    Numerical premises (d > EXACT_MAX_D: decided with certify's tolerances, exact False) settle
+    only the verdicts whose certificate `check()` re-decides from the premises alone: certify
+    attaches a local Lyapunov certificate to a numerical "collapses" at Σ* = 0 when
+    d ≤ KRONECKER_MAX_D (its failure would make the verdict "undetermined"), so such cases go to
+    certify, as do numerical "psd_gramian_pd" verdicts; a numerical blow-up is kept only where G
+    is negative definite beyond eigvalsh's rounding (`_provably_nd`), so that T* is the first
+    root of a monotone function, as for an exact premise."""
     d = A.shape[-1]
     got = theorem_of(pr, d)
     if got is None:
@@ -471,21 +482,29 @@ def _settle(table: _Table, i: int, pr: Premises, A: np.ndarray, G: np.ndarray,
         return
     theorem, regime = got
     glob = THEOREMS[theorem][1] and pr.exact
+    local = not pr.exact and d <= KRONECKER_MAX_D  # certify's local Lyapunov evidence decides
     re = eig.real
     if theorem == "psd_hurwitz":
-        table.set(i, regime, theorem, pr.exact, glob, rate=-2 * float(np.max(re)))
+        if not local:
+            table.set(i, regime, theorem, pr.exact, glob, rate=-2 * float(np.max(re)))
     elif theorem == "psd_gramian_singular":
         table.set(i, regime, theorem, pr.exact, glob)
     elif theorem == "psd_gramian_pd":
-        if stabilizing_found(A, G, pr.n_right):
+        if pr.exact and stabilizing_found(A, G, pr.n_right):
             table.set(i, regime, theorem, pr.exact, glob, rate=2 * float(np.min(np.abs(re))))
     elif regime == "blows_up":
-        if pr.exact:  # T* of a numerical premise (G ⪯ 0 only within tolerance) is certify's
-            table.set(i, regime, theorem, True, glob, threshold=pr.threshold)
+        if pr.exact or _provably_nd(g_eig):
+            table.set(i, regime, theorem, pr.exact, glob, threshold=pr.threshold)
             blow.append(int(i))
-    elif pr.threshold is not None and np.any(re < 0):  # nsd_threshold, collapses
+    elif pr.threshold is not None and np.any(re < 0) and not (local and pr.n_left == d):
         table.set(i, regime, theorem, pr.exact, glob, threshold=pr.threshold,
                   rate=-2 * float(np.max(re[re < 0])))
+
+
+def _provably_nd(g_eig: np.ndarray) -> bool:
+    """G ≺ 0 with its largest computed eigenvalue below −ROUNDING_ULPS d eps ‖G‖₂."""
+    d = g_eig.size
+    return bool(g_eig[-1] < -ROUNDING_ULPS * d * _EPS * np.abs(g_eig).max())
 
 
 def _blowups(table: _Table, idx: np.ndarray, A, G, covs, prem, quadratic) -> None:

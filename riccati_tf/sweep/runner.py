@@ -33,7 +33,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..certificates import certify
+from ..certificates import EXACT_MAX_D, certify
 from ..errors import InvalidInputError
 from ..flows import DEFAULT_OUTPUTS, flow
 from ..model import Gaussian
@@ -94,7 +94,10 @@ def _fill_per_case(out: dict, chunk: Chunk, indices, row_fn) -> None:
 
 def certify_columns(chunk: Chunk, *, batched: bool = True) -> dict[str, np.ndarray]:
     """Certificates for every configuration of the chunk. batched=False: `certify` for all
-    (the per-case reference the batched path must reproduce)."""
+    (the per-case reference the batched path must reproduce). Beyond EXACT_MAX_D the batched
+    classifier gets the heads, so that certify's own (numerical, a few LAPACK calls) premises
+    are decided case by case and only the theorem's work is stacked; up to it, cases the
+    rounding margins leave open go to `certify` (its exact premises cost about as much)."""
     n = len(chunk)
     out = _empty(n, CERTIFY_COLUMNS)
     todo = np.arange(n)
@@ -103,8 +106,9 @@ def certify_columns(chunk: Chunk, *, batched: bool = True) -> dict[str, np.ndarr
         idx = np.flatnonzero(mask)
         if idx.size:
             Vs, Bs = tuple(V[idx] for V in chunk.V), tuple(B[idx] for B in chunk.B)
+            heads = (Vs, Bs) if chunk.A.shape[-1] > EXACT_MAX_D else None
             res = classify_scalar(chunk.A[idx], g_matrix(v[idx], Bs), chunk.cov[idx],
-                                  quadratic_constants(Vs, Bs))
+                                  quadratic_constants(Vs, Bs), heads=heads)
             done = idx[res.handled]
             h = res.handled
             for name, col in (("regime", res.regime), ("theorem", res.theorem),
