@@ -11,18 +11,39 @@
     indefinite in about half the cases, which certify settles by numerical evidence and the sweep
     hands to certify — the share and the resulting speed-up are reported.
 (c) The whole sweep of (a) through run_sweep in this process (Parquet chunks and manifest).
+(d) A 1 000-configuration d = 3 flow sweep (scalar V, t_final = 3; about a third of the layers blow
+    up): the sweep's flow columns (`compute_chunk`: two output times per flow, `flow_end`) against
+    `flow` with its default grid of 101 output times, the end state read, row by row — status and
+    T* equal, eigenvalues within 1e-12 ‖Σ‖₂ times Σ's conditioning T*/(T* − t) near a blow-up,
+    |m| within the exact flow's grid dependence — and both wall times. Target: ≥ 10×.
+(e) Scalar-V certify at d = 8 and 32 (beyond certificates.EXACT_MAX_D: premises decided with
+    tolerances), on (a)'s ensemble lifted to R^d and on its part with a ≤ −0.1: batched path
+    against the per-case loop, verdicts compared, batched share; and the peak memory
+    (tracemalloc) of the stacked classifier and of its Lyapunov solves (`lyapunov_stack`, two
+    right-hand sides) on a chunk of the default size at d = 32.
 
 Run: python -m benchmarks.sweep
 """
 
 from __future__ import annotations
 
+import importlib
 import tempfile
 import time
+import tracemalloc
 
 import numpy as np
 
-from riccati_tf.sweep import certify_columns, parse_family, run_sweep
+from riccati_tf import Gaussian, flow
+from riccati_tf.sweep import (
+    certify_columns,
+    classify_scalar,
+    compute_chunk,
+    parse_family,
+    run_sweep,
+)
+from riccati_tf.sweep.batched import g_matrix, lyapunov_stack, quadratic_constants, scalar_values
+from riccati_tf.sweep.family import DEFAULT_CHUNK
 
 from ._timing import best_time, pin_one_thread
 
@@ -88,9 +109,119 @@ def run_case(label: str, spec: dict, batched_repeat: int) -> None:
           f"ms/config): speed-up {t_loop / t_batched:.1f}×")
 
 
+def flow_spec(n: int) -> dict:
+    eye = np.eye(3).tolist()
+    return {
+        "analysis": "flow", "t_final": 3.0, "chunk_size": 250,
+        "family": {"random": {"n": n, "seed": 11, "axes": {
+            "v": {"uniform": [-1.0, 1.0]}, "a": {"uniform": [-1.0, 0.5]},
+            "s": {"loguniform": [0.2, 5.0]}}}},
+        "params": {"A": {"const": [[0.0, 0.3, 0.0], [-0.3, -0.2, 0.1], [0.0, 0.0, -0.4]],
+                         "a": eye},
+                   "B": [[1.0, 0.2, 0.0], [0.2, 0.6, 0.1], [0.0, 0.1, 0.8]], "v": {"v": 1.0},
+                   "b": [0.2, -0.1, 0.0]},
+        "initial": {"mean": [0.5, 0.0, 0.1],
+                    "cov": {"const": [[0.0, 0.1, 0.0], [0.1, 0.0, 0.0], [0.0, 0.0, 0.0]],
+                            "s": eye}},
+    }
+
+
+def default_grid_columns(family) -> dict[str, np.ndarray]:
+    """The flow columns the slow way: `flow` with its default 101 output times, end read."""
+    rows = []
+    for c in range(family.n_chunks):
+        chunk = family.chunk(c)
+        for i in range(len(chunk)):
+            tr = flow(chunk.params(i), Gaussian(chunk.mean[i], chunk.cov[i]), family.t_final)
+            eig = np.linalg.eigvalsh(tr.cov[-1])
+            rows.append((tr.status, np.nan if tr.blowup_time is None else tr.blowup_time,
+                         eig[0], eig[-1], np.linalg.norm(tr.mean[-1])))
+    names = ("status", "blowup_time", "cov_eig_min", "cov_eig_max", "mean_norm")
+    return {k: np.array(v) for k, v in zip(names, zip(*rows, strict=True), strict=True)}
+
+
+def run_flow_case() -> None:
+    spec = flow_spec(1000)
+    family = parse_family(spec)
+    start = time.perf_counter()
+    parts = [compute_chunk(spec, c)[1] for c in range(family.n_chunks)]
+    t_new = time.perf_counter() - start
+    new = {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
+    start = time.perf_counter()
+    old = default_grid_columns(family)
+    t_old = time.perf_counter() - start
+    T = old["blowup_time"]
+    grid_t = np.where(np.isnan(T), family.t_final,
+                      np.floor(T / (family.t_final / 100) * (1 - 1e-15)) * family.t_final / 100)
+    kappa = np.where(np.isnan(T), 1.0, T / (T - grid_t))
+    eig_dev = max(float(np.max(np.abs(new[k] - old[k]) / (kappa * old["cov_eig_max"])))
+                  for k in ("cov_eig_min", "cov_eig_max"))
+    same_t = np.isnan(T) == np.isnan(new["blowup_time"])
+    t_dev = float(np.nanmax(np.abs(new["blowup_time"] - T) / T))
+    m_dev = float(np.max(np.abs(new["mean_norm"] - old["mean_norm"]) / old["mean_norm"]))
+    print(f"(d) flow, {family.n_configs} configurations, d = 3: status "
+          f"{dict(zip(*np.unique(old['status'], return_counts=True), strict=True))}; rows with "
+          f"a different status {int(np.sum(new['status'] != old['status']))}, different "
+          f"blow-up/completion {int(np.sum(~same_t))}")
+    print(f"  max |ΔT*|/T* {t_dev:.1e}; max |Δλ(Σ)| / (κ‖Σ‖₂) {eig_dev:.1e}; "
+          f"max |Δ|m|| / |m| {m_dev:.1e}")
+    print(f"  sweep flow columns {t_new:.2f} s ({1e3 * t_new / family.n_configs:.2f} ms/config), "
+          f"default-grid flow per case {t_old:.2f} s ({1e3 * t_old / family.n_configs:.2f} "
+          f"ms/config): speed-up {t_old / t_new:.1f}×")
+
+
+def ensemble_d(d: int, n: int) -> dict:
+    """(a)'s ensemble in R^d: A = diag(0, …, −0.6) + aI + ωJ (J skew), V = vI,
+    B = βB1 + S (B1 ≻ 0, S skew: G definite), Σ0 = sI + I + cC."""
+    rng = np.random.default_rng(d)
+    J = rng.standard_normal((d, d))
+    J = (J - J.T) / np.sqrt(d)
+    X = rng.standard_normal((d, d))
+    B1 = X @ X.T / d + 0.2 * np.eye(d)
+    S = rng.standard_normal((d, d))
+    S = 0.5 * (S - S.T) / np.sqrt(d)
+    C = rng.standard_normal((d, d))
+    C = (C + C.T) / (4 * np.sqrt(d))
+    eye = np.eye(d).tolist()
+    spec = ensemble(n)
+    spec["params"] = {"A": {"const": np.diag(np.linspace(0.0, -0.6, d)).tolist(), "a": eye,
+                            "w": J.tolist()},
+                      "B": {"const": S.tolist(), "beta": B1.tolist()}, "v": {"v": 1.0}}
+    spec["initial"] = {"cov": {"const": eye, "s": eye, "c": C.tolist()}}
+    return spec
+
+
+def peak_memory(fn) -> float:
+    """Peak traced memory (MB) of one call."""
+    tracemalloc.start()
+    fn()
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    return peak / 1e6
+
+
+def memory_case(d: int) -> None:
+    spec = ensemble_d(d, DEFAULT_CHUNK)
+    spec["chunk_size"] = DEFAULT_CHUNK
+    chunk = parse_family(spec).chunk(0)
+    _, v = scalar_values(chunk.V)
+    G = g_matrix(v, chunk.B)
+    mb = peak_memory(lambda: classify_scalar(chunk.A, G, chunk.cov,
+                                             quadratic_constants(chunk.V, chunk.B)))
+    A = chunk.A - 2.0 * np.eye(d)  # Hurwitz: the threshold's two Lyapunov solves
+    rhs = np.stack([G, -np.broadcast_to(np.eye(d), A.shape)], axis=1)
+    start = time.perf_counter()
+    lyap = peak_memory(lambda: lyapunov_stack(A, rhs))
+    t_lyap = time.perf_counter() - start
+    print(f"  d = {d}, chunk of {DEFAULT_CHUNK}: peak memory of the stacked classifier "
+          f"{mb:.0f} MB; of lyapunov_stack (2 right-hand sides) {lyap:.0f} MB in {t_lyap:.2f} s "
+          f"(a Kronecker k²×k² stack would hold {DEFAULT_CHUNK * d ** 4 * 8 / 1e9:.1f} GB)")
+
+
 def main() -> None:
     _limiter, settings = pin_one_thread()
     print(settings)
+    importlib.import_module("control")  # certify's local certificates: a one-off import of seconds
     print("(a) target: every verdict identical, batched ≥ 20× faster than the per-case loop")
     run_case("(a) definite G", ensemble(10_000), batched_repeat=3)
     print("(b) informative: indefinite G goes to certify's numerical evidence")
@@ -99,6 +230,15 @@ def main() -> None:
         res = run_sweep(ensemble(10_000), tmp)
         print(f"(c) run_sweep in-process, 10 chunks to Parquet: {res.wall_time:.2f} s, "
               f"counts {res.counts}")
+    print("(d) target: ≥ 10× over flow with its default 101 output times, identical columns")
+    run_flow_case()
+    print("(e) target: batched ≥ 5× the per-case loop at d = 8 and 32, ≤ 1 GB at d = 32")
+    for d, n in ((8, 200), (32, 100)):
+        run_case(f"(e) d = {d}", ensemble_d(d, n), batched_repeat=1)
+        stable = ensemble_d(d, n)
+        stable["family"]["random"]["axes"]["a"] = {"uniform": [-1.5, -0.1]}
+        run_case(f"(e) d = {d}, a ≤ −0.1 (no anti-stable A)", stable, batched_repeat=1)
+    memory_case(32)
 
 
 if __name__ == "__main__":
