@@ -279,7 +279,7 @@ def steer_text(plan) -> str:
             ["success", _g(bool(plan.success))],
             ["residual", f"{_g(plan.residual)} (terminal relative error; tolerance "
                          f"{_g(plan.tolerance)})"],
-            ["T", _g(plan.T)]]
+            ["t_final", _g(plan.t_final)]]
     pieces = []
     for i, p in enumerate(plan.pieces):
         if hasattr(p, "layer"):
@@ -309,12 +309,12 @@ def steer_figure(plan):
     fig, (ax_m, ax_s) = new_figure(1, 2, figsize=(10.0, 3.6))
     for i in range(plan.start.d):
         line, = ax_m.plot(tr.t, tr.mean[:, i], lw=1.5, label=f"m{i + 1}(t)")
-        ax_m.plot([plan.T], [plan.target.mean[i]], "x", ms=10, mew=2, color=line.get_color())
+        ax_m.plot([plan.t_final], [plan.target.mean[i]], "x", ms=10, mew=2, color=line.get_color())
     lam, r = spectrum(tr.cov)
     want = spectrum(plan.target.cov[None], r)[0][0]
     for i in range(r):
         line, = ax_s.semilogy(tr.t, lam[:, i], lw=1.5, label=f"λ{i + 1}(Σ(t))")
-        ax_s.plot([plan.T], [want[i]], "x", ms=10, mew=2, color=line.get_color())
+        ax_s.plot([plan.t_final], [want[i]], "x", ms=10, mew=2, color=line.get_color())
     for ax, what in ((ax_m, "mean components"), (ax_s, "eigenvalues of Σ(t)")):
         ax.plot([], [], "kx", ms=8, mew=2, label="target at T")
         for t in plan.breakpoints[1:-1]:
@@ -474,17 +474,22 @@ def cmd_steer(args, spec):
     from .lie import CONFIGURATIONS
     from .steering import steer
 
-    check_keys(spec, ("start", "target", "T", "controls"))
+    check_keys(spec, ("start", "target", "t_final", "T", "controls"))
     start = parse_gaussian(field(spec, "start"), "start")
     target = parse_gaussian(field(spec, "target"), "target")
-    T = parse_number(spec, "T")
+    if "t_final" in spec and "T" in spec:
+        raise SpecError("T: give the horizon once, as t_final (T is its older name)")
+    horizon = "T" if "T" in spec else "t_final"
+    t_final = parse_number(spec, horizon)
+    if not t_final > 0:
+        raise SpecError(f"{horizon}: must be positive, got {t_final!r}")
     controls = parse_choice(spec, "controls", tuple(CONFIGURATIONS), default="affine")
     limit, name = ((STEER_MAX_DIM, "cli.STEER_MAX_DIM") if controls in STEER_CONSTRUCTIVE
                    else (STEER_SHOOTING_MAX_DIM, "cli.STEER_SHOOTING_MAX_DIM"))
     if start.d > limit:
         raise SpecError(f"start: steer with controls {controls!r} is limited to d ≤ {limit} "
                         f"({name}), got d = {start.d}")
-    plan = steer(start, target, T, controls=controls)
+    plan = steer(start, target, t_final, controls=controls)
     result = {k: getattr(plan, k) for k in ("controls", "route", "success", "residual",
                                             "tolerance", "message", "breakpoints")}
     result["target"] = {"mean": plan.target.mean, "cov": plan.target.cov}

@@ -118,7 +118,7 @@ VALID = {
     "derive": {"d": 2, "heads": 2},
     "equilibria": {"params": SCALAR, "which": "all"},
     "certify": {"params": SCALAR, "initial": INITIAL},
-    "steer": {"start": INITIAL, "target": TARGET, "T": 1.0},
+    "steer": {"start": INITIAL, "target": TARGET, "t_final": 1.0},
     "particles": {"params": GENERAL, "initial": INITIAL, "n_tokens": 400, "t_final": 0.2,
                   "n_steps": 2, "seed": 1},
 }
@@ -132,7 +132,7 @@ INVALID = [
      "not positive semidefinite"),
     ("steer", {"start": INITIAL, "target": {"mean": [0, 0], "cov": [[1, 0], [0, 0]]}, "T": 1.0},
      "rank"),
-    ("steer", {"start": INITIAL, "target": TARGET}, "T: missing field"),
+    ("steer", {"start": INITIAL, "target": TARGET}, "t_final: missing field"),
     ("particles", {"params": GENERAL, "initial": INITIAL, "n_tokens": 1, "t_final": 0.2,
                    "n_steps": 2}, "n_tokens: must be ≥ 2"),
     ("particles", {"params": GENERAL, "initial": {"mean": [0, float("nan")], "cov": [[1, 0],
@@ -312,6 +312,8 @@ def test_unknown_keys_are_refused_at_every_level(tmp_path, capsys, command, spec
     ("layers", {"params": PARAMS, "initial": INITIAL, "n_layers": "3", "tau": 0.1},
      "n_layers: must be an integer"),
     ("steer", {"start": INITIAL, "target": TARGET, "T": "1"}, "T: must be a number"),
+    ("steer", {"start": INITIAL, "target": TARGET, "t_final": -1}, "t_final: must be positive"),
+    ("steer", {"start": INITIAL, "target": TARGET, "t_final": 1, "T": 1}, "give the horizon once"),
     ("steer", {"start": INITIAL, "target": TARGET, "T": 1, "controls": 3}, "controls:"),
 ])
 def test_strings_and_other_non_numbers_are_refused(tmp_path, capsys, command, spec, needle):
