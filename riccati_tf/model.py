@@ -10,6 +10,7 @@ which, for μ = N(m, Σ), is affine: X(x) = M x + c with M = A + Σ_h V_h Σ B_h
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 
@@ -17,6 +18,7 @@ import numpy as np
 
 from .errors import InvalidInputError, SolverError
 from .validation import (
+    as_array,
     as_count,
     as_covariance,
     as_generator,
@@ -34,21 +36,126 @@ MAX_SAMPLE_ENTRIES = 100_000_000
 
 
 @dataclass(frozen=True, eq=False)
+class Head:
+    """One attention head kept as its low-rank factors:
+
+        B_h = Kᵀ Q   (Q, K ∈ R^{r×d}),     V_h = O V   (V ∈ R^{s×d}, O ∈ R^{d×s}),
+
+    so that V_h Σ B_h Σ = O (V Σ Kᵀ)(Q Σ) costs O(d² (r + s)) instead of O(d³). The logit scale
+    is folded in by the caller (an encoder head with logit s⟨W_Q x, W_K y⟩ is
+    Head(Q=s·W_Q, K=W_K, V=W_V, O=W_O)). Entries are converted by the policy of
+    `riccati_tf.validation` (finite reals only); r, s ≥ 1. The dense d×d matrices are
+    `Head.pair` = (V_h, B_h), computed on first use.
+    """
+
+    Q: np.ndarray
+    K: np.ndarray
+    V: np.ndarray
+    O: np.ndarray
+
+    def __post_init__(self):
+        Q, K, V, O = (as_array(f"Head {n}", getattr(self, n), ndim=2) for n in "QKVO")
+        d = Q.shape[1]
+        if Q.shape[0] == 0 or V.shape[0] == 0 or d == 0:
+            raise InvalidInputError(f"Head factors must have rank ≥ 1 and d ≥ 1, got Q {Q.shape} "
+                                    f"and V {V.shape}")
+        if K.shape != Q.shape:
+            raise InvalidInputError(f"Head K must have the shape of Q {Q.shape} (B_h = KᵀQ), "
+                                    f"got {K.shape}")
+        if V.shape[1] != d:
+            raise InvalidInputError(f"Head V must be {V.shape[0]}×{d} (d = {d} from Q), "
+                                    f"got {V.shape}")
+        if O.shape != (d, V.shape[0]):
+            raise InvalidInputError(f"Head O must be {d}×{V.shape[0]} (V_h = O V), got {O.shape}")
+        for n, arr in zip("QKVO", (Q, K, V, O), strict=True):
+            arr.setflags(write=False)
+            object.__setattr__(self, n, arr)
+
+    @property
+    def d(self) -> int:
+        return self.Q.shape[1]
+
+    @cached_property
+    def pair(self) -> tuple[np.ndarray, np.ndarray]:
+        """The dense (V_h, B_h) = (O V, Kᵀ Q)."""
+        V, B = self.O @ self.V, self.K.T @ self.Q
+        V.setflags(write=False)
+        B.setflags(write=False)
+        return V, B
+
+
+class HeadPairs(Sequence):
+    """Params.heads: the heads as dense (V_h, B_h) pairs, a factored head's pair formed on first
+    access and kept (`Head.pair`)."""
+
+    def __init__(self, entries: tuple):
+        self._entries = entries
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def __getitem__(self, h):
+        if isinstance(h, slice):
+            return tuple(self[i] for i in range(*h.indices(len(self))))
+        e = self._entries[h]
+        return e.pair if isinstance(e, Head) else e
+
+    def __repr__(self) -> str:
+        return f"HeadPairs({len(self)} heads)"
+
+
+@dataclass(frozen=True, eq=False)
+class _Stack:
+    """The factored heads stacked: Vs (S×d) and O (d×S) of all value factors, Q (R×d) of all
+    queries, and per head its row slices and Kᵀ (d×r_h): Σ_h O_h (V_h Σ K_hᵀ)(Q_h Σ) is then
+    O · blockdiag(V_h Σ K_hᵀ) · (Q Σ), three products with d×S or d×R operands."""
+
+    Vs: np.ndarray
+    O: np.ndarray
+    Q: np.ndarray
+    blocks: tuple[tuple[slice, slice, np.ndarray], ...]
+
+    def inner(self, VS: np.ndarray, QX: np.ndarray) -> np.ndarray:
+        """blockdiag(V_h Σ K_hᵀ) · QX from VS = V_s Σ (S×d) and QX (R×k): S×k."""
+        out = np.empty((VS.shape[0], *QX.shape[1:]))
+        for s, r, Kt in self.blocks:
+            out[s] = (VS[s] @ Kt) @ QX[r]
+        return out
+
+
+def _stack(heads: list[Head]) -> _Stack | None:
+    if not heads:
+        return None
+    blocks, s0, r0 = [], 0, 0
+    for h in heads:
+        s, r = h.V.shape[0], h.Q.shape[0]
+        blocks.append((slice(s0, s0 + s), slice(r0, r0 + r), np.ascontiguousarray(h.K.T)))
+        s0, r0 = s0 + s, r0 + r
+    return _Stack(np.vstack([h.V for h in heads]), np.hstack([h.O for h in heads]),
+                  np.vstack([h.Q for h in heads]), tuple(blocks))
+
+
+@dataclass(frozen=True, eq=False)
 class Params:
     """Layer parameters (A, B, V, b) of SPEC §1; `heads=[(V_1, B_1), ...]` for multi-head.
 
-    Missing pieces are zero. After construction `heads` is always a tuple of (V_h, B_h) pairs;
-    `B` and `V` hold the single head's matrices (None for multi-head input). `heads` must hold
-    at least one pair: a layer without attention is `Params(A, b=b)` (V = B = 0), so an empty
-    list is refused rather than given a second meaning. Entries are converted by the policy of
-    `riccati_tf.validation` (finite reals only; no complex, bool or string entries; d ≥ 1).
+    Each entry of `heads` is a dense pair (V_h, B_h) or a `Head(Q, K, V, O)` with
+    B_h = KᵀQ, V_h = OV (low rank: the moment right-hand side, rk flows and layers then cost
+    O(d² Σ_h (r_h + s_h)) per head instead of O(d³)). Missing pieces are zero. After
+    construction `heads` is always the sequence of dense (V_h, B_h) pairs (`HeadPairs`; a
+    factored head's pair is formed on first access) and `factors` holds, per head, its `Head`
+    or None for a dense head; `B` and `V` hold the single head's matrices (None for multi-head
+    input). `heads` must hold at least one entry: a layer without attention is `Params(A, b=b)`
+    (V = B = 0), so an empty list is refused rather than given a second meaning. Entries are
+    converted by the policy of `riccati_tf.validation` (finite reals only; no complex, bool or
+    string entries; d ≥ 1).
     """
 
     A: np.ndarray
     B: np.ndarray | None = None
     V: np.ndarray | None = None
     b: np.ndarray | None = None
-    heads: tuple[tuple[np.ndarray, np.ndarray], ...] | None = field(default=None)
+    heads: Sequence[tuple[np.ndarray, np.ndarray]] | None = field(default=None)
 
     def __post_init__(self):
         A = as_matrix("A", self.A)
@@ -61,51 +168,107 @@ class Params:
                 raise InvalidInputError(f"heads must be a list of (V_h, B_h) pairs, got a "
                                         f"{type(self.heads).__name__}")
             try:
-                pairs = list(self.heads)
+                pairs = (list(self.heads._entries) if isinstance(self.heads, HeadPairs)
+                         else list(self.heads))
             except TypeError:
                 raise InvalidInputError("heads must be a list of (V_h, B_h) pairs") from None
             if not pairs:
                 raise InvalidInputError("heads is empty: give at least one (V_h, B_h) pair, or "
                                         "omit heads (and B, V) for a layer without attention")
-            heads = []
-            for h, pair in enumerate(pairs):
-                if not isinstance(pair, tuple | list) or len(pair) != 2:
-                    raise InvalidInputError(f"heads[{h}] must be a pair (V_h, B_h)")
-                heads.append((as_matrix(f"heads[{h}] V", pair[0], d),
-                              as_matrix(f"heads[{h}] B", pair[1], d)))
+            heads = [self._entry(h, pair, d) for h, pair in enumerate(pairs)]
             B = V = None
         else:
             B = np.zeros((d, d)) if self.B is None else as_matrix("B", self.B, d)
             V = np.zeros((d, d)) if self.V is None else as_matrix("V", self.V, d)
             heads = [(V, B)]
         b = np.zeros(d) if self.b is None else as_vector("b", self.b, d)
-        for arr in [A, b, *(m for pair in heads for m in pair)]:
+        for arr in [A, b, *(m for pair in heads if not isinstance(pair, Head) for m in pair)]:
             arr.setflags(write=False)
         object.__setattr__(self, "A", A)
         object.__setattr__(self, "B", B)
         object.__setattr__(self, "V", V)
         object.__setattr__(self, "b", b)
-        object.__setattr__(self, "heads", tuple(heads))
+        object.__setattr__(self, "heads", HeadPairs(tuple(heads)))
+
+    @staticmethod
+    def _entry(h: int, pair, d: int):
+        if isinstance(pair, Head):
+            if pair.d != d:
+                raise InvalidInputError(f"heads[{h}] is a Head on R^{pair.d} (Q is "
+                                        f"{pair.Q.shape[0]}×{pair.d}), but A is {d}×{d}")
+            return pair
+        if not isinstance(pair, tuple | list) or len(pair) != 2:
+            raise InvalidInputError(f"heads[{h}] must be a pair (V_h, B_h) or a Head(Q, K, V, O)")
+        return (as_matrix(f"heads[{h}] V", pair[0], d), as_matrix(f"heads[{h}] B", pair[1], d))
+
+    @property
+    def factors(self) -> tuple[Head | None, ...]:
+        """Per head its `Head` factors, or None for a head given as a dense (V_h, B_h) pair."""
+        return tuple(e if isinstance(e, Head) else None for e in self.heads._entries)
+
+    @cached_property
+    def dense_pairs(self) -> tuple[tuple[np.ndarray, np.ndarray], ...]:
+        """The heads given as dense (V_h, B_h) pairs (the factored ones excluded)."""
+        return tuple(e for e in self.heads._entries if not isinstance(e, Head))
+
+    @cached_property
+    def stack(self) -> _Stack | None:
+        """The factored heads stacked for the fast products (`_Stack`), None without any."""
+        return _stack([e for e in self.heads._entries if isinstance(e, Head)])
+
+    @cached_property
+    def value_sum(self) -> np.ndarray:
+        """Σ_h V_h (the mean's linear part A + Σ_h V_h at Σ = 0)."""
+        out = sum((V for V, _ in self.dense_pairs), np.zeros((self.d, self.d)))
+        if self.stack is not None:
+            out = out + self.stack.O @ self.stack.Vs
+        out.setflags(write=False)
+        return out
+
+    def arrays(self):
+        """Every array the layer holds (A, b, dense pairs, factors): for finiteness checks."""
+        yield self.A
+        yield self.b
+        for e in self.heads._entries:
+            yield from ((e.Q, e.K, e.V, e.O) if isinstance(e, Head) else e)
 
     @property
     def d(self) -> int:
         return self.A.shape[0]
 
     def M(self, cov: np.ndarray) -> np.ndarray:
-        """Linear part of the field at covariance Σ: M = A + Σ_h V_h Σ B_h."""
-        return self.A + sum(V @ cov @ B for V, B in self.heads)
+        """Linear part of the field at covariance Σ: M = A + Σ_h V_h Σ B_h (factored heads:
+        O · blockdiag(V_h Σ K_hᵀ) · Q)."""
+        out = self.A.copy()
+        for V, B in self.dense_pairs:
+            out += (V @ cov) @ B
+        st = self.stack
+        if st is not None:
+            out += st.O @ st.inner(st.Vs @ cov, st.Q)
+        return out
 
     def c(self, mean: np.ndarray) -> np.ndarray:
         """Constant part of the field at mean m: c = b + Σ_h V_h m."""
-        return self.b + sum(V @ mean for V, _ in self.heads)
+        out = self.b + sum(V @ mean for V, _ in self.dense_pairs)
+        if self.stack is not None:
+            out = out + self.stack.O @ (self.stack.Vs @ mean)
+        return out
 
     @cached_property
     def value_scalars(self) -> tuple[float, ...] | None:
         """(v_1, ..., v_H) when every value matrix is V_h = v_h I (the Riccati case), else None.
 
-        The test runs on V_h scaled by a power of two, so it holds at every magnitude."""
+        The test runs on V_h scaled by a power of two, so it holds at every magnitude. A
+        factored head of value rank s < d has V_h = v I only for V_h = 0 (‖V_h − wI‖_F ≥ |w| on
+        the null space and ≥ ‖V_h‖ − |w|√d elsewhere), so its B_h is never formed here."""
         out = []
-        for V, _ in self.heads:
+        for entry in self.heads._entries:
+            if isinstance(entry, Head) and entry.V.shape[0] < self.d:
+                if np.any(entry.O @ entry.V):
+                    return None
+                out.append(0.0)
+                continue
+            V = entry.pair[0] if isinstance(entry, Head) else entry[0]
             e = scale_exponent(V)
             W = np.ldexp(V, -e) if e else V
             w = np.trace(W) / self.d
