@@ -24,8 +24,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 import numpy as np
-from scipy.linalg import LinAlgError, schur, solve_continuous_lyapunov
-from scipy.sparse.linalg import LinearOperator, eigs, gmres
+from scipy.linalg import LinAlgError, schur, solve_triangular
+from scipy.sparse.linalg import LinearOperator, eigs
 
 from .errors import InvalidInputError, SolverError
 from .model import Params
@@ -63,8 +63,17 @@ SAME_RTOL = 1e-7
 CONTINUATION_STEP = 0.125
 CONTINUATION_MIN_STEP = 1.0 / 1024
 RANDOM_STARTS = 4
-#: relative tolerance of the GMRES solves of the Newton equation (inexact Newton beyond d = 30)
+#: inexact Newton beyond d = 30: at relative residual ρ of F, the GMRES solve of L(H) = −F(Σ)
+#: stops at the relative residual max(min(FORCING_MAX, ρ), NEWTON_RTOL / (10ρ), GMRES_RTOL):
+#: superlinear convergence, without solving more accurately than the last step needs
 GMRES_RTOL = 1e-11
+FORCING_MAX = 1e-2
+#: GMRES restart length, and the Krylov budget of one Newton solve: at most KRYLOV_BUDGET GMRES
+#: iterations over all its steps (each one L(H) and one preconditioner solve), SolverError beyond
+GMRES_RESTART = 30
+KRYLOV_BUDGET = 300
+#: beyond d = 30 each Newton step is scaled by the exact line search on this many points of (0, 1]
+LINE_SEARCH_POINTS = 100
 #: relative_residual multiplies factors with entries below 2^UNSCALED_EXPONENT in magnitude (and
 #: above 2^−UNSCALED_EXPONENT) as given: their products of four and the squares of those stay far
 #: inside the float range; other factors are scaled by a power of two first
@@ -171,6 +180,34 @@ def relative_residual(params: Params, cov: np.ndarray) -> float:
     return float(np.linalg.norm(out) / scale) if scale > 0 else 0.0
 
 
+@dataclass(frozen=True, eq=False)
+class Products:
+    """The products at Σ that F, L and the preconditioner share: C_h = B_hΣ, M = A + Σ_h V_hΣB_h,
+    F(Σ) = MΣ + ΣMᵀ; residual ‖F(Σ)‖_F / (‖AΣ‖_F + ‖(M − A)Σ‖_F) ≥ relative_residual (the
+    heads' terms summed before their norm is taken: a stopping test on the safe side)."""
+
+    cov: np.ndarray
+    C: tuple[np.ndarray, ...]
+    M: np.ndarray
+    field: np.ndarray
+    residual: float
+
+
+def products(params: Params, cov: np.ndarray) -> Products:
+    """Products at Σ (2 + 3H products of d×d matrices); factors beyond 2^±UNSCALED_EXPONENT
+    take F and relative_residual's power-of-two scaled evaluation instead."""
+    C = tuple(B @ cov for _, B in params.heads)
+    VS = [V @ cov for V, _ in params.heads]
+    M = params.A + sum(X @ B for X, (_, B) in zip(VS, params.heads, strict=True))
+    if max(abs(exponent(X)) for X in (cov, params.A, *VS, *C)) > UNSCALED_EXPONENT:
+        return Products(cov, C, M, F(params, cov), relative_residual(params, cov))
+    terms = [params.A @ cov, (M - params.A) @ cov]
+    field = sum(T + T.T for T in terms)
+    scale = sum(np.linalg.norm(T) for T in terms)
+    res = float(np.linalg.norm(field) / scale) if scale > 0 else 0.0
+    return Products(cov, C, M, field, res)
+
+
 def apply_linearization(params: Params, cov: np.ndarray, H: np.ndarray) -> np.ndarray:
     """L(H) = M H + H Mᵀ + Σ_h (V_h H B_h Σ + Σ B_hᵀ H V_hᵀ), M = A + Σ_h V_h Σ B_h."""
     MH = params.M(cov) @ H
@@ -198,16 +235,31 @@ def linearization_matrix(params: Params, cov: np.ndarray) -> np.ndarray:
     return N.T @ (full @ N)
 
 
-def linearization_operator(params: Params, cov: np.ndarray) -> LinearOperator:
-    """L as a matrix-free operator on orthonormal symmetric coordinates (for d > 30)."""
+def linearization_operator(params: Params, cov: np.ndarray,
+                           at: Products | None = None) -> LinearOperator:
+    """L as a matrix-free operator on orthonormal symmetric coordinates (for d > 30): M and
+    C_h = B_hΣ are formed once (or taken from `at`, the products at Σ), then each product
+    costs 1 + 2H products of d×d matrices."""
     d = params.d
     n = d * (d + 1) // 2
-    return LinearOperator((n, n), matvec=lambda h: to_coords(
-        apply_linearization(params, cov, from_coords(np.ravel(h), d))), dtype=float)
+    at = products(params, cov) if at is None else at
+    M = at.M
+    pairs = [(V, C) for (V, _), C in zip(params.heads, at.C, strict=True)]
+
+    def matvec(h):
+        H = from_coords(np.ravel(h), d)
+        out = M @ H
+        for V, C in pairs:
+            out += V @ (H @ C)
+        return to_coords(out + out.T)
+    return LinearOperator((n, n), matvec=matvec, dtype=float)
 
 
 def spectral_abscissa(params: Params, cov: np.ndarray) -> float:
-    """max Re λ(L) on Sym(d): dense eigenvalues for d ≤ 30, ARPACK (largest real part) beyond."""
+    """max Re λ(L) on Sym(d): dense eigenvalues for d ≤ 30, ARPACK (largest real part) beyond;
+    at Σ = 0, where L(H) = AH + HAᵀ, 2 max Re λ(A)."""
+    if not np.any(cov):
+        return 2.0 * float(np.max(np.linalg.eigvals(params.A).real))
     if params.d <= KRONECKER_MAX_D:
         return float(np.max(np.linalg.eigvals(linearization_matrix(params, cov)).real))
     op = linearization_operator(params, cov)
@@ -225,6 +277,16 @@ def natural_scale(params: Params) -> float:
     """‖A‖₂ / c: the size of Σ at which the linear and quadratic terms of F balance."""
     c = quadratic_constant(params)
     a = np.linalg.norm(params.A, 2)
+    return float(a / c) if c > 0 and a > 0 else 1.0
+
+
+def magnitude(params: Params) -> float:
+    """natural_scale for d ≤ 30; beyond, ‖A‖_F / (2 Σ_h ‖V_h‖_F ‖B_h‖_F) (no SVDs: a magnitude
+    for divergence bounds and comparisons, within a factor d of natural_scale)."""
+    if params.d <= KRONECKER_MAX_D:
+        return natural_scale(params)
+    c = 2.0 * sum(np.linalg.norm(V) * np.linalg.norm(B) for V, B in params.heads)
+    a = np.linalg.norm(params.A)
     return float(a / c) if c > 0 and a > 0 else 1.0
 
 
@@ -410,36 +472,55 @@ def _scalar_all(params: Params, axis_rtol: float) -> list[Equilibrium]:
 
 
 @numerical_boundary
-def newton(params: Params, cov0: np.ndarray, *, maxiter: int = NEWTON_MAXITER):
+def newton(params: Params, cov0: np.ndarray, *, maxiter: int = NEWTON_MAXITER,
+           krylov_budget: int = KRYLOV_BUDGET):
     """Newton's method on F(Σ) = 0 over Sym(d) from Σ0: solve L_Σ(H) = −F(Σ), Σ ← Σ + H.
 
-    Dense Kronecker solves for d ≤ 30, GMRES beyond, preconditioned by the exact inverse of L
-    for V_h replaced by v̄_h I (a Lyapunov solve). Once the relative residual is below NEWTON_RTOL,
-    up to POLISH_STEPS further steps are taken while they lower it (a small absolute ‖F(Σ)‖
-    keeps the Kantorovich ball of a certificate small). Returns (Σ, relative residual,
+    Dense Kronecker solves for d ≤ 30. Beyond, matrix-free inexact Newton: GMRES on L (applied
+    as MH + HMᵀ + Σ_h (V_hHB_hΣ + ΣB_hᵀHV_hᵀ), O(H d³) a product, no d² × d² matrix) to the
+    relative residual min(FORCING_MAX, relative residual of F) ≥ GMRES_RTOL, preconditioned by
+    the Lyapunov operator H ↦ M̃H + HM̃ᵀ of `preconditioner_matrix` (one real Schur form of M̃ per
+    Newton step, then O(d³) per application). Once the relative residual is below NEWTON_RTOL,
+    up to POLISH_STEPS further steps are taken while they lower it for d ≤ 30 (a small absolute
+    ‖F(Σ)‖ keeps the Kantorovich ball of a certificate small). Returns (Σ, relative residual,
     iterations), or None when the iteration diverges or does not reach NEWTON_RTOL within
-    maxiter steps. params: a Params; cov0: a covariance (validation.as_covariance); maxiter: an
-    integer ≥ 1 (InvalidInputError otherwise).
+    maxiter steps. Budgets: maxiter Newton steps; krylov_budget GMRES iterations over all steps,
+    SolverError when spent. params: a Params; cov0: a covariance (validation.as_covariance);
+    maxiter, krylov_budget: integers ≥ 1 (InvalidInputError otherwise).
     """
     if not isinstance(params, Params):
         raise InvalidInputError(f"params must be a riccati_tf.Params, got {type(params).__name__}")
     d = params.d
     cov = as_covariance("cov0", cov0, d)
     maxiter = as_count("maxiter", maxiter, minimum=1)
-    bound = 1e8 * max(natural_scale(params), np.linalg.norm(cov0))
+    budget = _KrylovBudget(as_count("krylov_budget", krylov_budget, minimum=1))
+    bound = 1e8 * max(magnitude(params), np.linalg.norm(cov0))
+    at = None
     for it in range(1, maxiter + 1):
-        res = relative_residual(params, cov)
+        at = products(params, cov) if at is None else at
+        res = at.residual
         if res <= NEWTON_RTOL:
+            if d > KRONECKER_MAX_D:  # a polishing step would cost a full GMRES solve
+                return cov, res, it - 1
             return (*_polish(params, cov, res), it - 1)
-        f = to_coords(F(params, cov))
+        forcing = max(min(FORCING_MAX, res), NEWTON_RTOL / (10 * res))
         try:
-            step = _newton_step(params, cov, f)
+            step = _newton_step(params, at, budget, forcing)
+        except KrylovBudgetSpent:
+            raise
         except (LinAlgError, SolverError):
             return None
         H = from_coords(step, d)
-        cov = cov + H
-        if not np.all(np.isfinite(cov)) or np.linalg.norm(cov) > bound:
+        if not np.all(np.isfinite(cov + H)) or np.linalg.norm(cov + H) > bound:
             return None
+        if d > KRONECKER_MAX_D:
+            full = products(params, cov + H)
+            t = exact_line_search(at.field, full.field)
+            H = t * H
+            at = full if t == 1.0 else products(params, cov + H)
+            cov = at.cov
+        else:
+            at, cov = None, cov + H
         if np.linalg.norm(H) <= 4 * np.finfo(float).eps * np.linalg.norm(cov):
             res = relative_residual(params, cov)
             return (cov, res, it) if res <= ACCEPT_RTOL else None
@@ -447,10 +528,25 @@ def newton(params: Params, cov0: np.ndarray, *, maxiter: int = NEWTON_MAXITER):
     return (cov, res, maxiter) if res <= ACCEPT_RTOL else None
 
 
+def exact_line_search(F0: np.ndarray, F1: np.ndarray) -> float:
+    """t ∈ (0, 1] minimising ‖F(Σ + tH)‖_F for a Newton step H (Benner & Byers, "An exact line
+    search method for solving generalized continuous-time algebraic Riccati equations", IEEE
+    TAC 43 (1998)): F is quadratic, F(Σ + tH) = (1 − t)F(Σ) + t r + t²(F(Σ + H) − r) with r =
+    F(Σ) + L(H) the Newton equation's residual, taken as 0 (GMRES made it small); the quartic
+    ‖(1 − t)F + t²F₁‖² is minimised on a grid of LINE_SEARCH_POINTS steps. Far from an
+    equilibrium a full step may overshoot; near one t → 1 and Newton's convergence is kept.
+    F0 = F(Σ), F1 = F(Σ + H)."""
+    a, b, c = (float(np.vdot(x, y)) for x, y in ((F0, F0), (F0, F1), (F1, F1)))
+    t = np.linspace(0.0, 1.0, LINE_SEARCH_POINTS + 1)[1:]
+    phi = (1 - t) ** 2 * a + 2 * (1 - t) * t ** 2 * b + t ** 4 * c
+    return float(t[np.argmin(phi)])
+
+
 def _polish(params: Params, cov: np.ndarray, res: float) -> tuple[np.ndarray, float]:
+    budget = _KrylovBudget(KRYLOV_BUDGET)
     for _ in range(POLISH_STEPS):
         try:
-            step = _newton_step(params, cov, to_coords(F(params, cov)))
+            step = _newton_step(params, products(params, cov), budget, GMRES_RTOL)
         except (LinAlgError, SolverError):
             break
         new = cov + from_coords(step, params.d)
@@ -461,20 +557,99 @@ def _polish(params: Params, cov: np.ndarray, res: float) -> tuple[np.ndarray, fl
     return cov, res
 
 
-def _newton_step(params: Params, cov: np.ndarray, f: np.ndarray) -> np.ndarray:
+class KrylovBudgetSpent(SolverError):
+    """A matrix-free Newton solve used up its budget of GMRES iterations."""
+
+
+class _KrylovBudget:
+    """The GMRES iterations left to one Newton solve (KRYLOV_BUDGET by default)."""
+
+    def __init__(self, total: int):
+        self.total = self.left = total
+
+    def spend(self) -> None:
+        if self.left <= 0:
+            raise KrylovBudgetSpent(f"the Newton solve spent its budget of {self.total} GMRES "
+                                    f"iterations (krylov_budget)")
+        self.left -= 1
+
+
+def preconditioner_matrix(params: Params, at: Products) -> np.ndarray:
+    """M̃ = M + Σ_h v̄_h Σ B_hᵀ = M + Σ_h v̄_h C_hᵀ (v̄_h = tr V_h / d; `at`: the products at Σ):
+    L with every V_h replaced by v̄_h I is H ↦ M̃H + HM̃ᵀ, exactly L for scalar V. M itself would
+    not do: at a full-rank equilibrium MΣ* + Σ*Mᵀ = F(Σ*) = 0, so H ↦ MH + HMᵀ is singular
+    there (Σ* is in its kernel)."""
+    return at.M + sum(np.trace(V) / params.d * C.T
+                      for (V, _), C in zip(params.heads, at.C, strict=True))
+
+
+def lyapunov_preconditioner(Mt: np.ndarray):
+    """R ↦ the solution H of M̃H + HM̃ᵀ = R (symmetric R): with M̃ᵀ = ZTZᵀ (one real Schur form),
+    TᵀX + XT = ZᵀRZ by the recursive triangular solver and H = ZXZᵀ — O(d³) a solve."""
+    T, Z = schur(Mt.T, output="real")
+
+    def solve(R: np.ndarray) -> np.ndarray:
+        return Z @ lapack_sylvester_gramian(T, Z.T @ R @ Z) @ Z.T
+    return solve
+
+
+def _newton_step(params: Params, at: Products, budget: _KrylovBudget,
+                 rtol: float) -> np.ndarray:
+    """The Newton step h (coordinates) with L(h) = −F(Σ) at the products `at`."""
     d = params.d
+    f = to_coords(at.field)
     if d <= KRONECKER_MAX_D:
-        return np.linalg.solve(linearization_matrix(params, cov), -f)
-    # preconditioner: L with every V_h replaced by v̄_h I, i.e. H ↦ M̃H + HM̃ᵀ with
-    # M̃ = A + Σ_h (V_h Σ B_h + v̄_h Σ B_hᵀ) (exact for scalar V), inverted by a Lyapunov solve
-    Mt = params.M(cov) + sum(np.trace(V) / d * cov @ B.T for V, B in params.heads)
-    pre = LinearOperator((f.size, f.size), dtype=float, matvec=lambda r: to_coords(
-        solve_continuous_lyapunov(Mt, from_coords(np.ravel(r), d))))
-    step, info = gmres(linearization_operator(params, cov), -f, M=pre, rtol=GMRES_RTOL,
-                       atol=0.0, restart=60, maxiter=20)
-    if info != 0:
-        raise SolverError(f"GMRES did not solve the Newton equation L(H) = −F(Σ) (info {info})")
-    return step
+        return np.linalg.solve(linearization_matrix(params, at.cov), -f)
+    solve = lyapunov_preconditioner(preconditioner_matrix(params, at))
+    op = linearization_operator(params, at.cov, at)
+    return gmres_right(op.matvec, lambda r: to_coords(solve(from_coords(r, d))), -f,
+                       max(rtol, GMRES_RTOL), budget)
+
+
+def gmres_right(apply, precond, b: np.ndarray, rtol: float, budget: _KrylovBudget) -> np.ndarray:
+    """x with ‖b − Ax‖ ≤ rtol ‖b‖: GMRES right-preconditioned by `precond` (x = Σ y_j z_j with
+    z_j = precond(v_j), so the residual minimised is the true one), restarted every
+    GMRES_RESTART iterations, modified Gram–Schmidt and Givens rotations. Each iteration is one
+    `apply` and one `precond`, charged to `budget` (KrylovBudgetSpent when it is spent)."""
+    x = np.zeros_like(b)
+    r, target = b, rtol * np.linalg.norm(b)
+    while True:
+        beta = np.linalg.norm(r)
+        if beta <= target:
+            return x
+        m = GMRES_RESTART
+        V, Z = [r / beta], []
+        R = np.zeros((m + 1, m))
+        cs, sn = np.zeros(m), np.zeros(m)
+        g = np.zeros(m + 1)
+        g[0] = beta
+        k = 0
+        for j in range(m):
+            budget.spend()
+            z = precond(V[j])
+            w = apply(z)
+            Z.append(z)
+            for i in range(j + 1):
+                R[i, j] = np.dot(V[i], w)
+                w = w - R[i, j] * V[i]
+            R[j + 1, j] = np.linalg.norm(w)
+            for i in range(j):  # the earlier rotations on the new column
+                R[i, j], R[i + 1, j] = (cs[i] * R[i, j] + sn[i] * R[i + 1, j],
+                                        -sn[i] * R[i, j] + cs[i] * R[i + 1, j])
+            rho = np.hypot(R[j, j], R[j + 1, j])
+            cs[j], sn[j] = (R[j, j] / rho, R[j + 1, j] / rho) if rho > 0 else (1.0, 0.0)
+            breakdown = R[j + 1, j] == 0.0
+            R[j, j], R[j + 1, j] = rho, 0.0
+            g[j], g[j + 1] = cs[j] * g[j], -sn[j] * g[j]
+            k = j + 1
+            if abs(g[k]) <= target or breakdown:
+                break
+            V.append(w / np.linalg.norm(w))
+        y = solve_triangular(R[:k, :k], g[:k])
+        x = x + np.column_stack(Z) @ y
+        if abs(g[k]) <= target:  # the least-squares residual is that of x (exact arithmetic)
+            return x
+        r = b - apply(x)
 
 
 def _scalar_part(params: Params, s: float) -> Params:
@@ -485,17 +660,23 @@ def _scalar_part(params: Params, s: float) -> Params:
 
 
 def _continuation(params: Params, axis_rtol: float) -> np.ndarray | None:
-    """Track the stabilizing scalar-V equilibrium to the general V by Newton's method in s."""
+    """Track the stabilizing scalar-V equilibrium to the general V by Newton's method in s
+    (steps ≤ CONTINUATION_STEP; beyond d = 30 a first step straight to s = 1)."""
     try:
         start = _scalar_stable(_scalar_part(params, 0.0), axis_rtol)
     except SolverError:
         return None
     if not start or start[0].rank == 0:
         return None
-    cov, s, h = start[0].cov, 0.0, CONTINUATION_STEP
+    # beyond d = 30 each Newton solve is costly: first try the whole way in one solve
+    cov, s = start[0].cov, 0.0
+    h = 1.0 if params.d > KRONECKER_MAX_D else CONTINUATION_STEP
     while s < 1.0:
         t = min(1.0, s + h)
-        got = newton(_scalar_part(params, t), cov, maxiter=25)
+        try:
+            got = newton(_scalar_part(params, t), cov, maxiter=25)
+        except KrylovBudgetSpent:  # this step is too long for the budget: a shorter one
+            got = None
         if got is None:
             h /= 2
             if h < CONTINUATION_MIN_STEP:
@@ -508,7 +689,7 @@ def _continuation(params: Params, axis_rtol: float) -> np.ndarray | None:
 
 def _general(params: Params, which: str, starts, axis_rtol: float) -> list[Equilibrium]:
     d = params.d
-    scale = natural_scale(params)
+    scale = magnitude(params)
     candidates: list[tuple[np.ndarray, str]] = [(np.zeros((d, d)), "newton[zero]")]
     cont = _continuation(params, axis_rtol)
     if cont is not None:

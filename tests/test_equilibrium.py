@@ -310,3 +310,89 @@ def test_relative_residual_is_scale_invariant(rng):
         a = v * b * s  # every term of F then scales by a·s = v·b·s²
         got = relative_residual(Params(A=a * A, V=v * V, B=b * B), s * S)
         assert got == pytest.approx(ref, rel=1e-13)
+
+
+# ---------------------------------------------------------------- matrix-free Newton (d > 30)
+
+
+def low_rank_value_layer(d: int, heads: int, seed: int = 0) -> Params:
+    """benchmarks.equilibria's construction: V_h = −U_hU_hᵀ of rank d/heads (the U_h split an
+    orthogonal matrix), B_h = B₀ + ε W_hW_hᵀ; A = 0.3 I + small noise (anti-stable)."""
+    from benchmarks.equilibria import layer
+
+    return layer(d, heads, d // heads, seed=seed)
+
+
+def test_matrix_free_newton_low_rank_heads_against_dense_L():
+    p = low_rank_value_layer(36, 12)
+    assert p.value_scalars is None
+    (eq,) = equilibria(p)
+    assert eq.method == "newton[continuation]" and eq.stable and eq.rank == 36
+    assert eq.residual <= 1e-12
+    # independent checks: F from its definition, the spectrum of the assembled Kronecker L
+    S = eq.cov
+    ref = np.linalg.norm(p.A @ S) + sum(np.linalg.norm(V @ S @ B @ S) for V, B in p.heads)
+    assert np.linalg.norm(F(p, S)) <= 1e-12 * ref
+    top = np.max(np.linalg.eigvals(linearization_matrix(p, S)).real)
+    assert eq.spectral_abscissa == pytest.approx(top, rel=1e-6) and top < 0
+
+
+def test_matrix_free_newton_budget_is_a_solver_error():
+    p = low_rank_value_layer(36, 12)
+    start = equilibria(p)[0].cov * 1.2
+    with pytest.raises(SolverError, match="budget of 2 GMRES iterations"):
+        newton(p, start, krylov_budget=2)
+    got = newton(p, start)
+    assert got is not None and got[1] <= 1e-13
+    for bad in (0, -1, 2.5, "5", None, True):
+        with pytest.raises(InvalidInputError, match="krylov_budget"):
+            newton(p, start, krylov_budget=bad)
+
+
+def test_gmres_right_solves_a_preconditioned_system(rng):
+    from riccati_tf.equilibrium import KrylovBudgetSpent, _KrylovBudget, gmres_right
+
+    n = 80
+    A = np.eye(n) * 3 + rng.standard_normal((n, n)) / np.sqrt(n)
+    P = np.linalg.inv(A + 0.3 * rng.standard_normal((n, n)) / np.sqrt(n))  # a rough inverse
+    b = rng.standard_normal(n)
+    x = gmres_right(lambda v: A @ v, lambda v: P @ v, b, 1e-12, _KrylovBudget(200))
+    assert np.linalg.norm(A @ x - b) <= 1e-11 * np.linalg.norm(b)
+    assert np.allclose(x, np.linalg.solve(A, b), rtol=0, atol=1e-10)
+    with pytest.raises(KrylovBudgetSpent):
+        gmres_right(lambda v: A @ v, lambda v: v, b, 1e-14, _KrylovBudget(3))
+
+
+def test_exact_line_search_minimises_the_residual_along_the_newton_step(rng):
+    from riccati_tf.equilibrium import exact_line_search
+
+    A = matrix_with_spectrum(rng, [1.0, 0.6, -0.9])
+    p = layer_from_G(rng, A, random_pd(rng, 3), perturb=0.3)
+    S = 5.0 * random_pd(rng, 3)  # far from the equilibrium: a full step overshoots
+    H = from_coords(np.linalg.solve(linearization_matrix(p, S), -to_coords(F(p, S))), 3)
+    t = exact_line_search(F(p, S), F(p, S + H))
+    grid = np.linspace(0.001, 1.0, 1000)
+    norms = [np.linalg.norm(F(p, S + s * H)) for s in grid]
+    assert np.linalg.norm(F(p, S + t * H)) <= min(norms) * (1 + 1e-3)
+
+
+@pytest.mark.parametrize("seed", range(9))
+def test_scalar_mean_hurwitz_matches_the_spectrum_of_K(seed):
+    from riccati_tf.equilibrium import mean_equilibrium
+
+    rng = np.random.default_rng(seed)
+    d = 5
+    signs = -np.ones(d) if seed % 3 == 0 else rng.choice([-1.0, 1.0], d)  # k = 0 or k > 0
+    A = matrix_with_spectrum(rng, signs * rng.uniform(0.3, 1.5, d))
+    b = rng.standard_normal(d)
+    heads = []
+    for v in rng.uniform(-1.5, 1.5, 2):  # Σ v_h of either sign
+        K = rng.standard_normal((d, d))
+        heads.append((v * np.eye(d), -np.sign(v) * random_pd(rng, d) + 0.3 * (K - K.T)))
+    p = Params(A, heads=heads, b=b)
+    for eq in equilibria(p):
+        K = p.A + sum(V for V, _ in p.heads) + sum(V @ eq.cov @ B for V, B in p.heads)
+        hurwitz = np.max(np.linalg.eigvals(K).real) < 0
+        assert (eq.mean is not None) == hurwitz
+        if hurwitz:
+            np.testing.assert_allclose(eq.mean, mean_equilibrium(p, eq.cov), atol=1e-10)
