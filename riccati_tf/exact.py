@@ -952,6 +952,17 @@ def _rounding_band(A: np.ndarray, G: np.ndarray):
     return (np.eye(d) if everywhere else np.diag(coupled.astype(float)), delta), None
 
 
+def _mean_law(A, vbar, Bbar, b, mean0) -> _MeanLaw | None:
+    """ṁ = (A + v̄I + ΣB̄) m + b, or None when m ≡ 0 (m0 = 0 and b = 0)."""
+    if not (np.any(mean0) or np.any(b)):
+        return None
+    Av = A + vbar * np.eye(A.shape[0])
+    if not (np.all(np.isfinite(Av)) and np.all(np.isfinite(Bbar))):
+        raise SolverError("A + v̄I or B̄ overflows: the mean's drift is out of range")
+    return _MeanLaw(Av, Bbar, b, float(np.linalg.norm(Av, 2)),
+                    math.sqrt(float(Bbar.ravel() @ Bbar.ravel())))
+
+
 def exact_flow(A, G, vbar, Bbar, b, mean0, cov0, t_out: np.ndarray, t_final: float, *,
                max_steps: int = DEFAULT_MAX_STEPS) -> ExactResult:
     """Exact scalar-V flow on [0, t_final], returning states at t_out (sorted, within [0, t_final]).
@@ -961,16 +972,9 @@ def exact_flow(A, G, vbar, Bbar, b, mean0, cov0, t_out: np.ndarray, t_final: flo
     the rounding-level G brackets and every refusal). Raises SolverError rather than return a
     state it cannot vouch for.
     """
-    d = A.shape[0]
-    law = None
     with np.errstate(over="ignore", invalid="ignore", divide="ignore", under="ignore"):
         try:
-            if np.any(mean0) or np.any(b):
-                Av = A + vbar * np.eye(d)
-                if not (np.all(np.isfinite(Av)) and np.all(np.isfinite(Bbar))):
-                    raise SolverError("A + v̄I or B̄ overflows: the mean's drift is out of range")
-                law = _MeanLaw(Av, Bbar, b, float(np.linalg.norm(Av, 2)),
-                               math.sqrt(float(Bbar.ravel() @ Bbar.ravel())))
+            law = _mean_law(A, vbar, Bbar, b, mean0)
             L0 = _factor(cov0)
             band, pd = _rounding_band(A, G)
             res = _run(A, G, law, mean0, L0, t_out, t_final, max_steps, positive_definite=pd,
@@ -981,6 +985,27 @@ def exact_flow(A, G, vbar, Bbar, b, mean0, cov0, t_out: np.ndarray, t_final: flo
             raise SolverError(f"the exact flow failed in its linear algebra ({exc}): the data "
                               f"are out of the range it can handle (overflow or NaN)") from None
     return res
+
+
+def exact_from(A, G, vbar, Bbar, b, mean, cov, offsets: np.ndarray, *,
+               max_steps: int = DEFAULT_MAX_STEPS) -> ExactResult:
+    """The exact flow continued from a state (m_k, Σ_k) of a flow at time t_k, at t_k + s for
+    the sorted offsets s ≥ 0 (dense output of `exact_flow`): the flow is a semigroup, so
+
+        Σ(t_k + s) = E_s L S(s)⁻¹ Lᵀ E_sᵀ,   Σ_k = L Lᵀ,   S(s) = I + Lᵀ W(s) L,
+
+    stepped, settled and (for the mean) collocated exactly as in `exact_flow`, with the same
+    budget max_steps. The blow-up verdict of the flow it continues is not decided again (no
+    G ∓ δI brackets, no refusal near T*): its states are returned up to the first singular S(s)
+    found, blowup_time then the offset of that singularity (rounding may place it a few ulps
+    before the flow's own T*)."""
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore", under="ignore"):
+        try:
+            return _run(A, G, _mean_law(A, vbar, Bbar, b, mean), mean, _factor(cov), offsets,
+                        float(offsets[-1]), max_steps)
+        except (np.linalg.LinAlgError, FloatingPointError, OverflowError) as exc:
+            raise SolverError(f"the exact flow failed in its linear algebra ({exc}): the data "
+                              f"are out of the range it can handle (overflow or NaN)") from None
 
 
 def _bracket(A, G, L0, band, res: ExactResult, t_final, max_steps) -> None:

@@ -12,17 +12,20 @@ or Inf, and status "blowup" means a finite-time blow-up at T* ≤ t_final.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+import operator
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, replace
+from typing import NamedTuple
 
 import numpy as np
 from scipy.integrate import solve_ivp
 
+from .display import html_table, number
 from .errors import InvalidInputError, SolverError
-from .exact import DEFAULT_MAX_STEPS, NEAR_BLOWUP_RTOL, exact_flow
+from .exact import DEFAULT_MAX_STEPS, NEAR_BLOWUP_RTOL, exact_flow, exact_from
 from .model import Gaussian, Params, check_dims
 from .moments import moment_arrays
-from .validation import as_count, as_time, as_time_grid
+from .validation import as_array, as_count, as_time, as_time_grid, psd_rank
 
 #: the rk blow-up event fires when tr Σ exceeds this factor times its starting scale
 BLOWUP_GROWTH = 1e8
@@ -47,6 +50,30 @@ RK_STABILITY = 8.0
 DEFAULT_OUTPUTS = 101
 
 
+#: tr(t) reads a time within TIME_ROUNDING·max(|start|, |end|) of a stored time (or of the end of
+#: the interval) as that time: 0.3 names the layer at depth 3 · 0.1 = 0.30000000000000004
+TIME_ROUNDING = 8 * np.finfo(float).eps
+#: the most entries of a vector written out by Trajectory._repr_html_
+DISPLAY_ENTRIES = 6
+
+
+class State(NamedTuple):
+    """One state of a trajectory, State(t, mean, cov): the time t, the mean m(t) (d,) and the
+    covariance Σ(t) (d, d); from `Trajectory.__call__` with an array of k times, k of them:
+    t (k,), mean (k, d), cov (k, d, d). Unpacks as `t, m, S = tr[i]`."""
+
+    t: float | np.ndarray
+    mean: np.ndarray
+    cov: np.ndarray
+
+    def gaussian(self) -> Gaussian:
+        """The state as a validated Gaussian N(mean, cov) (a State of one state only)."""
+        if np.ndim(self.t):
+            raise InvalidInputError(f"this State holds {np.size(self.t)} states; a Gaussian is one "
+                                    f"of them: take tr(t_i) or tr[i] for a single time")
+        return Gaussian(self.mean, self.cov)
+
+
 @dataclass(frozen=True, eq=False)
 class Trajectory:
     """States of N(m(t), Σ(t)) at times t (all reached before any blow-up).
@@ -57,6 +84,12 @@ class Trajectory:
     at depth blowup_time leaves the floating-point range; a finite stack of layers has no
     finite-time blow-up); method "exact", "rk" or "layers"; rtol/atol used (None for methods
     exact up to rounding). Every state is finite.
+
+    Access: `tr[i]` is the i-th state as a `State(t, mean, cov)`, `tr[i:j:k]` a Trajectory of
+    those states (k ≥ 1; the flow's status and dense output are kept), `for s in tr` iterates
+    over the states, `len(tr)` counts them. Dense output: `tr(t)` is the state at any time t of
+    the flow's interval (`__call__`). dense: what `tr(t)` needs, set by `flow` (None for
+    `layers`, for `flow(..., dense_output=False)` and for a Trajectory built directly).
     """
 
     t: np.ndarray
@@ -69,13 +102,236 @@ class Trajectory:
     rtol: float | None = None
     atol: float | None = None
     blowup_kind: str | None = None
+    dense: _RkDense | _ExactDense | None = None
 
     def __len__(self) -> int:
         return self.t.size
 
+    @property
+    def d(self) -> int:
+        """The dimension of the Gaussians."""
+        return self.cov.shape[-1]
+
     def gaussian(self, i: int = -1) -> Gaussian:
         """The state at index i as a validated Gaussian."""
         return Gaussian(self.mean[i], self.cov[i])
+
+    def __getitem__(self, index) -> State | Trajectory:
+        """tr[i]: State(t, mean, cov) at index i (negative i counts from the end); tr[i:j:k]:
+        the Trajectory of those states (step k ≥ 1: times stay increasing), with the status,
+        method and dense output of the flow it comes from."""
+        n = len(self)
+        if isinstance(index, slice):
+            try:
+                start, stop, step = index.indices(n)
+            except (TypeError, ValueError) as exc:
+                raise InvalidInputError(f"a Trajectory slice needs integer bounds and a nonzero "
+                                        f"integer step: {exc}") from None
+            if step < 1:
+                raise InvalidInputError(f"a Trajectory slice must keep its times increasing: "
+                                        f"step {step} is refused (index the arrays tr.t, "
+                                        f"tr.mean, tr.cov to reverse them)")
+            part = slice(start, stop, step)
+            return replace(self, t=self.t[part], mean=self.mean[part], cov=self.cov[part])
+        if isinstance(index, bool | np.bool_):
+            raise InvalidInputError(f"a Trajectory index must be an integer, got {index!r}")
+        try:
+            i = operator.index(index)
+        except TypeError:
+            raise InvalidInputError(f"a Trajectory index must be an integer or a slice, got "
+                                    f"{type(index).__name__}") from None
+        if not -n <= i < n:
+            raise InvalidInputError(f"index {i} is out of range for a Trajectory of {n} states")
+        return State(float(self.t[i]), self.mean[i], self.cov[i])
+
+    def __iter__(self) -> Iterator[State]:
+        return (self[i] for i in range(len(self)))
+
+    def __call__(self, t) -> State:
+        """The state at time t (dense output): State(t, m(t), Σ(t)) for a time, or for a 1-D
+        array of k times (any order) State(t, mean (k, d), cov (k, d, d)).
+
+        A stored time (to within TIME_ROUNDING relative) gives its stored state. Between them:
+        "rk" — DOP853's own continuous extension (solve_ivp(dense_output=True)), accurate to
+        about the integration tolerance; "exact" — the closed form continued from the last
+        stored state t_k ≤ t (or from the initial state), Σ(t) = E L S⁻¹ Lᵀ Eᵀ with one Van Loan
+        step per covariance step, exact to rounding, and the mean by the same Gauss collocation
+        as the flow, as accurate as the flow's own means (`riccati_tf.exact.exact_from`; the
+        flow's max_steps is the budget of each call).
+        "layers" has states at layer times only. The interval is [0, t_final] — for a blow-up
+        [0, T*) ("exact") or up to where rk detected it — and a time outside it, or a trajectory
+        without dense output, is an InvalidInputError naming the interval or the stored times.
+        A time within rounding of T* where the closed form is singular in floating point:
+        SolverError.
+        """
+        times = as_array("t", t)
+        if times.ndim > 1:
+            raise InvalidInputError(f"t must be a time or a 1-D array of times, got an array of "
+                                    f"shape {times.shape}")
+        flat = times.reshape(-1) + 0.0
+        mean, cov = self._states_at(flat)
+        if times.ndim == 0:
+            return State(float(flat[0]), mean[0], cov[0])
+        return State(flat, mean, cov)
+
+    def _interval(self) -> tuple[float, float, bool, str]:
+        """(start, end, whether end is included, why it ends there) of the times with states."""
+        if self.dense is not None:
+            return self.dense.interval(self)
+        if not len(self):
+            raise InvalidInputError("this Trajectory holds no states")
+        return float(self.t[0]), float(self.t[-1]), True, ""
+
+    def _states_at(self, t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        lo, hi, closed, why = self._interval()
+        tol = TIME_ROUNDING * max(abs(lo), abs(hi), np.finfo(float).tiny)
+        outside = (t < lo - tol) | ((t > hi + tol) if closed else (t >= hi))
+        if outside.any():
+            bracket = "]" if closed else ")"
+            raise InvalidInputError(
+                f"t = {t[outside][0]:.10g} lies outside [{lo:.10g}, {hi:.10g}{bracket}, the "
+                f"interval on which this {self.method} trajectory has states{why}")
+        t = np.clip(t, lo, hi)
+        n, d = len(self), self.d
+        hit = np.zeros(t.size, dtype=bool)
+        nearest = np.zeros(t.size, dtype=int)
+        if n:
+            right = np.minimum(np.searchsorted(self.t, t), n - 1)
+            left = np.maximum(right - 1, 0)
+            nearest = np.where(np.abs(self.t[left] - t) <= np.abs(self.t[right] - t), left, right)
+            hit = np.abs(self.t[nearest] - t) <= tol
+        mean, cov = np.empty((t.size, d)), np.empty((t.size, d, d))
+        mean[hit], cov[hit] = self.mean[nearest[hit]], self.cov[nearest[hit]]
+        if not hit.all():
+            if self.dense is None:
+                raise InvalidInputError(self._no_dense_output(float(t[~hit][0])))
+            mean[~hit], cov[~hit] = self.dense.states(self, t[~hit])
+        return mean, cov
+
+    def _no_dense_output(self, t: float) -> str:
+        stored = f"{len(self)} stored times in [{self.t[0]:.10g}, {self.t[-1]:.10g}]"
+        if self.method == "layers":
+            return (f"discrete layers have no states between layers: t = {t:.10g} is not one of "
+                    f"the {stored} (the depths k τ); take tr(k * tau) or tr[k]")
+        return (f"this {self.method} Trajectory carries no dense output (it was built directly, "
+                f"or by flow(..., dense_output=False)): it has states only at its {stored}, and "
+                f"t = {t:.10g} is not one of them")
+
+    def __repr__(self) -> str:
+        """The trajectory without its arrays."""
+        n = len(self)
+        span = f"[{self.t[0]:.6g}, {self.t[-1]:.6g}]" if n else "[]"
+        blow = ("" if self.blowup_time is None else
+                f", overflow at t={self.blowup_time:#.4g}" if self.blowup_kind == "overflow"
+                else f", T*={self.blowup_time:#.4g}")
+        return (f"Trajectory(method={self.method!r}, status={self.status!r}{blow}, t={span}, "
+                f"n={n}, d={self.d})")
+
+    def _repr_html_(self) -> str:
+        """A small table: method, status, T*, and the start and end states (t, mean, eigenvalues
+        of Σ, rank Σ) with at most DISPLAY_ENTRIES numbers per vector."""
+        label = "overflow at t" if self.blowup_kind == "overflow" else "T*"
+        rows = [("method", self.method), ("status", self.status),
+                (label, "none" if self.blowup_time is None else number(self.blowup_time)),
+                ("d", self.d), ("states", len(self))]
+        if len(self):
+            ends = (self[0], self[-1])
+
+            def both(f):
+                return " → ".join(f(s) for s in ends)
+
+            rows += [("t (start → end)", both(lambda s: number(s.t))),
+                     ("mean", both(lambda s: _brief(s.mean))),
+                     ("eigenvalues of Σ", both(lambda s: _brief(np.linalg.eigvalsh(s.cov)))),
+                     ("rank Σ", both(lambda s: str(psd_rank(s.cov))))]
+        return html_table("Trajectory", rows)
+
+
+def _brief(x: np.ndarray) -> str:
+    """[x_1, ..., x_k] in display.DIGITS digits; past DISPLAY_ENTRIES entries the middle ones are
+    elided (a display, the data stay whole in the arrays)."""
+    if x.size <= DISPLAY_ENTRIES:
+        return "[" + ", ".join(number(v) for v in x) + "]"
+    h = DISPLAY_ENTRIES // 2
+    return ("[" + ", ".join(number(v) for v in x[:h]) + ", …, " +
+            ", ".join(number(v) for v in x[-h:]) + f"] ({x.size} entries)")
+
+
+@dataclass(frozen=True, eq=False)
+class _RkDense:
+    """DOP853's continuous extension: the OdeSolution of each solve_ivp run of `_rk_run`,
+    consecutive in time, on the state (m, vec Σ) — or vec Σ alone when with_mean is False (the
+    mean is then 0 throughout)."""
+
+    pieces: tuple
+    with_mean: bool
+
+    def interval(self, tr: Trajectory) -> tuple[float, float, bool, str]:
+        end = float(self.pieces[-1].t_max)
+        why = ("" if tr.blowup_time is None else
+               f": the integration stopped at t = {end:.10g}, where it detected the blow-up at "
+               f"T* ≈ {tr.blowup_time:.10g}")
+        return float(self.pieces[0].t_min), end, True, why
+
+    def states(self, tr: Trajectory, t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        d = tr.d
+        k = d if self.with_mean else 0
+        ends = np.array([p.t_max for p in self.pieces])
+        which = np.minimum(np.searchsorted(ends, t), len(self.pieces) - 1)
+        Y = np.empty((t.size, k + d * d))
+        for i in np.unique(which):
+            Y[which == i] = self.pieces[i](t[which == i]).T
+        cov = Y[:, k:].reshape(-1, d, d)
+        mean = Y[:, :d] if self.with_mean else np.zeros((t.size, d))
+        return mean, 0.5 * (cov + np.swapaxes(cov, 1, 2))
+
+
+@dataclass(frozen=True, eq=False)
+class _ExactDense:
+    """What the closed form needs to continue an exact trajectory from any of its states
+    (`riccati_tf.exact.exact_from`): A, G, v̄ = Σ_h v_h, B̄ = Σ_h v_h B_h, b, the initial
+    state (a starting point at t = 0 whatever the stored times), t_final and the budget."""
+
+    A: np.ndarray
+    G: np.ndarray
+    vbar: float
+    Bbar: np.ndarray
+    b: np.ndarray
+    mean0: np.ndarray
+    cov0: np.ndarray
+    t_final: float
+    max_steps: int
+
+    def interval(self, tr: Trajectory) -> tuple[float, float, bool, str]:
+        if tr.blowup_time is None:
+            return 0.0, self.t_final, True, ""
+        return 0.0, float(tr.blowup_time), False, (f": Σ(t) blows up at "
+                                                   f"T* = {tr.blowup_time:.10g}")
+
+    def states(self, tr: Trajectory, t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        starts = np.concatenate([[0.0], tr.t])
+        means = np.concatenate([self.mean0[None], tr.mean])
+        covs = np.concatenate([self.cov0[None], tr.cov])
+        which = np.searchsorted(starts, t, side="right") - 1  # the last start ≤ t
+        mean, cov = np.empty((t.size, tr.d)), np.empty((t.size, tr.d, tr.d))
+        for j in np.unique(which):
+            sel = which == j
+            offsets, back = np.unique(t[sel] - starts[j], return_inverse=True)
+            m, S = np.empty((offsets.size, tr.d)), np.empty((offsets.size, tr.d, tr.d))
+            m[offsets == 0], S[offsets == 0] = means[j], covs[j]
+            moving = offsets > 0
+            if moving.any():
+                res = exact_from(self.A, self.G, self.vbar, self.Bbar, self.b, means[j],
+                                 covs[j], offsets[moving], max_steps=self.max_steps)
+                if res.t.size < moving.sum():
+                    late = starts[j] + offsets[moving][res.t.size]
+                    raise SolverError(
+                        f"Σ(t) at t = {late:.12g} is within rounding of the blow-up at "
+                        f"T* = {tr.blowup_time or starts[j] + res.blowup_time:.12g}: the closed "
+                        f"form is singular there in floating point")
+                m[moving], S[moving] = res.mean, res.cov
+            mean[sel], cov[sel] = m[back], S[back]
+        return mean, cov
 
 
 def _default_grid(t_final: float, t_eval) -> np.ndarray:
@@ -153,7 +409,8 @@ def _guard(tr: Trajectory) -> Trajectory:
 
 def flow(params: Params | Callable[[float], Params], gaussian: Gaussian, t_final: float, *,
          method: str = "auto", t_eval=None, rtol: float = 1e-10,
-         atol: float = 1e-12, max_steps: int | None = None) -> Trajectory:
+         atol: float = 1e-12, max_steps: int | None = None,
+         dense_output: bool = True) -> Trajectory:
     """Solve ṁ = (A + V)m + VΣBm + b, Σ̇ = AΣ + ΣAᵀ + VΣBΣ + ΣBᵀΣVᵀ on [0, t_final].
 
     params: a `Params` (time-invariant) or a callable t ↦ Params (time-varying; method "rk").
@@ -178,7 +435,13 @@ def flow(params: Params | Callable[[float], Params], gaussian: Gaussian, t_final
     eps·n^{3/4}·T*/(T* − t_final) after n steps) or rk cannot tell on which side of t_final T*
     lies: SolverError. Overflow, NaN or a spent budget: SolverError; a returned trajectory holds
     finite states only (`_guard`).
+    dense_output: keep what `tr(t)` (`Trajectory.__call__`) needs to give the state at any time
+    of the flow (default True). exact: the Riccati data and the initial state; rk: DOP853's
+    continuous extension, about 8(d + d²) floats per step (and 3 more right-hand-side
+    evaluations per step than outputs alone need); False drops it.
     """
+    if not isinstance(dense_output, bool | np.bool_):
+        raise InvalidInputError(f"dense_output must be True or False, got {dense_output!r}")
     t_final = as_time("t_final", t_final)
     rtol, atol = _tolerance("rtol", rtol), _tolerance("atol", atol)
     t_out = _default_grid(t_final, t_eval)
@@ -207,7 +470,7 @@ def flow(params: Params | Callable[[float], Params], gaussian: Gaussian, t_final
                                 "(the Riccati case of SPEC §5); use method 'rk'")
     try:
         return _dispatch(params, params_fn, scalar, gaussian, t_out, t_final, method, rtol, atol,
-                         max_steps)
+                         max_steps, bool(dense_output))
     except SolverError:
         if params_fn is None and not _finite_params(params):
             raise InvalidInputError("params holds NaN or Inf entries (its arrays were modified "
@@ -216,7 +479,7 @@ def flow(params: Params | Callable[[float], Params], gaussian: Gaussian, t_final
 
 
 def _dispatch(params, params_fn, scalar, gaussian, t_out, t_final, method, rtol, atol,
-              max_steps) -> Trajectory:
+              max_steps, dense_output) -> Trajectory:
     if method == "exact" or (method == "auto" and scalar):
         vs = params.value_scalars
         G = params.G  # SolverError when it overflows
@@ -226,17 +489,20 @@ def _dispatch(params, params_fn, scalar, gaussian, t_out, t_final, method, rtol,
         if not finite:
             raise SolverError("B̄ = Σ_h v_h B_h overflows: the attention terms are out of the "
                               "floating-point range")
+        max_steps = max_steps or DEFAULT_MAX_STEPS
         res = exact_flow(params.A, G, sum(vs), Bbar, params.b, gaussian.mean, gaussian.cov,
-                         t_out, t_final, max_steps=max_steps or DEFAULT_MAX_STEPS)
+                         t_out, t_final, max_steps=max_steps)
         blew = res.blowup_time is not None
+        dense = _ExactDense(params.A, G, sum(vs), Bbar, params.b, gaussian.mean, gaussian.cov,
+                            t_final, max_steps) if dense_output else None
         return _guard(Trajectory(res.t, res.mean, res.cov, "blowup" if blew else "completed",
                                  res.blowup_time, "exact", res.blowup_direction,
-                                 blowup_kind="singularity" if blew else None))
+                                 blowup_kind="singularity" if blew else None, dense=dense))
     max_steps = max_steps or RK_DEFAULT_MAX_STEPS
     if params_fn is None:
         _refuse_stiff(params, gaussian, t_final, max_steps)
     return _guard(_rk_flow(params_fn or (lambda _t: params), gaussian, t_out, t_final, rtol,
-                           atol, max_steps))
+                           atol, max_steps, dense_output))
 
 
 def _refuse_stiff(p: Params, g: Gaussian, t_final: float, max_steps: int) -> None:
@@ -281,12 +547,14 @@ class _RkBudgetSpent(Exception):
 
 
 def _rk_flow(params_fn, gaussian: Gaussian, t_out, t_final, rtol, atol,
-             max_steps: int = RK_DEFAULT_MAX_STEPS) -> Trajectory:
+             max_steps: int = RK_DEFAULT_MAX_STEPS, dense_output: bool = False) -> Trajectory:
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):  # detected explicitly
-        return _rk_run(params_fn, gaussian, t_out, t_final, rtol, atol, max_steps)
+        return _rk_run(params_fn, gaussian, t_out, t_final, rtol, atol, max_steps,
+                       dense_output)
 
 
-def _rk_run(params_fn, gaussian: Gaussian, t_out, t_final, rtol, atol, max_steps) -> Trajectory:
+def _rk_run(params_fn, gaussian: Gaussian, t_out, t_final, rtol, atol, max_steps,
+            dense_output: bool = False) -> Trajectory:
     d = gaussian.d
     limit = RK_EVALUATIONS_PER_STEP * max_steps
     calls = [0]
@@ -302,7 +570,7 @@ def _rk_run(params_fn, gaussian: Gaussian, t_out, t_final, rtol, atol, max_steps
     atol_vec = _scaled_atol(gaussian, atol, rtol)
     scale = float(np.trace(gaussian.cov))
     threshold = BLOWUP_GROWTH * scale  # Python floats: overflow to inf without a warning
-    t0, ts, ys = 0.0, [], []
+    t0, ts, ys, pieces = 0.0, [], [], []  # pieces: the continuous extension of each run
     blowup_time = direction = None
     pending = None  # a blow-up estimated near or after t_final: (T_est, uncertainty)
     while True:
@@ -316,7 +584,8 @@ def _rk_run(params_fn, gaussian: Gaussian, t_out, t_final, rtol, atol, max_steps
         try:
             with np.errstate(over="ignore", invalid="ignore"):  # overflow is detected below
                 sol = solve_ivp(rhs, (t0, t_final), y, method="DOP853", t_eval=grid, rtol=rtol,
-                                atol=atol_vec, events=event if scale > 0 else None)
+                                atol=atol_vec, events=event if scale > 0 else None,
+                                dense_output=dense_output)
         except _RkBudgetSpent as spent:
             raise SolverError(
                 f"the Runge–Kutta integration used its budget of max_steps = {max_steps} steps "
@@ -337,7 +606,7 @@ def _rk_run(params_fn, gaussian: Gaussian, t_out, t_final, rtol, atol, max_steps
                     f"{t_final:.10g}: whether the blow-up precedes t_final cannot be decided")
             raise SolverError(f"the Runge–Kutta integration failed after t = {reached:.6g}: "
                               f"{sol.message}")
-        ts.append(T_sol), ys.append(Y.T)
+        ts.append(T_sol), ys.append(Y.T), pieces.append(sol.sol)
         if sol.status == 0:
             if T_sol.size:  # the last state returned
                 _check_near_blowup(params_fn, d, Y[:, -1], T_sol[-1], rtol, pending)
@@ -359,7 +628,8 @@ def _rk_run(params_fn, gaussian: Gaussian, t_out, t_final, rtol, atol, max_steps
     cov = 0.5 * (cov + np.swapaxes(cov, 1, 2))
     return Trajectory(t, Y[:, :d], cov, "completed" if blowup_time is None else "blowup",
                       blowup_time, "rk", direction, rtol, atol,
-                      None if blowup_time is None else "singularity")
+                      None if blowup_time is None else "singularity",
+                      _RkDense(tuple(pieces), True) if dense_output else None)
 
 
 def _blowup_estimate(p: Params, d: int, t: float, y: np.ndarray):
