@@ -421,3 +421,83 @@ cases_of(AREA, "result", {
 cases_of(AREA, "error", {
     "linearization_blows_up": (diag_layer([1.0, -1.0], [-2.0, -1.0]), np.eye(2)),
 }, linearization_case)
+
+
+# ---------------------------------------------------------------- care_g: G must be B R⁻¹ Bᵀ
+
+
+def _square(seed: int, n: int, scale: float = 1.0) -> np.ndarray:
+    return scale * np.random.default_rng(seed).standard_normal((n, n))
+
+
+cases_of(AREA, "error", {
+    "care_g_square_B_as_G": lambda: care_g(_square(31, 3), _square(32, 3), np.eye(3)),
+    "care_g_negative_definite_G": lambda: care_g(_square(33, 2), -np.eye(2), np.eye(2)),
+    "care_g_indefinite_tiny_G": lambda: care_g(_square(34, 3), 1e-300 * np.diag([1.0, -1.0, 2.0]),
+                                               np.eye(3)),
+    "care_g_skew_G_huge": lambda: care_g(_square(35, 2), 1e300 * np.array([[0.0, 1.0],
+                                                                         [-1.0, 0.0]])),
+    "care_g_nonsymmetric_Q": lambda: care_g(_square(36, 4), np.eye(4), _square(37, 4)),
+    "care_g_G_nan": lambda: care_g(np.eye(2), [[1.0, np.nan], [np.nan, 1.0]]),
+    "care_g_G_wrong_shape": lambda: care_g(np.eye(3), np.eye(2)),
+    "lyapunov_function_nonsymmetric_Q": lambda: lyapunov_function(-np.eye(3), _square(38, 3)),
+}, option_case)
+
+
+def care_g_reference_case(item) -> None:
+    """care_g(A, BR⁻¹Bᵀ, Q) is scipy's solve_continuous_are(A, B, Q, R), checked by the CARE's
+    residual in mpmath (60 digits) and the closed loop A − GX Hurwitz."""
+    seed, n, m, scale = item
+    rng = np.random.default_rng(seed)
+    A = scale * rng.standard_normal((n, n))
+    B = rng.standard_normal((n, m))
+    Y = rng.standard_normal((m, m))
+    R = (Y @ Y.T + np.eye(m)) / scale
+    Q = scale * np.eye(n)
+    G = B @ np.linalg.solve(R, B.T)
+    G = 0.5 * (G + G.T)
+    sol = care_g(A, G, Q)
+    with mp.workdps(DPS):
+        Am, Gm, Qm, Xm = mpm(A), mpm(G), mpm(Q), mpm(sol.X)
+        res = Am.T * Xm + Xm * Am - Xm * Gm * Xm + Qm
+        ref = fro(Qm) + 2 * fro(Am.T * Xm) + fro(Xm * Gm * Xm)
+        assert fro(res) <= 1e-11 * ref, f"CARE residual {mp.nstr(fro(res) / ref, 3)}"
+    assert np.max(np.linalg.eigvals(A - G @ sol.X).real) < 0, "A − GX is not Hurwitz"
+
+
+cases_of(AREA, "result", {
+    "care_g_reference_n4_m1": (41, 4, 1, 1.0),
+    "care_g_reference_n6_m6_large": (42, 6, 6, 1e50),
+    "care_g_reference_n5_m2_small": (43, 5, 2, 1e-40),
+}, care_g_reference_case)
+
+
+# ---------------------------------------------------------------- matrix-free Newton (d > 30)
+
+
+def _low_rank_layer(d: int, heads: int, seed: int) -> Params:
+    """V_h = −U_hU_hᵀ (rank d/heads), B_h = B₀ + W_hW_hᵀ/2 (benchmarks.equilibria)."""
+    from benchmarks.equilibria import layer
+
+    return layer(d, heads, d // heads, seed=seed)
+
+
+def krylov_case(item) -> None:
+    """newton beyond d = 30 with a Krylov budget: refused when the budget is not an integer ≥ 1
+    or is spent (SolverError), else an equilibrium checked by its residual in mpmath."""
+    d, heads, seed, budget = item
+    p = _low_rank_layer(d, heads, seed)
+    start = np.eye(d)
+    got = newton(p, start, krylov_budget=budget)
+    assert got is not None, "Newton did not converge from the identity"
+    S = got[0]
+    assert residual(p, S) <= ACCEPT, "residual above the accepted one"
+
+
+cases_of(AREA, "error", {
+    "newton_krylov_budget_zero": (32, 8, 1, 0),
+    "newton_krylov_budget_float": (32, 8, 1, 3.0),
+    "newton_krylov_budget_spent_d36": (36, 12, 2, 1),
+    "newton_krylov_budget_spent_d40": (40, 4, 3, 4),
+}, krylov_case)
+cases_of(AREA, "result", {"newton_krylov_d32_8_heads": (32, 8, 4, 300)}, krylov_case)
