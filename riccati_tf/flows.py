@@ -55,6 +55,8 @@ DEFAULT_OUTPUTS = 101
 TIME_ROUNDING = 8 * np.finfo(float).eps
 #: the most entries of a vector written out by Trajectory._repr_html_
 DISPLAY_ENTRIES = 6
+#: the most floats (k times · (d + d²)) one call tr(t) returns (1 GiB)
+CALL_MAX_FLOATS = 2**27
 
 
 class State(NamedTuple):
@@ -169,6 +171,11 @@ class Trajectory:
             raise InvalidInputError(f"t must be a time or a 1-D array of times, got an array of "
                                     f"shape {times.shape}")
         flat = times.reshape(-1) + 0.0
+        if flat.size * (self.d + self.d**2) > CALL_MAX_FLOATS:
+            raise InvalidInputError(
+                f"t holds {flat.size} times: their states in R^{self.d} need "
+                f"{8 * flat.size * (self.d + self.d**2) / 2**30:.3g} GiB, more than the "
+                f"{8 * CALL_MAX_FLOATS / 2**30:.3g} GiB one call returns; ask in batches")
         mean, cov = self._states_at(flat)
         if times.ndim == 0:
             return State(float(flat[0]), mean[0], cov[0])

@@ -5,6 +5,7 @@ equations written out here, the closed form Σ(t) = e^{At}Σ0(I + W(t)Σ0)⁻¹e
 Van Loan exponential from t = 0, and the scalar Bernoulli solution σ̇ = 2aσ + 2vβσ².
 """
 
+import pickle
 import re
 
 import numpy as np
@@ -297,3 +298,14 @@ def test_html_table_shows_the_ends_without_arrays(rng):
     assert "rank Σ</th><td style='text-align:left'>5 → 5" in html
     assert f"{tr.mean[0][0]:.4g}" in html and "(30 entries)" in html
     assert len(repr(tr)) < 100
+
+
+def test_dense_output_survives_pickling_and_bounds_its_answers(rng):
+    p, g = general_params(rng, 2), random_gaussian(rng, 2)
+    for method in ("rk", "exact"):
+        q = p if method == "rk" else scalar_v_params(rng, 2)
+        tr = flow(q, g, 1.0, method=method)
+        back = pickle.loads(pickle.dumps(tr))
+        np.testing.assert_array_equal(back(0.123).cov, tr(0.123).cov)
+    with pytest.raises(InvalidInputError, match="in batches"):
+        tr(np.zeros(22_500_000))
