@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 import operator
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import NamedTuple
 
 import numpy as np
@@ -24,7 +24,7 @@ from .display import html_table, number
 from .errors import InvalidInputError, SolverError
 from .exact import DEFAULT_MAX_STEPS, NEAR_BLOWUP_RTOL, exact_flow, exact_from
 from .model import Gaussian, Params, check_dims
-from .moments import moment_arrays
+from .moments import drift_arrays, moment_arrays
 from .validation import as_array, as_count, as_time, as_time_grid, psd_rank
 
 #: the rk blow-up event fires when tr Σ exceeds this factor times its starting scale
@@ -48,7 +48,10 @@ RK_EVALUATIONS_PER_STEP = 16
 #: the linearisation (which contains 2λ(A) for the covariance): the up-front step estimate
 RK_STABILITY = 8.0
 DEFAULT_OUTPUTS = 101
-
+#: the smallest trace the rk blow-up event takes the logarithm of
+TINY = np.finfo(float).tiny
+#: the smallest per-entry atol of the covariance (`_scaled_atol`): 1024 subnormal spacings
+ATOL_FLOOR = 1024 * np.finfo(float).smallest_subnormal
 
 #: tr(t) reads a time within TIME_ROUNDING·max(|start|, |end|) of a stored time (or of the end of
 #: the interval) as that time: 0.3 names the layer at depth 3 · 0.1 = 0.30000000000000004
@@ -104,7 +107,7 @@ class Trajectory:
     rtol: float | None = None
     atol: float | None = None
     blowup_kind: str | None = None
-    dense: _RkDense | _ExactDense | None = None
+    dense: _RkDense | _ExactDense | None = field(default=None, metadata={"serialize": False})
 
     def __len__(self) -> int:
         return self.t.size
@@ -355,8 +358,7 @@ def _tolerance(name: str, value) -> float:
 
 
 def _finite_params(p: Params) -> bool:
-    return bool(np.all(np.isfinite(p.A)) and np.all(np.isfinite(p.b)) and
-                all(np.all(np.isfinite(V)) and np.all(np.isfinite(B)) for V, B in p.heads))
+    return all(np.isfinite(a.sum()) or np.all(np.isfinite(a)) for a in p.arrays())
 
 
 def _passes_through(exc: Exception) -> bool:
@@ -508,8 +510,8 @@ def _dispatch(params, params_fn, scalar, gaussian, t_out, t_final, method, rtol,
     max_steps = max_steps or RK_DEFAULT_MAX_STEPS
     if params_fn is None:
         _refuse_stiff(params, gaussian, t_final, max_steps)
-    return _guard(_rk_flow(params_fn or (lambda _t: params), gaussian, t_out, t_final, rtol,
-                           atol, max_steps, dense_output))
+    return _guard(_rk_flow(params_fn or params, gaussian, t_out, t_final, rtol, atol,
+                           max_steps, dense_output))
 
 
 def _refuse_stiff(p: Params, g: Gaussian, t_final: float, max_steps: int) -> None:
@@ -517,13 +519,13 @@ def _refuse_stiff(p: Params, g: Gaussian, t_final: float, max_steps: int) -> Non
     the linearisation of Σ̇ contains A ⊕ A (eigenvalues λ_i + λ_j of A) and that of ṁ
     A + Σ_h V_h, and an explicit step is at most about RK_STABILITY/|λ|."""
     rho = 0.0
+    enough = max_steps * RK_STABILITY / t_final  # any |λ| up to this needs no refusal
     with np.errstate(over="ignore", invalid="ignore"):
         try:
             if np.any(g.cov):
-                rho = 2 * float(np.abs(np.linalg.eigvals(p.A)).max())
+                rho = 2 * _radius(p.A, enough / 2)
             if np.any(g.mean) or np.any(p.b):
-                Am = p.A + sum(V for V, _ in p.heads)
-                rho = max(rho, float(np.abs(np.linalg.eigvals(Am)).max()))
+                rho = max(rho, _radius(p.A + p.value_sum, enough))
         except np.linalg.LinAlgError:
             rho = np.inf
     need = t_final * rho / RK_STABILITY
@@ -535,6 +537,15 @@ def _refuse_stiff(p: Params, g: Gaussian, t_final: float, max_steps: int) -> Non
             f"t_final, or a larger max_steps")
 
 
+def _radius(M: np.ndarray, enough: float) -> float:
+    """The spectral radius ρ(M), or the bound ‖M‖_F ≥ ρ(M) when that is at most `enough` (the
+    eigenvalues are then not needed to know that ρ(M) ≤ enough)."""
+    bound = float(np.linalg.norm(M))
+    if bound <= enough:
+        return bound
+    return float(np.abs(np.linalg.eigvals(M)).max())
+
+
 def _scaled_atol(g: Gaussian, atol: float, rtol: float) -> np.ndarray:
     """atol for (m, vec Σ), capped for Σ_ij at rtol·√(Σ_ii Σ_jj) (its scale at t = 0) where
     that is positive: a variance below atol (Σ0 = diag(1, 1e-16), or Σ0 ~ 1e-300) is then
@@ -543,8 +554,7 @@ def _scaled_atol(g: Gaussian, atol: float, rtol: float) -> np.ndarray:
     v = np.diag(g.cov)
     root = np.sqrt(v)  # √Σ_ii √Σ_jj: no underflow of Σ_ii Σ_jj at 1e-300
     scales = np.concatenate([np.zeros(g.d), np.outer(root, root).ravel()])
-    floor = 1024 * np.finfo(float).smallest_subnormal
-    return np.where(scales > 0, np.maximum(np.minimum(atol, rtol * scales), floor), atol)
+    return np.where(scales > 0, np.maximum(np.minimum(atol, rtol * scales), ATOL_FLOOR), atol)
 
 
 class _RkBudgetSpent(Exception):
@@ -555,26 +565,60 @@ class _RkBudgetSpent(Exception):
 
 def _rk_flow(params_fn, gaussian: Gaussian, t_out, t_final, rtol, atol,
              max_steps: int = RK_DEFAULT_MAX_STEPS, dense_output: bool = False) -> Trajectory:
+    """params_fn: a callable t ↦ Params, or one Params (time-invariant: the right-hand side
+    then binds it once, and with m0 = 0 and b = 0 the mean stays 0 and only Σ is integrated)."""
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):  # detected explicitly
         return _rk_run(params_fn, gaussian, t_out, t_final, rtol, atol, max_steps,
                        dense_output)
+
+
+def _rk_rhs(params_fn, d: int, limit: int, with_mean: bool):
+    """The right-hand side on the state y = (m, vec Σ), or y = vec Σ when not with_mean; it
+    raises _RkBudgetSpent on its (limit + 1)-th evaluation. params_fn: a Params (bound once)
+    or a callable t ↦ Params."""
+    calls = 0
+    p = params_fn if isinstance(params_fn, Params) else None
+    n = d * d + (d if with_mean else 0)
+
+    def rhs(t, y):
+        nonlocal calls
+        calls += 1
+        if calls > limit:
+            raise _RkBudgetSpent(t)
+        q = params_fn(t) if p is None else p
+        out = np.empty(n)
+        if with_mean:
+            X, out[:d] = drift_arrays(q, y[:d], y[d:].reshape(d, d))
+        else:
+            X, _ = drift_arrays(q, None, y.reshape(d, d))
+        np.add(X, X.T, out=out[n - d * d:].reshape(d, d))
+        return out
+
+    return rhs
 
 
 def _rk_run(params_fn, gaussian: Gaussian, t_out, t_final, rtol, atol, max_steps,
             dense_output: bool = False) -> Trajectory:
     d = gaussian.d
     limit = RK_EVALUATIONS_PER_STEP * max_steps
-    calls = [0]
+    with_mean = True
+    if isinstance(params_fn, Params):
+        p = params_fn
+        with_mean = bool(np.any(gaussian.mean) or np.any(p.b))
+        rhs = _rk_rhs(p, d, limit, with_mean)
+        params_fn = lambda _t: p  # noqa: E731
+    else:
+        rhs = _rk_rhs(params_fn, d, limit, with_mean)
+    k = d if with_mean else 0  # where vec Σ starts in the state
 
-    def rhs(t, y):
-        calls[0] += 1
-        if calls[0] > limit:
-            raise _RkBudgetSpent(t)
-        dm, dS = moment_arrays(params_fn(t), y[:d], y[d:].reshape(d, d))
-        return np.concatenate([dm, dS.ravel()])
+    def full(y):
+        return y if with_mean else np.concatenate([np.zeros(d), y])
 
-    y = np.concatenate([gaussian.mean, gaussian.cov.ravel()])
-    atol_vec = _scaled_atol(gaussian, atol, rtol)
+    y = np.concatenate([gaussian.mean, gaussian.cov.ravel()])[d - k:]
+    # without the mean, rtol and atol grow by √((d + d²)/d²): scipy's RMS error norm then
+    # equals that of the full state, whose mean errors are 0, and the steps are the same
+    loosen = 1.0 if with_mean else math.sqrt((d + d * d) / (d * d))
+    atol_vec = loosen * _scaled_atol(gaussian, atol, rtol)[d - k:]
     scale = float(np.trace(gaussian.cov))
     threshold = BLOWUP_GROWTH * scale  # Python floats: overflow to inf without a warning
     t0, ts, ys, pieces = 0.0, [], [], []  # pieces: the continuous extension of each run
@@ -584,13 +628,14 @@ def _rk_run(params_fn, gaussian: Gaussian, t_out, t_final, rtol, atol, max_steps
         log_threshold = np.log(threshold) if scale > 0 else 0.0  # no event when Σ0 = 0
 
         def event(_t, y, log_thr=log_threshold):
-            return np.log(max(np.trace(y[d:].reshape(d, d)), np.finfo(float).tiny)) - log_thr
+            return math.log(max(float(y[k::d + 1].sum()), TINY)) - log_thr
 
         event.terminal, event.direction = True, 1
         grid = t_out[(t_out > t0) | ((t_out == 0) & (t0 == 0))]
         try:
             with np.errstate(over="ignore", invalid="ignore"):  # overflow is detected below
-                sol = solve_ivp(rhs, (t0, t_final), y, method="DOP853", t_eval=grid, rtol=rtol,
+                sol = solve_ivp(rhs, (t0, t_final), y, method="DOP853", t_eval=grid,
+                                rtol=loosen * rtol,
                                 atol=atol_vec, events=event if scale > 0 else None,
                                 dense_output=dense_output)
         except _RkBudgetSpent as spent:
@@ -616,10 +661,10 @@ def _rk_run(params_fn, gaussian: Gaussian, t_out, t_final, rtol, atol, max_steps
         ts.append(T_sol), ys.append(Y.T), pieces.append(sol.sol)
         if sol.status == 0:
             if T_sol.size:  # the last state returned
-                _check_near_blowup(params_fn, d, Y[:, -1], T_sol[-1], rtol, pending)
+                _check_near_blowup(params_fn, d, full(Y[:, -1]), T_sol[-1], rtol, pending)
             break
         t0, y = sol.t_events[0][0], sol.y_events[0][0]
-        estimate = _blowup_estimate(params_fn(t0), d, t0, y)
+        estimate = _blowup_estimate(params_fn(t0), d, t0, full(y))
         if estimate is not None:
             T_est, u, cov = estimate
             if T_est + u <= t_final:  # a blow-up before t_final, beyond its uncertainty
@@ -630,13 +675,14 @@ def _rk_run(params_fn, gaussian: Gaussian, t_out, t_final, rtol, atol, max_steps
             pending = (T_est, u)  # after t_final (or too close to tell): follow it to t_final
         threshold *= BLOWUP_GROWTH
     t = np.concatenate(ts)
-    Y = np.concatenate(ys).reshape(-1, d + d * d)
-    cov = Y[:, d:].reshape(-1, d, d)
+    Y = np.concatenate(ys).reshape(-1, k + d * d)
+    cov = Y[:, k:].reshape(-1, d, d)
     cov = 0.5 * (cov + np.swapaxes(cov, 1, 2))
-    return Trajectory(t, Y[:, :d], cov, "completed" if blowup_time is None else "blowup",
+    mean = Y[:, :d] if with_mean else np.zeros((t.size, d))
+    return Trajectory(t, mean, cov, "completed" if blowup_time is None else "blowup",
                       blowup_time, "rk", direction, rtol, atol,
                       None if blowup_time is None else "singularity",
-                      _RkDense(tuple(pieces), True) if dense_output else None)
+                      _RkDense(tuple(pieces), with_mean) if dense_output else None)
 
 
 def _blowup_estimate(p: Params, d: int, t: float, y: np.ndarray):

@@ -249,10 +249,7 @@ class Params:
 
     def c(self, mean: np.ndarray) -> np.ndarray:
         """Constant part of the field at mean m: c = b + Σ_h V_h m."""
-        out = self.b + sum(V @ mean for V, _ in self.dense_pairs)
-        if self.stack is not None:
-            out = out + self.stack.O @ (self.stack.Vs @ mean)
-        return out
+        return self.b + self.value_sum @ mean
 
     @cached_property
     def value_scalars(self) -> tuple[float, ...] | None:

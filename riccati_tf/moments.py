@@ -18,7 +18,7 @@ from .errors import SolverError
 from .model import Gaussian, Params, check_dims
 
 
-def _drift(params: Params, mean: np.ndarray | None, cov: np.ndarray):
+def drift_arrays(params: Params, mean: np.ndarray | None, cov: np.ndarray):
     """(X, ṁ) with X = M Σ, M = A + Σ_h V_h Σ B_h, so that Σ̇ = X + Xᵀ, and ṁ = M m + c; ṁ is
     None when mean is None (the mean terms are skipped)."""
     M = params.M(cov)
@@ -28,13 +28,13 @@ def _drift(params: Params, mean: np.ndarray | None, cov: np.ndarray):
 def moment_arrays(params: Params, mean: np.ndarray, cov: np.ndarray):
     """(ṁ, Σ̇) from raw arrays, without validation (used inside integrators):
     ṁ = M m + c, Σ̇ = MΣ + ΣMᵀ with M = A + Σ_h V_h Σ B_h, c = b + Σ_h V_h m."""
-    X, dmean = _drift(params, mean, cov)
+    X, dmean = drift_arrays(params, mean, cov)
     return dmean, X + X.T
 
 
 def covariance_array(params: Params, cov: np.ndarray) -> np.ndarray:
     """Σ̇ = X + Xᵀ alone, from a raw array (the mean terms skipped: for m ≡ 0 when b = 0)."""
-    X, _ = _drift(params, None, cov)
+    X, _ = drift_arrays(params, None, cov)
     return X + X.T
 
 
