@@ -34,7 +34,7 @@ from pathlib import Path
 import numpy as np
 
 from ..certificates import EXACT_MAX_D, certify
-from ..errors import InvalidInputError
+from ..errors import InvalidInputError, SolverError
 from ..flows import DEFAULT_OUTPUTS, flow
 from ..model import Gaussian
 from .batched import classify_scalar, g_matrix, quadratic_constants, scalar_values
@@ -129,21 +129,28 @@ _FLOW_KINDS = {"status": "str", "blowup_time": "float", "cov_eig_min": "float",
 
 def flow_end(params, g0: Gaussian, t_final: float):
     """The trajectory of `flow(params, g0, t_final)` (default grid: DEFAULT_OUTPUTS times) cut to
-    what the flow columns read — its status, T* and its last state — computed at two output
-    times: [0, t_final]; after a blow-up at T*, [0, t_k] with t_k the last default-grid time
-    before T* (the same problem on [0, t_final], asked for fewer outputs), T* kept from the first
-    call. Where flow does not return a state at t_k, the default grid itself is run."""
+    what the flow columns read — its status, T* and its last state — at two output times each:
+    flow on [0, t_final]; after a blow-up at T*, a second flow with outputs [0, t_k] (t_k the
+    last default-grid time before T*) for the state, with the status and T* of the first.
+    Where that second flow has no state at t_k, the default grid itself is run."""
     tr = flow(params, g0, t_final, t_eval=[0.0, t_final])
     if tr.blowup_time is None:
         return tr
     grid = np.linspace(0.0, t_final, DEFAULT_OUTPUTS)
-    before = grid[grid < tr.blowup_time]
-    if before.size < 2:
+    t_k = grid[grid < tr.blowup_time][-1]
+    if t_k == 0.0:
         return tr
-    cut = flow(params, g0, t_final, t_eval=[0.0, before[-1]])
-    if cut.t[-1] != before[-1]:
+    # the closed form's state at t_k does not depend on the horizon; Runge–Kutta's steps do, so
+    # it keeps the horizon t_final (its dense output gives the default grid's state at t_k)
+    horizon = t_k if tr.method == "exact" else t_final
+    try:
+        cut = flow(params, g0, horizon, t_eval=[0.0, t_k])
+    except SolverError:
+        cut = None
+    if cut is None or cut.t[-1] != t_k:
         return flow(params, g0, t_final)
-    return replace(cut, blowup_time=tr.blowup_time, blowup_direction=tr.blowup_direction)
+    return replace(cut, status=tr.status, blowup_time=tr.blowup_time,
+                   blowup_direction=tr.blowup_direction, blowup_kind=tr.blowup_kind)
 
 
 def _flow_row(family: Family, chunk: Chunk, i: int) -> dict:
