@@ -6,7 +6,7 @@ BIN    := $(VENV)/bin
 export OPENBLAS_NUM_THREADS = 1
 export OMP_NUM_THREADS = 1
 
-.PHONY: report test test-slow bench lint browser clean
+.PHONY: report test test-slow bench lint browser clean docs
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -19,6 +19,10 @@ $(VENV)/.report: pyproject.toml | $(BIN)/python
 $(VENV)/.test: pyproject.toml | $(BIN)/python
 	$(BIN)/pip install -q -e '.[test]'
 	touch $@ $(VENV)/.report
+
+$(VENV)/.docs: pyproject.toml | $(BIN)/python
+	$(BIN)/pip install -q -e '.[docs]'
+	touch $@
 
 report: $(VENV)/.report
 	$(BIN)/riccati-tf report --out report
@@ -44,6 +48,10 @@ test-slow: $(VENV)/.test
 
 bench: $(VENV)/.test
 	for b in flows symbolic bernoulli particles sweep; do $(BIN)/python -m benchmarks.$$b; done
+
+# The documentation site: warnings are errors; the notebooks run at every build.
+docs: $(VENV)/.docs
+	$(BIN)/python -m sphinx -b html -W --keep-going docs docs/_build/html
 
 clean:
 	rm -rf $(VENV) report .pytest_cache
