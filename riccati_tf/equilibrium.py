@@ -13,8 +13,11 @@ for d ≤ KRONECKER_MAX_D and applied matrix-free (GMRES, ARPACK) beyond.
 Scalar value matrices (V_h = v_h I): the equilibria are the covariance solutions of the Bernoulli
 equation AΣ + ΣAᵀ − ΣGΣ = 0, one for each A-invariant subspace R on which the solution P of
 T_Rᵀ P + P T_R = G_R is invertible (Σ = U_R P⁻¹ U_Rᵀ, a covariance iff P ≻ 0); the stable one is
-the stabilizing solution (riccati.bernoulli). General V: Newton's method on F from several starts,
-including continuation from the scalar case V_h(s) = (1 − s) v̄_h I + s V_h, v̄_h = tr V_h / d.
+the stabilizing solution (riccati.bernoulli); the mean equilibrium's Hurwitz test is read off
+its Schur split (`scalar_mean_hurwitz`). General V: Newton's method on F from several starts,
+including continuation from the scalar case V_h(s) = (1 − s) v̄_h I + s V_h, v̄_h = tr V_h / d;
+beyond d = 30 inexact Newton–Krylov (GMRES on L matrix-free, preconditioned by a Lyapunov solve
+from one Schur form per step, exact line search), O(H d³) a Krylov iteration.
 """
 
 from __future__ import annotations
@@ -72,6 +75,11 @@ FORCING_MAX = 1e-2
 #: iterations over all its steps (each one L(H) and one preconditioner solve), SolverError beyond
 GMRES_RESTART = 30
 KRYLOV_BUDGET = 300
+#: beyond d = 30 the spectral abscissa of L is ARPACK's rightmost Ritz value: relative accuracy,
+#: Krylov subspace size and restarts (each restart ≤ ARNOLDI_NCV products with L)
+ARNOLDI_RTOL = 1e-8
+ARNOLDI_NCV = 40
+ARNOLDI_MAXITER = 500
 #: beyond d = 30 each Newton step is scaled by the exact line search on this many points of (0, 1]
 LINE_SEARCH_POINTS = 100
 #: relative_residual multiplies factors with entries below 2^UNSCALED_EXPONENT in magnitude (and
@@ -256,14 +264,17 @@ def linearization_operator(params: Params, cov: np.ndarray,
 
 
 def spectral_abscissa(params: Params, cov: np.ndarray) -> float:
-    """max Re λ(L) on Sym(d): dense eigenvalues for d ≤ 30, ARPACK (largest real part) beyond;
+    """max Re λ(L) on Sym(d): dense eigenvalues for d ≤ 30, ARPACK (largest real part; budget
+    ARNOLDI_MAXITER restarts of ARNOLDI_NCV vectors, SolverError through the callers'
+    numerical boundary when spent) beyond;
     at Σ = 0, where L(H) = AH + HAᵀ, 2 max Re λ(A)."""
     if not np.any(cov):
         return 2.0 * float(np.max(np.linalg.eigvals(params.A).real))
     if params.d <= KRONECKER_MAX_D:
         return float(np.max(np.linalg.eigvals(linearization_matrix(params, cov)).real))
     op = linearization_operator(params, cov)
-    vals = eigs(op, k=2, which="LR", return_eigenvectors=False, tol=1e-10, maxiter=5000)
+    vals = eigs(op, k=2, which="LR", return_eigenvectors=False, tol=ARNOLDI_RTOL,
+                ncv=min(ARNOLDI_NCV, op.shape[0] - 1), maxiter=ARNOLDI_MAXITER)
     return float(np.max(vals.real))
 
 
@@ -736,7 +747,9 @@ def equilibria(params: Params, *, which: str = "stable", starts=(),
     says when even that fails). Raises SolverError for an eigenvalue of A within
     axis_rtol ‖A‖_F of iℝ (scalar V), where the stable/anti-stable split is not defined robustly,
     and for any failure of floating point (LinAlgError, overflow). Budgets: NEWTON_MAXITER Newton
-    steps per start, continuation steps ≥ CONTINUATION_MIN_STEP, RANDOM_STARTS starts.
+    steps per start, continuation steps ≥ CONTINUATION_MIN_STEP, RANDOM_STARTS starts, and
+    beyond d = 30 KRYLOV_BUDGET GMRES iterations per Newton solve (SolverError when a start
+    spends it; a continuation step that spends it is halved instead).
 
     Scalar V is solved in the scaled form of riccati.bernoulli_scaling, so the verdict does not
     depend on the magnitudes of A and G (SolverError only for an equilibrium beyond the float
