@@ -9,6 +9,7 @@ which, for μ = N(m, Σ), is affine: X(x) = M x + c with M = A + Σ_h V_h Σ B_h
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -107,32 +108,38 @@ class HeadPairs(Sequence):
 @dataclass(frozen=True, eq=False)
 class _Stack:
     """The factored heads stacked: Vs (S×d) and O (d×S) of all value factors, Q (R×d) of all
-    queries, and per head its row slices and Kᵀ (d×r_h): Σ_h O_h (V_h Σ K_hᵀ)(Q_h Σ) is then
-    O · blockdiag(V_h Σ K_hᵀ) · (Q Σ), three products with d×S or d×R operands."""
+    queries; heads of equal ranks (s, r) are adjacent and form one group (rows of Vs, rows of Q,
+    their Kᵀ as a (G, d, r) batch). Σ_h O_h (V_h Σ K_hᵀ) Q_h is O · blockdiag(V_h Σ K_hᵀ) · Q:
+    two products with d×S operands and batched small ones."""
 
     Vs: np.ndarray
     O: np.ndarray
     Q: np.ndarray
-    blocks: tuple[tuple[slice, slice, np.ndarray], ...]
+    groups: tuple[tuple[slice, slice, np.ndarray], ...]
 
     def inner(self, VS: np.ndarray, QX: np.ndarray) -> np.ndarray:
         """blockdiag(V_h Σ K_hᵀ) · QX from VS = V_s Σ (S×d) and QX (R×k): S×k."""
-        out = np.empty((VS.shape[0], *QX.shape[1:]))
-        for s, r, Kt in self.blocks:
-            out[s] = (VS[s] @ Kt) @ QX[r]
+        out = np.empty((VS.shape[0], QX.shape[1]))
+        for rows_s, rows_r, Kt in self.groups:
+            G, d, r = Kt.shape
+            C = VS[rows_s].reshape(G, -1, d) @ Kt  # (G, s, r)
+            out[rows_s] = (C @ QX[rows_r].reshape(G, r, -1)).reshape(-1, QX.shape[1])
         return out
 
 
 def _stack(heads: list[Head]) -> _Stack | None:
     if not heads:
         return None
-    blocks, s0, r0 = [], 0, 0
-    for h in heads:
-        s, r = h.V.shape[0], h.Q.shape[0]
-        blocks.append((slice(s0, s0 + s), slice(r0, r0 + r), np.ascontiguousarray(h.K.T)))
-        s0, r0 = s0 + s, r0 + r
+    heads = sorted(heads, key=lambda h: (h.V.shape[0], h.Q.shape[0]))
+    groups, s0, r0 = [], 0, 0
+    for (s, r), members in itertools.groupby(heads, key=lambda h: (h.V.shape[0], h.Q.shape[0])):
+        members = list(members)
+        G = len(members)
+        groups.append((slice(s0, s0 + G * s), slice(r0, r0 + G * r),
+                       np.stack([h.K.T for h in members])))
+        s0, r0 = s0 + G * s, r0 + G * r
     return _Stack(np.vstack([h.V for h in heads]), np.hstack([h.O for h in heads]),
-                  np.vstack([h.Q for h in heads]), tuple(blocks))
+                  np.vstack([h.Q for h in heads]), tuple(groups))
 
 
 @dataclass(frozen=True, eq=False)
