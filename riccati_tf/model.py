@@ -78,8 +78,12 @@ class Head:
 
     @cached_property
     def pair(self) -> tuple[np.ndarray, np.ndarray]:
-        """The dense (V_h, B_h) = (O V, Kᵀ Q)."""
-        V, B = self.O @ self.V, self.K.T @ self.Q
+        """The dense (V_h, B_h) = (O V, Kᵀ Q). SolverError when a product overflows float64."""
+        with np.errstate(over="ignore", invalid="ignore"):
+            V, B = self.O @ self.V, self.K.T @ self.Q
+        if not (np.all(np.isfinite(V)) and np.all(np.isfinite(B))):
+            raise SolverError("the dense head V_h = OV or B_h = KᵀQ overflows float64: the "
+                              "factors are too large to compute with")
         V.setflags(write=False)
         B.setflags(write=False)
         return V, B
@@ -264,15 +268,16 @@ class Params:
 
         The test runs on V_h scaled by a power of two, so it holds at every magnitude. A
         factored head of value rank s < d has V_h = v I only for V_h = 0 (‖V_h − wI‖_F ≥ |w| on
-        the null space and ≥ ‖V_h‖ − |w|√d elsewhere), so its B_h is never formed here."""
+        the null space and ≥ ‖V_h‖ − |w|√d elsewhere); B_h is never formed here."""
         out = []
         for entry in self.heads._entries:
-            if isinstance(entry, Head) and entry.V.shape[0] < self.d:
-                if np.any(entry.O @ entry.V):
-                    return None
-                out.append(0.0)
-                continue
-            V = entry.pair[0] if isinstance(entry, Head) else entry[0]
+            if isinstance(entry, Head):
+                with np.errstate(over="ignore", invalid="ignore"):
+                    V = entry.O @ entry.V
+                if not np.all(np.isfinite(V)) or (entry.V.shape[0] < self.d and np.any(V)):
+                    return None  # an overflowing V_h is left to the flows, which refuse it
+            else:
+                V = entry[0]
             e = scale_exponent(V)
             W = np.ldexp(V, -e) if e else V
             w = np.trace(W) / self.d

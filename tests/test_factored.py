@@ -159,3 +159,22 @@ def test_factors_are_read_only_copies():
     h = Head(Q, OK, OK, np.ones((D, 2)))
     Q[0, 0] = 5.0
     assert h.Q[0, 0] == 1.0 and not h.Q.flags.writeable
+
+
+def test_overflowing_factors_are_solver_errors():
+    """Finite factors whose products leave float64: a SolverError where they are used, an
+    overflow ending the layers."""
+    from riccati_tf.errors import SolverError
+    d = 3
+    big = Head(1e200 * np.ones((1, d)), 1e200 * np.ones((1, d)), 1e200 * np.ones((1, d)),
+               1e200 * np.ones((d, 1)))
+    p, g = Params(-np.eye(d), heads=[big]), Gaussian(np.zeros(d), np.eye(d))
+    assert p.value_scalars is None and "Params(d=3" in repr(p)
+    with pytest.raises(SolverError, match="overflows"):
+        p.heads[0]
+    with pytest.raises(SolverError, match="overflows"):
+        moment_rhs(p, g)
+    with pytest.raises(SolverError):
+        flow(p, g, 1.0)
+    tr = layers(p, g, 2, 0.1)  # the first layer leaves the floating-point range
+    assert tr.status == "blowup" and tr.blowup_kind == "overflow" and len(tr) == 1
