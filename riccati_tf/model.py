@@ -5,6 +5,9 @@ A layer acts on tokens by the velocity field
     X[μ](x) = A x + b + Σ_h V_h ∫ y exp(⟨B_h x, y⟩) dμ(y) / ∫ exp(⟨B_h x, y⟩) dμ(y),
 
 which, for μ = N(m, Σ), is affine: X(x) = M x + c with M = A + Σ_h V_h Σ B_h, c = b + Σ_h V_h m.
+A head is given densely, (V_h, B_h), or by its low-rank factors `Head(Q, K, V, O)` with
+B_h = KᵀQ and V_h = OV; the moment right-hand side, rk flows and layers then never form the
+d×d matrices (`Params.stack`).
 """
 
 from __future__ import annotations
