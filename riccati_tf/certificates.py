@@ -1132,7 +1132,7 @@ def _numerical_premises(p: Params, cov0: np.ndarray, tol: dict) -> Premises:
             facts["axis_semisimple"] = _axis_semisimple(A, eig, atol, tol["semisimple_rtol"])
     if psd and facts["n_axis"] == 0 and facts["n_right"]:
         split = schur_split(A, G, axis_rtol=tol["axis_rtol"])
-        facts["unseen"] = split.singularity(A, G) < tol["singular_rcond"]
+        facts["unseen"] = bool(split.singularity(A, G) < tol["singular_rcond"])
     if nsd and not psd and rank0:
         lam, _ = _threshold(A, G, cov_root(cov0, rank0), tol["axis_rtol"], tol["range_rtol"])
         facts["range_stable"] = lam is not None
