@@ -9,8 +9,6 @@ symbol in SPEC.md cannot be rendered wrong silently.
 
 import re
 
-from sphinx.errors import ExtensionError
-
 #: documents whose formulas are translated
 DOCUMENTS = ("SPEC",)
 #: formulas SPEC.md writes in running text, outside code spans (each must occur)
@@ -30,6 +28,13 @@ DOTTED = {"Σ̇": r"\dot{\Sigma}", "Φ̇": r"\dot{\Phi}", "σ̇": r"\dot{\sigma}
           "ẋ": r"\dot{x}", "ż": r"\dot{z}", "Ṗ": r"\dot{P}"}
 OPERATORS = ("softmax", "relu", "vech", "rank", "exp", "log", "det", "div", "Re", "min")
 GREEK_OR_LETTER = "ΣΦτμλσA-Za-z"
+
+
+def _error(message: str) -> Exception:
+    """A Sphinx ExtensionError (imported here: the translation itself needs no Sphinx)."""
+    from sphinx.errors import ExtensionError
+
+    return ExtensionError("spec_math: " + message)
 
 
 def _block_matrix(match: re.Match) -> str:
@@ -61,7 +66,7 @@ def to_latex(text: str) -> str:
     s = re.sub(r"\^\{([^{}]*)\}\^\{([^{}]*)\}", r"^{\1\2}", s)   # X^{*}^{-1} → X^{*-1}
     left = sorted({c for c in s if ord(c) > 127})
     if left:
-        raise ExtensionError(f"spec_math: no LaTeX for {left} in formula {text!r}")
+        raise _error(f"no LaTeX for {left} in formula {text!r}")
     return re.sub(r" +", " ", s).strip()
 
 
@@ -96,7 +101,7 @@ def render(source: str) -> str:
     """SPEC.md with its formulas as MyST math ($…$ and $$…$$)."""
     for formula in RUNNING_TEXT:
         if formula not in source:
-            raise ExtensionError(f"spec_math: running-text formula {formula!r} not in SPEC.md")
+            raise _error(f"running-text formula {formula!r} not in SPEC.md")
     out = re.sub(r"(?m)(?<=\n\n)( {4,})\S.*\n(?:\1\S.*\n)*", _indented_block, source)
     out = re.sub(r"`([^`]+)`", _code_span, out)
     for formula in RUNNING_TEXT:
@@ -109,7 +114,7 @@ def equations(solved: dict[str, tuple[str, ...]], source: str) -> dict[str, str]
     must occur verbatim in SPEC.md (so the API pages cannot quote a formula SPEC dropped)."""
     missing = [f for formulas in solved.values() for f in formulas if f not in source]
     if missing:
-        raise ExtensionError(f"spec_math: formulas not in SPEC.md: {missing}")
+        raise _error(f"formulas not in SPEC.md: {missing}")
     latex = {}
     for name, formulas in solved.items():
         lines = [to_latex(f) for f in formulas]
