@@ -23,7 +23,7 @@ from functools import cached_property
 
 import numpy as np
 
-from ..model import Params
+from ..model import Head, Params
 
 #: placements of the LayerNorms: "post" x ↦ LN(x + f(x)) (BERT), "pre" x ↦ x + f(LN(x)) (ViT)
 PLACEMENTS = ("post", "pre")
@@ -154,10 +154,12 @@ class EncoderLayer:
 
     def params(self) -> Params:
         """The attention sublayer as SPEC §1 Params: A = 0, b = Σ_h W_O,h b_V,h + b_O,
-        heads = [(V_h, B_h)]. (The query tilts β_h are not part of Params; `attention` applies
-        them.)"""
+        heads kept factored: `Head(Q = s W_Q,h, K = W_K,h, V = W_V,h, O = W_O,h)`, so that
+        B_h = s W_K,hᵀ W_Q,h and V_h = W_O,h W_V,h. (The query tilts β_h are not part of Params;
+        `attention` applies them.)"""
         return Params(np.zeros((self.d, self.d)), b=self.output_shift,
-                      heads=[(h.V, h.B) for h in self.heads])
+                      heads=[Head(Q=h.scale * h.W_Q, K=h.W_K, V=h.W_V, O=h.W_O)
+                             for h in self.heads])
 
 
 @dataclass(frozen=True, eq=False)
