@@ -20,13 +20,18 @@ The mean obeys the linear equation ṁ = K(t) m + b, K = A + v̄ I + Σ(t) B̄ w
 B̄ = Σ_h v_h B_h (no closed form is known), integrated with Gauss–Legendre collocation (order
 2·GAUSS_STAGES) on the exact covariance at the collocation nodes, in sub-steps with
 ‖K‖₂ h ≤ MEAN_THETA at both ends, refined by halving where K is large (it grows like
-1/(T* − t) near a blow-up).
+1/(T* − t) near a blow-up). Each sub-step is error-controlled: one step of length h against two
+of length h/2 (Richardson), halved until they agree to MEAN_RTOL relative, the two halves kept.
+‖K‖h alone does not bound the error, since K(t) has complex singularities (poles of
+(I + W(t)Σ0)⁻¹) that can lie near the real axis; the control makes the mean at a time
+independent of the other output times (which set the covariance steps) to rounding.
 
 What the flow refuses to guess (each refusal is a SolverError with a sentence):
 
-- Work. Covariance steps and mean sub-steps count against `max_steps` (DEFAULT_MAX_STEPS);
-  a flow needing more stops there, and before the work when the count is known in advance (the
-  mean sub-steps of one step). Brent's method and the certification of a step are bounded too.
+- Work. Covariance steps and the mean's collocation steps count against `max_steps`
+  (DEFAULT_MAX_STEPS); a flow needing more stops there, and before the work when the count is
+  known in advance (the mean sub-steps of one step). Brent's method and the certification of a
+  step are bounded too.
 - Long horizons. Stepping stops early once the state provably stays where it is (`_settled`):
   (a) collapse — A Hurwitz and G ⪰ 0: W(s) = W∞ − E_sᵀW∞E_s with AᵀW∞ + W∞A = −G is the closed
   form at every offset, S(s) ⪰ I, so one exponential reaches any time; with a mean, once
@@ -74,6 +79,12 @@ STEP_KAPPA = 1e3
 STEP_NORM = 64.0
 #: mean sub-steps satisfy ‖K‖₂ h ≤ MEAN_THETA at both ends (accuracy of the collocation)
 MEAN_THETA = 2.0
+#: a mean sub-step of length h is accepted when one collocation step of length h and two of
+#: length h/2 agree to MEAN_RTOL·max(‖m‖∞, ‖m⁺‖∞, h‖b‖∞); the two halves, about 2^{2·GAUSS_STAGES}
+#: times more accurate than the single step, are kept
+MEAN_RTOL = 1e-13
+#: collocation steps one error-controlled sub-step costs (one of length h, two of length h/2)
+MEAN_STEP_COST = 3
 #: bisection depth limits when certifying that S(s) = I + LᵀW(s)L stays positive definite
 BRENT_DEPTH = 10
 MAX_REFINE = 40
@@ -119,7 +130,8 @@ class _BudgetSpent(SolverError):
 
 @dataclass
 class _Budget:
-    """Steps left to one flow: each covariance step and each mean sub-step costs one."""
+    """Steps left to one flow: each covariance step and each collocation step of the mean
+    costs one."""
 
     max_steps: int
     h: float
@@ -505,42 +517,91 @@ def _stages(prop: _Propagator, K, m, b, h) -> np.ndarray:
     return np.linalg.solve(system, rhs.reshape(-1)).reshape(s, d)
 
 
-def _advance(prop: _Propagator, L, m, H, law: _MeanLaw | None, norm_start=None, depth=0,
+def _advance(prop: _Propagator, L, m, H, law: _MeanLaw | None, norm_start=None,
              budget: _Budget | None = None, t: float = 0.0):
-    """Advance (m, L) by one covariance step H; returns (m, L, number of mean sub-steps, ‖K‖₂ at
+    """Advance (m, L) by one covariance step H; returns (m, L, collocation steps taken, ‖K‖₂ at
     the end). Without a mean law (m ≡ 0) only the covariance moves.
 
-    The mean takes n = ⌈‖A_v‖₂ H / MEAN_THETA⌉ equal sub-steps when ‖K‖₂ H / n ≤ MEAN_THETA at
-    both ends of the step (the covariance at the end comes first, from one square-root update;
-    ‖K‖₂ at the start is the previous step's end value when given); otherwise the step is halved
-    and each half advanced the same way, so that sub-steps shrink only where K is large (it grows
-    like 1/(T* − t) near a blow-up). The sub-steps are charged to `budget` before they are
-    taken."""
+    Σ at t + H comes from one square-root update, with or without a mean. The mean is advanced
+    by `_mean_over`, which sizes its sub-steps from ‖K‖₂ at both ends (‖K‖₂ at the start is the
+    previous step's end value when given)."""
     E, W = prop.at(H)
     L_end = _sqrt_update(E @ L, W, L)
     if law is None:
         return m, L_end, 1, None
     norm_start = law.norm_K(L) if norm_start is None else norm_start
     norm_end = law.norm_K(L_end)
-    if not (np.isfinite(norm_start) and np.isfinite(norm_end)):
+    m, count = _mean_over(prop, L, m, H, law, (norm_start, norm_end), 0, budget, t)
+    return m, L_end, count, norm_end
+
+
+def _mean_over(prop: _Propagator, L, m, H, law: _MeanLaw, norms, depth, budget, t):
+    """m(t + H) from m(t) = m, Σ(t) = LLᵀ; returns (m, collocation steps taken).
+
+    n = ⌈‖A_v‖₂ H / MEAN_THETA⌉ equal sub-steps when ‖K‖₂ H / n ≤ MEAN_THETA at both ends
+    (norms); otherwise the interval is halved (Σ at its middle from one square-root update) and
+    each half advanced the same way, so that sub-steps start short only where K is large (it
+    grows like 1/(T* − t) near a blow-up). Each sub-step is error-controlled (`_controlled`)."""
+    if not (np.isfinite(norms[0]) and np.isfinite(norms[1])):
         raise SolverError(f"the mean's drift K = A + v̄I + ΣB̄ overflows near t = {t:.6g}")
     n = max(1, math.ceil(law.norm_Av * H / MEAN_THETA))
-    if max(norm_start, norm_end) * H / n > MEAN_THETA:
-        if depth >= MAX_HALVINGS or H / 2 == 0.0:
-            raise SolverError(
-                f"the mean's drift K = A + v̄I + ΣB̄ reaches ‖K‖₂ = "
-                f"{max(norm_start, norm_end):.3g} near t = {t:.6g}, beyond what {MAX_HALVINGS} "
-                f"halvings of the step resolve")
-        m, L, first, norm_mid = _advance(prop, L, m, H / 2, law, norm_start, depth + 1, budget,
-                                         t)
-        m, L, second, norm_end = _advance(prop, L, m, H / 2, law, norm_mid, depth + 1, budget,
-                                          t + H / 2)
-        return m, L, first + second, norm_end
+    if max(norms) * H / n > MEAN_THETA:
+        _halving(depth, t, f"‖K‖₂ = {max(norms):.3g}")
+        E, W = prop.at(H / 2)
+        L_mid = _sqrt_update(E @ L, W, L)
+        norm_mid = law.norm_K(L_mid)
+        m, first = _mean_over(prop, L, m, H / 2, law, (norms[0], norm_mid), depth + 1, budget, t)
+        m, second = _mean_over(prop, L_mid, m, H / 2, law, (norm_mid, norms[1]), depth + 1,
+                               budget, t + H / 2)
+        return m, first + second
     if budget is not None:
-        budget.spend(n, t, "mean sub-steps", n, H / n, law.norm_Av)
-    for _ in range(n):
-        m, L = _mean_step(prop, L, m, H / n, law)
-    return m, L, n, norm_end
+        budget.spend(MEAN_STEP_COST * n, t, "mean sub-steps", n, H / n, law.norm_Av)
+    count, h = 0, H / n
+    for k in range(n):
+        m, L, steps = _controlled(prop, L, m, h, law, None, depth, budget, t + k * h)
+        count += steps
+    return m, count
+
+
+def _controlled(prop: _Propagator, L, m, h, law: _MeanLaw, coarse, depth, budget, t):
+    """One error-controlled collocation sub-step of length h; returns (m, L, steps taken).
+
+    One step of length h (`coarse`, computed unless given) and two of length h/2 (Richardson:
+    both of order 2·GAUSS_STAGES, so their difference is the single step's error to a factor
+    1 − 2^{−2·GAUSS_STAGES}) are compared: the two halves are kept when they differ from the
+    single step by at most MEAN_RTOL·max(‖m‖∞, ‖m⁺‖∞, h‖b‖∞); otherwise each half is
+    controlled in turn, the first reusing its computed half step as its coarse step. The bound
+    ‖K‖₂h ≤ MEAN_THETA alone does not bound the error: K(t) = A_v + Σ(t)B̄ has complex
+    singularities (poles of (I + W(t)Σ0)⁻¹) that may lie close to the real axis, where K varies
+    fast inside a step of moderate ‖K‖h. The rounding of K enters the difference as about
+    h‖δK‖‖m‖, which halving reduces in proportion, so the test is never stuck at rounding level.
+    Budget: MEAN_STEP_COST per sub-step is charged in advance (`_mean_over`), the 2 +
+    MEAN_STEP_COST steps of a refinement when it is decided; the halvings count towards
+    MAX_HALVINGS with those of `_mean_over`."""
+    taken = 0
+    if coarse is None:
+        coarse = _mean_step(prop, L, m, h, law)
+        taken += 1
+    half = _mean_step(prop, L, m, h / 2, law)
+    m2, L2 = _mean_step(prop, half[1], half[0], h / 2, law)
+    taken += 2
+    scale = max(np.abs(m).max(), np.abs(m2).max(), h * np.abs(law.b).max())
+    diff = np.abs(m2 - coarse[0]).max()
+    if diff <= MEAN_RTOL * scale:
+        return m2, L2, taken
+    _halving(depth, t, f"a sub-step of length {h:.3g} (collocation error {diff / scale:.2g} "
+             f"relative)")
+    if budget is not None:
+        budget.spend(2 + MEAN_STEP_COST, t)
+    m1, L1, first = _controlled(prop, L, m, h / 2, law, half, depth + 1, budget, t)
+    m2, L2, second = _controlled(prop, L1, m1, h / 2, law, None, depth + 1, budget, t + h / 2)
+    return m2, L2, taken + first + second
+
+
+def _halving(depth: int, t: float, why: str) -> None:
+    if depth >= MAX_HALVINGS:
+        raise SolverError(f"the mean near t = {t:.6g} needs sub-steps beyond {MAX_HALVINGS} "
+                          f"halvings of a covariance step: {why}")
 
 
 # --- settling: when stepping may stop ------------------------------------------------------
@@ -778,13 +839,15 @@ def _near_blowup(A, G, S, t_final, n_steps: int) -> None:
 
 def _refuse_early(A, L, law, collapse, h0, t_final, budget: _Budget) -> None:
     """Refuse before any work a flow whose steps (t_final/h0 covariance steps, and
-    ‖A_v‖t_final/MEAN_THETA mean sub-steps, > max_steps) cannot end early: A with an eigenvalue
+    MEAN_STEP_COST·‖A_v‖t_final/MEAN_THETA collocation steps of the mean, > max_steps) cannot
+    end early: A with an eigenvalue
     on the imaginary axis (to 1e-12‖A‖) converges, if at all, sub-exponentially and never
     settles to rounding; in the collapse regime the earliest settling time is bounded by
     `_Collapse.ready_time`."""
     lam = np.linalg.eigvals(A)
     if np.abs(lam.real).min() <= 1e-12 * max(np.abs(lam).max(), np.finfo(float).tiny):
-        need = t_final / h0 + (law.norm_Av * t_final / MEAN_THETA if law else 0)
+        need = t_final / h0 + (MEAN_STEP_COST * law.norm_Av * t_final / MEAN_THETA if law
+                               else 0)
         budget.spend(math.ceil(need), 0.0)
     if collapse is not None:
         ready = collapse.ready_time(L, law, h0, t_final)
@@ -848,7 +911,8 @@ def _run(A, G, law, m0, L0, t_out, t_final, max_steps, *, positive_definite=None
         knots = knots[1:]
     if collapse is not None and collapse.ready(L, law):
         settled = (0.0, "collapse", L, m, None)
-    elif r and t_final / h0 + (law.norm_Av * t_final / MEAN_THETA if law else 0) > max_steps:
+    elif r and t_final / h0 + (MEAN_STEP_COST * law.norm_Av * t_final / MEAN_THETA if law
+                               else 0) > max_steps:
         _refuse_early(A, L, law, collapse, h0, t_final, budget)
     for knot in knots:
         if settled is None:
@@ -868,7 +932,7 @@ def _run(A, G, law, m0, L0, t_out, t_final, max_steps, *, positive_definite=None
                         blowup_time = min(t + root, t_final)  # t + root rounds up at most
                         blowup_dir = u / np.linalg.norm(u)
                         break
-                m, L, count, norm_K = _advance(prop, L, m, H, law, norm_K, budget=budget, t=t)
+                m, L, count, norm_K = _advance(prop, L, m, H, law, norm_K, budget, t)
                 n_steps += count
                 n_cov += 1
                 k += 1
