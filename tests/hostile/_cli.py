@@ -44,7 +44,8 @@ def judge(code: int, out: str, err: str) -> str:
 
 def cli(command: str, spec=None, *args: str, text: str | bytes | None = None,
         suffix: str = ".json") -> str:
-    """Write `spec` (as JSON) or `text` to a spec file, run `riccati-tf command FILE args`, judge."""
+    """Write `spec` (as JSON) or `text` to a spec file, run `riccati-tf command FILE args` and
+    judge the outcome."""
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / f"spec{suffix}"
         if isinstance(text, bytes):
