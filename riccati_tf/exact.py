@@ -573,8 +573,9 @@ def _controlled(prop: _Propagator, L, m, h, law: _MeanLaw, coarse, depth, budget
     controlled in turn, the first reusing its computed half step as its coarse step. The bound
     ‖K‖₂h ≤ MEAN_THETA alone does not bound the error: K(t) = A_v + Σ(t)B̄ has complex
     singularities (poles of (I + W(t)Σ0)⁻¹) that may lie close to the real axis, where K varies
-    fast inside a step of moderate ‖K‖h. The rounding of K enters the difference as about
-    h‖δK‖‖m‖, which halving reduces in proportion, so the test is never stuck at rounding level.
+    fast inside a step of moderate ‖K‖h. MEAN_RTOL stands well above the rounding of one step
+    (the stage solve's NEWTON_RTOL and the final sum, a few eps relative); the rounding δK of
+    K enters the difference as about h‖δK‖‖m‖, which halving reduces in proportion.
     Budget: MEAN_STEP_COST per sub-step is charged in advance (`_mean_over`), the 2 +
     MEAN_STEP_COST steps of a refinement when it is decided; the halvings count towards
     MAX_HALVINGS with those of `_mean_over`."""
@@ -589,6 +590,9 @@ def _controlled(prop: _Propagator, L, m, h, law: _MeanLaw, coarse, depth, budget
     diff = np.abs(m2 - coarse[0]).max()
     if diff <= MEAN_RTOL * scale:
         return m2, L2, taken
+    if not np.isfinite(diff):
+        raise SolverError(f"the mean left the floating-point range near t = {t:.6g} "
+                          f"(exponential growth, not a blow-up)")
     _halving(depth, t, f"a sub-step of length {h:.3g} (collocation error {diff / scale:.2g} "
              f"relative)")
     if budget is not None:
