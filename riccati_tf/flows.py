@@ -39,8 +39,9 @@ BLOWUP_EXTRAPOLATION = 0.02
 #: is a relative error ≈ rtol·T*/(T* − t_final) in the end state; above this rk refuses (exact
 #: refuses the same way with eps for rtol, riccati_tf.exact.NEAR_BLOWUP_RTOL)
 RK_NEAR_BLOWUP_RTOL = NEAR_BLOWUP_RTOL
-#: default work budgets (flow's max_steps): exact — covariance steps plus mean sub-steps
-#: (DEFAULT_MAX_STEPS, from riccati_tf.exact); rk — DOP853 steps, charged as
+#: default work budgets (flow's max_steps): exact — covariance steps plus mean collocation
+#: steps, 3 per error-controlled sub-step (DEFAULT_MAX_STEPS, from riccati_tf.exact); rk —
+#: DOP853 steps, charged as
 #: RK_EVALUATIONS_PER_STEP right-hand-side evaluations each (12 stages, dense output, FSAL)
 RK_DEFAULT_MAX_STEPS = 20_000
 RK_EVALUATIONS_PER_STEP = 16
@@ -432,10 +433,11 @@ def flow(params: Params | Callable[[float], Params], gaussian: Gaussian, t_final
     at rtol·√((Σ0)_ii (Σ0)_jj) so that variances below atol are resolved relative to their size,
     `_scaled_atol`), or "auto" (exact when it applies). t_eval: output times in [0, t_final]
     (default 101 equally spaced).
-    max_steps: work budget. exact: covariance steps plus mean sub-steps (default
-    DEFAULT_MAX_STEPS = 100 000); rk: DOP853 steps (default RK_DEFAULT_MAX_STEPS = 20 000),
-    enforced as RK_EVALUATIONS_PER_STEP right-hand-side evaluations per step, and refused up
-    front when the explicit method's stability alone needs more (about t_final·2ρ(A)/RK_STABILITY
+    max_steps: work budget. exact: covariance steps plus mean collocation steps, 3 per
+    error-controlled sub-step (default DEFAULT_MAX_STEPS = 100 000); rk: DOP853 steps
+    (default RK_DEFAULT_MAX_STEPS = 20 000), enforced as RK_EVALUATIONS_PER_STEP right-hand-side
+    evaluations per step, and refused up front when the explicit method's stability alone needs
+    more (about t_final·2ρ(A)/RK_STABILITY
     steps for a time-invariant layer, ρ the spectral radius). A spent budget raises SolverError.
     A finite-time blow-up at T* ≤ t_final ends the trajectory: status "blowup" (blowup_kind
     "singularity"), states before T* only. One after t_final is no blow-up: the state at t_final

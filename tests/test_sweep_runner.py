@@ -49,10 +49,9 @@ def test_flow_analysis_is_flow_per_configuration():
                                    rtol=MEAN_RTOL, atol=0)
 
 
-#: the exact flow's mean depends on its output times through its collocation sub-steps: the
-#: same state asked for on another output grid agrees only to about 1e-7 relative (measured
-#: ≤ 1.4e-7 against the default grid, whose mean is within 1e-11 of DOP853 at rtol 1e-13)
-MEAN_RTOL = 2e-7
+#: the exact flow's mean sub-steps are error-controlled (exact.MEAN_RTOL = 1e-13), so the same
+#: state asked for on another output grid agrees to about 1e-13 relative (measured ≤ 6.7e-14)
+MEAN_RTOL = 1e-11
 
 
 def old_flow_columns(spec: dict) -> dict:
