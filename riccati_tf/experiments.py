@@ -19,7 +19,6 @@ points).
 from __future__ import annotations
 
 import json
-import os
 import sys
 from collections.abc import Callable
 from contextlib import contextmanager
@@ -31,7 +30,7 @@ from scipy.integrate import solve_ivp
 from scipy.stats import norm
 
 from .errors import InvalidInputError, SolverError
-from .files import OutputFolder
+from .files import OutputFolder, check_creatable
 from .flows import flow
 from .gaussianity import MAX_NULL, null_distribution
 from .model import Gaussian, Params
@@ -382,20 +381,9 @@ def check_output_folder(out_dir) -> Path:
     if not isinstance(out_dir, str | Path) or str(out_dir) == "":
         raise InvalidInputError(f"out_dir must be a folder path, got {out_dir!r}")
     out = Path(out_dir)
-    try:
-        if out.exists() and not out.is_dir():
-            raise InvalidInputError(f"output folder {out} exists and is not a folder")
-        folder = out.absolute()
-        while not folder.exists() and not folder.is_symlink():
-            folder = folder.parent
-        if not folder.is_dir():
-            raise InvalidInputError(f"output folder {out}: {folder} is not a folder, so the "
-                                    f"folder cannot be created below it")
-        if not os.access(folder, os.W_OK | os.X_OK):
-            raise InvalidInputError(f"output folder {out}: {folder} cannot be written "
-                                    f"(permission denied)")
-    except OSError as exc:
-        raise InvalidInputError(f"output folder {out}: {exc.strerror or exc}") from None
+    if out.exists() and not out.is_dir():
+        raise InvalidInputError(f"output folder {out} exists and is not a folder")
+    check_creatable(out, f"output folder {out}")
     return out
 
 

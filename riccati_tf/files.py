@@ -61,6 +61,39 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
         raise InvalidInputError(f"{path}: cannot write ({exc.strerror or exc})") from None
 
 
+def check_creatable(path: Path, what: str) -> None:
+    """Refuse (InvalidInputError starting with `what`) unless `path` can be created where it
+    is: its nearest existing ancestor is a folder this process may write into (missing folders
+    in between are created on writing). Checked before anything is computed, so that a long run
+    does not end on a path that cannot take its output."""
+    try:
+        folder = Path(path).absolute().parent
+        while not folder.exists() and not folder.is_symlink():
+            folder = folder.parent
+        if not folder.is_dir():
+            raise InvalidInputError(f"{what}: {folder} is not a folder, so nothing can be "
+                                    f"created below it")
+        if not os.access(folder, os.W_OK | os.X_OK):
+            raise InvalidInputError(f"{what}: the folder {folder} cannot be written "
+                                    f"(permission denied)")
+    except OSError as exc:
+        raise InvalidInputError(f"{what}: {exc.strerror or exc}") from None
+
+
+def make_folder(path, what: str) -> Path:
+    """Create the folder `path` (or accept an existing one); a path that is a file, or a folder
+    that cannot be created, is refused with InvalidInputError starting with `what`."""
+    path = Path(path)
+    if path.exists() and not path.is_dir():
+        raise InvalidInputError(f"{what}: {path} exists and is not a folder")
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise InvalidInputError(f"{what}: cannot create the folder {path} "
+                                f"({exc.strerror or exc})") from None
+    return path
+
+
 @dataclass(frozen=True)
 class OutputFolder:
     """A folder riccati-tf writes into, with what its marker says riccati-tf wrote there."""
@@ -75,14 +108,7 @@ class OutputFolder:
         folder that cannot be created and a marker riccati-tf did not write are refused."""
         if not isinstance(out, str | Path) or str(out) == "":
             raise InvalidInputError(f"{option}: must be a folder path, got {out!r}")
-        out = Path(out)
-        if out.exists() and not out.is_dir():
-            raise InvalidInputError(f"{option}: {out} exists and is not a folder")
-        try:
-            out.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise InvalidInputError(f"{option}: cannot create the folder {out} "
-                                    f"({exc.strerror or exc})") from None
+        out = make_folder(out, option)
         data = read_or_none(out / MARKER)
         if data is None:
             return cls(out, {}, option)

@@ -16,6 +16,7 @@ import numpy as np
 from matplotlib.figure import Figure as _MatplotlibFigure
 
 from .errors import InvalidInputError
+from .files import check_creatable
 from .flows import flow
 from .validation import psd_rank
 
@@ -183,17 +184,9 @@ def check_output_file(path, what: str = "figure") -> Path:
                                     f"refusing to overwrite it")
         if path.exists() and not os.access(path, os.W_OK):
             raise InvalidInputError(f"{what} path {path} cannot be written (permission denied)")
-        folder = path.absolute().parent
-        while not folder.exists() and not folder.is_symlink():
-            folder = folder.parent
-        if not folder.is_dir():
-            raise InvalidInputError(f"{what} path {path}: {folder} is not a folder, so the file "
-                                    f"cannot be created below it")
-        if not os.access(folder, os.W_OK | os.X_OK):
-            raise InvalidInputError(f"{what} path {path}: the folder {folder} cannot be written "
-                                    f"(permission denied)")
     except OSError as exc:
         raise InvalidInputError(f"{what} path {path}: {exc.strerror or exc}") from None
+    check_creatable(path, f"{what} path {path}")
     return path
 
 

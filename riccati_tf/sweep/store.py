@@ -41,7 +41,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import InvalidInputError
-from ..files import atomic_write_bytes, read_or_none, sha256
+from ..files import atomic_write_bytes, make_folder, read_or_none, sha256
 from ..spec import SpecError, check_keys
 from .family import Family, fingerprint, parse_family
 
@@ -353,14 +353,7 @@ class ResultStore:
         spec's results or a manifest that cannot be trusted, and a folder holding files of the
         store's names that no sweep wrote. The family's plot axes are recorded in the
         manifest."""
-        root = Path(root)
-        if root.exists() and not root.is_dir():
-            raise InvalidInputError(f"{root}: exists and is not a folder")
-        try:
-            root.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise InvalidInputError(f"{root}: cannot create the results folder "
-                                    f"({exc.strerror or exc})") from None
+        root = make_folder(root, "results folder")
         if not (root / MANIFEST).exists():
             _refuse_foreign(root)  # before creating the lock file in a folder of the user's
         lock_fd = acquire_lock(root)
