@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+from scipy.integrate import solve_ivp
 
 from riccati_tf import Gaussian, Params
 
@@ -37,3 +38,24 @@ def general_params(rng: np.random.Generator, d: int, heads: int = 1) -> Params:
 def random_gaussian(rng: np.random.Generator, d: int, rank: int | None = None,
                     scale: float = 1.0) -> Gaussian:
     return Gaussian(rng.standard_normal(d), random_cov(rng, d, rank, scale))
+
+
+def dop853_moments(p: Params, g: Gaussian, times, params_fn=None, *, rtol: float = 1e-12,
+                   atol: float = 1e-14) -> tuple[np.ndarray, np.ndarray]:
+    """(mean (k, d), cov (k, d, d)) at the sorted times from DOP853 on the moment equations
+    written out independently of the package: ṁ = Mm + Σ_h V_h m + b, Σ̇ = MΣ + ΣMᵀ,
+    M = A + Σ_h V_hΣB_h (params_fn: time-varying parameters t ↦ Params instead of p)."""
+    d = g.d
+
+    def rhs(t, y):
+        q = p if params_fn is None else params_fn(t)
+        m, S = y[:d], y[d:].reshape(d, d)
+        M = q.A + sum(V @ S @ B for V, B in q.heads)
+        dm = M @ m + sum(V @ m for V, _ in q.heads) + q.b
+        return np.concatenate([dm, (M @ S + S @ M.T).ravel()])
+
+    y0 = np.concatenate([g.mean, g.cov.ravel()])
+    sol = solve_ivp(rhs, (0.0, times[-1]), y0, method="DOP853", t_eval=times, rtol=rtol,
+                    atol=atol)
+    assert sol.success, sol.message
+    return sol.y[:d].T, sol.y[d:].T.reshape(-1, d, d)

@@ -6,7 +6,6 @@ from fractions import Fraction
 import mpmath as mp
 import numpy as np
 import pytest
-from scipy.integrate import solve_ivp
 from scipy.linalg import expm, solve_continuous_lyapunov
 
 from riccati_tf import Gaussian, Params, flow
@@ -14,7 +13,7 @@ from riccati_tf import exact as ex
 from riccati_tf.errors import SolverError
 from riccati_tf.validation import psd_rank
 
-from .cases import random_cov, random_gaussian, scalar_v_params
+from .cases import dop853_moments, random_cov, random_gaussian, scalar_v_params
 
 
 def rel_err(a, b):
@@ -185,21 +184,8 @@ def test_mean_and_covariance_at_d32_match_tight_rk(seed):
 
 
 def dop853_mean(p: Params, g: Gaussian, times) -> np.ndarray:
-    """m at the sorted times from DOP853 (rtol 1e-13) on the full moment equations
-    ṁ = (A + Σ_h V_h)m + Σ_h V_hΣB_h m + b, Σ̇ = MΣ + ΣMᵀ with M = A + Σ_h V_hΣB_h."""
-    d = g.d
-
-    def rhs(t, y):
-        m, S = y[:d], y[d:].reshape(d, d)
-        M = p.A + sum(V @ S @ B for V, B in p.heads)
-        dm = M @ m + sum(V @ m for V, _ in p.heads) + p.b
-        return np.concatenate([dm, (M @ S + S @ M.T).ravel()])
-
-    y0 = np.concatenate([g.mean, g.cov.ravel()])
-    sol = solve_ivp(rhs, (0.0, times[-1]), y0, method="DOP853", t_eval=times, rtol=1e-13,
-                    atol=1e-16)
-    assert sol.success
-    return sol.y[:d].T
+    """m at the sorted times from DOP853 at rtol 1e-13 (`cases.dop853_moments`)."""
+    return dop853_moments(p, g, times, rtol=1e-13, atol=1e-16)[0]
 
 
 def sweep_layer(a: float, v: float, s: float) -> tuple[Params, Gaussian]:

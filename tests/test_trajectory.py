@@ -10,14 +10,13 @@ import re
 
 import numpy as np
 import pytest
-from scipy.integrate import solve_ivp
 from scipy.linalg import expm
 
 from riccati_tf import Gaussian, Params, Trajectory, flow, layers
 from riccati_tf.errors import InvalidInputError
 from riccati_tf.flows import State
 
-from .cases import general_params, random_gaussian, scalar_v_params
+from .cases import dop853_moments, general_params, random_gaussian, scalar_v_params
 
 
 def rel_err(a, b):
@@ -25,21 +24,9 @@ def rel_err(a, b):
 
 
 def reference(p, g, times, params_fn=None):
-    """(mean (k, d), cov (k, d, d)) at the sorted times: DOP853, rtol 1e-12, on
-    ṁ = Mm + Σ_h V_h m + b, Σ̇ = MΣ + ΣMᵀ, M = A + Σ_h V_h Σ B_h."""
-    d = g.d
-
-    def rhs(t, y):
-        q = p if params_fn is None else params_fn(t)
-        m, S = y[:d], y[d:].reshape(d, d)
-        M = q.A + sum(V @ S @ B for V, B in q.heads)
-        dm = M @ m + sum(V @ m for V, _ in q.heads) + q.b
-        return np.concatenate([dm, (M @ S + S @ M.T).ravel()])
-
-    y0 = np.concatenate([g.mean, g.cov.ravel()])
-    sol = solve_ivp(rhs, (0.0, times[-1]), y0, method="DOP853", t_eval=times, rtol=1e-12,
-                    atol=1e-14)
-    return sol.y[:d].T, sol.y[d:].T.reshape(-1, d, d)
+    """(mean (k, d), cov (k, d, d)) at the sorted times: DOP853 at rtol 1e-12
+    (`cases.dop853_moments`)."""
+    return dop853_moments(p, g, times, params_fn)
 
 
 def closed_form_cov(p, g, t):
