@@ -527,8 +527,9 @@ def simulate_with_progress(params, x0: np.ndarray, t_final: float, *, n_steps: i
 
 def cmd_particles(args, spec):
     from .flows import flow
-    from .particles import MAX_SEED, empirical_moments
+    from .particles import empirical_moments
     from .plotting import plot_particles
+    from .validation import MAX_SEED
 
     check_keys(spec, ("params", "initial", "n_tokens", "seed", "t_final", "n_steps", "method"))
     params = parse_params(field(spec, "params"))
@@ -538,7 +539,7 @@ def cmd_particles(args, spec):
     n_steps = parse_number(spec, "n_steps", kind=int, minimum=1, maximum=MAX_STEPS,
                            limit="cli.MAX_STEPS")
     seed = parse_number(spec, "seed", default=0, kind=int, minimum=0, maximum=MAX_SEED,
-                        limit="particles.MAX_SEED")
+                        limit="validation.MAX_SEED")
     t_final = parse_number(spec, "t_final")
     method = parse_choice(spec, "method", ("rk4", "euler"), default="rk4")
     work = n_tokens ** 2 * n_steps * len(params.heads)

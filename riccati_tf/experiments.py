@@ -35,10 +35,10 @@ from .flows import flow
 from .gaussianity import MAX_NULL, null_distribution
 from .model import Gaussian, Params
 from .moments import moment_arrays
-from .particles import FeedForward, as_limited_count, as_seed, empirical_moments, simulate
+from .particles import FeedForward, empirical_moments, simulate
 from .plotting import figure_png, new_figure
 from .serialize import to_jsonable
-from .validation import as_time
+from .validation import as_count, as_seed, as_time
 
 #: levels K of tr Σ(t) / tr Σ(0) whose first crossing times are compared in the blow-up case
 GROWTH_LEVELS = (2.0, 4.0, 8.0, 16.0, 32.0)
@@ -131,11 +131,11 @@ PRESCRIBED_START = Gaussian(np.array([0.1, -0.05]), np.array([[0.12, 0.02], [0.0
 
 
 def _sizes(n_tokens, seed, n_steps, *, minimum_tokens: int) -> tuple[int, int, int]:
-    """(n_tokens, seed, n_steps) checked against MAX_TOKENS, particles.MAX_SEED, MAX_STEPS."""
-    return (as_limited_count("n_tokens", n_tokens, minimum=minimum_tokens, maximum=MAX_TOKENS,
+    """(n_tokens, seed, n_steps) checked against MAX_TOKENS, validation.MAX_SEED, MAX_STEPS."""
+    return (as_count("n_tokens", n_tokens, minimum=minimum_tokens, maximum=MAX_TOKENS,
                              limit="experiments.MAX_TOKENS"),
             as_seed("seed", seed),
-            as_limited_count("n_steps", n_steps, maximum=MAX_STEPS,
+            as_count("n_steps", n_steps, maximum=MAX_STEPS,
                              limit="experiments.MAX_STEPS"))
 
 
@@ -283,7 +283,7 @@ def relu_drift(*, n_tokens: int = 2000, seed: int = 0, t_final: float = 3.0,
     progress = progress or (lambda _stage: None)
     n_tokens, seed, n_steps = _sizes(n_tokens, seed, n_steps, minimum_tokens=4)
     t_final = as_time("t_final", t_final)
-    n_null = as_limited_count("n_null", n_null, maximum=MAX_NULL, limit="gaussianity.MAX_NULL")
+    n_null = as_count("n_null", n_null, maximum=MAX_NULL, limit="gaussianity.MAX_NULL")
     params, ff = relu_params()
     x0 = PRESCRIBED_START.sample(n_tokens, np.random.default_rng(seed))
     runs = {}

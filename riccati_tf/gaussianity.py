@@ -48,8 +48,7 @@ from scipy import stats
 from scipy.special import gammaln, poch
 
 from .errors import InvalidInputError
-from .particles import as_cloud, as_limited_count, as_seed
-from .validation import as_count, psd_factor
+from .validation import as_cloud, as_count, as_seed, psd_factor
 
 #: directions of the sliced Wasserstein distance
 N_DIRECTIONS = 64
@@ -207,10 +206,10 @@ def statistics(x, *, seed: int = 0, n_directions: int = N_DIRECTIONS,
 
     seed draws the sliced-W2 directions (`directions(rank, n_directions, seed)`).
     """
-    n_directions = as_limited_count("n_directions", n_directions, maximum=MAX_DIRECTIONS,
+    n_directions = as_count("n_directions", n_directions, maximum=MAX_DIRECTIONS,
                                     limit="gaussianity.MAX_DIRECTIONS")
     seed = as_seed("seed", seed)
-    block = as_limited_count("block", block, maximum=MAX_GRAM_BLOCK,
+    block = as_count("block", block, maximum=MAX_GRAM_BLOCK,
                              limit="gaussianity.MAX_GRAM_BLOCK")
     y = whiten(x)
     return _whitened_statistics(y, directions(y.shape[1], n_directions, seed), block)
@@ -244,9 +243,9 @@ def null_distribution(n: int, rank: int, *, n_null: int = 200, seed: int = 0,
     `_NULL_CACHE.clear()` to drop them.
     """
     key = (as_count("n", n, minimum=3), as_count("rank", rank),
-           as_limited_count("n_null", n_null, maximum=MAX_NULL, limit="gaussianity.MAX_NULL"),
+           as_count("n_null", n_null, maximum=MAX_NULL, limit="gaussianity.MAX_NULL"),
            as_seed("seed", seed),
-           as_limited_count("n_directions", n_directions, maximum=MAX_DIRECTIONS,
+           as_count("n_directions", n_directions, maximum=MAX_DIRECTIONS,
                             limit="gaussianity.MAX_DIRECTIONS"))
     if key[0] <= key[1] + 1:
         raise InvalidInputError(f"n = {n} must exceed rank + 1 = {rank + 1}")

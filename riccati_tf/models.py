@@ -47,8 +47,7 @@ import numpy as np
 
 from .errors import InvalidInputError
 from .gaussianity import MAX_NULL, TESTS, acceptance_band, check_alpha, directions, normality_test
-from .particles import as_limited_count, as_seed
-from .validation import as_time
+from .validation import as_count, as_seed, as_time
 
 if TYPE_CHECKING:
     from .encoders.comparison import Comparison
@@ -193,11 +192,11 @@ def tiny_model(family: str = "deit", *, hidden_size: int = 32, n_layers: int = 2
 
     if not isinstance(family, str) or family not in FAMILIES:
         raise InvalidInputError(f"family must be one of {FAMILIES}, got {family!r}")
-    hidden_size = as_limited_count("hidden_size", hidden_size, maximum=MAX_HIDDEN,
+    hidden_size = as_count("hidden_size", hidden_size, maximum=MAX_HIDDEN,
                                    limit="models.MAX_HIDDEN")
-    n_layers = as_limited_count("n_layers", n_layers, maximum=MAX_MODEL_LAYERS,
+    n_layers = as_count("n_layers", n_layers, maximum=MAX_MODEL_LAYERS,
                                 limit="models.MAX_MODEL_LAYERS")
-    n_heads = as_limited_count("n_heads", n_heads, maximum=MAX_MODEL_HEADS,
+    n_heads = as_count("n_heads", n_heads, maximum=MAX_MODEL_HEADS,
                                limit="models.MAX_MODEL_HEADS")
     if hidden_size % n_heads:
         raise InvalidInputError(f"hidden_size = {hidden_size} must be a multiple of n_heads = "
@@ -345,11 +344,11 @@ def residual_scale(lengths: tuple[int, ...], d: int) -> float:
 def check_probe_arguments(*, n_tokens: int, seed: int = 0, n_null: int = 200,
                           alpha: float = 0.05) -> None:
     """The bounds of `probe` that do not depend on the model: 2 ≤ n_tokens ≤ MAX_TOKENS,
-    0 ≤ seed ≤ particles.MAX_SEED, 1 ≤ n_null ≤ gaussianity.MAX_NULL, 0 < alpha < 1."""
-    as_limited_count("n_tokens", n_tokens, minimum=2, maximum=MAX_TOKENS,
+    0 ≤ seed ≤ validation.MAX_SEED, 1 ≤ n_null ≤ gaussianity.MAX_NULL, 0 < alpha < 1."""
+    as_count("n_tokens", n_tokens, minimum=2, maximum=MAX_TOKENS,
                      limit="models.MAX_TOKENS")
     as_seed("seed", seed)
-    as_limited_count("n_null", n_null, maximum=MAX_NULL, limit="gaussianity.MAX_NULL")
+    as_count("n_null", n_null, maximum=MAX_NULL, limit="gaussianity.MAX_NULL")
     check_alpha(alpha)
 
 

@@ -43,7 +43,7 @@ import numpy as np
 
 from .errors import InvalidInputError, SolverError
 from .model import Params
-from .validation import as_array, as_count, as_time, as_vector
+from .validation import as_array, as_cloud, as_count, as_seed, as_time, as_vector
 
 #: keys per block of the numpy kernel and queries per scaled_dot_product_attention call
 #: (memory O(QUERY_BLOCK · block + N d)); (256, 1024) blocks run within 2% of the best shape
@@ -60,28 +60,10 @@ DTYPES = ("float64", "float32")
 #: bound on ‖v₃₂ − v₆₄‖_F / ‖v₆₄‖_F for the velocity of the float32 attention on the documented
 #: test case (module docstring)
 FLOAT32_VELOCITY_RTOL = 1e-5
-#: seeds are integers in [0, MAX_SEED]: numpy's generators refuse negative seeds and torch's
-#: manual_seed takes at most 64 bits
-MAX_SEED = 2 ** 63 - 1
 #: most steps of `simulate` (the recorded moments grow with them)
 MAX_STEPS = 10 ** 6
 #: most numbers kept by `simulate(..., keep_particles=True)`: (n_steps + 1) · N · d
 MAX_KEPT = 10 ** 8
-
-
-def as_limited_count(name: str, value, *, minimum: int = 1, maximum: int,
-                     limit: str) -> int:
-    """An integer in [minimum, maximum]; `limit` names the constant behind maximum."""
-    value = as_count(name, value, minimum=minimum)
-    if value > maximum:
-        size = str(value) if value < 10 ** 30 else f"≈1e{int(value.bit_length() * 0.30103)}"
-        raise InvalidInputError(f"{name} must be ≤ {maximum} ({limit}), got {size}")
-    return value
-
-
-def as_seed(name: str, value) -> int:
-    """A random seed: an integer in [0, MAX_SEED] (bools and floats refused)."""
-    return as_limited_count(name, value, minimum=0, maximum=MAX_SEED, limit="particles.MAX_SEED")
 
 
 def attention_field(x: np.ndarray, y: np.ndarray, B: np.ndarray, V: np.ndarray, *,
@@ -378,7 +360,7 @@ def simulate(params: Params | Callable[[float], Params], x0: np.ndarray, t_final
     """
     x = as_cloud("x0", x0)
     t_final = as_time("t_final", t_final)
-    n_steps = as_limited_count("n_steps", n_steps, maximum=MAX_STEPS, limit="particles.MAX_STEPS")
+    n_steps = as_count("n_steps", n_steps, maximum=MAX_STEPS, limit="particles.MAX_STEPS")
     block = as_count("block", block)
     metrics_seed = as_seed("metrics_seed", metrics_seed)
     if keep_particles and (n_steps + 1) * x.size > MAX_KEPT:
@@ -432,12 +414,3 @@ def simulate(params: Params | Callable[[float], Params], x0: np.ndarray, t_final
                                   if name not in ("n", "rank")})
     return ParticleRun(ts, np.array(means), np.array(covs), x.shape[0], method,
                        np.array(clouds) if keep_particles else None, trace, ops.name)
-
-
-def as_cloud(name: str, x) -> np.ndarray:
-    """A finite (N, d) array of N ≥ 2 tokens."""
-    arr = as_array(name, x)  # finite floats; strings and ragged lists refused
-    if arr.ndim != 2 or arr.shape[0] < 2 or arr.shape[1] < 1:
-        raise InvalidInputError(f"{name} must be an (N, d) array of N ≥ 2 tokens, got shape "
-                                f"{arr.shape}")
-    return arr

@@ -385,8 +385,6 @@ def model_section(opts: Options) -> Section:
 
 def sweep_section(opts: Options) -> Section:
     """Phase diagram of a batched parameter sweep (regimes over v and the spectrum of A)."""
-    from dataclasses import replace
-
     from .sweep import report_section
 
     section = report_section(opts.quick)
@@ -396,7 +394,8 @@ def sweep_section(opts: Options) -> Section:
                "of A): left, the regime certified for each layer ("
                + ", ".join(f"{k} {v}" for k, v in n["regime_counts"].items())
                + "); right, log₁₀ of the blow-up time T* where the layer blows up.")
-    return replace(section, captions={name: caption for name in section.figures})
+    return Section("sweep", section.title, section.body, section.figures, n,
+                   captions={name: caption for name in section.figures})
 
 
 SECTIONS: list[Callable[[Options], Section]] = [proofs_section, regimes_section,

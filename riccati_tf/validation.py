@@ -49,6 +49,9 @@ from .errors import InvalidInputError
 SYM_RTOL = 1e-8
 #: relative tolerance for semidefiniteness: λ_min(C) ≥ −PSD_RTOL · max(λ_max(C), 0)
 PSD_RTOL = 1e-8
+#: seeds are integers in [0, MAX_SEED]: numpy's generators refuse negative seeds and torch's
+#: manual_seed takes at most 64 bits
+MAX_SEED = 2 ** 63 - 1
 #: the most output times a time grid may hold
 MAX_TIME_POINTS = 1_000_000
 #: matrices whose largest entry lies in [2^−SAFE_EXPONENT, 2^SAFE_EXPONENT] are used as they are
@@ -344,8 +347,10 @@ def as_time(name: str, value, *, allow_zero: bool = False, maximum: float | None
     return t
 
 
-def as_count(name: str, value, *, minimum: int = 1, maximum: int | None = None) -> int:
-    """An integer in [minimum, maximum] (bools and floats such as 2.5 or 2.0 are refused)."""
+def as_count(name: str, value, *, minimum: int = 1, maximum: int | None = None,
+             limit: str | None = None) -> int:
+    """An integer in [minimum, maximum] (bools and floats such as 2.5 or 2.0 are refused);
+    `limit` names the constant behind maximum in the message."""
     if isinstance(value, bool | np.bool_):
         raise InvalidInputError(f"{name} must be an integer, got {value!r}")
     try:
@@ -355,8 +360,24 @@ def as_count(name: str, value, *, minimum: int = 1, maximum: int | None = None) 
     if n < minimum:
         raise InvalidInputError(f"{name} must be ≥ {minimum}, got {n}")
     if maximum is not None and n > maximum:
-        raise InvalidInputError(f"{name} must be ≤ {maximum}, got {n}")
+        size = str(n) if n < 10 ** 30 else f"≈1e{int(n.bit_length() * 0.30103)}"
+        raise InvalidInputError(f"{name} must be ≤ {maximum}" + (f" ({limit})" if limit else "")
+                                + f", got {size}")
     return int(n)
+
+
+def as_seed(name: str, value) -> int:
+    """A random seed: an integer in [0, MAX_SEED] (bools and floats refused)."""
+    return as_count(name, value, minimum=0, maximum=MAX_SEED, limit="validation.MAX_SEED")
+
+
+def as_cloud(name: str, x) -> np.ndarray:
+    """A finite (N, d) array of N ≥ 2 tokens."""
+    arr = as_array(name, x)  # finite floats; strings and ragged lists refused
+    if arr.ndim != 2 or arr.shape[0] < 2 or arr.shape[1] < 1:
+        raise InvalidInputError(f"{name} must be an (N, d) array of N ≥ 2 tokens, got shape "
+                                f"{arr.shape}")
+    return arr
 
 
 def as_time_grid(name: str, value, t_final: float) -> np.ndarray:

@@ -133,7 +133,7 @@ def test_numeric_relu_closure_matches_the_symbolic_derivation():
     ({"n_tokens": 10 ** 12}, "experiments.MAX_TOKENS"),
     ({"n_tokens": 1}, "n_tokens must be ≥ 2"),
     ({"seed": -1}, "seed must be ≥ 0"),
-    ({"seed": 2 ** 64}, "particles.MAX_SEED"),
+    ({"seed": 2 ** 64}, "validation.MAX_SEED"),
     ({"seed": 0.5}, "seed must be an integer"),
     ({"n_steps": 10 ** 9}, "experiments.MAX_STEPS"),
     ({"t_opposite": float("inf")}, "t_opposite must be finite"),

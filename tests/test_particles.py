@@ -303,7 +303,8 @@ def test_attention_memory_is_linear_in_n(rng):
 
 
 def test_counts_and_seeds_are_bounded_before_allocation():
-    from riccati_tf.particles import MAX_KEPT, MAX_SEED, MAX_STEPS, as_limited_count, as_seed
+    from riccati_tf.particles import MAX_KEPT, MAX_STEPS
+    from riccati_tf.validation import MAX_SEED, as_count, as_seed
 
     x = np.random.default_rng(0).standard_normal((10, 2))
     p = Params(A=np.eye(2))
@@ -321,7 +322,7 @@ def test_counts_and_seeds_are_bounded_before_allocation():
         with pytest.raises(InvalidInputError, match="seed"):
             as_seed("seed", bad)
     with pytest.raises(InvalidInputError, match=r"n must be ≤ 5 \(X.LIMIT\), got ≈1e400"):
-        as_limited_count("n", 10 ** 400, maximum=5, limit="X.LIMIT")
+        as_count("n", 10 ** 400, maximum=5, limit="X.LIMIT")
 
 
 @pytest.mark.parametrize("x0, message", [

@@ -50,6 +50,16 @@ from ..spec import (
 from ..validation import SYM_RTOL
 
 ANALYSES = ("certify", "flow", "particles")
+#: each analysis' result columns (in this order) and their kinds ("str", "bool", "float")
+ANALYSIS_COLUMNS = {
+    "certify": {"regime": "str", "theorem": "str", "exact": "bool", "global": "bool",
+                "rate": "float", "blowup_time": "float", "threshold": "float", "path": "str"},
+    "flow": {"status": "str", "blowup_time": "float", "cov_eig_min": "float",
+             "cov_eig_max": "float", "mean_norm": "float", "error": "str"},
+    "particles": {"status": "str", "t_end": "float", "flow_cov_eig_min": "float",
+                  "flow_cov_eig_max": "float", "particle_cov_eig_min": "float",
+                  "particle_cov_eig_max": "float", "rel_diff": "float", "error": "str"},
+}
 GRID_RULES = ("values", "linspace", "geomspace")
 RANDOM_RULES = ("uniform", "loguniform")
 DEFAULT_CHUNK = 1000
@@ -179,6 +189,11 @@ class Family:
     @property
     def axis_names(self) -> tuple[str, ...]:
         return tuple(a.name for a in self.axes)
+
+    @property
+    def columns(self) -> list[str]:
+        """The columns of the family's results: config_id, the axes, the analysis columns."""
+        return ["config_id", *self.axis_names, *ANALYSIS_COLUMNS[self.analysis]]
 
     def chunk_ids(self, c: int) -> np.ndarray:
         if not 0 <= c < self.n_chunks:

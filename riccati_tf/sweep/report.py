@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -35,9 +36,19 @@ def phase_spec(n: int, chunk_size: int = 2000) -> dict:
     }
 
 
-def report_section(quick: bool):
+@dataclass(frozen=True, eq=False)
+class SweepSection:
+    """What the report shows of the sweep: a title, an HTML body, PNG figures {name: bytes} and
+    every number the body quotes (`riccati_tf.report` wraps it into a section of its page)."""
+
+    title: str
+    body: str
+    figures: dict[str, bytes]
+    numbers: dict
+
+
+def report_section(quick: bool) -> SweepSection:
     """Phase diagram of the scalar-V regimes over (v, a) by a batched sweep (SPEC §5)."""
-    from ..report import Section
     from .family import parse_family
     from .plot import plot_sweep
 
@@ -87,6 +98,6 @@ def report_section(quick: bool):
         "a &lt; 0 is the curve λ<sub>max</sub>(W<sub>∞</sub>Σ<sub>0</sub>) = 1, "
         "A<sup>T</sup>W<sub>∞</sub> + W<sub>∞</sub>A + |G| = 0.</p>"
         "<table><tr><th>regime</th><th>layers</th></tr>" + rows + "</table>")
-    return Section("sweep", "Phase diagram of a parameter sweep (SPEC §5, batched)", body,
-                   {"sweep_phase_diagram.png": figure}, numbers)
+    return SweepSection("Phase diagram of a parameter sweep (SPEC §5, batched)", body,
+                        {"sweep_phase_diagram.png": figure}, numbers)
 

@@ -38,7 +38,7 @@ from ..errors import InvalidInputError, SolverError
 from ..flows import DEFAULT_OUTPUTS, flow
 from ..model import Gaussian
 from .batched import classify_scalar, g_matrix, quadratic_constants, scalar_values
-from .family import Chunk, Family, parse_family
+from .family import ANALYSIS_COLUMNS, Chunk, Family, parse_family
 from .store import ResultStore, read_results
 
 #: Dask: chunks in flight per worker (back-pressure: the client never holds every future)
@@ -59,9 +59,10 @@ def _error_text(exc: Exception) -> str:
 
 
 def certificate_row(params, cov0, mean0) -> dict:
-    """The CERTIFY_COLUMNS of `certify(params, cov0, mean0)`. A configuration on which certify
-    raises becomes a row with regime "error" and the exception in `theorem`: one bad layer does
-    not end a sweep of thousands, and the row says what happened."""
+    """The certify columns (family.ANALYSIS_COLUMNS) of `certify(params, cov0, mean0)`. A
+    configuration on which certify raises becomes a row with regime "error" and the exception
+    in `theorem`: one bad layer does not end a sweep of thousands, and the row says what
+    happened."""
     try:
         c = certify(params, cov0, mean0)
     except Exception as exc:  # recorded in the row, see the docstring
@@ -81,11 +82,6 @@ def _empty(n: int, kinds: dict[str, str]) -> dict[str, np.ndarray]:
     return {name: make[kind]() for name, kind in kinds.items()}
 
 
-#: the certify analysis' columns (in this order) and their kinds
-CERTIFY_COLUMNS = {"regime": "str", "theorem": "str", "exact": "bool", "global": "bool",
-                   "rate": "float", "blowup_time": "float", "threshold": "float", "path": "str"}
-
-
 def _fill_per_case(out: dict, chunk: Chunk, indices, row_fn) -> None:
     for i in indices:
         for name, value in row_fn(chunk, int(i)).items():
@@ -99,7 +95,7 @@ def certify_columns(chunk: Chunk, *, batched: bool = True) -> dict[str, np.ndarr
     are decided case by case and only the theorem's work is stacked; up to it, cases the
     rounding margins leave open go to `certify` (its exact premises cost about as much)."""
     n = len(chunk)
-    out = _empty(n, CERTIFY_COLUMNS)
+    out = _empty(n, ANALYSIS_COLUMNS["certify"])
     todo = np.arange(n)
     if batched:
         mask, v = scalar_values(chunk.V)
@@ -121,10 +117,6 @@ def certify_columns(chunk: Chunk, *, batched: bool = True) -> dict[str, np.ndarr
     _fill_per_case(out, chunk, todo,
                    lambda ch, i: certificate_row(ch.params(i), ch.cov[i], ch.mean[i]))
     return out
-
-
-_FLOW_KINDS = {"status": "str", "blowup_time": "float", "cov_eig_min": "float",
-               "cov_eig_max": "float", "mean_norm": "float", "error": "str"}
 
 
 def flow_end(params, g0: Gaussian, t_final: float):
@@ -165,14 +157,9 @@ def _flow_row(family: Family, chunk: Chunk, i: int) -> dict:
 
 
 def flow_columns(family: Family, chunk: Chunk) -> dict[str, np.ndarray]:
-    out = _empty(len(chunk), _FLOW_KINDS)
+    out = _empty(len(chunk), ANALYSIS_COLUMNS["flow"])
     _fill_per_case(out, chunk, range(len(chunk)), lambda ch, i: _flow_row(family, ch, i))
     return out
-
-
-_PARTICLE_KINDS = {"status": "str", "t_end": "float", "flow_cov_eig_min": "float",
-                   "flow_cov_eig_max": "float", "particle_cov_eig_min": "float",
-                   "particle_cov_eig_max": "float", "rel_diff": "float", "error": "str"}
 
 
 def _particle_row(family: Family, chunk: Chunk, i: int) -> dict:
@@ -201,7 +188,7 @@ def _particle_row(family: Family, chunk: Chunk, i: int) -> dict:
 
 
 def particle_columns(family: Family, chunk: Chunk) -> dict[str, np.ndarray]:
-    out = _empty(len(chunk), _PARTICLE_KINDS)
+    out = _empty(len(chunk), ANALYSIS_COLUMNS["particles"])
     _fill_per_case(out, chunk, range(len(chunk)), lambda ch, i: _particle_row(family, ch, i))
     return out
 
@@ -214,15 +201,6 @@ ANALYZERS: dict[str, Callable[[Family, Chunk], dict[str, np.ndarray]]] = {
 
 
 #: the analysis columns of each analysis, in their order in the results
-ANALYSIS_COLUMNS = {"certify": tuple(CERTIFY_COLUMNS), "flow": tuple(_FLOW_KINDS),
-                    "particles": tuple(_PARTICLE_KINDS)}
-
-
-def result_columns(family: Family) -> list[str]:
-    """The columns of the family's results: config_id, the axes, the analysis columns."""
-    return ["config_id", *family.axis_names, *ANALYSIS_COLUMNS[family.analysis]]
-
-
 _FAMILIES: dict[str, Family] = {}
 
 

@@ -197,11 +197,9 @@ def read_manifest(root) -> dict:
     for key in ("n_configs", "chunk_size", "n_chunks"):
         if data[key] != getattr(family, key):
             raise _untrusted(path, f"{key} is {data[key]}, its spec gives {getattr(family, key)}")
-    from .runner import result_columns
-
-    if data["columns"] != result_columns(family):
+    if data["columns"] != family.columns:
         raise _untrusted(path, f"columns are {data['columns']!r}, its spec gives "
-                               f"{result_columns(family)}")
+                               f"{family.columns}")
     plot = data["plot"]
     if plot is not None and (not isinstance(plot, list) or len(plot) != 2):
         raise _untrusted(path, "plot must be null or [x, y]")
@@ -365,15 +363,13 @@ class ResultStore:
 
     @classmethod
     def _open_locked(cls, root: Path, lock_fd: int, family: Family) -> ResultStore:
-        from .runner import result_columns
-
         notes: list[str] = []
         fp, layout = family.fingerprint, Layout(family.n_configs, family.chunk_size)
         if not (root / MANIFEST).exists():
             manifest = {"format": FORMAT, "writer": WRITER, "fingerprint": fp,
                         "spec": family.spec, "n_configs": layout.n_configs,
                         "chunk_size": layout.chunk_size, "n_chunks": layout.n_chunks,
-                        "columns": result_columns(family), "plot": None, "results": None}
+                        "columns": family.columns, "plot": None, "results": None}
             records, torn = {}, False
             atomic_write_bytes(root / MANIFEST, json.dumps(manifest, indent=1).encode())
         else:
