@@ -26,7 +26,7 @@ def _saved_model(folder: str):
     import torch
     from transformers import BertConfig, BertModel
 
-    from riccati_tf.models import load_model
+    from riccati_tf.encoders.loading import load_model
 
     torch.manual_seed(0)
     config = BertConfig(hidden_size=D, num_hidden_layers=LAYERS, num_attention_heads=HEADS,

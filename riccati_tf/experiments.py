@@ -449,7 +449,8 @@ def run_probe(model_path: str | None, out_dir, *, n_tokens: int | None = None, s
     a random DeiT-tiny-shaped encoder (hidden 192, 12 layers, 3 heads; no pretrained weights).
     n_tokens: default `models.DEFAULT_TOKENS`, cut into sequences within the position limit.
     progress: a progress bar (stages "model", "probe") on a terminal's stderr."""
-    from .models import DEFAULT_TOKENS, check_probe_arguments, load_model, probe, tiny_model
+    from .encoders.loading import load_model
+    from .models import DEFAULT_TOKENS, check_probe_arguments, probe, tiny_model
 
     n_tokens = DEFAULT_TOKENS if n_tokens is None else n_tokens
     check_output_folder(out_dir)

@@ -353,7 +353,7 @@ def probe_table_html(probe: dict) -> str:
 
 def model_section(opts: Options) -> Section:
     """A real encoder: predicted against measured moments and the stability atlas (SPEC §7)."""
-    from .models import require_transformers
+    from .encoders.loading import require_transformers
 
     title = "A real encoder: moment prediction and stability atlas (SPEC §2, §5, §7)"
     try:

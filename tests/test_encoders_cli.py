@@ -13,6 +13,7 @@ transformers = pytest.importorskip("transformers")
 
 from riccati_tf import models  # noqa: E402
 from riccati_tf.cli import main  # noqa: E402
+from riccati_tf.encoders.loading import load_model  # noqa: E402
 
 SHAPE = {"hidden_size": 384, "num_attention_heads": 12, "num_hidden_layers": 6,
          "max_position_embeddings": 512, "intermediate_size": 1536}
@@ -63,7 +64,7 @@ def test_probe_with_the_defaults_runs_within_the_position_limit(encoder_dir, tmp
 def test_probe_keeps_its_verdict_when_n_is_close_to_d(encoder_dir):
     # n = 500 ≈ d: whitened in R^384 every layer would look alike; on 8 directions the
     # near-identity layers are accepted and the accepted interval has width
-    res = models.probe(models.load_model(encoder_dir), n_tokens=500, predict=False)
+    res = models.probe(load_model(encoder_dir), n_tokens=500, predict=False)
     assert res.lengths == (500,) and res.dimension == models.PROJECTED_DIMENSION
     assert not res.reject.any()
     for name in models.TESTS:

@@ -8,8 +8,8 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
 from riccati_tf.encoders import extract, position_limit  # noqa: E402
-from riccati_tf.encoders.extraction import _layer_list  # noqa: E402
 from riccati_tf.encoders.forward import attention_sublayer, layer_forward  # noqa: E402
+from riccati_tf.encoders.loading import layer_list  # noqa: E402
 from riccati_tf.encoders.tiny import tiny_encoder  # noqa: E402
 from riccati_tf.errors import InvalidInputError  # noqa: E402
 
@@ -60,7 +60,7 @@ def test_layer_round_trip(family, monkeypatch):
     model = _perturbed(family, activation="relu" if family == "vit" else "gelu")
     encoder = extract(model, position_free=True)
     x = np.random.default_rng(1).standard_normal((11, model.config.hidden_size))
-    for layer, module in zip(encoder.layers, _layer_list(model), strict=True):
+    for layer, module in zip(encoder.layers, layer_list(model), strict=True):
         ref = _module_layer(model, module, x)
         assert np.max(np.abs(layer_forward(layer, x) - ref)) <= ROUND_TRIP_TOL * np.max(np.abs(ref))
 
@@ -70,7 +70,7 @@ def test_attention_sublayer_round_trip(family):
     model = _perturbed(family, seed=3)
     encoder = extract(model)
     x = np.random.default_rng(2).standard_normal((9, model.config.hidden_size))
-    for layer, module in zip(encoder.layers, _layer_list(model), strict=True):
+    for layer, module in zip(encoder.layers, layer_list(model), strict=True):
         ref = _module_attention_sublayer(model, module, x)
         assert np.max(np.abs(attention_sublayer(layer, x) - ref)) <= ROUND_TRIP_TOL * 10
 
@@ -80,7 +80,7 @@ def test_gelu_tanh_round_trip():
     encoder = extract(model)
     assert encoder.layers[0].mlp.activation == "gelu_tanh"
     x = np.random.default_rng(4).standard_normal((5, model.config.hidden_size))
-    ref = _module_layer(model, _layer_list(model)[0], x)
+    ref = _module_layer(model, layer_list(model)[0], x)
     assert np.max(np.abs(layer_forward(encoder.layers[0], x) - ref)) <= ROUND_TRIP_TOL
 
 
@@ -108,7 +108,7 @@ def test_rotary_changes_the_module_output(monkeypatch):
     model = _perturbed("modernbert", seed=2)
     encoder = extract(model, position_free=True)
     x = np.random.default_rng(0).standard_normal((6, model.config.hidden_size))
-    layer = _layer_list(model)[0]
+    layer = layer_list(model)[0]
     rotary = model.rotary_emb(torch.tensor(x[None]), torch.arange(6)[None],
                               layer_type=model.config.layer_types[0])
     with torch.no_grad():

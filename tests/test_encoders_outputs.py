@@ -26,7 +26,7 @@ def test_write_atlas_of_a_saved_model(tmp_path):
     assert stored["sign"] == result.sign.tolist() and stored["horizon"] == 5.0
     assert (tmp_path / "out" / "atlas.png").read_bytes().startswith(PNG)
     assert numbers["figure"].endswith("atlas.png")
-    from riccati_tf.models import load_model
+    from riccati_tf.encoders.loading import load_model
 
     again = extract(load_model(str(tmp_path / "model")))
     for a, b in zip(extract(model).layers, again.layers, strict=True):

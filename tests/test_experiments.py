@@ -234,7 +234,7 @@ def test_tiny_model_bounds(kwargs, message):
 def test_load_model_refuses_a_garbled_folder(tmp_path):
     pytest.importorskip("torch")
     pytest.importorskip("transformers")
-    from riccati_tf.models import load_model
+    from riccati_tf.encoders.loading import load_model
 
     (tmp_path / "config.json").write_text("[1, 2, 3]")
     with pytest.raises(InvalidInputError, match="could not load"):

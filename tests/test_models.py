@@ -9,6 +9,7 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
 from riccati_tf import gaussianity, models  # noqa: E402
+from riccati_tf.encoders.loading import capture, dummy_inputs, load_model  # noqa: E402
 from riccati_tf.encoders.tiny import tiny_encoder  # noqa: E402
 from riccati_tf.errors import InvalidInputError  # noqa: E402
 from riccati_tf.experiments import probe_table, run_probe  # noqa: E402
@@ -28,16 +29,16 @@ def saved(request, tmp_path_factory):
 
 def test_captured_hidden_states_are_the_layer_outputs(saved):
     family, path = saved
-    model = models.load_model(path)
+    model = load_model(path)
     tokens = np.random.default_rng(0).standard_normal((N_TOKENS, model.config.hidden_size))
-    hidden, attn_in, attn_out = models.capture(model, tokens)
+    hidden, attn_in, attn_out = capture(model, tokens)
     assert len(hidden) == model.config.num_hidden_layers + 1
     # independent: transformers' own output_hidden_states, with the embedding output replaced
     x = torch.tensor(tokens[None], dtype=torch.float32)
     handle = model.embeddings.register_forward_hook(lambda _m, _a, _o: x)
     try:
         with torch.inference_mode():
-            out = model(**models._dummy_inputs(model, N_TOKENS), output_hidden_states=True)
+            out = model(**dummy_inputs(model, N_TOKENS), output_hidden_states=True)
     finally:
         handle.remove()
     # ModernBERT ties its last hidden state to the final norm's output; DeiT does not
@@ -55,7 +56,7 @@ def test_captured_hidden_states_are_the_layer_outputs(saved):
 def test_deit_layers_applied_by_hand_agree(tmp_path):
     model = models.tiny_model("deit", initializer_range=0.3, seed=2)
     tokens = np.random.default_rng(1).standard_normal((100, 32))
-    hidden, _, _ = models.capture(model, tokens)
+    hidden, _, _ = capture(model, tokens)
     h = torch.tensor(tokens[None], dtype=torch.float32)
     with torch.inference_mode():
         for layer, mine in zip(model.layers, hidden[1:], strict=True):
@@ -65,7 +66,7 @@ def test_deit_layers_applied_by_hand_agree(tmp_path):
 
 def test_probe_flags_the_nonlinear_layers(saved):
     _, path = saved
-    res = models.probe(models.load_model(path), n_tokens=N_TOKENS, n_null=N_NULL)
+    res = models.probe(load_model(path), n_tokens=N_TOKENS, n_null=N_NULL)
     assert res.layers.tolist() == [0, 1, 2]
     assert not res.reject[0]  # the input tokens are exactly Gaussian
     assert res.reject[1:].all()  # σ = 0.5 weights: GELU / ReLU-like layers are far from affine
@@ -104,7 +105,7 @@ def test_run_probe_writes_per_layer_curves(saved, tmp_path):
 
 def test_bad_inputs_are_refused(tmp_path):
     with pytest.raises(InvalidInputError, match="not a directory"):
-        models.load_model(str(tmp_path / "missing"))
+        load_model(str(tmp_path / "missing"))
     with pytest.raises(InvalidInputError, match="n_tokens"):
         models.probe(models.tiny_model("deit"), n_tokens=models.PROJECTED_DIMENSION + 1)
     with pytest.raises(InvalidInputError, match="family"):
@@ -136,7 +137,7 @@ def _drawn(ax):
 def test_figure_band_agrees_with_the_verdict(saved):
     _, path = saved
     # 200 null samples: the two-sided kurtosis test can reject (its interval is bounded)
-    res = models.probe(models.load_model(path), n_tokens=N_TOKENS, n_null=200, predict=False)
+    res = models.probe(load_model(path), n_tokens=N_TOKENS, n_null=200, predict=False)
     assert np.all(np.isfinite(res.band_low["kurtosis"]) & np.isfinite(res.band_high["kurtosis"]))
     fig = models.plot_probe(res)
     outside_any = np.zeros(res.layers.size, bool)
@@ -204,7 +205,7 @@ def test_tiny_model_builds_bert_and_roberta():
 
 def test_probe_table_quotes_the_result(saved):
     _, path = saved
-    res = models.probe(models.load_model(path), n_tokens=N_TOKENS, n_null=200)
+    res = models.probe(load_model(path), n_tokens=N_TOKENS, n_null=200)
     numbers = to_jsonable(res.as_dict())  # as probe.json holds it: unbounded edges are None
     header, _, *rows = models.probe_table(numbers).splitlines()
     assert "on 8 random directions of R^32" in header and "1 sequence" in header

@@ -103,10 +103,10 @@ def _floor(C: np.ndarray, n: int, n_sim: int, rng, q: float) -> np.ndarray:
 
 def capture_sequences(model, tokens: np.ndarray, lengths: tuple[int, ...],
                       progress: Callable[[int, int], None] | None = None) -> list[tuple]:
-    """`riccati_tf.models.capture` of each sequence (the tokens cut by `lengths`): a list of
+    """`loading.capture` of each sequence (the tokens cut by `lengths`): a list of
     (hidden, attn_in, attn_out) per sequence. A model that fails on a sequence is refused
     (InvalidInputError naming the error)."""
-    from ..models import capture
+    from .loading import capture
 
     out = []
     for i, seq in enumerate(split(tokens, lengths)):

@@ -23,6 +23,7 @@ import numpy as np
 
 from ..errors import InvalidInputError
 from .factors import Encoder, EncoderLayer, HeadFactors, LayerNormParams, MLPParams
+from .loading import layer_list
 
 BERT_FAMILY = ("bert", "roberta", "xlm-roberta")
 VIT_FAMILY = ("vit", "deit")
@@ -111,16 +112,6 @@ def _modernbert_layer(layer, config) -> EncoderLayer:
     return EncoderLayer(heads, _bias(att.Wo, d), norm, _layer_norm(layer.mlp_norm, d), mlp, "pre")
 
 
-def _layer_list(model) -> list:
-    for path in ("encoder.layer", "layers", "encoder.layers"):
-        obj = model
-        for name in path.split("."):
-            obj = getattr(obj, name, None)
-        if obj is not None:
-            return list(obj)
-    raise InvalidInputError(f"{type(model).__name__} has no list of encoder layers")
-
-
 def position_limit(model) -> int | None:
     """The most tokens one sequence may hold: config.max_position_embeddings (less the
     padding_idx + 1 offset of RoBERTa's position ids), None for ViT/DeiT (their layers see no
@@ -160,5 +151,5 @@ def extract(model, *, position_free: bool = False) -> Encoder:
             f"part (R = I, global attention)")
     build = (_bert_layer if family in BERT_FAMILY else
              _vit_layer if family in VIT_FAMILY else _modernbert_layer)
-    layers = tuple(build(layer, config) for layer in _layer_list(base))
+    layers = tuple(build(layer, config) for layer in layer_list(base))
     return Encoder(layers, family, position_limit(base), family in ROTARY_FAMILY)

@@ -3,7 +3,7 @@ with the model, as text, JSON, PNG figures and an HTML fragment.
 
 `write_atlas` is the `atlas` subcommand (atlas.json, atlas.png); `analyse` runs extraction,
 prediction, atlas and comparison once; `report_parts` is the body, figures, numbers and files of
-a report section. A model is a folder saved with save_pretrained (`riccati_tf.models.load_model`)
+a report section. A model is a folder saved with save_pretrained (`encoders.loading.load_model`)
 or, when no folder is given, a small random BERT encoder (`DEFAULT_SHAPE`).
 """
 
@@ -60,7 +60,7 @@ def load(model_path: str | None, *, seed: int = 0):
         from .tiny import tiny_encoder
 
         return tiny_encoder(seed=seed, **DEFAULT_SHAPE)
-    from ..models import load_model
+    from .loading import load_model
 
     return load_model(model_path)
 
