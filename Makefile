@@ -40,8 +40,10 @@ browser:
 	    apt-get install -y -qq chromium-headless-shell >/dev/null 2>&1 || \
 	    echo "note: could not install chromium-headless-shell; its test will be skipped"; }
 
-test: lint browser
-	$(BIN)/python -m pytest -q
+# The whole suite: slow checks (the documentation build with warnings as errors, long
+# integrations) included.
+test: lint browser $(VENV)/.docs
+	$(BIN)/python -m pytest -q -m "slow or not slow"
 
 test-slow: $(VENV)/.test
 	$(BIN)/python -m pytest -q -m slow
