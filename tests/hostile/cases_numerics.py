@@ -72,6 +72,20 @@ def g_of(p: Params) -> np.ndarray:
     return -sum(V[0, 0] * (B + B.T) for V, B in p.heads)
 
 
+def mp_van_loan(A, G, t):
+    """(E, W) = (e^{At}, W(t) = e^{Aᵀt}F12) in mpmath at the working precision, from
+    F = expm([[−Aᵀ, G], [0, A]] t)."""
+    d = A.shape[0]
+    blk = mp.matrix(2 * d, 2 * d)
+    for i in range(d):
+        for j in range(d):
+            blk[i, j] = -A[j, i]
+            blk[i, d + j] = G[i, j]
+            blk[d + i, d + j] = A[i, j]
+    F = mp.expm(blk * mp.mpf(t))
+    return F[d:, d:], F[d:, d:].T * F[:d, d:]
+
+
 def mp_cov(A, G, S0, t, extra_dps=30):
     """Σ(t) = e^{At}Σ0(I + W(t)Σ0)⁻¹e^{Aᵀt}, W(t) = e^{Aᵀt}F12 (F = expm([[−Aᵀ, G], [0, A]]t));
     S0 may be an mpmath matrix (exact data that floats cannot hold)."""
@@ -79,15 +93,7 @@ def mp_cov(A, G, S0, t, extra_dps=30):
     d = A.shape[0]
     rho = float(np.abs(np.linalg.eigvals(A)).max()) if d else 0.0
     with mp.workdps(extra_dps + int(2.2 * rho * t / 2.3) + 10):
-        blk = mp.matrix(2 * d, 2 * d)
-        for i in range(d):
-            for j in range(d):
-                blk[i, j] = -A[j, i]
-                blk[i, d + j] = G[i, j]
-                blk[d + i, d + j] = A[i, j]
-        F = mp.expm(blk * mp.mpf(t))
-        E = F[d:, d:]
-        W = E.T * F[:d, d:]
+        E, W = mp_van_loan(A, G, t)
         S = S0 if isinstance(S0, mp.matrix) else _mp(S0)
         out = E * S * mp.inverse(mp.eye(d) + W * S) * E.T
         return _np(out)
@@ -103,20 +109,10 @@ def mp_first_root(A, G, S0, T, n=400):
     with mp.workdps(40 + int(2.2 * rho * T / 2.3)):
         S = _mp(S0)
 
-        def gram(t):
-            blk = mp.matrix(2 * d, 2 * d)
-            for i in range(d):
-                for j in range(d):
-                    blk[i, j] = -A[j, i]
-                    blk[i, d + j] = G[i, j]
-                    blk[d + i, d + j] = A[i, j]
-            F = mp.expm(blk * mp.mpf(t))
-            return F[d:, d:], F[d:, d:].T * F[:d, d:]
-
         def f(W):
             return mp.det(mp.eye(d) + W * S)
 
-        Eh, Wh = gram(h)
+        Eh, Wh = mp_van_loan(A, G, h)
         E, W = mp.eye(d), mp.zeros(d, d)
         for k in range(1, n + 1):
             W = W + E.T * Wh * E
@@ -125,7 +121,7 @@ def mp_first_root(A, G, S0, T, n=400):
                 lo, hi = mp.mpf(h) * (k - 1), mp.mpf(h) * k
                 for _ in range(80):
                     mid = (lo + hi) / 2
-                    if f(gram(mid)[1]) > 0:
+                    if f(mp_van_loan(A, G, mid)[1]) > 0:
                         lo = mid
                     else:
                         hi = mid
