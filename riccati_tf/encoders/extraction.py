@@ -67,6 +67,13 @@ def _heads(Wq, bq, Wk, bk, Wv, bv, Wo, n_heads: int, scale: float) -> tuple[Head
                  for r in rows)
 
 
+def _linear_heads(query, key, value, output, config, scale: float) -> tuple[HeadFactors, ...]:
+    """The heads of separate query, key and value Linear modules and an output Linear."""
+    return _heads(*(x for lin in (query, key, value)
+                    for x in (_array(lin.weight), _bias(lin, lin.out_features))),
+                  _array(output.weight), config.num_attention_heads, scale)
+
+
 def _mlp(fc_in, fc_out, activation: str, gated: bool) -> MLPParams:
     W, b = _array(fc_in.weight), _bias(fc_in, fc_in.out_features)
     W_out, b_out = _array(fc_out.weight), _bias(fc_out, fc_out.out_features)
@@ -78,9 +85,7 @@ def _mlp(fc_in, fc_out, activation: str, gated: bool) -> MLPParams:
 
 def _bert_layer(layer, config) -> EncoderLayer:
     att, out = layer.attention.self, layer.attention.output
-    heads = _heads(*(x for lin in (att.query, att.key, att.value)
-                     for x in (_array(lin.weight), _bias(lin, lin.out_features))),
-                   _array(out.dense.weight), config.num_attention_heads, float(att.scaling))
+    heads = _linear_heads(att.query, att.key, att.value, out.dense, config, float(att.scaling))
     mlp = _mlp(layer.intermediate.dense, layer.output.dense, _activation(config.hidden_act), False)
     return EncoderLayer(heads, _bias(out.dense, config.hidden_size),
                         _layer_norm(out.LayerNorm, config.hidden_size),
@@ -89,9 +94,8 @@ def _bert_layer(layer, config) -> EncoderLayer:
 
 def _vit_layer(layer, config) -> EncoderLayer:
     att = layer.attention
-    heads = _heads(*(x for lin in (att.q_proj, att.k_proj, att.v_proj)
-                     for x in (_array(lin.weight), _bias(lin, lin.out_features))),
-                   _array(att.o_proj.weight), config.num_attention_heads, float(att.scaling))
+    heads = _linear_heads(att.q_proj, att.k_proj, att.v_proj, att.o_proj, config,
+                          float(att.scaling))
     mlp = _mlp(layer.mlp.fc1, layer.mlp.fc2, _activation(config.hidden_act), False)
     return EncoderLayer(heads, _bias(att.o_proj, config.hidden_size),
                         _layer_norm(layer.layernorm_before, config.hidden_size),
