@@ -6,7 +6,7 @@ BIN    := $(VENV)/bin
 export OPENBLAS_NUM_THREADS = 1
 export OMP_NUM_THREADS = 1
 
-.PHONY: report test test-slow bench lint browser clean docs
+.PHONY: report test test-slow bench lint typecheck browser clean docs
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -28,7 +28,11 @@ report: $(VENV)/.report
 	$(BIN)/riccati-tf report --out report
 
 lint: $(VENV)/.test
-	$(BIN)/ruff check riccati_tf tests proofs benchmarks
+	$(BIN)/ruff check riccati_tf tests proofs benchmarks docs
+
+# mypy over the package (configuration in pyproject.toml); riccati_tf ships py.typed
+typecheck: $(VENV)/.test
+	$(BIN)/mypy
 
 # The report's browser check needs a headless Chromium: installed from Debian's packages when
 # running as root with apt-get (skip with NO_BROWSER=1); without one that single test is skipped.
@@ -40,9 +44,9 @@ browser:
 	    apt-get install -y -qq chromium-headless-shell >/dev/null 2>&1 || \
 	    echo "note: could not install chromium-headless-shell; its test will be skipped"; }
 
-# The whole suite: slow checks (the documentation build with warnings as errors, long
-# integrations) included.
-test: lint browser $(VENV)/.docs
+# The whole suite: the docstring examples (doctests), the slow checks (the documentation build
+# with warnings as errors, long integrations) included.
+test: lint typecheck browser $(VENV)/.docs
 	$(BIN)/python -m pytest -q -m "slow or not slow"
 
 test-slow: $(VENV)/.test

@@ -3,7 +3,7 @@
 Times, at n = 50, 100, 200, 400 for an anti-stable and a mixed spectrum of A (G ≻ 0):
   - `riccati_tf.equilibria` of the scalar-V layer Params(A, V = −I, B = G/2) (the stable
     equilibrium with its residual, rank, stability and mean equilibrium),
-  - the Schur fast path `riccati_tf.riccati.bernoulli` it calls (ordered Schur form, one
+  - the Schur fast path `riccati_tf.stability.riccati.bernoulli` it calls (ordered Schur form, one
     triangular Lyapunov solve on the anti-stable block, inversion),
   - python-control `control.care(Aᵀ, I, 0, G⁻¹)` (SLICOT sb02mt + sb02md),
   - scipy `solve_continuous_are(Aᵀ, I, 0, G⁻¹)`,
@@ -19,7 +19,7 @@ from __future__ import annotations
 import numpy as np
 
 from riccati_tf import Params, equilibria
-from riccati_tf.riccati import bernoulli, care_residual
+from riccati_tf.stability.riccati import bernoulli, care_residual
 
 from ._timing import best_time, pin_one_thread
 

@@ -26,7 +26,7 @@ def _saved_model(folder: str):
     import torch
     from transformers import BertConfig, BertModel
 
-    from riccati_tf.encoders.loading import load_model
+    from riccati_tf.empirical.encoders.loading import load_model
 
     torch.manual_seed(0)
     config = BertConfig(hidden_size=D, num_hidden_layers=LAYERS, num_attention_heads=HEADS,
@@ -39,10 +39,10 @@ def _saved_model(folder: str):
 def main() -> None:
     import torch
 
-    from riccati_tf.encoders import extract, predict_moments
-    from riccati_tf.encoders.atlas import atlas
-    from riccati_tf.encoders.comparison import compare
-    from riccati_tf.models import probe
+    from riccati_tf.empirical.encoders import extract, predict_moments
+    from riccati_tf.empirical.encoders.atlas import atlas
+    from riccati_tf.empirical.encoders.comparison import compare
+    from riccati_tf.empirical.probe import probe
 
     _limiter, line = pin_one_thread()
     torch.set_num_threads(1)

@@ -57,7 +57,12 @@ def layer(d: int = D, heads: int = HEADS, rank: int = RANK, seed: int = 0) -> Pa
 
 
 def main() -> None:
-    from riccati_tf.equilibrium import _scalar_part, _scalar_stable, newton, relative_residual
+    from riccati_tf.stability.equilibria import (
+        _scalar_part,
+        _scalar_stable,
+        newton,
+        relative_residual,
+    )
 
     limiter, line = pin_one_thread()
     print(line)

@@ -24,8 +24,8 @@ from scipy.integrate import solve_ivp
 from scipy.linalg import solve_continuous_lyapunov
 
 from riccati_tf import Gaussian, Params, flow, flows
-from riccati_tf.model import Head
-from riccati_tf.moments import moment_arrays
+from riccati_tf.state.moments import moment_arrays
+from riccati_tf.state.params import Head
 
 from ._timing import pin_one_thread
 

@@ -19,7 +19,7 @@ import mpmath as mp
 import numpy as np
 
 from riccati_tf import Gaussian, Params, exact, flow
-from riccati_tf.moments import moment_arrays
+from riccati_tf.state.moments import moment_arrays
 
 from ._timing import best_time, pin_one_thread
 

@@ -29,7 +29,7 @@ import numpy as np
 from threadpoolctl import threadpool_info, threadpool_limits
 
 from riccati_tf import Params
-from riccati_tf.particles import BLOCK, QUERY_BLOCK, simulate, velocity
+from riccati_tf.empirical.particles import BLOCK, QUERY_BLOCK, simulate, velocity
 
 N_TOKENS, DIM, HEADS = 16_384, 64, (1, 4)
 #: (backend, dtype) rows of the speed table
@@ -89,7 +89,7 @@ def torch_limit(n: int, d: int, heads: int, dtype: str) -> None:
 
 def sdpa_float64(p: Params, x: np.ndarray) -> np.ndarray:
     """A x + b plus the attention of all heads by scaled_dot_product_attention in float64."""
-    from riccati_tf.particles import _TorchOps
+    from riccati_tf.empirical.particles import _TorchOps
 
     ops = _TorchOps("cpu", "float64")
     xt = ops.asarray(x)

@@ -46,10 +46,10 @@ SOLVES = {
     "riccati_tf.equilibria": ("F(Σ) = A Σ + Σ Aᵀ + V Σ B Σ + Σ Bᵀ Σ Vᵀ = 0",),
     "riccati_tf.certify": ("Σ(t) = e^{At} Σ0 (I + W(t) Σ0)⁻¹ e^{Aᵀt}",
                            "W(t) = ∫_0^t e^{Aᵀs} G e^{As} ds"),
-    "riccati_tf.riccati.bernoulli": ("A Σ + Σ Aᵀ − Σ G Σ = 0",),
-    "riccati_tf.riccati.care_g": ("Aᶜᵀ X + X Aᶜ − X G X + Q = 0",),
+    "riccati_tf.stability.riccati.bernoulli": ("A Σ + Σ Aᵀ − Σ G Σ = 0",),
+    "riccati_tf.stability.riccati.care_g": ("Aᶜᵀ X + X Aᶜ − X G X + Q = 0",),
     "riccati_tf.steer": ("m_end = e^{Aτ} m_start + (∫_0^τ e^{As} ds) b",),
-    "riccati_tf.lie.accessibility_rank": ("ż = f0(z) + Σ u_i g_i(z)",
+    "riccati_tf.reachability.lie.accessibility_rank": ("ż = f0(z) + Σ u_i g_i(z)",
                                           "[f, g](z) = Dg(z) f(z) − Df(z) g(z)"),
 }
 autosummary_context = {"equations": spec_math.equations(SOLVES, (HERE / "SPEC.md").read_text())}

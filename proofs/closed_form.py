@@ -8,7 +8,7 @@ expm([[−Aᵀ, G], [0, A]] t) = [[e^{−Aᵀt}, F], [0, e^{At}]], W = e^{Aᵀt}
 Proved with E = e^{At} (Ė = AE, E(0) = I) and W (Ẇ = EᵀGE, W(0) = 0) as symbols: the ODE as
 matrix expressions (any d) and at exact rational points (d = 2, 3); the initial value; the Van
 Loan block satisfies Ẇ = EᵀGE, W(0) = 0 (matrix form) and gives W(t) explicitly for d = 1; the
-square-root (push-through) form E L (I + LᵀWL)⁻¹ Lᵀ Eᵀ used by riccati_tf.exact (rational
+square-root (push-through) form E L (I + LᵀWL)⁻¹ Lᵀ Eᵀ used by riccati_tf.flows.exact (rational
 points, d = 3, rank 1 and 2); the fully explicit d = 1 solution (symbolic).
 """
 

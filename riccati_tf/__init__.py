@@ -4,12 +4,12 @@
 """
 
 from . import errors
-from .certificates import Certificate, certify
-from .equilibrium import Equilibrium, equilibria
-from .flows import Trajectory, flow, layers
-from .model import Gaussian, Head, Params
-from .moments import moment_rhs
-from .steering import ControlPlan, steer
+from .flows.integrate import Trajectory, flow, layers
+from .reachability.steering import ControlPlan, steer
+from .stability.certificates import Certificate, certify
+from .stability.equilibria import Equilibrium, equilibria
+from .state.moments import moment_rhs
+from .state.params import Gaussian, Head, Params
 from .sweep import SweepResult, run_sweep
 
 __all__ = ["Certificate", "ControlPlan", "Equilibrium", "Gaussian", "Head", "Params", "SweepResult",

@@ -56,7 +56,8 @@ def test_readme_module_table_names_import():
     for cells in rows:
         modules += re.findall(r"`(riccati_tf(?:\.\w+)+)`", cells[0])
         provided += re.findall(r"`rt\.(\w+)`", cells[1])
-    assert "riccati_tf.certificates" in modules and "riccati_tf.steering" in modules
+    assert "riccati_tf.stability.certificates" in modules
+    assert "riccati_tf.reachability.steering" in modules
     for name in modules:  # a module, as the table says: `import name` works
         assert importlib.util.find_spec(name) is not None, f"{name} is not a module"
     for name in ("riccati_tf.equilibria", "riccati_tf.certify", "riccati_tf.steer"):

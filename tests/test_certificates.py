@@ -13,10 +13,10 @@ from hypothesis import strategies as st
 from scipy.integrate import solve_ivp
 
 from riccati_tf import Gaussian, Params, certify, equilibria, flow
-from riccati_tf.certificates import REGIMES, _exact_ok
-from riccati_tf.equilibrium import from_coords, linearization_matrix, to_coords
 from riccati_tf.errors import InvalidInputError, SolverError
-from riccati_tf.moments import moment_arrays
+from riccati_tf.stability.certificates import REGIMES, _exact_ok
+from riccati_tf.stability.equilibria import from_coords, linearization_matrix, to_coords
+from riccati_tf.state.moments import moment_arrays
 from tests.test_equilibrium import layer_from_G, matrix_with_spectrum, random_pd
 
 KINDS = ["opposite-antistable", "opposite-mixed", "opposite-hurwitz", "same-unstable",
@@ -568,7 +568,7 @@ def test_numerical_premises_record_their_tolerances():
 
 
 def test_a_certificate_failing_its_check_is_never_returned(monkeypatch):
-    import riccati_tf.certificates as C
+    import riccati_tf.stability.certificates as C
 
     monkeypatch.setattr(C, "_premises_ok", lambda c: c.regime == "undetermined")
     cert = certify(Params(np.diag([1.0, 2.0]), B=np.eye(2), V=-np.eye(2)), np.eye(2))
@@ -591,7 +591,7 @@ def test_extreme_scales_give_a_checked_certificate_or_a_solver_error(scale):
 
 
 def test_non_package_failures_become_solver_errors():
-    from riccati_tf.riccati import bernoulli, lyapunov_function
+    from riccati_tf.stability.riccati import bernoulli, lyapunov_function
 
     # representable answers at extreme scales are returned (the Bernoulli equation is solved in
     # a power-of-two scaled form); answers beyond the float range are refused
@@ -610,7 +610,7 @@ def test_non_package_failures_become_solver_errors():
 def test_gramian_budget_bounds_the_blowup_search(monkeypatch):
     """With the Gramian step budget cut to 3 the T* search still ends (with steps longer than
     1/‖A‖₂), and the certificate, if any, passes its check."""
-    import riccati_tf.certificates as C
+    import riccati_tf.stability.certificates as C
 
     monkeypatch.setattr(C, "MAX_GRAMIAN_STEPS", 3)
     p = Params(np.diag([-1.0, 5.0]), B=np.eye(2), V=np.eye(2))
@@ -620,7 +620,7 @@ def test_gramian_budget_bounds_the_blowup_search(monkeypatch):
 
 
 def test_exact_half_plane_counts_and_inertia_against_numpy():
-    from riccati_tf.certificates import _half_planes, _q, _sym_inertia
+    from riccati_tf.stability.certificates import _half_planes, _q, _sym_inertia
 
     rng = np.random.default_rng(8)
     for _ in range(60):
@@ -662,7 +662,7 @@ def test_certify_takes_a_gaussian_like_flow():
 
 
 def test_reprs_are_compact_and_never_run_check(monkeypatch):
-    from riccati_tf.certificates import Certificate
+    from riccati_tf.stability.certificates import Certificate
 
     p = Params(A=0.5 * np.eye(3), B=np.eye(3), V=-np.eye(3))
     c = certify(p, Gaussian(np.zeros(3), np.eye(3)))
@@ -767,7 +767,7 @@ def test_marginal_premises_are_decided_exactly():
 
 
 def test_marginal_check_refuses_tampering():
-    from riccati_tf.certificates import _zero_equilibrium
+    from riccati_tf.stability.certificates import _zero_equilibrium
 
     rot2 = np.array([[0.0, 1.0], [-1.0, 0.0]])
     for A, G in ((np.array([[0.0, 1.0], [0.0, 0.0]]), np.eye(2)),  # not semisimple

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from riccati_tf import Gaussian, Params, flow
-from riccati_tf.cli import main
+from riccati_tf.app.cli import main
 
 PARAMS = {"A": [[0.5, 0.0], [0.0, 0.5]], "B": [[1.0, 0.0], [0.0, 1.0]], "V": [[-1, 0], [0, -1]]}
 INITIAL = {"mean": [1.0, 0.0], "cov": [[1.0, 0.3], [0.3, 0.5]]}
@@ -77,8 +77,8 @@ def test_unreadable_and_malformed_files(tmp_path, capsys):
 
 
 def test_console_script_help():
-    out = subprocess.run([sys.executable, "-m", "riccati_tf.cli", "--help"], capture_output=True,
-                         text=True, check=True).stdout
+    out = subprocess.run([sys.executable, "-m", "riccati_tf.app.cli", "--help"],
+                         capture_output=True, text=True, check=True).stdout
     for command in ("flow", "layers", "report"):
         assert command in out
 
@@ -86,7 +86,7 @@ def test_console_script_help():
 def test_probe_on_a_locally_saved_tiny_model(tmp_path, capsys):
     pytest.importorskip("torch")
     pytest.importorskip("transformers")
-    from riccati_tf.models import tiny_model
+    from riccati_tf.empirical.probe import tiny_model
 
     model_dir = tmp_path / "tiny-deit"
     tiny_model("deit", hidden_size=32, n_layers=2, n_heads=2).save_pretrained(model_dir)
@@ -171,7 +171,7 @@ def test_subcommand_with_invalid_spec(tmp_path, capsys, command, spec, message):
 
 def test_numerical_failure_exits_3(tmp_path, capsys, monkeypatch):
     """A SolverError from the library is reported as a numerical failure, exit code 3."""
-    import riccati_tf.flows as flows
+    import riccati_tf.flows.integrate as flows
     from riccati_tf.errors import SolverError
 
     def fail(*_args, **_kwargs):
@@ -264,7 +264,7 @@ def test_non_utf8_and_binary_spec_files(tmp_path, capsys):
 
 
 def test_yaml_is_read_as_yaml_1_2(tmp_path):
-    from riccati_tf.spec import load_spec
+    from riccati_tf.io.spec import load_spec
 
     path = tmp_path / "s.yaml"
     path.write_text("a: 1e3\nb: 1E3\nc: .5\nd: -2e-3\ne: 0o17\nf: 0x1F\ng: 012\nh: yes\n"
@@ -395,7 +395,7 @@ def test_closed_stdout_ends_quietly(tmp_path, extra, read):
     spec = {**FLOW, "t_eval": np.linspace(0.0, 1.0, 5001).tolist(), "method": "rk"}
     path = tmp_path / "spec.json"
     path.write_text(json.dumps(spec))
-    proc = subprocess.Popen([sys.executable, "-m", "riccati_tf.cli", "flow", str(path), *extra],
+    proc = subprocess.Popen([sys.executable, "-m", "riccati_tf.app.cli", "flow", str(path), *extra],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     if read:
         assert proc.stdout.read(read)
@@ -412,7 +412,7 @@ def test_closed_stdout_or_stderr_at_start(tmp_path, redirect, code):
     spec = {**FLOW, "metod": "rk"} if code == 2 else FLOW
     path = tmp_path / "spec.json"
     path.write_text(json.dumps(spec))
-    proc = subprocess.run(["sh", "-c", f'"$0" -m riccati_tf.cli flow "$1" {redirect}',
+    proc = subprocess.run(["sh", "-c", f'"$0" -m riccati_tf.app.cli flow "$1" {redirect}',
                            sys.executable, str(path)], capture_output=True, timeout=60)
     assert proc.returncode == code
     assert b"error" not in proc.stdout
@@ -541,7 +541,7 @@ def test_schedule_is_validated_strictly(tmp_path, capsys, spec, needle):
 
 
 def test_help_lists_only_what_a_subcommand_supports(capsys):
-    from riccati_tf.cli import build_parser
+    from riccati_tf.app.cli import build_parser
 
     parser = build_parser()
     sub = parser._subparsers._group_actions[0].choices
@@ -549,7 +549,7 @@ def test_help_lists_only_what_a_subcommand_supports(capsys):
                            ("steer", True), ("certify", True)):
         assert ("--plot" in sub[name].format_help()) == has_plot, name
     probe = sub["probe"].format_help()
-    from riccati_tf.models import DEFAULT_TOKENS
+    from riccati_tf.empirical.probe import DEFAULT_TOKENS
 
     assert f"default {DEFAULT_TOKENS}" in probe and "models.MAX_TOKENS = 8192" in probe
     atlas = sub["atlas"].format_help()
@@ -579,8 +579,8 @@ def test_particles_compare_with_the_drawn_tokens_moments(tmp_path, capsys):
 
 def test_particles_in_chunks_equal_one_run(monkeypatch):
     """The progress bar's chunks give the steps of one run."""
-    import riccati_tf.cli as cli
-    from riccati_tf.particles import simulate
+    import riccati_tf.app.cli as cli
+    from riccati_tf.empirical.particles import simulate
 
     x0 = Gaussian(**INITIAL).sample(60, np.random.default_rng(3))
     p = Params(**GENERAL)
@@ -608,7 +608,7 @@ class _Terminal:
 
 @pytest.mark.parametrize("tty", [True, False])
 def test_progress_bars_only_on_a_terminal(monkeypatch, tty):
-    from riccati_tf.experiments import progress_bar
+    from riccati_tf.app.experiments import progress_bar
 
     term = _Terminal(tty)
     monkeypatch.setattr(sys, "stderr", term)

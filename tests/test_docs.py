@@ -118,7 +118,7 @@ def test_unknown_symbol_stops_the_build():
 def test_cli_reference_is_every_subcommands_help(site):
     import cli_help
 
-    from riccati_tf.cli import build_parser
+    from riccati_tf.app.cli import build_parser
 
     page = html.unescape((site / "cli.html").read_text())
     subs = cli_help.subcommands(build_parser())
@@ -131,8 +131,9 @@ def test_cli_reference_is_every_subcommands_help(site):
 
 @pytest.mark.parametrize("page", [
     "api/generated/riccati_tf.flow.html", "api/generated/riccati_tf.Trajectory.html",
-    "api/generated/riccati_tf.certify.html", "api/generated/riccati_tf.riccati.bernoulli.html",
-    "api/generated/riccati_tf.lie.accessibility_rank.html",
+    "api/generated/riccati_tf.certify.html",
+    "api/generated/riccati_tf.stability.riccati.bernoulli.html",
+    "api/generated/riccati_tf.reachability.lie.accessibility_rank.html",
     "api/generated/riccati_tf.steer.html", "api/symbolic.html", "api/particles.html",
     "api/sweeps.html", "api/errors.html", "SPEC.html", "accessibility.html",
     "notebooks/01_moment_equations.html", "notebooks/04_particles_and_models.html",

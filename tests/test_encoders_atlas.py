@@ -7,16 +7,16 @@ import numpy as np
 import pytest
 
 from riccati_tf import Params, certify
-from riccati_tf.encoders.atlas import Atlas, atlas, inertia, sign_class
-from riccati_tf.encoders.blowup import flow_regime
-from riccati_tf.encoders.factors import (
+from riccati_tf.empirical.encoders.atlas import Atlas, atlas, inertia, sign_class
+from riccati_tf.empirical.encoders.blowup import flow_regime
+from riccati_tf.empirical.encoders.factors import (
     Encoder,
     EncoderLayer,
     HeadFactors,
     LayerNormParams,
     MLPParams,
 )
-from riccati_tf.encoders.figures import plot_atlas
+from riccati_tf.empirical.encoders.figures import plot_atlas
 
 
 def test_inertia_and_sign_classes():
@@ -100,7 +100,7 @@ def test_atlas_of_a_scalar_head():
 
 def test_atlas_of_a_small_bert_serialises_and_plots():
     pytest.importorskip("torch")
-    from riccati_tf.encoders.tiny import tiny_encoder
+    from riccati_tf.empirical.encoders.tiny import tiny_encoder
 
     model = tiny_encoder("bert", n_layers=3, n_heads=4, initializer_range=0.2)
     result = atlas(model)

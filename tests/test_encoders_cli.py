@@ -11,9 +11,9 @@ import pytest
 pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
-from riccati_tf import models  # noqa: E402
-from riccati_tf.cli import main  # noqa: E402
-from riccati_tf.encoders.loading import load_model  # noqa: E402
+from riccati_tf.app.cli import main  # noqa: E402
+from riccati_tf.empirical import probe as models  # noqa: E402
+from riccati_tf.empirical.encoders.loading import load_model  # noqa: E402
 
 SHAPE = {"hidden_size": 384, "num_attention_heads": 12, "num_hidden_layers": 6,
          "max_position_embeddings": 512, "intermediate_size": 1536}

@@ -6,10 +6,14 @@ import pytest
 from scipy import integrate
 from scipy.special import ndtr
 
-from riccati_tf.encoders.closures import layer_norm_closure, mlp_closure
-from riccati_tf.encoders.factors import LayerNormParams, MLPParams
-from riccati_tf.encoders.forward import mlp_forward
-from riccati_tf.encoders.hermite import FUNCTIONS, activation_covariance, activation_moments
+from riccati_tf.empirical.encoders.closures import layer_norm_closure, mlp_closure
+from riccati_tf.empirical.encoders.factors import LayerNormParams, MLPParams
+from riccati_tf.empirical.encoders.forward import mlp_forward
+from riccati_tf.empirical.encoders.hermite import (
+    FUNCTIONS,
+    activation_covariance,
+    activation_moments,
+)
 from riccati_tf.errors import InvalidInputError
 
 

@@ -8,9 +8,9 @@ import pytest
 pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-from riccati_tf.encoders import extract
-from riccati_tf.encoders.outputs import report_parts, write_atlas
-from riccati_tf.encoders.tiny import tiny_encoder
+from riccati_tf.empirical.encoders import extract
+from riccati_tf.empirical.encoders.outputs import report_parts, write_atlas
+from riccati_tf.empirical.encoders.tiny import tiny_encoder
 from riccati_tf.errors import InvalidInputError
 
 PNG = b"\x89PNG\r\n\x1a\n"
@@ -26,7 +26,7 @@ def test_write_atlas_of_a_saved_model(tmp_path):
     assert stored["sign"] == result.sign.tolist() and stored["horizon"] == 5.0
     assert (tmp_path / "out" / "atlas.png").read_bytes().startswith(PNG)
     assert numbers["figure"].endswith("atlas.png")
-    from riccati_tf.encoders.loading import load_model
+    from riccati_tf.empirical.encoders.loading import load_model
 
     again = extract(load_model(str(tmp_path / "model")))
     for a, b in zip(extract(model).layers, again.layers, strict=True):

@@ -10,12 +10,12 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-from riccati_tf.encoders import extract, predict_moments  # noqa: E402
-from riccati_tf.encoders.attention import gaussian_attention  # noqa: E402
-from riccati_tf.encoders.comparison import capture_sequences, compare  # noqa: E402
-from riccati_tf.encoders.factors import HeadFactors  # noqa: E402
-from riccati_tf.encoders.sequences import sequence_lengths, split  # noqa: E402
-from riccati_tf.encoders.tiny import tiny_encoder  # noqa: E402
+from riccati_tf.empirical.encoders import extract, predict_moments  # noqa: E402
+from riccati_tf.empirical.encoders.attention import gaussian_attention  # noqa: E402
+from riccati_tf.empirical.encoders.comparison import capture_sequences, compare  # noqa: E402
+from riccati_tf.empirical.encoders.factors import HeadFactors  # noqa: E402
+from riccati_tf.empirical.encoders.sequences import sequence_lengths, split  # noqa: E402
+from riccati_tf.empirical.encoders.tiny import tiny_encoder  # noqa: E402
 from riccati_tf.errors import InvalidInputError  # noqa: E402
 
 N_TOKENS = 20_000

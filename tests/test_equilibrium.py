@@ -5,7 +5,8 @@ import numpy as np
 import pytest
 
 from riccati_tf import Gaussian, Params, equilibria, flow
-from riccati_tf.equilibrium import (
+from riccati_tf.errors import InvalidInputError, SolverError
+from riccati_tf.stability.equilibria import (
     F,
     apply_linearization,
     from_coords,
@@ -16,8 +17,7 @@ from riccati_tf.equilibrium import (
     sym_basis,
     to_coords,
 )
-from riccati_tf.errors import InvalidInputError, SolverError
-from riccati_tf.riccati import bernoulli
+from riccati_tf.stability.riccati import bernoulli
 
 
 def matrix_with_spectrum(rng, re_parts, im_parts=None, cond=0.3):
@@ -299,7 +299,7 @@ def test_large_representable_equilibrium_is_returned_and_an_overflowing_one_refu
 
 
 def test_relative_residual_is_scale_invariant(rng):
-    from riccati_tf.equilibrium import relative_residual
+    from riccati_tf.stability.equilibria import relative_residual
 
     A, V, B = (rng.standard_normal((3, 3)) for _ in range(3))
     X = rng.standard_normal((3, 3))
@@ -350,7 +350,7 @@ def test_matrix_free_newton_budget_is_a_solver_error():
 
 
 def test_gmres_right_solves_a_preconditioned_system(rng):
-    from riccati_tf.equilibrium import KrylovBudgetSpent, _KrylovBudget, gmres_right
+    from riccati_tf.stability.equilibria import KrylovBudgetSpent, _KrylovBudget, gmres_right
 
     n = 80
     A = np.eye(n) * 3 + rng.standard_normal((n, n)) / np.sqrt(n)
@@ -364,7 +364,7 @@ def test_gmres_right_solves_a_preconditioned_system(rng):
 
 
 def test_exact_line_search_minimises_the_residual_along_the_newton_step(rng):
-    from riccati_tf.equilibrium import exact_line_search
+    from riccati_tf.stability.equilibria import exact_line_search
 
     A = matrix_with_spectrum(rng, [1.0, 0.6, -0.9])
     p = layer_from_G(rng, A, random_pd(rng, 3), perturb=0.3)
@@ -378,7 +378,7 @@ def test_exact_line_search_minimises_the_residual_along_the_newton_step(rng):
 
 @pytest.mark.parametrize("seed", range(9))
 def test_scalar_mean_hurwitz_matches_the_spectrum_of_K(seed):
-    from riccati_tf.equilibrium import mean_equilibrium
+    from riccati_tf.stability.equilibria import mean_equilibrium
 
     rng = np.random.default_rng(seed)
     d = 5

@@ -1,4 +1,4 @@
-"""Numerical pieces of the exact scalar-V flow (riccati_tf.exact): step rule, factors, node
+"""Numerical pieces of the exact scalar-V flow (riccati_tf.flows.exact): step rule, factors, node
 exponentials, the collocation stage solver, and the d = 32 mean against Runge–Kutta."""
 
 from fractions import Fraction
@@ -9,9 +9,9 @@ import pytest
 from scipy.linalg import expm, solve_continuous_lyapunov
 
 from riccati_tf import Gaussian, Params, flow
-from riccati_tf import exact as ex
 from riccati_tf.errors import SolverError
-from riccati_tf.validation import psd_rank
+from riccati_tf.flows import exact as ex
+from riccati_tf.state.validation import psd_rank
 
 from .cases import dop853_moments, random_cov, random_gaussian, scalar_v_params
 

@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 
 from riccati_tf import Gaussian, Params, flow
-from riccati_tf import experiments as ex
+from riccati_tf.app import experiments as ex
+from riccati_tf.empirical.particles import FeedForward, empirical_moments
 from riccati_tf.errors import InvalidInputError
-from riccati_tf.moments import moment_arrays
-from riccati_tf.particles import FeedForward, empirical_moments
+from riccati_tf.state.moments import moment_arrays
 
 
 @pytest.fixture(scope="module")
@@ -180,7 +180,7 @@ def test_check_output_folder_accepts_new_nested_folders(tmp_path):
 
 
 def test_gaussianity_bounds():
-    from riccati_tf import gaussianity as gs
+    from riccati_tf.empirical import gaussianity as gs
 
     x = np.random.default_rng(0).standard_normal((30, 2))
     with pytest.raises(InvalidInputError, match=r"gaussianity\.MAX_NULL"):
@@ -199,7 +199,7 @@ def test_gaussianity_bounds():
 
 
 def test_model_probe_bounds_without_building_a_model():
-    from riccati_tf import models
+    from riccati_tf.empirical import probe as models
 
     with pytest.raises(InvalidInputError, match=r"models\.MAX_TOKENS"):
         models.check_probe_arguments(n_tokens=models.MAX_TOKENS + 1)
@@ -225,7 +225,7 @@ def test_model_probe_bounds_without_building_a_model():
 def test_tiny_model_bounds(kwargs, message):
     pytest.importorskip("torch")
     pytest.importorskip("transformers")
-    from riccati_tf.models import tiny_model
+    from riccati_tf.empirical.probe import tiny_model
 
     with pytest.raises(InvalidInputError, match=message):
         tiny_model(**kwargs)
@@ -234,7 +234,7 @@ def test_tiny_model_bounds(kwargs, message):
 def test_load_model_refuses_a_garbled_folder(tmp_path):
     pytest.importorskip("torch")
     pytest.importorskip("transformers")
-    from riccati_tf.encoders.loading import load_model
+    from riccati_tf.empirical.encoders.loading import load_model
 
     (tmp_path / "config.json").write_text("[1, 2, 3]")
     with pytest.raises(InvalidInputError, match="could not load"):

@@ -1,4 +1,4 @@
-"""Heads given as low-rank factors (riccati_tf.model.Head: B_h = KᵀQ, V_h = OV) against the same
+"""Heads given as low-rank factors (state.params.Head: B_h = KᵀQ, V_h = OV) against the same
 heads as dense (V_h, B_h) pairs: the moment right-hand side, rk flows and layers (SPEC §2)."""
 
 import numpy as np
@@ -6,8 +6,8 @@ import pytest
 
 from riccati_tf import Gaussian, Params, flow, layers, moment_rhs
 from riccati_tf.errors import InvalidInputError
-from riccati_tf.model import Head, HeadPairs
-from riccati_tf.moments import covariance_array, moment_arrays
+from riccati_tf.state.moments import covariance_array, moment_arrays
+from riccati_tf.state.params import Head, HeadPairs
 
 from .cases import random_gaussian
 

@@ -6,7 +6,7 @@ import pytest
 from scipy.spatial.distance import pdist
 from scipy.stats import norm
 
-from riccati_tf import gaussianity as g
+from riccati_tf.empirical import gaussianity as g
 from riccati_tf.errors import InvalidInputError
 
 N, D, N_NULL, REPS = 400, 4, 200, 100

@@ -6,8 +6,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from riccati_tf import Gaussian, Params, flow, layers
+from riccati_tf.empirical.particles import simulate
 from riccati_tf.errors import InvalidInputError, SolverError
-from riccati_tf.particles import simulate
 
 from .cases import general_params, random_cov, random_gaussian
 

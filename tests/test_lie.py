@@ -8,7 +8,7 @@ import pytest
 
 from riccati_tf import Gaussian, Params
 from riccati_tf.errors import InvalidInputError, SolverError
-from riccati_tf.lie import (
+from riccati_tf.reachability.lie import (
     CONFIGURATIONS,
     accessibility_document,
     accessibility_rank,
@@ -22,7 +22,7 @@ from riccati_tf.lie import (
     stratum_point,
     table_markdown,
 )
-from riccati_tf.moments import moment_arrays
+from riccati_tf.state.moments import moment_arrays
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "accessibility.md"
 
@@ -46,7 +46,7 @@ def unstate(z, d):
 
 
 def numeric_field(params_fn, d):
-    """z ↦ (ṁ, vech Σ̇) from the numeric moment equations (riccati_tf.moments)."""
+    """z ↦ (ṁ, vech Σ̇) from the numeric moment equations (riccati_tf.state.moments)."""
     def f(z):
         m, S = unstate(z, d)
         dm, dS = moment_arrays(params_fn(), m, S)

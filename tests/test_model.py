@@ -11,7 +11,7 @@ from hypothesis.extra.numpy import arrays
 
 from riccati_tf import Gaussian, Params, moment_rhs
 from riccati_tf.errors import InvalidInputError, SolverError
-from riccati_tf.validation import (
+from riccati_tf.state.validation import (
     MAX_TIME_POINTS,
     as_count,
     as_time,

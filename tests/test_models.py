@@ -8,12 +8,13 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-from riccati_tf import gaussianity, models  # noqa: E402
-from riccati_tf.encoders.loading import capture, dummy_inputs, load_model  # noqa: E402
-from riccati_tf.encoders.tiny import tiny_encoder  # noqa: E402
+from riccati_tf.app.experiments import probe_table, run_probe  # noqa: E402
+from riccati_tf.empirical import gaussianity  # noqa: E402
+from riccati_tf.empirical import probe as models  # noqa: E402
+from riccati_tf.empirical.encoders.loading import capture, dummy_inputs, load_model  # noqa: E402
+from riccati_tf.empirical.encoders.tiny import tiny_encoder  # noqa: E402
 from riccati_tf.errors import InvalidInputError  # noqa: E402
-from riccati_tf.experiments import probe_table, run_probe  # noqa: E402
-from riccati_tf.serialize import to_jsonable  # noqa: E402
+from riccati_tf.io.serialize import to_jsonable  # noqa: E402
 
 N_TOKENS, N_NULL = 300, 100
 

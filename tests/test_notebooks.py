@@ -15,7 +15,7 @@ from nbclient import NotebookClient
 from tests.test_report import BROWSER, FLAGS, keep_screenshot
 
 NOTEBOOKS = sorted((Path(__file__).parents[1] / "notebooks").glob("*.ipynb"))
-#: a call of a plotting function (riccati_tf.plotting.plot_*, experiments.plot_*, phase_diagram)
+#: a call of a plotting function (riccati_tf.app.plotting.plot_*, experiments.plot_*, phase_diagram)
 PLOT_CALL = re.compile(r"\b(plot_\w+|phase_diagram)\(")
 
 
@@ -100,9 +100,9 @@ READBACK = """<script>window.addEventListener('load', function () {
 
 
 def math_as_mathml(nb):
-    """A copy of nb whose markdown math is MathML (`riccati_tf.htmlmath.latex_to_mathml`), which a
+    """A copy of nb whose markdown math is MathML (`app.htmlmath.latex_to_mathml`), which a
     browser renders natively, in place of the $…$ that nbconvert leaves to MathJax."""
-    from riccati_tf.htmlmath import latex_to_mathml
+    from riccati_tf.app.htmlmath import latex_to_mathml
 
     nb = copy.deepcopy(nb)
     for cell in nb.cells:

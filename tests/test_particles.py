@@ -5,10 +5,8 @@ import pytest
 from scipy.linalg import expm
 
 from riccati_tf import Gaussian, Params, flow
-from riccati_tf.errors import InvalidInputError, SolverError
-from riccati_tf.gaussianity import statistics
-from riccati_tf.moments import moment_arrays
-from riccati_tf.particles import (
+from riccati_tf.empirical.gaussianity import statistics
+from riccati_tf.empirical.particles import (
     FLOAT32_VELOCITY_RTOL,
     FeedForward,
     attention_field,
@@ -18,6 +16,8 @@ from riccati_tf.particles import (
     softmax_means,
     velocity,
 )
+from riccati_tf.errors import InvalidInputError, SolverError
+from riccati_tf.state.moments import moment_arrays
 
 
 def dense_attention(x, y, B, V, beta=None):
@@ -191,7 +191,7 @@ def test_torch_scaled_dot_product_attention_layout_matches_the_dense_softmax(rng
     # the 4-D (1, heads, n, d) path that float32 and CUDA use, here in float64 on the CPU:
     # several query blocks, heads folded after the softmax
     torch = pytest.importorskip("torch")
-    from riccati_tf.particles import _TorchOps
+    from riccati_tf.empirical.particles import _TorchOps
 
     x = rng.standard_normal((500, 3))
     heads = [(rng.standard_normal((3, 3)), s * rng.standard_normal((3, 3))) for s in (0.5, 5.0)]
@@ -303,8 +303,8 @@ def test_attention_memory_is_linear_in_n(rng):
 
 
 def test_counts_and_seeds_are_bounded_before_allocation():
-    from riccati_tf.particles import MAX_KEPT, MAX_STEPS
-    from riccati_tf.validation import MAX_SEED, as_count, as_seed
+    from riccati_tf.empirical.particles import MAX_KEPT, MAX_STEPS
+    from riccati_tf.state.validation import MAX_SEED, as_count, as_seed
 
     x = np.random.default_rng(0).standard_normal((10, 2))
     p = Params(A=np.eye(2))

@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 
 import riccati_tf as rt
-from riccati_tf import experiments, plotting
-from riccati_tf.cli import cmd_flow
-from riccati_tf.examples import regime_examples
-from riccati_tf.particles import simulate
+from riccati_tf.app import experiments, plotting
+from riccati_tf.app.cli import cmd_flow
+from riccati_tf.app.examples import regime_examples
+from riccati_tf.empirical.particles import simulate
 from riccati_tf.sweep.plot import phase_diagram
 
 EPS = np.finfo(float).eps
@@ -26,7 +26,7 @@ def _particles_figure():
 
 
 def _probe_figure():
-    models = pytest.importorskip("riccati_tf.models")
+    models = pytest.importorskip("riccati_tf.empirical.probe")
     pytest.importorskip("transformers")
     model = models.tiny_model("deit", hidden_size=8, n_layers=1, n_heads=1)
     return experiments.plot_probe(models.probe(model, n_tokens=30, n_null=10))

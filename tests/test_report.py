@@ -12,9 +12,9 @@ import subprocess
 import numpy as np
 import pytest
 
-from riccati_tf.cli import main
-from riccati_tf.examples import regime_examples
-from riccati_tf.flows import flow
+from riccati_tf.app.cli import main
+from riccati_tf.app.examples import regime_examples
+from riccati_tf.flows.integrate import flow
 
 BROWSER = next((shutil.which(b) for b in ("chromium-headless-shell", "chromium", "chromium-browser")
                 if shutil.which(b)), None)
@@ -23,8 +23,10 @@ FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-ne
 
 
 #: the figure-drawing functions the report calls: (module, name)
-DRAWN_BY = [("riccati_tf.report", "plot_covariance"), ("riccati_tf.experiments", "plot_prescribed"),
-            ("riccati_tf.experiments", "plot_relu_drift"), ("riccati_tf.experiments", "plot_probe"),
+DRAWN_BY = [("riccati_tf.app.report", "plot_covariance"),
+            ("riccati_tf.app.experiments", "plot_prescribed"),
+            ("riccati_tf.app.experiments", "plot_relu_drift"),
+            ("riccati_tf.app.experiments", "plot_probe"),
             ("riccati_tf.sweep.plot", "phase_diagram")]
 
 
@@ -136,7 +138,7 @@ def test_relu_drift_figure_shows_statistics_and_null_lines():
     """Both statistics panels keep the Gaussian null readable next to the ReLU run, which
     leaves it by an order of magnitude: the null's 99 % line and median lie inside the axes,
     clear of the bottom and of each other, and every statistic drawn is inside the axes."""
-    from riccati_tf.experiments import plot_relu_drift, relu_drift
+    from riccati_tf.app.experiments import plot_relu_drift, relu_drift
 
     result = relu_drift(n_tokens=400, n_null=40, n_steps=12)
     assert result.relu["energy"].max() > 10 * result.null_q99["energy"]  # the squashing case
@@ -171,7 +173,7 @@ def test_one_axis_phase_diagram_labels_both_panels():
     ([0.0, 0.0], 0, "0, 0 (rank 0)"),
 ])
 def test_eigenvalues_are_written_in_one_notation_with_exact_zeros(values, rank, shown):
-    from riccati_tf.report import eigenvalue_cell
+    from riccati_tf.app.report import eigenvalue_cell
 
     cell = eigenvalue_cell(values, rank)
     assert cell == shown
@@ -179,7 +181,7 @@ def test_eigenvalues_are_written_in_one_notation_with_exact_zeros(values, rank, 
 
 
 def test_rank_deficient_final_covariance_shows_zeros_not_rounding_noise():
-    from riccati_tf.report import eigenvalue_cell
+    from riccati_tf.app.report import eigenvalue_cell
 
     u = np.array([[1.0], [2.0], [-0.5]])
     lam = np.linalg.eigvalsh(u @ u.T)
@@ -265,7 +267,7 @@ def test_report_renders_in_headless_chromium(quick_report, tmp_path):
 
 def _tiny_sections(monkeypatch, calls):
     """Replace the sections by one fast section with a figure and a side file."""
-    from riccati_tf import report
+    from riccati_tf.app import report
 
     def tiny(opts):
         """tiny section"""
@@ -320,7 +322,7 @@ def test_report_refuses_a_file_changed_since_it_wrote_it(tmp_path, monkeypatch, 
 
 
 def test_report_interrupted_while_writing_resumes(tmp_path, monkeypatch, capsys):
-    from riccati_tf import files as store
+    from riccati_tf.io import files as store
 
     _tiny_sections(monkeypatch, [])
     out = tmp_path / "rep"

@@ -6,7 +6,7 @@ import pytest
 import scipy.linalg as sl
 
 from riccati_tf.errors import InvalidInputError, SolverError
-from riccati_tf.riccati import (
+from riccati_tf.stability.riccati import (
     NoStabilizingSolution,
     bernoulli,
     care_g,

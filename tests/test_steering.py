@@ -10,7 +10,7 @@ from scipy.stats import chi2
 
 from riccati_tf import ControlPlan, Gaussian, Params, steer
 from riccati_tf.errors import InvalidInputError, RankMismatchError, SolverError, UnreachableError
-from riccati_tf.steering import direct_rotation, phase_bias, terminal_error, transport
+from riccati_tf.reachability.steering import direct_rotation, phase_bias, terminal_error, transport
 
 TOL = 1e-8
 
@@ -401,9 +401,9 @@ def test_imposed_value_matrix_on_a_degenerate_stratum_is_refused(rng):
 
 
 def test_batched_shooting_field_matches_the_moment_equations(rng):
-    """The shooting solver's batched right-hand side equals riccati_tf.moments.moment_arrays."""
-    from riccati_tf.moments import moment_arrays
-    from riccati_tf.steering import _batched_rhs
+    """The shooting solver's batched right-hand side equals state.moments.moment_arrays."""
+    from riccati_tf.reachability.steering import _batched_rhs
+    from riccati_tf.state.moments import moment_arrays
 
     k, d = 4, 3
     A, B, V = (rng.standard_normal((k, d, d)) for _ in range(3))

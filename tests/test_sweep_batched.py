@@ -5,7 +5,7 @@ import pytest
 from scipy.linalg import expm
 
 from riccati_tf import Gaussian, Params, flow
-from riccati_tf.exact import van_loan
+from riccati_tf.flows.exact import van_loan
 from riccati_tf.sweep.batched import (
     blowup_times,
     classify_scalar,

@@ -1,4 +1,4 @@
-"""`riccati-tf sweep` / `sweep-plot` through riccati_tf.cli.main, in-process; the Dask
+"""`riccati-tf sweep` / `sweep-plot` through riccati_tf.app.cli.main, in-process; the Dask
 LocalCluster default is exercised in test_sweep_dask.py."""
 
 import json
@@ -6,7 +6,7 @@ import json
 import numpy as np
 import pytest
 
-from riccati_tf import cli
+from riccati_tf.app import cli
 from riccati_tf.sweep import read_results
 
 pytest.importorskip("pyarrow")

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from riccati_tf import Params
-from riccati_tf.spec import SpecError
+from riccati_tf.io.spec import SpecError
 from riccati_tf.sweep.family import parse_family
 
 BASE = {

@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from riccati_tf import cli
+from riccati_tf.app import cli
 from riccati_tf.errors import InvalidInputError
 from riccati_tf.sweep import read_results, run_sweep
 from riccati_tf.sweep.store import CHUNK_DIR, JOURNAL, LOCK, MANIFEST, RESULTS, chunk_file

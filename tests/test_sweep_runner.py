@@ -103,7 +103,7 @@ def test_flow_columns_are_the_default_grid_flow_row_by_row(V):
 
 
 def test_particles_analysis_is_simulate_on_seeded_tokens(tmp_path):
-    from riccati_tf.particles import simulate
+    from riccati_tf.empirical.particles import simulate
 
     spec = {**BASE, "analysis": "particles", "t_final": 1.0,
             "particles": {"n_tokens": 200, "n_steps": 10, "seed": 5}}

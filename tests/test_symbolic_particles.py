@@ -16,7 +16,13 @@ import pytest
 from scipy.integrate import solve_ivp
 
 from riccati_tf import Gaussian, Params
-from riccati_tf.particles import FeedForward, attention_field, empirical_moments, simulate, velocity
+from riccati_tf.empirical.particles import (
+    FeedForward,
+    attention_field,
+    empirical_moments,
+    simulate,
+    velocity,
+)
 from riccati_tf.symbolic import compile_moment_rhs, transformer_system
 
 D = 2

@@ -14,7 +14,7 @@ from scipy.linalg import expm
 
 from riccati_tf import Gaussian, Params, Trajectory, flow, layers
 from riccati_tf.errors import InvalidInputError
-from riccati_tf.flows import State
+from riccati_tf.flows.integrate import State
 
 from .cases import dop853_moments, general_params, random_gaussian, scalar_v_params
 

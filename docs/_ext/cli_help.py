@@ -1,4 +1,4 @@
-"""`.. cli-help::` — the CLI reference, generated from `riccati_tf.cli.build_parser()`.
+"""`.. cli-help::` — the CLI reference, generated from `riccati_tf.app.cli.build_parser()`.
 
 Renders the top-level help and each subcommand's `format_help()` verbatim (one section per
 subcommand), so the page cannot drift from the parser.
@@ -35,7 +35,7 @@ class CliHelp(SphinxDirective):
     has_content = False
 
     def run(self) -> list[nodes.Node]:
-        from riccati_tf.cli import build_parser
+        from riccati_tf.app.cli import build_parser
 
         parser = build_parser()
         lines = [".. code-block:: text", ""]

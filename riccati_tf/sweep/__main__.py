@@ -10,7 +10,7 @@ import argparse
 import sys
 
 from ..errors import InvalidInputError, SolverError
-from ..spec import load_spec
+from ..io.spec import load_spec
 from .runner import run_sweep
 
 

@@ -51,7 +51,8 @@ import numpy as np
 from numpy.linalg import LinAlgError
 from scipy.linalg import solve_continuous_lyapunov
 
-from ..certificates import (
+from ..errors import InvalidInputError, SolverError
+from ..stability.certificates import (
     BLOWUP_CHECK_RTOL,
     EXACT_MAX_D,
     MAX_GRAMIAN_STEPS,
@@ -63,11 +64,10 @@ from ..certificates import (
     premises,
     theorem_of,
 )
-from ..equilibrium import ACCEPT_RTOL, KRONECKER_MAX_D, is_psd
-from ..errors import InvalidInputError, SolverError
-from ..model import Params
-from ..riccati import bernoulli, exponent, numerical_failures
-from ..validation import as_covariance
+from ..stability.equilibria import ACCEPT_RTOL, KRONECKER_MAX_D, is_psd
+from ..stability.riccati import bernoulli, exponent, numerical_failures
+from ..state.params import Params
+from ..state.validation import as_covariance
 
 #: eigenvector matrices with a 2-norm condition number above this leave A's spectrum undecided
 EIGVEC_COND_MAX = 1e8

@@ -1,4 +1,4 @@
-"""Handlers for `riccati-tf sweep` and `riccati-tf sweep-plot` (registered by riccati_tf.cli).
+"""Handlers for `riccati-tf sweep` and `riccati-tf sweep-plot` (registered by riccati_tf.app.cli).
 
     riccati-tf sweep SPEC [--out DIR] [--scheduler ADDR] [--workers N] [--json] [--plot FILE]
     riccati-tf sweep-plot RESULTS --out FILE [--x AXIS] [--y AXIS]
@@ -16,7 +16,7 @@ from pathlib import Path
 
 
 def add_sweep_arguments(sub) -> None:
-    """The options of the two subcommands, on the subparsers `sub` of riccati_tf.cli."""
+    """The options of the two subcommands, on the subparsers `sub` of riccati_tf.app.cli."""
     sweep = sub.choices["sweep"]
     sweep.add_argument("--out", metavar="DIR", default=None,
                        help="results folder (default: SPEC without its suffix + '.sweep'); a "

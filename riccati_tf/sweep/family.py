@@ -37,8 +37,7 @@ from functools import cached_property
 
 import numpy as np
 
-from ..model import Params
-from ..spec import (
+from ..io.spec import (
     SpecError,
     check_keys,
     check_numeric,
@@ -47,7 +46,8 @@ from ..spec import (
     parse_number,
     parse_params,
 )
-from ..validation import SYM_RTOL
+from ..state.params import Params
+from ..state.validation import SYM_RTOL
 
 ANALYSES = ("certify", "flow", "particles")
 #: each analysis' result columns (in this order) and their kinds ("str", "bool", "float")

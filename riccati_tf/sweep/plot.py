@@ -50,7 +50,7 @@ def phase_diagram(columns: dict, x: str, y: str | None = None, *, title: str = "
     from matplotlib.colors import ListedColormap
     from matplotlib.patches import Patch
 
-    from ..plotting import new_figure
+    from ..app.plotting import new_figure
 
     key, cat = _category(columns)
     present = [c for c in REGIME_COLORS if np.any(cat == c)]
@@ -128,7 +128,7 @@ def plot_sweep(results_path, out_png, *, x: str | None = None, y: str | None = N
     """Write the phase diagram of a sweep's results (folder or .parquet) to out_png (PNG).
     x, y: the axes (defaults as in diagram_inputs). Returns the path written. An existing
     out_png that is not a PNG image (a table, a text) is refused, never overwritten."""
-    from ..plotting import check_output_file, save_figure
+    from ..app.plotting import check_output_file, save_figure
 
     out = check_output_file(out_png, "--out")
     columns, x, y = diagram_inputs(results_path, x, y)

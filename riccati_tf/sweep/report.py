@@ -39,7 +39,7 @@ def phase_spec(n: int, chunk_size: int = 2000) -> dict:
 @dataclass(frozen=True, eq=False)
 class SweepSection:
     """What the report shows of the sweep: a title, an HTML body, PNG figures {name: bytes} and
-    every number the body quotes (`riccati_tf.report` wraps it into a section of its page)."""
+    every number the body quotes (`riccati_tf.app.report` wraps it into a section of its page)."""
 
     title: str
     body: str

@@ -33,10 +33,10 @@ from pathlib import Path
 
 import numpy as np
 
-from ..certificates import EXACT_MAX_D, certify
 from ..errors import InvalidInputError, SolverError
-from ..flows import DEFAULT_OUTPUTS, flow
-from ..model import Gaussian
+from ..flows.integrate import DEFAULT_OUTPUTS, flow
+from ..stability.certificates import EXACT_MAX_D, certify
+from ..state.params import Gaussian
 from .batched import classify_scalar, g_matrix, quadratic_constants, scalar_values
 from .family import ANALYSIS_COLUMNS, Chunk, Family, parse_family
 from .store import ResultStore, read_results
@@ -163,7 +163,7 @@ def flow_columns(family: Family, chunk: Chunk) -> dict[str, np.ndarray]:
 
 
 def _particle_row(family: Family, chunk: Chunk, i: int) -> dict:
-    from ..particles import simulate
+    from ..empirical.particles import simulate
 
     settings = family.particles
     params, g0 = chunk.params(i), Gaussian(chunk.mean[i], chunk.cov[i])

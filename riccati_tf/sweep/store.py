@@ -41,8 +41,8 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import InvalidInputError
-from ..files import atomic_write_bytes, make_folder, read_or_none, sha256
-from ..spec import SpecError, check_keys
+from ..io.files import atomic_write_bytes, make_folder, read_or_none, sha256
+from ..io.spec import SpecError, check_keys
 from .family import Family, fingerprint, parse_family
 
 FORMAT = 2

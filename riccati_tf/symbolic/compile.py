@@ -22,8 +22,8 @@ import sympy as sp
 from sympy.printing.numpy import NumPyPrinter
 
 from ..errors import InvalidInputError
-from ..model import Gaussian, Params, check_dims
-from ..validation import _as_float_array, as_matrix
+from ..state.params import Gaussian, Params, check_dims
+from ..state.validation import _as_float_array, as_matrix
 from .derivation import MomentSystem
 from .symbols import DIM, WIDTH, LayerSymbols
 

@@ -28,7 +28,7 @@ import sympy as sp
 from sympy.matrices.expressions import MatAdd, MatMul, MatrixExpr
 
 from ..errors import InvalidInputError
-from ..validation import as_count
+from ..state.validation import as_count
 from ._input import as_column
 from .expectations import Differentiator, Relu, expectations, rectified_gaussian, relu
 from .symbols import GaussianSymbols, LayerSymbols, gaussian_symbols, matrix_gaussian

@@ -19,7 +19,7 @@ from functools import cache
 import sympy as sp
 
 from ..errors import InvalidInputError
-from ..validation import as_count
+from ..state.validation import as_count
 
 #: symbolic dimension of the dimension-free (MatrixSymbol) form
 DIM = sp.Symbol("d", integer=True, positive=True)

@@ -23,7 +23,7 @@ from functools import cache, lru_cache
 import sympy as sp
 
 from ..errors import InvalidInputError
-from ..validation import as_count
+from ..state.validation import as_count
 from .derivation import MomentSystem, derive_elements, derive_matrix
 from .expectations import Relu, relu, tilted_mean
 from .symbols import (

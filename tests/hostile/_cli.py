@@ -9,7 +9,7 @@ import json
 import tempfile
 from pathlib import Path
 
-from riccati_tf.cli import main
+from riccati_tf.app.cli import main
 
 from . import CleanError
 

@@ -22,7 +22,7 @@ import numpy as np
 
 from riccati_tf import Gaussian, Params, certify, equilibria, flow, layers, moment_rhs, steer
 from riccati_tf.errors import InvalidInputError
-from riccati_tf.validation import MAX_TIME_POINTS
+from riccati_tf.state.validation import MAX_TIME_POINTS
 
 from . import case, cases_of
 
@@ -830,7 +830,7 @@ cases_of(AREA, "result", {
 # --------------------------------------------------------------------------- accessibility_rank
 
 def _acc(*args, **kwargs):
-    from riccati_tf.lie import accessibility_rank
+    from riccati_tf.reachability.lie import accessibility_rank
 
     return accessibility_rank(*args, **kwargs)
 

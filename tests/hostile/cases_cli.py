@@ -276,7 +276,7 @@ cases_of(AREA, "error", {
 
 @case(AREA, "error", timeout=20)
 def spec_file_larger_than_the_limit():
-    from riccati_tf.spec import MAX_SPEC_BYTES
+    from riccati_tf.io.spec import MAX_SPEC_BYTES
 
     text = json.dumps(spec_of("derive")) + " " * MAX_SPEC_BYTES
     refused("MAX_SPEC_BYTES", "derive", None, text=text)
@@ -591,7 +591,7 @@ def _closed_pipe(command: str, spec: dict, *args: str, read: int = 10) -> None:
         path = Path(tmp) / "spec.json"
         path.write_text(json.dumps(spec))
         env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
-        proc = subprocess.Popen([sys.executable, "-m", "riccati_tf.cli", command, str(path),
+        proc = subprocess.Popen([sys.executable, "-m", "riccati_tf.app.cli", command, str(path),
                                  *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                 env=env)
         head = proc.stdout.read(read) if read else b"-"
@@ -615,7 +615,8 @@ def _closed_at_start(redirect: str, spec: dict, want: int) -> None:
         path = Path(tmp) / "spec.json"
         path.write_text(json.dumps(spec))
         env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
-        proc = subprocess.run(["sh", "-c", f'"$0" -m riccati_tf.cli flow "$1" --json {redirect}',
+        command = f'"$0" -m riccati_tf.app.cli flow "$1" --json {redirect}'
+        proc = subprocess.run(["sh", "-c", command,
                                sys.executable, str(path)], capture_output=True, env=env,
                               timeout=60)
     out, err = proc.stdout.decode(errors="replace"), proc.stderr.decode(errors="replace")
@@ -720,7 +721,7 @@ def steer_json_equals_the_library():
 
 @case(AREA, "result")
 def particles_json_equals_the_library():
-    from riccati_tf.particles import simulate
+    from riccati_tf.empirical.particles import simulate
 
     spec = spec_of("particles")
     got = json.loads(accepted("particles", spec, "--json"))

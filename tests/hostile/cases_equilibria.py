@@ -1,5 +1,5 @@
 """Hostile cases for the equilibria and the Riccati layer (area "equilibria"): `equilibria`
-(which="stable"/"all", starts, tolerances), the public solvers of `riccati_tf.riccati`
+(which="stable"/"all", starts, tolerances), the public solvers of `riccati_tf.stability.riccati`
 (bernoulli, care_g, lyapunov_function, schur_split) and `Certificate.linearization()`, at
 extreme and mixed magnitudes, near the imaginary axis, with malformed options.
 
@@ -25,8 +25,8 @@ import mpmath as mp
 import numpy as np
 
 from riccati_tf import Params, certify, equilibria
-from riccati_tf.equilibrium import newton
-from riccati_tf.riccati import bernoulli, care_g, lyapunov_function, schur_split
+from riccati_tf.stability.equilibria import newton
+from riccati_tf.stability.riccati import bernoulli, care_g, lyapunov_function, schur_split
 
 from . import cases_of
 

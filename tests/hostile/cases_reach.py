@@ -29,7 +29,7 @@ from scipy.linalg import expm
 
 from riccati_tf import Gaussian, steer
 from riccati_tf.errors import RankMismatchError
-from riccati_tf.lie import (
+from riccati_tf.reachability.lie import (
     CONFIGURATIONS,
     Configuration,
     accessibility_rank,
@@ -38,7 +38,7 @@ from riccati_tf.lie import (
     generic_matrix,
     stratum_dimension,
 )
-from riccati_tf.lie import main as lie_main
+from riccati_tf.reachability.lie import main as lie_main
 
 from . import CleanError, case, cases_of
 
@@ -219,7 +219,7 @@ cases_of(AREA, "error", {
 
 
 def _lie_command(*argv):
-    """`python -m riccati_tf.lie ARGV` in-process: exit 2/3 with one stderr line is clean."""
+    """`python -m riccati_tf.reachability.lie ARGV` in-process: exit 2/3, one stderr line."""
     err = io.StringIO()
     with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
         code = lie_main(list(argv))

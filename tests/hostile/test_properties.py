@@ -14,9 +14,9 @@ from hypothesis import HealthCheck, Phase, assume, event, given, settings
 from hypothesis import strategies as st
 
 from riccati_tf import Gaussian, Params, certify, equilibria, flow, layers, moment_rhs, steer
-from riccati_tf.certificates import REGIMES
 from riccati_tf.errors import InvalidInputError, SolverError
-from riccati_tf.validation import PSD_RTOL, as_time
+from riccati_tf.stability.certificates import REGIMES
+from riccati_tf.state.validation import PSD_RTOL, as_time
 
 from .strategies import (
     hostile_arrays,
@@ -264,7 +264,7 @@ def test_steer_refuses_or_plans_finite_controls(covs, T):
 @SLOW
 @given(mean=hostile_vectors(2), cov=hostile_arrays(2))
 def test_accessibility_rank_refuses_or_counts_within_the_stratum(mean, cov):
-    from riccati_tf.lie import accessibility_rank
+    from riccati_tf.reachability.lie import accessibility_rank
 
     try:
         acc = accessibility_rank("affine", 2, (mean, cov))

@@ -1,0 +1,889 @@
+"""Command line: `riccati-tf <subcommand> [SPEC] [--json] [--plot FILE] [--debug]`.
+
+Output: a summary per subcommand (aligned tables of the numbers that matter, LaTeX and Unicode
+printed as they are), or with --json every number in full as one JSON document. --plot is
+offered by the subcommands that draw a figure (PLOTTING). `steer --json` holds the plan as a
+flow spec (field `plan`: a piecewise `schedule`) that `riccati-tf flow` replays. Long runs show
+tqdm progress bars on stderr when it is a terminal (`experiments.progress_bar`).
+
+Exit codes: 0 success, 2 invalid spec or arguments (one line naming the field or option),
+3 numerical failure (a SolverError, one line), 1 a bug (anything unexpected; no user input is
+meant to reach it). Tracebacks and warnings only with --debug. A reader that closes stdout early
+(`riccati-tf flow spec.json --json | head -c 100`) ends the run quietly with exit 0, as Unix
+filters do.
+
+Specs are read by `riccati_tf.io.spec` (strict JSON or YAML 1.2, bounded sizes, unknown keys
+refused at every level). Sizes that decide the cost of a run are bounded before anything is
+allocated, by the module constants below (each message names its constant). The output of
+--plot and the folder of --out are checked before the computation; the result is printed
+before the figure is written, so a figure that then cannot be written (a full disk) still
+leaves the numbers on stdout, and the exit code is 2 with a line naming the path.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.metadata
+import json
+import os
+import sys
+import textwrap
+import warnings
+from collections.abc import Callable
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import InvalidInputError, SolverError
+from ..io.serialize import to_jsonable
+from ..io.spec import (
+    MAX_DIM,
+    MAX_HEADS,
+    TRACKING_FIELDS,
+    SpecError,
+    check_keys,
+    field,
+    load_spec,
+    parse_choice,
+    parse_gaussian,
+    parse_number,
+    parse_params,
+    parse_schedule,
+    parse_times,
+)
+from ..state.params import Gaussian, Params
+from ..sweep.cli import add_sweep_arguments, cmd_sweep, cmd_sweep_plot
+
+EXIT_INVALID, EXIT_NUMERICAL = 2, 3
+
+#: most output times (t_eval) of a flow spec
+MAX_T_EVAL = 10_000
+#: most discrete layers (n_layers) of a layers spec
+MAX_LAYERS = 100_000
+#: most numbers in one result (states × (d + d²)): bounds the output and its memory
+MAX_OUTPUT = 2_000_000
+#: most tokens (n_tokens) of a particles spec
+MAX_TOKENS = 100_000
+#: most steps (n_steps) of a particles spec
+MAX_STEPS = 100_000
+#: n_tokens² · n_steps · heads of a particles spec: the pair interactions, which set the time
+#: (about 10⁷ a second on one core)
+MAX_PARTICLE_WORK = 10 ** 9
+#: largest d for steer with controls that have a constructive route (affine, full, attention)
+STEER_MAX_DIM = 8
+#: largest d for steer with the other controls (multiple shooting after Lie-bracket rank tests,
+#: whose cost grows steeply with d)
+STEER_SHOOTING_MAX_DIM = 3
+#: the controls of steer with a constructive route
+STEER_CONSTRUCTIVE = ("affine", "full", "attention")
+#: particles runs of more pair interactions than this (about 3 s) show a progress bar
+PROGRESS_WORK = 3 * 10 ** 7
+#: chunks of a particles run with a progress bar (the bar moves once per chunk)
+PROGRESS_CHUNKS = 100
+#: tolerances of the flow spec a steering plan is written as (tighter than flow's defaults, so
+#: that the replay's integration error stays well below the plan's tolerance DEFAULT_TOL = 1e-8:
+#: an open-loop tracking plan, B(t) = Σ(t)⁺R, amplifies integration errors)
+REPLAY_RTOL, REPLAY_ATOL = 1e-12, 1e-14
+#: significant digits of the numbers in human summaries (--json prints every digit)
+DIGITS = 6
+#: width of wrapped text in human summaries
+TEXT_WIDTH = 100
+#: rows of the particles summary table
+PARTICLES_ROWS = 6
+#: what the particles are compared with
+PARTICLES_REFERENCE = ("Gaussian flow from the empirical moments (mean, unbiased covariance) of "
+                       "the drawn tokens")
+
+
+def _output_size(where: str, n_states: int, d: int) -> None:
+    """Refuse a result of more than MAX_OUTPUT numbers before it is computed."""
+    size = n_states * (d + d * d)
+    if size > MAX_OUTPUT:
+        raise SpecError(f"{where}: {n_states} states of dimension d = {d} make {size} numbers, "
+                        f"over the limit {MAX_OUTPUT} (cli.MAX_OUTPUT)")
+
+
+# --- human summaries: aligned tables of the numbers that matter; --json prints every number --
+
+
+def _g(x) -> str:
+    """A number as shown in summaries (DIGITS significant digits), yes/no, or — for None."""
+    if x is None:
+        return "—"
+    if isinstance(x, bool | np.bool_):
+        return "yes" if x else "no"
+    if isinstance(x, int | np.integer):
+        return str(int(x))
+    return f"{float(x):.{DIGITS}g}"
+
+
+def _vector(v) -> str:
+    return "[" + ", ".join(_g(x) for x in np.asarray(v, dtype=float).ravel()) + "]"
+
+
+def table(rows, header=None) -> str:
+    """Rows of cells as left-aligned text columns separated by two spaces."""
+    rows = [[str(c) for c in r] for r in ([header] if header else []) + list(rows)]
+    n = max(len(r) for r in rows)
+    widths = [max(len(r[i]) for r in rows if i < len(r)) for i in range(n)]
+    return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=False)).rstrip()
+                     for r in rows)
+
+
+def _eigenvalues(cov) -> np.ndarray:
+    """Eigenvalues of Σ, largest first."""
+    return np.linalg.eigvalsh(np.asarray(cov, dtype=float))[::-1]
+
+
+def _rank(cov) -> int:
+    from ..state.validation import psd_rank
+
+    return int(psd_rank(np.asarray(cov, dtype=float)))
+
+
+def _wrap(label: str, text: str) -> str:
+    return textwrap.fill(" ".join(str(text).split()), width=TEXT_WIDTH,
+                         initial_indent=f"{label}: ", subsequent_indent="  ")
+
+
+def _state_rows(tr, label: str) -> list[list[str]]:
+    """start / end columns of a trajectory: time, mean, Σ eigenvalues, rank."""
+    ends = (0, -1)
+    return [[label, *(_g(tr.t[i]) for i in ends)],
+            ["mean", *(_vector(tr.mean[i]) for i in ends)],
+            ["Σ eigenvalues", *(_vector(_eigenvalues(tr.cov[i])) for i in ends)],
+            ["rank Σ", *(_g(_rank(tr.cov[i])) for i in ends)]]
+
+
+def trajectory_text(tr, title: str, label: str = "t") -> str:
+    """status, method, T* and the start and final states of a Trajectory."""
+    blow = (f"{_g(tr.blowup_time)} (the last output is t = {_g(tr.t[-1])}, before T*)"
+            if tr.blowup_time is not None else "none (no blow-up)")
+    head = table([["status", tr.status], ["method", tr.method], ["T*", blow],
+                  ["outputs", f"{len(tr.t)} times from {_g(tr.t[0])} to {_g(tr.t[-1])}"]])
+    states = table(_state_rows(tr, label), header=["", "start", "end"])
+    return f"{title}\n{head}\n\n{states}\n\n(--json prints every output time in full)"
+
+
+def certificate_text(cert) -> str:
+    eq = cert.equilibrium
+    tolerance = ("none: every premise decided in exact rational arithmetic" if not cert.tolerance
+                 else ", ".join(f"{k} = {_g(v)}" for k, v in cert.tolerance.items()))
+    residuals = [f"equilibrium {_g(eq.residual)}" if eq is not None else None,
+                 f"λ_min(P) = {_g(cert.lyapunov_min_eig)}" if cert.lyapunov is not None else None,
+                 f"λ_min(Q) = {_g(cert.rhs_min_eig)}" if cert.lyapunov_rhs is not None else None,
+                 f"Kantorovich radius {_g(cert.kantorovich_radius)}"
+                 if cert.kantorovich_radius is not None else None]
+    rows = [["regime", cert.regime],
+            ["exact", _g(cert.exact) + (" (premises decided in rational arithmetic)"
+                                        if cert.exact else " (premises decided numerically)")],
+            ["global", _g(cert.global_) + (" (for every Σ0 ≻ 0)" if cert.global_ else
+                                           " (for this Σ0)")],
+            ["theorem", cert.theorem],
+            ["tolerance", tolerance],
+            ["T*", _g(cert.blowup_time)],
+            ["rate", _g(cert.rate)],
+            ["threshold", _g(cert.threshold)],
+            ["residuals", "; ".join(r for r in residuals if r) or "—"],
+            ["check()", "passed" if cert.check() else "FAILED"]]
+    if cert.blowup_direction is not None:
+        rows.append(["blow-up direction", _vector(cert.blowup_direction)])
+    if eq is not None:
+        rows += [["Σ* eigenvalues", _vector(_eigenvalues(eq.cov))],
+                 ["m*", "—" if eq.mean is None else _vector(eq.mean)]]
+    return f"certificate\n{table(rows)}\n\n{_wrap('reason', cert.reason)}"
+
+
+def equilibria_text(eqs) -> str:
+    rows = [[str(i + 1), _g(e.stable), str(e.rank), _g(e.spectral_abscissa), _g(e.residual),
+             e.method, _vector(_eigenvalues(e.cov)), "—" if e.mean is None else _vector(e.mean)]
+            for i, e in enumerate(eqs)]
+    head = f"{len(eqs)} equilibri{'um' if len(eqs) == 1 else 'a'} Σ* of the covariance flow"
+    return head + "\n" + table(rows, header=["#", "stable", "rank", "abscissa", "residual",
+                                             "method", "Σ* eigenvalues", "m*"])
+
+
+# --- steering plans as flow specs -------------------------------------------------------------
+
+
+def params_json(p) -> dict:
+    """A Params as the mapping of a spec: {A, b, V, B}, or {A, b, heads} for several heads."""
+    out = {"A": p.A, "b": p.b}
+    if len(p.heads) == 1:
+        out["V"], out["B"] = p.heads[0]
+    else:
+        out["heads"] = [{"V": V, "B": B} for V, B in p.heads]
+    return out
+
+
+def piece_json(piece) -> dict:
+    """One piece of a ControlPlan as an entry of a flow spec's schedule."""
+    out = {"t_start": piece.t0, "t_end": piece.t1}
+    if hasattr(piece, "layer"):
+        out["params"] = params_json(piece.layer)
+    else:
+        out["tracking"] = {key: getattr(piece, key) for key in TRACKING_FIELDS}
+    return out
+
+
+def plan_spec(plan) -> dict:
+    """The flow spec that replays a ControlPlan: initial, t_final, the schedule and the
+    tolerances REPLAY_RTOL, REPLAY_ATOL."""
+    return {"initial": {"mean": plan.start.mean, "cov": plan.start.cov},
+            "t_final": plan.pieces[-1].t1, "schedule": [piece_json(p) for p in plan.pieces],
+            "rtol": REPLAY_RTOL, "atol": REPLAY_ATOL}
+
+
+def replay(schedule, g0, t_final: float, *, method: str, t_eval, **tolerances):
+    """`flows.flow` piece by piece along a schedule of `spec.parse_schedule` (never stepping
+    across a breakpoint); the state at each t_end starts the next piece. Output at t_eval
+    (default DEFAULT_OUTPUTS equally spaced times); a blow-up ends the trajectory."""
+    from ..flows import integrate as flows
+
+    grid = np.linspace(0.0, t_final, flows.DEFAULT_OUTPUTS) if t_eval is None else \
+        np.asarray(t_eval, dtype=float)
+    if grid.size and (grid[0] < 0 or grid[-1] > t_final or np.any(np.diff(grid) < 0)):
+        raise SpecError(f"t_eval: must be increasing times in [0, t_final] = [0, {t_final!r}]")
+    ts, means, covs, methods, state, tr = [], [], [], [], g0, None
+    for k, (t0, t1, piece) in enumerate(schedule):
+        inside = grid[(grid > t0) & (grid <= t1)] if k else grid[grid <= t1]
+        local = np.unique(np.concatenate([[0.0], inside - t0, [t1 - t0]]))
+        if isinstance(piece, Params):
+            params, how = piece, method
+        elif method == "exact":
+            raise SpecError(f"method: exact needs constant parameters, but schedule[{k}] is a "
+                            f"tracking piece (time-varying); use auto or rk")
+        else:
+            def params(s, piece=piece, t0=t0):
+                return piece.params(t0 + s)
+            how = "rk"
+        tr = flows.flow(params, state, t1 - t0, method=how, t_eval=local, **tolerances)
+        where = np.searchsorted(local, inside - t0)
+        ok = where < len(tr.t)
+        ts.append(inside[ok]), means.append(tr.mean[where[ok]]), covs.append(tr.cov[where[ok]])
+        methods.append(tr.method)
+        if tr.status != "completed":
+            tr = replace(tr, blowup_time=None if tr.blowup_time is None else
+                         t0 + tr.blowup_time)
+            break
+        state = tr.gaussian(-1)
+    d = g0.d
+    return replace(tr, t=np.concatenate(ts), mean=np.concatenate(means).reshape(-1, d),
+                   cov=np.concatenate(covs).reshape(-1, d, d),
+                   method="+".join(dict.fromkeys(methods)))
+
+
+def steer_text(plan) -> str:
+    rows = [["controls", plan.controls], ["route", plan.route],
+            ["success", _g(bool(plan.success))],
+            ["residual", f"{_g(plan.residual)} (terminal relative error; tolerance "
+                         f"{_g(plan.tolerance)})"],
+            ["t_final", _g(plan.t_final)]]
+    pieces = []
+    for i, p in enumerate(plan.pieces):
+        if hasattr(p, "layer"):
+            A, B, V, b = p.layer.A, p.layer.B, p.layer.V, p.layer.b
+            kind = "constant"
+        else:
+            A, B, V, b = p.arrays(p.t0)
+            kind = "tracking: B(t) = Σ(t)⁺R, b(t)"
+        norms = [_g(np.linalg.norm(x)) if x is not None else "heads" for x in (A, b, V, B)]
+        pieces.append([str(i + 1), _g(p.t0), _g(p.t1), kind, *norms])
+    return (f"steering plan\n{table(rows)}\n{_wrap('message', plan.message)}\n\n"
+            + table(pieces, header=["piece", "t_start", "t_end", "controls", "‖A‖", "‖b‖",
+                                    "‖V‖", "‖B‖ (at t_start)"])
+            + "\n\nstart  " + f"mean {_vector(plan.start.mean)}, Σ eigenvalues "
+            f"{_vector(_eigenvalues(plan.start.cov))}"
+            + "\ntarget " + f"mean {_vector(plan.target.mean)}, Σ eigenvalues "
+            f"{_vector(_eigenvalues(plan.target.cov))}"
+            + "\n\n--json prints every matrix; its field plan is a flow spec that "
+              "`riccati-tf flow` replays.")
+
+
+def steer_figure(plan):
+    """Mean components and Σ eigenvalues along the plan, the target's marked (×) at T."""
+    from .plotting import new_figure, spectrum
+
+    tr = plan.integrate()
+    fig, (ax_m, ax_s) = new_figure(1, 2, figsize=(10.0, 3.6))
+    for i in range(plan.start.d):
+        line, = ax_m.plot(tr.t, tr.mean[:, i], lw=1.5, label=f"m{i + 1}(t)")
+        ax_m.plot([plan.t_final], [plan.target.mean[i]], "x", ms=10, mew=2, color=line.get_color())
+    lam, r = spectrum(tr.cov)
+    want = spectrum(plan.target.cov[None], r)[0][0]
+    for i in range(r):
+        line, = ax_s.semilogy(tr.t, lam[:, i], lw=1.5, label=f"λ{i + 1}(Σ(t))")
+        ax_s.plot([plan.t_final], [want[i]], "x", ms=10, mew=2, color=line.get_color())
+    for ax, what in ((ax_m, "mean components"), (ax_s, "eigenvalues of Σ(t)")):
+        ax.plot([], [], "kx", ms=8, mew=2, label="target at T")
+        for t in plan.breakpoints[1:-1]:
+            ax.axvline(t, color="0.6", ls=":", lw=1)
+        ax.set_xlabel("t (depth)")
+        ax.set_ylabel(what)
+        ax.grid(True, alpha=0.3)
+        ax.legend(fontsize=8)
+    fig.suptitle(f"steer: controls {plan.controls}, route {plan.route}, residual "
+                 f"{plan.residual:.2g}")
+    fig.tight_layout()
+    return fig
+
+
+# --- subcommands: each takes (args, spec) and returns (result for --json, summary text,
+# figure or None); the figure is drawn when args.plot is set and written by main after the
+# result is printed ---------------------------------------------------------------------------
+
+def cmd_flow(args, spec):
+    from ..flows import integrate as flows
+    from .plotting import plot_covariance, plot_flow
+
+    check_keys(spec, ("params", "schedule", "initial", "t_final", "t_eval", "method", "rtol",
+                      "atol"))
+    if "params" in spec and "schedule" in spec:
+        raise SpecError("schedule: give either params (constant in depth) or schedule "
+                        "(piecewise constant), not both")
+    g0 = parse_gaussian(field(spec, "initial"), "initial")
+    t_final = parse_number(spec, "t_final")
+    kwargs = {k: parse_number(spec, k) for k in ("rtol", "atol") if k in spec}
+    method = parse_choice(spec, "method", ("auto", "exact", "rk"), default="auto")
+    t_eval = parse_times(spec, "t_eval", max_len=MAX_T_EVAL, limit="cli.MAX_T_EVAL")
+    _output_size("t_eval", flows.DEFAULT_OUTPUTS if t_eval is None else len(t_eval), g0.d)
+    if "schedule" in spec:
+        schedule = parse_schedule(spec, "schedule", g0.d, t_final)
+        tr = replay(schedule, g0, t_final, method=method, t_eval=t_eval, **kwargs)
+        title = f"flow along a schedule of {len(schedule)} pieces"
+        fig = plot_covariance(tr, title="flow (schedule)") if args.plot else None
+        return tr, trajectory_text(tr, title), fig
+    if "params" not in spec:
+        raise SpecError("params: missing field (or give schedule: a list of pieces)")
+    params = parse_params(spec["params"])
+    tr = flows.flow(params, g0, t_final, method=method, t_eval=t_eval, **kwargs)
+    return tr, trajectory_text(tr, f"flow on [0, {_g(t_final)}]"), (
+        plot_flow(params, g0, t_final, method=method, t_eval=t_eval, title="flow", **kwargs)
+        if args.plot else None)
+
+
+def cmd_layers(args, spec):
+    from ..flows.integrate import layers
+    from .plotting import plot_covariance
+
+    check_keys(spec, ("params", "layers", "initial", "n_layers", "tau"))
+    g0 = parse_gaussian(field(spec, "initial"), "initial")
+    n_layers = parse_number(spec, "n_layers", kind=int, minimum=1, maximum=MAX_LAYERS,
+                            limit="cli.MAX_LAYERS")
+    tau = parse_number(spec, "tau")
+    _output_size("n_layers", n_layers + 1, g0.d)
+    if "layers" in spec:
+        if "params" in spec:
+            raise SpecError("layers: give either params (one layer repeated) or layers (one "
+                            "params mapping per layer), not both")
+        raw = field(spec, "layers")
+        if not isinstance(raw, list):
+            raise SpecError("layers: must be a list of params mappings")
+        if len(raw) != n_layers:
+            raise SpecError(f"layers: {len(raw)} params mapping{'s' * (len(raw) != 1)}, but "
+                            f"n_layers = {n_layers}")
+        params = [parse_params(p, f"layers[{i}]") for i, p in enumerate(raw)]
+    else:
+        params = parse_params(field(spec, "params"))
+    tr = layers(params, g0, n_layers, tau)
+    text = trajectory_text(tr, f"{n_layers} discrete residual layers, τ = {_g(tau)}",
+                           label="t = layer · τ")
+    return tr, text, (plot_covariance(tr, title="layers") if args.plot else None)
+
+
+def cmd_derive(args, spec):
+    """Derive the moment equations of a Transformer field with SymPy."""
+    from ..symbolic import transformer_system
+    from ..symbolic.latex import system_latex
+
+    check_keys(spec, ("d", "heads", "kernel", "ffn"))
+    system = transformer_system(
+        parse_number(spec, "d", kind=int, minimum=1, maximum=MAX_DIM, limit="spec.MAX_DIM"),
+        heads=parse_number(spec, "heads", default=1, kind=int, minimum=1, maximum=MAX_HEADS,
+                           limit="spec.MAX_HEADS"),
+        kernel=parse_choice(spec, "kernel", ("dot", "l2"), default="dot"),
+        ffn=parse_choice(spec, "ffn", ("affine", "relu"), default="affine"))
+    latex = system_latex(system)
+    options = ", ".join(f"{k} = {v}" for k, v in system.options.items())
+    exact = ("exact: a Gaussian stays Gaussian" if system.exact else
+             "not exact: a Gaussian moment closure (the field does not keep Gaussians Gaussian)")
+    lines = latex.replace(" \\\\ ", " \\\\\n")  # one equation a line, still valid LaTeX
+    text = f"moment equations, d = {system.d}, {options}\n{exact}\n\nLaTeX:\n{lines}"
+    return {"d": system.d, "exact": system.exact, "options": system.options,
+            "latex": latex}, text, None
+
+
+def _repeated_eigenvalue(A: np.ndarray):
+    """An eigenvalue of A that repeats within √AXIS_RTOL·‖A‖_F (equilibrium's test), or None."""
+    from ..stability.riccati import AXIS_RTOL
+
+    eig = np.linalg.eigvals(A)
+    gap = np.abs(eig[:, None] - eig[None, :]) + np.diag(np.full(eig.size, np.inf))
+    if eig.size > 1 and gap.min() <= np.sqrt(AXIS_RTOL) * np.linalg.norm(A):
+        return eig[np.unravel_index(np.argmin(gap), gap.shape)[0]]
+    return None
+
+
+def cmd_equilibria(args, spec):
+    from ..stability.equilibria import equilibria
+
+    check_keys(spec, ("params", "which"))
+    params = parse_params(field(spec, "params"))
+    which = parse_choice(spec, "which", ("stable", "all"), default="stable")
+    try:
+        eqs = equilibria(params, which=which)
+    except SolverError:
+        lam = _repeated_eigenvalue(params.A) if which == "all" else None
+        if lam is None:
+            raise
+        raise SpecError(f"which: all lists one equilibrium per invariant subspace of A, and A "
+                        f"has the repeated eigenvalue {_g(lam.real)}"
+                        f"{'' if lam.imag == 0 else f' ± {_g(abs(lam.imag))}i'}, whose "
+                        f"invariant subspaces need not be finitely many (then neither are the "
+                        f"equilibria), so they cannot be listed; use which: stable for the "
+                        f"stable equilibrium, or certify for where a given Σ0 goes") from None
+    return {"equilibria": list(eqs)}, equilibria_text(eqs), None
+
+
+def cmd_certify(args, spec):
+    from ..flows.integrate import flow
+    from ..stability.certificates import certify
+    from .plotting import plot_covariance
+
+    check_keys(spec, ("params", "initial"))
+    params = parse_params(field(spec, "params"))
+    g0 = parse_gaussian(field(spec, "initial"), "initial")
+    cert = certify(params, g0.cov, g0.mean)
+    result = {k: getattr(cert, k) for k in ("regime", "exact", "theorem", "reason", "tolerance",
+                                            "rate", "blowup_time", "blowup_direction",
+                                            "threshold", "equilibrium", "lyapunov_min_eig",
+                                            "rhs_min_eig", "kantorovich_radius")}
+    result["global"] = cert.global_
+    result["check"] = cert.check()
+
+    fig = None
+    if args.plot:
+        horizon = cert.blowup_time or cert.horizon or 10.0 / max(np.abs(params.A).max(), 1e-3)
+        fig = plot_covariance(flow(params, g0, horizon), title=f"certify: {cert.regime}",
+                              equilibrium=cert.equilibrium)
+    return result, certificate_text(cert), fig
+
+
+def cmd_steer(args, spec):
+    from ..reachability.lie import CONFIGURATIONS
+    from ..reachability.steering import steer
+
+    check_keys(spec, ("start", "target", "t_final", "T", "controls"))
+    start = parse_gaussian(field(spec, "start"), "start")
+    target = parse_gaussian(field(spec, "target"), "target")
+    if "t_final" in spec and "T" in spec:
+        raise SpecError("T: give the horizon once, as t_final (T is its older name)")
+    horizon = "T" if "T" in spec else "t_final"
+    t_final = parse_number(spec, horizon)
+    if not t_final > 0:
+        raise SpecError(f"{horizon}: must be positive, got {t_final!r}")
+    controls = parse_choice(spec, "controls", tuple(CONFIGURATIONS), default="affine")
+    limit, name = ((STEER_MAX_DIM, "cli.STEER_MAX_DIM") if controls in STEER_CONSTRUCTIVE
+                   else (STEER_SHOOTING_MAX_DIM, "cli.STEER_SHOOTING_MAX_DIM"))
+    if start.d > limit:
+        raise SpecError(f"start: steer with controls {controls!r} is limited to d ≤ {limit} "
+                        f"({name}), got d = {start.d}")
+    plan = steer(start, target, t_final, controls=controls)
+    result = {k: getattr(plan, k) for k in ("controls", "route", "success", "residual",
+                                            "tolerance", "message", "breakpoints")}
+    result["target"] = {"mean": plan.target.mean, "cov": plan.target.cov}
+    result["plan"] = plan_spec(plan)
+    return result, steer_text(plan), (steer_figure(plan) if args.plot else None)
+
+
+def simulate_with_progress(params, x0: np.ndarray, t_final: float, *, n_steps: int,
+                           method: str, work: int):
+    """`particles.simulate` with a progress bar: a run of more than PROGRESS_WORK pair
+    interactions is cut into chunks of whole steps (each starting from the previous chunk's
+    cloud; the parameters are constant in depth, so the steps are the same)."""
+    from ..empirical.particles import MAX_KEPT, ParticleRun, simulate
+    from .experiments import progress_bar
+
+    if work <= PROGRESS_WORK:
+        return simulate(params, x0, t_final, n_steps=n_steps, method=method)
+    per_chunk = max(1, min(-(-n_steps // PROGRESS_CHUNKS), MAX_KEPT // x0.size - 1))
+    h = t_final / n_steps
+    ts, means, covs, done, x = [], [], [], 0, x0
+    with progress_bar(n_steps, "particles", unit="step") as bar:
+        while done < n_steps:
+            k = min(per_chunk, n_steps - done)
+            run = simulate(params, x, k * h if done + k < n_steps else t_final - done * h,
+                           n_steps=k, method=method, keep_particles=True)
+            x, keep = run.particles[-1], slice(1, None) if done else slice(None)
+            ts.append(done * h + run.t[keep]), means.append(run.mean[keep])
+            covs.append(run.cov[keep])
+            done += k
+            bar.update(k)
+    t = np.concatenate(ts)
+    t[-1] = t_final
+    return ParticleRun(t, np.concatenate(means), np.concatenate(covs), x0.shape[0], method)
+
+
+def cmd_particles(args, spec):
+    from ..empirical.particles import empirical_moments
+    from ..flows.integrate import flow
+    from ..state.validation import MAX_SEED
+    from .plotting import plot_particles
+
+    check_keys(spec, ("params", "initial", "n_tokens", "seed", "t_final", "n_steps", "method"))
+    params = parse_params(field(spec, "params"))
+    g0 = parse_gaussian(field(spec, "initial"), "initial")
+    n_tokens = parse_number(spec, "n_tokens", kind=int, minimum=2, maximum=MAX_TOKENS,
+                            limit="cli.MAX_TOKENS")
+    n_steps = parse_number(spec, "n_steps", kind=int, minimum=1, maximum=MAX_STEPS,
+                           limit="cli.MAX_STEPS")
+    seed = parse_number(spec, "seed", default=0, kind=int, minimum=0, maximum=MAX_SEED,
+                        limit="validation.MAX_SEED")
+    t_final = parse_number(spec, "t_final")
+    method = parse_choice(spec, "method", ("rk4", "euler"), default="rk4")
+    work = n_tokens ** 2 * n_steps * len(params.heads)
+    if work > MAX_PARTICLE_WORK:
+        raise SpecError(f"n_tokens: n_tokens² · n_steps · heads = {n_tokens}² · {n_steps} · "
+                        f"{len(params.heads)} = {work:.3g} pair interactions, over the limit "
+                        f"{MAX_PARTICLE_WORK:.0e} (cli.MAX_PARTICLE_WORK); use fewer tokens or "
+                        f"steps, or riccati_tf.empirical.particles.simulate")
+    _output_size("n_steps", n_steps + 1, g0.d)
+    x0 = g0.sample(n_tokens, np.random.default_rng(seed))
+    run = simulate_with_progress(params, x0, t_final, n_steps=n_steps, method=method, work=work)
+    drawn = Gaussian(*empirical_moments(x0))
+    ref = flow(params, drawn, run.t[-1], t_eval=run.t)
+    k = len(ref.t)
+    scale = np.linalg.norm(ref.cov[:k], axis=(1, 2))
+    with np.errstate(divide="ignore", invalid="ignore"):  # Σ = 0: NaN, printed as null
+        rel = np.linalg.norm(run.cov[:k] - ref.cov, axis=(1, 2)) / scale
+    result = {"t": run.t, "mean": run.mean, "cov": run.cov, "n_tokens": run.n_tokens,
+              "reference": PARTICLES_REFERENCE, "reference_mean": drawn.mean,
+              "reference_cov": drawn.cov, "gaussian_status": ref.status,
+              "gaussian_blowup_time": ref.blowup_time, "cov_rel_error": rel}
+    return result, particles_text(run, ref, rel), (plot_particles(run, ref) if args.plot
+                                                   else None)
+
+
+def particles_text(run, ref, rel) -> str:
+    k = len(ref.t)
+    shown = sorted(set(np.linspace(0, k - 1, min(k, PARTICLES_ROWS)).round().astype(int)))
+    rows = [[_g(run.t[i]), _g(np.trace(run.cov[i])), _g(np.trace(ref.cov[i])), _g(rel[i])]
+            for i in shown]
+    blow = "" if ref.blowup_time is None else \
+        f"\nthe Gaussian flow blows up at T* = {_g(ref.blowup_time)}; compared up to it"
+    return (f"{run.n_tokens} tokens, {len(run.t) - 1} {run.method} steps, against the "
+            f"{PARTICLES_REFERENCE}{blow}\n"
+            + table(rows, header=["t", "tr Σ particles", "tr Σ Gaussian", "‖ΔΣ‖/‖Σ‖"])
+            + f"\nlargest relative error {_g(np.nanmax(rel))}; --json prints every step")
+
+
+def _models_extra(exc: ImportError) -> InvalidInputError:
+    return InvalidInputError(f"{exc}; install the extra: pip install 'riccati-tf[models]'")
+
+
+def cmd_probe(args, _spec):
+    from .experiments import probe_table, run_probe
+
+    try:
+        numbers = run_probe(args.model, args.out, n_tokens=args.n_tokens, seed=args.seed,
+                            n_null=args.n_null, progress=True)
+    except ImportError as exc:
+        raise _models_extra(exc) from None
+    text = (probe_table(numbers) + f"\nfigure and numbers written to "
+            f"{Path(args.out) / 'probe.png'}, probe.json")
+    return numbers, text, None
+
+
+def cmd_atlas(args, _spec):
+    """Per head: inertia of sym(V_h), sym(B_h) and the scalar fit; per layer: the regime and T*
+    of the attention flow (SPEC §5), for a saved encoder (encoders.atlas)."""
+    from ..empirical.encoders import tty_progress
+    from ..empirical.encoders.outputs import write_atlas
+
+    try:
+        result, numbers = write_atlas(args.model, args.out, position_free=args.position_free,
+                                      horizon=args.horizon, progress=tty_progress("atlas"))
+    except ImportError as exc:
+        raise _models_extra(exc) from None
+    text = (result.summary() + f"\nfigure and numbers written to {numbers['figure']}, "
+            f"{numbers['json']}")
+    return numbers, text, None
+
+
+def cmd_prescribed(args, _spec):
+    from .experiments import run_prescribed
+
+    n = run_prescribed(args.out, n_tokens=args.n_tokens, seed=args.seed, progress=True)
+    rows = [[_g(K), _g(p), _g(g)] for K, p, g in zip(
+        n["equal_growth_levels"], n["equal_crossing_particles"], n["equal_crossing_gaussian"],
+        strict=True)]
+    text = (f"{n['n_tokens']} tokens (seed {n['seed']}) against the Gaussian flow from their "
+            f"empirical moments\n"
+            + table([["opposite signs (G ≻ 0)", f"bounded: tr Σ grows at most "
+                      f"{_g(n['opposite_max_growth'])}-fold, largest ‖ΔΣ‖/‖Σ‖ "
+                      f"{_g(n['opposite_max_rel_error'])}"],
+                     ["equal signs (G ≺ 0)", f"the Gaussian flow blows up at T* = "
+                      f"{_g(n['blowup_time'])}; the particles' tr Σ has grown "
+                      f"{_g(n['equal_growth_at_blowup'])}-fold there"]])
+            + "\n\nfirst time tr Σ(t) / tr Σ(0) reaches K (equal signs)\n"
+            + table(rows, header=["K", "particles", "Gaussian"])
+            + f"\n\nfigure: {n['figure']}")
+    return n, text, None
+
+
+def cmd_relu_drift(args, _spec):
+    from .experiments import run_relu_drift
+
+    n = run_relu_drift(args.out, n_tokens=args.n_tokens, seed=args.seed, progress=True)
+    drift = ("never, within t ≤ " + _g(n["t"][-1]) if n["drift_time"] is None
+             else f"t = {_g(n['drift_time'])}")
+    rows = [[name, _g(q)] for name, q in n["null_q99"].items()]
+    text = (f"{n['n_tokens']} tokens (seed {n['seed']}) under attention with a ReLU "
+            f"feed-forward term\nthe energy statistic leaves the 99 % band of Gaussian clouds "
+            f"at {drift}\n\n99 % quantiles of the statistics for exactly Gaussian clouds\n"
+            + table(rows, header=["statistic", "q99"])
+            + f"\n\nlargest error of the Gaussian moment closure ‖ΔΣ‖/‖Σ‖: "
+              f"{_g(max(n['closure_error']))}\nfigure: {n['figure']}")
+    return n, text, None
+
+
+def cmd_report(args, _spec):
+    from .report import write_report
+
+    if Path(args.out).exists() and not Path(args.out).is_dir():
+        raise InvalidInputError(f"--out: {args.out} exists and is not a folder")
+    page = write_report(args.out, quick=args.quick, model=args.model)
+    print(f"report written to {page.parent.resolve()}/ (open {page.name})")
+    return None, None, None
+
+
+COMMANDS: dict[str, tuple[str, Callable, bool]] = {
+    "derive": ("derive the moment equations of a Transformer field (SymPy; LaTeX out)",
+               cmd_derive, True),
+    "flow": ("integrate the mean-covariance flow of a spec (exact or Runge-Kutta), with constant "
+             "params or a piecewise schedule (e.g. a steering plan)", cmd_flow, True),
+    "layers": ("propagate a Gaussian through exact discrete residual layers", cmd_layers, True),
+    "equilibria": ("equilibria of the covariance flow with residuals and stability",
+                   cmd_equilibria, True),
+    "certify": ("certify convergence, collapse or blow-up of a time-invariant layer", cmd_certify,
+                True),
+    "steer": ("controls steering one Gaussian to another, verified by integration; --json gives "
+              "the plan as a flow spec", cmd_steer, True),
+    "particles": ("simulate N tokens with softmax attention against the Gaussian flow from their "
+                  "empirical moments", cmd_particles, True),
+    "probe": ("feed Gaussian tokens to a saved Transformer encoder; per-layer Gaussianity",
+              cmd_probe, False),
+    "atlas": ("stability atlas of a saved Transformer encoder: per-head sign conditions, "
+              "per-layer regime and blow-up time of the attention flow", cmd_atlas, False),
+    "prescribed": ("particles vs the Gaussian flow: bounded (opposite signs) vs blow-up "
+                   "(equal signs)", cmd_prescribed, False),
+    "relu-drift": ("drift away from Gaussianity under a ReLU feed-forward layer", cmd_relu_drift,
+                   False),
+    "sweep": ("map a parameter family through certify / flow / particles (chunked Parquet, "
+              "resumable, Dask)", cmd_sweep, True),
+    "sweep-plot": ("phase diagram (PNG) of a sweep's results", cmd_sweep_plot, False),
+    "report": ("run the built-in analyses and write an HTML report", cmd_report, False),
+}
+#: subcommands that draw a figure with --plot FILE (the others do not offer --plot)
+PLOTTING = ("flow", "layers", "certify", "steer", "particles", "sweep")
+#: subcommands that print their numbers as JSON with --json
+JSON_OUTPUT = ("derive", "flow", "layers", "equilibria", "certify", "steer", "particles",
+               "sweep", "probe", "atlas", "prescribed", "relu-drift")
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse with errors on one line (`riccati-tf flow: error: ...`), exit 2."""
+
+    def error(self, message):
+        text = " ".join(str(message).split())
+        self.exit(EXIT_INVALID, f"{self.prog}: error: {text} (see {self.prog} --help)\n")
+
+
+def _integer(text: str) -> int:
+    """A decimal integer (the range is checked by the function it is passed to)."""
+    try:
+        return int(text, 10)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be an integer, got {text[:40]!r}") from None
+
+
+def _version() -> str:
+    try:
+        return importlib.metadata.version("riccati-tf")
+    except importlib.metadata.PackageNotFoundError:  # run from a source tree, not installed
+        return "unknown (not installed)"
+
+
+def _steer_epilog() -> str:
+    from ..reachability.lie import CONFIGURATIONS
+
+    lines = [f"  {name:<18} {conf.summary}" for name, conf in CONFIGURATIONS.items()]
+    return ("spec fields: start {mean, cov}, target {mean, cov}, T (depth), controls (default "
+            "affine). controls:\n" + "\n".join(lines) + "\naffine and full: two constant "
+            "affine pieces (polar route); attention: tracking attention; the others: multiple "
+            f"shooting after a Lie-bracket rank test (d ≤ {STEER_SHOOTING_MAX_DIM}; "
+            f"d ≤ {STEER_MAX_DIM} otherwise).")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from ..empirical.encoders.atlas import DEFAULT_HORIZON
+    from ..empirical.gaussianity import MAX_NULL
+    from ..empirical.probe import DEFAULT_TOKENS as PROBE_DEFAULT
+    from ..empirical.probe import MAX_TOKENS as PROBE_TOKENS
+    from .experiments import MAX_TOKENS as EXPERIMENT_TOKENS
+
+    parser = _Parser(
+        prog="riccati-tf",
+        description="Gaussian (mean-field) dynamics of Transformers: moment equations, Riccati "
+                    "flows, certificates and reachability. Spec files are JSON or YAML with "
+                    "matrices as nested lists.")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    for name, (help_text, _handler, needs_spec) in COMMANDS.items():
+        extra = {"epilog": _steer_epilog(),
+                 "formatter_class": argparse.RawDescriptionHelpFormatter} if name == "steer" \
+            else {}
+        p = sub.add_parser(name, help=help_text, description=help_text, **extra)
+        if needs_spec:
+            p.add_argument("spec", help="spec file (.json, .yaml or .yml)")
+        if name in JSON_OUTPUT:
+            p.add_argument("--json", action="store_true",
+                           help="print every number as JSON (default: a summary)")
+        if name in PLOTTING:
+            p.add_argument("--plot", metavar="FILE", help="write a PNG figure to FILE")
+        p.add_argument("--debug", action="store_true", help="show tracebacks")
+    probe = sub.choices["probe"]
+    probe.add_argument("--n-tokens", type=_integer, default=PROBE_DEFAULT, metavar="N",
+                       help=f"Gaussian tokens fed to the encoder, cut into sequences of at most "
+                            f"the model's position limit (default %(default)s; more than "
+                            f"min(8, d) + 1, at most models.MAX_TOKENS = {PROBE_TOKENS})")
+    probe.add_argument("--n-null", type=_integer, default=200, metavar="N",
+                       help=f"Gaussian samples simulated for the null distributions (default "
+                            f"%(default)s; 1 to gaussianity.MAX_NULL = {MAX_NULL})")
+    atlas = sub.choices["atlas"]
+    atlas.add_argument("--position-free", action="store_true",
+                       help="analyse the position-free part of rotary attention (ModernBERT; "
+                            "refused without this flag)")
+    atlas.add_argument("--horizon", type=float, default=DEFAULT_HORIZON, metavar="T",
+                       help="depth up to which each layer's attention flow is classified "
+                            "(default %(default)s)")
+    for name in ("probe", "atlas"):
+        sub.choices[name].add_argument(
+            "--model", metavar="PATH", default=None,
+            help="folder saved with save_pretrained (BERT, RoBERTa, ModernBERT, ViT, DeiT); "
+                 "default: a randomly initialised encoder (nothing is downloaded)")
+    sub.choices["atlas"].add_argument("--out", default="report", metavar="DIR",
+                                      help="output folder for atlas.png and atlas.json "
+                                           "(default %(default)s; created if missing)")
+    for name in ("probe", "prescribed", "relu-drift"):
+        sub.choices[name].add_argument("--seed", type=_integer, default=0,
+                                       help="random seed (default %(default)s; 0 ≤ seed ≤ "
+                                            "2⁶³ − 1)")
+        sub.choices[name].add_argument("--out", default="report", metavar="DIR",
+                                       help="output folder for the figure and the numbers "
+                                            "(default %(default)s; created if missing)")
+    for name, least in (("prescribed", 2), ("relu-drift", 4)):
+        sub.choices[name].add_argument("--n-tokens", type=_integer, default=2000, metavar="N",
+                                       help=f"tokens (default %(default)s; {least} to "
+                                            f"experiments.MAX_TOKENS = {EXPERIMENT_TOKENS})")
+    add_sweep_arguments(sub)
+    rep = sub.choices["report"]
+    rep.add_argument("--out", default="report", metavar="DIR",
+                     help="output folder (default %(default)s)")
+    rep.add_argument("--quick", action="store_true", help="smaller, faster run (≤ 1 minute)")
+    rep.add_argument("--model", metavar="PATH", default=None,
+                     help="Transformer folder (save_pretrained) for the probe; default: a random "
+                          "DeiT-tiny-shaped encoder")
+    return parser
+
+
+def _stdout_to_devnull() -> None:
+    """After a BrokenPipeError: point the stdout descriptor at /dev/null, so that the flush at
+    exit does not fail a second time (the recipe of the Python documentation, `signal`)."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):  # not a real file (captured, closed)
+        pass
+
+
+def _say(args, kind: str, exc) -> None:
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    if sys.stderr is None:  # started with stderr closed (2>&-): print(file=None) is stdout
+        return
+    try:
+        print(f"riccati-tf {args.command}: {kind}: {text}", file=sys.stderr)
+    except (OSError, ValueError):  # stderr closed meanwhile: nothing more to say
+        pass
+
+
+def generic_text(result: dict) -> str:
+    """A result mapping as `key  value` lines, every value in full (JSON for lists)."""
+    data = to_jsonable(result)
+    return table([[key, value if isinstance(value, str) else
+                   json.dumps(value, ensure_ascii=False)] for key, value in data.items()])
+
+
+def _run(args) -> int:
+    _help, handler, needs_spec = COMMANDS[args.command]
+    plot = getattr(args, "plot", None)
+    try:
+        if plot is not None:
+            from .plotting import check_output_file
+
+            check_output_file(plot, "--plot")
+        spec = load_spec(args.spec) if needs_spec else None
+        out = handler(args, spec)
+        result, text, figure = out if len(out) == 3 else (out[0], None, out[1])
+        if result is not None:
+            if getattr(args, "json", False):
+                print(json.dumps(to_jsonable(result), allow_nan=False, ensure_ascii=False))
+            else:
+                print(generic_text(result) if text is None else text)
+        if sys.stdout is not None:  # None when started with stdout closed (>&-)
+            sys.stdout.flush()  # a closed pipe shows here, not at exit
+        if plot is not None and figure is not None:
+            from .plotting import save_figure
+
+            try:
+                save_figure(figure, plot)
+            except InvalidInputError as exc:
+                raise InvalidInputError(f"--plot: {exc}") from None
+        return 0
+    except BrokenPipeError:
+        raise
+    except InvalidInputError as exc:
+        if args.debug:
+            raise
+        _say(args, "error", exc)
+        return EXIT_INVALID
+    except SolverError as exc:
+        if args.debug:
+            raise
+        _say(args, "numerical failure", exc)
+        return EXIT_NUMERICAL
+    except Exception as exc:
+        if args.debug:
+            raise
+        _say(args, "unexpected error", f"({type(exc).__name__}: {exc}); rerun with --debug "
+                                       "for the traceback")
+        return 1
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run `riccati-tf argv` (default sys.argv[1:]); returns the exit code."""
+    args = build_parser().parse_args(argv)
+    try:
+        with warnings.catch_warnings():
+            if not args.debug:  # the contract is one line on stderr: numpy's warnings are
+                warnings.simplefilter("ignore")  # shown with --debug only
+            return _run(args)
+    except BrokenPipeError:  # the reader closed stdout (| head): stop quietly
+        _stdout_to_devnull()
+        return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,495 @@
+"""The main job: `riccati-tf report` writes DIR/index.html (self-contained) and DIR/summary.json.
+
+The report is a list of sections; each builder returns its HTML, its figures and every number it
+quotes, so the page and summary.json always say the same thing.
+
+The report never overwrites a file it did not write (`riccati_tf.io.files`: the folder's marker
+lists what riccati-tf wrote there with SHA-256 checksums): a file of the same name as one the
+report writes that is not listed, or was changed since, is refused (InvalidInputError naming
+it) before the sections run. Rerunning into the report's own folder replaces its own files.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import json
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import tqdm
+
+from ..flows.integrate import flow
+from ..io.files import OutputFolder
+from ..io.serialize import to_jsonable
+from ..reachability.steering import steer
+from ..stability.certificates import certify
+from ..state.params import Gaussian
+from ..state.validation import psd_rank
+from .examples import regime_examples
+from .htmlmath import latex_to_mathml, text_with_math
+from .plotting import figure_png, plot_covariance
+
+#: significant digits of the numbers in the report's tables
+DIGITS = 4
+#: magnitudes written in fixed notation; a cell with a nonzero value outside [low, high) is
+#: written in scientific notation throughout, so that one cell never mixes the two
+FIXED_RANGE = (1e-3, 1e4)
+
+
+@dataclass(frozen=True)
+class Options:
+    """What a section builder may use: the output folder, the quick flag, an optional model."""
+
+    out: Path
+    quick: bool = False
+    model: str | None = None
+
+
+@dataclass(frozen=True)
+class Section:
+    """One part of the report: a title, an HTML body, PNG figures and the numbers it quotes;
+    files: other files it adds to the folder {name: bytes}; captions: {figure name: what the
+    figure shows} (caption and alt text; a figure without one is described by the section)."""
+
+    key: str
+    title: str
+    body: str
+    figures: dict[str, bytes] = field(default_factory=dict)
+    numbers: dict = field(default_factory=dict)
+    files: dict[str, bytes] = field(default_factory=dict)
+    captions: dict[str, str] = field(default_factory=dict)
+
+    def caption(self, name: str) -> str:
+        """The caption of figure `name` (its description, never its file name)."""
+        return self.captions.get(name, f"Figure of the section “{self.title}”.")
+
+
+def regimes_section(opts: Options) -> Section:
+    """The three scalar-V regimes of SPEC §5 by the exact closed form, cross-checked by rk."""
+    figures, captions, numbers, rows = {}, {}, {}, []
+    n_out = 101 if opts.quick else 401
+    for name, (params, g0, horizon) in regime_examples().items():
+        t_eval = np.linspace(0.0, horizon, n_out)
+        ex = flow(params, g0, horizon, method="exact", t_eval=t_eval)
+        if ex.blowup_time is not None:  # resolve the approach to T*
+            t_eval = ex.blowup_time * (1 - np.geomspace(1, 1e-4, n_out))
+            ex = flow(params, g0, horizon, method="exact", t_eval=np.append(0.0, t_eval[1:]))
+            t_eval = ex.t
+        rk = flow(params, g0, horizon, method="rk", t_eval=t_eval)
+        k = min(len(ex), len(rk))
+        agree = float(np.max(np.abs(ex.cov[:k] - rk.cov[:k])) / np.max(np.abs(ex.cov[:k])))
+        final = np.linalg.eigvalsh(ex.cov[-1])
+        rank = psd_rank(g0.cov)  # rank invariance (SPEC §3): Σ(t) keeps the rank of Σ0
+        numbers[name] = {
+            "status": ex.status, "blowup_time": ex.blowup_time,
+            "blowup_time_rk": rk.blowup_time, "final_t": float(ex.t[-1]),
+            "final_cov_eigenvalues": final.tolist(), "exact_vs_rk_rel_diff": agree,
+            "G_eigenvalues": np.linalg.eigvalsh(params.G).tolist(),
+            "A_eigenvalues_real": np.sort(np.linalg.eigvals(params.A).real).tolist(),
+        }
+        cert = certify(params, g0.cov, g0.mean)
+        numbers[name]["certificate"] = {
+            "regime": cert.regime, "exact": cert.exact, "global": cert.global_,
+            "theorem": cert.theorem, "check": cert.check(), "rate": cert.rate,
+            "blowup_time": cert.blowup_time, "reason": cert.reason}
+        figures[f"regime_{name}.png"] = figure_png(plot_covariance(
+            ex, title=name, rank=rank, equilibrium=cert.equilibrium))
+        captions[f"regime_{name}.png"] = _regime_caption(name, ex.blowup_time, cert.equilibrium)
+        t_star = "—" if ex.blowup_time is None else f"{ex.blowup_time:.12g}"
+        rows.append(f"<tr><td>{name}</td><td>{ex.status}</td><td>{t_star}</td>"
+                    f"<td>{eigenvalue_cell(final, rank)}</td><td>{agree:.1e}</td>"
+                    f"<td><b>{cert.regime}</b> ({'exact' if cert.exact else 'numerical'}, "
+                    f"check() = {cert.check()})<br><small>{text_with_math(cert.reason)}</small>"
+                    "</td></tr>")
+    body = (
+        "<p>Scalar value matrices V = vI, G = −v(B + Bᵀ), turn the covariance equation into a "
+        "Riccati equation with the exact solution</p>"
+        + latex_to_mathml(r"\dot{\Sigma} = A\Sigma + \Sigma A^{\top} - \Sigma G \Sigma, \qquad "
+                          r"\Sigma(t) = e^{At}\Sigma_0\left(I + W(t)\Sigma_0\right)^{-1}"
+                          r"e^{A^{\top}t}, \qquad W(t) = \int_0^t e^{A^{\top}s} G e^{As}\,ds")
+        + "<p>Each curve is the closed form; the last column is its maximum relative "
+        "difference to an independent Runge–Kutta integration (rtol 1e-10).</p>"
+        "<table><tr><th>regime</th><th>status</th><th>T*</th><th>final λ(Σ)</th>"
+        "<th>exact vs rk</th><th>certificate</th></tr>" + "".join(rows) + "</table>")
+    return Section("regimes", "Regimes of the covariance flow and their certificates (SPEC §5–§6)",
+                   body, figures, numbers, captions=captions)
+
+
+def _regime_caption(name: str, blowup_time: float | None, equilibrium) -> str:
+    """What the regime figure draws: the eigenvalues of Σ(t), T*, the marked λ(Σ*)."""
+    cov = None if equilibrium is None else getattr(equilibrium, "cov", equilibrium)
+    marked = cov is not None and psd_rank(np.asarray(cov)) > 0
+    return (f"Regime “{name}”: the eigenvalues of the covariance Σ(t) of the closed-form flow "
+            "against depth t, on a log scale"
+            + ("" if blowup_time is None else
+               f", growing without bound as t approaches the blow-up time T* = "
+               f"{blowup_time:.4g} (dashed)")
+            + (", with the eigenvalues of the limit Σ* dotted" if marked else
+               ", all tending to 0 (the limit Σ* = 0)" if cov is not None else "") + ".")
+
+
+def significant(values) -> list[str]:
+    """HTML of numbers to DIGITS significant digits, all in one notation: fixed when every
+    nonzero |value| lies in FIXED_RANGE (0.6668, 1.480), else scientific (6.668 × 10⁻¹,
+    1.480 × 10⁴); an exact zero is written 0."""
+    nonzero = [abs(v) for v in values if v != 0]
+    fixed = all(FIXED_RANGE[0] <= v < FIXED_RANGE[1] for v in nonzero)
+    return ["0" if v == 0 else _fixed(v) if fixed else _scientific(v) for v in values]
+
+
+def _fixed(value: float) -> str:
+    """value to DIGITS significant digits in fixed notation, trailing zeros kept (1.480)."""
+    return f"{value:#.{DIGITS}g}".rstrip(".").replace("-", "−")
+
+
+def _scientific(value: float) -> str:
+    """value as m × 10<sup>k</sup>, m to DIGITS significant digits."""
+    mantissa, exponent = f"{value:.{DIGITS - 1}e}".split("e")
+    return f"{mantissa.replace('-', '−')} × 10<sup>{int(exponent):d}</sup>".replace("<sup>-",
+                                                                                     "<sup>−")
+
+
+def eigenvalue_cell(eigenvalues, rank: int) -> str:
+    """HTML of the eigenvalues of a PSD matrix of known rank r, in increasing order: the d − r
+    smallest are exactly 0 (their computed values are rounding noise) and written 0, the others
+    by `significant`; "(rank r)" follows when r < d."""
+    lam = np.sort(np.asarray(eigenvalues, dtype=float))
+    d = lam.size
+    shown = np.concatenate([np.zeros(d - rank), lam[d - rank:]])
+    return ", ".join(significant(shown.tolist())) + (f" (rank {rank})" if rank < d else "")
+
+
+def proofs_section(opts: Options) -> Section:
+    """Every derivation in proofs/ re-proved: symbolic simplification or exact rational points."""
+    root = Path(__file__).resolve().parents[2]
+    if not (root / "proofs" / "_verify.py").exists():
+        return Section("proofs", "Proofs (SPEC §2–§5)", "<p>proofs/ is not next to this "
+                       "installation (installed without the source tree); skipped.</p>")
+    sys.path.insert(0, str(root))
+    try:
+        import importlib
+        import pkgutil
+
+        import proofs
+        from proofs import _verify
+
+        names = sorted(m.name for m in pkgutil.iter_modules(proofs.__path__)
+                       if not m.name.startswith("_"))
+        results = {n: _verify.evaluate(importlib.import_module(f"proofs.{n}").CLAIMS)
+                   for n in names}
+    finally:
+        sys.path.remove(str(root))
+    rows, numbers = [], {}
+    for name, verdicts in results.items():
+        ok = sum(v.passed for v in verdicts)
+        methods = sorted({v.method.split(",")[0] for v in verdicts})
+        numbers[name] = [{"claim": v.claim, "method": v.method, "passed": v.passed,
+                          "seconds": v.seconds} for v in verdicts]
+        rows.append(f"<tr><td>proofs.{name}</td><td>{ok} / {len(verdicts)}</td>"
+                    f"<td>{html.escape('; '.join(methods))}</td></tr>")
+    total = sum(len(v) for v in results.values())
+    passed = sum(v.passed for vs in results.values() for v in vs)
+    body = (f"<p>{passed} of {total} claims proved, each by symbolic simplification to zero "
+            "(fixed d or dimension-free matrix form) or by exact evaluation at random rational "
+            "points; rerun one with <code>python -m proofs.&lt;name&gt;</code>.</p>"
+            "<table><tr><th>module</th><th>claims proved</th><th>methods</th></tr>"
+            + "".join(rows) + "</table>")
+    return Section("proofs", "Proofs (SPEC §2–§5)", body, {}, numbers)
+
+
+def steering_section(opts: Options) -> Section:
+    """Exact steering between Gaussians of equal rank, full and rank-deficient (SPEC §3–§4)."""
+    rng = np.random.default_rng(7)
+    X, Y = rng.standard_normal((3, 3)), rng.standard_normal((3, 3))
+    u, w = rng.standard_normal((3, 1)), rng.standard_normal((3, 1))
+    cases = {
+        "full rank, affine": (Gaussian(rng.standard_normal(3), X @ X.T / 3),
+                              Gaussian(rng.standard_normal(3), Y @ Y.T / 3), "affine"),
+        "full rank, attention": (Gaussian(rng.standard_normal(3), X @ X.T / 3),
+                                 Gaussian(rng.standard_normal(3), Y @ Y.T / 3), "attention"),
+        "rank 1, affine": (Gaussian(np.zeros(3), u @ u.T), Gaussian(np.ones(3), w @ w.T),
+                           "affine"),
+    }
+    rows, numbers, figures, captions = [], {}, {}, {}
+    for i, (name, (start, target, controls)) in enumerate(cases.items()):
+        plan = steer(start, target, 1.0, controls=controls)
+        error = plan.verify()
+        numbers[name] = {"route": plan.route, "pieces": len(plan.pieces), "verify": error,
+                         "success": plan.success, "rank": start.rank()}
+        rows.append(f"<tr><td>{name}</td><td>{plan.route}</td><td>{len(plan.pieces)}</td>"
+                    f"<td>{error:.2e}</td></tr>")
+        figures[f"steer_{i}.png"] = figure_png(plot_covariance(plan.integrate(), title=name))
+        captions[f"steer_{i}.png"] = (f"Steering, {name}: the eigenvalues of the covariance "
+                                      f"Σ(t) (log scale) along the integrated plan "
+                                      f"({plan.route} route), from those of Σ0 at t = 0 to "
+                                      f"those of Σ1 at t = 1.")
+    body = ("<p>Controls on [0, 1] steering N(m0, Σ0) to N(m1, Σ1) with rank Σ0 = rank Σ1 (the "
+            "rank is invariant, SPEC §3): piecewise-constant affine layers A = log P/τ1, "
+            "A = log Q/τ2 (polar route) or attention with B(t) = Σ(t)⁺. The terminal error is "
+            "measured by integrating the plan.</p><table><tr><th>case</th><th>route</th>"
+            "<th>pieces</th><th>terminal relative error</th></tr>" + "".join(rows) + "</table>")
+    return Section("steering", "Steering one Gaussian to another (SPEC §4)", body, figures,
+                   numbers, captions=captions)
+
+
+def validation_section(opts: Options) -> Section:
+    """Particles, ReLU drift and a Transformer encoder against the Gaussian theory (SPEC §7).
+
+    Particles with true softmax attention against the Gaussian flow; Gaussianity of a ReLU
+    network and of a Transformer encoder, layer by layer."""
+    from ..empirical.probe import DEFAULT_TOKENS
+    from .experiments import run_prescribed, run_probe, run_relu_drift
+
+    n_tokens = 500 if opts.quick else 2000
+    scratch = tempfile.TemporaryDirectory()  # the experiments' files, handed to write_report
+    numbers = {"prescribed": run_prescribed(scratch.name, n_tokens=n_tokens,
+                                            n_steps=30 if opts.quick else 60),
+               "relu_drift": run_relu_drift(scratch.name, n_tokens=n_tokens,
+                                            n_null=50 if opts.quick else 200)}
+    captions = {
+        "prescribed.png": "Prescribed attention: the trace of the particle covariance against "
+                          "the Gaussian flow over time, for opposite definiteness (bounded) and "
+                          "for equal definiteness (growing towards the predicted blow-up time "
+                          "T*).",
+        "relu_drift.png": "ReLU feed-forward: the energy statistic and the fourth-moment error "
+                          "of the token cloud over time (log scale), with and without the ReLU "
+                          "term, against the median (dotted) and 99 % quantile (dashed) of "
+                          "exactly Gaussian clouds of the same size; right: the relative "
+                          "covariance error of the ReLU cloud to the Gaussian moment closure."}
+    body = ("<p>Prescribed attention: N tokens from a Gaussian, moved by the particle system of "
+            "SPEC §1, against the Gaussian flow. Opposite definiteness stays bounded; equal "
+            "definiteness follows the flow towards the predicted blow-up time T* = "
+            f"{numbers['prescribed']['blowup_time']:.6g}. ReLU feed-forward: the cloud leaves the "
+            "Gaussian family; the dashed lines are the 99 % quantiles of the statistics for "
+            "exactly Gaussian clouds of the same size.</p>")
+    try:
+        # 200 null samples: fewer cannot reject the two-sided kurtosis test at α/4 = 0.0125
+        probe = run_probe(opts.model, scratch.name,
+                          n_tokens=300 if opts.quick else DEFAULT_TOKENS, n_null=200)
+    except ImportError as exc:
+        body += f"<p>Model probe skipped: {html.escape(str(exc))}.</p>"
+    else:
+        numbers["probe"] = probe
+        captions["probe.png"] = (
+            f"Probe of {probe['model']}: per layer, each Gaussianity statistic of the hidden "
+            f"states for {probe['n_tokens']} Gaussian input tokens against the Monte-Carlo "
+            "null of exactly Gaussian clouds of the same size; last panel: the relative "
+            "residual ρ of the affine fit of each attention sublayer.")
+    figures, files = {}, {}
+    with scratch:
+        for name, n in numbers.items():
+            png = Path(n["figure"])
+            figures[png.name] = png.read_bytes()
+            n["figure"] = str(opts.out / png.name)
+            files[f"{name}.json"] = json.dumps(to_jsonable(n), indent=1,
+                                               allow_nan=False).encode()
+    if "probe" in numbers:
+        body += _probe_paragraph(numbers["probe"])
+    return Section("validation", "Particles and real Transformers (SPEC §7)", body, figures,
+                   numbers, files, captions)
+
+
+def _probe_paragraph(probe: dict) -> str:
+    """What the probe's numbers say: sequences, tested space, verdicts, moment prediction."""
+    n_seq, lengths = probe["sequences"], probe["lengths"]
+    space = (f"on {probe['dimension']} random orthonormal directions (n = {probe['n_tokens']} is "
+             f"not much larger than d = {probe['hidden_size']})" if probe["projected"] else
+             f"in R^{probe['hidden_size']}")
+    accepted = sum(not r for r in probe["reject"])
+    prediction = probe["prediction"]
+    moments = (html.escape(probe["prediction_note"]) if prediction is None else
+               f"the Gaussian moment prediction is within the sampling floor at "
+               f"{sum(prediction['consistent'])} of {len(prediction['consistent'])} layers")
+    limit = probe["position_limit"]
+    cut = ("one sequence (the model has no position limit)" if limit is None else
+           f"{n_seq} sequence{'s' * (n_seq > 1)} of at most {max(lengths)} tokens (position "
+           f"limit {limit}; attention acts within each)")
+    return ("<p>Model probe: Gaussian tokens through a Transformer encoder "
+            f"({html.escape(str(probe['model']))}), {probe['n_tokens']} tokens in {cut}. "
+            "The statistics are "
+            f"computed {space} and calibrated by a Monte-Carlo null; a layer is accepted as "
+            f"Gaussian when no statistic is outside the interval its test accepts (Bonferroni, "
+            f"α = {probe['alpha']:g}): {accepted} of {len(probe['reject'])} layers. The "
+            f"attention residual ρ is to be read against {probe['residual_scale']:.3g}, its "
+            f"value for an output unrelated to the input; {moments}.</p>{probe_table_html(probe)}")
+
+
+def probe_table_html(probe: dict) -> str:
+    """The per-layer numbers of the probe (as in probe.json, `models.probe_table`) as an HTML
+    table: energy and kurtosis against the intervals their tests accept (at α/4), the smallest
+    p-value, the moment prediction, the verdict and the attention residual ρ."""
+    prediction, residual = probe.get("prediction"), [None, *probe["attention_residual"]]
+    stats, low, high = probe["stats"], probe["band_low"], probe["band_high"]
+
+    def edge(value) -> str:
+        return "none" if value is None or not np.isfinite(value) else significant([value])[0]
+
+    rows = []
+    for i, layer in enumerate(probe["layers"]):
+        p_min = min(p[i] for p in probe["p_values"].values())
+        rho = residual[i]
+        cells = [str(layer), significant([stats["energy"][i]])[0], edge(high["energy"][i]),
+                 significant([stats["kurtosis"][i]])[0],
+                 f"[{edge(low['kurtosis'][i])}, {edge(high['kurtosis'][i])}]", f"{p_min:.3f}",
+                 "—" if prediction is None else
+                 "within floor" if prediction["consistent"][i] else "deviates",
+                 "rejected" if probe["reject"][i] else "accepted",
+                 "—" if rho is None or not np.isfinite(rho) else f"{rho:.3f}"]
+        rows.append("<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
+    level = probe["alpha"] / (len(probe["p_values"]))
+    head = ("layer", "energy", "energy accepted ≤", "kurtosis", "kurtosis accepted in",
+            "smallest p", "moment prediction", "Gaussian?", "attention ρ")
+    return (f'<table class="probe"><caption>Per layer: the statistics of the hidden states '
+            f"against the intervals their tests accept at α/{len(probe['p_values'])} = "
+            f"{level:.3g}; ρ against ρ_free = {edge(probe['residual_scale'])}.</caption><tr>"
+            + "".join(f"<th>{h}</th>" for h in head) + "</tr>" + "".join(rows) + "</table>")
+
+
+def model_section(opts: Options) -> Section:
+    """A real encoder: predicted against measured moments and the stability atlas (SPEC §7)."""
+    from ..empirical.encoders.loading import require_transformers
+
+    title = "A real encoder: moment prediction and stability atlas (SPEC §2, §5, §7)"
+    try:
+        require_transformers()
+    except ImportError as exc:
+        return Section("model", title, f"<p>Model section skipped: {html.escape(str(exc))}. "
+                       "Install the optional dependencies to see the moment prediction and the "
+                       "stability atlas of a real encoder.</p>")
+    from ..empirical.encoders.outputs import report_parts
+
+    parts = report_parts(opts.model, quick=opts.quick)
+    c = parts.numbers["comparison"]
+    captions = {
+        "model_comparison.png": (
+            f"Predicted against measured moments of {c['model']}: per layer, the relative error "
+            f"of the mean (left) and of the covariance (right) on {c['directions']} random "
+            f"directions between the Gaussian moment prediction and the model's hidden states "
+            f"for {c['n_tokens']} tokens in {c['sequences']} sequences, against the sampling "
+            f"floor of exactly Gaussian clouds (grey, {1 - c['alpha'] / 2:.3g} quantile); "
+            f"within it at {sum(c['consistent'])} of {len(c['consistent'])} layers."),
+        "model_atlas.png": (
+            f"Stability atlas of {c['model']}: per layer and head, the signature balance of "
+            "sym(V_h) and of sym(B_h) and the distance of V_h to a multiple of the identity "
+            "(heat maps); right: each layer's blow-up time T* of the scalar-V attention flow, "
+            "with A = 0 and with A = E[J_MLP] (absent where there is none).")}
+    return Section("model", title, parts.body, parts.figures, parts.numbers, parts.files,
+                   captions)
+
+
+def sweep_section(opts: Options) -> Section:
+    """Phase diagram of a batched parameter sweep (regimes over v and the spectrum of A)."""
+    from ..sweep import report_section
+
+    section = report_section(opts.quick)
+    n = section.numbers
+    caption = (f"Phase diagram of {n['n_configs']} scalar-V layers on a {n['grid'][0]} × "
+               f"{n['grid'][1]} grid over v (the scale of the value matrix) and a (the spectrum "
+               "of A): left, the regime certified for each layer ("
+               + ", ".join(f"{k} {v}" for k, v in n["regime_counts"].items())
+               + "); right, log₁₀ of the blow-up time T* where the layer blows up.")
+    return Section("sweep", section.title, section.body, section.figures, n,
+                   captions={name: caption for name in section.figures})
+
+
+SECTIONS: list[Callable[[Options], Section]] = [proofs_section, regimes_section,
+                                                steering_section, validation_section,
+                                                model_section, sweep_section]
+
+
+def _page(sections: list[Section]) -> str:
+    parts = []
+    for s in sections:
+        imgs = "".join(
+            f'<figure data-file="{html.escape(name)}"><img alt="{html.escape(s.caption(name))}" '
+            'src="data:image/png;base64,'
+            f'{base64.b64encode(png).decode()}"><figcaption>{html.escape(s.caption(name))}'
+            "</figcaption></figure>" for name, png in s.figures.items())
+        parts.append(f'<section id="{s.key}"><h2>{html.escape(s.title)}</h2>{s.body}'
+                     f'<div class="figs">{imgs}</div></section>')
+    style = ("body{font-family:sans-serif;max-width:1100px;margin:2em auto;line-height:1.45}"
+             "table{border-collapse:collapse}td,th{border:1px solid #bbb;padding:3px 8px}"
+             ".figs{display:flex;flex-wrap:wrap;gap:12px}figure{margin:0}"
+             "figure img{max-width:100%;height:auto}figcaption{font-size:80%;color:#555}")
+    return (f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>riccati_tf report</title>"
+            f"<style>{style}</style></head><body><h1>riccati_tf report</h1>{''.join(parts)}"
+            f"<script>{_RENDER_CHECK}</script></body></html>")
+
+
+# After loading, the page records how many figures decoded, in all and per section
+# (data-figures-loaded-KEY, data-figures-total-KEY), and how many equations laid out with a
+# non-empty box (read back by the headless-browser test through --dump-dom).
+_RENDER_CHECK = """
+window.addEventListener('load', function () {
+  var imgs = Array.from(document.images), maths = Array.from(document.querySelectorAll('math'));
+  var root = document.documentElement.dataset;
+  function loaded(list) {
+    return list.filter(function (i) { return i.complete && i.naturalWidth > 0; }).length; }
+  root.figuresTotal = imgs.length;
+  root.figuresLoaded = loaded(imgs);
+  document.querySelectorAll('section').forEach(function (s) {
+    var own = Array.from(s.querySelectorAll('img'));
+    var key = s.id.charAt(0).toUpperCase() + s.id.slice(1);
+    root['figuresTotal' + key] = own.length;
+    root['figuresLoaded' + key] = loaded(own);
+  });
+  root.equationsTotal = maths.length;
+  root.equationsRendered = maths.filter(function (m) {
+    var r = m.getBoundingClientRect(); return r.width > 0 && r.height > 0; }).length;
+});
+"""
+
+
+#: the files every report writes (checked before the sections run)
+PAGE, SUMMARY = "index.html", "summary.json"
+
+
+def _is_tty(stream) -> bool:
+    """Whether `stream` is a terminal (a progress bar is drawn only there)."""
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError):  # no isatty, or a closed stream
+        return False
+
+
+def write_report(out_dir: str | Path = "report", *, quick: bool = False,
+                 model: str | None = None, log=None) -> Path:
+    """Run every section, write out_dir/index.html, out_dir/summary.json and the PNG figures.
+
+    model: a local Transformer folder for the probe (default: a random DeiT-tiny encoder).
+    A file in out_dir of the same name as one the report writes, that the report did not write,
+    is refused (InvalidInputError naming it), before the sections run for the page and the
+    summary, before anything is written for the others."""
+    log = sys.stderr if log is None else log  # the stream of the moment, not of import time
+    folder = OutputFolder.open(out_dir)
+    folder.check((PAGE, SUMMARY))
+    out = folder.path
+    opts = Options(out, quick, model)
+    sections, summary, files = [], {"quick": quick, "model": model}, {}
+    bar = tqdm.tqdm(total=len(SECTIONS), desc="report sections", file=log,
+                    disable=not _is_tty(log))
+
+    def say(line: str) -> None:
+        bar.write(line, file=log)
+        log.flush()
+
+    with bar:
+        for i, build in enumerate(SECTIONS, 1):
+            start = time.perf_counter()
+            say(f"[{i}/{len(SECTIONS)}] {build.__doc__.splitlines()[0]}")
+            section = build(opts)
+            sections.append(section)
+            summary[section.key] = section.numbers
+            files.update(section.figures)
+            files.update(section.files)
+            say(f"      done in {time.perf_counter() - start:.1f} s")
+            bar.update()
+    files[PAGE] = _page(sections).encode("utf-8")
+    files[SUMMARY] = json.dumps(to_jsonable(summary), indent=2, allow_nan=False).encode("utf-8")
+    return folder.write(files)[PAGE]

@@ -1,0 +1,135 @@
+"""Regime and blow-up time of a scalar-V attention flow at encoder sizes (SPEC §5 closed form).
+
+With V_h ≈ v_h I the covariance of the continuous-depth flow Σ̇ = AΣ + ΣAᵀ − ΣGΣ,
+G = −Σ_h v_h (B_h + B_hᵀ), from Σ0 = L0L0ᵀ is
+
+    Σ(t) = e^{At} L0 (I + L0ᵀ W(t) L0)⁻¹ L0ᵀ e^{Aᵀt},   W(t) = ∫_0^t e^{Aᵀu} G e^{Au} du,
+
+and blows up at the first root of λ_min(I + L0ᵀW(t)L0). This module evaluates it with a few
+dense factorisations, fast at d in the hundreds (where `riccati_tf.certify`, with its
+certificates and re-checks, takes seconds per layer):
+
+- A = 0: W(t) = tG, so with g_1 ≤ … the eigenvalues of K = L0ᵀGL0, T* = −1/g_1 when g_1 < 0
+  ("blows_up", exact); when every g_i > 0, Σ(t) = L0(I + tK)⁻¹L0ᵀ → 0 like 1/t ("collapses");
+  when g_1 = 0 (within SIGN_RTOL·max|g|), Σ(t) tends to the nonzero L0 Π_ker K L0ᵀ
+  ("converges").
+- General A: the closed form is applied step by step (the flow is a semigroup) in square-root
+  form, as in `flows.exact`: over a step h (at most horizon/GRID_STEPS and the conditioning
+  step of `flows.exact`) from Σ = LLᵀ, S = I + LᵀW(h)L = CCᵀ and L⁺ = e^{Ah} L C⁻ᵀ, so
+  the large W(t) of an unstable A never meets the 1 of I + L0ᵀW(t)L0 in one rounding. The first
+  step whose S is not positive definite holds the blow-up; it is refined REFINE_LEVELS times
+  into REFINE_SPLIT sub-steps, and on the last one λ_min(I + LᵀW(s)L), which falls from 1 at
+  s = 0, is interpolated linearly (resolution h/REFINE_SPLIT^REFINE_LEVELS; tests find T*
+  within 1e-6 of `certify`). "blows_up" with T*, or "bounded" when every S stays positive
+  definite up to the horizon. A root inside a step that λ_min leaves again by the step's end is
+  not seen (with G ⪯ 0, λ_min is monotone and none is missed).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from ...errors import SolverError
+from ...flows.exact import growth_step, step_length, van_loan
+from ...state.validation import as_covariance, as_matrix, as_time
+
+#: eigenvalues of K = L0ᵀGL0 within SIGN_RTOL·max|g| of zero count as zero
+SIGN_RTOL = 1e-10
+#: eigenvalues of Σ0 below RANK_RTOL·λ_max are dropped from its factor L0
+RANK_RTOL = 1e-12
+#: grid steps over the horizon (at least), refinement levels and sub-steps per level
+GRID_STEPS = 64
+REFINE_LEVELS = 3
+REFINE_SPLIT = 16
+#: the most grid steps one evaluation may take (a stiff A needs tiny steps): SolverError beyond
+MAX_STEPS = 4096
+
+
+@dataclass(frozen=True)
+class FlowRegime:
+    """regime: "blows_up", "collapses", "converges" (A = 0) or "blows_up", "bounded" (up to the
+    horizon, general A); blowup_time: T* or None; horizon: None for A = 0 (the answer holds for
+    all t)."""
+
+    regime: str
+    blowup_time: float | None
+    horizon: float | None
+
+
+def _factor(cov: np.ndarray) -> np.ndarray:
+    lam, U = np.linalg.eigh(cov)
+    keep = lam > RANK_RTOL * max(lam[-1], 0.0)
+    return U[:, keep] * np.sqrt(lam[keep])
+
+
+def _without_drift(G: np.ndarray, L0: np.ndarray) -> FlowRegime:
+    K = L0.T @ G @ L0
+    g = np.linalg.eigvalsh(0.5 * (K + K.T))
+    scale = float(np.max(np.abs(g))) if g.size else 0.0
+    if g.size and g[0] < -SIGN_RTOL * scale:
+        return FlowRegime("blows_up", float(-1.0 / g[0]), None)
+    if g.size and g[0] > SIGN_RTOL * scale:
+        return FlowRegime("collapses", None, None)
+    return FlowRegime("converges", None, None)
+
+
+def _march(A, G, L, h: float, n_steps: int) -> tuple[int, np.ndarray, float]:
+    """Advance the factor L of Σ by up to n_steps steps h (Σ⁺ = E L S⁻¹ Lᵀ Eᵀ, S = I + LᵀW(h)L
+    = CCᵀ, L⁺ = E L C⁻ᵀ); (j, L_j, λ_min(S_j)) at the first step j whose S is not positive
+    definite (the blow-up lies inside it), or (n_steps, L_end, 1.0) when none is."""
+    E, Wh = van_loan(A, G, h)
+    for j in range(n_steps):
+        S = np.eye(L.shape[1]) + L.T @ Wh @ L
+        S = 0.5 * (S + S.T)
+        try:
+            C = np.linalg.cholesky(S)
+        except np.linalg.LinAlgError:
+            C = None
+        f = float(np.linalg.eigvalsh(S)[0]) if C is None else 1.0
+        if f <= 0:
+            return j, L, f
+        if C is None:  # Cholesky failed within rounding of a positive S: factor it exactly
+            lam, U = np.linalg.eigh(S)
+            C = U * np.sqrt(lam)
+        L = E @ np.linalg.solve(C, L.T).T
+        if not np.all(np.isfinite(L)):
+            raise SolverError("the covariance of the attention flow overflows float64 before "
+                              "the horizon (exponential growth without a blow-up)")
+    return n_steps, L, 1.0
+
+
+def _with_drift(A, G, L0, horizon: float) -> FlowRegime:
+    h = min(step_length(A), growth_step(A), horizon / GRID_STEPS)
+    n_steps = math.ceil(horizon / h - 1e-12)
+    if n_steps > MAX_STEPS:
+        raise SolverError(f"the closed form needs {n_steps} steps of length {h:.3g} to reach the "
+                          f"horizon {horizon:.3g} (budget MAX_STEPS = {MAX_STEPS}): ‖A‖ is too "
+                          f"large for this horizon")
+    j, L, f = _march(A, G, L0, h, n_steps)
+    if j == n_steps:
+        return FlowRegime("bounded", None, horizon)
+    t = j * h
+    for _ in range(REFINE_LEVELS):
+        h /= REFINE_SPLIT
+        k, L, f = _march(A, G, L, h, REFINE_SPLIT)
+        t += k * h
+        if k == REFINE_SPLIT:  # rounding moved the sign change to the bracket's end
+            return FlowRegime("blows_up", float(t), horizon)
+    # λ_min(I + LᵀW(s)L) falls from 1 at s = 0 to f at s = h, to first order linearly
+    return FlowRegime("blows_up", float(t + h / (1.0 - f)), horizon)
+
+
+def flow_regime(G: np.ndarray, cov0: np.ndarray, A: np.ndarray | None = None,
+                horizon: float = 10.0) -> FlowRegime:
+    """The regime of Σ̇ = AΣ + ΣAᵀ − ΣGΣ from Σ0 = cov0 (module docstring); A = None for A = 0
+    (answer for all t), else up to `horizon`. Non-finite data raise InvalidInputError."""
+    d = cov0.shape[0]
+    G, cov0 = as_matrix("G", G, d), as_covariance("cov0", cov0, d)
+    horizon = as_time("horizon", horizon)
+    L0 = _factor(cov0)
+    if A is None:
+        return _without_drift(G, L0)
+    return _with_drift(as_matrix("A", A, d), G, L0, horizon)

@@ -1,0 +1,159 @@
+"""Read the factored layer parameters (`factors`) out of a loaded transformers encoder.
+
+Supported families (config.model_type): the BERT family ("bert", "roberta", "xlm-roberta";
+a sentence-transformers folder holds a BertModel saved with save_pretrained), ViT and DeiT
+("vit", "deit") and ModernBERT ("modernbert"). Head h owns rows h·d_h … (h+1)·d_h − 1 of the
+query/key/value projections and the same columns of the output projection (transformers'
+`view(…, n_heads, d_h)` layout); ModernBERT's fused Wqkv stacks the three projections.
+
+What is refused (InvalidInputError), because Params would not mean what the model computes:
+a causal (decoder) or cross-attention BERT; an activation outside ACTIVATIONS; and, unless
+`position_free=True`, ModernBERT, whose rotary position embeddings rotate queries and keys by
+the token index (and whose local layers see only a window of positions): the logit between
+tokens i and j is ⟨R_i W_Q x_i, R_j W_K x_j⟩ with rotations R, so no single B_h describes it.
+With `position_free=True` the rotations and windows are dropped and the extracted heads are the
+position-free part (R = I, global attention); `Encoder.position_free` records it.
+
+torch and transformers are imported by the caller's model only; this module needs neither.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ...errors import InvalidInputError
+from .factors import Encoder, EncoderLayer, HeadFactors, LayerNormParams, MLPParams
+from .loading import layer_list
+
+BERT_FAMILY = ("bert", "roberta", "xlm-roberta")
+VIT_FAMILY = ("vit", "deit")
+ROTARY_FAMILY = ("modernbert",)
+FAMILIES = BERT_FAMILY + VIT_FAMILY + ROTARY_FAMILY
+#: transformers activation names → ACTIVATIONS
+ACTIVATION_NAMES = {"relu": "relu", "gelu": "gelu", "gelu_new": "gelu_tanh",
+                    "gelu_pytorch_tanh": "gelu_tanh", "gelu_fast": "gelu_tanh"}
+
+
+def _array(t) -> np.ndarray:
+    out = t.detach().cpu().double().numpy().copy()
+    if not np.all(np.isfinite(out)):
+        raise InvalidInputError(f"a parameter of shape {tuple(out.shape)} holds NaN or infinite "
+                                f"entries: the layer it belongs to computes no finite output")
+    return out
+
+
+def _bias(linear, n: int) -> np.ndarray:
+    return np.zeros(n) if linear.bias is None else _array(linear.bias)
+
+
+def _activation(name) -> str:
+    if not isinstance(name, str) or name not in ACTIVATION_NAMES:
+        raise InvalidInputError(f"activation {name!r} has no Gaussian closure here: supported are "
+                                f"{sorted(ACTIVATION_NAMES)}")
+    return ACTIVATION_NAMES[name]
+
+
+def _layer_norm(module, d: int) -> LayerNormParams:
+    gamma = np.ones(d) if module.weight is None else _array(module.weight)
+    beta = np.zeros(d) if module.bias is None else _array(module.bias)
+    return LayerNormParams(gamma, beta, float(module.eps))
+
+
+def _heads(Wq, bq, Wk, bk, Wv, bv, Wo, n_heads: int, scale: float) -> tuple[HeadFactors, ...]:
+    """Split stacked projections (n_heads·d_h, d) and the output projection (d, n_heads·d_h)."""
+    d_h = Wq.shape[0] // n_heads
+    rows = [slice(h * d_h, (h + 1) * d_h) for h in range(n_heads)]
+    return tuple(HeadFactors(Wq[r], bq[r], Wk[r], bk[r], Wv[r], bv[r], Wo[:, r], scale)
+                 for r in rows)
+
+
+def _linear_heads(query, key, value, output, config, scale: float) -> tuple[HeadFactors, ...]:
+    """The heads of separate query, key and value Linear modules and an output Linear."""
+    return _heads(*(x for lin in (query, key, value)
+                    for x in (_array(lin.weight), _bias(lin, lin.out_features))),
+                  _array(output.weight), config.num_attention_heads, scale)
+
+
+def _mlp(fc_in, fc_out, activation: str, gated: bool) -> MLPParams:
+    W, b = _array(fc_in.weight), _bias(fc_in, fc_in.out_features)
+    W_out, b_out = _array(fc_out.weight), _bias(fc_out, fc_out.out_features)
+    if not gated:
+        return MLPParams(W, b, W_out, b_out, activation)
+    n = W.shape[0] // 2
+    return MLPParams(W[:n], b[:n], W_out, b_out, activation, W[n:], b[n:])
+
+
+def _bert_layer(layer, config) -> EncoderLayer:
+    att, out = layer.attention.self, layer.attention.output
+    heads = _linear_heads(att.query, att.key, att.value, out.dense, config, float(att.scaling))
+    mlp = _mlp(layer.intermediate.dense, layer.output.dense, _activation(config.hidden_act), False)
+    return EncoderLayer(heads, _bias(out.dense, config.hidden_size),
+                        _layer_norm(out.LayerNorm, config.hidden_size),
+                        _layer_norm(layer.output.LayerNorm, config.hidden_size), mlp, "post")
+
+
+def _vit_layer(layer, config) -> EncoderLayer:
+    att = layer.attention
+    heads = _linear_heads(att.q_proj, att.k_proj, att.v_proj, att.o_proj, config,
+                          float(att.scaling))
+    mlp = _mlp(layer.mlp.fc1, layer.mlp.fc2, _activation(config.hidden_act), False)
+    return EncoderLayer(heads, _bias(att.o_proj, config.hidden_size),
+                        _layer_norm(layer.layernorm_before, config.hidden_size),
+                        _layer_norm(layer.layernorm_after, config.hidden_size), mlp, "pre")
+
+
+def _modernbert_layer(layer, config) -> EncoderLayer:
+    import torch
+
+    att, d = layer.attn, config.hidden_size
+    W, b = _array(att.Wqkv.weight), _bias(att.Wqkv, 3 * d)
+    parts = [(W[k * d:(k + 1) * d], b[k * d:(k + 1) * d]) for k in range(3)]
+    heads = _heads(*(x for pair in parts for x in pair), _array(att.Wo.weight),
+                   config.num_attention_heads, float(att.head_dim) ** -0.5)
+    norm = None if isinstance(layer.attn_norm, torch.nn.Identity) else _layer_norm(
+        layer.attn_norm, d)
+    mlp = _mlp(layer.mlp.Wi, layer.mlp.Wo, _activation(config.hidden_activation), True)
+    return EncoderLayer(heads, _bias(att.Wo, d), norm, _layer_norm(layer.mlp_norm, d), mlp, "pre")
+
+
+def position_limit(model) -> int | None:
+    """The most tokens one sequence may hold: config.max_position_embeddings (less the
+    padding_idx + 1 offset of RoBERTa's position ids), None for ViT/DeiT (their layers see no
+    positions once the embedding output is replaced) and for a config without the field."""
+    config = getattr(getattr(model, "base_model", model), "config", None)
+    limit = getattr(config, "max_position_embeddings", None)
+    if getattr(config, "model_type", None) in VIT_FAMILY or not isinstance(limit, int):
+        return None
+    if config.model_type in ("roberta", "xlm-roberta"):
+        limit -= int(config.pad_token_id) + 1
+    if limit < 1:
+        raise InvalidInputError(f"config.max_position_embeddings leaves {limit} positions")
+    return limit
+
+
+def extract(model, *, position_free: bool = False) -> Encoder:
+    """The factored parameters of every layer of a transformers encoder (module docstring).
+
+    model: a loaded encoder (a task model is reduced to its `base_model`); position_free: accept
+    position-dependent attention (ModernBERT's rotary embeddings and local windows) and extract
+    its position-free part. Raises InvalidInputError for an unsupported family or layer.
+    """
+    base = getattr(model, "base_model", model)
+    config = getattr(base, "config", None)
+    family = getattr(config, "model_type", None)
+    if family not in FAMILIES:
+        raise InvalidInputError(f"model family {family!r} is not supported: supported are "
+                                f"{FAMILIES}")
+    if family in BERT_FAMILY and (config.is_decoder or config.add_cross_attention):
+        raise InvalidInputError("the model is a decoder (causal mask or cross-attention): token i "
+                                "attends to j ≤ i only, which no position-free Params describes")
+    if family in ROTARY_FAMILY and not position_free:
+        raise InvalidInputError(
+            f"{family} rotates queries and keys by the token index (rotary position embeddings) "
+            f"and restricts local layers to a window: its logits ⟨R_i W_Q x_i, R_j W_K x_j⟩ are "
+            f"not ⟨B x_i, x_j⟩ for any B. Pass position_free=True to extract the position-free "
+            f"part (R = I, global attention)")
+    build = (_bert_layer if family in BERT_FAMILY else
+             _vit_layer if family in VIT_FAMILY else _modernbert_layer)
+    layers = tuple(build(layer, config) for layer in layer_list(base))
+    return Encoder(layers, family, position_limit(base), family in ROTARY_FAMILY)

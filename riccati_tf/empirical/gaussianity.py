@@ -1,0 +1,332 @@
+"""How far a token cloud is from its moment-matched Gaussian (SPEC §7).
+
+A sample x_1..x_n ∈ R^d is centred and whitened with its maximum-likelihood covariance
+S = (1/n) Σ (x_i − x̄)(x_i − x̄)ᵀ, restricted to the numerical range of S (rank r):
+y_i = Λ^{-1/2} Qᵀ (x_i − x̄). Every statistic below is a function of the whitened cloud, hence
+affine invariant, and is computed from the Gram matrix G_ij = ⟨y_i, y_j⟩ in row blocks (memory
+O(block · n)):
+
+    Mardia skewness   b1 = (1/n²) Σ_ij G_ij³            (= ‖E_n[y⊗y⊗y]‖_F²)
+    Mardia kurtosis   b2 = (1/n) Σ_i G_ii²
+    energy statistic  E  = n [ (2/n) Σ_i E|y_i − Z| − E|Z − Z'| − (1/n²) Σ_ij |y_i − y_j| ],
+                      Z, Z' ~ N(0, I_r) (Székely–Rizzo test of multivariate normality)
+    sliced W2         SW2² = mean over L unit θ of (1/n) Σ_i (⟨θ, y⟩_(i) − Φ⁻¹((i − ½)/n))²,
+                      the 1-D W2 distances between the sorted projections and the n-point
+                      quantile sample of the fitted Gaussian (every ⟨θ, Z⟩ is N(0, 1))
+    third moment      ‖E_n[y⊗y⊗y]‖_F / sqrt(r(r+2)(r+4))   (Gaussian: 0; scale E|Z|⁶)
+    fourth moment     ‖E_n[y⊗y⊗y⊗y] − T‖_F / ‖T‖_F,   T_ijkl = δ_ijδ_kl + δ_ikδ_jl + δ_ilδ_jk,
+                      ‖T‖_F² = 3r² + 6r,  ⟨E_n[y⊗⁴], T⟩ = 3 b2,  ‖E_n[y⊗⁴]‖_F² = (1/n²) Σ G_ij⁴
+
+Calibration: the statistics are affine invariant, so their null distribution depends only on
+(n, r) (and, for SW2, on the directions θ, which are drawn from `seed` and shared by the
+observed sample and the null). `null_distribution` simulates it from standard Gaussian samples
+of the same size (a Monte-Carlo null; cached explicitly), and `normality_test` turns it into
+p-values
+p = (1 + #{null ≥ observed}) / (1 + n_null) (two-sided for the kurtosis). The decision rejects
+Gaussianity when the smallest of the four test p-values (skewness, kurtosis, energy, sliced W2)
+is below α/4 (Bonferroni). Mardia's asymptotic p-values (χ² with the small-sample factor, and the
+normal law of b2 around r(r+2)(n−1)/(n+1)) are reported alongside for reference only: at high r
+they are not calibrated.
+
+Size and power measured with the fixed seeds of tests/test_gaussianity.py (n = 400, d = 4,
+n_null = 200, α = 0.05, 100 samples each): Gaussian samples rejected in 1/100 (size 0.01; the
+Bonferroni rule is conservative); a uniform cube in 100/100; the mixture
+½N(−2e₁, I) + ½N(2e₁, I) in 100/100 (with separation 1.5 instead of 2: 39/100). The energy
+statistic carries the mixture; the kurtosis alone rejects it in under a third of the samples.
+
+Reference: K. V. Mardia, Biometrika 57 (1970) 519–530; G. J. Székely and M. L. Rizzo,
+J. Multivariate Anal. 93 (2005) 58–80.
+"""
+
+from __future__ import annotations
+
+import numbers
+from dataclasses import dataclass, fields
+
+import numpy as np
+from scipy import stats
+from scipy.special import gammaln, poch
+
+from ..errors import InvalidInputError
+from ..state.validation import as_cloud, as_count, as_seed, psd_factor
+
+#: directions of the sliced Wasserstein distance
+N_DIRECTIONS = 64
+#: eigenvalues of the ML covariance below RANK_RTOL · λ_max are treated as zero (whitening)
+RANK_RTOL = 1e-10
+#: rows of the Gram matrix processed at once
+GRAM_BLOCK = 1024
+#: statistics entering the decision (each calibrated against the Monte-Carlo null)
+TESTS = ("skewness", "kurtosis", "energy", "sliced_w2")
+#: Poisson-mixture terms kept on each side of λ/2 when evaluating E|a − Z| (tail mass < 1e-30)
+_POISSON_SD = 12.0
+#: input bounds, checked before anything is allocated: Monte-Carlo null samples (n_null),
+#: sliced-W2 directions, rows of a Gram block, and n · rank of one simulated null sample
+MAX_NULL = 10_000
+MAX_DIRECTIONS = 10_000
+MAX_GRAM_BLOCK = 16_384
+MAX_NULL_SAMPLE = 10 ** 8
+
+
+@dataclass(frozen=True)
+class GaussianityStats:
+    """Distances of one sample to its moment-matched Gaussian (see the module docstring).
+
+    n: sample size; rank: dimension r of the whitened cloud; skewness b1; kurtosis b2;
+    energy E; sliced_w2 (whitened units); third, fourth: relative moment errors.
+    """
+
+    n: int
+    rank: int
+    skewness: float
+    kurtosis: float
+    energy: float
+    sliced_w2: float
+    third: float
+    fourth: float
+
+    def as_dict(self) -> dict[str, float]:
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+
+@dataclass(frozen=True, eq=False)
+class NullDistribution:
+    """Monte-Carlo null: the statistics of n_null standard Gaussian samples of size (n, r).
+
+    values[name] is an (n_null,) array for each name in GaussianityStats (n and rank excluded).
+    """
+
+    n: int
+    rank: int
+    seed: int
+    values: dict[str, np.ndarray]
+
+    def quantile(self, name: str, q: float) -> float:
+        return float(np.quantile(self.values[name], q))
+
+
+@dataclass(frozen=True, eq=False)
+class NormalityTest:
+    """A calibrated test of H0: the sample is Gaussian.
+
+    stats: the observed GaussianityStats; p_values: Monte-Carlo p-values for TESTS;
+    asymptotic: Mardia's asymptotic p-values {"skewness", "kurtosis"} (reference only);
+    alpha; reject: min p · len(TESTS) < alpha (Bonferroni); null: the NullDistribution used.
+    """
+
+    stats: GaussianityStats
+    p_values: dict[str, float]
+    asymptotic: dict[str, float]
+    alpha: float
+    reject: bool
+    null: NullDistribution
+
+
+def whiten(x) -> np.ndarray:
+    """y_i = Λ^{-1/2} Qᵀ (x_i − x̄) with S = Q Λ Qᵀ the ML covariance on its numerical range.
+
+    Returns an (n, r) array whose ML covariance is I_r. Raises if n ≤ r + 1 (Mardia's
+    statistics need more points than dimensions) or if the cloud is a single point.
+    """
+    x = as_cloud("x", x)
+    z = x - x.mean(axis=0)
+    S = z.T @ z / x.shape[0]
+    lam_max = np.linalg.eigvalsh(S)[-1]
+    if lam_max <= 0:
+        raise InvalidInputError("x is a single repeated point: its covariance is zero")
+    root = psd_factor(S, tol=RANK_RTOL * lam_max)  # S ≈ root rootᵀ, columns Q √Λ
+    r = root.shape[1]
+    if x.shape[0] <= r + 1:
+        raise InvalidInputError(f"x has n = {x.shape[0]} points in rank {r}: Gaussianity "
+                                f"statistics need n > rank + 1")
+    return z @ (root / np.sum(root**2, axis=0))
+
+
+def expected_distance_to_normal(sq_norm: np.ndarray, r: int) -> np.ndarray:
+    """E|a − Z| for Z ~ N(0, I_r) and |a|² = sq_norm, as the Poisson mixture of χ means:
+
+        |a − Z|² ~ χ²_r(λ), λ = |a|²;  E|a − Z| = Σ_k Pois(k; λ/2) √2 Γ((r+2k+1)/2) / Γ((r+2k)/2).
+
+    Terms beyond ±12 Poisson standard deviations of λ/2 are dropped (mass < 1e-30).
+    """
+    lam2 = np.asarray(sq_norm, dtype=float) / 2
+    out = np.empty(lam2.shape)
+    order = np.argsort(lam2)
+    start = 0
+    while start < order.size:
+        # rows sorted by λ share one window width (set by the chunk's largest λ); memory
+        # ≤ ~4e6 terms per chunk
+        stop = min(order.size, start + 4096)
+        width = int(_POISSON_SD * np.sqrt(lam2[order[stop - 1]]) + 40)
+        stop = min(stop, start + max(1, 4_000_000 // (2 * width + 1)))
+        idx = order[start:stop]
+        lo = np.maximum(np.floor(lam2[idx]) - width, 0).astype(int)
+        k_all = np.arange(lo.min(), lo.max() + 2 * width + 1)  # tables over the chunk's k range
+        log_fact = gammaln(k_all + 1)
+        chi_mean = np.sqrt(2) * poch((r + 2 * k_all) / 2, 0.5)  # E χ_{r+2k} = √2 Γ(·+½)/Γ(·)
+        pos = (lo - k_all[0])[:, None] + np.arange(2 * width + 1)[None, :]
+        lam = lam2[idx][:, None]
+        k = k_all[pos]
+        logw = k * np.log(np.where(lam > 0, lam, 1.0)) - log_fact[pos]  # log Pois + λ/2
+        logw[(lam[:, 0] == 0)[:, None] & (k > 0)] = -np.inf
+        # normalising the weights removes the rounding of the large cancelling log terms
+        weights = np.exp(logw - logw.max(axis=1, keepdims=True))
+        out[idx] = (weights * chi_mean[pos]).sum(axis=1) / weights.sum(axis=1)
+        start = stop
+    return out
+
+
+def _gram_sums(y: np.ndarray, block: int) -> tuple[float, float, float, float]:
+    """(Σ G_ij³, Σ G_ij⁴, Σ |y_i − y_j|, Σ G_ii²) over all pairs, in row blocks."""
+    sq = np.einsum("ij,ij->i", y, y)
+    s3 = s4 = dist = 0.0
+    for i0 in range(0, y.shape[0], block):
+        G = y[i0:i0 + block] @ y.T
+        G2 = G * G
+        s3 += float(np.sum(G2 * G))
+        s4 += float(np.sum(G2 * G2))
+        D = sq[i0:i0 + block, None] + sq[None, :] - 2 * G
+        rows = np.arange(D.shape[0])
+        D[rows, i0 + rows] = 0.0  # |y_i − y_i| exactly (rounding would leave √eps there)
+        np.maximum(D, 0, out=D)
+        dist += float(np.sum(np.sqrt(D, out=D)))
+    return s3, s4, dist, float(np.sum(sq * sq))
+
+
+def directions(rank: int, n_directions: int, seed: int) -> np.ndarray:
+    """(rank, n_directions) unit columns θ, uniform on the sphere, drawn from seed."""
+    theta = np.random.default_rng([seed, rank, n_directions]).standard_normal(
+        (rank, n_directions))
+    return theta / np.linalg.norm(theta, axis=0)
+
+
+def statistics(x, *, seed: int = 0, n_directions: int = N_DIRECTIONS,
+               block: int = GRAM_BLOCK) -> GaussianityStats:
+    """The distances of the module docstring for one (n, d) sample x.
+
+    seed draws the sliced-W2 directions (`directions(rank, n_directions, seed)`).
+    """
+    n_directions = as_count("n_directions", n_directions, maximum=MAX_DIRECTIONS,
+                                    limit="gaussianity.MAX_DIRECTIONS")
+    seed = as_seed("seed", seed)
+    block = as_count("block", block, maximum=MAX_GRAM_BLOCK,
+                             limit="gaussianity.MAX_GRAM_BLOCK")
+    y = whiten(x)
+    return _whitened_statistics(y, directions(y.shape[1], n_directions, seed), block)
+
+
+def _whitened_statistics(y: np.ndarray, theta: np.ndarray, block: int) -> GaussianityStats:
+    n, r = y.shape
+    s3, s4, dist, b2_sum = _gram_sums(y, block)
+    b1, b2 = s3 / n**2, b2_sum / n
+    ez = expected_distance_to_normal(np.einsum("ij,ij->i", y, y), r)
+    ezz = 2 * np.exp(gammaln((r + 1) / 2) - gammaln(r / 2))  # E|Z − Z'|, Z − Z' ~ N(0, 2I)
+    energy = n * (2 * ez.mean() - ezz - dist / n**2)
+    proj = np.sort(y @ theta, axis=0)
+    quantiles = stats.norm.ppf((np.arange(n) + 0.5) / n)
+    sw2 = float(np.sqrt(np.mean((proj - quantiles[:, None]) ** 2)))
+    t_norm2 = 3 * r * r + 6 * r
+    fourth = np.sqrt(max(s4 / n**2 - 6 * b2 + t_norm2, 0.0) / t_norm2)
+    third = np.sqrt(b1 / (r * (r + 2) * (r + 4)))
+    return GaussianityStats(n, r, float(b1), float(b2), float(energy), sw2, float(third),
+                            float(fourth))
+
+
+_NULL_CACHE: dict[tuple[int, int, int, int, int], NullDistribution] = {}
+
+
+def null_distribution(n: int, rank: int, *, n_null: int = 200, seed: int = 0,
+                      n_directions: int = N_DIRECTIONS) -> NullDistribution:
+    """Statistics of n_null standard Gaussian samples of shape (n, rank) (Monte-Carlo null).
+
+    Results are cached in `_NULL_CACHE` by (n, rank, n_null, seed, n_directions); call
+    `_NULL_CACHE.clear()` to drop them.
+    """
+    key = (as_count("n", n, minimum=3), as_count("rank", rank),
+           as_count("n_null", n_null, maximum=MAX_NULL, limit="gaussianity.MAX_NULL"),
+           as_seed("seed", seed),
+           as_count("n_directions", n_directions, maximum=MAX_DIRECTIONS,
+                            limit="gaussianity.MAX_DIRECTIONS"))
+    if key[0] <= key[1] + 1:
+        raise InvalidInputError(f"n = {n} must exceed rank + 1 = {rank + 1}")
+    if key[0] * key[1] > MAX_NULL_SAMPLE:
+        raise InvalidInputError(f"a null sample of n · rank = {key[0]} · {key[1]} numbers exceeds "
+                                f"the limit {MAX_NULL_SAMPLE} (gaussianity.MAX_NULL_SAMPLE)")
+    if key not in _NULL_CACHE:
+        rng = np.random.default_rng([seed, n, rank])
+        theta = directions(rank, n_directions, seed)
+        rows = [_whitened_statistics(whiten(rng.standard_normal((n, rank))), theta,
+                                     GRAM_BLOCK).as_dict() for _ in range(n_null)]
+        values = {name: np.array([row[name] for row in rows]) for name in rows[0]
+                  if name not in ("n", "rank")}
+        _NULL_CACHE[key] = NullDistribution(n, rank, seed, values)
+    return _NULL_CACHE[key]
+
+
+def _p_of_count(count, n_null: int, two_sided: bool):
+    """The p-value (1 + count) / (1 + n_null) of `count` null values at least as extreme as the
+    observation on one side (doubled, capped at 1, for a two-sided test)."""
+    p = (1 + count) / (1 + n_null)
+    return np.minimum(1.0, 2 * p) if two_sided else p
+
+
+def _mc_p_value(null: np.ndarray, observed: float, two_sided: bool) -> float:
+    upper = _p_of_count(np.sum(null >= observed), null.size, two_sided)
+    if not two_sided:
+        return float(upper)
+    return float(min(upper, _p_of_count(np.sum(null <= observed), null.size, two_sided)))
+
+
+def acceptance_band(null: np.ndarray, alpha: float, two_sided: bool,
+                    n_tests: int = len(TESTS)) -> tuple[float, float]:
+    """The interval [low, high] of one statistic that the decision of `normality_test` accepts:
+
+        p · n_tests < alpha   ⇔   observed < low  or  observed > high
+
+    (Bonferroni over n_tests statistics; p the Monte-Carlo p-value of the null sample). With
+    k* the largest count of null values beyond the observation that still rejects, high is the
+    (k* + 1)-th largest null value and, two-sided, low the (k* + 1)-th smallest; −inf for a
+    one-sided test; ±inf on a side where no observation can reject (too few null samples)."""
+    counts = np.arange(null.size + 1)
+    rejecting = counts[_p_of_count(counts, null.size, two_sided) * n_tests < alpha]
+    if rejecting.size == 0:
+        return -np.inf, np.inf
+    k = int(rejecting.max())
+    ordered = np.sort(null)
+    high = float(ordered[-1 - k]) if k < null.size else -np.inf
+    low = float(ordered[k]) if two_sided and k < null.size else -np.inf
+    return low, high
+
+
+def asymptotic_p_values(s: GaussianityStats) -> dict[str, float]:
+    """Mardia's asymptotic p-values: n k b1 / 6 ~ χ²_{r(r+1)(r+2)/6} with the small-sample
+    factor k = (r+1)(n+1)(r+3) / (n((n+1)(r+1) − 6)), and
+    (b2 − r(r+2)(n−1)/(n+1)) / √(8r(r+2)/n) ~ N(0, 1) (two-sided)."""
+    n, r = s.n, s.rank
+    k = (r + 1) * (n + 1) * (r + 3) / (n * ((n + 1) * (r + 1) - 6))
+    skew = stats.chi2.sf(n * k * s.skewness / 6, r * (r + 1) * (r + 2) / 6)
+    z = (s.kurtosis - r * (r + 2) * (n - 1) / (n + 1)) / np.sqrt(8 * r * (r + 2) / n)
+    return {"skewness": float(skew), "kurtosis": float(2 * stats.norm.sf(abs(z)))}
+
+
+def check_alpha(alpha) -> float:
+    """A significance level: a real number in (0, 1)."""
+    if isinstance(alpha, bool) or not isinstance(alpha, numbers.Real) or not 0 < alpha < 1:
+        raise InvalidInputError(f"alpha must be a number in (0, 1), got {alpha!r}")
+    return float(alpha)
+
+
+def normality_test(x, *, alpha: float = 0.05, n_null: int = 200, seed: int = 0,
+                   n_directions: int = N_DIRECTIONS) -> NormalityTest:
+    """Test H0: x ~ N(m, Σ) with Monte-Carlo calibrated p-values (module docstring).
+
+    seed fixes the sliced-W2 directions (shared with the null) and the null simulation.
+    """
+    check_alpha(alpha)
+    observed = statistics(x, seed=seed, n_directions=n_directions)
+    null = null_distribution(observed.n, observed.rank, n_null=n_null, seed=seed,
+                             n_directions=n_directions)
+    p = {name: _mc_p_value(null.values[name], getattr(observed, name), name == "kurtosis")
+         for name in TESTS}
+    reject = min(p.values()) * len(TESTS) < alpha
+    return NormalityTest(observed, p, asymptotic_p_values(observed), alpha, bool(reject), null)

@@ -1,0 +1,416 @@
+"""Token clouds under softmax self-attention (SPEC §1, §7): the finite-N particle system.
+
+    ẋ_i = A x_i + b + Σ_h V_h Σ_j softmax_j(⟨B_h x_i, x_j⟩) x_j  [+ W relu(U x_i + c)]
+
+The softmax runs over blocks of queries and keys (memory O(QUERY_BLOCK · block + H N d) for H
+heads and any N). Backends:
+
+- numpy (default, float64): `softmax_means`, a streaming kernel whose cost per block of
+  QUERY_BLOCK queries and BLOCK keys is two matrix products with inner dimension d + 1 (the
+  shifted logits, then the numerators and the denominator together) and one in-place exp; all
+  heads share the keys.
+- torch (`backend="torch"`, CPU or CUDA). In float32 (`dtype="float32"`) and on CUDA it calls
+  `scaled_dot_product_attention` once per block of queries with the 4-D layout (1, heads, n, d):
+  queries B_h x pre-multiplied (scale 1), keys and values the tokens shared by all heads, V_h
+  applied to the H softmax means afterwards; the fused CPU kernel keeps memory O(N d). On the
+  CPU in float64 that kernel is 10–30% slower than the numpy kernel (measured at N = 8192 to
+  16 384, d = 16 and 64; torch's float64 exp is twice numpy's), so the numpy kernel runs on the
+  tensors' memory (no copy) and the results are those of the numpy backend.
+
+`dtype="float32"` computes only the attention term in float32 (the state, the affine and ReLU
+terms and the integrator stay float64). Its velocity differs from float64 by about
+6e-8 · (1 + max |logit|) relative: FLOAT32_VELOCITY_RTOL bounds the Frobenius-relative error
+on the case of `tests/test_particles.py` (N = 3000, d = 8, two heads, logits up to ≈ 9;
+measured 5e-7).
+
+The optional ReLU feed-forward term W relu(U x + c) breaks Gaussian invariance (SPEC §1); with
+A = 0 and b = 0 it replaces the affine layer.
+
+Validity of the Gaussian limit: for tokens from N(m, Σ) the softmax average estimates the tilted
+mean m + ΣBx by importance sampling with log-weights ⟨Bx, y⟩ of variance xᵀBᵀΣBx. While
+‖Σ^{1/2} B Σ^{1/2}‖ ≲ 1 the effective sample size is ∝ N and the empirical moments follow the
+Gaussian flow to O(N^{-1/2}); beyond, it is exponentially small for the tails (measured: a 7%
+covariance bias at N = 20 000 once ‖Σ^{1/2}BΣ^{1/2}‖ has grown from 1 to 2.2). For the same
+reason a finite cloud never blows up: the attention term is a convex combination of the tokens.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..errors import InvalidInputError, SolverError
+from ..state.params import Params
+from ..state.validation import as_array, as_cloud, as_count, as_seed, as_time, as_vector
+
+#: keys per block of the numpy kernel and queries per scaled_dot_product_attention call
+#: (memory O(QUERY_BLOCK · block + N d)); (256, 1024) blocks run within 2% of the best shape
+#: measured (128–512 queries by 512–4096 keys; one thread, N = 8192, d = 16 and 64)
+BLOCK = 1024
+#: query rows per block in the numpy kernel (the key blocks have `block` rows)
+QUERY_BLOCK = 256
+#: a row whose softmax denominator exceeds this (relative to exp(0) at its first-block maximum)
+#: is recomputed with exact running maxima (the single-shift pass could lose it to overflow)
+_SUM_LIMIT = 1e250
+BACKENDS = ("numpy", "torch")
+#: precisions of the attention term; "float32" needs backend="torch"
+DTYPES = ("float64", "float32")
+#: bound on ‖v₃₂ − v₆₄‖_F / ‖v₆₄‖_F for the velocity of the float32 attention on the documented
+#: test case (module docstring)
+FLOAT32_VELOCITY_RTOL = 1e-5
+#: most steps of `simulate` (the recorded moments grow with them)
+MAX_STEPS = 10 ** 6
+#: most numbers kept by `simulate(..., keep_particles=True)`: (n_steps + 1) · N · d
+MAX_KEPT = 10 ** 8
+
+
+def attention_field(x: np.ndarray, y: np.ndarray, B: np.ndarray, V: np.ndarray, *,
+                    key_bias: np.ndarray | None = None, block: int = BLOCK) -> np.ndarray:
+    """V Σ_j softmax_j(⟨B x_i, y_j⟩ + β_j) y_j for every query x_i, as an (n, d) array.
+
+    x: (n, d) queries; y: (N, d) keys/values; β = key_bias (N,) or None. Gaussian-kernel
+    attention exp(−|Qx − Ky|²/2) is the case B = KᵀQ, β_j = −|K y_j|²/2 (the query term cancels
+    in the softmax).
+    """
+    return multi_head_attention(x, y, [(V, B)], key_bias=key_bias, block=block)
+
+
+def multi_head_attention(x: np.ndarray, y: np.ndarray, heads, *,
+                         key_bias: np.ndarray | None = None, block: int = BLOCK) -> np.ndarray:
+    """Σ_h V_h Σ_j softmax_j(⟨B_h x_i, y_j⟩ + β_j) y_j for heads [(V_h, B_h)], as an (n, d)
+    array: the queries of all heads go through one `softmax_means` call on shared keys."""
+    n = x.shape[0]
+    queries = np.concatenate([x @ np.asarray(B).T for _, B in heads])
+    means = softmax_means(queries, y, key_bias=key_bias, block=block)
+    out = means[:n] @ np.asarray(heads[0][0]).T
+    for h, (V, _) in enumerate(heads[1:], start=1):
+        out += means[h * n:(h + 1) * n] @ np.asarray(V).T
+    return out
+
+
+def softmax_means(q: np.ndarray, y: np.ndarray, *, key_bias: np.ndarray | None = None,
+                  block: int = BLOCK) -> np.ndarray:
+    """Σ_j softmax_j(⟨q_i, y_j⟩ + β_j) y_j for every row q_i of q (m, d), as an (m, d) array.
+
+    Queries run in blocks of QUERY_BLOCK rows, keys in blocks of `block` rows, so memory stays
+    O(QUERY_BLOCK · block + (m + N) d). Each query row is shifted by its maximum logit over the
+    first key block, s_i; the later blocks are evaluated as one matrix product
+    [q_i, −s_i, 1] · [y_j, 1, β_j] followed by an in-place exp, and the weights multiply
+    [y_j, 1] so that the numerators and the denominator come from one product. A row whose
+    denominator exceeds _SUM_LIMIT (a later logit above s_i + ~575) is recomputed with a
+    streaming log-sum-exp that rescales at every block (the same result, never overflowing).
+    """
+    m, d = q.shape
+    width = d + 1 if key_bias is None else d + 2
+    keys = np.empty((y.shape[0], width))  # [y_j, 1, (β_j)]
+    keys[:, :d] = y
+    keys[:, d] = 1.0
+    queries = np.zeros((m, width))  # [q_i, −s_i, (1)]
+    queries[:, :d] = q
+    if key_bias is not None:
+        keys[:, d + 1] = key_bias
+        queries[:, d + 1] = 1.0
+    out = np.empty((m, d))
+    scratch = np.empty((QUERY_BLOCK, min(block, y.shape[0])))
+    for i0 in range(0, m, QUERY_BLOCK):
+        rows = slice(i0, min(m, i0 + QUERY_BLOCK))
+        acc = _single_shift_block(queries[rows], keys, d, block, scratch)
+        redo = ~(acc[:, d] <= _SUM_LIMIT)  # also catches inf and NaN
+        if np.any(redo):
+            acc[redo] = _rescaled_block(queries[rows][redo], keys, d, block)
+        np.divide(acc[:, :d], acc[:, d:d + 1], out=out[rows])
+    return out
+
+
+def _single_shift_block(q: np.ndarray, keys: np.ndarray, d: int, block: int,
+                        scratch: np.ndarray) -> np.ndarray:
+    """Σ_j e^{ℓ_ij − s_i} [y_j, 1] with s_i = max_j ℓ_ij over the first key block."""
+    acc = np.zeros((q.shape[0], d + 1))
+    part = np.empty_like(acc)
+    with np.errstate(over="ignore", invalid="ignore"):
+        for j0 in range(0, keys.shape[0], block):
+            kj = keys[j0:j0 + block]
+            # ⟨q_i, y_j⟩ + β_j − s_i, with q = [q, −s, (1)] and keys = [y, 1, (β)]
+            L = np.matmul(q, kj.T, out=scratch[:q.shape[0], :kj.shape[0]])
+            if j0 == 0:
+                shift = L.max(axis=1)
+                L -= shift[:, None]
+                q[:, d] = -shift
+            np.exp(L, out=L)
+            acc += np.matmul(L, kj[:, :d + 1], out=part)
+    return acc
+
+
+def _rescaled_block(q: np.ndarray, keys: np.ndarray, d: int, block: int) -> np.ndarray:
+    """Σ_j e^{ℓ_ij − s_i} [y_j, 1] with s_i the running maximum (streaming log-sum-exp); the
+    shift column of q is reset so that the logits are exact."""
+    q = q.copy()
+    q[:, d] = 0.0
+    run_max = np.full(q.shape[0], -np.inf)
+    acc = np.zeros((q.shape[0], d + 1))
+    for j0 in range(0, keys.shape[0], block):
+        kj = keys[j0:j0 + block]
+        L = q @ kj.T
+        new_max = np.maximum(run_max, L.max(axis=1))
+        acc *= np.exp(run_max - new_max)[:, None]
+        acc += np.exp(L - new_max[:, None]) @ kj[:, :d + 1]
+        run_max = new_max
+    return acc
+
+
+@dataclass(frozen=True, eq=False)
+class FeedForward:
+    """A ReLU feed-forward term x ↦ W relu(U x + c) with U (k, d), W (d, k), c (k,)."""
+
+    W: np.ndarray
+    U: np.ndarray
+    c: np.ndarray | None = None
+
+    def __post_init__(self):
+        U = as_array("U", self.U, ndim=2)
+        W = as_array("W", self.W)
+        k, d = U.shape
+        if W.shape != (d, k):
+            raise InvalidInputError(f"W must be ({d}, {k}) to match U of shape {U.shape}, "
+                                    f"got {W.shape}")
+        c = np.zeros(k) if self.c is None else as_vector("c", self.c, k)
+        for arr in (U, W, c):
+            arr.setflags(write=False)
+        object.__setattr__(self, "U", U)
+        object.__setattr__(self, "W", W)
+        object.__setattr__(self, "c", c)
+
+    @property
+    def d(self) -> int:
+        return self.U.shape[1]
+
+
+@dataclass(frozen=True, eq=False)
+class GaussianityTrace:
+    """Gaussianity statistics per recorded step: one (k,) array per field of
+    `gaussianity.GaussianityStats` (skewness, kurtosis, energy, sliced_w2, third, fourth)."""
+
+    values: dict[str, np.ndarray]
+
+    def __getitem__(self, name: str) -> np.ndarray:
+        return self.values[name]
+
+
+@dataclass(frozen=True, eq=False)
+class ParticleRun:
+    """Empirical moments of a simulated token cloud: t (k,), mean (k, d), cov (k, d, d) with the
+    unbiased (N − 1) normalisation; particles (k, N, d) when requested, else None; metrics
+    (GaussianityTrace) when requested, else None; backend "numpy" or "torch:<device>"."""
+
+    t: np.ndarray
+    mean: np.ndarray
+    cov: np.ndarray
+    n_tokens: int
+    method: str
+    particles: np.ndarray | None = None
+    metrics: GaussianityTrace | None = None
+    backend: str = "numpy"
+
+
+class _NumpyOps:
+    """Array operations of the particle field on numpy arrays."""
+
+    name = "numpy"
+
+    def asarray(self, a):
+        return np.asarray(a, dtype=float)
+
+    def to_numpy(self, x) -> np.ndarray:
+        return x
+
+    def attention(self, x, heads, block):
+        return multi_head_attention(x, x, heads, block=block)
+
+    def relu(self, z):
+        return np.maximum(z, 0.0)
+
+    def all_finite(self, x) -> bool:
+        return bool(np.all(np.isfinite(x)))
+
+
+class _TorchOps:
+    """The same operations on torch float64 tensors (CPU or CUDA). Attention in `dtype`: on the
+    CPU in float64 the numpy kernel on the tensors' memory, otherwise
+    torch.nn.functional.scaled_dot_product_attention (scale 1) with the 4-D layout
+    (1, heads, queries, d) over blocks of `block` queries."""
+
+    def __init__(self, device: str | None, dtype: str):
+        import torch
+
+        self.torch = torch
+        try:
+            self.device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
+        except (RuntimeError, TypeError, ValueError) as exc:
+            raise InvalidInputError(f"device {device!r} is not a torch device "
+                                    f"({str(exc).splitlines()[0]})") from None
+        self.dtype = getattr(torch, dtype)
+        self.name = f"torch:{self.device}" + ("" if dtype == "float64" else f":{dtype}")
+        self.numpy_kernel = self.device.type == "cpu" and dtype == "float64"
+
+    def asarray(self, a):
+        return self.torch.tensor(np.asarray(a, dtype=float), device=self.device)
+
+    def to_numpy(self, x) -> np.ndarray:
+        return x.detach().cpu().numpy()
+
+    def attention(self, x, heads, block):
+        if self.numpy_kernel:
+            return self.torch.from_numpy(multi_head_attention(x.numpy(), x.numpy(), heads,
+                                                              block=block))
+        return self.sdpa_attention(x, heads, block)
+
+    def sdpa_attention(self, x, heads, block):
+        """Σ_h V_h softmax(B_h x xᵀ) x by scaled_dot_product_attention in `dtype`, all heads in
+        one call per block of `block` queries."""
+        torch = self.torch
+        Bs = self.asarray(np.array([B for _, B in heads]))
+        Vs = self.asarray(np.array([V for V, _ in heads]))
+        q = (x @ Bs.transpose(1, 2)).to(self.dtype)[None]  # (1, H, N, d): the queries B_h x_i
+        kv = x.to(self.dtype)[None, None].expand(q.shape)  # the tokens, shared by the heads
+        means = torch.empty_like(q)
+        for i0 in range(0, x.shape[0], block):
+            means[:, :, i0:i0 + block] = torch.nn.functional.scaled_dot_product_attention(
+                q[:, :, i0:i0 + block], kv, kv, scale=1.0)
+        return (means[0].to(x.dtype) @ Vs.transpose(1, 2)).sum(dim=0)
+
+    def relu(self, z):
+        return self.torch.relu(z)
+
+    def all_finite(self, x) -> bool:
+        return bool(self.torch.isfinite(x).all())
+
+
+def _ops(backend: str, device: str | None, dtype: str = "float64"):
+    if not (isinstance(dtype, str) and dtype in DTYPES):
+        raise InvalidInputError(f"dtype must be one of {DTYPES}, got {dtype!r}")
+    if backend == "numpy":
+        if device not in (None, "cpu"):
+            raise InvalidInputError(f"device {device!r} needs backend='torch'")
+        if dtype != "float64":
+            raise InvalidInputError(f"dtype {dtype!r} needs backend='torch'")
+        return _NumpyOps()
+    if backend == "torch":
+        return _TorchOps(device, dtype)
+    raise InvalidInputError(f"backend must be one of {BACKENDS}, got {backend!r}")
+
+
+def _field(ops, params: Params, feedforward: FeedForward | None, x, block: int):
+    """X[μ_N](x) with the arrays of one backend."""
+    out = x @ ops.asarray(params.A).T + ops.asarray(params.b)
+    heads = [(V, B) for V, B in params.heads if np.any(V)]
+    if heads:
+        out = out + ops.attention(x, heads, block)
+    if feedforward is not None:
+        hidden = ops.relu(x @ ops.asarray(feedforward.U).T + ops.asarray(feedforward.c))
+        out = out + hidden @ ops.asarray(feedforward.W).T
+    return out
+
+
+def velocity(params: Params, x: np.ndarray, *, block: int = BLOCK,
+             feedforward: FeedForward | None = None, backend: str = "numpy",
+             device: str | None = None, dtype: str = "float64") -> np.ndarray:
+    """X[μ_N](x_i) = A x_i + b + Σ_h V_h Σ_j softmax_j(⟨B_h x_i, x_j⟩) x_j [+ W relu(U x_i + c)]
+    for a cloud x (N, d), returned as a numpy array; backend, device and dtype as in
+    `simulate`."""
+    ops = _ops(backend, device, dtype)
+    return ops.to_numpy(_field(ops, params, feedforward, ops.asarray(x), block))
+
+
+def empirical_moments(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Sample mean and unbiased sample covariance of an (N, d) cloud."""
+    mean = x.mean(axis=0)
+    xc = x - mean
+    return mean, xc.T @ xc / (x.shape[0] - 1)
+
+
+def _as_schedule(name: str, value, cls, d: int, optional: bool) -> Callable:
+    """A constant or a callable t ↦ cls, checked at t = 0 to act on R^d."""
+    if value is None and optional:
+        return lambda _t: None
+    fn = value if callable(value) else (lambda _t: value)
+    first = fn(0.0)
+    if not isinstance(first, cls) or first.d != d:
+        raise InvalidInputError(f"{name} must be a {cls.__name__} on R^{d} (the tokens' "
+                                f"dimension) or a callable t -> {cls.__name__}")
+    return fn
+
+
+def simulate(params: Params | Callable[[float], Params], x0: np.ndarray, t_final: float, *,
+             n_steps: int, method: str = "rk4", keep_particles: bool = False,
+             block: int = BLOCK, feedforward: FeedForward | Callable | None = None,
+             backend: str = "numpy", device: str | None = None, metrics: bool = False,
+             metrics_seed: int = 0, dtype: str = "float64") -> ParticleRun:
+    """Integrate the N-token system ẋ_i = X[μ_N](x_i) on [0, t_final] with n_steps fixed steps.
+
+    method "rk4" (classical Runge–Kutta) or "euler" (the residual network x⁺ = x + τX(x) with
+    τ = t_final / n_steps). params: Params or a callable t ↦ Params (time-varying controls);
+    feedforward: None, a FeedForward or a callable t ↦ FeedForward (adds W relu(U x + c)).
+    backend "numpy" (float64) or "torch" (float64 tensors on `device`, default CUDA when
+    available); dtype "float64" or "float32" (torch only: the attention term in float32, the
+    state in float64; accuracy in the module docstring). metrics=True records
+    `gaussianity.statistics` of the cloud at every step (directions drawn from metrics_seed).
+    Raises SolverError if the cloud overflows.
+    """
+    x = as_cloud("x0", x0)
+    t_final = as_time("t_final", t_final)
+    n_steps = as_count("n_steps", n_steps, maximum=MAX_STEPS, limit="particles.MAX_STEPS")
+    block = as_count("block", block)
+    metrics_seed = as_seed("metrics_seed", metrics_seed)
+    if keep_particles and (n_steps + 1) * x.size > MAX_KEPT:
+        raise InvalidInputError(f"keep_particles would store (n_steps + 1) · N · d = "
+                                f"{(n_steps + 1) * x.size} numbers, over the limit {MAX_KEPT} "
+                                f"(particles.MAX_KEPT)")
+    if method not in ("rk4", "euler"):
+        raise InvalidInputError(f"method must be 'rk4' or 'euler', got {method!r}")
+    d = x.shape[1]
+    params_fn = _as_schedule("params", params, Params, d, optional=False)
+    ff_fn = _as_schedule("feedforward", feedforward, FeedForward, d, optional=True)
+    ops = _ops(backend, device, dtype)
+    if metrics:
+        from .gaussianity import statistics
+
+    def field(t, x):
+        return _field(ops, params_fn(t), ff_fn(t), x, block)
+
+    tau = t_final / n_steps
+    ts = tau * np.arange(n_steps + 1)
+    means, covs, clouds, rows = [], [], [], []
+
+    def record(x):
+        arr = ops.to_numpy(x)
+        m, S = empirical_moments(arr)
+        means.append(m), covs.append(S)
+        if keep_particles:
+            clouds.append(arr.copy())
+        if metrics:
+            rows.append(statistics(arr, seed=metrics_seed).as_dict())
+
+    x = ops.asarray(x)
+    record(x)
+    for k in range(n_steps):
+        t = ts[k]
+        with np.errstate(over="ignore", invalid="ignore"):  # overflow is reported below
+            k1 = field(t, x)
+            if method == "euler":
+                x = x + tau * k1
+            else:
+                k2 = field(t + tau / 2, x + tau / 2 * k1)
+                k3 = field(t + tau / 2, x + tau / 2 * k2)
+                k4 = field(t + tau, x + tau * k3)
+                x = x + tau / 6 * (k1 + 2 * k2 + 2 * k3 + k4)
+        if not ops.all_finite(x):
+            raise SolverError(f"the particle cloud overflowed at t = {ts[k + 1]:.6g}")
+        record(x)
+    trace = None
+    if metrics:
+        trace = GaussianityTrace({name: np.array([r[name] for r in rows]) for name in rows[0]
+                                  if name not in ("n", "rank")})
+    return ParticleRun(ts, np.array(means), np.array(covs), x.shape[0], method,
+                       np.array(clouds) if keep_particles else None, trace, ops.name)

@@ -1,0 +1,1107 @@
+"""Exact covariance flow for scalar value matrices (SPEC §5), in square-root form.
+
+With V_h = v_h I and G = −Σ_h v_h (B_h + B_hᵀ) the covariance obeys Σ̇ = AΣ + ΣAᵀ − ΣGΣ, whose
+solution over a step of length s from Σ_k = L Lᵀ (L of size d×r, r = rank Σ_k) is
+
+    Σ(t_k + s) = E_s L S(s)⁻¹ Lᵀ E_sᵀ,   S(s) = I_r + Lᵀ W(s) L,
+    E_s = e^{As},   W(s) = ∫_0^s e^{Aᵀu} G e^{Au} du   (Van Loan: expm of [[−Aᵀ, G], [0, A]] s).
+
+This is the closed form Σ(t) = e^{At}Σ0(I + W(t)Σ0)⁻¹e^{Aᵀt} (push-through identity), applied
+step by step because the flow is a semigroup and recovering W(s) = e^{Aᵀs}F from the block
+exponential amplifies rounding by κ(s) = ‖e^{As}‖₂‖e^{−Aᵀs}‖₂. With the logarithmic norm
+μ(A) = λ_max((A + Aᵀ)/2), ‖e^{As}‖₂ ≤ e^{μ(A)s}, so steps with e^{(μ(A) + μ(−A))h} ≤ STEP_KAPPA
+keep κ ≤ STEP_KAPPA (SPEC §5's "‖A‖h ≲ 1", made quantitative), and steps with
+e^{max(|μ(A)|, |μ(−A)|)h} ≤ STEP_KAPPA keep E_h, E_h⁻¹ and W(h) in range however large A is.
+S = CCᵀ (Cholesky) gives the next factor L⁺ = E_s L C⁻ᵀ: the rank is kept exactly and every Σ is
+symmetric PSD by construction. The covariance blows up at the first s where S(s) is singular
+(det(I + W(t)Σ0) = 0); the time is located by Brent's method on λ_min(S(s)).
+
+The mean obeys the linear equation ṁ = K(t) m + b, K = A + v̄ I + Σ(t) B̄ with v̄ = Σ_h v_h and
+B̄ = Σ_h v_h B_h (no closed form is known), integrated with Gauss–Legendre collocation (order
+2·GAUSS_STAGES) on the exact covariance at the collocation nodes, in sub-steps with
+‖K‖₂ h ≤ MEAN_THETA at both ends, refined by halving where K is large (it grows like
+1/(T* − t) near a blow-up). Each sub-step is error-controlled: one step of length h against two
+of length h/2 (Richardson), halved until they agree to MEAN_RTOL relative, the two halves kept.
+‖K‖h alone does not bound the error, since K(t) has complex singularities (poles of
+(I + W(t)Σ0)⁻¹) that can lie near the real axis; the control makes the mean at a time
+independent of the other output times (which set the covariance steps) to rounding.
+
+What the flow refuses to guess (each refusal is a SolverError with a sentence):
+
+- Work. Covariance steps and the mean's collocation steps count against `max_steps`
+  (DEFAULT_MAX_STEPS); a flow needing more stops there, and before the work when the count is
+  known in advance (the mean sub-steps of one step). Brent's method and the certification of a
+  step are bounded too.
+- Long horizons. Stepping stops early once the state provably stays where it is (`_settled`):
+  (a) collapse — A Hurwitz and G ⪰ 0: W(s) = W∞ − E_sᵀW∞E_s with AᵀW∞ + W∞A = −G is the closed
+  form at every offset, S(s) ⪰ I, so one exponential reaches any time; with a mean, once
+  ‖B̄‖‖L‖²‖X‖ (X = ∫ e^{As}e^{Aᵀs} ds) is below rounding, ṁ = A_v m + b from there on;
+  (b) equilibrium — Σ_k is an equilibrium up to rounding (Newton's correction
+  A_cΔ + ΔA_cᵀ = −(AΣ_k + Σ_kAᵀ − Σ_kGΣ_k) is no larger than the rounding of that residual or
+  the step's own rounding) and it is exponentially stable: A_c = A − Σ_kG Hurwitz (SPEC §5:
+  A anti-stable, G ≻ 0 gives A_c = −P*⁻¹AᵀP*), restricted to the range of Σ_k when it is
+  singular, where the range (moving by e^{At} alone) must also be invariant and dominant. A
+  step must first map every entry to itself, |ΔΣ_ij| ≤ SETTLE_GATE √(Σ_ii Σ_jj), so that tiny
+  variances still growing or decaying are followed to the end. The mean then solves
+  ṁ = K m + b with the constant K exactly (expm of [[K, b], [0, 0]] τ), unless rounding in K
+  (cancellation in A + v̄I + Σ*B̄) would be amplified beyond MEAN_JUMP_RTOL over the horizon.
+- Tiny variances. Σ0 is factored keeping every positive direction the data determine: Cholesky
+  when each pivot stands above its own cancellation error, else pivoted Cholesky stopping only
+  at pivots at the level of rounding relative to their own diagonal entry (`_factor`).
+- Rounding-level G. Where G (on the coordinates coupled through A or G) has an eigenvalue
+  within δ = G_ROUNDING·d·eps·‖G‖ of zero, or a negative one small enough for δ to move T*
+  by BLOWUP_RTOL, the covariance is also run with G ∓ δI on those coordinates: by Loewner
+  monotonicity of W in G those bracket every G' the rounding cannot tell from G. The answer is
+  returned only when the brackets agree (no blow-up by t_final, or T* to BLOWUP_RTOL).
+- Overflow. A state that leaves the floating-point range is not a blow-up (S(s) stayed
+  non-singular): it is reported as a SolverError naming exponential growth.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from functools import lru_cache
+
+import numpy as np
+from numpy.linalg import inv
+from scipy.linalg import expm, lapack, solve_continuous_lyapunov
+from scipy.optimize import brentq
+
+from ..errors import SolverError
+
+EPS = np.finfo(float).eps
+GAUSS_STAGES = 8
+#: covariance steps satisfy e^{(μ(A) + μ(−A))h} ≤ STEP_KAPPA (conditioning of the Van Loan step)
+#: and e^{max(|μ(A)|, |μ(−A)|)h} ≤ STEP_KAPPA (growth of E_h and W(h) in one step)
+STEP_KAPPA = 1e3
+#: and ‖A‖_F h ≤ STEP_NORM (accuracy of e^{Ah} itself, for rotations)
+STEP_NORM = 64.0
+#: mean sub-steps satisfy ‖K‖₂ h ≤ MEAN_THETA at both ends (accuracy of the collocation)
+MEAN_THETA = 2.0
+#: a mean sub-step of length h is accepted when one collocation step of length h and two of
+#: length h/2 agree to MEAN_RTOL·max(‖m‖∞, ‖m⁺‖∞, h‖b‖∞); the two halves, about 2^{2·GAUSS_STAGES}
+#: times more accurate than the single step, are kept
+MEAN_RTOL = 1e-13
+#: collocation steps one error-controlled sub-step costs (one of length h, two of length h/2)
+MEAN_STEP_COST = 3
+#: bisection depth limits when certifying that S(s) = I + LᵀW(s)L stays positive definite
+BRENT_DEPTH = 10
+MAX_REFINE = 40
+#: work bounds of one step's certification (intervals examined) and of Brent's method
+MAX_SCAN_NODES = 4096
+BRENT_MAXITER = 200
+#: a covariance step is halved at most this often for the mean (h ≥ 2⁻⁶⁰⁰ H, enough for
+#: ‖K‖ from 1e-150 to 1e150); a drift that would need more is refused
+MAX_HALVINGS = 600
+#: sweeps (Picard, then simplified Newton) for the collocation stages, their relative stopping
+#: tolerance, and the contraction a Picard sweep must reach to be kept
+NEWTON_ITERATIONS = 20
+NEWTON_RTOL = 4 * EPS
+PICARD_RATIO = 0.1
+#: covariance steps plus mean sub-steps one flow may take (override with flow(max_steps=...))
+DEFAULT_MAX_STEPS = 100_000
+#: Σ0's factor keeps a pivot p_k of the (pivoted) Cholesky factorisation when
+#: p_k² > FACTOR_ROUNDING · d · eps · (Σ0)_kk, the rounding error of the pivot's own cancellation
+FACTOR_ROUNDING = 4.0
+#: settling (see the module docstring): entrywise step-change gate, rounding multiple c of the
+#: tolerance c·d·eps·κ_step, and the least number of steps left for the test to be worth it
+SETTLE_GATE = 1e-10
+SETTLE_ROUNDING = 16.0
+SETTLE_MIN_STEPS = 8
+#: largest Newton correction accepted from a stalled step map (see `_stable_equilibrium`)
+NEWTON_REACH = 1e-6
+#: the mean's jump after settling: largest relative amplification of the rounding in K
+MEAN_JUMP_RTOL = 1e-6
+#: rounding-level eigenvalues of G: δ = G_ROUNDING·d·eps·‖G‖_F, and the relative spread of the
+#: bracketing blow-up times accepted as determined
+G_ROUNDING = 8.0
+BLOWUP_RTOL = 1e-8
+#: an end state shortly before a blow-up, after n covariance steps: relative error
+#: ≈ NEAR_BLOWUP_ROUNDING·eps·n^{3/4}·T*/(T* − t), refused above NEAR_BLOWUP_RTOL (the same limit
+#: as rk's, riccati_tf.flows.integrate)
+NEAR_BLOWUP_ROUNDING = 8.0
+NEAR_BLOWUP_RTOL = 1e-6
+
+
+class _BudgetSpent(SolverError):
+    """The flow needed more than max_steps steps."""
+
+
+@dataclass
+class _Budget:
+    """Steps left to one flow: each covariance step and each collocation step of the mean
+    costs one."""
+
+    max_steps: int
+    h: float
+    left: int = -1
+
+    def __post_init__(self):
+        self.left = self.max_steps
+
+    def spend(self, n: int, t: float, *detail) -> None:
+        if n > self.left:
+            what = (f"; one step alone needs {detail[1]} mean sub-steps of length {detail[2]:.3g}"
+                    f" (‖A + v̄I‖₂ = {detail[3]:.3g})" if detail else "")
+            steps = (f" (covariance steps are at most {self.h:.3g} long, bounded by the growth "
+                     f"and conditioning of e^{{Ah}})" if np.isfinite(self.h) else "")
+            raise _BudgetSpent(
+                f"the exact flow needs more than max_steps = {self.max_steps} steps (covariance "
+                f"steps and mean sub-steps) to pass t = {t:.6g}{what}{steps}, and the state "
+                f"does not settle at a provably stable limit first; raise max_steps or shorten "
+                f"t_final")
+        self.left -= n
+@lru_cache(maxsize=8)
+def gauss_tableau(s: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Nodes c, weights w and matrix a of the s-stage Gauss–Legendre collocation method.
+
+    a_ij = ∫_0^{c_i} ℓ_j(τ) dτ with the Lagrange basis ℓ_j in product form, integrated by the
+    s-point Gauss rule on [0, c_i] (exact for degree s − 1): the order conditions
+    Σ_j a_ij c_j^{k−1} = c_i^k / k hold to rounding (inverting the Vandermonde matrix of the
+    nodes instead leaves residuals ~3e-13 at s = 8, which cost the mean ~1e-11)."""
+    x, w = np.polynomial.legendre.leggauss(s)
+    c = (x + 1) / 2
+    xq, wq = c, w / 2  # the same rule on [0, 1]
+    a = np.empty((s, s))
+    for j in range(s):
+        others = np.delete(c, j)
+        denom = np.prod(c[j] - others)
+        for i in range(s):
+            tau = c[i] * xq
+            a[i, j] = c[i] * (wq @ np.prod(tau[:, None] - others[None, :], axis=1)) / denom
+    return c, w / 2, a
+
+
+@lru_cache(maxsize=8)
+def gauss_eigen(s: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """a = T diag(λ) T⁻¹ for the Gauss matrix (s even), ordered so that λ_{s−1−k} = conj(λ_k)."""
+    lam, T = np.linalg.eig(gauss_tableau(s)[2])
+    order = np.argsort(-lam.imag)
+    lam, T = lam[order], T[:, order]
+    if s % 2 or not np.allclose(lam[::-1], lam.conj(), rtol=1e-12, atol=0):
+        raise ValueError(f"the {s}-stage Gauss matrix has no conjugate-paired spectrum")
+    return lam, T, np.linalg.inv(T)
+
+
+def van_loan(A: np.ndarray, G: np.ndarray, s) -> tuple[np.ndarray, np.ndarray]:
+    """E = e^{As} and W(s) = ∫_0^s e^{Aᵀu} G e^{Au} du for a scalar s or an array of offsets.
+
+    expm([[−Aᵀ, G], [0, A]] s) = [[e^{−Aᵀs}, F], [0, e^{As}]] and W(s) = e^{Aᵀs} F.
+    """
+    E, W, _ = _van_loan_blocks(A, G, np.atleast_1d(np.asarray(s, dtype=float)))
+    return (E[0], W[0]) if np.ndim(s) == 0 else (E, W)
+
+
+def _van_loan_blocks(A, G, s: np.ndarray):
+    """(E, W, E⁻¹) stacked at the offsets s, from the Van Loan block exponential."""
+    d = A.shape[0]
+    block = np.zeros((2 * d, 2 * d))
+    block[:d, :d] = -A.T
+    block[:d, d:] = G
+    block[d:, d:] = A
+    F = expm(block[None] * s[:, None, None])
+    E = F[:, d:, d:]
+    W = np.swapaxes(E, -1, -2) @ F[:, :d, d:]
+    return E, 0.5 * (W + np.swapaxes(W, -1, -2)), np.swapaxes(F[:, :d, :d], -1, -2)
+
+
+@dataclass(frozen=True)
+class ExactResult:
+    """Raw output of :func:`exact_flow`: states at the requested times reached before blow-up."""
+
+    t: np.ndarray
+    mean: np.ndarray
+    cov: np.ndarray
+    blowup_time: float | None
+    blowup_direction: np.ndarray | None
+    n_steps: int
+    #: time from which the state was certified to stay put ("equilibrium") or to follow the
+    #: one-exponential closed form ("collapse"), and which; None when stepped to the end
+    settled_time: float | None = None
+    settled_by: str | None = None
+
+
+class _Propagator:
+    """Cached Van Loan data: (E, W) at the collocation offsets of a step, at single offsets, and
+    W₋(s) = ∫_0^s e^{Aᵀu} G₋ e^{Au} du for the negative part G₋ ⪰ 0 of G = G₊ − G₋."""
+
+    def __init__(self, A, G, positive_definite: bool | None = None):
+        self.A, self.G = A, G
+        if positive_definite is None:
+            positive_definite = _positive_definite(G)
+        if positive_definite:  # G ≻ 0: S(s) ⪰ I, no blow-up (SPEC §5)
+            self.G_minus, self.monotone = np.zeros_like(G), False
+        else:
+            eig, vec = np.linalg.eigh(G)
+            self.G_minus = (vec * np.clip(-eig, 0.0, None)) @ vec.T
+            self.monotone = not np.any(eig > 0)  # G ⪯ 0: λ_min(S(s)) decreases with s
+        self.c, self.w, self.a = gauss_tableau(GAUSS_STAGES)
+        self.eig = gauss_eigen(GAUSS_STAGES)
+        self._cache: dict[tuple, tuple[np.ndarray, ...]] = {}
+
+    def _get(self, key, make):
+        if key not in self._cache:
+            if len(self._cache) > 512:
+                self._cache.clear()
+            self._cache[key] = make()
+        return self._cache[key]
+
+    def nodes(self, h: float):
+        """(E, W) stacked at offsets c_1 h, ..., c_s h, h.
+
+        Block exponentials at c_1 h, ..., c_{s/2} h and h; the mirrored nodes (1 − c) h follow
+        from the semigroup: E_{(1−c)h} = E_h E_{ch}⁻¹ and
+        W_{(1−c)h} = E_{ch}⁻ᵀ (W_h − W_{ch}) E_{ch}⁻¹.
+        """
+        return self._get(("nodes", h), lambda: self._nodes(h))
+
+    def _nodes(self, h: float):
+        half = self.c.size // 2
+        E, W, Einv = _van_loan_blocks(self.A, self.G, np.append(self.c[:half] * h, h))
+        Eq, Wq, Iq = E[:half], W[:half], Einv[:half]
+        E_up = (E[-1] @ Iq)[::-1]
+        W_up = (np.swapaxes(Iq, -1, -2) @ (W[-1] - Wq) @ Iq)[::-1]
+        W_up = 0.5 * (W_up + np.swapaxes(W_up, -1, -2))
+        return np.concatenate([Eq, E_up, E[-1:]]), np.concatenate([Wq, W_up, W[-1:]])
+
+    def at(self, s: float):
+        return self._get(("at", s), lambda: van_loan(self.A, self.G, s))
+
+    def w_minus(self, s: float) -> np.ndarray:
+        return self._get(("minus", s), lambda: van_loan(self.A, self.G_minus, s))[1]
+
+
+def _first_singular_offset(prop: _Propagator, L: np.ndarray, H: float,
+                           t0: float = 0.0) -> float | None:
+    """First s in (0, H] at which S(s) = I + Lᵀ W(s) L is singular, or None.
+
+    An interval [a, b] is certified free of singularity when S(a) − (E_a L)ᵀ W₋(b − a) (E_a L) ≻ 0
+    (Cholesky), because W(s) − W(a) = E_aᵀ W(s − a) E_a ⪰ −E_aᵀ W₋(b − a) E_a for s in [a, b].
+    Uncertified intervals are bisected; a sign change of λ_min(S) is then refined by Brent's
+    method (directly when G ⪯ 0, where λ_min(S) is monotone). A dip of λ_min(S) to within
+    rounding of zero that does not cross it is reported as no blow-up. At most MAX_SCAN_NODES
+    intervals are examined and Brent's method takes at most BRENT_MAXITER iterations; a
+    bracket whose left end is not positive (the sign of λ_min(S) flips at rounding level)
+    cannot be trusted. Each of these raises SolverError (t0: the step's start, for messages).
+    """
+    r = L.shape[1]
+    eye = np.eye(r)
+    nodes = [0]
+
+    def S_at(s):
+        E, W = prop.at(s)
+        return E, eye + L.T @ W @ L
+
+    def lam(s):
+        return float(np.linalg.eigvalsh(S_at(s)[1])[0])
+
+    def certified(Ea, Sa, length):
+        EL = Ea @ L
+        return _positive_definite(Sa - EL.T @ prop.w_minus(length) @ EL)
+
+    def root(a, Sa, b):
+        if not np.linalg.eigvalsh(Sa)[0] > 0:
+            raise SolverError(
+                f"λ_min(I + LᵀW(s)L) is not positive at t = {t0 + a:.12g} although no earlier "
+                f"singularity was located: its sign is decided by rounding there, so the "
+                f"blow-up time is not determined")
+        try:
+            # relative precision at the root itself (a blow-up at 1e-150 is located to 4 eps)
+            return brentq(lam, a, b, xtol=4 * EPS * a + 2 * np.finfo(float).tiny, rtol=4 * EPS,
+                          maxiter=BRENT_MAXITER)
+        except (ValueError, RuntimeError) as exc:  # no sign change / no convergence
+            raise SolverError(f"Brent's method could not locate the blow-up in "
+                              f"[{t0 + a:.12g}, {t0 + b:.12g}]: {exc}") from None
+
+    def scan(a, Ea, Sa, b, depth):
+        nodes[0] += 1
+        if nodes[0] > MAX_SCAN_NODES:
+            raise SolverError(
+                f"could not certify I + LᵀW(s)L ≻ 0 on the step from t = {t0:.6g} within "
+                f"{MAX_SCAN_NODES} sub-intervals: λ_min stays within rounding of zero, so "
+                f"whether Σ blows up there is not determined")
+        if certified(Ea, Sa, b - a):
+            return None
+        _, Sb = S_at(b)
+        if not np.all(np.isfinite(Sb)):
+            raise SolverError(f"I + LᵀW(s)L overflows on the step from t = {t0:.6g}")
+        if np.linalg.eigvalsh(Sb)[0] <= 0 and (prop.monotone or depth >= BRENT_DEPTH):
+            return root(a, Sa, b)
+        if depth >= MAX_REFINE:
+            return None
+        mid = 0.5 * (a + b)
+        Em, Sm = S_at(mid)
+        left = scan(a, Ea, Sa, mid, depth + 1)
+        return left if left is not None else scan(mid, Em, Sm, b, depth + 1)
+
+    return scan(0.0, np.eye(L.shape[0]), eye, H, 0)
+
+
+def _positive_definite(M: np.ndarray) -> bool:
+    """Whether the symmetric M is positive definite (LAPACK Cholesky succeeds)."""
+    return M.size > 0 and lapack.dpotrf(M, lower=1, clean=0)[1] == 0
+
+
+def _factor(cov: np.ndarray) -> np.ndarray:
+    """A factor L (d×r, full column rank) with L Lᵀ = Σ0 that keeps every positive direction the
+    data determine, however small its variance.
+
+    The k-th pivot of a Cholesky factorisation is p_k² = (Σ0)_kk − Σ_{j<k} L_kj², computed with
+    an error of at most about k·eps·(Σ0)_kk (the subtracted squares sum to at most (Σ0)_kk).
+    When LAPACK's Cholesky succeeds with every p_k² > FACTOR_ROUNDING·d·eps·(Σ0)_kk it is used
+    as it is: a diagonal Σ0 = diag(1, 1e-16) keeps its 1e-8 pivot, as does any variance that is
+    not the residue of a cancellation. Otherwise `_pivoted_factor` takes, among the rows whose
+    remaining diagonal still stands above that bound, the largest, and stops when none does.
+    What it drops is at the level of the rounding of its own cancellation — a direction that a
+    covariance computed in floating point (uuᵀ, LLᵀ, a flow's output) acquires or loses by
+    rounding, and whose sign floating point cannot tell — so that
+    |L Lᵀ − Σ0|_ij ≲ d·eps·√((Σ0)_ii (Σ0)_jj) entry by entry. (psd_factor's truncation at
+    d·eps·λ_max instead dropped representable small variances such as 1e-16 beside 1.)
+    """
+    d = cov.shape[0]
+    if d == 0:
+        return np.zeros((0, 0))
+    C, info = lapack.dpotrf(cov, lower=1, clean=1)
+    if info == 0:
+        p = C.diagonal()
+        if (p * p > FACTOR_ROUNDING * d * EPS * cov.diagonal()).all():
+            return C
+    return _pivoted_factor(cov)
+
+
+def _pivoted_factor(cov: np.ndarray) -> np.ndarray:
+    """Pivoted Cholesky in floats, stopping when no remaining diagonal stands above the
+    cancellation bound FACTOR_ROUNDING·d·eps·(Σ0)_kk of `_factor` (d×r factor)."""
+    d = cov.shape[0]
+    floor = FACTOR_ROUNDING * d * EPS * np.diag(cov)
+    R = cov.copy()
+    cols = []
+    for _ in range(d):
+        dg = np.diag(R)
+        ok = (dg > floor) & (floor > 0)
+        if not ok.any():
+            break
+        j = int(np.argmax(np.where(ok, dg, -np.inf)))
+        col = R[:, j] / np.sqrt(dg[j])
+        col[j] = np.sqrt(dg[j])
+        R -= np.outer(col, col)
+        R[j, :] = R[:, j] = 0.0
+        cols.append(col)
+    return np.stack(cols, axis=1) if cols else np.zeros((d, 0))
+
+
+def _symmetric_spectrum(A: np.ndarray) -> tuple[float, float]:
+    eig = np.linalg.eigvalsh(0.5 * (A + A.T))
+    return (float(eig[0]), float(eig[-1])) if eig.size else (0.0, 0.0)
+
+
+def step_length(A: np.ndarray) -> float:
+    """Longest step h with e^{(μ(A) + μ(−A))h} ≤ STEP_KAPPA, μ(A) = λ_max((A + Aᵀ)/2)."""
+    lo, hi = _symmetric_spectrum(A)
+    spread = hi - lo
+    return float(np.log(STEP_KAPPA) / spread) if spread > 0 else np.inf
+
+
+def growth_step(A: np.ndarray) -> float:
+    """Longest step h with e^{max(|μ(A)|, |μ(−A)|) h} ≤ STEP_KAPPA: ‖e^{±Ah}‖₂ ≤ STEP_KAPPA and
+    ‖W(h)‖₂ ≤ ‖G‖₂ h STEP_KAPPA², so one step neither overflows nor loses E_h to underflow."""
+    lo, hi = _symmetric_spectrum(A)
+    rate = max(abs(lo), abs(hi))
+    return float(np.log(STEP_KAPPA) / rate) if rate > 0 else np.inf
+
+
+def _step_rule(A: np.ndarray) -> tuple[float, float]:
+    """(h, κ): the step min(step_length, growth_step, STEP_NORM/‖A‖_F) from one
+    eigen-decomposition, and the bound κ = e^{(μ(A) + μ(−A))h} ≤ STEP_KAPPA on its Van Loan
+    conditioning. The last bound matters where the symmetric part of A is small beside its
+    skew part (rotations): e^{Ah} is computed to about eps‖A‖h, so a rotation by 1e15 rad in one
+    exponential would be meaningless."""
+    lo, hi = _symmetric_spectrum(A)
+    rate, spread = max(abs(lo), abs(hi)), hi - lo
+    flat = A.ravel()
+    norm = math.sqrt(float(flat @ flat))
+    h = min(np.log(STEP_KAPPA) / spread if spread > 0 else np.inf,
+            np.log(STEP_KAPPA) / rate if rate > 0 else np.inf,
+            STEP_NORM / norm if norm > 0 else np.inf)
+    return float(h), (math.exp(spread * h) if np.isfinite(h) else 1.0)
+
+
+def _sqrt_update(EL: np.ndarray, W: np.ndarray, L: np.ndarray) -> np.ndarray:
+    """L⁺ = E L C⁻ᵀ with C Cᵀ = I + Lᵀ W L (lower Cholesky), given EL = E L."""
+    if not L.shape[1]:
+        return EL
+    S = L.T @ (W @ L)
+    S.flat[:: S.shape[0] + 1] += 1.0
+    C, info = lapack.dpotrf(S, lower=1, clean=1)  # NaN/Inf also end in info != 0
+    if info != 0:
+        if not np.all(np.isfinite(S)):
+            raise SolverError("I + LᵀW(h)L overflows: Σ has left the floating-point range "
+                              "(exponential growth, not a blow-up)")
+        raise SolverError("I + LᵀW(h)L lost definiteness although no blow-up was located in "
+                          "the step")
+    return lapack.dtrtrs(C, EL.T, lower=1)[0].T
+
+
+@dataclass(frozen=True)
+class _MeanLaw:
+    """ṁ = K(t) m + b with K = A_v + Σ(t) B̄, A_v = A + v̄ I, ‖A_v‖₂ and ‖B̄‖_F ≥ ‖B̄‖₂ (an upper
+    bound is all the settling tests need)."""
+
+    Av: np.ndarray
+    Bbar: np.ndarray
+    b: np.ndarray
+    norm_Av: float
+    norm_Bbar: float = 0.0
+
+    def norm_K(self, L: np.ndarray) -> float:
+        """‖K‖₂ at Σ = L Lᵀ (inf when K overflows)."""
+        try:
+            value = float(np.linalg.norm(self.Av + L @ (L.T @ self.Bbar), 2))
+        except np.linalg.LinAlgError:  # NaN/Inf entries
+            return np.inf
+        return value if np.isfinite(value) else np.inf
+
+
+def _mean_step(prop: _Propagator, L, m, h, law: _MeanLaw):
+    """Advance (m, L) by h: Gauss collocation for the mean, square-root update for Σ = LLᵀ.
+
+    Collocation: stage increments Z_i = h Σ_j a_ij (K_j (m + Z_j) + b), K_j = K(t + c_j h) from
+    the exact Σ(t + c_j h) = E_j L (I + Lᵀ W_j L)⁻¹ Lᵀ E_jᵀ; m⁺ = m + h Σ_j w_j (K_j (m + Z_j) + b).
+    The linear stage system is solved by fixed-point sweeps while they contract fast, else by
+    simplified Newton with the frozen K̄ = mean_j K_j, decoupled by a = T Λ T⁻¹ into solves with
+    I − h λ_k K̄ (Hairer–Wanner IV.8). The residual is exact, so the sweeps converge to the
+    collocation solution; without convergence in NEWTON_ITERATIONS sweeps (K varies fast, near a
+    blow-up) the (s d)×(s d) system is solved directly.
+    """
+    E, W = prop.nodes(h)
+    s, d, r = prop.c.size, m.size, L.shape[1]
+    EL = E @ L
+    K = np.broadcast_to(law.Av, (s, d, d)).copy()
+    if r:
+        S = np.eye(r) + L.T[None] @ W[:s] @ L
+        R = np.swapaxes(EL[:s], -1, -2) @ law.Bbar
+        for i in range(s):  # Σ_i B̄ = E_i L S_i⁻¹ (E_i L)ᵀ B̄, S_i ≻ 0 (no blow-up in the step)
+            X, info = lapack.dposv(S[i], R[i])[1:]
+            if info:
+                raise SolverError("I + LᵀW(s)L lost definiteness inside a step")
+            K[i] += EL[i] @ X
+    Z = _stages(prop, K, m, law.b, h)
+    k = (K @ (m + Z)[:, :, None])[:, :, 0] + law.b
+    return m + h * (prop.w @ k), _sqrt_update(EL[-1], W[-1], L)
+
+
+def _stages(prop: _Propagator, K, m, b, h) -> np.ndarray:
+    """Z solving Z_i = h Σ_j a_ij (K_j (m + Z_j) + b) (see `_mean_step`).
+
+    Fixed-point (Picard) sweeps while each shrinks the increment at least PICARD_RATIO-fold
+    (short steps, h‖K‖ small); from the first slower sweep on, simplified Newton."""
+    s, d = K.shape[:2]
+    lam, T, Tinv = prop.eig
+    Z, solves, previous = np.zeros((s, d)), None, np.inf
+    for _ in range(NEWTON_ITERATIONS):
+        R = h * (prop.a @ ((K @ (m + Z)[:, :, None])[:, :, 0] + b)) - Z
+        size = np.abs(R).max()
+        if solves is None and size > PICARD_RATIO * previous:
+            half = inv(np.eye(d) - h * lam[: s // 2, None, None] * K.mean(axis=0))
+            solves = np.concatenate([half, half[::-1].conj()])  # λ_{s−1−k} = conj(λ_k)
+        dZ = R if solves is None else (T @ (solves @ (Tinv @ R)[:, :, None])[:, :, 0]).real
+        Z += dZ
+        if np.abs(dZ).max() <= NEWTON_RTOL * max(np.abs(Z).max(), np.abs(m).max()):
+            return Z
+        previous = size
+    blocks = -h * prop.a[:, :, None, None] * K[None]  # block (i, j): δ_ij I − h a_ij K_j
+    blocks[np.arange(s), np.arange(s)] += np.eye(d)
+    system = blocks.transpose(0, 2, 1, 3).reshape(s * d, s * d)
+    rhs = h * (prop.a @ ((K @ m) + b))
+    return np.linalg.solve(system, rhs.reshape(-1)).reshape(s, d)
+
+
+def _advance(prop: _Propagator, L, m, H, law: _MeanLaw | None, norm_start=None,
+             budget: _Budget | None = None, t: float = 0.0):
+    """Advance (m, L) by one covariance step H; returns (m, L, collocation steps taken, ‖K‖₂ at
+    the end). Without a mean law (m ≡ 0) only the covariance moves.
+
+    Σ at t + H comes from one square-root update, with or without a mean. The mean is advanced
+    by `_mean_over`, which sizes its sub-steps from ‖K‖₂ at both ends (‖K‖₂ at the start is the
+    previous step's end value when given)."""
+    E, W = prop.at(H)
+    L_end = _sqrt_update(E @ L, W, L)
+    if law is None:
+        return m, L_end, 1, None
+    norm_start = law.norm_K(L) if norm_start is None else norm_start
+    norm_end = law.norm_K(L_end)
+    m, count = _mean_over(prop, L, m, H, law, (norm_start, norm_end), 0, budget, t)
+    return m, L_end, count, norm_end
+
+
+def _mean_over(prop: _Propagator, L, m, H, law: _MeanLaw, norms, depth, budget, t):
+    """m(t + H) from m(t) = m, Σ(t) = LLᵀ; returns (m, collocation steps taken).
+
+    n = ⌈‖A_v‖₂ H / MEAN_THETA⌉ equal sub-steps when ‖K‖₂ H / n ≤ MEAN_THETA at both ends
+    (norms); otherwise the interval is halved (Σ at its middle from one square-root update) and
+    each half advanced the same way, so that sub-steps start short only where K is large (it
+    grows like 1/(T* − t) near a blow-up). Each sub-step is error-controlled (`_controlled`)."""
+    if not (np.isfinite(norms[0]) and np.isfinite(norms[1])):
+        raise SolverError(f"the mean's drift K = A + v̄I + ΣB̄ overflows near t = {t:.6g}")
+    n = max(1, math.ceil(law.norm_Av * H / MEAN_THETA))
+    if max(norms) * H / n > MEAN_THETA:
+        _halving(depth, t, f"‖K‖₂ = {max(norms):.3g}")
+        E, W = prop.at(H / 2)
+        L_mid = _sqrt_update(E @ L, W, L)
+        norm_mid = law.norm_K(L_mid)
+        m, first = _mean_over(prop, L, m, H / 2, law, (norms[0], norm_mid), depth + 1, budget, t)
+        m, second = _mean_over(prop, L_mid, m, H / 2, law, (norm_mid, norms[1]), depth + 1,
+                               budget, t + H / 2)
+        return m, first + second
+    if budget is not None:
+        budget.spend(MEAN_STEP_COST * n, t, "mean sub-steps", n, H / n, law.norm_Av)
+    count, h = 0, H / n
+    for k in range(n):
+        m, L, steps = _controlled(prop, L, m, h, law, None, depth, budget, t + k * h)
+        count += steps
+    return m, count
+
+
+def _controlled(prop: _Propagator, L, m, h, law: _MeanLaw, coarse, depth, budget, t):
+    """One error-controlled collocation sub-step of length h; returns (m, L, steps taken).
+
+    One step of length h (`coarse`, computed unless given) and two of length h/2 (Richardson:
+    both of order 2·GAUSS_STAGES, so their difference is the single step's error to a factor
+    1 − 2^{−2·GAUSS_STAGES}) are compared: the two halves are kept when they differ from the
+    single step by at most MEAN_RTOL·max(‖m‖∞, ‖m⁺‖∞, h‖b‖∞); otherwise each half is
+    controlled in turn, the first reusing its computed half step as its coarse step. The bound
+    ‖K‖₂h ≤ MEAN_THETA alone does not bound the error: K(t) = A_v + Σ(t)B̄ has complex
+    singularities (poles of (I + W(t)Σ0)⁻¹) that may lie close to the real axis, where K varies
+    fast inside a step of moderate ‖K‖h. MEAN_RTOL stands well above the rounding of one step
+    (the stage solve's NEWTON_RTOL and the final sum, a few eps relative); the rounding δK of
+    K enters the difference as about h‖δK‖‖m‖, which halving reduces in proportion.
+    Budget: MEAN_STEP_COST per sub-step is charged in advance (`_mean_over`), the 2 +
+    MEAN_STEP_COST steps of a refinement when it is decided; the halvings count towards
+    MAX_HALVINGS with those of `_mean_over`."""
+    taken = 0
+    if coarse is None:
+        coarse = _mean_step(prop, L, m, h, law)
+        taken += 1
+    half = _mean_step(prop, L, m, h / 2, law)
+    m2, L2 = _mean_step(prop, half[1], half[0], h / 2, law)
+    taken += 2
+    scale = max(np.abs(m).max(), np.abs(m2).max(), h * np.abs(law.b).max())
+    diff = np.abs(m2 - coarse[0]).max()
+    if diff <= MEAN_RTOL * scale:
+        return m2, L2, taken
+    if not np.isfinite(diff):
+        raise SolverError(f"the mean left the floating-point range near t = {t:.6g} "
+                          f"(exponential growth, not a blow-up)")
+    _halving(depth, t, f"a sub-step of length {h:.3g} (collocation error {diff / scale:.2g} "
+             f"relative)")
+    if budget is not None:
+        budget.spend(2 + MEAN_STEP_COST, t)
+    m1, L1, first = _controlled(prop, L, m, h / 2, law, half, depth + 1, budget, t)
+    m2, L2, second = _controlled(prop, L1, m1, h / 2, law, None, depth + 1, budget, t + h / 2)
+    return m2, L2, taken + first + second
+
+
+def _halving(depth: int, t: float, why: str) -> None:
+    if depth >= MAX_HALVINGS:
+        raise SolverError(f"the mean near t = {t:.6g} needs sub-steps beyond {MAX_HALVINGS} "
+                          f"halvings of a covariance step: {why}")
+
+
+# --- settling: when stepping may stop ------------------------------------------------------
+
+def _abs_scale(A, S, G):
+    """|A||S| + |S||A|ᵀ + |S||G||S| (entrywise absolute values): the rounding scale of the
+    residual AS + SAᵀ − SGS evaluated in floating point."""
+    aA, aS = np.abs(A), np.abs(S)
+    X = aA @ aS
+    return X + X.T + aS @ np.abs(G) @ aS
+
+
+def _newton(A, G, S):
+    """(A_c, its spectral abscissa, Newton's correction Δ, its rounding floor N) at S for
+    F(Σ) = AΣ + ΣAᵀ − ΣGΣ: A_cΔ + ΔA_cᵀ = −F(S), A_cN + NA_cᵀ = −c·d·eps·|F|_scale."""
+    d = A.shape[0]
+    Ac = A - S @ G
+    lam = np.linalg.eigvals(Ac)
+    if not np.all(np.isfinite(lam)):
+        return Ac, np.inf, None, None
+    alpha = float(lam.real.max())
+    F = A @ S
+    F = F + F.T - S @ G @ S
+    rounding = SETTLE_ROUNDING * d * EPS * _abs_scale(A, S, G)
+    D = solve_continuous_lyapunov(Ac, -F)
+    N = solve_continuous_lyapunov(Ac, -rounding)
+    return Ac, alpha, 0.5 * (D + D.T), N
+
+
+def _stable_equilibrium(A, G, S, tol, change: float, H: float) -> np.ndarray | None:
+    """The equilibrium S* near S when S is, up to rounding, at an exponentially stable equilibrium
+    of Σ̇ = AΣ + ΣAᵀ − ΣGΣ, else None.
+
+    A_c = A − SG must be Hurwitz (spectral abscissa α < −tol·scale) and Newton's correction Δ
+    (A_cΔ + ΔA_cᵀ = −F(S), F(S) = AS + SAᵀ − SGS) either no larger than tol·‖S‖ plus twice what
+    the rounding of F alone produces, or — when the step map has stalled at a point biased by
+    its own rounding (the last step moved S by `change` < 0.1 (1 − e^{2αH}) ‖Δ‖, far less than
+    a contraction at rate α would) — at most NEWTON_REACH‖S‖ with the next Newton correction
+    at S + Δ at rounding level. The difference Δ(t) = Σ(t) − Σ* obeys
+    Δ̇ = A_cΔ + ΔA_cᵀ − ΔGΔ (the same Riccati equation with A_c for A), so with A_c Hurwitz a
+    rounding-sized Δ stays rounding-sized for all later t. Returned: S + Δ (Newton's step,
+    closer to Σ* than the stepped state) when it is positive definite, else S."""
+    scale = np.linalg.norm(A) + np.linalg.norm(S) * np.linalg.norm(G)
+    if not np.isfinite(scale):
+        return None
+    _, alpha, D, N = _newton(A, G, S)
+    if D is None or not alpha < -tol * scale:
+        return None
+    size, norm_S = np.linalg.norm(D), np.linalg.norm(S)
+    if not np.isfinite(size):
+        return None
+    if size > tol * norm_S + 2 * np.linalg.norm(N):
+        stalled = change < -0.1 * math.expm1(2 * alpha * H) * size
+        if not (stalled and size <= NEWTON_REACH * norm_S):
+            return None
+        S1 = S + D
+        _, alpha1, D1, N1 = _newton(A, G, S1)
+        if D1 is None or not alpha1 < -tol * scale or \
+                not np.linalg.norm(D1) <= tol * norm_S + 2 * np.linalg.norm(N1):
+            return None
+    corrected = S + D
+    return corrected if _positive_definite(corrected) else S
+
+
+def _settled_equilibrium(A, G, L, S, tol, change: float = 0.0, H: float = 0.0
+                         ) -> np.ndarray | None:
+    """The equilibrium test of `_stable_equilibrium` on the rank stratum of Σ = LLᵀ; returns
+    the (corrected) equilibrium or None.
+
+    Coordinates where L is exactly zero and which A does not feed (A[dead, live] = 0) stay
+    exactly zero for ever: the test runs on the live ones. A full-rank L is tested as is. A
+    rank-deficient one (r < d live coordinates): the range U of L moves by e^{At} alone, so it
+    must be invariant to rounding (‖(I − UUᵀ)AU‖ ≤ tol‖A‖) and not dominated by its complement
+    (min Re λ(UᵀAU) ≥ max Re λ(U⊥ᵀAU⊥) − tol‖A‖, else it turns away); inside it
+    M = UᵀΣU must be a stable equilibrium of Ṁ = A_U M + M A_Uᵀ − M G_U M."""
+    live = np.any(L != 0, axis=1)
+    full = None
+    if not live.all() and not np.any(A[np.ix_(~live, live)]):
+        full, ix = S, np.ix_(live, live)
+        A, G, L, S = A[ix], G[ix], L[live], S[ix]
+    d, r = L.shape
+    if r >= d:
+        star = _stable_equilibrium(A, G, S, tol, change, H)
+    else:
+        Q = np.linalg.qr(L, mode="complete")[0]
+        U, Up = Q[:, :r], Q[:, r:]
+        AU = A @ U
+        A_U = U.T @ AU
+        norm_A = np.linalg.norm(A, 2)
+        if np.linalg.norm(AU - U @ A_U, 2) > tol * norm_A:
+            return None
+        gap = np.linalg.eigvals(A_U).real.min() - np.linalg.eigvals(Up.T @ A @ Up).real.max()
+        if gap < -tol * norm_A:
+            return None
+        M = _stable_equilibrium(A_U, U.T @ G @ U, U.T @ S @ U, tol, change, H)
+        star = None if M is None else U @ M @ U.T
+    if star is None or full is None:
+        return None if star is None else 0.5 * (star + star.T)
+    out = np.zeros_like(full)
+    out[np.ix_(live, live)] = 0.5 * (star + star.T)
+    return out
+
+
+@dataclass
+class _Collapse:
+    """A Hurwitz, G ⪰ 0 (SPEC §5, the collapse regime Σ → 0): W(s) = W∞ − E_sᵀ W∞ E_s with
+    AᵀW∞ + W∞A = −G is the closed form at every offset s, and S(s) = I + LᵀW(s)L ⪰ I (no
+    blow-up, S well conditioned), so one exponential E_s = e^{As} reaches any time.
+    X = ∫_0^∞ e^{As}e^{Aᵀs} ds (AX + XAᵀ = −I) bounds ∫_0^∞ ‖Σ‖ ds by ‖L‖²‖X‖ (Σ ⪯ E L LᵀEᵀ)."""
+
+    A: np.ndarray
+    W_inf: np.ndarray
+    norm_W: float
+    norm_X: float
+
+    @classmethod
+    def of(cls, A, G, prop: _Propagator, tol: float) -> _Collapse | None:
+        if np.any(prop.G_minus):
+            return None
+        lam = np.linalg.eigvals(A)
+        if not lam.real.max() < -tol * np.linalg.norm(A):
+            return None
+        W_inf = solve_continuous_lyapunov(A.T, -G)
+        X = solve_continuous_lyapunov(A, -np.eye(A.shape[0]))
+        if not (np.all(np.isfinite(W_inf)) and np.all(np.isfinite(X))):
+            return None
+        W_inf = 0.5 * (W_inf + W_inf.T)
+        return cls(A, W_inf, float(np.linalg.norm(W_inf, 2)), float(np.linalg.norm(X, 2)))
+
+    def ready(self, L, law: _MeanLaw | None) -> bool:
+        """Whether the jump is accurate from Σ = LLᵀ: ‖W∞‖‖L‖² ≤ 1 (the cancellation in
+        W∞ − EᵀW∞E then costs at most eps in S), and, with a mean, Σ(t)B̄ can be dropped from K
+        for all later t: ‖B̄‖₂‖L‖²‖X‖ ≤ c·d·eps (the mean then solves ṁ = A_v m + b)."""
+        norm_L2 = float(np.sum(L * L))  # ‖L‖_F² ≥ ‖L‖₂²
+        if self.norm_W * norm_L2 > 1.0:
+            return False
+        return law is None or law.norm_Bbar * norm_L2 * self.norm_X <= \
+            SETTLE_ROUNDING * L.shape[0] * EPS
+
+    def ready_time(self, L, law: _MeanLaw | None, h: float, horizon: float) -> float:
+        """A time τ ≤ horizon by which `ready` holds for Σ(t + τ) (from Σ(t + τ) ⪯ E L LᵀEᵀ,
+        ‖E L‖_F ≤ ‖E‖₂‖L‖_F, E = e^{Aτ}, tried at τ = h, 2h, 4h, ...), or inf."""
+        norm_L2 = float(np.sum(L * L))
+        tau = h
+        while tau <= 2 * horizon:
+            bound = float(np.linalg.norm(expm(self.A * tau), 2)) ** 2 * norm_L2
+            if self.norm_W * bound <= 1.0 and (law is None or law.norm_Bbar * bound * self.norm_X
+                                               <= SETTLE_ROUNDING * L.shape[0] * EPS):
+                return tau
+            tau *= 2
+        return np.inf
+
+    def cov(self, L, tau):
+        """Σ(t + τ) = E L (I + Lᵀ(W∞ − EᵀW∞E)L)⁻¹ LᵀEᵀ, E = e^{Aτ}."""
+        d, r = L.shape
+        if not r:
+            return np.zeros((d, d))
+        E = expm(self.A * tau)
+        EL = E @ L
+        W = self.W_inf - E.T @ self.W_inf @ E
+        S = EL @ np.linalg.solve(np.eye(r) + L.T @ W @ L, EL.T)
+        return 0.5 * (S + S.T)
+
+
+def _mean_jump(law: _MeanLaw | None, K: np.ndarray | None, m, tau: float, t: float,
+               settle_tol: float, norm_S: float):
+    """m(t + τ) for ṁ = K m + b with a constant K: the last column of expm([[K, b], [0, 0]] τ).
+
+    settle_tol: the relative accuracy of Σ* beyond rounding (0 after Newton's correction).
+    Refused when the rounding in K — about c·eps·‖A_v‖ + (settle_tol + c·eps)‖Σ*‖‖B̄‖ — would be
+    amplified beyond MEAN_JUMP_RTOL: by min(τ, 1/|α|) when K is Hurwitz (α its spectral
+    abscissa), by τ otherwise."""
+    if law is None or tau == 0:
+        return m
+    d = K.shape[0]
+    alpha = float(np.linalg.eigvals(K).real.max())
+    dK = SETTLE_ROUNDING * d * EPS * law.norm_Av + (settle_tol + SETTLE_ROUNDING * d * EPS) \
+        * norm_S * law.norm_Bbar  # settle_tol: the accuracy of Σ* (rounding after Newton's step)
+    horizon = min(tau, 1.0 / -alpha) if alpha < 0 else tau
+    if dK * horizon > MEAN_JUMP_RTOL:
+        raise SolverError(
+            f"the covariance settles by t = {t:.6g}, but the mean then solves ṁ = Km + b with "
+            f"K = A + v̄I + Σ*B̄ known only to ±{dK:.3g} (rounding and cancellation between "
+            f"‖A + v̄I‖ = {law.norm_Av:.3g} and ‖Σ*B̄‖ ≤ {norm_S * law.norm_Bbar:.3g}), which "
+            f"over the remaining horizon amplifies to a relative error of about "
+            f"{dK * horizon:.2g}: the mean cannot be vouched for")
+    if alpha < 0:  # m(t + τ) = m* + e^{Kτ}(m − m*), m* = −K⁻¹b: no squaring of the affine part
+        m_star = -np.linalg.solve(K, law.b)
+        out = m_star + expm(K * tau) @ (m - m_star)
+    else:
+        M = np.zeros((d + 1, d + 1))
+        M[:d, :d], M[:d, d] = K * tau, law.b * tau
+        F = expm(M)
+        out = F[:d, :d] @ m + F[:d, d]
+    if not np.all(np.isfinite(out)):
+        raise SolverError(f"the mean grows past the floating-point range after t = {t:.6g} "
+                          f"(ṁ = Km + b with spectral abscissa α(K) = {alpha:.3g} over "
+                          f"τ = {tau:.3g}); this is exponential growth, not a blow-up")
+    return out
+
+
+# --- the flow ------------------------------------------------------------------------------
+
+def _check_finite(L, m, t):
+    if np.isfinite(L.sum() + m.sum()):  # one pass each; a false alarm is re-checked below
+        return
+    if not (np.all(np.isfinite(L)) and np.all(np.isfinite(m))):
+        what = "Σ" if not np.all(np.isfinite(L)) else "the mean"
+        raise SolverError(f"{what} left the floating-point range by t = {t:.6g} without a "
+                          f"finite-time blow-up (I + LᵀW(s)L stayed non-singular): exponential "
+                          f"growth past about 1e308")
+
+
+def _near_blowup(A, G, S, t_final, n_steps: int) -> None:
+    """Refuse an end state within reach of a blow-up after t_final. When the quadratic term
+    drives ≥ 99 % of d tr Σ/dt, T* ≈ t_final + tr Σ/(d tr Σ/dt), Σ ~ 1/(T* − t), and the rounding
+    of each of the n covariance steps moves T* by about eps·T*: Σ(t_final) is then known to about
+    NEAR_BLOWUP_ROUNDING·eps·n^{3/4}·T*/(T* − t_final) relative (measured against mpmath in the
+    scalar case: between 0.1 and 1 times eps·n^{3/4}·T*/gap for n = 1 … 1000), and refused when
+    that exceeds NEAR_BLOWUP_RTOL. (S: the last state returned, at t_final here.)"""
+    n = float(np.trace(S))
+    quad = -float(np.trace(S @ G @ S))
+    rate = 2 * float(np.trace(A @ S)) + quad
+    if not (n > 0 and rate > 0 and quad >= 0.99 * rate):
+        return
+    remaining = n / rate
+    error = NEAR_BLOWUP_ROUNDING * EPS * max(n_steps, 1) ** 0.75 * (t_final + remaining) / \
+        remaining
+    if error > NEAR_BLOWUP_RTOL:
+        raise SolverError(
+            f"t_final = {t_final:.12g} lies within {remaining:.3g} of a blow-up at "
+            f"T* ≈ {t_final + remaining:.12g}: Σ(t) ~ 1/(T* − t) there, and rounding makes the "
+            f"end state uncertain by about {error:.2g} relative (> {NEAR_BLOWUP_RTOL:g})")
+
+
+def _refuse_early(A, L, law, collapse, h0, t_final, budget: _Budget) -> None:
+    """Refuse before any work a flow whose steps (t_final/h0 covariance steps, and
+    MEAN_STEP_COST·‖A_v‖t_final/MEAN_THETA collocation steps of the mean, > max_steps) cannot
+    end early: A with an eigenvalue
+    on the imaginary axis (to 1e-12‖A‖) converges, if at all, sub-exponentially and never
+    settles to rounding; in the collapse regime the earliest settling time is bounded by
+    `_Collapse.ready_time`."""
+    lam = np.linalg.eigvals(A)
+    if np.abs(lam.real).min() <= 1e-12 * max(np.abs(lam).max(), np.finfo(float).tiny):
+        need = t_final / h0 + (MEAN_STEP_COST * law.norm_Av * t_final / MEAN_THETA if law
+                               else 0)
+        budget.spend(math.ceil(need), 0.0)
+    if collapse is not None:
+        ready = collapse.ready_time(L, law, h0, t_final)
+        if min(ready, t_final) / h0 > budget.max_steps:
+            budget.spend(math.ceil(min(ready, t_final) / h0), 0.0)
+
+
+def _run(A, G, law, m0, L0, t_out, t_final, max_steps, *, positive_definite=None,
+         settle=True, check_end=False) -> ExactResult:
+    d = A.shape[0]
+    prop = _Propagator(A, G, positive_definite)
+    L, m = L0, m0.copy()
+    r = L.shape[1]
+    can_blow_up = bool(r and np.any(prop.G_minus))
+    h0, kappa_h = _step_rule(A)
+    settle_tol = SETTLE_ROUNDING * d * EPS * max(kappa_h, 1.0)
+    budget = _Budget(max_steps, h0)
+    # settling is worth testing only when more than SETTLE_MIN_STEPS steps lie ahead
+    settle = settle and t_final / h0 > SETTLE_MIN_STEPS
+    collapse = _Collapse.of(A, G, prop, settle_tol) if settle else None
+
+    knots = np.unique(np.concatenate([t_out, [t_final]]))
+    wanted = set(t_out.tolist())
+    out_t, out_m, out_S = [], [], []
+    n_steps = n_cov = 0
+    blowup_time = blowup_dir = None
+    settled = None  # (time, kind, L, m, K)
+    norm_K = None
+    S_prev, wait, waited = None, 0, 0
+
+    def try_settle(L, H):
+        """("collapse", None), ("equilibrium", Σ*) or None after a step (module docstring)."""
+        nonlocal S_prev, wait, waited
+        if collapse is not None and collapse.ready(L, law):
+            return "collapse", None
+        if not L.any():
+            return "equilibrium", np.zeros((d, d))  # Σ = 0 exactly: a fixed point of every step
+        S = L @ L.T
+        previous, S_prev = S_prev, S
+        if previous is None:
+            return None
+        dg = np.sqrt(np.outer(np.diag(S), np.diag(S)))
+        if np.any(np.abs(S - previous) > SETTLE_GATE * dg):
+            return None
+        if waited < wait:
+            waited += 1
+            return None
+        try:
+            star = _settled_equilibrium(A, G, L, S, settle_tol, np.linalg.norm(S - previous),
+                                        H)
+        except (ValueError, np.linalg.LinAlgError):  # overflow inside the test: not settled
+            star = None
+        if star is not None:
+            return "equilibrium", star
+        wait, waited = 2 * wait + 1, 0  # a failed full test: wait longer before the next
+        return None
+
+    t = 0.0
+    if knots[0] == 0.0:
+        out_t.append(0.0), out_m.append(m.copy()), out_S.append(L @ L.T)
+        knots = knots[1:]
+    if collapse is not None and collapse.ready(L, law):
+        settled = (0.0, "collapse", L, m, None)
+    elif r and t_final / h0 + (MEAN_STEP_COST * law.norm_Av * t_final / MEAN_THETA if law
+                               else 0) > max_steps:
+        _refuse_early(A, L, law, collapse, h0, t_final, budget)
+    for knot in knots:
+        if settled is None:
+            t_start = t
+            span = knot - t_start
+            n_big = max(1, math.ceil(span / h0))
+            H = span / n_big  # equal steps: one block exponential per interval
+            k = 0
+            while k < n_big:
+                budget.spend(1, t)
+                if can_blow_up:
+                    root = _first_singular_offset(prop, L, H, t)
+                    if root is not None:
+                        Er, Wr = prop.at(root)
+                        _, vec = np.linalg.eigh(np.eye(r) + L.T @ Wr @ L)
+                        u = Er @ L @ vec[:, 0]
+                        blowup_time = min(t + root, t_final)  # t + root rounds up at most
+                        blowup_dir = u / np.linalg.norm(u)
+                        break
+                m, L, count, norm_K = _advance(prop, L, m, H, law, norm_K, budget, t)
+                n_steps += count
+                n_cov += 1
+                k += 1
+                t = t_start + k * H if k < n_big else knot
+                if settle and (t_final - t) > SETTLE_MIN_STEPS * H:
+                    _check_finite(L, m, t)
+                    found = try_settle(L, H)
+                    if found is not None:
+                        kind, star = found
+                        K = None if law is None or star is None else law.Av + star @ law.Bbar
+                        settled = (t, kind, L if star is None else star, m, K)
+                        break
+            if blowup_time is not None:
+                break
+        if settled is not None:
+            t_s, kind, L_s, m_s, K = settled
+            tau = knot - t_s
+            if kind == "collapse":
+                S = collapse.cov(L_s, tau) if tau else L_s @ L_s.T
+                K = None if law is None else law.Av
+                norm_S = 0.0
+            else:
+                S = L_s  # the settled equilibrium Σ*
+                norm_S = float(np.linalg.norm(S, 2))
+            mk = _mean_jump(law, K, m_s, tau, t_s, 0.0, norm_S)
+            if not np.all(np.isfinite(S)):
+                raise SolverError(f"Σ left the floating-point range by t = {knot:.6g}")
+            if knot in wanted:
+                out_t.append(knot), out_m.append(mk), out_S.append(S)
+            continue
+        t = knot
+        if knot in wanted:
+            out_t.append(knot), out_m.append(m.copy()), out_S.append(L @ L.T)
+    if check_end and can_blow_up and blowup_time is None and settled is None and out_t:
+        _near_blowup(A, G, out_S[-1], out_t[-1], n_cov)  # the last state returned
+    return ExactResult(np.array(out_t), np.array(out_m).reshape(-1, d),
+                       np.array(out_S).reshape(-1, d, d), blowup_time, blowup_dir, n_steps,
+                       None if settled is None else settled[0],
+                       None if settled is None else settled[1])
+
+
+def _rounding_band(A: np.ndarray, G: np.ndarray):
+    """(P, δ) when G has eigenvalues that rounding could move across zero or far enough to shift
+    T* by BLOWUP_RTOL, else None; also whether G ≻ 0 was established (for `_Propagator`).
+
+    P (a 0/1 diagonal) marks the coordinates coupled to others through A or G: the Van Loan
+    exponential keeps an uncoupled coordinate's W_ii = G_ii∫e^{2A_ii s}ds to relative accuracy,
+    so only the coupled block of G carries the uncertainty δ = G_ROUNDING·d·eps·‖G‖_F. The band
+    is [−δ/BLOWUP_RTOL, δ]."""
+    d = G.shape[0]
+    if d > 1 and np.count_nonzero(A) == d * d:  # a dense A couples every coordinate
+        coupled, everywhere = None, True
+    else:
+        off = A != 0
+        off |= G != 0
+        off.flat[:: d + 1] = False
+        coupled = off.any(axis=0)
+        coupled |= off.any(axis=1)
+        everywhere = bool(coupled.all())
+        if not (everywhere or coupled.any()):
+            return None, None
+        if everywhere:
+            coupled = None
+    flat = G.ravel()
+    norm = math.sqrt(float(flat @ flat))
+    if norm == 0.0:
+        return None, None
+    delta = G_ROUNDING * d * EPS * norm
+    Gc = G.copy() if everywhere else G[np.ix_(coupled, coupled)]
+    Gc.flat[:: Gc.shape[0] + 1] -= 2 * delta
+    if _positive_definite(Gc):
+        return None, (True if everywhere else None)
+    Gc.flat[:: Gc.shape[0] + 1] += 2 * delta
+    Gn = -Gc
+    Gn.flat[:: Gc.shape[0] + 1] -= 2 * delta / BLOWUP_RTOL
+    if _positive_definite(Gn):
+        return None, False
+    eig = np.linalg.eigvalsh(G if everywhere else G[np.ix_(coupled, coupled)])
+    if not np.any((eig >= -2 * delta / BLOWUP_RTOL) & (eig <= 2 * delta)):
+        return None, None
+    return (np.eye(d) if everywhere else np.diag(coupled.astype(float)), delta), None
+
+
+def _mean_law(A, vbar, Bbar, b, mean0) -> _MeanLaw | None:
+    """ṁ = (A + v̄I + ΣB̄) m + b, or None when m ≡ 0 (m0 = 0 and b = 0)."""
+    if not (np.any(mean0) or np.any(b)):
+        return None
+    Av = A + vbar * np.eye(A.shape[0])
+    if not (np.all(np.isfinite(Av)) and np.all(np.isfinite(Bbar))):
+        raise SolverError("A + v̄I or B̄ overflows: the mean's drift is out of range")
+    return _MeanLaw(Av, Bbar, b, float(np.linalg.norm(Av, 2)),
+                    math.sqrt(float(Bbar.ravel() @ Bbar.ravel())))
+
+
+def exact_flow(A, G, vbar, Bbar, b, mean0, cov0, t_out: np.ndarray, t_final: float, *,
+               max_steps: int = DEFAULT_MAX_STEPS) -> ExactResult:
+    """Exact scalar-V flow on [0, t_final], returning states at t_out (sorted, within [0, t_final]).
+
+    A, G, Bbar: (d, d); vbar: Σ_h v_h; b, mean0: (d,); cov0: (d, d) PSD; max_steps: the budget
+    of covariance steps and mean sub-steps (see the module docstring for the settling shortcut,
+    the rounding-level G brackets and every refusal). Raises SolverError rather than return a
+    state it cannot vouch for.
+    """
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore", under="ignore"):
+        try:
+            law = _mean_law(A, vbar, Bbar, b, mean0)
+            L0 = _factor(cov0)
+            band, pd = _rounding_band(A, G)
+            res = _run(A, G, law, mean0, L0, t_out, t_final, max_steps, positive_definite=pd,
+                       check_end=True)
+            if band is not None:
+                _bracket(A, G, L0, band, res, t_final, max_steps)
+        except (np.linalg.LinAlgError, FloatingPointError, OverflowError) as exc:
+            raise SolverError(f"the exact flow failed in its linear algebra ({exc}): the data "
+                              f"are out of the range it can handle (overflow or NaN)") from None
+    return res
+
+
+def exact_from(A, G, vbar, Bbar, b, mean, cov, offsets: np.ndarray, *,
+               max_steps: int = DEFAULT_MAX_STEPS) -> ExactResult:
+    """The exact flow continued from a state (m_k, Σ_k) of a flow at time t_k, at t_k + s for
+    the sorted offsets s ≥ 0 (dense output of `exact_flow`): the flow is a semigroup, so
+
+        Σ(t_k + s) = E_s L S(s)⁻¹ Lᵀ E_sᵀ,   Σ_k = L Lᵀ,   S(s) = I + Lᵀ W(s) L,
+
+    stepped, settled and (for the mean) collocated exactly as in `exact_flow`, with the same
+    budget max_steps. The blow-up verdict of the flow it continues is not decided again (no
+    G ∓ δI brackets, no refusal near T*): its states are returned up to the first singular S(s)
+    found, blowup_time then the offset of that singularity (rounding may place it a few ulps
+    before the flow's own T*)."""
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore", under="ignore"):
+        try:
+            return _run(A, G, _mean_law(A, vbar, Bbar, b, mean), mean, _factor(cov), offsets,
+                        float(offsets[-1]), max_steps)
+        except (np.linalg.LinAlgError, FloatingPointError, OverflowError) as exc:
+            raise SolverError(f"the exact flow failed in its linear algebra ({exc}): the data "
+                              f"are out of the range it can handle (overflow or NaN)") from None
+
+
+def _bracket(A, G, L0, band, res: ExactResult, t_final, max_steps) -> None:
+    """Raise SolverError unless the blow-up verdict of `res` survives G → G ∓ δP (`_rounding_band`).
+
+    W is linear in G, so G − δP ⪯ G' ⪯ G + δP gives S_low(t) ⪯ S'(t) ⪯ S_high(t) and
+    T*_low ≤ T*(G') ≤ T*_high: no blow-up with G − δP means none for any such G'; blow-up times
+    of both brackets within BLOWUP_RTOL pin T*."""
+    P, delta = band
+    zero_t = np.array([0.0])
+
+    def blowup(Gb):
+        return _run(A, Gb, None, np.zeros(A.shape[0]), L0, zero_t, t_final, max_steps,
+                    settle=True).blowup_time
+
+    low = blowup(G - delta * P)
+    where = (f"G has eigenvalues within rounding (δ = {delta:.2g}) of zero on the coordinates "
+             f"coupled through A or G")
+    if res.blowup_time is None:
+        if low is not None:
+            raise SolverError(
+                f"no blow-up by t_final = {t_final:.6g} with G as computed, but one at "
+                f"t = {low:.6g} with G − δI: {where}, so whether Σ blows up is decided by rounding")
+        return
+    high = blowup(G + delta * P)
+    T = res.blowup_time
+    if low is None or high is None or high - low > BLOWUP_RTOL * T:
+        span = f"[{low if low is not None else T:.10g}, " + (
+            f"{high:.10g}]" if high is not None else f"beyond t_final = {t_final:.6g}]")
+        raise SolverError(f"the blow-up at T* ≈ {T:.10g} is not determined by the data: {where}, "
+                          f"and G ∓ δI move it over {span}")

@@ -1,0 +1,798 @@
+"""One entry point for trajectories of the Gaussian moment system (SPEC §2, §5).
+
+`flow` composes the model (constant or time-varying `Params`), a method (`"exact"` closed form
+for scalar value matrices, `"rk"` Runge–Kutta on the full system) and the blow-up event;
+`layers` applies exact discrete residual layers x⁺ = x + τX(x).
+
+Every method has a work budget (`max_steps`, default DEFAULT_MAX_STEPS) and raises SolverError,
+with a sentence, rather than return a state it cannot vouch for; a trajectory never holds NaN
+or Inf, and status "blowup" means a finite-time blow-up at T* ≤ t_final.
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field, replace
+from typing import NamedTuple
+
+import numpy as np
+from scipy.integrate import solve_ivp
+
+from ..display import html_table, number
+from ..errors import InvalidInputError, SolverError
+from ..state.moments import drift_arrays, moment_arrays
+from ..state.params import Gaussian, Params, check_dims
+from ..state.validation import as_array, as_count, as_time, as_time_grid, psd_rank
+from .exact import DEFAULT_MAX_STEPS, NEAR_BLOWUP_RTOL, exact_flow, exact_from
+
+#: the rk blow-up event fires when tr Σ exceeds this factor times its starting scale
+BLOWUP_GROWTH = 1e8
+#: ... and is accepted as a finite-time blow-up when the quadratic (attention) terms make up at
+#: least this share of d(tr Σ)/dt; the time is then T_est = t_event + tr Σ / (d tr Σ / dt),
+#: uncertain by BLOWUP_EXTRAPOLATION (T_est − t_event): with the linear terms below 1 % of the
+#: growth the extrapolated remaining time is off by about that share.
+BLOWUP_QUADRATIC_SHARE = 0.99
+BLOWUP_EXTRAPOLATION = 0.02
+#: rk near a blow-up after t_final: Σ(t) ~ 1/(T* − t), so an error ≈ rtol·T* in the blow-up time
+#: is a relative error ≈ rtol·T*/(T* − t_final) in the end state; above this rk refuses (exact
+#: refuses the same way with eps for rtol, riccati_tf.flows.exact.NEAR_BLOWUP_RTOL)
+RK_NEAR_BLOWUP_RTOL = NEAR_BLOWUP_RTOL
+#: default work budgets (flow's max_steps): exact — covariance steps plus mean collocation
+#: steps, 3 per error-controlled sub-step (DEFAULT_MAX_STEPS, from riccati_tf.flows.exact); rk —
+#: DOP853 steps, charged as
+#: RK_EVALUATIONS_PER_STEP right-hand-side evaluations each (12 stages, dense output, FSAL)
+RK_DEFAULT_MAX_STEPS = 20_000
+RK_EVALUATIONS_PER_STEP = 16
+#: DOP853 is explicit: its step is at most about RK_STABILITY / |λ| for every eigenvalue λ of
+#: the linearisation (which contains 2λ(A) for the covariance): the up-front step estimate
+RK_STABILITY = 8.0
+DEFAULT_OUTPUTS = 101
+#: the smallest trace the rk blow-up event takes the logarithm of
+TINY = np.finfo(float).tiny
+#: the smallest per-entry atol of the covariance (`_scaled_atol`): 1024 subnormal spacings
+ATOL_FLOOR = 1024 * np.finfo(float).smallest_subnormal
+
+#: tr(t) reads a time within TIME_ROUNDING·max(|start|, |end|) of a stored time (or of the end of
+#: the interval) as that time: 0.3 names the layer at depth 3 · 0.1 = 0.30000000000000004
+TIME_ROUNDING = 8 * np.finfo(float).eps
+#: the most entries of a vector written out by Trajectory._repr_html_
+DISPLAY_ENTRIES = 6
+#: the most floats (k times · (d + d²)) one call tr(t) returns (1 GiB)
+CALL_MAX_FLOATS = 2**27
+
+
+class State(NamedTuple):
+    """One state of a trajectory, State(t, mean, cov): the time t, the mean m(t) (d,) and the
+    covariance Σ(t) (d, d); from `Trajectory.__call__` with an array of k times, k of them:
+    t (k,), mean (k, d), cov (k, d, d). Unpacks as `t, m, S = tr[i]`."""
+
+    t: float | np.ndarray
+    mean: np.ndarray
+    cov: np.ndarray
+
+    def gaussian(self) -> Gaussian:
+        """The state as a validated Gaussian N(mean, cov) (a State of one state only)."""
+        if np.ndim(self.t):
+            raise InvalidInputError(f"this State holds {np.size(self.t)} states; a Gaussian is one "
+                                    f"of them: take tr(t_i) or tr[i] for a single time")
+        return Gaussian(self.mean, self.cov)
+
+
+@dataclass(frozen=True, eq=False)
+class Trajectory:
+    """States of N(m(t), Σ(t)) at times t (all reached before any blow-up).
+
+    t (k,), mean (k, d), cov (k, d, d); status "completed" or "blowup", with blowup_kind
+    "singularity" (`flow`: a finite-time blow-up of the flow at blowup_time ≤ t_final, with the
+    unit direction along which Σ(t) diverges) or "overflow" (`layers`: the state of the layer
+    at depth blowup_time leaves the floating-point range; a finite stack of layers has no
+    finite-time blow-up); method "exact", "rk" or "layers"; rtol/atol used (None for methods
+    exact up to rounding). Every state is finite.
+
+    Access: `tr[i]` is the i-th state as a `State(t, mean, cov)`, `tr[i:j:k]` a Trajectory of
+    those states (k ≥ 1; the flow's status and dense output are kept), `for s in tr` iterates
+    over the states, `len(tr)` counts them. Dense output: `tr(t)` is the state at any time t of
+    the flow's interval (`__call__`). dense: what `tr(t)` needs, set by `flow` (None for
+    `layers`, for `flow(..., dense_output=False)` and for a Trajectory built directly).
+    """
+
+    t: np.ndarray
+    mean: np.ndarray
+    cov: np.ndarray
+    status: str
+    blowup_time: float | None
+    method: str
+    blowup_direction: np.ndarray | None = None
+    rtol: float | None = None
+    atol: float | None = None
+    blowup_kind: str | None = None
+    dense: _RkDense | _ExactDense | None = field(default=None, metadata={"serialize": False})
+
+    def __len__(self) -> int:
+        return self.t.size
+
+    @property
+    def d(self) -> int:
+        """The dimension of the Gaussians."""
+        return self.cov.shape[-1]
+
+    def gaussian(self, i: int = -1) -> Gaussian:
+        """The state at index i as a validated Gaussian."""
+        return Gaussian(self.mean[i], self.cov[i])
+
+    def __getitem__(self, index) -> State | Trajectory:
+        """tr[i]: State(t, mean, cov) at index i (negative i counts from the end); tr[i:j:k]:
+        the Trajectory of those states (step k ≥ 1: times stay increasing), with the status,
+        method and dense output of the flow it comes from."""
+        n = len(self)
+        if isinstance(index, slice):
+            try:
+                start, stop, step = index.indices(n)
+            except (TypeError, ValueError) as exc:
+                raise InvalidInputError(f"a Trajectory slice needs integer bounds and a nonzero "
+                                        f"integer step: {exc}") from None
+            if step < 1:
+                raise InvalidInputError(f"a Trajectory slice must keep its times increasing: "
+                                        f"step {step} is refused (index the arrays tr.t, "
+                                        f"tr.mean, tr.cov to reverse them)")
+            part = slice(start, stop, step)
+            return replace(self, t=self.t[part], mean=self.mean[part], cov=self.cov[part])
+        if isinstance(index, bool | np.bool_):
+            raise InvalidInputError(f"a Trajectory index must be an integer, got {index!r}")
+        try:
+            i = operator.index(index)
+        except TypeError:
+            raise InvalidInputError(f"a Trajectory index must be an integer or a slice, got "
+                                    f"{type(index).__name__}") from None
+        if not -n <= i < n:
+            raise InvalidInputError(f"index {i} is out of range for a Trajectory of {n} states")
+        return State(float(self.t[i]), self.mean[i], self.cov[i])
+
+    def __iter__(self) -> Iterator[State]:
+        return (self[i] for i in range(len(self)))
+
+    def __call__(self, t) -> State:
+        """The state at time t (dense output): State(t, m(t), Σ(t)) for a time, or for a 1-D
+        array of k times (any order) State(t, mean (k, d), cov (k, d, d)).
+
+        A stored time (to within TIME_ROUNDING relative) gives its stored state. Between them:
+        "rk" — DOP853's own continuous extension (solve_ivp(dense_output=True)), accurate to
+        about the integration tolerance; "exact" — the closed form continued from the last
+        stored state t_k ≤ t (or from the initial state), Σ(t) = E L S⁻¹ Lᵀ Eᵀ with one Van Loan
+        step per covariance step, exact to rounding, and the mean by the same Gauss collocation
+        as the flow, as accurate as the flow's own means (`riccati_tf.flows.exact.exact_from`; the
+        flow's max_steps is the budget of each call).
+        "layers" has states at layer times only. The interval is [0, t_final] — for a blow-up
+        [0, T*) ("exact") or up to where rk detected it — and a time outside it, or a trajectory
+        without dense output, is an InvalidInputError naming the interval or the stored times.
+        A time within rounding of T* where the closed form is singular in floating point:
+        SolverError.
+        """
+        times = as_array("t", t)
+        if times.ndim > 1:
+            raise InvalidInputError(f"t must be a time or a 1-D array of times, got an array of "
+                                    f"shape {times.shape}")
+        flat = times.reshape(-1) + 0.0
+        if flat.size * (self.d + self.d**2) > CALL_MAX_FLOATS:
+            raise InvalidInputError(
+                f"t holds {flat.size} times: their states in R^{self.d} need "
+                f"{8 * flat.size * (self.d + self.d**2) / 2**30:.3g} GiB, more than the "
+                f"{8 * CALL_MAX_FLOATS / 2**30:.3g} GiB one call returns; ask in batches")
+        mean, cov = self._states_at(flat)
+        if times.ndim == 0:
+            return State(float(flat[0]), mean[0], cov[0])
+        return State(flat, mean, cov)
+
+    def _interval(self) -> tuple[float, float, bool, str]:
+        """(start, end, whether end is included, why it ends there) of the times with states."""
+        if self.dense is not None:
+            return self.dense.interval(self)
+        if not len(self):
+            raise InvalidInputError("this Trajectory holds no states")
+        return float(self.t[0]), float(self.t[-1]), True, ""
+
+    def _states_at(self, t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        lo, hi, closed, why = self._interval()
+        tol = TIME_ROUNDING * max(abs(lo), abs(hi), np.finfo(float).tiny)
+        outside = (t < lo - tol) | ((t > hi + tol) if closed else (t >= hi))
+        if outside.any():
+            bracket = "]" if closed else ")"
+            raise InvalidInputError(
+                f"t = {t[outside][0]:.10g} lies outside [{lo:.10g}, {hi:.10g}{bracket}, the "
+                f"interval on which this {self.method} trajectory has states{why}")
+        t = np.clip(t, lo, hi)
+        n, d = len(self), self.d
+        hit = np.zeros(t.size, dtype=bool)
+        nearest = np.zeros(t.size, dtype=int)
+        if n:
+            right = np.minimum(np.searchsorted(self.t, t), n - 1)
+            left = np.maximum(right - 1, 0)
+            nearest = np.where(np.abs(self.t[left] - t) <= np.abs(self.t[right] - t), left, right)
+            hit = np.abs(self.t[nearest] - t) <= tol
+        mean, cov = np.empty((t.size, d)), np.empty((t.size, d, d))
+        mean[hit], cov[hit] = self.mean[nearest[hit]], self.cov[nearest[hit]]
+        if not hit.all():
+            if self.dense is None:
+                raise InvalidInputError(self._no_dense_output(float(t[~hit][0])))
+            mean[~hit], cov[~hit] = self.dense.states(self, t[~hit])
+        return mean, cov
+
+    def _no_dense_output(self, t: float) -> str:
+        stored = f"{len(self)} stored times in [{self.t[0]:.10g}, {self.t[-1]:.10g}]"
+        if self.method == "layers":
+            return (f"discrete layers have no states between layers: t = {t:.10g} is not one of "
+                    f"the {stored} (the depths k τ); take tr(k * tau) or tr[k]")
+        return (f"this {self.method} Trajectory carries no dense output (it was built directly, "
+                f"or by flow(..., dense_output=False)): it has states only at its {stored}, and "
+                f"t = {t:.10g} is not one of them")
+
+    def __repr__(self) -> str:
+        """The trajectory without its arrays."""
+        n = len(self)
+        span = f"[{self.t[0]:.6g}, {self.t[-1]:.6g}]" if n else "[]"
+        blow = ("" if self.blowup_time is None else
+                f", overflow at t={self.blowup_time:#.4g}" if self.blowup_kind == "overflow"
+                else f", T*={self.blowup_time:#.4g}")
+        return (f"Trajectory(method={self.method!r}, status={self.status!r}{blow}, t={span}, "
+                f"n={n}, d={self.d})")
+
+    def _repr_html_(self) -> str:
+        """A small table: method, status, T*, and the start and end states (t, mean, eigenvalues
+        of Σ, rank Σ) with at most DISPLAY_ENTRIES numbers per vector."""
+        label = "overflow at t" if self.blowup_kind == "overflow" else "T*"
+        rows = [("method", self.method), ("status", self.status),
+                (label, "none" if self.blowup_time is None else number(self.blowup_time)),
+                ("d", self.d), ("states", len(self))]
+        if len(self):
+            ends = (self[0], self[-1])
+
+            def both(f):
+                return " → ".join(f(s) for s in ends)
+
+            rows += [("t (start → end)", both(lambda s: number(s.t))),
+                     ("mean", both(lambda s: _brief(s.mean))),
+                     ("eigenvalues of Σ", both(lambda s: _brief(np.linalg.eigvalsh(s.cov)))),
+                     ("rank Σ", both(lambda s: str(psd_rank(s.cov))))]
+        return html_table("Trajectory", rows)
+
+
+def _brief(x: np.ndarray) -> str:
+    """[x_1, ..., x_k] in display.DIGITS digits; past DISPLAY_ENTRIES entries the middle ones are
+    elided (a display, the data stay whole in the arrays)."""
+    if x.size <= DISPLAY_ENTRIES:
+        return "[" + ", ".join(number(v) for v in x) + "]"
+    h = DISPLAY_ENTRIES // 2
+    return ("[" + ", ".join(number(v) for v in x[:h]) + ", …, " +
+            ", ".join(number(v) for v in x[-h:]) + f"] ({x.size} entries)")
+
+
+@dataclass(frozen=True, eq=False)
+class _RkDense:
+    """DOP853's continuous extension: the OdeSolution of each solve_ivp run of `_rk_run`,
+    consecutive in time, on the state (m, vec Σ) — or vec Σ alone when with_mean is False (the
+    mean is then 0 throughout)."""
+
+    pieces: tuple
+    with_mean: bool
+
+    def interval(self, tr: Trajectory) -> tuple[float, float, bool, str]:
+        end = float(self.pieces[-1].t_max)
+        why = ("" if tr.blowup_time is None else
+               f": the integration stopped at t = {end:.10g}, where it detected the blow-up at "
+               f"T* ≈ {tr.blowup_time:.10g}")
+        return float(self.pieces[0].t_min), end, True, why
+
+    def states(self, tr: Trajectory, t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        d = tr.d
+        k = d if self.with_mean else 0
+        ends = np.array([p.t_max for p in self.pieces])
+        which = np.minimum(np.searchsorted(ends, t), len(self.pieces) - 1)
+        Y = np.empty((t.size, k + d * d))
+        for i in np.unique(which):
+            Y[which == i] = self.pieces[i](t[which == i]).T
+        cov = Y[:, k:].reshape(-1, d, d)
+        mean = Y[:, :d] if self.with_mean else np.zeros((t.size, d))
+        return mean, 0.5 * (cov + np.swapaxes(cov, 1, 2))
+
+
+@dataclass(frozen=True, eq=False)
+class _ExactDense:
+    """What the closed form needs to continue an exact trajectory from any of its states
+    (`riccati_tf.flows.exact.exact_from`): A, G, v̄ = Σ_h v_h, B̄ = Σ_h v_h B_h, b, the initial
+    state (a starting point at t = 0 whatever the stored times), t_final and the budget."""
+
+    A: np.ndarray
+    G: np.ndarray
+    vbar: float
+    Bbar: np.ndarray
+    b: np.ndarray
+    mean0: np.ndarray
+    cov0: np.ndarray
+    t_final: float
+    max_steps: int
+
+    def interval(self, tr: Trajectory) -> tuple[float, float, bool, str]:
+        if tr.blowup_time is None:
+            return 0.0, self.t_final, True, ""
+        return 0.0, float(tr.blowup_time), False, (f": Σ(t) blows up at "
+                                                   f"T* = {tr.blowup_time:.10g}")
+
+    def states(self, tr: Trajectory, t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        starts = np.concatenate([[0.0], tr.t])
+        means = np.concatenate([self.mean0[None], tr.mean])
+        covs = np.concatenate([self.cov0[None], tr.cov])
+        which = np.searchsorted(starts, t, side="right") - 1  # the last start ≤ t
+        mean, cov = np.empty((t.size, tr.d)), np.empty((t.size, tr.d, tr.d))
+        for j in np.unique(which):
+            sel = which == j
+            offsets, back = np.unique(t[sel] - starts[j], return_inverse=True)
+            m, S = np.empty((offsets.size, tr.d)), np.empty((offsets.size, tr.d, tr.d))
+            m[offsets == 0], S[offsets == 0] = means[j], covs[j]
+            moving = offsets > 0
+            if moving.any():
+                res = exact_from(self.A, self.G, self.vbar, self.Bbar, self.b, means[j],
+                                 covs[j], offsets[moving], max_steps=self.max_steps)
+                if res.t.size < moving.sum():
+                    late = starts[j] + offsets[moving][res.t.size]
+                    raise SolverError(
+                        f"Σ(t) at t = {late:.12g} is within rounding of the blow-up at "
+                        f"T* = {tr.blowup_time or starts[j] + res.blowup_time:.12g}: the closed "
+                        f"form is singular there in floating point")
+                m[moving], S[moving] = res.mean, res.cov
+            mean[sel], cov[sel] = m[back], S[back]
+        return mean, cov
+
+
+def _default_grid(t_final: float, t_eval) -> np.ndarray:
+    if t_eval is None:
+        return np.linspace(0.0, t_final, DEFAULT_OUTPUTS)
+    return as_time_grid("t_eval", t_eval, t_final)
+
+
+def _tolerance(name: str, value) -> float:
+    value = as_time(name, value)
+    if value >= 1:
+        raise InvalidInputError(f"{name} must be < 1, got {value}")
+    return value
+
+
+def _finite_params(p: Params) -> bool:
+    return all(np.isfinite(a.sum()) or np.all(np.isfinite(a)) for a in p.arrays())
+
+
+def _passes_through(exc: Exception) -> bool:
+    """Exceptions of riccati_tf's own modules other than its public errors are control flow of
+    the package's callers (e.g. a certificate's evaluation budget) and propagate unchanged."""
+    return (type(exc).__module__.startswith("riccati_tf.")
+            and not isinstance(exc, InvalidInputError | SolverError))
+
+
+_UNSET = object()
+
+
+def _checked(params_fn: Callable[[float], Params], d: int) -> Callable[[float], Params]:
+    """params_fn wrapped so that every value is a finite Params on R^d; anything else (a raised
+    exception, another type, another dimension, NaN/Inf) is an InvalidInputError naming
+    params(t) and the time."""
+    last: list = [_UNSET]
+
+    def params_at(t: float) -> Params:
+        try:
+            p = params_fn(t)
+        except Exception as exc:
+            if _passes_through(exc):
+                raise
+            raise InvalidInputError(f"params(t) raised {type(exc).__name__} at t = {t:.6g}: "
+                                    f"{exc}") from exc
+        if p is last[0]:
+            return p
+        if not isinstance(p, Params):
+            raise InvalidInputError(f"params(t) must return a riccati_tf.Params, got "
+                                    f"{type(p).__name__} at t = {t:.6g}")
+        if p.d != d:
+            raise InvalidInputError(f"params(t) returned parameters acting on R^{p.d} at "
+                                    f"t = {t:.6g}, but the Gaussian lives in R^{d}: the "
+                                    f"dimension cannot change along a flow")
+        if not _finite_params(p):
+            raise InvalidInputError(f"params(t) returned parameters with NaN or Inf entries at "
+                                    f"t = {t:.6g}")
+        last[0] = p
+        return p
+
+    return params_at
+
+
+def _guard(tr: Trajectory) -> Trajectory:
+    """The last line of defence: a trajectory holds finite states only."""
+    if not (np.isfinite(tr.cov.sum() + tr.mean.sum()) or (
+            np.all(np.isfinite(tr.cov)) and np.all(np.isfinite(tr.mean)))):
+        raise SolverError(f"the {tr.method} flow produced a non-finite state (status "
+                          f"{tr.status!r}): the state left the floating-point range "
+                          f"(exponential growth past about 1e308, not a finite-time blow-up)")
+    if tr.status == "blowup" and not (tr.blowup_time is not None
+                                      and np.isfinite(tr.blowup_time)):
+        raise SolverError(f"the {tr.method} flow reported a blow-up without a finite time")
+    return tr
+
+
+def flow(params: Params | Callable[[float], Params], gaussian: Gaussian, t_final: float, *,
+         method: str = "auto", t_eval=None, rtol: float = 1e-10,
+         atol: float = 1e-12, max_steps: int | None = None,
+         dense_output: bool = True) -> Trajectory:
+    """Solve ṁ = (A + V)m + VΣBm + b, Σ̇ = AΣ + ΣAᵀ + VΣBΣ + ΣBᵀΣVᵀ on [0, t_final].
+
+    params: a `Params` (time-invariant) or a callable t ↦ Params (time-varying; method "rk").
+    Every value of the callable must be a finite Params on the Gaussian's R^d: anything else,
+    or an exception raised by it, is an InvalidInputError naming params(t) and the time.
+    method: "exact" (closed form Σ(t) = e^{At}Σ0(I + W(t)Σ0)⁻¹e^{Aᵀt} of SPEC §5, scalar value
+    matrices only; blow-up time = first root of det(I + W(t)Σ0), located by Brent's method;
+    long horizons end early once the state provably settles, see `riccati_tf.flows.exact`),
+    "rk" (DOP853 on the full system with a blow-up event; rtol/atol apply, atol capped for Σ_ij
+    at rtol·√((Σ0)_ii (Σ0)_jj) so that variances below atol are resolved relative to their size,
+    `_scaled_atol`), or "auto" (exact when it applies). t_eval: output times in [0, t_final]
+    (default 101 equally spaced).
+    max_steps: work budget. exact: covariance steps plus mean collocation steps, 3 per
+    error-controlled sub-step (default DEFAULT_MAX_STEPS = 100 000); rk: DOP853 steps
+    (default RK_DEFAULT_MAX_STEPS = 20 000), enforced as RK_EVALUATIONS_PER_STEP right-hand-side
+    evaluations per step, and refused up front when the explicit method's stability alone needs
+    more (about t_final·2ρ(A)/RK_STABILITY
+    steps for a time-invariant layer, ρ the spectral radius). A spent budget raises SolverError.
+    A finite-time blow-up at T* ≤ t_final ends the trajectory: status "blowup" (blowup_kind
+    "singularity"), states before T* only. One after t_final is no blow-up: the state at t_final
+    is returned — unless t_final is so close to T* that the end state, Σ ~ 1/(T* − t), is known
+    only to more than NEAR_BLOWUP_RTOL relative (rk: rtol·T*/(T* − t_final); exact: about
+    eps·n^{3/4}·T*/(T* − t_final) after n steps) or rk cannot tell on which side of t_final T*
+    lies: SolverError. Overflow, NaN or a spent budget: SolverError; a returned trajectory holds
+    finite states only (`_guard`).
+    dense_output: keep what `tr(t)` (`Trajectory.__call__`) needs to give the state at any time
+    of the flow (default True). exact: the Riccati data and the initial state; rk: DOP853's
+    continuous extension, about 8(d + d²) floats per step (and 3 more right-hand-side
+    evaluations per step than outputs alone need); False drops it.
+    """
+    if not isinstance(dense_output, bool | np.bool_):
+        raise InvalidInputError(f"dense_output must be True or False, got {dense_output!r}")
+    t_final = as_time("t_final", t_final)
+    rtol, atol = _tolerance("rtol", rtol), _tolerance("atol", atol)
+    t_out = _default_grid(t_final, t_eval)
+    if max_steps is not None:
+        max_steps = as_count("max_steps", max_steps)
+    if method not in ("auto", "exact", "rk"):
+        raise InvalidInputError(f"method must be 'auto', 'exact' or 'rk', got {method!r}")
+    if isinstance(params, Params):
+        check_dims(params, gaussian)  # finite: validated on construction, arrays read-only
+        params_fn = None
+        scalar = params.value_scalars is not None
+    elif callable(params):
+        if not isinstance(gaussian, Gaussian):
+            raise InvalidInputError(f"gaussian must be a riccati_tf.Gaussian, "
+                                    f"got {type(gaussian).__name__}")
+        params_fn, scalar = _checked(params, gaussian.d), False
+        params_fn(0.0)
+        if method == "exact":
+            raise InvalidInputError("method 'exact' needs time-invariant Params; time-varying "
+                                    "controls are integrated with method 'rk'")
+    else:
+        raise InvalidInputError(f"params must be Params or a callable t -> Params, "
+                                f"got {type(params).__name__}")
+    if method == "exact" and not scalar:
+        raise InvalidInputError("method 'exact' needs scalar value matrices V_h = v_h I "
+                                "(the Riccati case of SPEC §5); use method 'rk'")
+    try:
+        return _dispatch(params, params_fn, scalar, gaussian, t_out, t_final, method, rtol, atol,
+                         max_steps, bool(dense_output))
+    except SolverError:
+        if params_fn is None and not _finite_params(params):
+            raise InvalidInputError("params holds NaN or Inf entries (its arrays were modified "
+                                    "after construction)") from None
+        raise
+
+
+def _dispatch(params, params_fn, scalar, gaussian, t_out, t_final, method, rtol, atol,
+              max_steps, dense_output) -> Trajectory:
+    if method == "exact" or (method == "auto" and scalar):
+        vs = params.value_scalars
+        G = params.G  # SolverError when it overflows
+        with np.errstate(over="ignore", invalid="ignore"):
+            Bbar = sum(v * B for v, (_, B) in zip(vs, params.heads, strict=True))
+            finite = np.isfinite(Bbar.sum()) or np.all(np.isfinite(Bbar))
+        if not finite:
+            raise SolverError("B̄ = Σ_h v_h B_h overflows: the attention terms are out of the "
+                              "floating-point range")
+        max_steps = max_steps or DEFAULT_MAX_STEPS
+        res = exact_flow(params.A, G, sum(vs), Bbar, params.b, gaussian.mean, gaussian.cov,
+                         t_out, t_final, max_steps=max_steps)
+        blew = res.blowup_time is not None
+        dense = _ExactDense(params.A, G, sum(vs), Bbar, params.b, gaussian.mean, gaussian.cov,
+                            t_final, max_steps) if dense_output else None
+        return _guard(Trajectory(res.t, res.mean, res.cov, "blowup" if blew else "completed",
+                                 res.blowup_time, "exact", res.blowup_direction,
+                                 blowup_kind="singularity" if blew else None, dense=dense))
+    max_steps = max_steps or RK_DEFAULT_MAX_STEPS
+    if params_fn is None:
+        _refuse_stiff(params, gaussian, t_final, max_steps)
+    return _guard(_rk_flow(params_fn or params, gaussian, t_out, t_final, rtol, atol,
+                           max_steps, dense_output))
+
+
+def _refuse_stiff(p: Params, g: Gaussian, t_final: float, max_steps: int) -> None:
+    """SolverError before any work when DOP853's stability bound alone needs > max_steps steps:
+    the linearisation of Σ̇ contains A ⊕ A (eigenvalues λ_i + λ_j of A) and that of ṁ
+    A + Σ_h V_h, and an explicit step is at most about RK_STABILITY/|λ|."""
+    rho = 0.0
+    enough = max_steps * RK_STABILITY / t_final  # any |λ| up to this needs no refusal
+    with np.errstate(over="ignore", invalid="ignore"):
+        try:
+            if np.any(g.cov):
+                rho = 2 * _radius(p.A, enough / 2)
+            if np.any(g.mean) or np.any(p.b):
+                rho = max(rho, _radius(p.A + p.value_sum, enough))
+        except np.linalg.LinAlgError:
+            rho = np.inf
+    need = t_final * rho / RK_STABILITY
+    if not need <= max_steps:
+        raise SolverError(
+            f"the Runge–Kutta method needs at least about {need:.3g} steps on [0, {t_final:.6g}] "
+            f"(explicit steps are bounded by {RK_STABILITY:g}/|λ| with |λ| up to {rho:.3g}), "
+            f"more than max_steps = {max_steps}; use method 'exact' where it applies, a shorter "
+            f"t_final, or a larger max_steps")
+
+
+def _radius(M: np.ndarray, enough: float) -> float:
+    """The spectral radius ρ(M), or the bound ‖M‖_F ≥ ρ(M) when that is at most `enough` (the
+    eigenvalues are then not needed to know that ρ(M) ≤ enough)."""
+    bound = float(np.linalg.norm(M))
+    if bound <= enough:
+        return bound
+    return float(np.abs(np.linalg.eigvals(M)).max())
+
+
+def _scaled_atol(g: Gaussian, atol: float, rtol: float) -> np.ndarray:
+    """atol for (m, vec Σ), capped for Σ_ij at rtol·√(Σ_ii Σ_jj) (its scale at t = 0) where
+    that is positive: a variance below atol (Σ0 = diag(1, 1e-16), or Σ0 ~ 1e-300) is then
+    resolved relative to its size instead of being lost in the absolute tolerance (it may grow
+    along an unstable direction). The mean keeps atol."""
+    v = np.diag(g.cov)
+    root = np.sqrt(v)  # √Σ_ii √Σ_jj: no underflow of Σ_ii Σ_jj at 1e-300
+    scales = np.concatenate([np.zeros(g.d), np.outer(root, root).ravel()])
+    return np.where(scales > 0, np.maximum(np.minimum(atol, rtol * scales), ATOL_FLOOR), atol)
+
+
+class _RkBudgetSpent(Exception):
+    def __init__(self, t):
+        super().__init__(t)
+        self.t = t
+
+
+def _rk_flow(params_fn, gaussian: Gaussian, t_out, t_final, rtol, atol,
+             max_steps: int = RK_DEFAULT_MAX_STEPS, dense_output: bool = False) -> Trajectory:
+    """params_fn: a callable t ↦ Params, or one Params (time-invariant: the right-hand side
+    then binds it once, and with m0 = 0 and b = 0 the mean stays 0 and only Σ is integrated)."""
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):  # detected explicitly
+        return _rk_run(params_fn, gaussian, t_out, t_final, rtol, atol, max_steps,
+                       dense_output)
+
+
+def _rk_rhs(params_fn, d: int, limit: int, with_mean: bool):
+    """The right-hand side on the state y = (m, vec Σ), or y = vec Σ when not with_mean; it
+    raises _RkBudgetSpent on its (limit + 1)-th evaluation. params_fn: a Params (bound once)
+    or a callable t ↦ Params."""
+    calls = 0
+    p = params_fn if isinstance(params_fn, Params) else None
+    n = d * d + (d if with_mean else 0)
+
+    def rhs(t, y):
+        nonlocal calls
+        calls += 1
+        if calls > limit:
+            raise _RkBudgetSpent(t)
+        q = params_fn(t) if p is None else p
+        out = np.empty(n)
+        if with_mean:
+            X, out[:d] = drift_arrays(q, y[:d], y[d:].reshape(d, d))
+        else:
+            X, _ = drift_arrays(q, None, y.reshape(d, d))
+        np.add(X, X.T, out=out[n - d * d:].reshape(d, d))
+        return out
+
+    return rhs
+
+
+def _rk_run(params_fn, gaussian: Gaussian, t_out, t_final, rtol, atol, max_steps,
+            dense_output: bool = False) -> Trajectory:
+    d = gaussian.d
+    limit = RK_EVALUATIONS_PER_STEP * max_steps
+    with_mean = True
+    if isinstance(params_fn, Params):
+        p = params_fn
+        with_mean = bool(np.any(gaussian.mean) or np.any(p.b))
+        rhs = _rk_rhs(p, d, limit, with_mean)
+        params_fn = lambda _t: p  # noqa: E731
+    else:
+        rhs = _rk_rhs(params_fn, d, limit, with_mean)
+    k = d if with_mean else 0  # where vec Σ starts in the state
+
+    def full(y):
+        return y if with_mean else np.concatenate([np.zeros(d), y])
+
+    y = np.concatenate([gaussian.mean, gaussian.cov.ravel()])[d - k:]
+    # without the mean, rtol and atol grow by √((d + d²)/d²): scipy's RMS error norm then
+    # equals that of the full state, whose mean errors are 0, and the steps are the same
+    loosen = 1.0 if with_mean else math.sqrt((d + d * d) / (d * d))
+    atol_vec = loosen * _scaled_atol(gaussian, atol, rtol)[d - k:]
+    scale = float(np.trace(gaussian.cov))
+    threshold = BLOWUP_GROWTH * scale  # Python floats: overflow to inf without a warning
+    t0, ts, ys, pieces = 0.0, [], [], []  # pieces: the continuous extension of each run
+    blowup_time = direction = None
+    pending = None  # a blow-up estimated near or after t_final: (T_est, uncertainty)
+    while True:
+        log_threshold = np.log(threshold) if scale > 0 else 0.0  # no event when Σ0 = 0
+
+        def event(_t, y, log_thr=log_threshold):
+            return math.log(max(float(y[k::d + 1].sum()), TINY)) - log_thr
+
+        event.terminal, event.direction = True, 1
+        grid = t_out[(t_out > t0) | ((t_out == 0) & (t0 == 0))]
+        try:
+            with np.errstate(over="ignore", invalid="ignore"):  # overflow is detected below
+                sol = solve_ivp(rhs, (t0, t_final), y, method="DOP853", t_eval=grid,
+                                rtol=loosen * rtol,
+                                atol=atol_vec, events=event if scale > 0 else None,
+                                dense_output=dense_output)
+        except _RkBudgetSpent as spent:
+            raise SolverError(
+                f"the Runge–Kutta integration used its budget of max_steps = {max_steps} steps "
+                f"({limit} right-hand-side evaluations) by t = {spent.t:.6g} of "
+                f"t_final = {t_final:.6g}: the flow is stiff there, or its right-hand side is "
+                f"dominated by rounding (e.g. near-cancelling attention terms)") from None
+        except (np.linalg.LinAlgError, FloatingPointError, OverflowError) as exc:
+            raise SolverError(f"the Runge–Kutta integration failed: {exc}") from None
+        T_sol = np.asarray(sol.t, dtype=float).reshape(-1)
+        Y = np.asarray(sol.y, dtype=float).reshape(y.size, -1)
+        if sol.status == -1 or not np.all(np.isfinite(Y)):
+            reached = T_sol[-1] if T_sol.size else t0
+            if pending is not None:
+                T_est, u = pending
+                raise SolverError(
+                    f"Σ grows without bound near T* ≈ {T_est:.10g} (± {u:.2g}) and the "
+                    f"integration broke down at t ≈ {reached:.10g} before t_final = "
+                    f"{t_final:.10g}: whether the blow-up precedes t_final cannot be decided")
+            raise SolverError(f"the Runge–Kutta integration failed after t = {reached:.6g}: "
+                              f"{sol.message}")
+        ts.append(T_sol), ys.append(Y), pieces.append(sol.sol)
+        if sol.status == 0:
+            if T_sol.size:  # the last state returned
+                _check_near_blowup(params_fn, d, full(Y[:, -1]), T_sol[-1], rtol, pending)
+            break
+        t0, y = sol.t_events[0][0], sol.y_events[0][0]
+        estimate = _blowup_estimate(params_fn(t0), d, t0, full(y))
+        if estimate is not None:
+            T_est, u, cov = estimate
+            if T_est + u <= t_final:  # a blow-up before t_final, beyond its uncertainty
+                blowup_time = T_est
+                _, vec = np.linalg.eigh(0.5 * (cov + cov.T))
+                direction = vec[:, -1]
+                break
+            pending = (T_est, u)  # after t_final (or too close to tell): follow it to t_final
+        threshold *= BLOWUP_GROWTH
+    t = np.concatenate(ts)
+    Y = ys[0] if len(ys) == 1 else np.concatenate(ys, axis=1)
+    mean = Y[:d].T.copy() if with_mean else np.zeros((t.size, d))
+    cov = _covariances(Y[k:], d)
+    return Trajectory(t, mean, cov, "completed" if blowup_time is None else "blowup",
+                      blowup_time, "rk", direction, rtol, atol,
+                      None if blowup_time is None else "singularity",
+                      _RkDense(tuple(pieces), with_mean) if dense_output else None)
+
+
+def _covariances(Y: np.ndarray, d: int) -> np.ndarray:
+    """The k states (vec Σ)(t_1..t_k), columns of Y (d², k; solve_ivp's layout), as a (k, d, d)
+    array of symmetric matrices ½(Σ + Σᵀ): Y is symmetrised in place, row by row, and returned
+    as a strided view (no new d²·k array: at d = 384 and 101 times that is 120 MB)."""
+    S = Y.reshape(d, d, -1)
+    for i in range(d):
+        half = 0.5 * (S[i, i:] + S[i:, i])
+        S[i, i:], S[i:, i] = half, half
+    return S.transpose(2, 0, 1)
+
+
+def _blowup_estimate(p: Params, d: int, t: float, y: np.ndarray):
+    """(T_est, uncertainty, Σ) when the quadratic terms drive ≥ BLOWUP_QUADRATIC_SHARE of the
+    growth of tr Σ at (t, y), else None: T_est = t + tr Σ / (d tr Σ / dt)."""
+    cov = y[d:].reshape(d, d)
+    _, dS = moment_arrays(p, y[:d], cov)
+    n, dn = np.trace(cov), np.trace(dS)
+    dn_quad = dn - 2 * np.trace(p.A @ cov)
+    if not (np.isfinite(dn) and dn > 0 and dn_quad >= BLOWUP_QUADRATIC_SHARE * dn):
+        return None
+    remaining = n / dn
+    T_est = t + remaining
+    return T_est, BLOWUP_EXTRAPOLATION * remaining + 4 * np.finfo(float).eps * T_est, cov
+
+
+def _check_near_blowup(params_fn, d, y_end, t_final, rtol, pending) -> None:
+    """Refuse an rk state (the last one returned, at t_final here) within reach of a blow-up:
+    when the quadratic terms dominate there, T* ≈ t_final + tr Σ/(d tr Σ/dt), and Σ(t_final) is
+    then known only to about rtol·T*/(T* − t_final) relative."""
+    estimate = _blowup_estimate(params_fn(t_final), d, t_final, y_end)
+    if estimate is None:
+        if pending is not None and pending[0] - pending[1] <= t_final:
+            raise SolverError(f"a blow-up was estimated at T* ≈ {pending[0]:.10g} ± "
+                              f"{pending[1]:.2g}, yet Σ stayed finite to t_final = "
+                              f"{t_final:.10g}: the Runge–Kutta run is not consistent")
+        return
+    T_est = estimate[0]
+    amplification = T_est / (T_est - t_final)
+    if rtol * amplification > RK_NEAR_BLOWUP_RTOL:
+        raise SolverError(
+            f"t_final = {t_final:.10g} lies within {T_est - t_final:.3g} of a blow-up at "
+            f"T* ≈ {T_est:.10g}: Σ(t) ~ 1/(T* − t) there, so the Runge–Kutta end state is known "
+            f"only to a relative error of about rtol·T*/(T* − t_final) = "
+            f"{rtol * amplification:.2g}; use method 'exact' or a smaller rtol")
+
+
+#: layers: default largest number of layers, and the largest output (floats) kept in memory
+LAYERS_DEFAULT_MAX = 1_000_000
+LAYERS_MAX_FLOATS = 2**27
+
+
+def layers(params: Params | Sequence[Params], gaussian: Gaussian, n_layers: int,
+           tau: float, *, max_steps: int | None = None) -> Trajectory:
+    """Exact discrete residual layers x⁺ = x + τ X(x) acting on N(m, Σ) (SPEC §2):
+
+        m⁺ = (I + τM) m + τc,   Σ⁺ = (I + τM) Σ (I + τM)ᵀ,
+        M = A + Σ_h V_h Σ B_h,   c = b + Σ_h V_h m.
+
+    params: one Params for every layer, or a sequence of n_layers Params. Returns one state per
+    layer (times 0, τ, ..., n_layers τ). max_steps: the largest n_layers accepted (default
+    LAYERS_DEFAULT_MAX; the states kept must also fit in LAYERS_MAX_FLOATS floats), else
+    SolverError before any work.
+
+    Overflow: a finite stack of layers has no finite-time blow-up (each layer is a finite map),
+    but Σ⁺ is quartic in Σ and can leave the floating-point range. The states are then returned
+    up to the last finite layer with status "blowup", blowup_time the depth n τ of the first
+    layer that overflows and blowup_kind "overflow" — not "singularity", the finite-time blow-up
+    of the continuous flow that `flow` reports.
+    """
+    n_layers = as_count("n_layers", n_layers)
+    tau = as_time("tau", tau)
+    limit = LAYERS_DEFAULT_MAX if max_steps is None else as_count("max_steps", max_steps)
+    if n_layers > limit:
+        raise SolverError(f"n_layers = {n_layers} exceeds max_steps = {limit} layers")
+    if isinstance(params, Params):
+        plist = None
+    else:
+        plist = list(params) if isinstance(params, Sequence) else None
+        if plist is None or len(plist) != n_layers:
+            raise InvalidInputError("params must be a Params or a sequence of n_layers = "
+                                    f"{n_layers} Params")
+    distinct = {id(p): p for p in ([params] if plist is None else plist)}.values()
+    for p in distinct:
+        check_dims(p, gaussian)
+        if not _finite_params(p):
+            raise InvalidInputError("params holds NaN or Inf entries")
+    d = gaussian.d
+    if (n_layers + 1) * (d * d + d) > LAYERS_MAX_FLOATS:
+        raise SolverError(f"{n_layers + 1} states of dimension {d} need "
+                          f"{8 * (n_layers + 1) * (d * d + d) / 2**30:.3g} GiB, more than the "
+                          f"{8 * LAYERS_MAX_FLOATS / 2**30:.3g} GiB kept in memory")
+    m, S = gaussian.mean.copy(), gaussian.cov.copy()
+    means, covs = [m], [S]
+    status, t_blow = "completed", None
+    with np.errstate(over="ignore", invalid="ignore"):
+        for k in range(n_layers):
+            p = params if plist is None else plist[k]
+            F = np.eye(d) + tau * p.M(S)
+            m = F @ m + tau * p.c(m)
+            S = F @ S @ F.T
+            S = 0.5 * (S + S.T)
+            if not (np.all(np.isfinite(S)) and np.all(np.isfinite(m))):
+                status, t_blow = "blowup", (k + 1) * tau
+                break
+            means.append(m), covs.append(S)
+    t = tau * np.arange(len(means))
+    if not (math.isfinite(float(t[-1])) and (t_blow is None or math.isfinite(t_blow))):
+        raise SolverError("the layer depths n τ overflow float64")
+    return _guard(Trajectory(t, np.array(means), np.array(covs), status, t_blow, "layers",
+                             blowup_kind=None if t_blow is None else "overflow"))

@@ -1,0 +1,160 @@
+"""Files riccati-tf writes: atomically, with checksums, and never over a file it did not write.
+
+A folder that riccati-tf writes into (`report --out`, `probe --out`, `atlas --out`, ...) holds a
+marker, MARKER, listing every file riccati-tf wrote there with its SHA-256:
+
+    {"writer": "riccati-tf", "files": {name: [sha256, ...]}}
+
+A file of the same name as one about to be written that is not listed, or whose content has
+changed since (its SHA-256 is not listed), belongs to someone else: writing is refused
+(InvalidInputError naming it) before anything is written. Every file is written under a name of
+this writer's own (`.name.tmp-<pid>-<token>`) and renamed into place, so readers never see a
+partial file; the marker lists a file's old and new checksums while it is replaced, so a crash
+in between leaves every file recognised as riccati-tf's.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import secrets
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..errors import InvalidInputError
+
+#: the marker of an output folder
+MARKER = ".riccati-tf-files.json"
+WRITER = "riccati-tf"
+
+
+def sha256(data: bytes) -> str:
+    """Hex SHA-256 of data."""
+    return hashlib.sha256(data).hexdigest()
+
+
+def read_or_none(path: Path) -> bytes | None:
+    """The bytes of the file at path, or None when there is none (an unreadable one is an
+    InvalidInputError)."""
+    try:
+        return Path(path).read_bytes()
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise InvalidInputError(f"{path}: cannot read ({exc.strerror or exc})") from None
+
+
+def atomic_write_bytes(path: Path, data: bytes) -> None:
+    """Write to `.<name>.tmp-<pid>-<token>` (this writer's own name), fsync, then rename over
+    `path` (readers never see a partial file; another writer's temporaries are never touched)."""
+    path = Path(path)
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}-{secrets.token_hex(4)}")
+    try:
+        with open(tmp, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        raise InvalidInputError(f"{path}: cannot write ({exc.strerror or exc})") from None
+
+
+def check_creatable(path: Path, what: str) -> None:
+    """Refuse (InvalidInputError starting with `what`) unless `path` can be created where it
+    is: its nearest existing ancestor is a folder this process may write into (missing folders
+    in between are created on writing). Checked before anything is computed, so that a long run
+    does not end on a path that cannot take its output."""
+    try:
+        folder = Path(path).absolute().parent
+        while not folder.exists() and not folder.is_symlink():
+            folder = folder.parent
+        if not folder.is_dir():
+            raise InvalidInputError(f"{what}: {folder} is not a folder, so nothing can be "
+                                    f"created below it")
+        if not os.access(folder, os.W_OK | os.X_OK):
+            raise InvalidInputError(f"{what}: the folder {folder} cannot be written "
+                                    f"(permission denied)")
+    except OSError as exc:
+        raise InvalidInputError(f"{what}: {exc.strerror or exc}") from None
+
+
+def make_folder(path, what: str) -> Path:
+    """Create the folder `path` (or accept an existing one); a path that is a file, or a folder
+    that cannot be created, is refused with InvalidInputError starting with `what`."""
+    path = Path(path)
+    if path.exists() and not path.is_dir():
+        raise InvalidInputError(f"{what}: {path} exists and is not a folder")
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise InvalidInputError(f"{what}: cannot create the folder {path} "
+                                f"({exc.strerror or exc})") from None
+    return path
+
+
+@dataclass(frozen=True)
+class OutputFolder:
+    """A folder riccati-tf writes into, with what its marker says riccati-tf wrote there."""
+
+    path: Path
+    owned: dict[str, list[str]]
+    option: str = "--out"
+
+    @classmethod
+    def open(cls, out, option: str = "--out") -> OutputFolder:
+        """Create `out` (or accept it) and read its marker; a path that is not a folder, a
+        folder that cannot be created and a marker riccati-tf did not write are refused."""
+        if not isinstance(out, str | Path) or str(out) == "":
+            raise InvalidInputError(f"{option}: must be a folder path, got {out!r}")
+        out = make_folder(out, option)
+        data = read_or_none(out / MARKER)
+        if data is None:
+            return cls(out, {}, option)
+        try:
+            marker = json.loads(data.decode("utf-8"))
+            files = marker["files"]
+            ok = marker["writer"] == WRITER and all(
+                isinstance(k, str) and isinstance(v, list) for k, v in files.items())
+        except (ValueError, KeyError, TypeError, AttributeError):
+            ok = False
+        if not ok:
+            raise InvalidInputError(f"{out / MARKER}: not a marker that riccati-tf wrote; "
+                                    f"refusing to write into {out} (use another {option} "
+                                    f"folder)")
+        return cls(out, files, option)
+
+    def check(self, names) -> None:
+        """Refuse when the folder holds a file of one of `names` that riccati-tf did not write
+        (or that was changed since it did)."""
+        for name in names:
+            path = self.path / name
+            if path.is_symlink() or (path.exists() and not path.is_file()):
+                raise InvalidInputError(f"{path}: exists and is not a file riccati-tf wrote; "
+                                        f"refusing to replace it (use another {self.option} "
+                                        f"folder)")
+            data = read_or_none(path)
+            if data is not None and sha256(data) not in self.owned.get(name, ()):
+                raise InvalidInputError(f"{path}: exists and was not written by riccati-tf (or "
+                                        f"was changed since); refusing to overwrite it (use "
+                                        f"another {self.option} folder)")
+
+    def write(self, files: dict[str, bytes]) -> dict[str, Path]:
+        """Check, then write `files` {name: bytes} atomically, listed in the marker first with
+        both their old and new SHA-256, then with the new one only; returns {name: path}."""
+        self.check(files)
+        new = {name: sha256(data) for name, data in files.items()}
+
+        def mark(listing: dict[str, list[str]]) -> None:
+            atomic_write_bytes(self.path / MARKER, json.dumps(
+                {"writer": WRITER, "files": listing}, indent=1).encode())
+
+        mark({**self.owned, **{n: [*self.owned.get(n, []), h] for n, h in new.items()}})
+        for name, data in files.items():
+            atomic_write_bytes(self.path / name, data)
+        final = {**self.owned, **{n: [h] for n, h in new.items()}}
+        mark(final)
+        self.owned.clear()
+        self.owned.update(final)
+        return {name: self.path / name for name in files}

@@ -1,0 +1,14 @@
+"""Stability (SPEC §5–§6): equilibria of the covariance flow, their linearisation, and
+certificates of convergence, collapse or blow-up that can be re-checked.
+
+`riccati` solves the algebraic equations behind them (the Bernoulli/Riccati equation
+AΣ + ΣAᵀ − ΣGΣ = 0 through a Schur split, and the Lyapunov equations of the certificates);
+`equilibria` finds the equilibria Σ* and decides their stability; `certificates` decides the
+regime of given layer parameters from its theorem's premises, with every tolerance recorded.
+"""
+
+from .certificates import Certificate, certify
+from .equilibria import Equilibrium, equilibria
+from .riccati import care_g, lyapunov_function
+
+__all__ = ["Certificate", "Equilibrium", "care_g", "certify", "equilibria", "lyapunov_function"]

@@ -1,0 +1,777 @@
+"""Equilibria of the covariance flow and their linearisation (SPEC §5).
+
+    F(Σ) = A Σ + Σ Aᵀ + Σ_h (V_h Σ B_h Σ + Σ B_hᵀ Σ V_hᵀ) = 0,      Σ ⪰ 0
+    L(H) = M* H + H M*ᵀ + Σ_h (V_h H B_h Σ* + Σ* B_hᵀ H V_hᵀ),      M* = A + Σ_h V_h Σ* B_h
+
+An equilibrium is stable when L, acting on symmetric matrices, is Hurwitz; its mean converges when
+K* = A + Σ_h V_h + Σ_h V_h Σ* B_h is Hurwitz, to m* = −K*⁻¹ b.
+
+Symmetric matrices are written in the orthonormal coordinates h = (H_ii, √2 H_ij for i < j), so
+|h| = ‖H‖_F and L becomes an n_s × n_s matrix (n_s = d(d+1)/2), assembled from its Kronecker form
+for d ≤ KRONECKER_MAX_D and applied matrix-free (GMRES, ARPACK) beyond.
+
+Scalar value matrices (V_h = v_h I): the equilibria are the covariance solutions of the Bernoulli
+equation AΣ + ΣAᵀ − ΣGΣ = 0, one for each A-invariant subspace R on which the solution P of
+T_Rᵀ P + P T_R = G_R is invertible (Σ = U_R P⁻¹ U_Rᵀ, a covariance iff P ≻ 0); the stable one is
+the stabilizing solution (riccati.bernoulli); the mean equilibrium's Hurwitz test is read off
+its Schur split (`scalar_mean_hurwitz`). General V: Newton's method on F from several starts,
+including continuation from the scalar case V_h(s) = (1 − s) v̄_h I + s V_h, v̄_h = tr V_h / d;
+beyond d = 30 inexact Newton–Krylov (GMRES on L matrix-free, preconditioned by a Lyapunov solve
+from one Schur form per step, exact line search), O(H d³) a Krylov iteration.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+from functools import lru_cache
+
+import numpy as np
+from scipy.linalg import LinAlgError, schur, solve_triangular
+from scipy.sparse.linalg import LinearOperator, eigs
+
+from ..errors import InvalidInputError, SolverError
+from ..state.params import Params
+from ..state.validation import as_count, as_covariance
+from .riccati import (
+    AXIS_RTOL,
+    NoStabilizingSolution,
+    as_rtol,
+    bernoulli,
+    bernoulli_scaling,
+    check_axis_gap,
+    exponent,
+    fro_norm,
+    lapack_sylvester_gramian,
+    numerical_boundary,
+    unscale_solution,
+)
+
+#: assemble L as a dense n_s × n_s matrix up to this d; matrix-free Krylov methods beyond
+KRONECKER_MAX_D = 30
+#: `which="all"` (invariant-subspace enumeration) is offered up to this d
+ENUMERATION_MAX_D = 10
+#: Newton stops at this relative residual ‖F(Σ)‖ / (‖AΣ‖ + Σ_h ‖V_hΣB_hΣ‖)
+NEWTON_RTOL = 1e-13
+NEWTON_MAXITER = 60
+POLISH_STEPS = 2
+#: an equilibrium is reported only if its relative residual is below this
+ACCEPT_RTOL = 1e-9
+#: eigenvalues of Σ below RANK_RTOL · λ_max(Σ) count as zero (rank), and a Σ with
+#: λ_min ≥ −RANK_RTOL · λ_max counts as positive semidefinite
+RANK_RTOL = 1e-9
+#: two equilibria are the same when ‖Σ₁ − Σ₂‖_F ≤ SAME_RTOL · max(‖Σ₁‖_F, ‖Σ₂‖_F, natural scale)
+SAME_RTOL = 1e-7
+#: continuation in s from scalar V: initial step and smallest step before giving up
+CONTINUATION_STEP = 0.125
+CONTINUATION_MIN_STEP = 1.0 / 1024
+RANDOM_STARTS = 4
+#: inexact Newton beyond d = 30: at relative residual ρ of F, the GMRES solve of L(H) = −F(Σ)
+#: stops at the relative residual max(min(FORCING_MAX, ρ), NEWTON_RTOL / (10ρ), GMRES_RTOL):
+#: superlinear convergence, without solving more accurately than the last step needs
+GMRES_RTOL = 1e-11
+FORCING_MAX = 1e-2
+#: GMRES restart length, and the Krylov budget of one Newton solve: at most KRYLOV_BUDGET GMRES
+#: iterations over all its steps (each one L(H) and one preconditioner solve), SolverError beyond
+GMRES_RESTART = 30
+KRYLOV_BUDGET = 300
+#: beyond d = 30 the spectral abscissa of L is ARPACK's rightmost Ritz value: relative accuracy,
+#: Krylov subspace size and restarts (each restart ≤ ARNOLDI_NCV products with L)
+ARNOLDI_RTOL = 1e-8
+ARNOLDI_NCV = 40
+ARNOLDI_MAXITER = 500
+#: beyond d = 30 each Newton step is scaled by the exact line search on this many points of (0, 1]
+LINE_SEARCH_POINTS = 100
+#: relative_residual multiplies factors with entries below 2^UNSCALED_EXPONENT in magnitude (and
+#: above 2^−UNSCALED_EXPONENT) as given: their products of four and the squares of those stay far
+#: inside the float range; other factors are scaled by a power of two first
+UNSCALED_EXPONENT = 100
+
+
+@dataclass(frozen=True, eq=False)
+class Equilibrium:
+    """An equilibrium Σ* of Σ̇ = F(Σ), with the evidence for it.
+
+    cov: Σ* (d×d, PSD). mean: m* = −K*⁻¹ b when K* = A + Σ_h V_h + Σ_h V_h Σ* B_h is Hurwitz (and
+    m* is within the float range), else None. residual: ‖F(Σ*)‖_F / (‖AΣ*‖_F +
+    Σ_h ‖V_hΣ*B_hΣ*‖_F) (0 for Σ* = 0). rank: for a Bernoulli solution the dimension of its
+    invariant subspace (structural: an eigenvalue of Σ* far below λ_max still counts), otherwise
+    the number of eigenvalues above RANK_RTOL · λ_max. spectral_abscissa: max Re λ(L) over
+    symmetric H; stable iff it is < 0. method: "bernoulli-schur", "bernoulli-slycot",
+    "invariant-subspace", "zero" or "newton[<start>]". rcond: reciprocal condition estimate of
+    the last linear solve (None for Newton).
+    """
+
+    cov: np.ndarray
+    mean: np.ndarray | None
+    residual: float
+    rank: int
+    stable: bool
+    spectral_abscissa: float
+    method: str
+    rcond: float | None = None
+
+    def __repr__(self) -> str:
+        return (f"Equilibrium(rank={self.rank}, stable={self.stable}, "
+                f"abscissa={self.spectral_abscissa:.3g}, residual={self.residual:.2g}, "
+                f"method={self.method!r})")
+
+
+# ---------------------------------------------------------------- symmetric coordinates and L
+
+
+@lru_cache(maxsize=32)
+def sym_basis(d: int) -> np.ndarray:
+    """N (d² × n_s): column k is vec(E_k) (row-major) of the orthonormal basis of Sym(d),
+    E_ii = e_i e_iᵀ, E_ij = (e_i e_jᵀ + e_j e_iᵀ)/√2 for i < j, in the order of np.triu_indices."""
+    iu, ju = np.triu_indices(d)
+    N = np.zeros((d * d, iu.size))
+    k = np.arange(iu.size)
+    w = np.where(iu == ju, 1.0, np.sqrt(0.5))
+    N[iu * d + ju, k] = w
+    N[ju * d + iu, k] = w
+    N.setflags(write=False)
+    return N
+
+
+def to_coords(H: np.ndarray) -> np.ndarray:
+    """Orthonormal coordinates h of a symmetric H (|h| = ‖H‖_F); works on stacks (..., d, d)."""
+    d = H.shape[-1]
+    iu, ju = np.triu_indices(d)
+    return H[..., iu, ju] * np.where(iu == ju, 1.0, np.sqrt(2.0))
+
+
+def from_coords(h: np.ndarray, d: int) -> np.ndarray:
+    """The symmetric matrix with orthonormal coordinates h."""
+    iu, ju = np.triu_indices(d)
+    H = np.zeros((d, d))
+    H[iu, ju] = h / np.where(iu == ju, 1.0, np.sqrt(2.0))
+    return H + np.triu(H, 1).T
+
+
+def F(params: Params, cov: np.ndarray) -> np.ndarray:
+    """F(Σ) = AΣ + ΣAᵀ + Σ_h (V_hΣB_hΣ + ΣB_hᵀΣV_hᵀ)."""
+    AS = params.A @ cov
+    out = AS + AS.T
+    for V, B in params.heads:
+        W = V @ cov @ B @ cov
+        out += W + W.T
+    return out
+
+
+def relative_residual(params: Params, cov: np.ndarray) -> float:
+    """‖F(Σ)‖_F / (‖AΣ‖_F + Σ_h ‖V_h Σ B_h Σ‖_F); 0 when the denominator vanishes (Σ = 0).
+
+    The ratio does not change when every term is multiplied by one power of two, so each
+    factor is scaled to unit size, each product carries its exponent, and the terms are brought
+    to the largest one's exponent: no under- or overflow at any magnitude (a term below 2^−1000
+    of the largest underflows harmlessly)."""
+    def unit(M):
+        e = exponent(M)
+        if abs(e) <= UNSCALED_EXPONENT:  # products of ≤ 4 such factors and their squares fit
+            return M, 0
+        return np.ldexp(M, -e), e
+
+    S, es = unit(cov)
+    A, ea = unit(params.A)
+    terms = [(A @ S, ea + es)]
+    scalar = params.value_scalars is not None
+    for V, B in params.heads:
+        (Vs, ev), (Bs, eb) = unit(V), unit(B)
+        VS = Vs[0, 0] * S if scalar else Vs @ S  # V_h = v_h I: no product needed
+        terms.append((VS @ Bs @ S, ev + eb + 2 * es))
+    top = max(e for _, e in terms)
+    with np.errstate(under="ignore"):
+        scaled = [T if e == top else np.ldexp(T, e - top) for T, e in terms]
+    out = sum(T + T.T for T in scaled)
+    scale = sum(np.linalg.norm(T) for T in scaled)
+    return float(np.linalg.norm(out) / scale) if scale > 0 else 0.0
+
+
+@dataclass(frozen=True, eq=False)
+class Products:
+    """The products at Σ that F, L and the preconditioner share: C_h = B_hΣ, M = A + Σ_h V_hΣB_h,
+    F(Σ) = MΣ + ΣMᵀ; residual ‖F(Σ)‖_F / (‖AΣ‖_F + ‖(M − A)Σ‖_F) ≥ relative_residual (the
+    heads' terms summed before their norm is taken: a stopping test on the safe side)."""
+
+    cov: np.ndarray
+    C: tuple[np.ndarray, ...]
+    M: np.ndarray
+    field: np.ndarray
+    residual: float
+
+
+def products(params: Params, cov: np.ndarray) -> Products:
+    """Products at Σ (2 + 3H products of d×d matrices); factors beyond 2^±UNSCALED_EXPONENT
+    take F and relative_residual's power-of-two scaled evaluation instead."""
+    C = tuple(B @ cov for _, B in params.heads)
+    VS = [V @ cov for V, _ in params.heads]
+    M = params.A + sum(X @ B for X, (_, B) in zip(VS, params.heads, strict=True))
+    if max(abs(exponent(X)) for X in (cov, params.A, *VS, *C)) > UNSCALED_EXPONENT:
+        return Products(cov, C, M, F(params, cov), relative_residual(params, cov))
+    terms = [params.A @ cov, (M - params.A) @ cov]
+    field = sum(T + T.T for T in terms)
+    scale = sum(np.linalg.norm(T) for T in terms)
+    res = float(np.linalg.norm(field) / scale) if scale > 0 else 0.0
+    return Products(cov, C, M, field, res)
+
+
+def apply_linearization(params: Params, cov: np.ndarray, H: np.ndarray) -> np.ndarray:
+    """L(H) = M H + H Mᵀ + Σ_h (V_h H B_h Σ + Σ B_hᵀ H V_hᵀ), M = A + Σ_h V_h Σ B_h."""
+    MH = params.M(cov) @ H
+    out = MH + MH.T
+    for V, B in params.heads:
+        W = V @ H @ B @ cov
+        out += W + W.T
+    return out
+
+
+def linearization_matrix(params: Params, cov: np.ndarray) -> np.ndarray:
+    """L as an n_s × n_s matrix in orthonormal symmetric coordinates, from the Kronecker form
+
+        vec(L(H)) = [M ⊗ I + I ⊗ M + Σ_h (V_h ⊗ (B_hΣ)ᵀ + (ΣB_hᵀ) ⊗ V_h)] vec(H)   (row-major vec),
+
+    restricted to Sym(d): L_s = Nᵀ L_full N with N = sym_basis(d).
+    """
+    d = params.d
+    eye = np.eye(d)
+    M = params.M(cov)
+    full = np.kron(M, eye) + np.kron(eye, M)
+    for V, B in params.heads:
+        full += np.kron(V, (B @ cov).T) + np.kron(cov @ B.T, V)
+    N = sym_basis(d)
+    return N.T @ (full @ N)
+
+
+def linearization_operator(params: Params, cov: np.ndarray,
+                           at: Products | None = None) -> LinearOperator:
+    """L as a matrix-free operator on orthonormal symmetric coordinates (for d > 30): M and
+    C_h = B_hΣ are formed once (or taken from `at`, the products at Σ), then each product
+    costs 1 + 2H products of d×d matrices."""
+    d = params.d
+    n = d * (d + 1) // 2
+    at = products(params, cov) if at is None else at
+    M = at.M
+    pairs = [(V, C) for (V, _), C in zip(params.heads, at.C, strict=True)]
+
+    def matvec(h):
+        H = from_coords(np.ravel(h), d)
+        out = M @ H
+        for V, C in pairs:
+            out += V @ (H @ C)
+        return to_coords(out + out.T)
+    return LinearOperator((n, n), matvec=matvec, dtype=float)
+
+
+def spectral_abscissa(params: Params, cov: np.ndarray) -> float:
+    """max Re λ(L) on Sym(d): dense eigenvalues for d ≤ 30, ARPACK (largest real part; budget
+    ARNOLDI_MAXITER restarts of ARNOLDI_NCV vectors, SolverError through the callers'
+    numerical boundary when spent) beyond;
+    at Σ = 0, where L(H) = AH + HAᵀ, 2 max Re λ(A)."""
+    if not np.any(cov):
+        return 2.0 * float(np.max(np.linalg.eigvals(params.A).real))
+    if params.d <= KRONECKER_MAX_D:
+        return float(np.max(np.linalg.eigvals(linearization_matrix(params, cov)).real))
+    op = linearization_operator(params, cov)
+    vals = eigs(op, k=2, which="LR", return_eigenvectors=False, tol=ARNOLDI_RTOL,
+                ncv=min(ARNOLDI_NCV, op.shape[0] - 1), maxiter=ARNOLDI_MAXITER)
+    return float(np.max(vals.real))
+
+
+def quadratic_constant(params: Params) -> float:
+    """c with ‖Σ_h (V_h H B_h H + H B_hᵀ H V_hᵀ)‖_F ≤ c ‖H‖_F²: c = 2 Σ_h ‖V_h‖₂ ‖B_h‖₂.
+    F(Σ* + H) = F(Σ*) + L(H) + that quadratic term, and ‖L_Σ − L_Σ'‖ ≤ 2c ‖Σ − Σ'‖_F."""
+    return 2.0 * sum(np.linalg.norm(V, 2) * np.linalg.norm(B, 2) for V, B in params.heads)
+
+
+def natural_scale(params: Params) -> float:
+    """‖A‖₂ / c: the size of Σ at which the linear and quadratic terms of F balance."""
+    c = quadratic_constant(params)
+    a = np.linalg.norm(params.A, 2)
+    return float(a / c) if c > 0 and a > 0 else 1.0
+
+
+def magnitude(params: Params) -> float:
+    """natural_scale for d ≤ 30; beyond, ‖A‖_F / (2 Σ_h ‖V_h‖_F ‖B_h‖_F) (no SVDs: a magnitude
+    for divergence bounds and comparisons, within a factor d of natural_scale)."""
+    if params.d <= KRONECKER_MAX_D:
+        return natural_scale(params)
+    c = 2.0 * sum(np.linalg.norm(V) * np.linalg.norm(B) for V, B in params.heads)
+    a = np.linalg.norm(params.A)
+    return float(a / c) if c > 0 and a > 0 else 1.0
+
+
+def mean_equilibrium(params: Params, cov: np.ndarray, *,
+                     hurwitz: bool | None = None) -> np.ndarray | None:
+    """m* = −K⁻¹ b with K = A + Σ_h V_h + Σ_h V_h Σ B_h, when K is Hurwitz and m* lies in the
+    float range; else None (computed with K scaled by a power of two). hurwitz: whether K is
+    Hurwitz when already known (`scalar_mean_hurwitz`), else decided from the eigenvalues of K."""
+    if hurwitz is False:
+        return None
+    if hurwitz and not np.any(params.b):
+        return np.zeros(params.d)
+    K = params.M(cov) + sum(V for V, _ in params.heads)
+    e = exponent(K)
+    Ks = np.ldexp(K, -e)  # the sign test and the solve on K scaled by a power of two
+    if hurwitz is None and np.max(np.linalg.eigvals(Ks).real) >= 0:
+        return None
+    with np.errstate(over="ignore", under="ignore"):
+        m = np.ldexp(-np.linalg.solve(Ks, params.b), -e)
+    return m if np.all(np.isfinite(m)) else None
+
+
+def scalar_mean_hurwitz(params: Params, rank: int, closed_loop: np.ndarray) -> bool:
+    """Whether K = A + v̄I + Σ C (v̄ = Σ_h v_h, C = Σ_h v_h B_h) is Hurwitz at the stabilizing
+    Bernoulli solution Σ = U₁P⁻¹U₁ᵀ (P ≻ 0, rank k) of a scalar-V layer, without its spectrum.
+
+    In the Schur basis of A, UᵀKU = [[K₁₁, ·], [0, T₂₂ + v̄I]] with K₁₁ = T₁₁ + P⁻¹U₁ᵀCU₁ + v̄I,
+    and since U₁ᵀGU₁ = −(C₁₁ + C₁₁ᵀ) = T₁₁ᵀP + PT₁₁,  P(K₁₁ − v̄I) + (K₁₁ − v̄I)ᵀP = 0: K₁₁ − v̄I
+    is skew-adjoint for the inner product of P ≻ 0, so every eigenvalue of K₁₁ has real part v̄.
+    The rest are λ(T₂₂) + v̄ with Re λ(T₂₂) < 0. Hence max Re λ(K) = v̄ when k > 0, and
+    max Re λ(A) + v̄ (A = the closed loop when Σ = 0) when k = 0."""
+    vbar = sum(params.value_scalars)
+    top = vbar if rank > 0 else float(np.max(closed_loop.real)) + vbar
+    return bool(top < 0)
+
+
+def psd_rank_rel(cov: np.ndarray) -> int:
+    eig = np.linalg.eigvalsh(cov)
+    return int(np.sum(eig > RANK_RTOL * max(eig[-1], 0.0)))
+
+
+def is_psd(cov: np.ndarray) -> bool:
+    eig = np.linalg.eigvalsh(cov)
+    return bool(eig[0] >= -RANK_RTOL * max(eig[-1], np.finfo(float).tiny))
+
+
+def make_equilibrium(params: Params, cov: np.ndarray, method: str, *,
+                     abscissa: float | None = None, rcond: float | None = None,
+                     rank: int | None = None, mean_hurwitz: bool | None = None) -> Equilibrium:
+    """Package Σ* with its residual, rank, mean and stability (abscissa computed if not given;
+    mean_hurwitz: whether K* is Hurwitz when known, see mean_equilibrium)."""
+    cov = 0.5 * (cov + cov.T)
+    if abscissa is None:
+        abscissa = spectral_abscissa(params, cov)
+    mean = mean_equilibrium(params, cov, hurwitz=mean_hurwitz)
+    for arr in (cov, mean):
+        if arr is not None:
+            arr.setflags(write=False)
+    return Equilibrium(cov, mean, relative_residual(params, cov),
+                       psd_rank_rel(cov) if rank is None else rank, bool(abscissa < 0),
+                       float(abscissa), method, rcond)
+
+
+# ---------------------------------------------------------------- scalar V: Bernoulli equation
+
+
+def _scalar_stable(params: Params, axis_rtol: float) -> list[Equilibrium]:
+    try:
+        sol = bernoulli(params.A, params.G, axis_rtol=axis_rtol)
+    except NoStabilizingSolution:
+        return []
+    if not (sol.psd or is_psd(sol.X)):
+        return []
+    method = "bernoulli-" + ("schur" if sol.method == "schur" else "slycot")
+    abscissa = 2.0 * float(np.max(sol.closed_loop.real))
+    eq = make_equilibrium(params, sol.X, method, abscissa=abscissa, rcond=sol.rcond,
+                          rank=sol.rank,
+                          mean_hurwitz=scalar_mean_hurwitz(params, sol.rank, sol.closed_loop))
+    got = _accepted(params, eq)
+    if got is None:
+        raise SolverError(f"the stabilizing solution has relative residual {eq.residual:.3g} "
+                          f"above the accepted {ACCEPT_RTOL:g} even after Newton polishing: the "
+                          f"Bernoulli equation is too ill-conditioned here")
+    return [got]
+
+
+def _accepted(params: Params, eq: Equilibrium) -> Equilibrium | None:
+    """eq if its relative residual is ≤ ACCEPT_RTOL, else polished by up to POLISH_STEPS Newton
+    steps (keeping its rank, stability and method), or None if it still is not."""
+    if eq.residual <= ACCEPT_RTOL:
+        return eq
+    try:
+        cov, res = _polish(params, eq.cov, eq.residual)
+    except (LinAlgError, SolverError):
+        return None
+    if not res <= ACCEPT_RTOL:
+        return None
+    return make_equilibrium(params, cov, eq.method + "+newton", abscissa=eq.spectral_abscissa,
+                            rcond=eq.rcond, rank=eq.rank)
+
+
+def _eigen_groups(A: np.ndarray, axis_rtol: float,
+                  unit_exponent: int) -> tuple[np.ndarray, list[list[int]]]:
+    """Eigenvalues of A and their real groups (a real eigenvalue, or a conjugate pair); A is the
+    matrix of the equation scaled by 2^−unit_exponent (errors name the unscaled eigenvalues)."""
+    eig = np.linalg.eigvals(A)
+    scale = fro_norm(A)
+    check_axis_gap(eig, scale, "A", axis_rtol, unit_exponent=unit_exponent)
+
+    def named(z):
+        return complex(np.ldexp(z.real, unit_exponent), np.ldexp(z.imag, unit_exponent))
+    diff = np.abs(eig[:, None] - eig[None, :])
+    np.fill_diagonal(diff, np.inf)
+    i, j = np.unravel_index(np.argmin(diff), diff.shape)
+    if eig.size > 1 and diff[i, j] <= np.sqrt(axis_rtol) * scale:
+        raise SolverError(f"A has a repeated eigenvalue λ ≈ {named(eig[i]):.6g}: its "
+                          f"invariant "
+                          f"subspaces need not be finitely many, so the equilibria of the "
+                          f"Bernoulli equation cannot be enumerated")
+    sums = np.abs(eig[:, None] + eig[None, :])
+    np.fill_diagonal(sums, np.inf)
+    i, j = np.unravel_index(np.argmin(sums), sums.shape)
+    if eig.size > 1 and sums[i, j] <= axis_rtol * scale:
+        raise SolverError(f"eigenvalues λ = {named(eig[i]):.6g} and {named(eig[j]):.6g} of A "
+                          f"sum to ≈ 0: the Lyapunov equation on an invariant subspace holding "
+                          f"both is singular, so its equilibria are not isolated or do not exist")
+    groups, used = [], set()
+    for i in map(int, np.argsort(-eig.real)):
+        if i in used:
+            continue
+        group = [i]
+        if eig[i].imag != 0:
+            partner = np.abs(eig - eig[i].conj())
+            partner[i] = np.inf
+            group.append(int(np.argmin(partner)))
+        groups.append(group)
+        used.update(group)
+    return eig, groups
+
+
+def _scalar_all(params: Params, axis_rtol: float) -> list[Equilibrium]:
+    """Every Bernoulli solution Σ = U₁P⁻¹U₁ᵀ with P ≻ 0, on the equation scaled as in
+    riccati.bernoulli_scaling (Σ = 2^k Σ̃; SolverError when a Σ is beyond the float range)."""
+    d = params.d
+    a, k = bernoulli_scaling(params.A, params.G)
+    A, G = np.ldexp(params.A, -a), np.ldexp(params.G, k - a)
+    eig, groups = _eigen_groups(A, axis_rtol, a)
+    out = []
+    for size in range(len(groups) + 1):
+        for chosen in itertools.combinations(range(len(groups)), size):
+            members = [i for g in chosen for i in groups[g]]
+            if not members:
+                out.append(make_equilibrium(params, np.zeros((d, d)), "invariant-subspace",
+                                            rank=0))
+                continue
+            selected = eig[members]
+
+            def pick(re, im, selected=selected):
+                z = re + 1j * im
+                return bool(np.min(np.abs(selected - z)) <= np.min(np.abs(eig - z)))
+
+            T, U, r = schur(A, output="real", sort=pick)
+            if r != len(members):
+                raise SolverError("the Schur reordering did not isolate the chosen eigenvalues; "
+                                  "their separation is too small for a reliable enumeration")
+            U1 = U[:, :r]
+            P = lapack_sylvester_gramian(T[:r, :r], U1.T @ G @ U1)
+            pe = np.linalg.eigvalsh(P)
+            if pe[0] <= RANK_RTOL * max(abs(pe[-1]), np.finfo(float).tiny):
+                continue  # P not positive definite: Σ = U₁P⁻¹U₁ᵀ is no covariance (or none)
+            scaled = U1 @ np.linalg.solve(P, U1.T)
+            closed = np.linalg.eigvals(A - scaled @ G)
+            eq = _accepted(params, make_equilibrium(
+                params, unscale_solution(scaled, k), "invariant-subspace",
+                abscissa=float(np.ldexp(2.0 * np.max(closed.real), a)), rank=r,
+                rcond=float(pe[0] / pe[-1])))
+            if eq is not None:  # else not computable to the accepted residual: left out
+                out.append(eq)
+    return out
+
+
+# ---------------------------------------------------------------- general V: Newton's method
+
+
+@numerical_boundary
+def newton(params: Params, cov0: np.ndarray, *, maxiter: int = NEWTON_MAXITER,
+           krylov_budget: int = KRYLOV_BUDGET):
+    """Newton's method on F(Σ) = 0 over Sym(d) from Σ0: solve L_Σ(H) = −F(Σ), Σ ← Σ + H.
+
+    Dense Kronecker solves for d ≤ 30. Beyond, matrix-free inexact Newton: GMRES on L (applied
+    as MH + HMᵀ + Σ_h (V_hHB_hΣ + ΣB_hᵀHV_hᵀ), O(H d³) a product, no d² × d² matrix) to the
+    relative residual min(FORCING_MAX, relative residual of F) ≥ GMRES_RTOL, preconditioned by
+    the Lyapunov operator H ↦ M̃H + HM̃ᵀ of `preconditioner_matrix` (one real Schur form of M̃ per
+    Newton step, then O(d³) per application). Once the relative residual is below NEWTON_RTOL,
+    up to POLISH_STEPS further steps are taken while they lower it for d ≤ 30 (a small absolute
+    ‖F(Σ)‖ keeps the Kantorovich ball of a certificate small). Returns (Σ, relative residual,
+    iterations), or None when the iteration diverges or does not reach NEWTON_RTOL within
+    maxiter steps. Budgets: maxiter Newton steps; krylov_budget GMRES iterations over all steps,
+    SolverError when spent. params: a Params; cov0: a covariance (validation.as_covariance);
+    maxiter, krylov_budget: integers ≥ 1 (InvalidInputError otherwise).
+    """
+    if not isinstance(params, Params):
+        raise InvalidInputError(f"params must be a riccati_tf.Params, got {type(params).__name__}")
+    d = params.d
+    cov = as_covariance("cov0", cov0, d)
+    maxiter = as_count("maxiter", maxiter, minimum=1)
+    budget = _KrylovBudget(as_count("krylov_budget", krylov_budget, minimum=1))
+    bound = 1e8 * max(magnitude(params), np.linalg.norm(cov0))
+    at = None
+    for it in range(1, maxiter + 1):
+        at = products(params, cov) if at is None else at
+        res = at.residual
+        if res <= NEWTON_RTOL:
+            if d > KRONECKER_MAX_D:  # a polishing step would cost a full GMRES solve
+                return cov, res, it - 1
+            return (*_polish(params, cov, res), it - 1)
+        forcing = max(min(FORCING_MAX, res), NEWTON_RTOL / (10 * res))
+        try:
+            step = _newton_step(params, at, budget, forcing)
+        except KrylovBudgetSpent:
+            raise
+        except (LinAlgError, SolverError):
+            return None
+        H = from_coords(step, d)
+        if not np.all(np.isfinite(cov + H)) or np.linalg.norm(cov + H) > bound:
+            return None
+        if d > KRONECKER_MAX_D:
+            full = products(params, cov + H)
+            t = exact_line_search(at.field, full.field)
+            H = t * H
+            at = full if t == 1.0 else products(params, cov + H)
+            cov = at.cov
+        else:
+            at, cov = None, cov + H
+        if np.linalg.norm(H) <= 4 * np.finfo(float).eps * np.linalg.norm(cov):
+            res = relative_residual(params, cov)
+            return (cov, res, it) if res <= ACCEPT_RTOL else None
+    res = relative_residual(params, cov)
+    return (cov, res, maxiter) if res <= ACCEPT_RTOL else None
+
+
+def exact_line_search(F0: np.ndarray, F1: np.ndarray) -> float:
+    """t ∈ (0, 1] minimising ‖F(Σ + tH)‖_F for a Newton step H (Benner & Byers, "An exact line
+    search method for solving generalized continuous-time algebraic Riccati equations", IEEE
+    TAC 43 (1998)): F is quadratic, F(Σ + tH) = (1 − t)F(Σ) + t r + t²(F(Σ + H) − r) with r =
+    F(Σ) + L(H) the Newton equation's residual, taken as 0 (GMRES made it small); the quartic
+    ‖(1 − t)F + t²F₁‖² is minimised on a grid of LINE_SEARCH_POINTS steps. Far from an
+    equilibrium a full step may overshoot; near one t → 1 and Newton's convergence is kept.
+    F0 = F(Σ), F1 = F(Σ + H)."""
+    a, b, c = (float(np.vdot(x, y)) for x, y in ((F0, F0), (F0, F1), (F1, F1)))
+    t = np.linspace(0.0, 1.0, LINE_SEARCH_POINTS + 1)[1:]
+    phi = (1 - t) ** 2 * a + 2 * (1 - t) * t ** 2 * b + t ** 4 * c
+    return float(t[np.argmin(phi)])
+
+
+def _polish(params: Params, cov: np.ndarray, res: float) -> tuple[np.ndarray, float]:
+    budget = _KrylovBudget(KRYLOV_BUDGET)
+    for _ in range(POLISH_STEPS):
+        try:
+            step = _newton_step(params, products(params, cov), budget, GMRES_RTOL)
+        except (LinAlgError, SolverError):
+            break
+        new = cov + from_coords(step, params.d)
+        new_res = relative_residual(params, new)
+        if not new_res < res:
+            break
+        cov, res = new, new_res
+    return cov, res
+
+
+class KrylovBudgetSpent(SolverError):
+    """A matrix-free Newton solve used up its budget of GMRES iterations."""
+
+
+class _KrylovBudget:
+    """The GMRES iterations left to one Newton solve (KRYLOV_BUDGET by default)."""
+
+    def __init__(self, total: int):
+        self.total = self.left = total
+
+    def spend(self) -> None:
+        if self.left <= 0:
+            raise KrylovBudgetSpent(f"the Newton solve spent its budget of {self.total} GMRES "
+                                    f"iterations (krylov_budget)")
+        self.left -= 1
+
+
+def preconditioner_matrix(params: Params, at: Products) -> np.ndarray:
+    """M̃ = M + Σ_h v̄_h Σ B_hᵀ = M + Σ_h v̄_h C_hᵀ (v̄_h = tr V_h / d; `at`: the products at Σ):
+    L with every V_h replaced by v̄_h I is H ↦ M̃H + HM̃ᵀ, exactly L for scalar V. M itself would
+    not do: at a full-rank equilibrium MΣ* + Σ*Mᵀ = F(Σ*) = 0, so H ↦ MH + HMᵀ is singular
+    there (Σ* is in its kernel)."""
+    return at.M + sum(np.trace(V) / params.d * C.T
+                      for (V, _), C in zip(params.heads, at.C, strict=True))
+
+
+def lyapunov_preconditioner(Mt: np.ndarray):
+    """R ↦ the solution H of M̃H + HM̃ᵀ = R (symmetric R): with M̃ᵀ = ZTZᵀ (one real Schur form),
+    TᵀX + XT = ZᵀRZ by the recursive triangular solver and H = ZXZᵀ — O(d³) a solve."""
+    T, Z = schur(Mt.T, output="real")
+
+    def solve(R: np.ndarray) -> np.ndarray:
+        return Z @ lapack_sylvester_gramian(T, Z.T @ R @ Z) @ Z.T
+    return solve
+
+
+def _newton_step(params: Params, at: Products, budget: _KrylovBudget,
+                 rtol: float) -> np.ndarray:
+    """The Newton step h (coordinates) with L(h) = −F(Σ) at the products `at`."""
+    d = params.d
+    f = to_coords(at.field)
+    if d <= KRONECKER_MAX_D:
+        return np.linalg.solve(linearization_matrix(params, at.cov), -f)
+    solve = lyapunov_preconditioner(preconditioner_matrix(params, at))
+    op = linearization_operator(params, at.cov, at)
+    return gmres_right(op.matvec, lambda r: to_coords(solve(from_coords(r, d))), -f,
+                       max(rtol, GMRES_RTOL), budget)
+
+
+def gmres_right(apply, precond, b: np.ndarray, rtol: float, budget: _KrylovBudget) -> np.ndarray:
+    """x with ‖b − Ax‖ ≤ rtol ‖b‖: GMRES right-preconditioned by `precond` (x = Σ y_j z_j with
+    z_j = precond(v_j), so the residual minimised is the true one), restarted every
+    GMRES_RESTART iterations, modified Gram–Schmidt and Givens rotations. Each iteration is one
+    `apply` and one `precond`, charged to `budget` (KrylovBudgetSpent when it is spent)."""
+    x = np.zeros_like(b)
+    r, target = b, rtol * np.linalg.norm(b)
+    while True:
+        beta = np.linalg.norm(r)
+        if beta <= target:
+            return x
+        m = GMRES_RESTART
+        V, Z = [r / beta], []
+        R = np.zeros((m + 1, m))
+        cs, sn = np.zeros(m), np.zeros(m)
+        g = np.zeros(m + 1)
+        g[0] = beta
+        k = 0
+        for j in range(m):
+            budget.spend()
+            z = precond(V[j])
+            w = apply(z)
+            Z.append(z)
+            for i in range(j + 1):
+                R[i, j] = np.dot(V[i], w)
+                w = w - R[i, j] * V[i]
+            R[j + 1, j] = np.linalg.norm(w)
+            for i in range(j):  # the earlier rotations on the new column
+                R[i, j], R[i + 1, j] = (cs[i] * R[i, j] + sn[i] * R[i + 1, j],
+                                        -sn[i] * R[i, j] + cs[i] * R[i + 1, j])
+            rho = np.hypot(R[j, j], R[j + 1, j])
+            cs[j], sn[j] = (R[j, j] / rho, R[j + 1, j] / rho) if rho > 0 else (1.0, 0.0)
+            breakdown = R[j + 1, j] == 0.0
+            R[j, j], R[j + 1, j] = rho, 0.0
+            g[j], g[j + 1] = cs[j] * g[j], -sn[j] * g[j]
+            k = j + 1
+            if abs(g[k]) <= target or breakdown:
+                break
+            V.append(w / np.linalg.norm(w))
+        y = solve_triangular(R[:k, :k], g[:k])
+        x = x + np.column_stack(Z) @ y
+        if abs(g[k]) <= target:  # the least-squares residual is that of x (exact arithmetic)
+            return x
+        r = b - apply(x)
+
+
+def _scalar_part(params: Params, s: float) -> Params:
+    """V_h(s) = (1 − s) v̄_h I + s V_h with v̄_h = tr V_h / d (s = 0: the scalar-V layer)."""
+    eye = np.eye(params.d)
+    heads = [((1 - s) * np.trace(V) / params.d * eye + s * V, B) for V, B in params.heads]
+    return Params(params.A, b=params.b, heads=heads)
+
+
+def _continuation(params: Params, axis_rtol: float) -> np.ndarray | None:
+    """Track the stabilizing scalar-V equilibrium to the general V by Newton's method in s
+    (steps ≤ CONTINUATION_STEP; beyond d = 30 a first step straight to s = 1)."""
+    try:
+        start = _scalar_stable(_scalar_part(params, 0.0), axis_rtol)
+    except SolverError:
+        return None
+    if not start or start[0].rank == 0:
+        return None
+    # beyond d = 30 each Newton solve is costly: first try the whole way in one solve
+    cov, s = start[0].cov, 0.0
+    h = 1.0 if params.d > KRONECKER_MAX_D else CONTINUATION_STEP
+    while s < 1.0:
+        t = min(1.0, s + h)
+        try:
+            got = newton(_scalar_part(params, t), cov, maxiter=25)
+        except KrylovBudgetSpent:  # this step is too long for the budget: a shorter one
+            got = None
+        if got is None:
+            h /= 2
+            if h < CONTINUATION_MIN_STEP:
+                return None
+            continue
+        cov, s = got[0], t
+        h = min(2 * h, CONTINUATION_STEP)
+    return cov
+
+
+def _general(params: Params, which: str, starts, axis_rtol: float) -> list[Equilibrium]:
+    d = params.d
+    scale = magnitude(params)
+    candidates: list[tuple[np.ndarray, str]] = [(np.zeros((d, d)), "newton[zero]")]
+    cont = _continuation(params, axis_rtol)
+    if cont is not None:
+        candidates.append((cont, "newton[continuation]"))
+    for S in starts:
+        candidates.append((S, "newton[given start]"))
+    rng = np.random.default_rng(0)
+    for _ in range(RANDOM_STARTS if d <= KRONECKER_MAX_D else 0):
+        R = rng.standard_normal((d, d))
+        candidates.append((scale * (R @ R.T) / d, "newton[random start]"))
+    found: list[Equilibrium] = []
+    for S0, how in candidates:
+        got = newton(params, S0)
+        if got is None or not is_psd(got[0]):
+            continue
+        cov = got[0]
+        ref = max(np.linalg.norm(cov), scale)
+        if any(np.linalg.norm(cov - e.cov) <= SAME_RTOL * max(ref, np.linalg.norm(e.cov))
+               for e in found):
+            continue
+        eq = make_equilibrium(params, cov, how)
+        if which == "all" or eq.stable:
+            found.append(eq)
+    return found
+
+
+# ---------------------------------------------------------------- entry point
+
+
+@numerical_boundary
+def equilibria(params: Params, *, which: str = "stable", starts=(),
+               axis_rtol: float = AXIS_RTOL) -> list[Equilibrium]:
+    """Covariance equilibria Σ* ⪰ 0 of  AΣ + ΣAᵀ + Σ_h (V_hΣB_hΣ + ΣB_hᵀΣV_hᵀ) = 0.
+
+    which="stable": the equilibria whose linearisation L is Hurwitz on Sym(d). Scalar V: the
+    stabilizing Bernoulli solution (Schur fast path; rank = number of eigenvalues of A with
+    Re λ > 0) when it is positive semidefinite, else none (every other Bernoulli solution leaves
+    A − ΣG, hence L, unstable). which="all": scalar V and d ≤ 10: every covariance equilibrium, one
+    per A-invariant subspace with P ≻ 0 (exhaustive; needs distinct eigenvalues off the imaginary
+    axis). General V (either value): Newton's method from Σ = 0, continuation from the scalar
+    case, the given `starts` and (d ≤ 30) RANDOM_STARTS fixed random starts: the distinct PSD
+    equilibria found, not a proof that there are no others. Accepted residual: ACCEPT_RTOL =
+    1e-9 (Newton aims at 1e-13; a Bernoulli solution above it is Newton-polished, and SolverError
+    says when even that fails). Raises SolverError for an eigenvalue of A within
+    axis_rtol ‖A‖_F of iℝ (scalar V), where the stable/anti-stable split is not defined robustly,
+    and for any failure of floating point (LinAlgError, overflow). Budgets: NEWTON_MAXITER Newton
+    steps per start, continuation steps ≥ CONTINUATION_MIN_STEP, RANDOM_STARTS starts, and
+    beyond d = 30 KRYLOV_BUDGET GMRES iterations per Newton solve (SolverError when a start
+    spends it; a continuation step that spends it is halved instead).
+
+    Scalar V is solved in the scaled form of riccati.bernoulli_scaling, so the verdict does not
+    depend on the magnitudes of A and G (SolverError only for an equilibrium beyond the float
+    range). starts: covariance matrices (symmetric PSD, validation.as_covariance), used by
+    Newton's method (general V; the scalar-V solutions need none); axis_rtol ∈ (0, 1).
+    """
+    if not isinstance(params, Params):
+        raise InvalidInputError(f"params must be a riccati_tf.Params, got {type(params).__name__}")
+    if which not in ("stable", "all"):
+        raise InvalidInputError(f"which must be 'stable' or 'all', got {which!r}")
+    axis_rtol = as_rtol("axis_rtol", axis_rtol)
+    if isinstance(starts, str | bytes | dict | set | frozenset) or \
+            not hasattr(starts, "__iter__"):
+        raise InvalidInputError(f"starts must be a list of covariance matrices, got "
+                                f"{type(starts).__name__}")
+    starts = [as_covariance(f"starts[{i}]", S, params.d) for i, S in enumerate(starts)]
+    if params.value_scalars is not None:
+        if which == "stable":
+            return _scalar_stable(params, axis_rtol)
+        if params.d > ENUMERATION_MAX_D:
+            raise InvalidInputError(f"which='all' enumerates 2^(number of eigenvalue groups) "
+                                    f"invariant subspaces and is offered for d ≤ "
+                                    f"{ENUMERATION_MAX_D}, got d = {params.d}")
+        return _scalar_all(params, axis_rtol)
+    return _general(params, which, starts, axis_rtol)
