@@ -36,6 +36,8 @@ root_doc = "index"
 
 # --- API reference ---------------------------------------------------------------------------
 autosummary_generate = True
+#: a module page lists the names of its __all__ (its public API)
+autosummary_ignore_module_all = False
 templates_path = ["_templates"]
 #: the SPEC formulas each object solves, shown as a display at the top of its API page
 SOLVES = {

@@ -3,6 +3,7 @@ docs/docstring_coverage.py; the Examples themselves run as doctests (pytest --do
 
 import importlib.util
 import inspect
+import re
 import sys
 from pathlib import Path
 
@@ -86,3 +87,11 @@ def test_the_checker_accepts_a_complete_docstring(coverage):
     assert entry.missing == ()
     assert entry.has_examples
     assert inspect.getdoc(full).count("Parameters") == 1
+
+
+def test_every_public_module_is_in_the_api_reference(coverage):
+    """Each module that declares public names has its page in one of docs/api/*.rst."""
+    pages = "\n".join(p.read_text() for p in (SCRIPT.parent / "api").glob("*.rst"))
+    listed = set(re.findall(r"^\s+(riccati_tf(?:\.\w+)+)\s*$", pages, flags=re.M))
+    leaves = {m.__name__ for m in coverage.modules() if not hasattr(m, "__path__")}
+    assert sorted(leaves - listed) == []
