@@ -1,10 +1,18 @@
-"""Compact notebook displays shared by the result classes: an HTML table and a LaTeX matrix."""
+"""Compact notebook displays shared by the result classes: an HTML table and a LaTeX matrix.
+
+The result classes (`riccati_tf.Trajectory`, `riccati_tf.Certificate`, ...) show themselves in
+a notebook through `_repr_html_` and `_repr_latex_`, built from these three functions: numbers in
+DIGITS significant digits, a two-column table, and a matrix up to LATEX_MAX_D × LATEX_MAX_D.
+"""
 
 from __future__ import annotations
 
 import html
 
 import numpy as np
+import numpy.typing as npt
+
+__all__ = ["DIGITS", "LATEX_MAX_D", "html_table", "latex_matrix", "number"]
 
 #: matrices larger than this (d × d) are not written out in LaTeX (the display would not fit)
 LATEX_MAX_D = 8
@@ -12,25 +20,129 @@ LATEX_MAX_D = 8
 DIGITS = 4
 
 
-def number(x) -> str:
-    """x in DIGITS significant digits ('None' for None)."""
+def number(x: float | None) -> str:
+    """A number as text in DIGITS significant digits.
+
+    Parameters
+    ----------
+    x : float or None
+        The number (any real scalar: Python, NumPy); None for a quantity that does not exist,
+        e.g. the blow-up time of a flow without blow-up.
+
+    Returns
+    -------
+    str
+        ``f"{x:.4g}"`` (DIGITS = 4), or ``'None'`` for None.
+
+    Raises
+    ------
+    TypeError
+        When `x` is neither None nor a real number (its format has no ``g`` presentation).
+
+    See Also
+    --------
+    html_table : the table whose cells hold these numbers.
+    latex_matrix : a matrix in the same digits.
+
+    References
+    ----------
+    .. [1] riccati_tf theory, SPEC §6 "Certificates" (the evidence these displays summarise).
+
+    Examples
+    --------
+    >>> from riccati_tf.display import number
+    >>> number(3.14159265), number(1e-7 / 3), number(None)
+    ('3.142', '3.333e-08', 'None')
+    """
     return "None" if x is None else f"{x:.{DIGITS}g}"
 
 
 def html_table(title: str, rows: list[tuple[str, object]]) -> str:
-    """A two-column HTML table (name, value), every cell escaped."""
+    """A two-column HTML table (name, value) with a caption, every cell escaped.
+
+    Parameters
+    ----------
+    title : str
+        The caption.
+    rows : list of (str, object)
+        The rows in order: a name and a value, each written with ``str`` and HTML-escaped.
+
+    Returns
+    -------
+    str
+        ``<table><caption>title</caption><tr><th>name</th><td>value</td></tr>...</table>``
+        (cells left-aligned).
+
+    Raises
+    ------
+    ValueError
+        When a row is not a pair (it cannot be unpacked into name and value).
+
+    See Also
+    --------
+    number : the numbers the result classes put in the cells.
+    latex_matrix : the LaTeX display of a matrix.
+
+    References
+    ----------
+    .. [1] riccati_tf theory, SPEC §6 "Certificates" (the evidence these displays summarise).
+
+    Examples
+    --------
+    >>> from riccati_tf.display import html_table
+    >>> html_table("Flow", [("status", "completed"), ("T*", "<1")])
+    "<table><caption>Flow</caption><tr><th style='text-align:left'>status</th><td
+    style='text-align:left'>completed</td></tr><tr><th style='text-align:left'>T*</th><td
+    style='text-align:left'>&lt;1</td></tr></table>"
+    """
     body = "".join(f"<tr><th style='text-align:left'>{html.escape(str(k))}</th>"
                    f"<td style='text-align:left'>{html.escape(str(v))}</td></tr>" for k, v in rows)
     return f"<table><caption>{html.escape(title)}</caption>{body}</table>"
 
 
-def latex_matrix(M: np.ndarray) -> str | None:
-    r"""M as a LaTeX pmatrix (DIGITS significant digits), or None when M is larger than
-    LATEX_MAX_D × LATEX_MAX_D."""
-    M = np.atleast_2d(np.asarray(M, dtype=float))
-    if max(M.shape) > LATEX_MAX_D:
+def latex_matrix(M: npt.ArrayLike) -> str | None:
+    r"""A matrix as a LaTeX ``pmatrix`` in DIGITS significant digits.
+
+    Parameters
+    ----------
+    M : (p, q) array_like of float
+        The matrix; a scalar or a vector is read as a 1 × 1 or a 1 × q matrix.
+
+    Returns
+    -------
+    str or None
+        ``\begin{pmatrix}a & b \\ c & d\end{pmatrix}``, a power of ten written as
+        ``\cdot 10^{k}``; None when M is larger than LATEX_MAX_D × LATEX_MAX_D (the display
+        would not fit).
+
+    Raises
+    ------
+    ValueError
+        When `M` cannot be converted to a float array.
+
+    See Also
+    --------
+    number : the same digits as plain text.
+    html_table : the HTML display of the result classes.
+
+    References
+    ----------
+    .. [1] riccati_tf theory, SPEC §5 "Time-invariant parameters: equilibria, stability,
+       blow-up" (the equilibria Σ* these displays show).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from riccati_tf.display import latex_matrix
+    >>> print(latex_matrix([[1.0, 2e-9], [0.0, 1 / 3]]))
+    \begin{pmatrix}1 & 2 \cdot 10^{-9} \\ 0 & 0.3333\end{pmatrix}
+    >>> latex_matrix(np.eye(9)) is None
+    True
+    """
+    A = np.atleast_2d(np.asarray(M, dtype=float))
+    if max(A.shape) > LATEX_MAX_D:
         return None
-    rows = [" & ".join(_latex_number(x) for x in row) for row in M]
+    rows = [" & ".join(_latex_number(x) for x in row) for row in A]
     return r"\begin{pmatrix}" + r" \\ ".join(rows) + r"\end{pmatrix}"
 
 
