@@ -12,7 +12,7 @@ pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
 from riccati_tf.app.cli import main  # noqa: E402
-from riccati_tf.empirical import probe as models  # noqa: E402
+from riccati_tf.empirical import probe as probing  # noqa: E402
 from riccati_tf.empirical.encoders.loading import load_model  # noqa: E402
 
 SHAPE = {"hidden_size": 384, "num_attention_heads": 12, "num_hidden_layers": 6,
@@ -38,13 +38,13 @@ def test_probe_with_the_defaults_runs_within_the_position_limit(encoder_dir, tmp
     numbers = json.loads(capsys.readouterr().out)
     stored = json.loads((tmp_path / "probe.json").read_text())
     assert (tmp_path / "probe.png").read_bytes()[:4] == b"\x89PNG"
-    assert stored == numbers and stored["n_tokens"] == models.DEFAULT_TOKENS
+    assert stored == numbers and stored["n_tokens"] == probing.DEFAULT_TOKENS
     assert stored["layers"] == list(range(7))
     assert stored["lengths"] == [512] * 4 and stored["sequences"] == 4
     assert stored["position_limit"] == 512 and stored["model_path"] == encoder_dir
     # n = 2048 is not ≫ d = 384: the statistics are taken on k ≪ n random directions
-    assert stored["projected"] and stored["dimension"] == models.PROJECTED_DIMENSION
-    assert stored["rank"] == [models.PROJECTED_DIMENSION] * 7
+    assert stored["projected"] and stored["dimension"] == probing.PROJECTED_DIMENSION
+    assert stored["rank"] == [probing.PROJECTED_DIMENSION] * 7
     # σ = 0.02 weights: near-identity layers, Gaussian throughout, attention affine per
     # sequence up to the finite-sequence softmax (ρ ≈ 0.035, an order of magnitude below its
     # value for an unrelated output), moments as predicted
@@ -64,10 +64,10 @@ def test_probe_with_the_defaults_runs_within_the_position_limit(encoder_dir, tmp
 def test_probe_keeps_its_verdict_when_n_is_close_to_d(encoder_dir):
     # n = 500 ≈ d: whitened in R^384 every layer would look alike; on 8 directions the
     # near-identity layers are accepted and the accepted interval has width
-    res = models.probe(load_model(encoder_dir), n_tokens=500, predict=False)
-    assert res.lengths == (500,) and res.dimension == models.PROJECTED_DIMENSION
+    res = probing.probe(load_model(encoder_dir), n_tokens=500, predict=False)
+    assert res.lengths == (500,) and res.dimension == probing.PROJECTED_DIMENSION
     assert not res.reject.any()
-    for name in models.TESTS:
+    for name in probing.TESTS:
         assert np.all(res.band_high[name] > res.null_median[name])
 
 

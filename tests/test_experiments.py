@@ -199,24 +199,24 @@ def test_gaussianity_bounds():
 
 
 def test_model_probe_bounds_without_building_a_model():
-    from riccati_tf.empirical import probe as models
+    from riccati_tf.empirical import probe as probing
 
     with pytest.raises(InvalidInputError, match=r"models\.MAX_TOKENS"):
-        models.check_probe_arguments(n_tokens=models.MAX_TOKENS + 1)
+        probing.check_probe_arguments(n_tokens=probing.MAX_TOKENS + 1)
     with pytest.raises(InvalidInputError, match=r"gaussianity\.MAX_NULL"):
-        models.check_probe_arguments(n_tokens=100, n_null=10 ** 9)
+        probing.check_probe_arguments(n_tokens=100, n_null=10 ** 9)
     with pytest.raises(InvalidInputError, match="seed must be ≥ 0"):
-        models.check_probe_arguments(n_tokens=100, seed=-1)
+        probing.check_probe_arguments(n_tokens=100, seed=-1)
     with pytest.raises(InvalidInputError, match="alpha"):
-        models.check_probe_arguments(n_tokens=100, alpha=2.0)
+        probing.check_probe_arguments(n_tokens=100, alpha=2.0)
     with pytest.raises(InvalidInputError, match=r"config\.hidden_size"):
-        models.probe(object(), n_tokens=100)
+        probing.probe(object(), n_tokens=100)
 
 
 @pytest.mark.parametrize("kwargs, message", [
-    ({"hidden_size": 10 ** 6}, "models.MAX_HIDDEN"),
-    ({"n_layers": 10 ** 6}, "models.MAX_MODEL_LAYERS"),
-    ({"n_heads": 10 ** 6}, "models.MAX_MODEL_HEADS"),
+    ({"hidden_size": 10 ** 6}, "probing.MAX_HIDDEN"),
+    ({"n_layers": 10 ** 6}, "probing.MAX_MODEL_LAYERS"),
+    ({"n_heads": 10 ** 6}, "probing.MAX_MODEL_HEADS"),
     ({"hidden_size": 30, "n_heads": 4}, "multiple of n_heads"),
     ({"seed": -1}, "seed must be ≥ 0"),
     ({"initializer_range": float("nan")}, "initializer_range"),

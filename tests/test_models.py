@@ -10,7 +10,7 @@ pytest.importorskip("transformers")
 
 from riccati_tf.app.experiments import probe_table, run_probe  # noqa: E402
 from riccati_tf.empirical import gaussianity  # noqa: E402
-from riccati_tf.empirical import probe as models  # noqa: E402
+from riccati_tf.empirical import probe as probing  # noqa: E402
 from riccati_tf.empirical.encoders.loading import capture, dummy_inputs, load_model  # noqa: E402
 from riccati_tf.empirical.encoders.tiny import tiny_encoder  # noqa: E402
 from riccati_tf.errors import InvalidInputError  # noqa: E402
@@ -24,7 +24,7 @@ def saved(request, tmp_path_factory):
     """A tiny random encoder with large weights (σ = 0.5: visibly non-linear layers), saved
     and reloaded through from_pretrained(path)."""
     path = tmp_path_factory.mktemp(request.param)
-    models.tiny_model(request.param, initializer_range=0.5, seed=1).save_pretrained(path)
+    probing.tiny_model(request.param, initializer_range=0.5, seed=1).save_pretrained(path)
     return request.param, str(path)
 
 
@@ -55,7 +55,7 @@ def test_captured_hidden_states_are_the_layer_outputs(saved):
 
 
 def test_deit_layers_applied_by_hand_agree(tmp_path):
-    model = models.tiny_model("deit", initializer_range=0.3, seed=2)
+    model = probing.tiny_model("deit", initializer_range=0.3, seed=2)
     tokens = np.random.default_rng(1).standard_normal((100, 32))
     hidden, _, _ = capture(model, tokens)
     h = torch.tensor(tokens[None], dtype=torch.float32)
@@ -67,7 +67,7 @@ def test_deit_layers_applied_by_hand_agree(tmp_path):
 
 def test_probe_flags_the_nonlinear_layers(saved):
     _, path = saved
-    res = models.probe(load_model(path), n_tokens=N_TOKENS, n_null=N_NULL)
+    res = probing.probe(load_model(path), n_tokens=N_TOKENS, n_null=N_NULL)
     assert res.layers.tolist() == [0, 1, 2]
     assert not res.reject[0]  # the input tokens are exactly Gaussian
     assert res.reject[1:].all()  # σ = 0.5 weights: GELU / ReLU-like layers are far from affine
@@ -78,7 +78,7 @@ def test_probe_flags_the_nonlinear_layers(saved):
 
 def test_probe_of_a_near_identity_encoder_stays_gaussian():
     # σ = 1e-4 weights: every layer is the identity up to 1e-4 and the cloud stays Gaussian
-    res = models.probe(models.tiny_model("modernbert", initializer_range=1e-4), n_tokens=N_TOKENS,
+    res = probing.probe(probing.tiny_model("modernbert", initializer_range=1e-4), n_tokens=N_TOKENS,
                        n_null=N_NULL)
     assert not res.reject.any()
     np.testing.assert_allclose(res.stats["kurtosis"], res.stats["kurtosis"][0], rtol=1e-4)
@@ -88,8 +88,8 @@ def test_affine_residual():
     rng = np.random.default_rng(3)
     z = rng.standard_normal((500, 4))
     a = z @ rng.standard_normal((4, 4)) + 2.0
-    assert models.affine_residual(z, a) < 1e-12
-    assert models.affine_residual(z, np.tanh(3 * a)) > 0.1
+    assert probing.affine_residual(z, a) < 1e-12
+    assert probing.affine_residual(z, np.tanh(3 * a)) > 0.1
 
 
 def test_run_probe_writes_per_layer_curves(saved, tmp_path):
@@ -108,9 +108,9 @@ def test_bad_inputs_are_refused(tmp_path):
     with pytest.raises(InvalidInputError, match="not a directory"):
         load_model(str(tmp_path / "missing"))
     with pytest.raises(InvalidInputError, match="n_tokens"):
-        models.probe(models.tiny_model("deit"), n_tokens=models.PROJECTED_DIMENSION + 1)
+        probing.probe(probing.tiny_model("deit"), n_tokens=probing.PROJECTED_DIMENSION + 1)
     with pytest.raises(InvalidInputError, match="family"):
-        models.tiny_model("gpt2")
+        probing.tiny_model("gpt2")
 
 
 @pytest.mark.parametrize("two_sided", [False, True])
@@ -138,11 +138,11 @@ def _drawn(ax):
 def test_figure_band_agrees_with_the_verdict(saved):
     _, path = saved
     # 200 null samples: the two-sided kurtosis test can reject (its interval is bounded)
-    res = models.probe(load_model(path), n_tokens=N_TOKENS, n_null=200, predict=False)
+    res = probing.probe(load_model(path), n_tokens=N_TOKENS, n_null=200, predict=False)
     assert np.all(np.isfinite(res.band_low["kurtosis"]) & np.isfinite(res.band_high["kurtosis"]))
-    fig = models.plot_probe(res)
+    fig = probing.plot_probe(res)
     outside_any = np.zeros(res.layers.size, bool)
-    for ax, name in zip(fig.axes, models.REPORTED, strict=False):
+    for ax, name in zip(fig.axes, probing.REPORTED, strict=False):
         layers, low, high, marks = _drawn(ax)
         np.testing.assert_array_equal(layers, res.layers)
         order = np.argsort(marks[:, 0])
@@ -162,9 +162,9 @@ def test_sequences_within_the_position_limit():
     # 300 tokens, 64 positions: 5 sequences of 60; each its own measure and affine fit
     model = tiny_encoder("bert", hidden_size=16, n_heads=2, max_positions=64,
                          initializer_range=0.02)
-    res = models.probe(model, n_tokens=300, n_null=N_NULL)
+    res = probing.probe(model, n_tokens=300, n_null=N_NULL)
     assert res.lengths == (60,) * 5 and res.position_limit == 64
-    assert res.projected and res.dimension == models.PROJECTED_DIMENSION
+    assert res.projected and res.dimension == probing.PROJECTED_DIMENSION
     numbers = res.as_dict()
     assert numbers["sequences"] == 5 and numbers["lengths"] == [60] * 5
     assert numbers["prediction"]["lengths"] == [60] * 5
@@ -181,34 +181,34 @@ def test_pooled_residual_fits_each_sequence():
     rng = np.random.default_rng(4)
     zs = [rng.standard_normal((80, 3)) for _ in range(3)]
     outs = [z @ rng.standard_normal((3, 3)) + rng.standard_normal(3) for z in zs]
-    assert models.pooled_affine_residual(zs, outs) < 1e-12  # one affine map per sequence
-    assert models.affine_residual(np.vstack(zs), np.vstack(outs)) > 0.1  # but no common one
+    assert probing.pooled_affine_residual(zs, outs) < 1e-12  # one affine map per sequence
+    assert probing.affine_residual(np.vstack(zs), np.vstack(outs)) > 0.1  # but no common one
     noisy = [a + rng.standard_normal(a.shape) for a in outs]
     resid = sum(float(np.sum((a - b) ** 2)) for a, b in zip(noisy, outs, strict=True))
     total = sum(float(np.sum((a - a.mean(axis=0)) ** 2)) for a in noisy)
     # the least-squares residual is at most that of the true maps
-    assert models.pooled_affine_residual(zs, noisy) <= np.sqrt(resid / total)
-    assert np.isnan(models.pooled_affine_residual([zs[0][:4]], [outs[0][:4]]))
+    assert probing.pooled_affine_residual(zs, noisy) <= np.sqrt(resid / total)
+    assert np.isnan(probing.pooled_affine_residual([zs[0][:4]], [outs[0][:4]]))
 
 
 def test_unsupported_activation_has_no_prediction_but_a_reason():
     model = tiny_encoder("bert", hidden_size=16, n_heads=2, activation="silu")
-    res = models.probe(model, n_tokens=200, n_null=20)
+    res = probing.probe(model, n_tokens=200, n_null=20)
     assert res.prediction is None and "silu" in res.prediction_note
     assert res.as_dict()["prediction"] is None
 
 
 def test_tiny_model_builds_bert_and_roberta():
     for family in ("bert", "roberta"):
-        model = models.tiny_model(family, hidden_size=16, n_heads=2, n_layers=3)
+        model = probing.tiny_model(family, hidden_size=16, n_heads=2, n_layers=3)
         assert model.config.model_type == family and model.config.num_hidden_layers == 3
 
 
 def test_probe_table_quotes_the_result(saved):
     _, path = saved
-    res = models.probe(load_model(path), n_tokens=N_TOKENS, n_null=200)
+    res = probing.probe(load_model(path), n_tokens=N_TOKENS, n_null=200)
     numbers = to_jsonable(res.as_dict())  # as probe.json holds it: unbounded edges are None
-    header, _, *rows = models.probe_table(numbers).splitlines()
+    header, _, *rows = probing.probe_table(numbers).splitlines()
     assert "on 8 random directions of R^32" in header and "1 sequence" in header
     assert len(rows) == 3
     for i, row in enumerate(rows):
