@@ -24,9 +24,12 @@ from __future__ import annotations
 import contextlib
 import functools
 import warnings
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import ParamSpec, TypeVar
 
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 from scipy.linalg import (
     LinAlgError,
     LinAlgWarning,
@@ -44,6 +47,12 @@ from scipy.linalg import (
 from ..errors import InvalidInputError, SolverError
 from ..state.validation import PSD_RTOL, SAFE_EXPONENT, SYM_RTOL, as_matrix, as_real, scale_exponent
 
+__all__ = ["AXIS_RTOL", "FAST_PATH_RESIDUAL", "SINGULAR_RCOND", "LyapunovSolution",
+           "NoStabilizingSolution", "RiccatiSolution", "bernoulli", "care_g", "lyapunov_function"]
+
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
 #: an eigenvalue λ of A counts as on the imaginary axis when |Re λ| ≤ AXIS_RTOL · ‖A‖_F
 AXIS_RTOL = 1e-8
 #: the fast path hands over to SLICOT when its relative residual exceeds this
@@ -52,7 +61,7 @@ FAST_PATH_RESIDUAL = 1e-10
 SINGULAR_RCOND = 1e3 * np.finfo(float).eps
 
 
-def as_rtol(name: str, value) -> float:
+def as_rtol(name: str, value: object) -> float:
     """A relative tolerance: a real number in (0, 1) (0 would switch a safety test off, 1 or more
     would refuse everything)."""
     x = as_real(name, value)
@@ -61,7 +70,7 @@ def as_rtol(name: str, value) -> float:
     return x
 
 
-def as_flag(name: str, value) -> bool:
+def as_flag(name: str, value: object) -> bool:
     """True or False, nothing else (a string such as "no" is not read as a truth value)."""
     if not isinstance(value, bool | np.bool_):
         raise InvalidInputError(f"{name} must be True or False, got {type(value).__name__} "
@@ -69,13 +78,13 @@ def as_flag(name: str, value) -> bool:
     return bool(value)
 
 
-def exponent(M: np.ndarray) -> int:
+def exponent(M: NDArray[np.float64]) -> int:
     """e with max|M| · 2^−e in [1/2, 1) (0 for M = 0): M · 2^−e is free of under- and overflow."""
     s = float(np.max(np.abs(M))) if M.size else 0.0
     return 0 if s == 0.0 else int(np.frexp(s)[1])
 
 
-def fro_norm(M: np.ndarray) -> float:
+def fro_norm(M: NDArray[np.float64]) -> float:
     """‖M‖_F without intermediate under- or overflow (computed on M scaled by a power of two);
     inf when the norm itself exceeds the float range."""
     e = exponent(M)
@@ -84,7 +93,7 @@ def fro_norm(M: np.ndarray) -> float:
 
 
 @contextlib.contextmanager
-def numerical_failures(what: str):
+def numerical_failures(what: str) -> Iterator[None]:
     """Let the package's own errors through and turn any other exception raised inside (LAPACK's
     LinAlgError, overflow, a failed iteration deep in scipy) into a SolverError naming `what`:
     a numerical method that cannot vouch for an answer says so in one error type."""
@@ -98,40 +107,131 @@ def numerical_failures(what: str):
                           f"floating point") from exc
 
 
-def numerical_boundary(fn):
+def numerical_boundary(fn: Callable[_P, _R]) -> Callable[_P, _R]:
     """Decorator form of `numerical_failures` for a public solver."""
     @functools.wraps(fn)
-    def wrapped(*args, **kwargs):
+    def wrapped(*args: _P.args, **kwargs: _P.kwargs) -> _R:
         with numerical_failures(fn.__name__):
             return fn(*args, **kwargs)
     return wrapped
 
 
 class NoStabilizingSolution(SolverError):
-    """The Bernoulli equation has no stabilizing solution (P singular on the anti-stable part)."""
+    """The Bernoulli equation has no stabilizing solution (P singular on the anti-stable part).
+
+    A `SolverError`: the equation A Σ + Σ Aᵀ − Σ G Σ = 0 has no solution Σ with A − Σ G
+    Hurwitz when the solution P of T₁₁ᵀ P + P T₁₁ = U₁ᵀ G U₁ on the anti-stable invariant
+    subspace of A (ordered real Schur form A = U T Uᵀ) is singular, i.e. an eigenvalue of A with
+    Re λ > 0 has a mode that G does not see. `bernoulli` raises it when the relative size of P⁻¹
+    falls below SINGULAR_RCOND; the covariance flow Σ̇ = A Σ + Σ Aᵀ − Σ G Σ then has no stable
+    equilibrium of that rank.
+
+    Raises
+    ------
+    NoStabilizingSolution
+        From `bernoulli` (Schur method) when P is singular to within SINGULAR_RCOND.
+
+    See Also
+    --------
+    bernoulli : the solver that raises it.
+    riccati_tf.errors.SolverError : its base class, the package's numerical failure.
+
+    References
+    ----------
+    .. [1] riccati_tf theory, SPEC §5 "Time-invariant parameters: equilibria, stability,
+       blow-up".
+
+    Examples
+    --------
+    The anti-stable eigenvalue 1 of A = diag(1, −1) lies on e₁, which G = diag(0, 1) does not
+    see:
+
+    >>> import numpy as np
+    >>> from riccati_tf.stability.riccati import NoStabilizingSolution, bernoulli
+    >>> try:
+    ...     bernoulli(np.diag([1.0, -1.0]), np.diag([0.0, 1.0]))
+    ... except NoStabilizingSolution:
+    ...     print("no stabilizing solution")
+    no stabilizing solution
+    """
 
 
 @dataclass(frozen=True, eq=False)
 class RiccatiSolution:
     """A solution X of Aᵀ X + X A − X G X + Q = 0 with the evidence to check it.
 
-    residual: ‖Aᵀ X + X A − X G X + Q‖_F / (‖Q‖_F + 2‖Aᵀ X‖_F + ‖X G X‖_F) (0 when X = Q = 0).
-    rcond: reciprocal 1-norm condition estimate of the last linear solve that produced X
-    (P in the Schur fast path, U₁₁ of the Hamiltonian's stable subspace in SLICOT sb02md).
-    closed_loop: eigenvalues of A − G X (all in the open left half-plane for a stabilizing X).
-    rank: rank of X (structural for the Bernoulli fast path). axis_gap: min |Re λ| / ‖·‖_F over
-    the eigenvalues that decide the stable/anti-stable split. crosscheck: relative difference
-    ‖X − X_care‖_F / ‖X_care‖_F to python-control's `care` when requested, else None.
-    condition: Byers' relative condition bound κ (`care_condition`) when requested, else None;
-    the relative forward error of X is then O(κ · eps). psd: True when X = YᵀY was formed from a
-    factor (Bernoulli fast path with P ≻ 0: X is positive semidefinite by construction), False
-    when positive semidefiniteness was not established.
+    Returned by `care_g` (the CARE in G form) and `bernoulli` (A Σ + Σ Aᵀ − Σ G Σ = 0, the
+    CARE with A → Aᵀ and Q = 0, X = Σ). Its fields are the solution and the numbers that let a
+    reader judge it without re-solving: the relative residual, the conditioning of the last
+    linear solve, the closed-loop spectrum (stabilizing: all of it in the open left half-plane)
+    and the distance of the deciding eigenvalues from the imaginary axis.
+
+    Parameters
+    ----------
+    X : (d, d) ndarray
+        The symmetric solution (Σ* for `bernoulli`).
+    residual : float
+        ‖Aᵀ X + X A − X G X + Q‖_F / (‖Q‖_F + 2‖Aᵀ X‖_F + ‖X G X‖_F) (0 when X = Q = 0).
+    rcond : float
+        Reciprocal 1-norm condition estimate of the last linear solve that produced X (P in the
+        Schur fast path, U₁₁ of the Hamiltonian's stable subspace in SLICOT sb02md).
+    closed_loop : (d,) ndarray of complex
+        Eigenvalues of A − G X (all in the open left half-plane for a stabilizing X; for
+        `bernoulli` those of A − Σ G).
+    rank : int
+        Rank of X (structural for the Bernoulli fast path: the number of eigenvalues of A with
+        Re λ > 0).
+    method : str
+        How X was computed: "schur", "schur→slycot-sb02md" or "slycot-sb02md".
+    axis_gap : float
+        min |Re λ| / ‖·‖_F over the eigenvalues that decide the stable/anti-stable split (those
+        of A for `bernoulli`, of the Hamiltonian's stable half for `care_g`).
+    crosscheck : float or None, optional
+        Relative difference ‖X − X_care‖_F / ‖X_care‖_F to python-control's `care` when
+        requested, else None.
+    condition : float or None, optional
+        Byers' relative condition bound κ (`care_condition`) when requested, else None; the
+        relative forward error of X is then O(κ · eps).
+    psd : bool, optional
+        True when X = YᵀY was formed from a factor (Bernoulli fast path with P ≻ 0: X is
+        positive semidefinite by construction), False when positive semidefiniteness was not
+        established.
+
+    Raises
+    ------
+    dataclasses.FrozenInstanceError
+        On assignment to a field: a solution is immutable.
+
+    See Also
+    --------
+    care_g : the CARE in G form, Aᵀ X + X A − X G X + Q = 0.
+    bernoulli : the algebraic Bernoulli equation A Σ + Σ Aᵀ − Σ G Σ = 0.
+
+    References
+    ----------
+    .. [1] riccati_tf theory, SPEC §5 "Time-invariant parameters: equilibria, stability,
+       blow-up".
+    .. [2] R. Byers, "Numerical condition of the algebraic Riccati equation", Contemporary
+       Mathematics 47, 1985.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from riccati_tf.stability.riccati import bernoulli
+    >>> sol = bernoulli(np.diag([1.0, -2.0]), np.eye(2))
+    >>> np.round(sol.X, 4)
+    array([[2., 0.],
+           [0., 0.]])
+    >>> sol.rank, sol.method, sol.residual < 1e-12, sol.psd
+    (1, 'schur', True, True)
+    >>> bool(np.all(sol.closed_loop.real < 0))
+    True
     """
 
-    X: np.ndarray
+    X: NDArray[np.float64]
     residual: float
     rcond: float
-    closed_loop: np.ndarray
+    closed_loop: NDArray[np.complex128]
     rank: int
     method: str
     axis_gap: float
@@ -235,7 +335,8 @@ class SchurSplit:
 
 
 @numerical_boundary
-def schur_split(A, G, *, axis_rtol: float = AXIS_RTOL, unit_exponent: int = 0) -> SchurSplit:
+def schur_split(A: ArrayLike, G: ArrayLike, *, axis_rtol: float = AXIS_RTOL,
+                unit_exponent: int = 0) -> SchurSplit:
     """Solve T₁₁ᵀ P + P T₁₁ = U₁ᵀ G U₁ on the anti-stable block of an ordered Schur form of A.
 
     Raises SolverError when an eigenvalue of A lies within axis_rtol ‖A‖_F of the imaginary axis
@@ -330,7 +431,7 @@ def _symmetric_inverse(P: np.ndarray) -> tuple[np.ndarray, float]:
     return inv, float(rcond) if np.all(np.isfinite(inv)) else 0.0
 
 
-def as_symmetric(name: str, value, d: int) -> np.ndarray:
+def as_symmetric(name: str, value: ArrayLike, d: int) -> NDArray[np.float64]:
     """A real symmetric d×d matrix: ‖C − Cᵀ‖_F ≤ SYM_RTOL ‖C‖_F (checked on C scaled by a power
     of two), symmetrised on return; InvalidInputError naming `name` otherwise (a non-symmetric
     matrix is refused rather than replaced by its symmetric part)."""
@@ -344,7 +445,7 @@ def as_symmetric(name: str, value, d: int) -> np.ndarray:
     return np.where(C == C.T, C, 0.5 * C + 0.5 * C.T)
 
 
-def as_gain(name: str, value, d: int) -> np.ndarray:
+def as_gain(name: str, value: ArrayLike, d: int) -> NDArray[np.float64]:
     """G = B R⁻¹ Bᵀ of a CARE: symmetric (as_symmetric) and positive semidefinite,
     λ_min ≥ −PSD_RTOL · λ_max (on G scaled by a power of two); InvalidInputError otherwise."""
     G = as_symmetric(name, value, d)
@@ -358,19 +459,92 @@ def as_gain(name: str, value, d: int) -> np.ndarray:
 
 
 @numerical_boundary
-def care_g(A, G, Q=None, *, axis_rtol: float = AXIS_RTOL, scaling: bool = True,
+def care_g(A: ArrayLike, G: ArrayLike, Q: ArrayLike | None = None, *,
+           axis_rtol: float = AXIS_RTOL, scaling: bool = True,
            condition: bool = True) -> RiccatiSolution:
     """Stabilizing solution X of the CARE in G form  Aᵀ X + X A − X G X + Q = 0  (A − G X Hurwitz).
 
     The equation of python-control's `care(A, B, Q, R)` and scipy's
-    `solve_continuous_are(A, B, Q, R)` with G = B R⁻¹ Bᵀ given directly (not B): G symmetric
-    positive semidefinite, Q symmetric (InvalidInputError otherwise, naming the matrix). Solved by
-    SLICOT sb02md, the routine python-control calls after forming G, so that SLICOT's condition
-    estimate is kept. Raises SolverError when the Hamiltonian [[A, −G], [−Q, −Aᵀ]] has an
-    eigenvalue within axis_rtol ‖H‖_F of the imaginary axis, or when SLICOT finds no stabilizing
-    solution (the stable subspace is not a graph: U₁₁ singular). scaling: SLICOT's general
-    scaling (scal = 'G'; on CAREX example 7 at ε = 1e-6 it turns a relative error of 5e-5 into one
-    of 1e-29). condition: also report Byers' condition bound.
+    `solve_continuous_are(A, B, Q, R)` with G = B R⁻¹ Bᵀ given directly (not B):
+
+        Aᵀ X + X A − X G X + Q = 0,      A − G X Hurwitz,
+
+    the SPEC §5 form of the equilibrium equation (there with A → Aᵀ and Q = 0, see `bernoulli`).
+    Solved by SLICOT sb02md (Laub's Schur method on the Hamiltonian [[A, −G], [−Q, −Aᵀ]]), the
+    routine python-control calls after forming G, so that SLICOT's condition estimate is kept.
+
+    Parameters
+    ----------
+    A : (d, d) array_like
+        The state matrix: finite, real, square.
+    G : (d, d) array_like, symmetric positive semidefinite
+        G = B R⁻¹ Bᵀ.
+    Q : (d, d) array_like, symmetric, optional
+        The constant term; zero when omitted.
+    axis_rtol : float, optional
+        Relative gap in (0, 1) below which an eigenvalue of the Hamiltonian counts as on the
+        imaginary axis (default AXIS_RTOL = 1e-8).
+    scaling : bool, optional
+        SLICOT's general scaling (scal = 'G'; on CAREX example 7 at ε = 1e-6 it turns a relative
+        error of 5e-5 into one of 1e-29). Default True.
+    condition : bool, optional
+        Also report Byers' condition bound κ in `RiccatiSolution.condition` (several Lyapunov
+        solves). Default True.
+
+    Returns
+    -------
+    RiccatiSolution
+        X with its relative residual, SLICOT's reciprocal condition estimate `rcond`, the
+        closed-loop eigenvalues λ(A − G X), rank, method "slycot-sb02md", axis gap and (when
+        requested) the condition bound.
+
+    Raises
+    ------
+    InvalidInputError
+        A, G or Q not a finite real square matrix of one size d ≥ 1 (shape, NaN/Inf, complex,
+        boolean or string entries); G or Q not symmetric (‖C − Cᵀ‖_F > SYM_RTOL ‖C‖_F); G not
+        positive semidefinite (λ_min < −PSD_RTOL λ_max); axis_rtol outside (0, 1); scaling or
+        condition not a bool.
+    SolverError
+        The Hamiltonian [[A, −G], [−Q, −Aᵀ]] has an eigenvalue within axis_rtol ‖H‖_F of the
+        imaginary axis; SLICOT finds no stabilizing solution (the stable subspace is not a
+        graph: U₁₁ singular); any other failure of floating point (overflow, LAPACK).
+
+    See Also
+    --------
+    bernoulli : the equilibrium equation A Σ + Σ Aᵀ − Σ G Σ = 0 (the CARE with A → Aᵀ, Q = 0).
+    lyapunov_function : the linear equation Lᵀ P + P L = −Q.
+    RiccatiSolution : the solution and its evidence.
+
+    References
+    ----------
+    .. [1] riccati_tf theory, SPEC §5 "Time-invariant parameters: equilibria, stability,
+       blow-up".
+    .. [2] A. J. Laub, "A Schur method for solving algebraic Riccati equations", IEEE Trans.
+       Automatic Control 24(6), 1979.
+    .. [3] R. Byers, "Numerical condition of the algebraic Riccati equation", Contemporary
+       Mathematics 47, 1985.
+    .. [4] P. Benner, A. J. Laub, V. Mehrmann, "A collection of benchmark examples for the
+       numerical solution of algebraic Riccati equations I: continuous-time case", TU Chemnitz
+       SPC 95_23, 1995.
+
+    Examples
+    --------
+    The double integrator A = [[0, 1], [0, 0]] with B = e₂, R = 1, Q = I has
+    X = [[√3, 1], [1, √3]]:
+
+    >>> import numpy as np
+    >>> from riccati_tf.stability.riccati import care_g
+    >>> A = np.array([[0.0, 1.0], [0.0, 0.0]])
+    >>> G = np.array([[0.0, 0.0], [0.0, 1.0]])
+    >>> sol = care_g(A, G, np.eye(2))
+    >>> np.round(sol.X, 4)
+    array([[1.7321, 1.    ],
+           [1.     , 1.7321]])
+    >>> sol.method, sol.residual < 1e-12, bool(np.all(sol.closed_loop.real < 0))
+    ('slycot-sb02md', True, True)
+    >>> bool(np.allclose(A.T @ sol.X + sol.X @ A - sol.X @ G @ sol.X + np.eye(2), 0))
+    True
     """
     A = as_matrix("A", A)
     n = A.shape[0]
@@ -404,7 +578,8 @@ def _sb02md(A: np.ndarray, G: np.ndarray, Q: np.ndarray, axis_rtol: float, scali
 
 
 @numerical_boundary
-def care_python_control(A, G, Q=None) -> np.ndarray:
+def care_python_control(A: ArrayLike, G: ArrayLike, Q: ArrayLike | None = None
+                        ) -> NDArray[np.float64]:
     """X from python-control's `control.care(A, B, Q, R)` with G = B R⁻¹ Bᵀ factored by eigh.
 
     A reference implementation for cross-checks (python-control discards SLICOT's condition
@@ -431,49 +606,130 @@ def care_python_control(A, G, Q=None) -> np.ndarray:
 
 
 @numerical_boundary
-def bernoulli(A, G, *, method: str = "schur", axis_rtol: float = AXIS_RTOL,
+def bernoulli(A: ArrayLike, G: ArrayLike, *, method: str = "schur", axis_rtol: float = AXIS_RTOL,
               crosscheck: bool = False, condition: bool = False) -> RiccatiSolution:
     """Stabilizing solution Σ of the algebraic Bernoulli equation  A Σ + Σ Aᵀ − Σ G Σ = 0.
 
-    Σ makes A − Σ G Hurwitz and has rank k = number of eigenvalues of A with Re λ > 0 (Σ = 0 for
-    Hurwitz A). method "schur" (default): ordered real Schur form of A, one triangular Lyapunov
-    solve T₁₁ᵀP + PT₁₁ = U₁ᵀGU₁ on the anti-stable block and Σ = U₁P⁻¹U₁ᵀ; if its relative
-    residual exceeds FAST_PATH_RESIDUAL = 1e-10 the SLICOT path is used instead (method then
-    reads "schur→slycot-sb02md"). method "care": SLICOT sb02md on the CARE with A → Aᵀ, Q = 0.
-    crosscheck: also solve with python-control's `care` and record the relative difference.
-    condition: also report Byers' condition bound (several Lyapunov solves; off by default).
+    The equilibria of the scalar-value covariance flow Σ̇ = A Σ + Σ Aᵀ − Σ G Σ (SPEC §5,
+    G = −Σ_h v_h (B_h + Bᵀ_h)) solve
 
-    Raises SolverError when an eigenvalue of A lies within axis_rtol ‖A‖_F of the imaginary axis
-    (scipy's solver returns a wrong answer silently there), or when no stabilizing solution
-    exists (P singular: an anti-stable mode of A that G does not see). The equation is solved
-    in the scaled form of `bernoulli_scaling`, so the verdict does not depend on the magnitudes
-    of A and G; a solution beyond the float range is a SolverError. axis_rtol ∈ (0, 1);
-    crosscheck and condition are booleans (InvalidInputError otherwise).
+        A Σ + Σ Aᵀ − Σ G Σ = 0,      A − Σ G Hurwitz   (the stabilizing one),
+
+    the CARE Aᶜᵀ X + X Aᶜ − X G X + Q = 0 with Aᶜ = Aᵀ and Q = 0. Σ has rank k = the number of
+    eigenvalues of A with Re λ > 0 (Σ = 0 for Hurwitz A). method "schur" (default): ordered
+    real Schur form A = U T Uᵀ with the anti-stable block T₁₁ leading, one triangular Lyapunov
+    solve T₁₁ᵀ P + P T₁₁ = U₁ᵀ G U₁ and Σ = U₁ P⁻¹ U₁ᵀ (formed as YᵀY when P ≻ 0, so
+    positive semidefinite by construction); if its relative residual exceeds
+    FAST_PATH_RESIDUAL = 1e-10 the SLICOT path is used instead (method then reads
+    "schur→slycot-sb02md"). method "care": SLICOT sb02md on the CARE with A → Aᵀ, Q = 0.
+
+    The equation is solved in the scaled form of `bernoulli_scaling` (Ã = A·2^−a,
+    G̃ = G·2^(k−a), Σ = Σ̃·2^k: the equation is homogeneous), so the verdict does not depend on
+    the magnitudes of A and G; the relative residual, condition and axis gap are those of the
+    scaled equation.
+
+    Parameters
+    ----------
+    A : (d, d) array_like
+        The linear part of the flow: finite, real, square.
+    G : (d, d) array_like
+        The quadratic coefficient; it is symmetrised, (G + Gᵀ)/2, and may be indefinite.
+    method : {"schur", "care"}, optional
+        The Schur fast path (with SLICOT fallback) or SLICOT sb02md directly. Default "schur".
+    axis_rtol : float, optional
+        Relative gap in (0, 1): an eigenvalue of A with |Re λ| ≤ axis_rtol ‖A‖_F counts as on
+        the imaginary axis (default AXIS_RTOL = 1e-8).
+    crosscheck : bool, optional
+        Also solve with python-control's `care` and record the relative difference in
+        `RiccatiSolution.crosscheck`. Default False.
+    condition : bool, optional
+        Also report Byers' condition bound (several Lyapunov solves). Default False.
+
+    Returns
+    -------
+    RiccatiSolution
+        Σ (as X) with its relative residual, the reciprocal condition estimate of P (or of
+        SLICOT's solve), the closed-loop eigenvalues λ(A − Σ G), rank k, method, axis gap and
+        the optional cross-check and condition bound; `psd` is True when Σ was formed from a
+        factor.
+
+    Raises
+    ------
+    InvalidInputError
+        A or G not a finite real square matrix of one size d ≥ 1 (shape, NaN/Inf, complex,
+        boolean or string entries); method not "schur" or "care"; axis_rtol outside (0, 1);
+        crosscheck or condition not a bool.
+    NoStabilizingSolution
+        P singular (relative size of P⁻¹ below SINGULAR_RCOND): an anti-stable mode of A that
+        G does not see, so no stabilizing solution exists. A subclass of SolverError.
+    SolverError
+        An eigenvalue of A within axis_rtol ‖A‖_F of the imaginary axis (scipy's solver returns
+        a wrong answer silently there); SLICOT finds no stabilizing solution; a solution beyond
+        the float range; any other failure of floating point (overflow, LAPACK).
+
+    See Also
+    --------
+    care_g : the CARE in G form, Aᵀ X + X A − X G X + Q = 0, with Q.
+    riccati_tf.equilibria : every covariance equilibrium, for scalar and general V.
+    riccati_tf.certify : whether Σ(t) converges to this Σ*, with checkable evidence.
+    RiccatiSolution : the solution and its evidence.
+
+    References
+    ----------
+    .. [1] riccati_tf theory, SPEC §5 "Time-invariant parameters: equilibria, stability,
+       blow-up".
+    .. [2] R. H. Bartels and G. W. Stewart, "Solution of the matrix equation AX + XB = C",
+       Communications of the ACM 15(9), 1972.
+    .. [3] A. J. Laub, "A Schur method for solving algebraic Riccati equations", IEEE Trans.
+       Automatic Control 24(6), 1979.
+
+    Examples
+    --------
+    A = [[1, 2], [0, 3]] has two eigenvalues with Re λ > 0, so Σ* has full rank:
+
+    >>> import numpy as np
+    >>> from riccati_tf.stability.riccati import bernoulli
+    >>> A = np.array([[1.0, 2.0], [0.0, 3.0]])
+    >>> sol = bernoulli(A, np.eye(2))
+    >>> np.round(sol.X, 4)
+    array([[3.2, 2.4],
+           [2.4, 4.8]])
+    >>> sol.rank, sol.method, sol.residual < 1e-12
+    (2, 'schur', True)
+    >>> bool(np.allclose(A @ sol.X + sol.X @ A.T - sol.X @ sol.X, 0))
+    True
+
+    An eigenvalue on the imaginary axis leaves the stable/anti-stable split undefined:
+
+    >>> bernoulli(np.array([[0.0, 1.0], [-1.0, 0.0]]), np.eye(2))
+    Traceback (most recent call last):
+        ...
+    riccati_tf.errors.SolverError: eigenvalue λ = 0+1i of A lies within the relative gap 1e-08 ...
     """
     if method not in ("schur", "care"):
         raise InvalidInputError(f"method must be 'schur' or 'care', got {method!r}")
-    A = as_matrix("A", A)
-    G = as_matrix("G", G, A.shape[0])
+    A0 = as_matrix("A", A)
+    G0 = as_matrix("G", G, A0.shape[0])
     axis_rtol = as_rtol("axis_rtol", axis_rtol)
     crosscheck, condition = as_flag("crosscheck", crosscheck), as_flag("condition", condition)
-    G = 0.5 * (G + G.T)
-    a, k = bernoulli_scaling(A, G)
-    A, G = np.ldexp(A, -a), np.ldexp(G, k - a)
+    G0 = 0.5 * (G0 + G0.T)
+    a, k = bernoulli_scaling(A0, G0)
+    As, Gs = np.ldexp(A0, -a), np.ldexp(G0, k - a)  # Ã, G̃ of the scaled equation
     if method == "schur":
-        sol = _bernoulli_schur(A, G, axis_rtol, a)
+        sol = _bernoulli_schur(As, Gs, axis_rtol, a)
         if sol.residual > FAST_PATH_RESIDUAL:
-            fallback = _bernoulli_care(A, G, axis_rtol, a)
+            fallback = _bernoulli_care(As, Gs, axis_rtol, a)
             sol = RiccatiSolution(fallback.X, fallback.residual, fallback.rcond,
                                   fallback.closed_loop, sol.rank, "schur→slycot-sb02md",
                                   sol.axis_gap)
     else:
-        sol = _bernoulli_care(A, G, axis_rtol, a)
+        sol = _bernoulli_care(As, Gs, axis_rtol, a)
     diff = kappa = None  # relative quantities: the same for the scaled equation
     if crosscheck:
-        ref = care_python_control(A.T, G)
+        ref = care_python_control(As.T, Gs)
         diff = float(np.linalg.norm(sol.X - ref) / max(np.linalg.norm(ref), np.finfo(float).tiny))
     if condition:
-        kappa = care_condition(A.T, G, np.zeros_like(G), sol.X)
+        kappa = care_condition(As.T, Gs, np.zeros_like(Gs), sol.X)
     closed = np.ldexp(sol.closed_loop.real, a) + 1j * np.ldexp(sol.closed_loop.imag, a)
     return RiccatiSolution(unscale_solution(sol.X, k), sol.residual, sol.rcond, closed, sol.rank,
                            sol.method, sol.axis_gap, diff, kappa, sol.psd)
@@ -516,7 +772,7 @@ def _bernoulli_schur(A: np.ndarray, G: np.ndarray, axis_rtol: float,
     try:  # P ≻ 0 (G ≻ 0 on the anti-stable part): Σ = WWᵀ with W = U₁C⁻¹, P = CᵀC
         C = cholesky(P, lower=False, check_finite=False)
         rcond = float(lapack.dpocon(C, np.linalg.norm(P, 1), uplo="U")[0])
-        sing = rcond * np.linalg.norm(P, 1) / ref  # ≈ 1 / (‖P⁻¹‖₁ ref)
+        sing = float(rcond * np.linalg.norm(P, 1) / ref)  # ≈ 1 / (‖P⁻¹‖₁ ref)
         Y = solve_triangular(C, U1.T, trans="T", lower=False, check_finite=False)
         X = blas.dsyrk(1.0, Y, trans=1)  # YᵀY, upper triangle
         X = np.triu(X) + np.triu(X, 1).T
@@ -549,20 +805,108 @@ def _bernoulli_care(A: np.ndarray, G: np.ndarray, axis_rtol: float,
 
 @dataclass(frozen=True, eq=False)
 class LyapunovSolution:
-    """P with Lᵀ P + P L = −Q; residual ‖LᵀP + PL + Q‖_F / (2‖LᵀP‖_F + ‖Q‖_F)."""
+    """P with Lᵀ P + P L = −Q, and its relative residual.
 
-    P: np.ndarray
-    Q: np.ndarray
+    Returned by `lyapunov_function`: the matrix of the quadratic Lyapunov function hᵀ P h of
+    ḣ = L h, the right-hand side it was solved for, and the residual
+    ‖LᵀP + PL + Q‖_F / (2‖LᵀP‖_F + ‖Q‖_F) that shows how well it solves the equation.
+
+    Parameters
+    ----------
+    P : (n, n) ndarray
+        The symmetric solution of Lᵀ P + P L = −Q (P ≻ 0 for Q ≻ 0 exactly when L is Hurwitz).
+    Q : (n, n) ndarray
+        The symmetric right-hand side used (I when none was given).
+    residual : float
+        ‖Lᵀ P + P L + Q‖_F / (2‖Lᵀ P‖_F + ‖Q‖_F).
+
+    Raises
+    ------
+    dataclasses.FrozenInstanceError
+        On assignment to a field: a solution is immutable.
+
+    See Also
+    --------
+    lyapunov_function : the solver that returns it.
+    riccati_tf.Certificate : certificates carry such a P for the linearisation L at Σ*.
+
+    References
+    ----------
+    .. [1] riccati_tf theory, SPEC §6 "Certificates".
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from riccati_tf.stability.riccati import lyapunov_function
+    >>> sol = lyapunov_function(np.array([[-1.0]]))
+    >>> sol.P, sol.Q, sol.residual
+    (array([[0.5]]), array([[1.]]), 0.0)
+    """
+
+    P: NDArray[np.float64]
+    Q: NDArray[np.float64]
     residual: float
 
 
 @numerical_boundary
-def lyapunov_function(L, Q=None) -> LyapunovSolution:
+def lyapunov_function(L: ArrayLike, Q: ArrayLike | None = None) -> LyapunovSolution:
     """P of the quadratic Lyapunov function hᵀPh of ḣ = Lh:  Lᵀ P + P L = −Q  (Q = I by default).
 
-    The transpose of python-control's `lyap(A, Q)` (A X + X Aᵀ + Q = 0), which is called with
-    A = Lᵀ. Q must be symmetric (InvalidInputError otherwise); P is symmetrised and its residual
-    reported. P ≻ 0 for Q ≻ 0 exactly when L is Hurwitz.
+    SPEC §6 ships a stability claim with a Lyapunov matrix P ≻ 0 for the linearisation L at an
+    equilibrium:
+
+        Lᵀ P + P L = −Q,      Q ≻ 0  ⇒  (P ≻ 0  ⇔  L Hurwitz),
+
+    and then V(h) = hᵀ P h decreases along ḣ = L h, V̇ = −hᵀ Q h. This is the transpose of
+    python-control's `lyap(A, Q)` (A X + X Aᵀ + Q = 0), which is called with A = Lᵀ (SLICOT's
+    Bartels–Stewart solver); P is symmetrised and its residual reported.
+
+    Parameters
+    ----------
+    L : (n, n) array_like
+        The linear operator: finite, real, square (for the certificates, L in orthonormal
+        symmetric coordinates, n = d(d+1)/2).
+    Q : (n, n) array_like, symmetric, optional
+        The right-hand side; the identity when omitted.
+
+    Returns
+    -------
+    LyapunovSolution
+        P (symmetric), the Q used and the relative residual
+        ‖Lᵀ P + P L + Q‖_F / (2‖Lᵀ P‖_F + ‖Q‖_F).
+
+    Raises
+    ------
+    InvalidInputError
+        L or Q not a finite real square matrix of one size n ≥ 1 (shape, NaN/Inf, complex,
+        boolean or string entries); Q not symmetric (‖Q − Qᵀ‖_F > SYM_RTOL ‖Q‖_F).
+    SolverError
+        No unique solution (eigenvalues of L with λ_i + λ_j = 0), or any other failure of
+        floating point.
+
+    See Also
+    --------
+    care_g : the quadratic (Riccati) counterpart Aᵀ X + X A − X G X + Q = 0.
+    riccati_tf.certify : certificates built on such a P at the equilibrium.
+    LyapunovSolution : the solution and its residual.
+
+    References
+    ----------
+    .. [1] riccati_tf theory, SPEC §6 "Certificates".
+    .. [2] R. H. Bartels and G. W. Stewart, "Solution of the matrix equation AX + XB = C",
+       Communications of the ACM 15(9), 1972.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from riccati_tf.stability.riccati import lyapunov_function
+    >>> L = np.array([[-1.0, 2.0], [0.0, -3.0]])
+    >>> sol = lyapunov_function(L)
+    >>> np.round(sol.P, 4)
+    array([[0.5   , 0.25  ],
+           [0.25  , 0.3333]])
+    >>> sol.residual < 1e-14, bool(np.all(np.linalg.eigvalsh(sol.P) > 0))
+    (True, True)
     """
     import control
 
