@@ -2,15 +2,61 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import sympy as sp
 
 from ..errors import InvalidInputError
 from .symbols import LATEX_NAMES
 
+if TYPE_CHECKING:
+    from .derivation import MomentSystem
 
-def to_latex(expr) -> str:
+__all__ = ["to_latex"]
+
+
+def to_latex(expr: sp.Basic | sp.MatrixBase) -> str:
     """LaTeX of a SymPy expression or matrix, with the element-wise symbols spelt as in the
-    mathematics (A_{1,2}, \\Sigma_{1,2}, V^{(2)}_{1,1})."""
+    mathematics (A_{1,2}, \\Sigma_{1,2}, V^{(2)}_{1,1}).
+
+    `sympy.latex` with the spelling `LATEX_NAMES` that `symbol_matrix` records for every
+    element-wise symbol (``Sigma_1_2`` → ``\\Sigma_{1,2}``, ``V2_1_1`` → ``V^{(2)}_{1,1}``);
+    relu is printed as an operator.
+
+    Parameters
+    ----------
+    expr : sympy.Basic or sympy.MatrixBase
+        An expression, a matrix or a matrix expression, e.g. an entry of
+        `MomentSystem.dcov`.
+
+    Returns
+    -------
+    str
+        The LaTeX source (without math delimiters).
+
+    Raises
+    ------
+    None
+        Whatever `sympy.latex` prints is returned.
+
+    See Also
+    --------
+    MomentSystem.latex : the whole system as an aligned LaTeX block.
+    symbol_matrix : records the LaTeX names.
+
+    References
+    ----------
+    .. [1] riccati_tf theory, SPEC §2 "Gaussian invariance and the moment equations".
+
+    Examples
+    --------
+    >>> from riccati_tf.symbolic import gaussian_symbols, layer_symbols, to_latex
+    >>> g = gaussian_symbols(2)
+    >>> print(to_latex(g.cov[0, 1] * g.mean[0]))
+    \\Sigma_{1,2} m_{1}
+    >>> print(to_latex(layer_symbols(1, heads=2).heads[1][0][0, 0]))
+    V^{(2)}_{1,1}
+    """
     return sp.latex(expr, symbol_names=LATEX_NAMES)
 
 
@@ -21,7 +67,7 @@ def feature_function(symbol_latex: str) -> str:
     return rf"\phi_{{{symbol_latex}}}"
 
 
-def system_latex(system, form: str = "auto") -> str:
+def system_latex(system: MomentSystem, form: str = "auto") -> str:
     """An aligned block: ṁ = …, Σ̇ = …, the auxiliary Gaussian features (each defined by its own
     scalar function `feature_function`), and whether the equations are exact or a Gaussian
     closure."""
