@@ -40,10 +40,17 @@ import math
 import numbers
 import operator
 from decimal import Decimal
+from typing import SupportsIndex, cast
 
 import numpy as np
+import numpy.typing as npt
 
 from ..errors import InvalidInputError
+
+__all__ = ["MAX_SEED", "MAX_TIME_POINTS", "PSD_RTOL", "SAFE_EXPONENT", "SYM_RTOL", "as_array",
+           "as_cloud", "as_count", "as_covariance", "as_generator", "as_matrix", "as_real",
+           "as_seed", "as_time", "as_time_grid", "as_vector", "psd_factor", "psd_rank",
+           "scale_exponent"]
 
 #: relative tolerance for symmetry: ‖C − Cᵀ‖_F ≤ SYM_RTOL · ‖C‖_F (on C scaled by a power of 2)
 SYM_RTOL = 1e-8
@@ -67,16 +74,16 @@ _EXACT_TYPES = (float, np.float64, np.float32, np.float16)
 
 # --------------------------------------------------------------------------- conversion
 
-def _where(index) -> str:
+def _where(index: tuple[int, ...] | np.ndarray) -> str:
     return f" at index {tuple(int(i) for i in index)}" if len(index) else ""
 
 
-def _short(x) -> str:
+def _short(x: object) -> str:
     text = repr(x)
     return text if len(text) <= 40 else text[:37] + "..."
 
 
-def _check_no_bytes(name: str, value, depth: int = 0) -> None:
+def _check_no_bytes(name: str, value: list | tuple, depth: int = 0) -> None:
     """NumPy unpacks bytes-like objects nested in lists into small integers: refuse them first."""
     if depth > 64:
         raise InvalidInputError(f"{name} is nested too deeply to be an array")
@@ -88,7 +95,7 @@ def _check_no_bytes(name: str, value, depth: int = 0) -> None:
             _check_no_bytes(name, item, depth + 1)
 
 
-def _real_entry(name: str, x, index) -> float:
+def _real_entry(name: str, x: object, index: tuple[int, ...]) -> float:
     """One entry of an object array as a float64 (the policy of the module docstring)."""
     where = _where(index)
     if isinstance(x, _EXACT_TYPES):
@@ -134,7 +141,7 @@ def _real_entry(name: str, x, index) -> float:
     return f
 
 
-def _from_objects(name: str, arr: np.ndarray) -> np.ndarray:
+def _from_objects(name: str, arr: np.ndarray) -> npt.NDArray[np.float64]:
     out = np.empty(arr.shape, dtype=np.float64)
     if {type(x) for x in arr.flat} <= {float, int}:  # the common case: plain Python numbers
         try:
@@ -147,7 +154,7 @@ def _from_objects(name: str, arr: np.ndarray) -> np.ndarray:
     return out
 
 
-def _from_longdouble(name: str, arr: np.ndarray) -> np.ndarray:
+def _from_longdouble(name: str, arr: np.ndarray) -> npt.NDArray[np.float64]:
     with np.errstate(all="ignore"):
         out = arr.astype(np.float64)
     over = np.isfinite(arr) & ~np.isfinite(out)
@@ -164,7 +171,8 @@ def _from_longdouble(name: str, arr: np.ndarray) -> np.ndarray:
     return out
 
 
-def _as_float_array(name: str, value, *, finite: bool = True) -> np.ndarray:
+def _as_float_array(name: str, value: object, *,
+                    finite: bool = True) -> npt.NDArray[np.float64]:
     """A new float64 array holding `value` (any shape), finite unless finite=False, by the
     policy of this module."""
     if value is None:
@@ -220,8 +228,47 @@ def _as_float_array(name: str, value, *, finite: bool = True) -> np.ndarray:
     return out
 
 
-def as_real(name: str, value) -> float:
-    """One finite real number (Python or NumPy scalar, 0-d array, Fraction, Decimal)."""
+def as_real(name: str, value: object) -> float:
+    """One finite real number, converted to the nearest float64.
+
+    Any real scalar is accepted by the conversion policy of this module: a Python or NumPy
+    integer or float, a 0-d array, a ``fractions.Fraction``, a ``decimal.Decimal``; −0.0 is
+    returned as 0.0.
+
+    Parameters
+    ----------
+    name : str
+        The argument's name, for the error message.
+    value : object
+        The number.
+
+    Returns
+    -------
+    float
+        The finite float64 nearest to `value`.
+
+    Raises
+    ------
+    InvalidInputError
+        When `value` is not a real number (None, a boolean, a complex number, a string, an
+        array with ndim ≥ 1), is NaN or ±Inf, or lies beyond the float64 range.
+
+    See Also
+    --------
+    as_time : a positive (or non-negative) real number.
+    as_count : an integer in a range.
+
+    References
+    ----------
+    .. [1] riccati_tf theory, SPEC §1 "The model: a Transformer as a flow of measures".
+
+    Examples
+    --------
+    >>> from fractions import Fraction
+    >>> from riccati_tf.state.validation import as_real
+    >>> as_real("x", Fraction(1, 3)), as_real("x", -0.0)
+    (0.3333333333333333, 0.0)
+    """
     if value is None or isinstance(value, bool | np.bool_ | str | bytes | bytearray | np.str_ |
                                    np.bytes_ | complex | np.complexfloating):
         what = ("None" if value is None else f"the boolean {value}"
@@ -239,16 +286,96 @@ def as_real(name: str, value) -> float:
     return t + 0.0  # + 0.0 turns −0.0 into 0.0
 
 
-def as_array(name: str, value, *, ndim: int | None = None) -> np.ndarray:
-    """A finite float array (of ndim dimensions when given), e.g. a rectangular weight matrix."""
+def as_array(name: str, value: npt.ArrayLike, *,
+             ndim: int | None = None) -> npt.NDArray[np.float64]:
+    """A finite float64 array of any shape, e.g. a rectangular weight matrix.
+
+    Parameters
+    ----------
+    name : str
+        The argument's name, for the error message.
+    value : array_like of real numbers
+        The array (nested lists, NumPy arrays, objects with ``__array__``).
+    ndim : int, optional
+        The number of dimensions the array must have; any when None (default).
+
+    Returns
+    -------
+    ndarray of float64
+        A new array holding the entries of `value`, of its shape.
+
+    Raises
+    ------
+    InvalidInputError
+        When an entry is not a real number (strings, bytes, booleans, complex numbers, None,
+        ragged nested lists, masked entries), is NaN or Inf, or lies beyond the float64
+        range; or when the array does not have `ndim` dimensions.
+
+    See Also
+    --------
+    as_matrix : a square matrix.
+    as_vector : a vector of a given length.
+
+    References
+    ----------
+    .. [1] riccati_tf theory, SPEC §1 "The model: a Transformer as a flow of measures".
+
+    Examples
+    --------
+    >>> from riccati_tf.state.validation import as_array
+    >>> as_array("W", [[1, 2, 3]], ndim=2)
+    array([[1., 2., 3.]])
+    """
     arr = _as_float_array(name, value)
     if ndim is not None and arr.ndim != ndim:
         raise InvalidInputError(f"{name} must be a {ndim}-dimensional array, got shape {arr.shape}")
     return arr
 
 
-def as_matrix(name: str, value, d: int | None = None) -> np.ndarray:
-    """A finite square float matrix of size ≥ 1; a Python/NumPy scalar is read as a 1×1 matrix."""
+def as_matrix(name: str, value: npt.ArrayLike, d: int | None = None) -> npt.NDArray[np.float64]:
+    """A finite square float64 matrix of size d ≥ 1, such as A, B or V.
+
+    A Python or NumPy scalar is read as a 1×1 matrix.
+
+    Parameters
+    ----------
+    name : str
+        The argument's name, for the error message.
+    value : (d, d) array_like of real numbers
+        The matrix, or a scalar for d = 1.
+    d : int, optional
+        The size the matrix must have; any size ≥ 1 when None (default).
+
+    Returns
+    -------
+    (d, d) ndarray of float64
+        A new array holding the entries of `value`.
+
+    Raises
+    ------
+    InvalidInputError
+        When an entry is refused by the conversion policy (non-numbers, NaN or Inf, values
+        beyond the float64 range), the matrix is not 2-D and square, it is 0×0, or its size
+        is not `d`.
+
+    See Also
+    --------
+    as_covariance : a symmetric positive semidefinite matrix.
+    as_array : an array of any shape.
+
+    References
+    ----------
+    .. [1] riccati_tf theory, SPEC §1 "The model: a Transformer as a flow of measures".
+
+    Examples
+    --------
+    >>> from riccati_tf.state.validation import as_matrix
+    >>> as_matrix("A", 2.0)
+    array([[2.]])
+    >>> as_matrix("A", [[1, 2], [3, 4]], 2)
+    array([[1., 2.],
+           [3., 4.]])
+    """
     arr = _as_float_array(name, value)
     if arr.ndim == 0:
         arr = arr.reshape(1, 1)
@@ -262,8 +389,44 @@ def as_matrix(name: str, value, d: int | None = None) -> np.ndarray:
     return arr
 
 
-def as_vector(name: str, value, d: int) -> np.ndarray:
-    """A finite float vector of length d: shape (d,), (1, d) or (d, 1); a scalar when d = 1."""
+def as_vector(name: str, value: npt.ArrayLike, d: int) -> npt.NDArray[np.float64]:
+    """A finite float64 vector of length d, such as a mean m or a bias b.
+
+    Parameters
+    ----------
+    name : str
+        The argument's name, for the error message.
+    value : (d,), (1, d) or (d, 1) array_like of real numbers
+        The vector; a scalar when d = 1.
+    d : int
+        Its length.
+
+    Returns
+    -------
+    (d,) ndarray of float64
+        A new array holding the entries of `value`.
+
+    Raises
+    ------
+    InvalidInputError
+        When an entry is refused by the conversion policy (non-numbers, NaN or Inf, values
+        beyond the float64 range) or the shape is none of (d,), (1, d), (d, 1).
+
+    See Also
+    --------
+    as_matrix : a square matrix.
+    as_array : an array of any shape.
+
+    References
+    ----------
+    .. [1] riccati_tf theory, SPEC §2 "Gaussian invariance and the moment equations".
+
+    Examples
+    --------
+    >>> from riccati_tf.state.validation import as_vector
+    >>> as_vector("b", [[1.0], [2.0]], 2)
+    array([1., 2.])
+    """
     arr = _as_float_array(name, value)
     if arr.ndim == 0 and d == 1:
         arr = arr.reshape(1)
@@ -276,9 +439,48 @@ def as_vector(name: str, value, d: int) -> np.ndarray:
 
 # --------------------------------------------------------------------------- scale-safe spectra
 
-def scale_exponent(M: np.ndarray, *, even: bool = False) -> int:
-    """e such that M · 2^−e has its largest entry in a safe range (0 when M is already there or
-    M = 0); even=True rounds e up to an even number (so that √(2^e) is a power of two)."""
+def scale_exponent(M: npt.NDArray[np.float64], *, even: bool = False) -> int:
+    """The exponent e such that M · 2^−e has its largest entry in a safe range.
+
+    The safe range is [2^−SAFE_EXPONENT, 2^SAFE_EXPONENT]: squares of the entries of M · 2^−e
+    neither overflow nor underflow, so spectral computations on it are accurate, and scaling by
+    a power of two is exact.
+
+    Parameters
+    ----------
+    M : ndarray of float
+        The array (any shape), finite.
+    even : bool, optional
+        Round e up to an even number, so that √(2^e) is a power of two (default False).
+
+    Returns
+    -------
+    int
+        e; 0 when the largest entry of M is already in the safe range or M = 0.
+
+    Raises
+    ------
+    ValueError
+        When the largest entry of M is not finite (``math.frexp`` of ±Inf or NaN).
+
+    See Also
+    --------
+    psd_rank : the rank of a PSD matrix, computed on M scaled this way.
+    as_covariance : checks symmetry and definiteness on the scaled matrix.
+
+    References
+    ----------
+    .. [1] riccati_tf theory, SPEC §3 "Rank invariance".
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from riccati_tf.state.validation import scale_exponent
+    >>> scale_exponent(np.eye(2)), scale_exponent(np.array([[1e300]]))
+    (0, 997)
+    >>> scale_exponent(np.array([1e-310]), even=True)
+    -1028
+    """
     s = float(np.max(np.abs(M))) if M.size else 0.0
     if s == 0.0 or 2.0 ** -SAFE_EXPONENT <= s <= 2.0 ** SAFE_EXPONENT:
         return 0
@@ -286,7 +488,7 @@ def scale_exponent(M: np.ndarray, *, even: bool = False) -> int:
     return e + (e % 2) if even else e
 
 
-def _scaled(M: np.ndarray, e: int) -> np.ndarray:
+def _scaled(M: npt.NDArray[np.float64], e: int) -> npt.NDArray[np.float64]:
     return np.ldexp(M, -e) if e else M
 
 
@@ -301,7 +503,7 @@ def _format_scaled(x: float, e: int) -> str:
     return f"{x:.6g}·2^{e}"
 
 
-def _symmetrize(C: np.ndarray) -> np.ndarray:
+def _symmetrize(C: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
     """(C + Cᵀ)/2 without overflow; entries already equal to their mirror are kept exactly."""
     with np.errstate(over="ignore"):
         half = 0.5 * C
@@ -311,11 +513,57 @@ def _symmetrize(C: np.ndarray) -> np.ndarray:
     return np.where(C == C.T, C, avg)
 
 
-def as_covariance(name: str, value, d: int | None = None) -> np.ndarray:
-    """A symmetric positive semidefinite matrix (singular allowed), symmetrised on return.
+def as_covariance(name: str, value: npt.ArrayLike,
+                  d: int | None = None) -> npt.NDArray[np.float64]:
+    """A symmetric positive semidefinite matrix Σ ⪰ 0 (singular allowed), symmetrised.
 
     Symmetry: ‖C − Cᵀ‖_F ≤ SYM_RTOL ‖C‖_F.  Semidefiniteness: λ_min ≥ −PSD_RTOL · max(λ_max, 0).
     Both are checked on C scaled by a power of two (the verdict is that of C at any magnitude).
+    The matrix returned is (C + Cᵀ)/2, computed without overflow; entries already equal to their
+    mirror are kept exactly.
+
+    Parameters
+    ----------
+    name : str
+        The argument's name, for the error message.
+    value : (d, d) array_like of real numbers, symmetric positive semidefinite
+        The covariance, or a scalar ≥ 0 for d = 1.
+    d : int, optional
+        The size the matrix must have; any size ≥ 1 when None (default).
+
+    Returns
+    -------
+    (d, d) ndarray of float64
+        The symmetrised covariance.
+
+    Raises
+    ------
+    InvalidInputError
+        When `value` is not a finite square matrix of size d (see `as_matrix`), is not
+        symmetric to SYM_RTOL, or has an eigenvalue below −PSD_RTOL · λ_max (not positive
+        semidefinite).
+
+    See Also
+    --------
+    as_matrix : a square matrix without the checks of a covariance.
+    psd_rank : the rank of the covariance.
+    psd_factor : a factor L with L Lᵀ = Σ.
+
+    References
+    ----------
+    .. [1] riccati_tf theory, SPEC §2 "Gaussian invariance and the moment equations".
+
+    Examples
+    --------
+    >>> from riccati_tf.state.validation import as_covariance
+    >>> as_covariance("cov", [[2.0, 1.0], [1.0, 1.0]])
+    array([[2., 1.],
+           [1., 1.]])
+    >>> try:
+    ...     as_covariance("cov", [[1.0, 2.0], [2.0, 1.0]])
+    ... except ValueError as exc:
+    ...     print(exc)
+    cov is not positive semidefinite: smallest eigenvalue -1 (largest 3); ...
     """
     cov = as_matrix(name, value, d)
     s = float(np.max(np.abs(cov)))
@@ -336,8 +584,48 @@ def as_covariance(name: str, value, d: int | None = None) -> np.ndarray:
     return _symmetrize(cov)
 
 
-def as_time(name: str, value, *, allow_zero: bool = False, maximum: float | None = None) -> float:
-    """A finite positive (or non-negative) real number, at most `maximum` when given."""
+def as_time(name: str, value: object, *, allow_zero: bool = False,
+            maximum: float | None = None) -> float:
+    """A finite positive (or non-negative) real number, such as a horizon or a step.
+
+    Parameters
+    ----------
+    name : str
+        The argument's name, for the error message.
+    value : object
+        The number (any real scalar, as for `as_real`).
+    allow_zero : bool, optional
+        Accept 0 (default False: the number must be positive).
+    maximum : float, optional
+        The largest value accepted; no bound when None (default).
+
+    Returns
+    -------
+    float
+        The number as a float64.
+
+    Raises
+    ------
+    InvalidInputError
+        When `value` is not a finite real number (see `as_real`), is negative, is 0 without
+        `allow_zero`, or exceeds `maximum`.
+
+    See Also
+    --------
+    as_time_grid : an increasing array of times.
+    as_real : any finite real number.
+
+    References
+    ----------
+    .. [1] riccati_tf theory, SPEC §1 "The model: a Transformer as a flow of measures" (depth
+       is continuous time t).
+
+    Examples
+    --------
+    >>> from riccati_tf.state.validation import as_time
+    >>> as_time("t_final", 2), as_time("tol", 0, allow_zero=True)
+    (2.0, 0.0)
+    """
     t = as_real(name, value)
     if t < 0 or (t == 0 and not allow_zero):
         raise InvalidInputError(f"{name} must be {'non-negative' if allow_zero else 'positive'}, "
@@ -347,14 +635,60 @@ def as_time(name: str, value, *, allow_zero: bool = False, maximum: float | None
     return t
 
 
-def as_count(name: str, value, *, minimum: int = 1, maximum: int | None = None,
+def as_count(name: str, value: object, *, minimum: int = 1, maximum: int | None = None,
              limit: str | None = None) -> int:
-    """An integer in [minimum, maximum] (bools and floats such as 2.5 or 2.0 are refused);
-    `limit` names the constant behind maximum in the message."""
+    """An integer in [minimum, maximum], such as a number of layers or of samples.
+
+    Parameters
+    ----------
+    name : str
+        The argument's name, for the error message.
+    value : object
+        The integer: a Python or NumPy integer, or any object with ``__index__``; booleans and
+        floats (2.5 or 2.0) are refused.
+    minimum : int, optional
+        The least value accepted (default 1).
+    maximum : int, optional
+        The largest value accepted; no bound when None (default).
+    limit : str, optional
+        The name of the constant behind `maximum`, for the message.
+
+    Returns
+    -------
+    int
+        The integer as a Python int.
+
+    Raises
+    ------
+    InvalidInputError
+        When `value` is not an integer (booleans and floats included) or lies outside
+        [minimum, maximum].
+
+    See Also
+    --------
+    as_seed : a random seed.
+    as_time : a positive real number.
+
+    References
+    ----------
+    .. [1] riccati_tf theory, SPEC §1 "The model: a Transformer as a flow of measures".
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from riccati_tf.state.validation import as_count
+    >>> as_count("n_layers", np.int64(3))
+    3
+    >>> try:
+    ...     as_count("n_layers", 2.0)
+    ... except ValueError as exc:
+    ...     print(exc)
+    n_layers must be an integer, got 2.0
+    """
     if isinstance(value, bool | np.bool_):
         raise InvalidInputError(f"{name} must be an integer, got {value!r}")
     try:
-        n = operator.index(value)
+        n = operator.index(cast(SupportsIndex, value))  # TypeError when it is not
     except TypeError:
         raise InvalidInputError(f"{name} must be an integer, got {_short(value)}") from None
     if n < minimum:
@@ -366,13 +700,85 @@ def as_count(name: str, value, *, minimum: int = 1, maximum: int | None = None,
     return int(n)
 
 
-def as_seed(name: str, value) -> int:
-    """A random seed: an integer in [0, MAX_SEED] (bools and floats refused)."""
+def as_seed(name: str, value: object) -> int:
+    """A random seed: an integer in [0, MAX_SEED].
+
+    MAX_SEED = 2⁶³ − 1: NumPy's generators refuse negative seeds and torch's ``manual_seed``
+    takes at most 64 bits.
+
+    Parameters
+    ----------
+    name : str
+        The argument's name, for the error message.
+    value : object
+        The seed (an integer; booleans and floats are refused).
+
+    Returns
+    -------
+    int
+        The seed as a Python int.
+
+    Raises
+    ------
+    InvalidInputError
+        When `value` is not an integer or lies outside [0, MAX_SEED].
+
+    See Also
+    --------
+    as_generator : a NumPy random Generator from a seed.
+    as_count : an integer in any range.
+
+    References
+    ----------
+    .. [1] riccati_tf theory, SPEC §7 "Validation against real Transformers" (seeded
+       experiments).
+
+    Examples
+    --------
+    >>> from riccati_tf.state.validation import as_seed
+    >>> as_seed("seed", 7)
+    7
+    """
     return as_count(name, value, minimum=0, maximum=MAX_SEED, limit="validation.MAX_SEED")
 
 
-def as_cloud(name: str, x) -> np.ndarray:
-    """A finite (N, d) array of N ≥ 2 tokens."""
+def as_cloud(name: str, x: npt.ArrayLike) -> npt.NDArray[np.float64]:
+    """A finite (N, d) array of N ≥ 2 tokens x_1, ..., x_N in R^d.
+
+    Parameters
+    ----------
+    name : str
+        The argument's name, for the error message.
+    x : (N, d) array_like of real numbers
+        The tokens, one per row.
+
+    Returns
+    -------
+    (N, d) ndarray of float64
+        A new array holding the tokens.
+
+    Raises
+    ------
+    InvalidInputError
+        When an entry is refused by the conversion policy (non-numbers, NaN or Inf, values
+        beyond the float64 range) or the array is not 2-D with N ≥ 2 rows and d ≥ 1 columns.
+
+    See Also
+    --------
+    as_array : an array of any shape.
+
+    References
+    ----------
+    .. [1] riccati_tf theory, SPEC §1 "The model: a Transformer as a flow of measures" (the
+       empirical measure of N tokens).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from riccati_tf.state.validation import as_cloud
+    >>> as_cloud("x", np.zeros((3, 2))).shape
+    (3, 2)
+    """
     arr = as_array(name, x)  # finite floats; strings and ragged lists refused
     if arr.ndim != 2 or arr.shape[0] < 2 or arr.shape[1] < 1:
         raise InvalidInputError(f"{name} must be an (N, d) array of N ≥ 2 tokens, got shape "
@@ -380,9 +786,53 @@ def as_cloud(name: str, x) -> np.ndarray:
     return arr
 
 
-def as_time_grid(name: str, value, t_final: float) -> np.ndarray:
-    """Strictly increasing finite times in [0, t_final] (at most MAX_TIME_POINTS of them); a last
-    time above t_final by a relative 1e-12 (rounding) is set to t_final."""
+def as_time_grid(name: str, value: npt.ArrayLike, t_final: float) -> npt.NDArray[np.float64]:
+    """Strictly increasing finite times in [0, t_final], such as the output times of a flow.
+
+    At most MAX_TIME_POINTS times; a last time above t_final by a relative 1e-12 (rounding) is
+    set to t_final.
+
+    Parameters
+    ----------
+    name : str
+        The argument's name, for the error message.
+    value : (k,) array_like of float
+        The times.
+    t_final : float
+        The end of the interval, ≥ 0.
+
+    Returns
+    -------
+    (k,) ndarray of float64
+        The times, the last one clipped to t_final.
+
+    Raises
+    ------
+    InvalidInputError
+        When an entry is refused by the conversion policy (non-numbers, NaN or Inf), the array
+        is not 1-D and non-empty, holds more than MAX_TIME_POINTS times, leaves [0, t_final],
+        or is not strictly increasing.
+
+    See Also
+    --------
+    as_time : one time.
+    riccati_tf.flow : takes its output times `t_eval` through this check.
+
+    References
+    ----------
+    .. [1] riccati_tf theory, SPEC §2 "Gaussian invariance and the moment equations".
+
+    Examples
+    --------
+    >>> from riccati_tf.state.validation import as_time_grid
+    >>> as_time_grid("t_eval", [0, 0.5, 1.0 + 1e-13], 1.0)
+    array([0. , 0.5, 1. ])
+    >>> try:
+    ...     as_time_grid("t_eval", [0.5, 0.2], 1.0)
+    ... except ValueError as exc:
+    ...     print(exc)
+    t_eval must be strictly increasing: t_eval[0] = 0.5 is followed by 0.2
+    """
     t = _as_float_array(name, value)
     if t.ndim != 1 or t.size == 0:
         raise InvalidInputError(f"{name} must be a non-empty 1-D array of times, got shape "
@@ -401,7 +851,8 @@ def as_time_grid(name: str, value, t_final: float) -> np.ndarray:
     return t
 
 
-def _scaled_tol(cov: np.ndarray, eig: np.ndarray, tol, e: int) -> float:
+def _scaled_tol(cov: npt.NDArray[np.float64], eig: npt.NDArray[np.floating],
+                tol: float | None, e: int) -> float:
     """The rank tolerance in the units of cov · 2^−e (default d·eps·λ_max)."""
     if tol is None:
         return cov.shape[0] * np.finfo(float).eps * max(float(eig[-1]), 0.0)
@@ -411,23 +862,135 @@ def _scaled_tol(cov: np.ndarray, eig: np.ndarray, tol, e: int) -> float:
         return math.inf
 
 
-def psd_rank(cov: np.ndarray, tol: float | None = None) -> int:
-    """Numerical rank of a PSD matrix: eigenvalues above tol (default d·eps·λ_max)."""
+def psd_rank(cov: npt.NDArray[np.float64], tol: float | None = None) -> int:
+    """Numerical rank of a positive semidefinite matrix: its eigenvalues above tol.
+
+    The eigenvalues are computed on cov scaled by a power of two (`scale_exponent`), so the rank
+    is the same at every magnitude. rank Σ(t) is an invariant of the flow (SPEC §3).
+
+    Parameters
+    ----------
+    cov : (d, d) ndarray of float, symmetric positive semidefinite
+        The matrix, already validated (`as_covariance`).
+    tol : float, optional
+        The threshold; default d·eps·λ_max(cov).
+
+    Returns
+    -------
+    int
+        The number of eigenvalues above `tol`.
+
+    Raises
+    ------
+    numpy.linalg.LinAlgError
+        When the eigenvalue computation does not converge (non-finite input).
+
+    See Also
+    --------
+    psd_factor : a factor L with L Lᵀ = cov of this rank.
+    riccati_tf.Gaussian.rank : the rank of a Gaussian's covariance.
+
+    References
+    ----------
+    .. [1] riccati_tf theory, SPEC §3 "Rank invariance".
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from riccati_tf.state.validation import psd_rank
+    >>> psd_rank(np.diag([1.0, 1e-20, 0.0])), psd_rank(np.diag([1.0, 1e-20]), tol=0.0)
+    (1, 2)
+    """
     e = scale_exponent(cov)
     eig = np.linalg.eigvalsh(_scaled(cov, e))
     return int(np.sum(eig > _scaled_tol(cov, eig, tol, e)))
 
 
-def psd_factor(cov: np.ndarray, tol: float | None = None) -> np.ndarray:
-    """A d×r factor L with L Lᵀ = cov, r = psd_rank(cov, tol) (eigen-decomposition)."""
+def psd_factor(cov: npt.NDArray[np.float64], tol: float | None = None) -> npt.NDArray[np.float64]:
+    """A d×r factor L with L Lᵀ = cov, r = psd_rank(cov, tol).
+
+    From the eigen-decomposition cov = Q diag(λ) Qᵀ: L = Q_r diag(√λ_r) over the eigenvalues
+    above tol, computed on cov scaled by a power of four (exact at every magnitude).
+
+    Parameters
+    ----------
+    cov : (d, d) ndarray of float, symmetric positive semidefinite
+        The matrix, already validated (`as_covariance`).
+    tol : float, optional
+        The rank threshold; default d·eps·λ_max(cov).
+
+    Returns
+    -------
+    (d, r) ndarray of float64
+        The factor L.
+
+    Raises
+    ------
+    numpy.linalg.LinAlgError
+        When the eigen-decomposition does not converge (non-finite input).
+
+    See Also
+    --------
+    psd_rank : the rank r.
+    as_covariance : validates a covariance first.
+
+    References
+    ----------
+    .. [1] riccati_tf theory, SPEC §3 "Rank invariance" (Σ = L Lᵀ on its stratum).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from riccati_tf.state.validation import psd_factor
+    >>> cov = np.array([[4.0, 2.0], [2.0, 1.0]])
+    >>> L = psd_factor(cov)
+    >>> L.shape, np.allclose(L @ L.T, cov)
+    ((2, 1), True)
+    """
     e = scale_exponent(cov, even=True)
     eig, vec = np.linalg.eigh(_scaled(cov, e))
     keep = eig > _scaled_tol(cov, eig, tol, e)
     return _scaled(vec[:, keep] * np.sqrt(eig[keep]), -(e // 2))  # × 2^(e/2)
 
 
-def as_generator(name: str, value) -> np.random.Generator:
-    """A NumPy random Generator from None (fresh entropy), an int seed ≥ 0 or a Generator."""
+def as_generator(name: str, value: object) -> np.random.Generator:
+    """A NumPy random Generator from None, an integer seed or a Generator (as in scipy.stats).
+
+    Parameters
+    ----------
+    name : str
+        The argument's name, for the error message.
+    value : None, int or numpy.random.Generator
+        None for fresh entropy, an integer seed ≥ 0, or a Generator (returned as it is).
+
+    Returns
+    -------
+    numpy.random.Generator
+        The generator.
+
+    Raises
+    ------
+    InvalidInputError
+        When `value` is of another type (a boolean, a float, a legacy RandomState) or is a
+        negative integer.
+
+    See Also
+    --------
+    as_seed : a seed in [0, MAX_SEED].
+    riccati_tf.Gaussian.sample : draws samples with such a generator.
+
+    References
+    ----------
+    .. [1] riccati_tf theory, SPEC §7 "Validation against real Transformers" (seeded
+       experiments).
+
+    Examples
+    --------
+    >>> from riccati_tf.state.validation import as_generator
+    >>> rng = as_generator("rng", 0)
+    >>> round(float(rng.standard_normal()), 6)
+    0.12573
+    """
     if value is None:
         return np.random.default_rng()
     if isinstance(value, np.random.Generator):
