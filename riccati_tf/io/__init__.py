@@ -1,3 +1,5 @@
 """Reading and writing: the strict JSON / YAML 1.2 specification loader (`spec`), output
 folders that never overwrite a file they did not write (`files`), and plain JSON values from
 results (`serialize`)."""
+
+__all__: list[str] = []

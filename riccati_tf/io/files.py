@@ -19,10 +19,13 @@ import hashlib
 import json
 import os
 import secrets
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import InvalidInputError
+
+__all__ = ["MARKER", "OutputFolder"]
 
 #: the marker of an output folder
 MARKER = ".riccati-tf-files.json"
@@ -34,7 +37,7 @@ def sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def read_or_none(path: Path) -> bytes | None:
+def read_or_none(path: str | Path) -> bytes | None:
     """The bytes of the file at path, or None when there is none (an unreadable one is an
     InvalidInputError)."""
     try:
@@ -45,7 +48,7 @@ def read_or_none(path: Path) -> bytes | None:
         raise InvalidInputError(f"{path}: cannot read ({exc.strerror or exc})") from None
 
 
-def atomic_write_bytes(path: Path, data: bytes) -> None:
+def atomic_write_bytes(path: str | Path, data: bytes) -> None:
     """Write to `.<name>.tmp-<pid>-<token>` (this writer's own name), fsync, then rename over
     `path` (readers never see a partial file; another writer's temporaries are never touched)."""
     path = Path(path)
@@ -61,7 +64,7 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
         raise InvalidInputError(f"{path}: cannot write ({exc.strerror or exc})") from None
 
 
-def check_creatable(path: Path, what: str) -> None:
+def check_creatable(path: str | Path, what: str) -> None:
     """Refuse (InvalidInputError starting with `what`) unless `path` can be created where it
     is: its nearest existing ancestor is a folder this process may write into (missing folders
     in between are created on writing). Checked before anything is computed, so that a long run
@@ -80,7 +83,7 @@ def check_creatable(path: Path, what: str) -> None:
         raise InvalidInputError(f"{what}: {exc.strerror or exc}") from None
 
 
-def make_folder(path, what: str) -> Path:
+def make_folder(path: str | Path, what: str) -> Path:
     """Create the folder `path` (or accept an existing one); a path that is a file, or a folder
     that cannot be created, is refused with InvalidInputError starting with `what`."""
     path = Path(path)
@@ -96,14 +99,73 @@ def make_folder(path, what: str) -> Path:
 
 @dataclass(frozen=True)
 class OutputFolder:
-    """A folder riccati-tf writes into, with what its marker says riccati-tf wrote there."""
+    """A folder riccati-tf writes into, with what its marker says riccati-tf wrote there.
+
+    The marker MARKER lists every file riccati-tf wrote in the folder with its SHA-256. A file
+    of a name about to be written that the marker does not list, or whose SHA-256 it does not
+    list (changed since), belongs to someone else: `check` and `write` refuse it before
+    anything is written. Files are written atomically (a temporary name of this writer, fsync,
+    rename), the marker listing old and new checksums while a file is replaced, so a crash in
+    between leaves every file recognised. Construct it with `OutputFolder.open`.
+
+    Parameters
+    ----------
+    path : pathlib.Path
+        The folder.
+    owned : dict of str to list of str
+        {file name: SHA-256 hex digests riccati-tf wrote under that name}, as the marker says
+        (updated in place by `write`).
+    option : str, default "--out"
+        The command-line option (or argument) the folder came from, named in messages.
+
+    Raises
+    ------
+    InvalidInputError
+        From `open`: `out` is not a path, exists and is not a folder, cannot be created, or
+        holds a marker riccati-tf did not write. From `check` and `write`: a file of one of the
+        names is not riccati-tf's (not listed, changed since, a link or a folder), or a file
+        cannot be written.
+
+    See Also
+    --------
+    riccati_tf.app.report.write_report : writes the HTML report through an OutputFolder.
+    riccati_tf.io.serialize.to_jsonable : the JSON values the folders' numbers are made of.
+
+    References
+    ----------
+    .. [1] The Open Group, "rename", The Open Group Base Specifications Issue 7 (POSIX.1-2017):
+       the rename that makes each write atomic.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from pathlib import Path
+    >>> from riccati_tf.io.files import OutputFolder
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     folder = OutputFolder.open(Path(tmp) / "out")
+    ...     paths = folder.write({"numbers.json": b"{}"})
+    ...     again = OutputFolder.open(folder.path)      # a later run reads the marker
+    ...     again.write({"numbers.json": b"[1]"})["numbers.json"].read_text()
+    '[1]'
+
+    A file riccati-tf did not write is never overwritten:
+
+    >>> from riccati_tf.errors import InvalidInputError
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     _ = (Path(tmp) / "notes.txt").write_text("mine")
+    ...     try:
+    ...         OutputFolder.open(tmp).write({"notes.txt": b"theirs"})
+    ...     except InvalidInputError:
+    ...         print((Path(tmp) / "notes.txt").read_text())
+    mine
+    """
 
     path: Path
     owned: dict[str, list[str]]
     option: str = "--out"
 
     @classmethod
-    def open(cls, out, option: str = "--out") -> OutputFolder:
+    def open(cls, out: str | Path, option: str = "--out") -> OutputFolder:
         """Create `out` (or accept it) and read its marker; a path that is not a folder, a
         folder that cannot be created and a marker riccati-tf did not write are refused."""
         if not isinstance(out, str | Path) or str(out) == "":
@@ -125,7 +187,7 @@ class OutputFolder:
                                     f"folder)")
         return cls(out, files, option)
 
-    def check(self, names) -> None:
+    def check(self, names: Iterable[str]) -> None:
         """Refuse when the folder holds a file of one of `names` that riccati-tf did not write
         (or that was changed since it did)."""
         for name in names:

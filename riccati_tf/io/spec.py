@@ -34,12 +34,23 @@ import json
 import math
 import re
 import sys
+from collections.abc import Callable, Iterable, Iterator
 from functools import cache
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 from ..errors import InvalidInputError
 from ..state.params import Gaussian, Params
+
+if TYPE_CHECKING:
+    import numpy.typing as npt
+
+    from ..reachability.steering import TrackingPiece
+
+__all__ = ["MAX_DIM", "MAX_HEADS", "MAX_SCHEDULE", "MAX_SPEC_BYTES", "MAX_SPEC_DEPTH",
+           "MAX_SPEC_NODES", "MAX_YAML_ALIASES", "load_spec"]
+
+_T = TypeVar("_T")
 
 #: largest spec file read, in bytes
 MAX_SPEC_BYTES = 8 * 1024 * 1024
@@ -61,7 +72,7 @@ class SpecError(InvalidInputError):
     """A spec that lacks a field or holds an invalid value; the message names the field."""
 
 
-def brief(value, width: int = 60) -> str:
+def brief(value: object, width: int = 60) -> str:
     """repr(value) cut to `width` characters (a spec value quoted in a message)."""
     if isinstance(value, int) and not isinstance(value, bool) and abs(value) > 10 ** 30:
         digits = int(abs(value).bit_length() * math.log10(2)) + 1  # str() is refused > 4300
@@ -96,15 +107,15 @@ def _json_constant(name: str) -> _BadValue:
                      f"finite number")
 
 
-def _json_float(text: str):
+def _json_float(text: str) -> float | _BadValue:
     value = float(text)
     if math.isinf(value):
         return _BadValue(f"{brief(text)} is beyond the float range (±{FLOAT_MAX:.3g})")
     return value
 
 
-def _json_object(pairs):
-    out = {}
+def _json_object(pairs: list[tuple[str, Any]]) -> dict:
+    out: dict = {}
     for key, value in pairs:
         if key in out:
             dup = _DuplicateKeys(out)
@@ -115,20 +126,20 @@ def _json_object(pairs):
 
 
 @cache
-def _yaml_loader():
+def _yaml_loader() -> type:
     """A YAML loader class: the safe constructors, YAML 1.2 core-schema scalars, duplicate keys
     recorded (libyaml's C parser when available)."""
     import yaml
 
-    base = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    base: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
     class SpecLoader(base):
         yaml_implicit_resolvers: ClassVar[dict] = {}
 
-        def construct_mapping(self, node, deep=False):
+        def construct_mapping(self, node: Any, deep: bool = False) -> Any:
             if not isinstance(node, yaml.MappingNode):
                 return super().construct_mapping(node, deep=deep)
-            out = {}
+            out: dict = {}
             for key_node, value_node in node.value:
                 key = self.construct_object(key_node, deep=deep)
                 try:
@@ -144,10 +155,10 @@ def _yaml_loader():
                 out[key] = self.construct_object(value_node, deep=deep)
             return out
 
-        def construct_yaml_map(self, node):
+        def construct_yaml_map(self, node: Any) -> Iterator[Any]:
             yield self.construct_mapping(node, deep=True)
 
-    def construct_int(loader, node):
+    def construct_int(loader: Any, node: Any) -> int:
         text = loader.construct_scalar(node)
         sign = -1 if text.startswith("-") else 1
         body = text.lstrip("+-")
@@ -155,7 +166,7 @@ def _yaml_loader():
             return sign * int(body[2:], 8 if body[1] == "o" else 16)
         return sign * int(body)
 
-    def construct_float(loader, node):
+    def construct_float(loader: Any, node: Any) -> float | _BadValue:
         text = loader.construct_scalar(node)
         low = text.lower()
         if low in (".nan", "+.nan", "-.nan"):
@@ -167,7 +178,7 @@ def _yaml_loader():
             return _BadValue(f"{brief(text)} is beyond the float range (±{FLOAT_MAX:.3g})")
         return value
 
-    def construct_bool(loader, node):
+    def construct_bool(loader: Any, node: Any) -> bool:
         return loader.construct_scalar(node).lower() == "true"
 
     core = [  # (tag, regexp, first characters): YAML 1.2.2 §10.3.2, the core schema
@@ -186,7 +197,7 @@ def _yaml_loader():
     return SpecLoader
 
 
-def _scan_yaml_events(text: str, loader) -> None:
+def _scan_yaml_events(text: str, loader: type) -> None:
     """Refuse more than MAX_YAML_ALIASES aliases and nesting beyond MAX_SPEC_DEPTH from the
     event stream (before any node is composed)."""
     import yaml
@@ -208,7 +219,7 @@ def _scan_yaml_events(text: str, loader) -> None:
             depth -= 1
 
 
-def _yaml_error(exc) -> str:
+def _yaml_error(exc: BaseException) -> str:
     import yaml
 
     if isinstance(exc, yaml.MarkedYAMLError) and exc.problem:
@@ -219,11 +230,11 @@ def _yaml_error(exc) -> str:
     return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
 
 
-def _join(where: str, key) -> str:
+def _join(where: str, key: object) -> str:
     return f"{where}.{key}" if where else str(key)
 
 
-def check_tree(data) -> None:
+def check_tree(data: object) -> None:
     """Refuse values a parser let through: nesting beyond MAX_SPEC_DEPTH, more than
     MAX_SPEC_NODES values (aliases expanded), non-string keys, duplicate keys, NaN/Infinity
     literals of JSON and numbers beyond the float range; the message names the field."""
@@ -260,8 +271,69 @@ def check_tree(data) -> None:
 
 
 def load_spec(path: str | Path) -> dict:
-    """Read a JSON (.json, or any other suffix) or YAML (.yaml/.yml) spec file into a mapping,
-    under the rules of the module docstring."""
+    """Read a JSON or YAML spec file into a mapping, strictly and within bounded sizes.
+
+    A file whose suffix is .yaml or .yml is read as YAML 1.2 (core schema, safe constructors
+    only), any other as JSON (RFC 8259). The rules of the module docstring hold whatever the
+    file holds: at most MAX_SPEC_BYTES bytes of UTF-8 text, no NaN/Infinity literal in JSON,
+    no key twice in one mapping, at most MAX_YAML_ALIASES aliases, nesting at most
+    MAX_SPEC_DEPTH deep, at most MAX_SPEC_NODES values, string keys, and no number beyond the
+    float range. Strings are never evaluated. The fields themselves (params, initial, ...) are
+    checked later by the command that reads them.
+
+    Parameters
+    ----------
+    path : str or pathlib.Path
+        The spec file.
+
+    Returns
+    -------
+    dict
+        The spec's top-level mapping {field: value}; values are numbers, strings, booleans,
+        None, lists and mappings.
+
+    Raises
+    ------
+    SpecError
+        (an InvalidInputError) naming the file and the problem: it cannot be read, is larger
+        than MAX_SPEC_BYTES, is not UTF-8, is empty, is not valid JSON / YAML, breaks one of the
+        limits above (the message names the field), or its top level is not a mapping.
+
+    See Also
+    --------
+    riccati_tf.app.cli.main : the command line, whose subcommands read their SPEC with it.
+    riccati_tf.sweep.family.parse_family : checks a sweep spec loaded by it.
+
+    References
+    ----------
+    .. [1] T. Bray (ed.), "The JavaScript Object Notation (JSON) Data Interchange Format",
+       RFC 8259, 2017.
+    .. [2] O. Ben-Kiki, C. Evans, I. döt Net, "YAML Ain't Markup Language (YAML) version
+       1.2.2", 2021, §10.3 "Core Schema".
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from pathlib import Path
+    >>> from riccati_tf.io.spec import load_spec
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     path = Path(tmp) / "flow.yaml"
+    ...     _ = path.write_text("{params: {A: [[0, 1], [-1, 0]]}, t_final: 1e1}")
+    ...     load_spec(path)
+    {'params': {'A': [[0, 1], [-1, 0]]}, 't_final': 10.0}
+
+    A key given twice is refused, naming it:
+
+    >>> from riccati_tf.errors import InvalidInputError
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     path = Path(tmp) / "spec.json"
+    ...     _ = path.write_text('{"t_final": 1, "t_final": 2}')
+    ...     try:
+    ...         load_spec(path)
+    ...     except InvalidInputError as exc:
+    ...         print(str(exc).endswith("t_final: the key appears twice in one mapping"))
+    True
+    """
     path = Path(path)
     try:
         with open(path, "rb") as fh:
@@ -310,7 +382,7 @@ def load_spec(path: str | Path) -> dict:
 # --- fields ----------------------------------------------------------------------------------
 
 
-def check_keys(spec: dict, allowed, where: str = "") -> None:
+def check_keys(spec: dict, allowed: Iterable[str], where: str = "") -> None:
     """Refuse keys of `spec` outside `allowed`, naming the first one and the closest allowed key
     (``initial.metod: unknown field; did you mean 'method'?``). `where` is the prefix of the
     mapping ("" at the top level, "params." inside params)."""
@@ -323,7 +395,7 @@ def check_keys(spec: dict, allowed, where: str = "") -> None:
             raise SpecError(f"{where}{key}: unknown field{hint}")
 
 
-def check_mapping(spec, where: str, allowed, what: str) -> dict:
+def check_mapping(spec: object, where: str, allowed: Iterable[str], what: str) -> dict:
     """`spec` as a mapping with keys in `allowed` (`what` describes it in the message)."""
     if not isinstance(spec, dict):
         raise SpecError(f"{where}: must be a mapping {what}, got {_kind(spec)}")
@@ -331,7 +403,7 @@ def check_mapping(spec, where: str, allowed, what: str) -> dict:
     return spec
 
 
-def _kind(value) -> str:
+def _kind(value: object) -> str:
     if isinstance(value, bool):
         return f"the boolean {value}"
     if isinstance(value, str):
@@ -354,7 +426,7 @@ def field(spec: dict, name: str, where: str = "", *, default: Any = ...) -> Any:
     return default
 
 
-def check_numeric(value, where: str, *, max_len: int | None = None,
+def check_numeric(value: object, where: str, *, max_len: int | None = None,
                   max_depth: int | None = None, limit: str = "spec.MAX_DIM",
                   finite: bool = False) -> None:
     """Refuse anything but numbers inside a nested list: strings (never evaluated), booleans,
@@ -383,11 +455,11 @@ def check_numeric(value, where: str, *, max_len: int | None = None,
         raise SpecError(f"{where}: must be a finite number, got {value}")
 
 
-def _matrix(value, where: str) -> None:
+def _matrix(value: object, where: str) -> None:
     check_numeric(value, where, max_len=MAX_DIM, max_depth=2, finite=True)
 
 
-def _convert(where: str, build, *args, **kwargs):
+def _convert(where: str, build: Callable[..., _T], *args: Any, **kwargs: Any) -> _T:
     try:
         return build(*args, **kwargs)
     except SpecError:
@@ -436,8 +508,9 @@ def parse_gaussian(spec: dict, where: str) -> Gaussian:
     return _convert(where, Gaussian, mean, cov)
 
 
-def parse_number(spec: dict, name: str, where: str = "", *, default: Any = ..., kind=float,
-                 minimum=None, maximum=None, limit: str | None = None):
+def parse_number(spec: dict, name: str, where: str = "", *, default: Any = ...,
+                 kind: type = float, minimum: float | None = None, maximum: float | None = None,
+                 limit: str | None = None) -> Any:
     """A number field (int when kind is int); bools, strings, null, NaN/Inf and integers beyond
     the float range are refused, and so are values outside [minimum, maximum] (`limit` names the
     constant behind maximum in the message)."""
@@ -461,7 +534,8 @@ def parse_number(spec: dict, name: str, where: str = "", *, default: Any = ..., 
     return kind(value)
 
 
-def parse_choice(spec: dict, name: str, allowed, where: str = "", *, default: Any = ...) -> str:
+def parse_choice(spec: dict, name: str, allowed: Iterable[str], where: str = "", *,
+                 default: Any = ...) -> str:
     """A string field that must be one of `allowed`."""
     allowed = tuple(allowed)
     value = field(spec, name, where, default=default)
@@ -495,7 +569,7 @@ TRACKING_FIELDS = {"K": ("d", "d"), "A": ("d", "d"), "V": ("d", "d"), "R": ("d",
                    "L_start": ("d", "r"), "m_start": ("d",), "b_path": ("d",)}
 
 
-def _array(value, where: str, shape: tuple, d: int):
+def _array(value: object, where: str, shape: tuple, d: int) -> npt.NDArray[Any]:
     """value as a float array of `shape` (entries "d" are d, "r" any size ≤ d)."""
     import numpy as np
 
@@ -539,6 +613,7 @@ def parse_schedule(spec: dict, name: str, d: int, t_final: float) -> list:
             raise SpecError(f"{here}.t_end: must be > {t0!r} (the piece's start), got {t1!r}")
         if ("params" in entry) == ("tracking" in entry):
             raise SpecError(f"{here}: give exactly one of params (constant) and tracking")
+        piece: Params | TrackingPiece
         if "params" in entry:
             piece = parse_params(entry["params"], f"{here}.params")
             if piece.d != d:
@@ -553,10 +628,11 @@ def parse_schedule(spec: dict, name: str, d: int, t_final: float) -> list:
     return out
 
 
-def _tracking(spec, where: str, d: int, t0: float, t1: float):
+def _tracking(spec: object, where: str, d: int, t0: float, t1: float) -> TrackingPiece:
     from ..reachability.steering import TrackingPiece
 
-    check_mapping(spec, where, tuple(TRACKING_FIELDS), "with " + ", ".join(TRACKING_FIELDS))
-    arrays = {key: _array(field(spec, key, where + "."), f"{where}.{key}", shape, d)
+    mapping = check_mapping(spec, where, tuple(TRACKING_FIELDS),
+                            "with " + ", ".join(TRACKING_FIELDS))
+    arrays = {key: _array(field(mapping, key, where + "."), f"{where}.{key}", shape, d)
               for key, shape in TRACKING_FIELDS.items()}
     return TrackingPiece(t0, t1, **arrays)
