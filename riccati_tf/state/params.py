@@ -14,11 +14,13 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from ..errors import InvalidInputError, SolverError
 from .validation import (
@@ -33,6 +35,8 @@ from .validation import (
     scale_exponent,
 )
 
+__all__ = ["MAX_SAMPLE_ENTRIES", "SCALAR_RTOL", "Gaussian", "Head", "Params"]
+
 #: relative tolerance to call a value matrix scalar: ‖V − (tr V / d) I‖_F ≤ SCALAR_RTOL ‖V‖_F
 SCALAR_RTOL = 1e-13
 #: the most numbers one call of Gaussian.sample returns (n·d; 800 MB of float64): draw in batches
@@ -41,15 +45,64 @@ MAX_SAMPLE_ENTRIES = 100_000_000
 
 @dataclass(frozen=True, eq=False)
 class Head:
-    """One attention head kept as its low-rank factors:
+    """One attention head kept as its low-rank factors.
+
+    The head's query–key and value matrices are
 
         B_h = Kᵀ Q   (Q, K ∈ R^{r×d}),     V_h = O V   (V ∈ R^{s×d}, O ∈ R^{d×s}),
 
-    so that V_h Σ B_h Σ = O (V Σ Kᵀ)(Q Σ) costs O(d² (r + s)) instead of O(d³). The logit scale
-    is folded in by the caller (an encoder head with logit s⟨W_Q x, W_K y⟩ is
-    Head(Q=s·W_Q, K=W_K, V=W_V, O=W_O)). Entries are converted by the policy of
-    `riccati_tf.state.validation` (finite reals only); r, s ≥ 1. The dense d×d matrices are
-    `Head.pair` = (V_h, B_h), computed on first use.
+    so that the attention term V_h Σ B_h Σ = O (V Σ Kᵀ)(Q Σ) of the covariance equation costs
+    O(d² (r + s)) instead of O(d³). The logit scale is folded in by the caller (an encoder head
+    with logit s⟨W_Q x, W_K y⟩ is Head(Q=s·W_Q, K=W_K, V=W_V, O=W_O)). The factors are stored
+    read-only; the dense d×d matrices are `Head.pair` = (V_h, B_h), computed on first use.
+
+    Parameters
+    ----------
+    Q : (r, d) array_like of float
+        Query factor, r ≥ 1.
+    K : (r, d) array_like of float
+        Key factor, of the shape of Q.
+    V : (s, d) array_like of float
+        Value factor, s ≥ 1.
+    O : (d, s) array_like of float
+        Output factor.
+
+    Raises
+    ------
+    InvalidInputError
+        When an entry is refused by the conversion policy of `riccati_tf.state.validation`
+        (NaN or Inf, non-numbers), a factor is not 2-D, r, s or d is 0, or the shapes do not
+        match: K of the shape of Q, V with d columns, O of shape (d, s).
+
+    See Also
+    --------
+    Params : a layer whose heads are dense pairs or `Head` factors.
+    riccati_tf.moment_rhs : the moment equations, computed from the factors.
+
+    References
+    ----------
+    .. [1] riccati_tf theory, SPEC §1 "The model: a Transformer as a flow of measures"
+       (B = Kᵀ Q for the usual ⟨Qx, Ky⟩; multi-head).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from riccati_tf import Gaussian, Head, Params, moment_rhs
+    >>> rng = np.random.default_rng(0)
+    >>> Q, K = rng.standard_normal((1, 3)), rng.standard_normal((1, 3))
+    >>> V, O = rng.standard_normal((1, 3)), rng.standard_normal((3, 1))
+    >>> head = Head(Q, K, V, O)
+    >>> V_h, B_h = head.pair
+    >>> bool(np.allclose(B_h, K.T @ Q)), int(np.linalg.matrix_rank(B_h))
+    (True, 1)
+
+    The moment equations are the same whether the head is given by its factors or densely:
+
+    >>> g = Gaussian(np.ones(3), np.eye(3))
+    >>> _, dS_factored = moment_rhs(Params(np.eye(3), heads=[head]), g)
+    >>> _, dS_dense = moment_rhs(Params(np.eye(3), heads=[head.pair]), g)
+    >>> bool(np.allclose(dS_factored, dS_dense))
+    True
     """
 
     Q: np.ndarray
@@ -57,7 +110,7 @@ class Head:
     V: np.ndarray
     O: np.ndarray
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         Q, K, V, O = (as_array(f"Head {n}", getattr(self, n), ndim=2) for n in "QKVO")
         d = Q.shape[1]
         if Q.shape[0] == 0 or V.shape[0] == 0 or d == 0:
@@ -77,10 +130,11 @@ class Head:
 
     @property
     def d(self) -> int:
+        """The dimension d of the tokens the head acts on."""
         return self.Q.shape[1]
 
     @cached_property
-    def pair(self) -> tuple[np.ndarray, np.ndarray]:
+    def pair(self) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
         """The dense (V_h, B_h) = (O V, Kᵀ Q). SolverError when a product overflows float64."""
         with np.errstate(over="ignore", invalid="ignore"):
             V, B = self.O @ self.V, self.K.T @ self.Q
@@ -92,17 +146,21 @@ class Head:
         return V, B
 
 
-class HeadPairs(Sequence):
+#: one head as Params holds it: a dense pair (V_h, B_h) or its factors
+HeadEntry = Head | tuple[np.ndarray, np.ndarray]
+
+
+class HeadPairs(Sequence[tuple[np.ndarray, np.ndarray]]):
     """Params.heads: the heads as dense (V_h, B_h) pairs, a factored head's pair formed on first
     access and kept (`Head.pair`)."""
 
-    def __init__(self, entries: tuple):
+    def __init__(self, entries: tuple[HeadEntry, ...]) -> None:
         self._entries = entries
 
     def __len__(self) -> int:
         return len(self._entries)
 
-    def __getitem__(self, h):
+    def __getitem__(self, h: Any) -> Any:
         if isinstance(h, slice):
             return tuple(self[i] for i in range(*h.indices(len(self))))
         e = self._entries[h]
@@ -140,10 +198,10 @@ def _stack(heads: list[Head]) -> _Stack | None:
     heads = sorted(heads, key=lambda h: (h.V.shape[0], h.Q.shape[0]))
     groups, s0, r0 = [], 0, 0
     for (s, r), members in itertools.groupby(heads, key=lambda h: (h.V.shape[0], h.Q.shape[0])):
-        members = list(members)
-        G = len(members)
+        group = list(members)
+        G = len(group)
         groups.append((slice(s0, s0 + G * s), slice(r0, r0 + G * r),
-                       np.stack([h.K.T for h in members])))
+                       np.stack([h.K.T for h in group])))
         s0, r0 = s0 + G * s, r0 + G * r
     return _Stack(np.vstack([h.V for h in heads]), np.hstack([h.O for h in heads]),
                   np.vstack([h.Q for h in heads]), tuple(groups))
@@ -151,18 +209,81 @@ def _stack(heads: list[Head]) -> _Stack | None:
 
 @dataclass(frozen=True, eq=False)
 class Params:
-    """Layer parameters (A, B, V, b) of SPEC §1; `heads=[(V_1, B_1), ...]` for multi-head.
+    """Layer parameters (A, B, V, b) of SPEC §1, one head or several: the controls of the flow.
 
-    Each entry of `heads` is a dense pair (V_h, B_h) or a `Head(Q, K, V, O)` with
-    B_h = KᵀQ, V_h = OV (low rank: the moment right-hand side, rk flows and layers then cost
-    O(d² Σ_h (r_h + s_h)) per head instead of O(d³)). Missing pieces are zero. After
-    construction `heads` is always the sequence of dense (V_h, B_h) pairs (`HeadPairs`; a
-    factored head's pair is formed on first access) and `factors` holds, per head, its `Head`
-    or None for a dense head; `B` and `V` hold the single head's matrices (None for multi-head
-    input). `heads` must hold at least one entry: a layer without attention is `Params(A, b=b)`
-    (V = B = 0), so an empty list is refused rather than given a second meaning. Entries are
-    converted by the policy of `riccati_tf.state.validation` (finite reals only; no complex, bool or
-    string entries; d ≥ 1).
+    A layer moves the tokens by the velocity field X[μ](x) = A x + b + Σ_h V_h ∫ y
+    softmax(⟨B_h x, y⟩) dμ(y), which for μ = N(m, Σ) is affine:
+
+        X(x) = M x + c,   M = A + Σ_h V_h Σ B_h,   c = b + Σ_h V_h m.
+
+    One head is given by `B` and `V`, several by `heads=[(V_1, B_1), ...]`. Each entry of
+    `heads` is a dense pair (V_h, B_h) or a `Head(Q, K, V, O)` with B_h = KᵀQ, V_h = OV (low
+    rank: the moment right-hand side, rk flows and layers then cost O(d² Σ_h (r_h + s_h)) per
+    head instead of O(d³)). Missing pieces are zero. All arrays are stored read-only.
+
+    After construction `heads` is always the sequence of dense (V_h, B_h) pairs (`HeadPairs`;
+    a factored head's pair is formed on first access) and `factors` holds, per head, its
+    `Head` or None for a dense head; `B` and `V` hold the single head's matrices (None for
+    multi-head input). `value_scalars` is (v_1, ..., v_H) when every V_h = v_h I (the Riccati
+    case of SPEC §5, tested to SCALAR_RTOL), and then `G` = −Σ_h v_h (B_h + B_hᵀ), so that
+    Σ̇ = AΣ + ΣAᵀ − ΣGΣ.
+
+    Parameters
+    ----------
+    A : (d, d) array_like of float
+        Feed-forward matrix, d ≥ 1 (a scalar for d = 1).
+    B : (d, d) array_like of float, optional
+        Query–key matrix of a single head (default 0).
+    V : (d, d) array_like of float, optional
+        Value matrix of a single head (default 0).
+    b : (d,) array_like of float, optional
+        Bias (default 0).
+    heads : sequence of (V_h, B_h) pairs or Head, optional
+        Several heads instead of `B` and `V`: each entry a pair of (d, d) array_like or a
+        `Head`. At least one entry: a layer without attention is ``Params(A, b=b)``
+        (V = B = 0), so an empty list is refused rather than given a second meaning.
+
+    Raises
+    ------
+    InvalidInputError
+        When an entry is refused by the conversion policy of `riccati_tf.state.validation`
+        (NaN or Inf, complex, bool or string entries), a matrix is not square or not d×d, b
+        is not of length d, `heads` is given together with `B` or `V`, is not a non-empty
+        sequence of pairs or `Head` objects, or holds a `Head` on another R^d.
+
+    See Also
+    --------
+    Head : a head given by its low-rank factors.
+    Gaussian : the state the layer acts on.
+    riccati_tf.flow : the continuous-depth flow of a layer.
+    riccati_tf.layers : discrete residual layers.
+
+    References
+    ----------
+    .. [1] riccati_tf theory, SPEC §1 "The model: a Transformer as a flow of measures".
+    .. [2] riccati_tf theory, SPEC §2 "Gaussian invariance and the moment equations".
+    .. [3] B. Geshkovski, C. Letrouit, Y. Polyanskiy, P. Rigollet, "A mathematical perspective
+       on Transformers", arXiv:2312.10794, 2023.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from riccati_tf import Params
+    >>> p = Params(A=-np.eye(2), B=np.eye(2), V=0.5 * np.eye(2))
+    >>> p
+    Params(d=2, heads=1, scalar_V=(0.5,))
+    >>> bool(np.allclose(p.G, -np.eye(2)))
+    True
+    >>> np.round(p.M(np.eye(2)), 4)
+    array([[-0.5,  0. ],
+           [ 0. , -0.5]])
+
+    Two heads, one of them with a non-scalar value matrix:
+
+    >>> p2 = Params(np.zeros((2, 2)), heads=[(np.eye(2), np.eye(2)),
+    ...                                     (np.diag([1.0, 2.0]), np.eye(2))])
+    >>> len(p2.heads), p2.value_scalars
+    (2, None)
     """
 
     A: np.ndarray
@@ -171,7 +292,7 @@ class Params:
     b: np.ndarray | None = None
     heads: Sequence[tuple[np.ndarray, np.ndarray]] | None = field(default=None)
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         A = as_matrix("A", self.A)
         d = A.shape[0]
         if self.heads is not None:
@@ -205,7 +326,7 @@ class Params:
         object.__setattr__(self, "heads", HeadPairs(tuple(heads)))
 
     @staticmethod
-    def _entry(h: int, pair, d: int):
+    def _entry(h: int, pair: object, d: int) -> HeadEntry:
         if isinstance(pair, Head):
             if pair.d != d:
                 raise InvalidInputError(f"heads[{h}] is a Head on R^{pair.d} (Q is "
@@ -216,19 +337,31 @@ class Params:
         return (as_matrix(f"heads[{h}] V", pair[0], d), as_matrix(f"heads[{h}] B", pair[1], d))
 
     @property
+    def _heads(self) -> HeadPairs:
+        """`heads` as __post_init__ sets it (the constructor also takes a plain sequence)."""
+        heads = self.heads
+        assert isinstance(heads, HeadPairs)
+        return heads
+
+    @property
+    def _entries(self) -> tuple[HeadEntry, ...]:
+        """The heads as given: dense pairs and `Head` factors."""
+        return self._heads._entries
+
+    @property
     def factors(self) -> tuple[Head | None, ...]:
         """Per head its `Head` factors, or None for a head given as a dense (V_h, B_h) pair."""
-        return tuple(e if isinstance(e, Head) else None for e in self.heads._entries)
+        return tuple(e if isinstance(e, Head) else None for e in self._entries)
 
     @cached_property
     def dense_pairs(self) -> tuple[tuple[np.ndarray, np.ndarray], ...]:
         """The heads given as dense (V_h, B_h) pairs (the factored ones excluded)."""
-        return tuple(e for e in self.heads._entries if not isinstance(e, Head))
+        return tuple(e for e in self._entries if not isinstance(e, Head))
 
     @cached_property
     def stack(self) -> _Stack | None:
         """The factored heads stacked for the fast products (`_Stack`), None without any."""
-        return _stack([e for e in self.heads._entries if isinstance(e, Head)])
+        return _stack([e for e in self._entries if isinstance(e, Head)])
 
     @cached_property
     def value_sum(self) -> np.ndarray:
@@ -239,18 +372,20 @@ class Params:
         out.setflags(write=False)
         return out
 
-    def arrays(self):
+    def arrays(self) -> Iterator[np.ndarray]:
         """Every array the layer holds (A, b, dense pairs, factors): for finiteness checks."""
         yield self.A
+        assert self.b is not None  # set by __post_init__
         yield self.b
-        for e in self.heads._entries:
+        for e in self._entries:
             yield from ((e.Q, e.K, e.V, e.O) if isinstance(e, Head) else e)
 
     @property
     def d(self) -> int:
+        """The dimension d of the tokens."""
         return self.A.shape[0]
 
-    def M(self, cov: np.ndarray) -> np.ndarray:
+    def M(self, cov: np.ndarray) -> npt.NDArray[np.float64]:
         """Linear part of the field at covariance Σ: M = A + Σ_h V_h Σ B_h (factored heads:
         O · blockdiag(V_h Σ K_hᵀ) · Q)."""
         out = self.A.copy()
@@ -261,7 +396,7 @@ class Params:
             out += st.O @ st.inner(st.Vs @ cov, st.Q)
         return out
 
-    def c(self, mean: np.ndarray) -> np.ndarray:
+    def c(self, mean: np.ndarray) -> npt.NDArray[np.float64]:
         """Constant part of the field at mean m: c = b + Σ_h V_h m."""
         return self.b + self.value_sum @ mean
 
@@ -273,7 +408,7 @@ class Params:
         factored head of value rank s < d has V_h = v I only for V_h = 0 (‖V_h − wI‖_F ≥ |w| on
         the null space and ≥ ‖V_h‖ − |w|√d elsewhere); B_h is never formed here."""
         out = []
-        for entry in self.heads._entries:
+        for entry in self._entries:
             if isinstance(entry, Head):
                 with np.errstate(over="ignore", invalid="ignore"):
                     V = entry.O @ entry.V
@@ -294,14 +429,14 @@ class Params:
         return tuple(out)
 
     @cached_property
-    def G(self) -> np.ndarray:
+    def G(self) -> npt.NDArray[np.float64]:
         """G = −Σ_h v_h (B_h + B_hᵀ), so that Σ̇ = AΣ + ΣAᵀ − ΣGΣ (SPEC §5). Scalar V only.
 
         Raises SolverError when G overflows float64 (|v_h| ‖B_h‖ near 1e308)."""
         vs = self.value_scalars
         if vs is None:
             raise InvalidInputError("G is defined only for scalar value matrices V_h = v_h I")
-        pairs = list(zip(vs, self.heads, strict=True))
+        pairs = list(zip(vs, self._heads, strict=True))
         with np.errstate(over="ignore", invalid="ignore"):
             G = -sum(v * (B + B.T) for v, (_, B) in pairs)
             if not np.all(np.isfinite(G)):  # B + Bᵀ may overflow where v (B + Bᵀ) does not
@@ -313,17 +448,61 @@ class Params:
         return G
 
     def __repr__(self) -> str:
-        return f"Params(d={self.d}, heads={len(self.heads)}, scalar_V={self.value_scalars})"
+        return f"Params(d={self.d}, heads={len(self._entries)}, scalar_V={self.value_scalars})"
 
 
 @dataclass(frozen=True, eq=False)
 class Gaussian:
-    """A Gaussian N(mean, cov) on R^d; cov symmetric PSD (singular covariances are legal)."""
+    """A Gaussian N(m, Σ) on R^d: the state of the token cloud (SPEC §2).
+
+    An affine field X(x) = M x + c maps Gaussians to Gaussians, so the flow keeps
+    μ_t = N(m(t), Σ(t)). The covariance is symmetric positive semidefinite; singular covariances
+    are legal (degenerate Gaussians keep their rank along the flow, SPEC §3). Both arrays are
+    stored read-only, the covariance symmetrised.
+
+    Parameters
+    ----------
+    mean : (d,) array_like of float
+        The mean m (also (1, d) or (d, 1); a scalar for d = 1).
+    cov : (d, d) array_like of float, symmetric positive semidefinite
+        The covariance Σ, d ≥ 1.
+
+    Raises
+    ------
+    InvalidInputError
+        When an entry is refused by the conversion policy of `riccati_tf.state.validation`
+        (NaN or Inf, non-numbers), cov is not square, not symmetric (to SYM_RTOL) or not
+        positive semidefinite (to PSD_RTOL), or mean is not of length d.
+
+    See Also
+    --------
+    Params : the layer acting on the Gaussian.
+    riccati_tf.flow : the Gaussian's trajectory under a layer.
+    riccati_tf.moment_rhs : the velocity (ṁ, Σ̇) of the Gaussian.
+
+    References
+    ----------
+    .. [1] riccati_tf theory, SPEC §2 "Gaussian invariance and the moment equations".
+    .. [2] riccati_tf theory, SPEC §3 "Rank invariance".
+
+    Examples
+    --------
+    A degenerate Gaussian, supported on the line x₂ = x₁ + 1:
+
+    >>> import numpy as np
+    >>> from riccati_tf import Gaussian
+    >>> g = Gaussian([0.0, 1.0], [[1.0, 1.0], [1.0, 1.0]])
+    >>> g
+    Gaussian(d=2, rank=1)
+    >>> x = g.sample(1000, rng=0)
+    >>> x.shape, bool(np.allclose(x[:, 1] - x[:, 0], 1.0))
+    ((1000, 2), True)
+    """
 
     mean: np.ndarray
     cov: np.ndarray
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         cov = as_covariance("cov", self.cov)
         mean = as_vector("mean", self.mean, cov.shape[0])
         cov.setflags(write=False)
@@ -333,13 +512,15 @@ class Gaussian:
 
     @property
     def d(self) -> int:
+        """The dimension d."""
         return self.cov.shape[0]
 
     def rank(self, tol: float | None = None) -> int:
         """Number of eigenvalues of cov above tol (default d·eps·λ_max)."""
         return psd_rank(self.cov, None if tol is None else as_time("tol", tol, allow_zero=True))
 
-    def sample(self, n: int, rng=None) -> np.ndarray:
+    def sample(self, n: int,
+               rng: int | np.random.Generator | None = None) -> npt.NDArray[np.float64]:
         """n ≥ 0 samples as an (n, d) array (works for singular covariances).
 
         rng: None (fresh entropy), an integer seed ≥ 0 or a numpy.random.Generator, as in
