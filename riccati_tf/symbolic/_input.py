@@ -7,7 +7,9 @@ objects (expressions, matrices, matrix expressions) or plain numbers.
 from __future__ import annotations
 
 import numbers
+from collections.abc import Iterable
 from fractions import Fraction
+from typing import cast
 
 import sympy as sp
 from sympy.matrices.expressions import MatrixExpr
@@ -15,7 +17,7 @@ from sympy.matrices.expressions import MatrixExpr
 from ..errors import InvalidInputError
 
 
-def as_expr(name: str, value) -> sp.Expr:
+def as_expr(name: str, value: object) -> sp.Expr:
     """A SymPy scalar expression from a SymPy object or a number (int, Fraction, float)."""
     if isinstance(value, str | bytes):
         raise InvalidInputError(f"{name} is a string; strings are never parsed — build the "
@@ -32,7 +34,7 @@ def as_expr(name: str, value) -> sp.Expr:
     return sp.Float(value)
 
 
-def as_column(name: str, value, d: int) -> sp.ImmutableMatrix:
+def as_column(name: str, value: object, d: int) -> sp.ImmutableMatrix:
     """A d×1 matrix of SymPy expressions (from a SymPy matrix or a sequence)."""
     if isinstance(value, str | bytes):
         as_expr(name, value)
@@ -43,7 +45,7 @@ def as_column(name: str, value, d: int) -> sp.ImmutableMatrix:
         shape = value.shape
     else:
         try:
-            entries = list(value)
+            entries = list(cast(Iterable[object], value))  # a TypeError is reported below
         except TypeError:
             raise InvalidInputError(f"{name} must be a SymPy matrix or a sequence of "
                                     "expressions") from None

@@ -27,9 +27,11 @@ m' − m = Σ(Hm' + w).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from math import factorial, prod
+from typing import Any
 
 import sympy as sp
 from sympy.matrices.expressions import MatrixExpr
@@ -39,54 +41,189 @@ from ..errors import InvalidInputError
 from ._input import as_expr
 from .symbols import GaussianSymbols
 
+__all__ = [
+    "Relu",
+    "expectation",
+    "expectations",
+    "isserlis",
+    "log_mgf",
+    "rectified_gaussian",
+    "relu",
+    "tilt",
+    "tilted_mean",
+]
+
 _U = sp.Dummy("u", real=True)
 
 
 class relu(sp.Function):
-    """relu(u) = max(u, 0), with relu'(u) = Heaviside(u)."""
+    """relu(u) = max(u, 0), with relu'(u) = Heaviside(u).
+
+    A SymPy function: it evaluates to u or 0 when the sign of u is known, stays unevaluated
+    otherwise, differentiates to Heaviside(u), rewrites as Max(u, 0) and prints as
+    ``\\operatorname{relu}`` in LaTeX. Its Gaussian expectations for an affine argument
+    u = aᵀx + c ~ N(μ, s²) are the closed forms of `rectified_gaussian`.
+
+    Parameters
+    ----------
+    u : sympy.Expr
+        The argument (a SymPy expression or a number).
+
+    Raises
+    ------
+    None
+        Arguments are SymPy objects or numbers, as for every SymPy function.
+
+    See Also
+    --------
+    Relu : relu entry-wise on a matrix expression (dimension-free form).
+    rectified_gaussian : E[relu(u)] and P(u > 0) for u ~ N(μ, s²).
+    expectations : handles terms coeff · relu(affine in x).
+
+    References
+    ----------
+    .. [1] riccati_tf theory, SPEC §1 "The model: a Transformer as a flow of measures"
+       (ReLU feed-forward).
+
+    Examples
+    --------
+    >>> import sympy as sp
+    >>> from riccati_tf.symbolic import relu
+    >>> u = sp.Symbol("u", real=True)
+    >>> relu(-2), relu(3), relu(u).diff(u)
+    (0, 3, Heaviside(u))
+    >>> relu(u).rewrite(sp.Max)
+    Max(0, u)
+    """
 
     @classmethod
-    def eval(cls, u):
+    def eval(cls, u: sp.Expr) -> sp.Expr | None:
+        """u when u ≥ 0, 0 when u ≤ 0, None (unevaluated) otherwise."""
         if u.is_extended_nonnegative:
             return u
         if u.is_extended_nonpositive:
             return sp.S.Zero
         return None
 
-    def fdiff(self, argindex=1):
+    def fdiff(self, argindex: int = 1) -> sp.Expr:
+        """relu'(u) = Heaviside(u)."""
         return sp.Heaviside(self.args[0])
 
-    def _eval_rewrite_as_Max(self, u, **kwargs):
+    def _eval_rewrite_as_Max(self, u: sp.Expr, **kwargs: Any) -> sp.Expr:
         return sp.Max(u, 0)
 
-    def _latex(self, printer):
+    def _latex(self, printer: Any) -> str:
         return rf"\operatorname{{relu}}\left({printer._print(self.args[0])}\right)"
 
 
 class Relu(ElementwiseApplyFunction):
-    """relu applied entry-wise to a column matrix expression (dimension-free form)."""
+    """relu applied entry-wise to a column matrix expression (dimension-free form).
 
-    def __new__(cls, *args):
+    ``Relu(U x + c)`` is the vector (relu((Ux + c)_i))_i of the ReLU feed-forward term
+    W relu(U x + c) of SPEC §1 in MatrixSymbols; the matrix derivation splits the field into
+    affine terms and such terms L · Relu(U x + c).
+
+    Parameters
+    ----------
+    *args : sympy.MatrixExpr
+        The column matrix expression (the last argument; SymPy's reconstruction passes the
+        applied function first, which is always relu).
+
+    Raises
+    ------
+    None
+        SymPy checks the argument.
+
+    See Also
+    --------
+    relu : the scalar function.
+    transformer_field : builds W Relu(U x + c) for ffn="relu".
+    derive_moment_equations : derives the Gaussian closure of such a field.
+
+    References
+    ----------
+    .. [1] riccati_tf theory, SPEC §1 "The model: a Transformer as a flow of measures"
+       (ReLU feed-forward).
+
+    Examples
+    --------
+    >>> import sympy as sp
+    >>> from riccati_tf.symbolic import DIM, Relu, matrix_gaussian
+    >>> U, c = sp.MatrixSymbol("U", DIM, DIM), sp.MatrixSymbol("c", DIM, 1)
+    >>> r = Relu(U * matrix_gaussian().x + c)
+    >>> r.shape, r.argument
+    ((d, 1), U*x + c)
+    """
+
+    def __new__(cls, *args: sp.Basic) -> Relu:
         expr = args[-1]
         return super().__new__(cls, sp.Lambda(_U, relu(_U)), expr)
 
     @property
     def argument(self) -> MatrixExpr:
+        """The matrix expression relu is applied to."""
         return self.expr
 
-    def _latex(self, printer):
+    def _latex(self, printer: Any) -> str:
         return rf"\operatorname{{relu}}\left({printer._print(self.expr)}\right)"
 
 
 # --------------------------------------------------------------------------- polynomials
 
 
-def isserlis(indices, cov, _memo: dict | None = None) -> sp.Expr:
+def isserlis(indices: Sequence[int], cov: sp.MatrixBase,
+             _memo: dict[tuple[int, ...], sp.Expr] | None = None) -> sp.Expr:
     """E[z_{i1} ⋯ z_{ik}] for z ~ N(0, cov): the sum over pairings of ∏ cov[i, j] (0 if k odd).
 
-    indices: a sequence of 0-based coordinates (repeats allowed); cov: a symmetric SymPy matrix.
+    Isserlis' (Wick's) theorem,
+
+        E[z_{i1} ⋯ z_{i2k}] = Σ over pairings ∏ Σ_{ij},   odd moments = 0,
+
+    computed by the recursion E[z_a z_rest] = Σ_j Σ_{a j} E[z_{rest without j}] over the
+    distinct indices j of the rest (times their multiplicity), memoised on sorted index tuples.
+
+    Parameters
+    ----------
+    indices : sequence of int
+        0-based coordinates i1, ..., ik (repeats allowed; the order does not matter).
+    cov : (d, d) sympy matrix
+        The symmetric covariance Σ (symbols, numbers or expressions).
+    _memo : dict, optional
+        A memo {sorted index tuple: moment} shared between calls with the same `cov`
+        (`expectations` passes one); default: a fresh one.
+
+    Returns
+    -------
+    sympy.Expr
+        The moment, a polynomial in the entries of `cov` (0 for an odd number of indices).
+
+    Raises
+    ------
+    TypeError
+        If an index is not an integer.
+    IndexError
+        If an index is outside the matrix.
+
+    See Also
+    --------
+    expectations : E[p(x)] of a polynomial from these moments.
+
+    References
+    ----------
+    .. [1] riccati_tf theory, SPEC §2 "Gaussian invariance and the moment equations".
+    .. [2] L. Isserlis, "On a formula for the product-moment coefficient of any order of a
+       normal frequency distribution in any number of variables", Biometrika 12, 1918.
+
+    Examples
+    --------
+    >>> from riccati_tf.symbolic import gaussian_symbols, isserlis
+    >>> S = gaussian_symbols(2).cov
+    >>> isserlis((0, 0, 1, 1), S)
+    Sigma_1_1*Sigma_2_2 + 2*Sigma_1_2**2
+    >>> isserlis((0, 1, 1), S)
+    0
     """
-    memo = {} if _memo is None else _memo
+    memo: dict[tuple[int, ...], sp.Expr] = {} if _memo is None else _memo
 
     def rec(t: tuple[int, ...]) -> sp.Expr:
         if len(t) % 2:
@@ -111,13 +248,13 @@ class Differentiator:
     a field (the attention term of every x_j) are differentiated once. Sums, products and integer
     powers are handled here; anything else goes to `sympy.diff`."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self._memo: dict[sp.Symbol, dict[sp.Basic, sp.Expr]] = {}
 
     def __call__(self, expr: sp.Expr, x: sp.Symbol) -> sp.Expr:
         memo = self._memo.setdefault(x, {})
 
-        def rec(e):
+        def rec(e: sp.Basic) -> sp.Expr:
             out = memo.get(e)
             if out is not None:
                 return out
@@ -148,8 +285,8 @@ def _taylor_at_mean(p: sp.Expr, g: GaussianSymbols,
                     diff: Differentiator) -> dict[tuple[int, ...], sp.Expr]:
     """{sorted index tuple α: ∂^α p(m) / α!} for a polynomial p in x (all nonzero terms)."""
     xs, at_mean = g.xs, dict(zip(g.xs, g.mean, strict=True))
-    out = {}
-    frontier = [((), p)]
+    out: dict[tuple[int, ...], sp.Expr] = {}
+    frontier: list[tuple[tuple[int, ...], sp.Expr]] = [((), p)]
     while frontier:
         t, expr = frontier.pop()
         value = expr.xreplace(at_mean)
@@ -179,13 +316,43 @@ class RectifiedGaussian:
     cross: sp.Expr
 
 
-def _normal_density(u, mu, s):
+def _normal_density(u: sp.Expr, mu: sp.Expr, s: sp.Expr) -> sp.Expr:
     return sp.exp(-(u - mu) ** 2 / (2 * s ** 2)) / (sp.sqrt(2 * sp.pi) * s)
 
 
 @lru_cache(maxsize=1)
 def rectified_gaussian() -> RectifiedGaussian:
-    """Derive E[relu(u)], P(u > 0) and E[(u − μ) relu(u)] for u ~ N(μ, s²) by integration."""
+    """Derive E[relu(u)], P(u > 0) and E[(u − μ) relu(u)] for u ~ N(μ, s²) by integration.
+
+    The one-dimensional integrals ∫_0^∞ u ρ(u) du, ∫_0^∞ ρ(u) du and ∫_0^∞ (u − μ) u ρ(u) du of
+    the N(μ, s²) density ρ are computed by `sympy.integrate` once (cached); the third equals
+    s² · P(u > 0) (Stein's identity).
+
+    Returns
+    -------
+    RectifiedGaussian
+        The symbols mu, s (s > 0) and the closed forms mean, slope, cross.
+
+    Raises
+    ------
+    None
+        The integrals are of a fixed form.
+
+    See Also
+    --------
+    expectations : uses these forms for terms coeff · relu(aᵀx + c).
+    relu : the function integrated.
+
+    Notes
+    -----
+    The first call integrates symbolically (several seconds); later calls return the cached
+    forms. At μ = 0 the slope is P(u > 0) = 1/2.
+
+    References
+    ----------
+    .. [1] riccati_tf theory, SPEC §1 "The model: a Transformer as a flow of measures"
+       (ReLU feed-forward: the Gaussian flow is a short-time approximation).
+    """
     u, mu, s = sp.Symbol("u", real=True), sp.Symbol("mu", real=True), sp.Symbol("s", positive=True)
     rho = _normal_density(u, mu, s)
     mean = sp.simplify(sp.integrate(u * rho, (u, 0, sp.oo)))
@@ -211,7 +378,8 @@ def _mgf_exponent() -> sp.Expr:
     return coeff
 
 
-def _split_relu_term(term: sp.Expr, g: GaussianSymbols):
+def _split_relu_term(term: sp.Expr,
+                     g: GaussianSymbols) -> tuple[sp.Expr, sp.Expr, sp.ImmutableMatrix]:
     """term = coeff · relu(u) with coeff free of x and u affine in x → (coeff, u), else raise."""
     coeff, dep = term.as_independent(*g.xs, as_Add=False)
     if not isinstance(dep, relu):
@@ -224,21 +392,77 @@ def _split_relu_term(term: sp.Expr, g: GaussianSymbols):
     return coeff, u, sp.ImmutableMatrix(grad)
 
 
-def expectations(expr, g: GaussianSymbols, *, residuals: bool = False,
-                 diff: Differentiator | None = None):
+def expectations(expr: sp.Expr | float, g: GaussianSymbols, *, residuals: bool = False,
+                 diff: Differentiator | None = None
+                 ) -> sp.Expr | tuple[sp.Expr, sp.ImmutableMatrix]:
     """E[p(x)] for x ~ N(m, Σ); with residuals=True also (E[(x_i − m_i) p(x)])_i as a d×1 matrix.
 
-    p: a polynomial in x (any coefficients), plus terms coeff · relu(aᵀx + c) (coeff free of x).
-    Polynomials: Isserlis on the Taylor coefficients at the mean. ReLU terms: the closed forms of
-    `rectified_gaussian` and Stein's identity. Other non-polynomial terms raise NotImplementedError.
-    diff: a shared `Differentiator` (reuse it across the components of one field).
+    Polynomials: with z = x − m ~ N(0, Σ), the Taylor expansion at the mean (finite) and
+    Isserlis' theorem give
+
+        E[p(x)] = Σ_α ∂^α p(m) E[z^α] / α!,   E[z_i p(x)] = Σ_α ∂^α p(m) E[z_i z^α] / α!.
+
+    ReLU terms coeff · relu(u), u = aᵀx + c ~ N(μ, s²), μ = aᵀm + c, s² = aᵀΣa: the closed forms
+    of `rectified_gaussian`, and E[(x − m) relu(u)] = Σa · P(u > 0) (Stein's identity).
+    Coefficients may be arbitrary expressions in m, Σ and the controls; nothing is expanded.
+
+    Parameters
+    ----------
+    expr : sympy.Expr or number
+        p(x): a polynomial in the coordinates ``g.xs`` (any coefficients), plus terms
+        coeff · relu(aᵀx + c) with coeff free of x.
+    g : GaussianSymbols
+        The element-wise symbols of x ~ N(m, Σ) (`gaussian_symbols(d)`).
+    residuals : bool, optional
+        Also return the cross moments E[(x_i − m_i) p(x)] (default False).
+    diff : Differentiator, optional
+        A shared memoised differentiator (reuse one across the components of a field).
+
+    Returns
+    -------
+    sympy.Expr, or (sympy.Expr, (d, 1) sympy.ImmutableMatrix)
+        E[p(x)]; with ``residuals=True`` the pair (E[p(x)], (E[(x_i − m_i) p(x)])_i).
+
+    Raises
+    ------
+    InvalidInputError
+        If `g` is dimension-free (``matrix=True``), or `expr` is a string or not a SymPy
+        expression or number.
+    NotImplementedError
+        If a term is neither a polynomial in x nor coeff · relu(affine in x).
+
+    See Also
+    --------
+    expectation : E[p(x)] alone.
+    isserlis : the Gaussian moments used.
+    derive_moment_equations : builds ṁ and Σ̇ from these expectations.
+
+    References
+    ----------
+    .. [1] riccati_tf theory, SPEC §2 "Gaussian invariance and the moment equations".
+    .. [2] L. Isserlis, "On a formula for the product-moment coefficient of any order of a
+       normal frequency distribution in any number of variables", Biometrika 12, 1918.
+
+    Examples
+    --------
+    E[x_1²] = m_1² + Σ_11 and E[(x − m) x_1²] = 2 m_1 Σ e_1:
+
+    >>> from riccati_tf.symbolic import expectations, gaussian_symbols
+    >>> g = gaussian_symbols(2)
+    >>> mean, cross = expectations(g.xs[0] ** 2, g, residuals=True)
+    >>> mean
+    Sigma_1_1 + m_1**2
+    >>> cross.T
+    Matrix([[2*Sigma_1_1*m_1, 2*Sigma_1_2*m_1]])
     """
     if g.matrix:
         raise InvalidInputError("expectations works element-wise; use gaussian_symbols(d)")
     expr = as_expr("p", expr)
     d, cov = g.d, g.cov
-    memo: dict = {}
-    poly, mean, resid = [], [], [sp.S.Zero] * d
+    memo: dict[tuple[int, ...], sp.Expr] = {}
+    poly: list[sp.Expr] = []
+    mean: list[sp.Expr] = []
+    resid: list[sp.Expr] = [sp.S.Zero] * d
     for term in sp.Add.make_args(expr):
         if term.has(relu) and any(f.has(*g.xs) for f in term.atoms(relu)):
             coeff, u, a = _split_relu_term(term, g)
@@ -266,15 +490,63 @@ def expectations(expr, g: GaussianSymbols, *, residuals: bool = False,
     return (total, sp.ImmutableMatrix(resid)) if residuals else total
 
 
-def expectation(expr, g: GaussianSymbols) -> sp.Expr:
-    """E[p(x)] for x ~ N(m, Σ) (see `expectations`)."""
-    return expectations(expr, g)
+def expectation(expr: sp.Expr | float, g: GaussianSymbols) -> sp.Expr:
+    """E[p(x)] for x ~ N(m, Σ) (see `expectations`).
+
+    E[p(x)] = Σ_α ∂^α p(m) E[z^α] / α! with z = x − m ~ N(0, Σ) (Isserlis' theorem), plus the
+    closed forms of E[relu(aᵀx + c)].
+
+    Parameters
+    ----------
+    expr : sympy.Expr or number
+        p(x): a polynomial in ``g.xs`` (any coefficients) plus terms coeff · relu(aᵀx + c).
+    g : GaussianSymbols
+        The element-wise symbols of x ~ N(m, Σ) (`gaussian_symbols(d)`).
+
+    Returns
+    -------
+    sympy.Expr
+        E[p(x)] in the symbols m, Σ and the coefficients of p.
+
+    Raises
+    ------
+    InvalidInputError
+        If `g` is dimension-free or `expr` is a string or not a SymPy expression or number.
+    NotImplementedError
+        If a term has no closed-form Gaussian expectation here (see `expectations`).
+
+    See Also
+    --------
+    expectations : also the cross moments E[(x − m) p(x)].
+    isserlis : the Gaussian moments.
+
+    References
+    ----------
+    .. [1] riccati_tf theory, SPEC §2 "Gaussian invariance and the moment equations".
+    .. [2] L. Isserlis, "On a formula for the product-moment coefficient of any order of a
+       normal frequency distribution in any number of variables", Biometrika 12, 1918.
+
+    Examples
+    --------
+    The fourth moment of N(m, Σ) in one dimension, m⁴ + 6m²Σ + 3Σ²:
+
+    >>> import sympy as sp
+    >>> from riccati_tf.symbolic import expectation, gaussian_symbols
+    >>> g = gaussian_symbols(1)
+    >>> (x,), (m,), S = g.xs, g.mean, g.cov[0, 0]
+    >>> sp.expand(expectation(x ** 4, g) - (m ** 4 + 6 * m ** 2 * S + 3 * S ** 2)) == 0
+    True
+    """
+    out = expectations(expr, g)
+    assert isinstance(out, sp.Expr)  # residuals=False returns the expectation alone
+    return out
 
 
 # --------------------------------------------------------------------------- tilting
 
 
-def _grad_hessian(q: sp.Expr, y) -> tuple[sp.ImmutableMatrix, sp.ImmutableMatrix]:
+def _grad_hessian(q: sp.Expr,
+                  y: Sequence[sp.Symbol]) -> tuple[sp.ImmutableMatrix, sp.ImmutableMatrix]:
     grad = sp.ImmutableMatrix([q.diff(v) for v in y])
     H = grad.jacobian(list(y))
     if not q.is_polynomial(*y) or H.has(*y):
@@ -282,16 +554,121 @@ def _grad_hessian(q: sp.Expr, y) -> tuple[sp.ImmutableMatrix, sp.ImmutableMatrix
     return grad, sp.ImmutableMatrix(H)
 
 
-def log_mgf(w, mean, cov) -> sp.Expr:
-    """log E[e^{wᵀy}] for y ~ N(mean, cov) = wᵀm + c · wᵀΣw (c = 1/2, from `_mgf_exponent`)."""
+def log_mgf(w: sp.MatrixBase | Sequence[sp.Expr], mean: sp.MatrixBase,
+            cov: sp.MatrixBase) -> sp.Expr:
+    """log E[e^{wᵀy}] for y ~ N(mean, cov) = wᵀm + c · wᵀΣw (c = 1/2, from `_mgf_exponent`).
+
+    The constant c is derived, not typed in: for u = wᵀy − wᵀm ~ N(0, s²), s² = wᵀΣw, completing
+    the square in the integrand of E[e^u] gives log E[e^u] = c s² with c = 1/2. Its gradient
+    ∇_w log E[e^{wᵀy}] = m + Σw is the mean of the tilted law (SPEC §2).
+
+    Parameters
+    ----------
+    w : (d, 1) sympy matrix or sequence of expressions
+        The tilt w.
+    mean : (d, 1) sympy matrix
+        The mean m.
+    cov : (d, d) sympy matrix
+        The covariance Σ.
+
+    Returns
+    -------
+    sympy.Expr
+        wᵀm + wᵀΣw / 2.
+
+    Raises
+    ------
+    sympy.ShapeError
+        If the shapes of w, mean and cov do not match.
+
+    See Also
+    --------
+    tilt : the tilted law N(m + Σw, Σ) from the gradient of this function.
+
+    References
+    ----------
+    .. [1] riccati_tf theory, SPEC §2 "Gaussian invariance and the moment equations".
+
+    Examples
+    --------
+    >>> import sympy as sp
+    >>> from riccati_tf.symbolic import gaussian_symbols, log_mgf
+    >>> from riccati_tf.symbolic.symbols import symbol_vector
+    >>> g, w = gaussian_symbols(2), symbol_vector("w", 2)
+    >>> K = log_mgf(w, g.mean, g.cov)
+    >>> sp.expand(K - (w.T * g.mean)[0] - (w.T * g.cov * w)[0] / 2) == 0
+    True
+    """
     w = sp.ImmutableMatrix(w)
     return (w.T * mean)[0, 0] + _mgf_exponent() * (w.T * cov * w)[0, 0]
 
 
-def tilt(q, y, mean, cov):
+def tilt(q: sp.Expr | MatrixExpr | float, y: Sequence[sp.Symbol] | sp.MatrixSymbol,
+         mean: sp.MatrixBase | MatrixExpr, cov: sp.MatrixBase | MatrixExpr
+         ) -> tuple[sp.MatrixBase | MatrixExpr, sp.MatrixBase | MatrixExpr]:
     """Tilted law of y ~ N(mean, cov) under e^{q(y)}, q of degree ≤ 2 in y: (m', Σ') with
-    m' = (I − ΣH)⁻¹(m + Σw), Σ' = (I − ΣH)⁻¹Σ (module docstring). Element-wise: y a sequence of
-    symbols; dimension-free: y a MatrixSymbol and q a 1×1 matrix expression (`matrix_tilt`)."""
+    m' = (I − ΣH)⁻¹(m + Σw), Σ' = (I − ΣH)⁻¹Σ.
+
+    For q(y) = ½ yᵀHy + wᵀy + const the law ∝ e^{q(y)} N(y; m, Σ) is N(m', Σ') with
+
+        m' = (I − ΣH)⁻¹ (m + Σw),   Σ' = (I − ΣH)⁻¹ Σ,
+
+    whenever Σ⁻¹ − H ≻ 0 on the range of Σ. For linear q (H = 0) the mean is the gradient of
+    the log-MGF, m' = ∇_w log E[e^{wᵀy}] = m + Σw and Σ' = Σ (SPEC §2); for quadratic q it is
+    the completed square (Stein's identity m' − m = Σ(Hm' + w)). Element-wise: y a sequence of
+    symbols; dimension-free: y a MatrixSymbol and q a 1×1 matrix expression.
+
+    Parameters
+    ----------
+    q : sympy.Expr, 1×1 matrix expression, or number
+        The exponent, a polynomial of degree ≤ 2 in y.
+    y : sequence of sympy.Symbol, or (DIM, 1) MatrixSymbol
+        The variable of the law.
+    mean : (d, 1) sympy matrix or matrix expression
+        m.
+    cov : (d, d) sympy matrix or matrix expression
+        Σ (symmetric; the dimension-free form imposes Σᵀ = Σ).
+
+    Returns
+    -------
+    mean : (d, 1) sympy.ImmutableMatrix or matrix expression
+        m'.
+    cov : (d, d) sympy.ImmutableMatrix or matrix expression
+        Σ'.
+
+    Raises
+    ------
+    InvalidInputError
+        If q is a string, is not a polynomial of degree ≤ 2 in y, or (dimension-free) is not a
+        1×1 matrix expression.
+
+    See Also
+    --------
+    tilted_mean : m' alone (the attention average E[y | x]).
+    log_mgf : the linear case.
+    attention_term : Σ_h V_h E_h[y | x] from this tilt.
+
+    References
+    ----------
+    .. [1] riccati_tf theory, SPEC §2 "Gaussian invariance and the moment equations".
+
+    Examples
+    --------
+    A quadratic exponent q(y) = h y²/2 + w y in one dimension: m' = (m + Σw)/(1 − Σh),
+    Σ' = Σ/(1 − Σh):
+
+    >>> import sympy as sp
+    >>> from riccati_tf.symbolic import gaussian_symbols, tilt
+    >>> from riccati_tf.symbolic.symbols import symbol_vector
+    >>> g, (y,) = gaussian_symbols(1), symbol_vector("y", 1)
+    >>> h, w = sp.symbols("h w")
+    >>> m_new, cov_new = tilt(h * y ** 2 / 2 + w * y, [y], g.mean, g.cov)
+    >>> m, S = g.mean[0], g.cov[0, 0]
+    >>> sp.simplify(m_new[0] - (m + S * w) / (1 - S * h)) == 0
+    True
+    >>> sp.simplify(cov_new[0] - S / (1 - S * h)) == 0
+    True
+    """
     if isinstance(y, sp.MatrixSymbol):
         return matrix_tilt(q, y, mean, cov)
     q = as_expr("q", q)
@@ -308,17 +685,67 @@ def tilt(q, y, mean, cov):
     return sp.ImmutableMatrix(m_new), sp.ImmutableMatrix(lhs.LUsolve(sp.Matrix(cov)))
 
 
-def tilted_mean(q, y, mean, cov):
-    """E[y e^{q(y)}] / E[e^{q(y)}] for y ~ N(mean, cov) (see `tilt`)."""
+def tilted_mean(q: sp.Expr | MatrixExpr | float, y: Sequence[sp.Symbol] | sp.MatrixSymbol,
+                mean: sp.MatrixBase | MatrixExpr,
+                cov: sp.MatrixBase | MatrixExpr) -> sp.MatrixBase | MatrixExpr:
+    """E[y e^{q(y)}] / E[e^{q(y)}] for y ~ N(mean, cov) (see `tilt`).
+
+    m' = (I − ΣH)⁻¹(m + Σw) for q(y) = ½ yᵀHy + wᵀy + const; with q = ⟨Bx, y⟩ this is the
+    attention average m + ΣBx of SPEC §2.
+
+    Parameters
+    ----------
+    q : sympy.Expr, 1×1 matrix expression, or number
+        The exponent, a polynomial of degree ≤ 2 in y.
+    y : sequence of sympy.Symbol, or (DIM, 1) MatrixSymbol
+        The variable of the law.
+    mean : (d, 1) sympy matrix or matrix expression
+        m.
+    cov : (d, d) sympy matrix or matrix expression
+        Σ.
+
+    Returns
+    -------
+    (d, 1) sympy.ImmutableMatrix or matrix expression
+        The tilted mean m'.
+
+    Raises
+    ------
+    InvalidInputError
+        As `tilt`: q a string, of degree above 2 in y, or not a 1×1 matrix expression
+        (dimension-free).
+
+    See Also
+    --------
+    tilt : the tilted mean and covariance.
+    attention_term : the attention average of every head.
+
+    References
+    ----------
+    .. [1] riccati_tf theory, SPEC §2 "Gaussian invariance and the moment equations".
+
+    Examples
+    --------
+    The linear tilt of SPEC §2, E[y e^{wᵀy}] / E[e^{wᵀy}] = m + Σw:
+
+    >>> import sympy as sp
+    >>> from riccati_tf.symbolic import gaussian_symbols, tilted_mean
+    >>> from riccati_tf.symbolic.symbols import symbol_vector
+    >>> g, y, w = gaussian_symbols(2), symbol_vector("y", 2), symbol_vector("w", 2)
+    >>> m_new = tilted_mean((w.T * y)[0], list(y), g.mean, g.cov)
+    >>> sp.expand(m_new - (g.mean + g.cov * w)).is_zero_matrix
+    True
+    """
     return tilt(q, y, mean, cov)[0]
 
 
-def _sym(expr, cov):
+def _sym(expr: MatrixExpr, cov: MatrixExpr) -> MatrixExpr:
     """Impose Σᵀ = Σ on a matrix expression and tidy it."""
     return expr.xreplace({cov.T: cov}).doit()
 
 
-def matrix_tilt(q, y: sp.MatrixSymbol, mean, cov):
+def matrix_tilt(q: MatrixExpr, y: sp.MatrixSymbol, mean: MatrixExpr,
+                cov: MatrixExpr) -> tuple[MatrixExpr, MatrixExpr]:
     """Dimension-free `tilt`: q a 1×1 matrix expression, y a MatrixSymbol; matrix calculus gives
     ∇q = Hy + w; the linear case uses ∇_w of the log-MGF wᵀm + c wᵀΣw."""
     if not isinstance(q, MatrixExpr) or q.shape != (1, 1):
