@@ -23,10 +23,12 @@ from one Schur form per step, exact line search), O(H d³) a Krylov iteration.
 from __future__ import annotations
 
 import itertools
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from functools import lru_cache
 
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 from scipy.linalg import LinAlgError, schur, solve_triangular
 from scipy.sparse.linalg import LinearOperator, eigs
 
@@ -46,6 +48,9 @@ from .riccati import (
     numerical_boundary,
     unscale_solution,
 )
+
+__all__ = ["ACCEPT_RTOL", "ENUMERATION_MAX_D", "KRONECKER_MAX_D", "KRYLOV_BUDGET", "NEWTON_MAXITER",
+           "NEWTON_RTOL", "RANDOM_STARTS", "RANK_RTOL", "Equilibrium", "equilibria"]
 
 #: assemble L as a dense n_s × n_s matrix up to this d; matrix-free Krylov methods beyond
 KRONECKER_MAX_D = 30
@@ -92,18 +97,75 @@ UNSCALED_EXPONENT = 100
 class Equilibrium:
     """An equilibrium Σ* of Σ̇ = F(Σ), with the evidence for it.
 
-    cov: Σ* (d×d, PSD). mean: m* = −K*⁻¹ b when K* = A + Σ_h V_h + Σ_h V_h Σ* B_h is Hurwitz (and
-    m* is within the float range), else None. residual: ‖F(Σ*)‖_F / (‖AΣ*‖_F +
-    Σ_h ‖V_hΣ*B_hΣ*‖_F) (0 for Σ* = 0). rank: for a Bernoulli solution the dimension of its
-    invariant subspace (structural: an eigenvalue of Σ* far below λ_max still counts), otherwise
-    the number of eigenvalues above RANK_RTOL · λ_max. spectral_abscissa: max Re λ(L) over
-    symmetric H; stable iff it is < 0. method: "bernoulli-schur", "bernoulli-slycot",
-    "invariant-subspace", "zero" or "newton[<start>]". rcond: reciprocal condition estimate of
-    the last linear solve (None for Newton).
+    Σ* is a covariance (symmetric positive semidefinite) with
+
+        F(Σ*) = A Σ* + Σ* Aᵀ + Σ_h (V_h Σ* B_h Σ* + Σ* B_hᵀ Σ* V_hᵀ) = 0,
+
+    reported with its relative residual, its rank, the spectral abscissa of the linearisation
+    L(H) = M* H + H M*ᵀ + Σ_h (V_h H B_h Σ* + Σ* B_hᵀ H V_hᵀ) on symmetric H (stable iff < 0)
+    and, when K* = A + Σ_h V_h + Σ_h V_h Σ* B_h is Hurwitz, the mean equilibrium m* = −K*⁻¹ b
+    (SPEC §5). The arrays are read-only.
+
+    Parameters
+    ----------
+    cov : (d, d) ndarray, symmetric positive semidefinite
+        Σ*.
+    mean : (d,) ndarray or None
+        m* = −K*⁻¹ b when K* is Hurwitz (and m* is within the float range), else None.
+    residual : float
+        ‖F(Σ*)‖_F / (‖AΣ*‖_F + Σ_h ‖V_hΣ*B_hΣ*‖_F) (0 for Σ* = 0).
+    rank : int
+        For a Bernoulli solution the dimension of its invariant subspace (structural: an
+        eigenvalue of Σ* far below λ_max still counts), otherwise the number of eigenvalues above
+        RANK_RTOL · λ_max.
+    stable : bool
+        Whether spectral_abscissa < 0 (L Hurwitz on symmetric matrices).
+    spectral_abscissa : float
+        max Re λ(L) over symmetric H.
+    method : str
+        How Σ* was found: "bernoulli-schur", "bernoulli-slycot", "invariant-subspace", "zero"
+        or "newton[<start>]" ("+newton" appended when Newton-polished to the accepted residual).
+    rcond : float or None, optional
+        Reciprocal condition estimate of the last linear solve (None for Newton).
+
+    Raises
+    ------
+    dataclasses.FrozenInstanceError
+        On assignment to a field: an equilibrium is immutable.
+
+    See Also
+    --------
+    equilibria : finds the equilibria and returns them as Equilibrium objects.
+    riccati_tf.certify : the regime of Σ(t) from a given start, with a Lyapunov certificate at Σ*.
+    riccati_tf.stability.riccati.bernoulli : the stabilizing Bernoulli solution (scalar V).
+
+    References
+    ----------
+    .. [1] riccati_tf theory, SPEC §5 "Time-invariant parameters: equilibria, stability,
+       blow-up".
+
+    Examples
+    --------
+    A scalar-value layer (V = −I, B = I/2, so G = I) with A = diag(1, 2): Σ* = diag(2, 4),
+    K* = A − I − Σ*/2 = −I, so the mean converges to m* = −K*⁻¹ b = b.
+
+    >>> import numpy as np
+    >>> from riccati_tf import Params, equilibria
+    >>> p = Params(np.diag([1.0, 2.0]), B=0.5 * np.eye(2), V=-np.eye(2), b=[1.0, 1.0])
+    >>> eq = equilibria(p)[0]
+    >>> eq
+    Equilibrium(rank=2, stable=True, abscissa=-2, residual=..., method='bernoulli-schur')
+    >>> np.round(eq.cov, 4)
+    array([[2., 0.],
+           [0., 4.]])
+    >>> np.round(eq.mean, 6)
+    array([1., 1.])
+    >>> eq.residual < 1e-12
+    True
     """
 
-    cov: np.ndarray
-    mean: np.ndarray | None
+    cov: NDArray[np.float64]
+    mean: NDArray[np.float64] | None
     residual: float
     rank: int
     stable: bool
@@ -484,7 +546,7 @@ def _scalar_all(params: Params, axis_rtol: float) -> list[Equilibrium]:
 
 @numerical_boundary
 def newton(params: Params, cov0: np.ndarray, *, maxiter: int = NEWTON_MAXITER,
-           krylov_budget: int = KRYLOV_BUDGET):
+           krylov_budget: int = KRYLOV_BUDGET) -> tuple[np.ndarray, float, int] | None:
     """Newton's method on F(Σ) = 0 over Sym(d) from Σ0: solve L_Σ(H) = −F(Σ), Σ ← Σ + H.
 
     Dense Kronecker solves for d ≤ 30. Beyond, matrix-free inexact Newton: GMRES on L (applied
@@ -594,7 +656,7 @@ def preconditioner_matrix(params: Params, at: Products) -> np.ndarray:
                       for (V, _), C in zip(params.heads, at.C, strict=True))
 
 
-def lyapunov_preconditioner(Mt: np.ndarray):
+def lyapunov_preconditioner(Mt: np.ndarray) -> Callable[[np.ndarray], np.ndarray]:
     """R ↦ the solution H of M̃H + HM̃ᵀ = R (symmetric R): with M̃ᵀ = ZTZᵀ (one real Schur form),
     TᵀX + XT = ZᵀRZ by the recursive triangular solver and H = ZXZᵀ — O(d³) a solve."""
     T, Z = schur(Mt.T, output="real")
@@ -617,7 +679,9 @@ def _newton_step(params: Params, at: Products, budget: _KrylovBudget,
                        max(rtol, GMRES_RTOL), budget)
 
 
-def gmres_right(apply, precond, b: np.ndarray, rtol: float, budget: _KrylovBudget) -> np.ndarray:
+def gmres_right(apply: Callable[[np.ndarray], np.ndarray],
+                precond: Callable[[np.ndarray], np.ndarray], b: np.ndarray, rtol: float,
+                budget: _KrylovBudget) -> np.ndarray:
     """x with ‖b − Ax‖ ≤ rtol ‖b‖: GMRES right-preconditioned by `precond` (x = Σ y_j z_j with
     z_j = precond(v_j), so the residual minimised is the true one), restarted every
     GMRES_RESTART iterations, modified Gram–Schmidt and Givens rotations. Each iteration is one
@@ -698,7 +762,8 @@ def _continuation(params: Params, axis_rtol: float) -> np.ndarray | None:
     return cov
 
 
-def _general(params: Params, which: str, starts, axis_rtol: float) -> list[Equilibrium]:
+def _general(params: Params, which: str, starts: Iterable[np.ndarray],
+             axis_rtol: float) -> list[Equilibrium]:
     d = params.d
     scale = magnitude(params)
     candidates: list[tuple[np.ndarray, str]] = [(np.zeros((d, d)), "newton[zero]")]
@@ -731,30 +796,114 @@ def _general(params: Params, which: str, starts, axis_rtol: float) -> list[Equil
 
 
 @numerical_boundary
-def equilibria(params: Params, *, which: str = "stable", starts=(),
+def equilibria(params: Params, *, which: str = "stable", starts: Iterable[ArrayLike] = (),
                axis_rtol: float = AXIS_RTOL) -> list[Equilibrium]:
     """Covariance equilibria Σ* ⪰ 0 of  AΣ + ΣAᵀ + Σ_h (V_hΣB_hΣ + ΣB_hᵀΣV_hᵀ) = 0.
 
-    which="stable": the equilibria whose linearisation L is Hurwitz on Sym(d). Scalar V: the
+    The equilibria of the covariance flow Σ̇ = F(Σ) of a time-invariant layer (SPEC §5):
+
+        F(Σ) = A Σ + Σ Aᵀ + Σ_h (V_h Σ B_h Σ + Σ B_hᵀ Σ V_hᵀ) = 0,      Σ ⪰ 0,
+
+    each with its linearisation's spectral abscissa (stable iff L is Hurwitz on Sym(d)) and,
+    where it exists, the mean equilibrium m* = −K*⁻¹ b, K* = A + Σ_h V_h + Σ_h V_h Σ* B_h.
+
+    Scalar V (V_h = v_h I, G = −Σ_h v_h (B_h + B_hᵀ)): the equilibria solve the Bernoulli
+    equation A Σ + Σ Aᵀ − Σ G Σ = 0, one for each A-invariant subspace on which the solution P
+    of T_Rᵀ P + P T_R = G_R is positive definite (Σ = U_R P⁻¹ U_Rᵀ). which="stable" returns the
     stabilizing Bernoulli solution (Schur fast path; rank = number of eigenvalues of A with
     Re λ > 0) when it is positive semidefinite, else none (every other Bernoulli solution leaves
-    A − ΣG, hence L, unstable). which="all": scalar V and d ≤ 10: every covariance equilibrium, one
-    per A-invariant subspace with P ≻ 0 (exhaustive; needs distinct eigenvalues off the imaginary
-    axis). General V (either value): Newton's method from Σ = 0, continuation from the scalar
-    case, the given `starts` and (d ≤ 30) RANDOM_STARTS fixed random starts: the distinct PSD
-    equilibria found, not a proof that there are no others. Accepted residual: ACCEPT_RTOL =
-    1e-9 (Newton aims at 1e-13; a Bernoulli solution above it is Newton-polished, and SolverError
-    says when even that fails). Raises SolverError for an eigenvalue of A within
-    axis_rtol ‖A‖_F of iℝ (scalar V), where the stable/anti-stable split is not defined robustly,
-    and for any failure of floating point (LinAlgError, overflow). Budgets: NEWTON_MAXITER Newton
-    steps per start, continuation steps ≥ CONTINUATION_MIN_STEP, RANDOM_STARTS starts, and
-    beyond d = 30 KRYLOV_BUDGET GMRES iterations per Newton solve (SolverError when a start
-    spends it; a continuation step that spends it is halved instead).
+    A − ΣG, hence L, unstable). which="all" (d ≤ ENUMERATION_MAX_D = 10): every covariance
+    equilibrium, one per A-invariant subspace with P ≻ 0 (exhaustive; needs distinct
+    eigenvalues off the imaginary axis). The scalar case is solved in the scaled form of
+    riccati.bernoulli_scaling, so the verdict does not depend on the magnitudes of A and G.
 
-    Scalar V is solved in the scaled form of riccati.bernoulli_scaling, so the verdict does not
-    depend on the magnitudes of A and G (SolverError only for an equilibrium beyond the float
-    range). starts: covariance matrices (symmetric PSD, validation.as_covariance), used by
-    Newton's method (general V; the scalar-V solutions need none); axis_rtol ∈ (0, 1).
+    General V (either value of which): Newton's method on F from Σ = 0, continuation from the
+    scalar case V_h(s) = (1 − s) v̄_h I + s V_h (v̄_h = tr V_h / d), the given `starts` and
+    (d ≤ KRONECKER_MAX_D = 30) RANDOM_STARTS fixed random starts (seed 0): the distinct PSD
+    equilibria found, not a proof that there are no others; beyond d = 30 inexact
+    Newton–Krylov (GMRES on L matrix-free, preconditioned by a Lyapunov solve). which="stable"
+    keeps those with L Hurwitz.
+
+    Accepted residual: ACCEPT_RTOL = 1e-9 (Newton aims at NEWTON_RTOL = 1e-13; a Bernoulli
+    solution above it is Newton-polished). Budgets: NEWTON_MAXITER Newton steps per start,
+    continuation steps ≥ CONTINUATION_MIN_STEP, RANDOM_STARTS starts, and beyond d = 30
+    KRYLOV_BUDGET GMRES iterations per Newton solve (a continuation step that spends it is
+    halved instead).
+
+    Parameters
+    ----------
+    params : Params
+        The time-invariant layer (A, heads (V_h, B_h), b).
+    which : {"stable", "all"}, optional
+        "stable" (default): the equilibria whose linearisation is Hurwitz; "all": every
+        covariance equilibrium (scalar V: exhaustive, d ≤ 10; general V: all found).
+    starts : iterable of (d, d) array_like, symmetric positive semidefinite, optional
+        Extra starting covariances for Newton's method (general V; the scalar-V solutions need
+        none). Default: none.
+    axis_rtol : float, optional
+        Relative gap in (0, 1): an eigenvalue of A with |Re λ| ≤ axis_rtol ‖A‖_F counts as on
+        the imaginary axis (scalar V). Default AXIS_RTOL = 1e-8.
+
+    Returns
+    -------
+    list of Equilibrium
+        The equilibria found, each with Σ*, m* (or None), residual, rank, stability, spectral
+        abscissa and method; empty when there is none of the kind asked for.
+
+    Raises
+    ------
+    InvalidInputError
+        params not a Params; which not "stable" or "all"; axis_rtol outside (0, 1); starts not
+        a list of d×d covariance matrices (shape, NaN/Inf, symmetry, positive semidefiniteness
+        checked as by validation.as_covariance); which="all" for scalar V with
+        d > ENUMERATION_MAX_D.
+    SolverError
+        Scalar V: an eigenvalue of A within axis_rtol ‖A‖_F of iℝ (the stable/anti-stable
+        split is not defined robustly); which="all": a repeated eigenvalue of A or two that sum
+        to ≈ 0 (the invariant subspaces cannot be enumerated); the stabilizing solution not
+        reaching ACCEPT_RTOL even after Newton polishing; an equilibrium beyond the float range.
+        General V beyond d = 30: a start that spends its KRYLOV_BUDGET GMRES iterations. Any
+        failure of floating point (LinAlgError, overflow).
+
+    See Also
+    --------
+    riccati_tf.certify : where Σ(t) goes from a given start, with checkable evidence.
+    riccati_tf.stability.riccati.bernoulli : the stabilizing Bernoulli solution for scalar V.
+    Equilibrium : one equilibrium with its evidence.
+
+    References
+    ----------
+    .. [1] riccati_tf theory, SPEC §5 "Time-invariant parameters: equilibria, stability,
+       blow-up".
+    .. [2] P. Benner and R. Byers, "An exact line search method for solving generalized
+       continuous-time algebraic Riccati equations", IEEE Trans. Automatic Control 43(1), 1998.
+
+    Examples
+    --------
+    Scalar V = −I, B = I/2 (G = I) and A = diag(1, 2): Σ* = diag(2, 4) is the stable
+    equilibrium; three more (0 and the two of rank 1) are unstable.
+
+    >>> import numpy as np
+    >>> from riccati_tf import Params, equilibria
+    >>> p = Params(np.diag([1.0, 2.0]), B=0.5 * np.eye(2), V=-np.eye(2))
+    >>> [eq] = equilibria(p)
+    >>> np.round(eq.cov, 4)
+    array([[2., 0.],
+           [0., 4.]])
+    >>> eq.stable, eq.rank, eq.residual < 1e-12
+    (True, 2, True)
+    >>> [(e.rank, e.stable) for e in equilibria(p, which="all")]
+    [(0, False), (1, False), (1, False), (2, True)]
+
+    A value matrix that is not a multiple of I: Newton's method, continued from the scalar case.
+
+    >>> V = -np.array([[1.0, 0.2], [0.0, 1.0]])
+    >>> [eq] = equilibria(Params(np.diag([1.0, 2.0]), B=0.5 * np.eye(2), V=V))
+    >>> eq.method, eq.stable, eq.residual <= 1e-9
+    ('newton[continuation]', True, True)
+    >>> np.round(eq.cov, 4)
+    array([[ 2.1669, -0.5074],
+           [-0.5074,  3.9346]])
     """
     if not isinstance(params, Params):
         raise InvalidInputError(f"params must be a riccati_tf.Params, got {type(params).__name__}")
