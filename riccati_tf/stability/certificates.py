@@ -28,10 +28,13 @@ integration must lie in that set; the certificate is then labelled exact=False.
 from __future__ import annotations
 
 import itertools
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from fractions import Fraction
+from typing import TYPE_CHECKING
 
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 from scipy.linalg import LinAlgError, cholesky, schur
 from scipy.optimize import brentq
 
@@ -65,6 +68,13 @@ from .riccati import (
     schur_split,
 )
 
+if TYPE_CHECKING:
+    import control
+    import sympy
+
+__all__ = ["EXACT_MAX_D", "REGIMES", "Certificate", "certify"]
+
+#: the regimes a certificate can conclude, in `Certificate.regime`
 REGIMES = ("converges", "collapses", "blows_up", "grows", "undetermined")
 EPS = float(np.finfo(float).eps)
 #: premises are decided exactly (rational arithmetic on the floats as given) up to this d; beyond
@@ -119,48 +129,142 @@ P_BITS = 52
 class Certificate:
     """Where Σ(t) goes from Σ0 under a time-invariant layer, and the evidence for it.
 
-    regime: one of REGIMES. equilibrium: Σ* (converges / collapses) or None. lyapunov: P ≻ 0 with
-    LᵀP + PL = −Q in orthonormal symmetric coordinates (|h| = ‖H‖_F), Q = lyapunov_rhs, L =
-    operator (n_s × n_s, n_s = d(d+1)/2); None where no local certificate is given. rate: decay
-    rate −max Re λ(L) (or 2 min Re λ(A) from the closed form) for converges/collapses, None else
-    and None for "psd_marginal", whose collapse is algebraic, ‖Σ(t)‖₂ = O(1/t) (≤ κ²/(λ_min(G) t)
-    for G ≻ 0, κ = sup_t ‖e^{At}‖₂), not exponential.
-    blowup_time T* and blowup_direction (unit vector) for blows_up. exact: a SPEC §5 theorem
-    whose every premise was decided in exact rational arithmetic on the data as given (True), or
-    premises decided with tolerances / numerical evidence (False); the stored Σ*, rate and T*
-    are floating-point values either way. global_: the conclusion holds for every Σ0 ≻ 0.
-    theorem: the premise `check()` re-verifies ("psd_hurwitz", "psd_marginal", "psd_gramian_pd",
-    "psd_gramian_singular", "nsd_unstable_range", "nsd_threshold", "closed_form_root", "zero",
-    "numerical"). threshold: λ_max(W∞Σ0) for "nsd_threshold". horizon, final_cov: end of the
-    integration used as evidence; basin: level ρ of the certified sublevel set around Σ*;
-    kantorovich_radius: radius around the stored Σ* in which an exact equilibrium exists.
-    tolerance: for a numerical (exact=False) scalar-V certificate, the tolerances (name → value)
-    with which its premises were decided (`default_tolerance`); `check()` re-decides them with
-    the same values. None for an exact certificate, every premise of which `check()` re-decides
-    in rational arithmetic.
+    The answer of `certify` for the covariance flow (SPEC §5–§6)
+
+        Σ̇ = A Σ + Σ Aᵀ + Σ_h (V_h Σ B_h Σ + Σ B_hᵀ Σ V_hᵀ),      Σ(0) = Σ0,
+
+    one of REGIMES, with what makes it checkable: the equilibrium and its residual, the
+    linearisation L in orthonormal symmetric coordinates (|h| = ‖H‖_F), a Lyapunov matrix
+    P ≻ 0 with Lᵀ P + P L = −Q, the decay rate, T* and the singular direction of a blow-up, and
+    the tolerances of any premise decided in floating point. `check()` re-verifies all of it
+    from the stored matrices alone; `certify` returns only certificates that pass it. The stored
+    Σ*, rate and T* are floating-point values whether or not the conclusion is exact.
+
+    Parameters
+    ----------
+    regime : str
+        One of REGIMES: "converges" (Σ(t) → Σ* ≠ 0), "collapses" (Σ(t) → 0), "blows_up"
+        (Σ(t) diverges at a finite T*), "grows" (unbounded as t → ∞ without finite-time
+        blow-up) or "undetermined" (no theorem applies and the numerical evidence is not
+        conclusive).
+    equilibrium : Equilibrium or None
+        Σ* (converges / collapses), else None.
+    lyapunov : (n_s, n_s) ndarray or None
+        P ≻ 0 with Lᵀ P + P L = −Q in orthonormal symmetric coordinates, n_s = d(d+1)/2; None
+        where no local certificate is given.
+    rate : float or None
+        Decay rate −max Re λ(L) (or 2 min Re λ(A) from the closed form) for converges /
+        collapses; the exponential growth rate for a numerical "grows"; None otherwise, and None
+        for "psd_marginal", whose collapse is algebraic, ‖Σ(t)‖₂ = O(1/t)
+        (≤ κ²/(λ_min(G) t) for G ≻ 0, κ = sup_t ‖e^{At}‖₂), not exponential.
+    blowup_time : float or None
+        T* for blows_up, else None.
+    exact : bool
+        True: a SPEC §5 theorem whose every premise was decided in exact rational arithmetic on
+        the data as given. False: premises decided with tolerances, or numerical evidence.
+    global_ : bool
+        The conclusion holds for every Σ0 ≻ 0, not just this one (only for exact=True).
+    reason : str
+        The argument in words: the theorem and its premises, or the numerical evidence.
+    params : Params
+        The layer.
+    cov0 : (d, d) ndarray
+        Σ0 (read-only).
+    mean0 : (d,) ndarray
+        m0 (read-only), stored for `linearization`; the regime concerns Σ only.
+    theorem : str, optional
+        The premise `check()` re-verifies: "psd_hurwitz", "psd_marginal", "psd_gramian_pd",
+        "psd_gramian_singular", "nsd_unstable_range", "nsd_threshold", "closed_form_root",
+        "zero" or "numerical" (default).
+    lyapunov_rhs : (n_s, n_s) ndarray or None, optional
+        Q of the Lyapunov equation (Q ≻ 0).
+    operator : (n_s, n_s) ndarray or None, optional
+        L, the linearisation at Σ* in orthonormal symmetric coordinates.
+    blowup_direction : (d,) ndarray or None, optional
+        Unit vector along which Σ(t) diverges at T* (blows_up).
+    threshold : float or None, optional
+        λ_max(W∞Σ0) for "nsd_threshold" (W∞ with Aᵀ W∞ + W∞ A + |G| = 0).
+    horizon : float or None, optional
+        End time of the integration used as evidence.
+    final_cov : (d, d) ndarray or None, optional
+        Σ at `horizon`.
+    basin : float or None, optional
+        Level ρ of the certified sublevel set {h : hᵀ P h ≤ ρ} around Σ* holding final_cov.
+    kantorovich_radius : float or None, optional
+        Radius around the stored Σ* in which an exact equilibrium exists (Newton–Kantorovich).
+    tolerance : dict of str to float, or None, optional
+        For a numerical (exact=False) scalar-V certificate, the tolerances (name → value) with
+        which its premises were decided (`default_tolerance`: sign_rtol, axis_rtol,
+        semisimple_rtol, rank_rtol, singular_rcond, range_rtol, threshold_rtol and, for V scalar
+        only within SCALAR_RTOL, scalar_rtol); `check()` re-decides them with the same values.
+        None for an exact certificate, every premise of which `check()` re-decides in rational
+        arithmetic.
+
+    Raises
+    ------
+    dataclasses.FrozenInstanceError
+        On assignment to a field: a certificate is immutable.
+    InvalidInputError
+        From `linearization()` when the certificate carries no equilibrium.
+
+    See Also
+    --------
+    certify : computes the certificate.
+    Certificate.check : re-verifies it from its stored matrices.
+    riccati_tf.equilibria : the equilibria Σ* and their stability.
+    riccati_tf.stability.riccati.lyapunov_function : the Lyapunov matrix P.
+
+    References
+    ----------
+    .. [1] riccati_tf theory, SPEC §5 "Time-invariant parameters: equilibria, stability,
+       blow-up".
+    .. [2] riccati_tf theory, SPEC §6 "Certificates".
+
+    Examples
+    --------
+    A scalar-value layer that converges to Σ* = diag(2, 4) from every Σ0 ≻ 0, with a local
+    Lyapunov certificate at Σ*:
+
+    >>> import numpy as np
+    >>> from dataclasses import replace
+    >>> from riccati_tf import Gaussian, Params, certify
+    >>> p = Params(np.diag([1.0, 2.0]), B=0.5 * np.eye(2), V=-np.eye(2))
+    >>> c = certify(p, Gaussian(np.zeros(2), np.eye(2)))
+    >>> c
+    Certificate(regime='converges', exact=True, global_=True, theorem='psd_gramian_pd', d=2,
+                rate=2, T*=None, rank Σ*=2)
+    >>> c.equilibrium.residual < 1e-12, c.lyapunov.shape, c.lyapunov_min_eig > 0
+    (True, (3, 3), True)
+    >>> c.check()
+    True
+
+    A tampered certificate fails its check:
+
+    >>> replace(c, lyapunov=-c.lyapunov).check()
+    False
     """
 
     regime: str
     equilibrium: Equilibrium | None
-    lyapunov: np.ndarray | None
+    lyapunov: NDArray[np.float64] | None
     rate: float | None
     blowup_time: float | None
     exact: bool
     global_: bool
     reason: str
     params: Params
-    cov0: np.ndarray
-    mean0: np.ndarray
+    cov0: NDArray[np.float64]
+    mean0: NDArray[np.float64]
     theorem: str = "numerical"
-    lyapunov_rhs: np.ndarray | None = None
-    operator: np.ndarray | None = None
-    blowup_direction: np.ndarray | None = None
+    lyapunov_rhs: NDArray[np.float64] | None = None
+    operator: NDArray[np.float64] | None = None
+    blowup_direction: NDArray[np.float64] | None = None
     threshold: float | None = None
     horizon: float | None = None
-    final_cov: np.ndarray | None = None
+    final_cov: NDArray[np.float64] | None = None
     basin: float | None = None
     kantorovich_radius: float | None = None
-    tolerance: dict | None = None
+    tolerance: dict[str, float] | None = None
 
     def __repr__(self) -> str:
         """The verdict without the arrays (nothing is recomputed; call `check()` to verify)."""
@@ -219,7 +323,7 @@ class Certificate:
                 IndexError, AttributeError):
             return False
 
-    def linearization(self):
+    def linearization(self) -> control.StateSpace:
         """The linearised mean–covariance dynamics at (m*, Σ*) as a python-control StateSpace.
 
         State z = (δm, h) with h the orthonormal coordinates of δΣ; input u = δb; output z:
@@ -252,22 +356,27 @@ class Certificate:
 # ---------------------------------------------------------------- entry point
 
 
-def certify(params: Params, gaussian, mean0=None) -> Certificate:
+def certify(params: Params, gaussian: Gaussian | ArrayLike,
+            mean0: ArrayLike | None = None) -> Certificate:
     """Classify the covariance flow Σ̇ = AΣ + ΣAᵀ + Σ_h(V_hΣB_hΣ + ΣB_hᵀΣV_hᵀ) from Σ(0) = Σ0.
 
-    Called like `flow`: `certify(params, Gaussian(m0, Σ0))`. The array form
-    `certify(params, Σ0, m0=None)` is kept: a covariance array as the second argument (validated
-    as `cov0`) and an optional mean (`mean0`, zero when omitted); with a Gaussian, mean0 must be
-    omitted. Anything else as the second argument is refused with InvalidInputError.
+    Decides where Σ(t) goes, "converges", "collapses", "blows_up", "grows" or "undetermined"
+    (REGIMES), and returns the verdict with its evidence (SPEC §5–§6).
 
-    Scalar V (G = −Σ_h v_h(B_h + B_hᵀ)), SPEC §5: G ⪰ 0 never blows up; with A Hurwitz Σ → 0;
-    with Σ0 ≻ 0 and an eigenvalue Re λ > 0 of A on the unobservable subspace ∩_k ker(GA^k) Σ
-    grows without bound; with A hyperbolic, Re λ > 0 somewhere and no such unseen mode, Σ0 ≻ 0
-    converges to the stabilizing Bernoulli solution. G ⪯ 0: blow-up when G ≺ 0 and range Σ0 leaves
-    the stable invariant subspace of A, else (range inside) iff λ_max(W∞Σ0) > 1; T* is the first
-    root of λ_min(I + L0ᵀW(t)L0), non-increasing in t, by stepping and Brent's method. Any other
-    case: the closed form on a bounded horizon and then numerical evidence. General V: a bounded
-    Runge–Kutta integration and a local certificate at an equilibrium found by Newton's method.
+    Scalar V (V_h = v_h I, G = −Σ_h v_h(B_h + B_hᵀ)): the flow is Σ̇ = A Σ + Σ Aᵀ − Σ G Σ with the
+    closed form
+
+        Σ(t) = e^{At} Σ0 (I + W(t) Σ0)⁻¹ e^{Aᵀt},      W(t) = ∫_0^t e^{Aᵀs} G e^{As} ds,
+
+    and SPEC §5's theorems decide: G ⪰ 0 never blows up; with A Hurwitz Σ → 0; with Σ0 ≻ 0 and
+    an eigenvalue Re λ > 0 of A on the unobservable subspace ∩_k ker(GA^k) Σ grows without
+    bound; with A hyperbolic, Re λ > 0 somewhere and no such unseen mode, Σ0 ≻ 0 converges to
+    the stabilizing Bernoulli solution. G ⪯ 0: blow-up when G ≺ 0 and range Σ0 leaves the
+    stable invariant subspace of A, else (range inside) iff λ_max(W∞Σ0) > 1; T* is the first
+    root of λ_min(I + L0ᵀW(t)L0) (Σ0 = L0 L0ᵀ), non-increasing in t, by stepping and Brent's
+    method. Any other case: the closed form on a bounded horizon and then numerical evidence.
+    General V: a bounded Runge–Kutta integration and a local certificate at an equilibrium
+    found by Newton's method (a sublevel set of hᵀ P h inside the basin of Σ*).
 
     Premises are decided exactly (exact=True) when d ≤ EXACT_MAX_D, every V_h is exactly v_h I
     and Σ0 is exactly positive semidefinite: signs of G and Σ0 from their characteristic
@@ -277,11 +386,90 @@ def certify(params: Params, gaussian, mean0=None) -> Certificate:
     in `Certificate.tolerance` (exact=False), which `check()` reuses.
 
     Every certificate is re-verified by `check()` before it is returned; one that fails is not
-    returned: an exact theorem keeps its verdict without the local Lyapunov evidence when only that
-    evidence fails, anything else becomes "undetermined" with the reason. Work is bounded (see
-    the budgets MAX_RHS_EVALUATIONS, MAX_GRAMIAN_STEPS, BRENT_MAXITER and the horizons); numerical
-    failures, overflow included, raise SolverError. mean0 is stored for the linearisation; the
-    regime concerns Σ only.
+    returned: an exact theorem keeps its verdict without the local Lyapunov evidence when only
+    that evidence fails, anything else becomes "undetermined" with the reason. Work is bounded
+    (the budgets MAX_RHS_EVALUATIONS, MAX_GRAMIAN_STEPS, BRENT_MAXITER and the horizons).
+
+    Parameters
+    ----------
+    params : Params
+        The time-invariant layer (A, heads (V_h, B_h), b).
+    gaussian : Gaussian or (d, d) array_like
+        The start, called like `flow`: `certify(params, Gaussian(m0, Σ0))`. The array form
+        `certify(params, Σ0, mean0=None)` is kept: a covariance array Σ0 (symmetric positive
+        semidefinite, validated as `cov0`).
+    mean0 : (d,) array_like, optional
+        The start mean for the array form (zero when omitted); must be omitted with a Gaussian.
+        Stored for `Certificate.linearization`; the regime concerns Σ only.
+
+    Returns
+    -------
+    Certificate
+        The regime with its evidence: Σ* and its residual, P, Q and L, the rate, T* and the
+        blow-up direction, `exact`, `global_`, the theorem, the tolerances of numerical
+        premises, and the reason in words.
+
+    Raises
+    ------
+    InvalidInputError
+        params not a Params; gaussian neither a Gaussian nor a d×d covariance array (shape,
+        NaN/Inf, symmetry and positive semidefiniteness checked as by validation.as_covariance);
+        a Gaussian of another dimension; mean0 given with a Gaussian, or not a finite vector of
+        length d.
+    SolverError
+        Any failure of floating point, overflow included (an integration that fails or spends
+        its budget gives "undetermined" instead).
+
+    See Also
+    --------
+    Certificate : the verdict and its evidence; `Certificate.check()` re-verifies it.
+    riccati_tf.equilibria : the equilibria Σ* and their stability.
+    riccati_tf.flow : the trajectory Σ(t) itself.
+
+    References
+    ----------
+    .. [1] riccati_tf theory, SPEC §5 "Time-invariant parameters: equilibria, stability,
+       blow-up".
+    .. [2] riccati_tf theory, SPEC §6 "Certificates".
+
+    Examples
+    --------
+    G = −v(B + Bᵀ) = I ≻ 0 and both eigenvalues of A = diag(1, 2) positive: every Σ0 ≻ 0
+    converges to the stabilizing Bernoulli solution Σ* = diag(2, 4), decided exactly.
+
+    >>> import numpy as np
+    >>> from dataclasses import replace
+    >>> from riccati_tf import Gaussian, Params, certify
+    >>> p = Params(np.diag([1.0, 2.0]), B=0.5 * np.eye(2), V=-np.eye(2))
+    >>> c = certify(p, Gaussian(np.zeros(2), np.eye(2)))
+    >>> c.regime, c.exact, c.global_, c.theorem, c.rate
+    ('converges', True, True, 'psd_gramian_pd', 2.0)
+    >>> np.round(c.equilibrium.cov, 4)
+    array([[2., 0.],
+           [0., 4.]])
+    >>> c.equilibrium.residual < 1e-12, c.tolerance, c.check()
+    (True, None, True)
+
+    Blow-up in d = 1: σ̇ = 2aσ + 2vbσ² with a = −1, v = b = 1 from σ0 = 3 blows up at
+    T* = ½ ln(σ0/(σ0 − 1)) = ½ ln(3/2):
+
+    >>> c = certify(Params([[-1.0]], B=[[1.0]], V=[[1.0]]), Gaussian([0.0], [[3.0]]))
+    >>> c.regime, c.theorem, c.exact
+    ('blows_up', 'nsd_threshold', True)
+    >>> print(round(c.blowup_time, 6), round(np.log(1.5) / 2, 6))
+    0.202733 0.202733
+    >>> c.check(), replace(c, blowup_time=0.25).check()
+    (True, False)
+
+    V scalar only to within SCALAR_RTOL: the premises are decided in floating point, and the
+    tolerances used are stored for `check()`:
+
+    >>> V = np.diag([-1.0, -1.0 - 1e-15])
+    >>> c = certify(Params(np.diag([1.0, 2.0]), B=0.5 * np.eye(2), V=V), np.eye(2))
+    >>> c.regime, c.exact, c.tolerance["scalar_rtol"], c.tolerance["axis_rtol"]
+    ('converges', False, 1e-13, 1e-08)
+    >>> c.check()
+    True
     """
     if not isinstance(params, Params):
         raise InvalidInputError(f"params must be a riccati_tf.Params, got {type(params).__name__}")
@@ -293,7 +481,8 @@ def certify(params: Params, gaussian, mean0=None) -> Certificate:
         return _released(_certify(params, cov0, base))
 
 
-def _start(d: int, gaussian, mean0) -> tuple[np.ndarray, np.ndarray]:
+def _start(d: int, gaussian: Gaussian | ArrayLike,
+           mean0: ArrayLike | None) -> tuple[np.ndarray, np.ndarray]:
     """(Σ0, m0) from a Gaussian, or from a covariance array and an optional mean (validated)."""
     if isinstance(gaussian, Gaussian):
         if mean0 is not None:
@@ -1195,7 +1384,7 @@ def theorem_of(pr: Premises, d: int) -> tuple[str, str] | None:
 # ---------------------------------------------------------------- exact premises: rationals
 
 
-def _q(X) -> np.ndarray:
+def _q(X: ArrayLike) -> np.ndarray:
     """The float array X as an object array of exact Fractions (floats are dyadic rationals)."""
     X = np.asarray(X, dtype=float)
     out = np.empty(X.shape, dtype=object)
@@ -1288,14 +1477,14 @@ def _sym_inertia(S: np.ndarray) -> tuple[int, int, int]:
     return pos, zero, n - pos - zero
 
 
-def _sympy_poly(coeffs, var: str):
+def _sympy_poly(coeffs: Sequence[Fraction], var: str) -> sympy.Poly:
     import sympy
 
     return sympy.Poly([sympy.Rational(c.numerator, c.denominator) for c in coeffs],
                       sympy.Symbol(var), domain="QQ")
 
 
-def _sign_variations(polys, at_minus_infinity: bool) -> int:
+def _sign_variations(polys: Iterable[sympy.Poly], at_minus_infinity: bool) -> int:
     signs = []
     for f in polys:
         s = f.LC() > 0
@@ -1303,7 +1492,7 @@ def _sign_variations(polys, at_minus_infinity: bool) -> int:
     return sum(a != b for a, b in itertools.pairwise(signs))
 
 
-def _cauchy_index(f0, f1) -> int:
+def _cauchy_index(f0: sympy.Poly, f1: sympy.Poly) -> int:
     """Cauchy index of f1/f0 over ℝ by the generalised Sturm sequence
     f_{k+1} = −rem(f_{k−1}, f_k)."""
     seq = [f0, f1]
@@ -1313,7 +1502,7 @@ def _cauchy_index(f0, f1) -> int:
     return _sign_variations(seq, True) - _sign_variations(seq, False)
 
 
-def _on_axis(p) -> int:
+def _on_axis(p: sympy.Poly) -> int:
     """Number of roots of the real polynomial p on iℝ, with multiplicity: the real roots of
     gcd(Re p(iω), Im p(iω))."""
     U, V = _axis_parts(p)
@@ -1321,7 +1510,7 @@ def _on_axis(p) -> int:
     return 0 if g.degree() <= 0 else len(g.real_roots())
 
 
-def _axis_parts(p):
+def _axis_parts(p: sympy.Poly) -> tuple[sympy.Poly, sympy.Poly]:
     """(U, V) with p(iω) = U(ω) + i V(ω)."""
     import sympy
 
