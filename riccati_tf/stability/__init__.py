@@ -9,6 +9,7 @@ regime of given layer parameters from its theorem's premises, with every toleran
 
 from .certificates import Certificate, certify
 from .equilibria import Equilibrium, equilibria
-from .riccati import care_g, lyapunov_function
+from .riccati import LyapunovSolution, RiccatiSolution, bernoulli, care_g, lyapunov_function
 
-__all__ = ["Certificate", "Equilibrium", "care_g", "certify", "equilibria", "lyapunov_function"]
+__all__ = ["Certificate", "Equilibrium", "LyapunovSolution", "RiccatiSolution", "bernoulli",
+           "care_g", "certify", "equilibria", "lyapunov_function"]
