@@ -46,8 +46,10 @@ Illinois method finishes it to 4·eps relative.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 from numpy.linalg import LinAlgError
 from scipy.linalg import solve_continuous_lyapunov
 
@@ -68,6 +70,8 @@ from ..stability.equilibria import ACCEPT_RTOL, KRONECKER_MAX_D, is_psd
 from ..stability.riccati import bernoulli, exponent, numerical_failures
 from ..state.params import Params
 from ..state.validation import as_covariance
+
+__all__ = ["BatchedCertificates", "blowup_times", "classify_scalar", "van_loan_stack"]
 
 #: eigenvector matrices with a 2-norm condition number above this leave A's spectrum undecided
 EIGVEC_COND_MAX = 1e8
@@ -134,8 +138,67 @@ def expm_stack(X: np.ndarray) -> np.ndarray:
     return R.reshape(n, m, m)
 
 
-def van_loan_stack(A: np.ndarray, G: np.ndarray, s: np.ndarray):
-    """(E, W) = (e^{A s}, ∫_0^s e^{Aᵀu} G e^{Au} du) per case: expm([[−Aᵀ, G], [0, A]] s)."""
+def van_loan_stack(A: npt.NDArray[np.float64], G: npt.NDArray[np.float64], s: npt.ArrayLike
+                   ) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
+    """(E, W) = (e^{A s}, ∫_0^s e^{Aᵀu} G e^{Au} du) per case: expm([[−Aᵀ, G], [0, A]] s).
+
+    W(s) is the Gramian of the scalar-V closed form Σ(t) = e^{At}Σ0(I + W(t)Σ0)⁻¹e^{Aᵀt}
+    (module docstring). With F = expm([[−Aᵀ, G], [0, A]] s), the lower-right block of F is
+    E = e^{As} and W = Eᵀ F₁₂ (Van Loan's block exponential), symmetrised. The exponential is
+    stacked Padé-13 scaling and squaring (Higham's θ₁₃), one scaling per case.
+
+    Parameters
+    ----------
+    A : (n, d, d) ndarray of float
+        The drift matrices, one per case.
+    G : (n, d, d) ndarray of float, symmetric
+        G = −Σ_h v_h(B_h + B_hᵀ) per case.
+    s : (n,) array_like of float
+        The integration length per case (a scalar is broadcast).
+
+    Returns
+    -------
+    E : (n, d, d) ndarray of float
+        e^{A s} per case.
+    W : (n, d, d) ndarray of float, symmetric
+        ∫_0^s e^{Aᵀu} G e^{Au} du per case.
+
+    Raises
+    ------
+    numpy.linalg.LinAlgError
+        When the Padé denominator V − U of some case is singular to working precision
+        (non-finite input).
+
+    See Also
+    --------
+    blowup_times : marches W(t) by the semigroup rule W(t + h) = W(t) + E_tᵀW(h)E_t.
+    classify_scalar : the batched classifier that uses it for T*.
+
+    References
+    ----------
+    .. [1] riccati_tf theory, SPEC §5 "Time-invariant parameters: equilibria, stability,
+       blow-up".
+    .. [2] C. F. Van Loan, "Computing integrals involving the matrix exponential", IEEE TAC
+       23(3), 1978.
+    .. [3] N. J. Higham, "The scaling and squaring method for the matrix exponential
+       revisited", SIAM J. Matrix Anal. Appl. 26(4), 2005.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from scipy.linalg import expm, solve_continuous_lyapunov
+    >>> from riccati_tf.sweep.batched import van_loan_stack
+    >>> A = np.array([[[-1.0, 0.5], [0.0, -2.0]]])
+    >>> G = np.array([[[2.0, 0.4], [0.4, 1.2]]])
+    >>> E, W = van_loan_stack(A, G, np.array([30.0]))
+    >>> bool(np.allclose(E[0], expm(30 * A[0])))
+    True
+
+    For Hurwitz A, W(s) → W∞ with AᵀW∞ + W∞A = −G:
+
+    >>> bool(np.allclose(W[0], solve_continuous_lyapunov(A[0].T, -G[0])))
+    True
+    """
     n, d = A.shape[0], A.shape[-1]
     block = np.zeros((n, 2 * d, 2 * d))
     block[:, :d, :d] = -np.swapaxes(A, 1, 2)
@@ -177,7 +240,7 @@ def lyapunov_stack(T: np.ndarray, C: np.ndarray) -> np.ndarray:
         Ut, Uit = np.swapaxes(U_, -1, -2), np.swapaxes(Ui_, -1, -2)
         Tg = _per_rhs(T[idx], C)
 
-        def solve(R):
+        def solve(R: np.ndarray) -> np.ndarray:
             return (Uit @ ((Ut @ R @ U_) / D_) @ Ui_).real
 
         X = solve(C[idx])
@@ -201,13 +264,71 @@ def _lam_min(S: np.ndarray) -> np.ndarray:
     return np.linalg.eigvalsh(S)[:, 0]
 
 
-def blowup_times(A: np.ndarray, G: np.ndarray, L: np.ndarray, t_max: np.ndarray) -> np.ndarray:
-    """First root T* of λ_min(I + LᵀW(t)L) for G ⪯ 0 (a decreasing function of t), per case;
-    NaN where no root lies in (0, t_max]. L: (n, d, r) factors of Σ0 (zero columns allowed).
+def blowup_times(A: npt.NDArray[np.float64], G: npt.NDArray[np.float64],
+                 L: npt.NDArray[np.float64], t_max: npt.NDArray[np.float64]
+                 ) -> npt.NDArray[np.float64]:
+    """First root T* of λ_min(I + LᵀW(t)L) for G ⪯ 0 (a decreasing function of t), per case.
 
-    March: steps 2^j h (h = 1/‖A‖₂, STEPS_PER_LEVEL steps per j) composed exactly by the
-    semigroup rule, until λ_min ≤ 0; descent: halve the bracket with the stored steps down to h;
-    then Illinois (regula falsi with halving) on offsets s ∈ (0, h], W(s) by stacked Padé.
+    The blow-up time of Σ̇ = AΣ + ΣAᵀ − ΣGΣ from Σ0 = LLᵀ: the closed form
+    Σ(t) = e^{At}Σ0(I + W(t)Σ0)⁻¹e^{Aᵀt}, W(t) = ∫_0^t e^{Aᵀu} G e^{Au} du, leaves every bounded
+    set when I + LᵀW(t)L first becomes singular. March: steps 2^j h (h = 1/‖A‖₂,
+    STEPS_PER_LEVEL steps per j) composed exactly by the semigroup rule
+    W(t + h) = W(t) + E_tᵀW(h)E_t, until λ_min ≤ 0; descent: halve the bracket with the stored
+    steps down to h; then Illinois (regula falsi with halving) on offsets s ∈ (0, h], W(s) by
+    stacked Padé, to 4·eps relative.
+
+    Parameters
+    ----------
+    A : (n, d, d) ndarray of float
+        The drift matrices.
+    G : (n, d, d) ndarray of float, symmetric negative semidefinite
+        G = −Σ_h v_h(B_h + B_hᵀ) per case (G ⪯ 0 makes λ_min decreasing in t).
+    L : (n, d, r) ndarray of float
+        Factors of Σ0 = LLᵀ per case (zero columns allowed).
+    t_max : (n,) ndarray of float
+        The horizon of the search per case.
+
+    Returns
+    -------
+    (n,) ndarray of float
+        T* per case; NaN where no root lies in (0, t_max].
+
+    Raises
+    ------
+    numpy.linalg.LinAlgError
+        When an eigenvalue solve of a non-finite stack fails.
+
+    See Also
+    --------
+    van_loan_stack : the stacked (e^{As}, W(s)) the march is built from.
+    classify_scalar : confirms each T* with certify's own sign-change check.
+    riccati_tf.certify : the per-case blow-up certificate.
+
+    References
+    ----------
+    .. [1] riccati_tf theory, SPEC §5 "Time-invariant parameters: equilibria, stability,
+       blow-up".
+    .. [2] C. F. Van Loan, "Computing integrals involving the matrix exponential", IEEE TAC
+       23(3), 1978.
+    .. [3] M. Dowell and P. Jarratt, "A modified regula falsi method for computing the root of
+       an equation", BIT 11, 1971 (the Illinois method).
+
+    Examples
+    --------
+    A scalar layer ẋ = −x² (A = 0, G = −2, Σ0 = 1) blows up at T* = 1/2:
+
+    >>> import numpy as np
+    >>> from riccati_tf.sweep.batched import blowup_times
+    >>> T = blowup_times(np.zeros((1, 1, 1)), np.full((1, 1, 1), -2.0), np.ones((1, 1, 1)),
+    ...                  np.array([10.0]))
+    >>> print(round(float(T[0]), 12))
+    0.5
+
+    No root before the horizon gives NaN:
+
+    >>> blowup_times(np.zeros((1, 1, 1)), np.full((1, 1, 1), -2.0), np.ones((1, 1, 1)),
+    ...              np.array([0.25]))
+    array([nan])
     """
     n, d, r = L.shape
     out = np.full(n, np.nan)
@@ -220,7 +341,7 @@ def blowup_times(A: np.ndarray, G: np.ndarray, L: np.ndarray, t_max: np.ndarray)
     Lt = np.swapaxes(L, 1, 2)
     ladder = [van_loan_stack(A, G, h)]  # ladder[j] = (E, W) of a step 2^j h
 
-    def ensure(level: int):
+    def ensure(level: int) -> None:
         while len(ladder) <= level:
             E, W = ladder[-1]
             ladder.append((E @ E, W + np.swapaxes(E, 1, 2) @ W @ E))
@@ -274,14 +395,15 @@ def blowup_times(A: np.ndarray, G: np.ndarray, L: np.ndarray, t_max: np.ndarray)
     return out
 
 
-def _illinois(A, G, L, E_a, W_a, h, t_a) -> np.ndarray:
+def _illinois(A: np.ndarray, G: np.ndarray, L: np.ndarray, E_a: np.ndarray, W_a: np.ndarray,
+              h: np.ndarray, t_a: np.ndarray) -> np.ndarray:
     """Root s ∈ (0, h] of f(s) = λ_min(I + Lᵀ(W_a + E_aᵀW(s)E_a)L), f(0) > 0 ≥ f(h)."""
     r = L.shape[2]
     M = E_a @ L
     Mt = np.swapaxes(M, 1, 2)
     S_a = np.eye(r) + np.swapaxes(L, 1, 2) @ W_a @ L
 
-    def f(idx, s):
+    def f(idx: np.ndarray, s: np.ndarray) -> np.ndarray:
         _, W = van_loan_stack(A[idx], G[idx], s)
         return _lam_min(S_a[idx] + Mt[idx] @ W @ M[idx])
 
@@ -326,12 +448,59 @@ def _illinois(A, G, L, E_a, W_a, h, t_a) -> np.ndarray:
 class BatchedCertificates:
     """certify's verdicts for a stack of n scalar-V layers, field by field (NaN for None).
 
-    regime, theorem: (n,) str arrays ("" where not handled); exact, global_: (n,) bool;
-    rate, blowup_time, threshold: (n,) float; handled: (n,) bool — False where the batched path
-    cannot show that its verdict is certify's (premises within the rounding margins, numerical
-    evidence, a T* it cannot confirm): such a case must go to `certify` itself.
-    Evidence: g_eigenvalues (n, d) of G, a_eigenvalues (n, d) of A, rank0 (n,) of Σ0 (−1 where
-    not decided).
+    The fields of `riccati_tf.Certificate` that a sweep records, for n layers of
+    Σ̇ = AΣ + ΣAᵀ − ΣGΣ at once, as returned by `classify_scalar`.
+
+    Parameters
+    ----------
+    regime : (n,) ndarray of str (object)
+        "converges", "collapses", "blows_up", "grows" or "undetermined"; "" where not handled.
+    theorem : (n,) ndarray of str (object)
+        The SPEC §5 theorem the verdict rests on (certificates.THEOREMS); "" where not handled.
+    exact : (n,) ndarray of bool
+        Whether the premises were decided exactly (as certify decides them in rational
+        arithmetic).
+    global_ : (n,) ndarray of bool
+        Whether the verdict holds for every Σ0 ≻ 0, not only this Σ0.
+    rate : (n,) ndarray of float
+        The exponential rate of convergence or collapse; NaN for None.
+    blowup_time : (n,) ndarray of float
+        T* of a blow-up; NaN for None.
+    threshold : (n,) ndarray of float
+        λ_max(W∞Σ0) for Hurwitz A and G ≺ 0 (blow-up iff > 1); NaN for None.
+    handled : (n,) ndarray of bool
+        False where the batched path cannot show that its verdict is certify's (premises within
+        the rounding margins, numerical evidence, a T* it cannot confirm): such a case must go
+        to `certify` itself.
+    g_eigenvalues : (n, d) ndarray of float
+        The eigenvalues of G, increasing (NaN for a non-finite case).
+    a_eigenvalues : (n, d) ndarray of complex
+        The eigenvalues of A (NaN for a non-finite case).
+    rank0 : (n,) ndarray of int
+        The rank of Σ0; −1 where not decided.
+
+    Raises
+    ------
+    TypeError
+        When a field is missing (the dataclass constructor; the fields are not checked).
+
+    See Also
+    --------
+    classify_scalar : computes these verdicts.
+    riccati_tf.Certificate : the per-case certificate whose fields these are.
+
+    References
+    ----------
+    .. [1] riccati_tf theory, SPEC §5 "Time-invariant parameters: equilibria, stability,
+       blow-up", and §6 "Certificates".
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from riccati_tf.sweep.batched import classify_scalar
+    >>> res = classify_scalar(-np.eye(2)[None], 2 * np.eye(2)[None], np.eye(2)[None])
+    >>> len(res), res.regime[0], res.theorem[0], bool(res.handled[0]), float(res.rate[0])
+    (1, 'collapses', 'psd_hurwitz', True, 2.0)
     """
 
     regime: np.ndarray
@@ -371,7 +540,7 @@ def quadratic_constants(V: tuple[np.ndarray, ...], B: tuple[np.ndarray, ...]) ->
 
 def g_matrix(v: np.ndarray, B: tuple[np.ndarray, ...]) -> np.ndarray:
     """G = −Σ_h v_h (B_h + B_hᵀ) per case, summed in Params.G's order."""
-    total = 0
+    total: Any = 0
     for h, Bh in enumerate(B):
         total = total + v[:, h, None, None] * (Bh + np.swapaxes(Bh, 1, 2))
     return -total
@@ -391,25 +560,98 @@ def g_rounding(V: tuple[np.ndarray, ...], B: tuple[np.ndarray, ...]) -> np.ndarr
     return 2 * (H + d + 3) * _EPS * np.linalg.norm(mag, axis=(1, 2)) + 4 * H * d * _SUBNORMAL
 
 
-def classify_scalar(A: np.ndarray, G: np.ndarray, cov0: np.ndarray,
-                    quadratic: np.ndarray | None = None, *,
+def classify_scalar(A: npt.NDArray[np.float64], G: npt.NDArray[np.float64],
+                    cov0: npt.NDArray[np.float64], quadratic: npt.ArrayLike | None = None, *,
                     heads: tuple[tuple[np.ndarray, ...], tuple[np.ndarray, ...]] | None = None
                     ) -> BatchedCertificates:
-    """certify's verdict for stacks A, G, Σ0 (n, d, d) of layers whose V_h are exactly v_h I
-    (`scalar_values`' mask), G = g_matrix(v, B): the rules of the module docstring.
+    """certify's verdict for a stack of n scalar-V layers at once (handled) or none.
 
-    quadratic: c = 2 Σ_h ‖V_h‖₂‖B_h‖₂ per case (equilibrium.quadratic_constant), which sets
-    certify's blow-up horizon MAX_NORM_TIME / max(‖A‖₂, c‖Σ0‖₂) and, without `heads`, the size
-    of G's rounding; None counts as c = 0 (or is computed from `heads`). heads = (V, B), the
-    stacks of value and key-query matrices per head: G's rounding is then bounded exactly
-    (`g_rounding`) and the cases the floating-point margins cannot settle get certify's own
-    premises case by case; without it they are left to `certify` (handled False).
+    For layers whose value matrices are exactly V_h = v_h I the covariance obeys the Riccati
+    equation Σ̇ = AΣ + ΣAᵀ − ΣGΣ, G = −Σ_h v_h(B_h + B_hᵀ), with the closed form
+    Σ(t) = e^{At}Σ0(I + W(t)Σ0)⁻¹e^{Aᵀt}, W(t) = ∫_0^t e^{Aᵀu} G e^{Au} du. The SPEC §5
+    theorems that `certify` applies are decided here on the whole stack: the definiteness of G
+    and of Σ0, the half-plane counts of λ(A) and, for G ≺ 0 with A Hurwitz, the sign of
+    λ_max(W∞Σ0) − 1, each in floating point only where a margin far larger than every rounding
+    error shows that the exact decision is the same (module docstring); blow-up times by
+    `blowup_times`, confirmed by certify's own check. A case the margins do not settle is
+    marked handled False and belongs to `certify`.
+
+    Parameters
+    ----------
+    A : (n, d, d) ndarray of float
+        The drift matrices.
+    G : (n, d, d) ndarray of float, symmetric
+        G = −Σ_h v_h(B_h + B_hᵀ) per case, as `g_matrix` computes it.
+    cov0 : (n, d, d) ndarray of float, symmetric positive semidefinite
+        The initial covariances Σ0.
+    quadratic : (n,) array_like of float, optional
+        c = 2 Σ_h ‖V_h‖₂‖B_h‖₂ per case (equilibrium.quadratic_constant), which sets certify's
+        blow-up horizon MAX_NORM_TIME / max(‖A‖₂, c‖Σ0‖₂) and, without `heads`, the size of G's
+        rounding; None counts as c = 0 (or is computed from `heads`).
+    heads : tuple (V, B) of tuples of (n, d, d) ndarray, optional
+        The stacks of value and key-query matrices per head: G's rounding is then bounded
+        exactly (`g_rounding`) and the cases the floating-point margins cannot settle get
+        certify's own premises case by case; without it they are left to `certify`.
+
+    Returns
+    -------
+    BatchedCertificates
+        The verdict fields per case; handled False where the case must go to `certify`.
+
+    Raises
+    ------
+    ValueError
+        When the stacks do not have matching shapes (n, d, d).
+    numpy.linalg.LinAlgError
+        When a stacked eigensolver fails on finite input (non-finite cases are left unhandled,
+        not raised).
+
+    See Also
+    --------
+    riccati_tf.certify : the per-case certificate whose verdict this reproduces.
+    riccati_tf.sweep.runner.certify_columns : a sweep chunk's certificates, batched first.
+    blowup_times : the T* search on a stack.
+
+    References
+    ----------
+    .. [1] riccati_tf theory, SPEC §5 "Time-invariant parameters: equilibria, stability,
+       blow-up", and §6 "Certificates".
+    .. [2] F. L. Bauer and C. T. Fike, "Norms and exclusion theorems", Numer. Math. 2, 1960
+       (the discs that decide the half-plane counts of λ(A)).
+
+    Examples
+    --------
+    Three layers of `riccati_tf.app.examples.regime_examples`, V = vI:
+
+    >>> import numpy as np
+    >>> from riccati_tf.sweep.batched import classify_scalar
+    >>> rot = np.array([[0.0, -1.0], [1.0, 0.0]])
+    >>> B = np.array([[1.0, 0.2], [0.2, 0.6]])
+    >>> A = np.stack([0.5 * np.eye(2) + 0.3 * rot, -0.4 * np.eye(2) + 0.5 * rot,
+    ...               0.2 * np.eye(2) + 0.3 * rot])
+    >>> v = np.array([-1.0, -1.0, 0.3])
+    >>> G = -v[:, None, None] * (B + B.T)
+    >>> cov0 = np.broadcast_to([[1.0, 0.3], [0.3, 0.5]], (3, 2, 2))
+    >>> res = classify_scalar(A, G, cov0)
+    >>> res.regime.tolist(), res.handled.tolist()
+    (['converges', 'collapses', 'blows_up'], [True, True, True])
+    >>> print(round(float(res.blowup_time[2]), 6))
+    1.101518
+
+    The same as `certify`, one layer at a time:
+
+    >>> from riccati_tf import Params, certify
+    >>> cert = certify(Params(A=A[2], B=B, V=0.3 * np.eye(2)), cov0[2])
+    >>> cert.regime, bool(np.isclose(cert.blowup_time, res.blowup_time[2], rtol=1e-12))
+    ('blows_up', True)
     """
     with np.errstate(all="ignore"):  # non-finite intermediates are tested for, not warned of
         return _classify(A, G, cov0, quadratic, heads)
 
 
-def _classify(A, G, cov0, quadratic, heads) -> BatchedCertificates:
+def _classify(A: np.ndarray, G: np.ndarray, cov0: np.ndarray, quadratic: npt.ArrayLike | None,
+              heads: tuple[tuple[np.ndarray, ...], tuple[np.ndarray, ...]] | None
+              ) -> BatchedCertificates:
     n = A.shape[0]
     if heads is not None and quadratic is None:
         quadratic = quadratic_constants(*heads)
@@ -440,27 +682,27 @@ def _classify(A, G, cov0, quadratic, heads) -> BatchedCertificates:
 class _Table:
     """The verdict columns under construction."""
 
-    def __init__(self, n: int):
+    def __init__(self, n: int) -> None:
         self.regime = np.full(n, "", dtype=object)
         self.theorem = np.full(n, "", dtype=object)
         self.exact, self.global_, self.handled = (np.zeros(n, dtype=bool) for _ in range(3))
         self.rate, self.blowup_time, self.threshold = (np.full(n, np.nan) for _ in range(3))
 
-    def set(self, idx, regime: str, theorem: str, exact: bool, glob: bool, *, rate=None,
-            threshold=None) -> None:
+    def set(self, idx: int | np.integer | np.ndarray, regime: str, theorem: str, exact: bool,
+            glob: bool, *, rate: float | None = None, threshold: float | None = None) -> None:
         self.regime[idx], self.theorem[idx], self.handled[idx] = regime, theorem, True
         self.exact[idx], self.global_[idx] = exact, glob
         self.rate[idx] = np.nan if rate is None else rate
         self.threshold[idx] = np.nan if threshold is None else threshold
 
-    def drop(self, idx) -> None:
+    def drop(self, idx: int | np.integer | np.ndarray) -> None:
         """Hand the cases back to `certify`."""
         self.regime[idx], self.theorem[idx], self.handled[idx] = "", "", False
         self.exact[idx] = self.global_[idx] = False
         self.rate[idx] = self.blowup_time[idx] = self.threshold[idx] = np.nan
 
 
-def _settle(table: _Table, i: int, pr: Premises, A: np.ndarray, G: np.ndarray,
+def _settle(table: _Table, i: int | np.integer, pr: Premises, A: np.ndarray, G: np.ndarray,
             eig: np.ndarray, g_eig: np.ndarray, blow: list[int]) -> None:
     """certify's branch for premises `pr` (certificates.theorem_of and `_certify`) on layer i
     (A, G; eigenvalues eig of A, g_eig of G), except that a blow-up waits for its T*
@@ -507,7 +749,8 @@ def _provably_nd(g_eig: np.ndarray) -> bool:
     return bool(g_eig[-1] < -ROUNDING_ULPS * d * _EPS * np.abs(g_eig).max())
 
 
-def _blowups(table: _Table, idx: np.ndarray, A, G, covs, prem, quadratic) -> None:
+def _blowups(table: _Table, idx: np.ndarray, A: np.ndarray, G: np.ndarray, covs: np.ndarray,
+             prem: list[Premises | None], quadratic: npt.ArrayLike | None) -> None:
     """T* for the blow-up verdicts idx, on certify's horizon MAX_NORM_TIME / max(‖A‖₂, c‖Σ0‖₂);
     a case whose T* is not found, lies near the horizon or beyond BLOWUP_NORM_TIME of ‖A‖₂,
     or fails certify's own sign-change check (`certificates.blowup_check`) goes to certify."""
@@ -532,7 +775,7 @@ def _blowups(table: _Table, idx: np.ndarray, A, G, covs, prem, quadratic) -> Non
             table.drop(i)
 
 
-def _check_signs(A, G, L0, T) -> np.ndarray:
+def _check_signs(A: np.ndarray, G: np.ndarray, L0: np.ndarray, T: np.ndarray) -> np.ndarray:
     """certify's blow-up check (`certificates.blowup_check`: λ_min(I + L0ᵀW(t)L0) > 0 at
     T(1 − BLOWUP_CHECK_RTOL), < 0 at T(1 + BLOWUP_CHECK_RTOL), W by its stepping) on the stack:
     +1 where it passes and −1 where it fails, both by more than CHECK_MARGIN; 0 in between."""
@@ -549,7 +792,7 @@ def _check_signs(A, G, L0, T) -> np.ndarray:
     return np.where(passes, 1, np.where(fails, -1, 0))
 
 
-def _gramian_stack(A, G, t) -> np.ndarray:
+def _gramian_stack(A: np.ndarray, G: np.ndarray, t: np.ndarray) -> np.ndarray:
     """W(t) per case by certify's stepping (certificates._gramian): n = min(⌈‖A‖₂t⌉,
     MAX_GRAMIAN_STEPS) steps (at least 1) of the semigroup rule W(s + h) = W(s) + E_sᵀW(h)E_s."""
     d = A.shape[-1]
@@ -593,7 +836,10 @@ def _confirmed(A: np.ndarray, G: np.ndarray, cov0: np.ndarray, T: float) -> bool
         return False
 
 
-def _case_premises(A: np.ndarray, heads, i: int, cov0: np.ndarray):
+def _case_premises(A: np.ndarray,
+                   heads: tuple[tuple[np.ndarray, ...], tuple[np.ndarray, ...]],
+                   i: int | np.integer, cov0: np.ndarray
+                   ) -> tuple[Premises | None, np.ndarray]:
     """certify's own premises for case i (certificates.premises on the validated layer), and
     the Σ0 certify works with; (None, Σ0) where certify would refuse or fail."""
     V, B = heads
@@ -606,7 +852,7 @@ def _case_premises(A: np.ndarray, heads, i: int, cov0: np.ndarray):
         return None, cov0
 
 
-def _default_g_error(G: np.ndarray, quadratic) -> np.ndarray:
+def _default_g_error(G: np.ndarray, quadratic: npt.ArrayLike | None) -> np.ndarray:
     """G's rounding without the heads: G_ROUND_ULPS eps max(‖G‖_F, √d c)."""
     scale = np.linalg.norm(G, axis=(1, 2))
     if quadratic is not None:
@@ -625,7 +871,8 @@ def _in_range(x: np.ndarray) -> np.ndarray:
     return (x == 0) | ((x >= MAGNITUDE_RANGE[0]) & (x <= MAGNITUDE_RANGE[1]))
 
 
-def _fast_premises(A, G, cov0, g_err) -> _Fast:
+def _fast_premises(A: np.ndarray, G: np.ndarray, cov0: np.ndarray, g_err: np.ndarray
+                   ) -> _Fast:
     """Exact premises (certificates.Premises, tolerance None) wherever a floating-point margin
     decides them: Σ0 ≻ 0, the half-plane counts of λ(A), G ≻ 0 / G ≺ 0 / G = 0 and the sign of
     λ_max(W∞Σ0) − 1 (see the module docstring); None elsewhere."""
@@ -674,7 +921,8 @@ def _fast_premises(A, G, cov0, g_err) -> _Fast:
     return _Fast(out, eig, g)
 
 
-def _half_plane_counts(A: np.ndarray):
+def _half_plane_counts(A: np.ndarray
+                       ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """(n_left, n_axis, n_right, decided) of the eigenvalues of each A, exact where decided.
 
     A triangular A has its diagonal as eigenvalues. Otherwise, with A V ≈ VΛ (LAPACK) and the
@@ -697,7 +945,8 @@ def _half_plane_counts(A: np.ndarray):
     return (re < 0).sum(axis=1), (re == 0).sum(axis=1), (re > 0).sum(axis=1), tri | robust
 
 
-def _threshold_bound(A, G, S, g_err):
+def _threshold_bound(A: np.ndarray, G: np.ndarray, S: np.ndarray, g_err: np.ndarray
+                     ) -> tuple[np.ndarray, np.ndarray]:
     """(λ_max(W∞Σ0), a bound on its error) for Hurwitz A, G ≺ 0, Σ0 ≻ 0, with AᵀW∞ + W∞A = G.
 
     With R the residual of the computed W (plus its rounding and G's), the exact W∞ − W = X
