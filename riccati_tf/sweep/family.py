@@ -32,8 +32,10 @@ import difflib
 import hashlib
 import itertools
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
+from typing import Any
 
 import numpy as np
 
@@ -48,6 +50,8 @@ from ..io.spec import (
 )
 from ..state.params import Params
 from ..state.validation import SYM_RTOL
+
+__all__ = ["ANALYSES", "ANALYSIS_COLUMNS", "Family", "parse_family"]
 
 ANALYSES = ("certify", "flow", "particles")
 #: each analysis' result columns (in this order) and their kinds ("str", "bool", "float")
@@ -159,9 +163,70 @@ class Chunk:
 class Family:
     """A parameter family with its analysis settings (see the module docstring for the spec).
 
-    kind "grid" or "random"; axes; n_configs; chunk_size; seed (random only); d; fields
-    {"A", "b", "mean", "cov", "V[h]", "B[h]"} → AffineField; analysis; t_final; particles
-    settings; plot axes (x, y); spec: the canonical spec mapping, fingerprint: its SHA-256.
+    Every layer field and the initial Gaussian are affine in the axes,
+    X(x) = X₀ + Σ_k x_k X_k; configuration c of a grid is the C-order index into the product
+    of the axes, a random family draws chunk c from ``default_rng([seed, c])``, so any chunk is
+    recomputed alone and identically (`chunk`). Build it with `parse_family`, which checks
+    Σ0 ⪰ 0 at every corner of the parameter box (λ_min(Σ0(x)) is concave in x).
+
+    Parameters
+    ----------
+    kind : str
+        "grid" (Cartesian product of the axes) or "random" (independent draws).
+    axes : tuple of Axis
+        The named scalar axes, in the order of the spec.
+    n_configs : int
+        The number of configurations.
+    chunk_size : int
+        Configurations per chunk (the last chunk may be shorter).
+    seed : int
+        The seed of a random family (0 for a grid).
+    d : int
+        The dimension of the tokens.
+    n_heads : int
+        The number of attention heads.
+    fields : dict of str to AffineField
+        {"A", "b", "mean", "cov", "V[h]", "B[h]"} → the affine field of each.
+    analysis : str
+        "certify", "flow" or "particles" (ANALYSES).
+    t_final : float or None
+        The horizon of flow and particles analyses (None for certify).
+    particles : dict
+        {n_tokens, n_steps, seed} of a particles analysis ({} otherwise).
+    plot_axes : tuple (str, str or None)
+        The default axes (x, y) of the phase diagram.
+    spec : dict
+        The canonical spec mapping (without plot), whose SHA-256 is `fingerprint`.
+
+    Raises
+    ------
+    TypeError
+        When a field is missing (the dataclass constructor; `parse_family` does the checks).
+
+    See Also
+    --------
+    parse_family : builds and validates a Family from a spec mapping.
+    riccati_tf.sweep.runner.run_sweep : runs the family's analysis chunk by chunk.
+
+    References
+    ----------
+    .. [1] riccati_tf theory, SPEC §5 "Time-invariant parameters: equilibria, stability,
+       blow-up" (the regimes a certify sweep maps).
+
+    Examples
+    --------
+    >>> from riccati_tf.sweep.family import parse_family
+    >>> family = parse_family({
+    ...     "family": {"grid": {"v": [-1.0, 1.0], "a": {"linspace": [-0.5, 0.5, 3]}}},
+    ...     "chunk_size": 4,
+    ...     "params": {"A": {"a": [[1, 0], [0, 1]]}, "B": [[1, 0.2], [0.2, 0.6]],
+    ...                "v": {"v": 1}},
+    ...     "initial": {"cov": [[1, 0.3], [0.3, 0.5]]}})
+    >>> family.kind, family.n_configs, family.n_chunks, family.columns[:3]
+    ('grid', 6, 2, ['config_id', 'v', 'a'])
+    >>> chunk = family.chunk(1)               # configurations 4 and 5: v = 1, a = 0, 0.5
+    >>> chunk.ids.tolist(), chunk.values["a"].tolist(), chunk.V[0][1].tolist()
+    ([4, 5], [0.0, 0.5], [[1.0, 0.0], [0.0, 1.0]])
     """
 
     kind: str
@@ -180,14 +245,17 @@ class Family:
 
     @cached_property
     def fingerprint(self) -> str:
+        """SHA-256 of the canonical spec (`fingerprint`): what a results folder is tied to."""
         return fingerprint(self.spec)
 
     @property
     def n_chunks(self) -> int:
+        """The number of chunks, ⌈n_configs / chunk_size⌉."""
         return -(-self.n_configs // self.chunk_size)
 
     @property
     def axis_names(self) -> tuple[str, ...]:
+        """The names of the axes, in the order of the spec."""
         return tuple(a.name for a in self.axes)
 
     @property
@@ -196,6 +264,7 @@ class Family:
         return ["config_id", *self.axis_names, *ANALYSIS_COLUMNS[self.analysis]]
 
     def chunk_ids(self, c: int) -> np.ndarray:
+        """The config ids of chunk c (int64); IndexError outside 0..n_chunks − 1."""
         if not 0 <= c < self.n_chunks:
             raise IndexError(f"chunk {c} outside 0..{self.n_chunks - 1}")
         return np.arange(c * self.chunk_size, min(self.n_configs, (c + 1) * self.chunk_size),
@@ -230,7 +299,7 @@ def fingerprint(spec: dict) -> str:
 # ------------------------------------------------------------------------------- parsing
 
 
-def _finite(value, where: str) -> float:
+def _finite(value: Any, where: str) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise SpecError(f"{where}: must be a number, got {value!r}")
     if not np.isfinite(value):
@@ -238,7 +307,7 @@ def _finite(value, where: str) -> float:
     return float(value)
 
 
-def _pair(value, where: str, *, positive: bool = False) -> tuple[float, float]:
+def _pair(value: Any, where: str, *, positive: bool = False) -> tuple[float, float]:
     if not isinstance(value, list) or len(value) != 2:
         raise SpecError(f"{where}: must be a list [low, high]")
     low, high = (_finite(v, f"{where}[{i}]") for i, v in enumerate(value))
@@ -249,7 +318,7 @@ def _pair(value, where: str, *, positive: bool = False) -> tuple[float, float]:
     return low, high
 
 
-def _grid_axis(name: str, rule, where: str) -> Axis:
+def _grid_axis(name: str, rule: Any, where: str) -> Axis:
     """[v, ...] | {values: [...]} | {linspace: [start, stop, num]} | {geomspace: [...]}."""
     if isinstance(rule, list):
         rule = {"values": rule}
@@ -285,7 +354,7 @@ def _grid_axis(name: str, rule, where: str) -> Axis:
                 tuple(float(v) for v in values))
 
 
-def _random_axis(name: str, rule, where: str) -> Axis:
+def _random_axis(name: str, rule: Any, where: str) -> Axis:
     """{uniform: [low, high]} | {loguniform: [low, high]} (low > 0)."""
     if isinstance(rule, dict):
         check_keys(rule, RANDOM_RULES, f"{where}.")
@@ -297,7 +366,7 @@ def _random_axis(name: str, rule, where: str) -> Axis:
     return Axis(name, kind, low, high)
 
 
-def _axes(spec: dict, where: str, make) -> tuple[Axis, ...]:
+def _axes(spec: Any, where: str, make: Callable[[str, Any, str], Axis]) -> tuple[Axis, ...]:
     if not isinstance(spec, dict) or not spec:
         raise SpecError(f"{where}: must be a non-empty mapping {{axis name: rule}}")
     axes, count = [], 1
@@ -314,7 +383,7 @@ def _axes(spec: dict, where: str, make) -> tuple[Axis, ...]:
     return tuple(axes)
 
 
-def _family(spec) -> tuple[str, tuple[Axis, ...], int, int]:
+def _family(spec: Any) -> tuple[str, tuple[Axis, ...], int, int]:
     """(kind, axes, n_configs, seed) from family: {grid: {...}} | {random: {n, seed, axes}}."""
     if isinstance(spec, dict):
         check_keys(spec, ("grid", "random"), "family.")
@@ -338,7 +407,7 @@ def _family(spec) -> tuple[str, tuple[Axis, ...], int, int]:
     return kind, axes, n, seed
 
 
-def _affine(value, where: str, axes: tuple[str, ...]) -> AffineField:
+def _affine(value: Any, where: str, axes: tuple[str, ...]) -> AffineField:
     """A literal X₀, or {const: X₀, axis: X_k, ...} (every term of the same shape)."""
     terms = value if isinstance(value, dict) else {"const": value}
     if not terms:
@@ -378,7 +447,7 @@ def _times_identity(fld: AffineField, d: int) -> AffineField:
     return AffineField(fld.where, fld.const * eye, fld.axes, fld.coefs[:, None, None] * eye)
 
 
-def _value_field(head: dict, where: str, names, d: int) -> AffineField:
+def _value_field(head: dict, where: str, names: tuple[str, ...], d: int) -> AffineField:
     if "V" in head and "v" in head:
         raise SpecError(f"{where}: give V (a matrix) or v (V = vI), not both")
     if "v" in head:
@@ -388,7 +457,7 @@ def _value_field(head: dict, where: str, names, d: int) -> AffineField:
     return AffineField(f"{where}.V", np.zeros((d, d)), (), np.zeros((0, d, d)))
 
 
-def _layer_fields(spec, names) -> tuple[dict[str, AffineField], int]:
+def _layer_fields(spec: Any, names: tuple[str, ...]) -> tuple[dict[str, AffineField], int]:
     if not isinstance(spec, dict):
         raise SpecError("params: must be a mapping with A (and B, V or v, b, or heads)")
     check_keys(spec, PARAM_FIELDS, "params.")
@@ -417,7 +486,7 @@ def _layer_fields(spec, names) -> tuple[dict[str, AffineField], int]:
     return fields, len(heads)
 
 
-def _initial_fields(spec, names, d: int) -> dict[str, AffineField]:
+def _initial_fields(spec: Any, names: tuple[str, ...], d: int) -> dict[str, AffineField]:
     if not isinstance(spec, dict):
         raise SpecError("initial: must be a mapping with cov (and mean)")
     check_keys(spec, ("mean", "cov"), "initial.")
@@ -477,7 +546,7 @@ def _check_chunking(n_configs: int, chunk_size: int, d: int) -> None:
                         f"{MAX_CHUNK_ENTRIES}; lower chunk_size")
 
 
-def _particles(spec) -> dict:
+def _particles(spec: Any) -> dict:
     if not isinstance(spec, dict):
         raise SpecError("particles: must be a mapping with n_tokens, n_steps (and seed)")
     check_keys(spec, ("n_tokens", "n_steps", "seed"), "particles.")
@@ -493,7 +562,7 @@ def _particles(spec) -> dict:
     return out
 
 
-def _plot_axes(spec, names: tuple[str, ...]) -> tuple[str, str | None]:
+def _plot_axes(spec: Any, names: tuple[str, ...]) -> tuple[str, str | None]:
     default = (names[0], names[1] if len(names) > 1 else None)
     if spec is None:
         return default
@@ -509,7 +578,65 @@ def _plot_axes(spec, names: tuple[str, ...]) -> tuple[str, str | None]:
 
 
 def parse_family(spec: dict) -> Family:
-    """Build and validate a Family from a sweep spec mapping (raises SpecError naming the field).
+    """Build and validate a Family from a sweep spec mapping.
+
+    The spec (module docstring) names an analysis, a grid or random family of scalar axes, and
+    layer fields and an initial Gaussian affine in the axes, X(x) = X₀ + Σ_k x_k X_k. Strings
+    are never evaluated. Everything is checked before anything runs: unknown keys, the axes
+    (finite, bounded, at most MAX_AXIS_POINTS points each, MAX_CONFIGS configurations), the
+    chunking (MAX_CHUNKS chunks, MAX_CHUNK_ENTRIES entries per stacked field), the shapes of
+    the layer (as `riccati_tf.Params` checks them) and Σ0 ⪰ 0 at each of the 2^k corners of the
+    parameter box (λ_min(Σ0(x)) is concave in x, so its minimum is at a corner).
+
+    Parameters
+    ----------
+    spec : dict
+        The sweep spec mapping: analysis, family, chunk_size, params, initial, t_final,
+        particles, plot (as `riccati_tf.io.spec.load_spec` reads it from a file).
+
+    Returns
+    -------
+    Family
+        The validated family.
+
+    Raises
+    ------
+    SpecError
+        (an InvalidInputError) naming the field: a missing or unknown field, a value of the
+        wrong type, shape or sign, NaN/Inf, an asymmetric term of the covariance, Σ0 not
+        positive semidefinite at a corner of the parameter box, or a limit exceeded.
+
+    See Also
+    --------
+    Family : the parsed family and its chunks.
+    riccati_tf.sweep.runner.run_sweep : parses the spec with it and runs the sweep.
+    riccati_tf.io.spec.load_spec : reads a spec file.
+
+    References
+    ----------
+    .. [1] riccati_tf theory, SPEC §5 "Time-invariant parameters: equilibria, stability,
+       blow-up".
+
+    Examples
+    --------
+    >>> from riccati_tf.sweep.family import parse_family
+    >>> spec = {"family": {"random": {"n": 10, "seed": 7, "axes": {"v": {"uniform": [-1, 1]}}}},
+    ...         "params": {"A": [[0.0, 1.0], [-1.0, 0.0]], "B": [[1, 0], [0, 1]],
+    ...                    "v": {"v": 1}},
+    ...         "initial": {"cov": [[1, 0], [0, 1]]}}
+    >>> family = parse_family(spec)
+    >>> family.kind, family.analysis, family.n_configs, family.d, family.plot_axes
+    ('random', 'certify', 10, 2, ('v', None))
+
+    A covariance that leaves the PSD cone somewhere in the box is refused before anything runs:
+
+    >>> from riccati_tf.errors import InvalidInputError
+    >>> spec["initial"] = {"cov": {"const": [[1, 0], [0, 1]], "v": [[2, 0], [0, 0]]}}
+    >>> try:
+    ...     parse_family(spec)
+    ... except InvalidInputError as exc:
+    ...     print(str(exc).split(":")[0])
+    initial (at the parameter-box corner v = -1)
     """
     if not isinstance(spec, dict):
         raise SpecError(f"the sweep spec must be a mapping of fields, got {type(spec).__name__}")
