@@ -30,16 +30,20 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from ..errors import InvalidInputError, SolverError
-from ..flows.integrate import DEFAULT_OUTPUTS, flow
+from ..flows.integrate import DEFAULT_OUTPUTS, Trajectory, flow
 from ..stability.certificates import EXACT_MAX_D, certify
-from ..state.params import Gaussian
+from ..state.params import Gaussian, Params
 from .batched import classify_scalar, g_matrix, quadratic_constants, scalar_values
 from .family import ANALYSIS_COLUMNS, Chunk, Family, parse_family
 from .store import ResultStore, read_results
+
+__all__ = ["SweepResult", "certify_columns", "compute_chunk", "run_sweep"]
 
 #: Dask: chunks in flight per worker (back-pressure: the client never holds every future)
 IN_FLIGHT_PER_WORKER = 4
@@ -47,7 +51,7 @@ IN_FLIGHT_PER_WORKER = 4
 CONNECT_TIMEOUT = "10s"
 
 
-def _none_nan(x) -> float:
+def _none_nan(x: float | None) -> float:
     return np.nan if x is None else float(x)
 
 
@@ -58,7 +62,7 @@ def _error_text(exc: Exception) -> str:
     return f"{type(exc).__name__}: {exc}"[:300]
 
 
-def certificate_row(params, cov0, mean0) -> dict:
+def certificate_row(params: Params, cov0: npt.ArrayLike, mean0: npt.ArrayLike | None) -> dict:
     """The certify columns (family.ANALYSIS_COLUMNS) of `certify(params, cov0, mean0)`. A
     configuration on which certify raises becomes a row with regime "error" and the exception
     in `theorem`: one bad layer does not end a sweep of thousands, and the row says what
@@ -82,18 +86,75 @@ def _empty(n: int, kinds: dict[str, str]) -> dict[str, np.ndarray]:
     return {name: make[kind]() for name, kind in kinds.items()}
 
 
-def _fill_per_case(out: dict, chunk: Chunk, indices, row_fn) -> None:
+def _fill_per_case(out: dict, chunk: Chunk, indices: Any,
+                   row_fn: Callable[[Chunk, int], dict]) -> None:
     for i in indices:
         for name, value in row_fn(chunk, int(i)).items():
             out[name][i] = value
 
 
 def certify_columns(chunk: Chunk, *, batched: bool = True) -> dict[str, np.ndarray]:
-    """Certificates for every configuration of the chunk. batched=False: `certify` for all
-    (the per-case reference the batched path must reproduce). Beyond EXACT_MAX_D the batched
-    classifier gets the heads, so that certify's own (numerical, a few LAPACK calls) premises
-    are decided case by case and only the theorem's work is stacked; up to it, cases the
-    rounding margins leave open go to `certify` (its exact premises cost about as much)."""
+    """Certificates for every configuration of the chunk, batched where certify's verdict is
+    shown to be the same.
+
+    Layers whose value matrices are exactly V_h = v_h I (Σ̇ = AΣ + ΣAᵀ − ΣGΣ,
+    G = −Σ_h v_h(B_h + B_hᵀ)) go through `classify_scalar` (path "batched"); the cases it does
+    not handle and every other layer go through `certify` one by one (path "certify"). Beyond
+    EXACT_MAX_D the batched classifier gets the heads, so that certify's own (numerical, a few
+    LAPACK calls) premises are decided case by case and only the theorem's work is stacked; up
+    to it, cases the rounding margins leave open go to `certify` (its exact premises cost about
+    as much). A configuration on which `certify` raises becomes a row with regime "error" and
+    the exception in `theorem`.
+
+    Parameters
+    ----------
+    chunk : Chunk
+        The configurations, as `Family.chunk` returns them.
+    batched : bool, default True
+        False: `certify` for all (the per-case reference the batched path must reproduce).
+
+    Returns
+    -------
+    dict of str to (n,) ndarray
+        The certify columns (family.ANALYSIS_COLUMNS["certify"]): regime, theorem, exact,
+        global, rate, blowup_time, threshold (NaN for None), path.
+
+    Raises
+    ------
+    numpy.linalg.LinAlgError
+        When a stacked eigensolver of the batched path fails on finite input (per-case
+        failures are recorded in the rows, not raised).
+
+    See Also
+    --------
+    riccati_tf.sweep.batched.classify_scalar : the batched classifier.
+    riccati_tf.certify : the per-case certificate.
+    compute_chunk : a chunk's full rows for any analysis.
+
+    References
+    ----------
+    .. [1] riccati_tf theory, SPEC §5 "Time-invariant parameters: equilibria, stability,
+       blow-up", and §6 "Certificates".
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from riccati_tf.sweep.family import parse_family
+    >>> from riccati_tf.sweep.runner import certify_columns
+    >>> spec = {"family": {"grid": {"v": [-1.0, 1.0], "a": [-0.5, 0.5]}},
+    ...         "params": {"A": {"const": [[0, 0.3], [0, -0.6]], "a": [[1, 0], [0, 1]]},
+    ...                    "B": [[1, 0.2], [0.2, 0.6]], "v": {"v": 1}},
+    ...         "initial": {"cov": [[1, 0.3], [0.3, 0.5]]}}
+    >>> chunk = parse_family(spec).chunk(0)
+    >>> fast, slow = certify_columns(chunk), certify_columns(chunk, batched=False)
+    >>> fast["regime"].tolist(), fast["path"].tolist()
+    (['collapses', 'converges', 'blows_up', 'blows_up'],
+     ['batched', 'batched', 'batched', 'batched'])
+    >>> bool(np.all(fast["regime"] == slow["regime"]))
+    True
+    >>> bool(np.allclose(fast["blowup_time"], slow["blowup_time"], equal_nan=True))
+    True
+    """
     n = len(chunk)
     out = _empty(n, ANALYSIS_COLUMNS["certify"])
     todo = np.arange(n)
@@ -119,7 +180,7 @@ def certify_columns(chunk: Chunk, *, batched: bool = True) -> dict[str, np.ndarr
     return out
 
 
-def flow_end(params, g0: Gaussian, t_final: float):
+def flow_end(params: Params, g0: Gaussian, t_final: float) -> Trajectory:
     """The trajectory of `flow(params, g0, t_final)` (default grid: DEFAULT_OUTPUTS times) cut to
     what the flow columns read — its status, T* and its last state — at two output times each:
     flow on [0, t_final]; after a blow-up at T*, a second flow with outputs [0, t_k] (t_k the
@@ -216,7 +277,56 @@ def family_of(spec: dict) -> Family:
 
 
 def compute_chunk(spec: dict, index: int) -> tuple[int, dict[str, np.ndarray]]:
-    """Rows of chunk `index`: config_id, the axis values, then the analysis columns."""
+    """Rows of chunk `index`: config_id, the axis values, then the analysis columns.
+
+    A pure function of (spec, index): a chunk computed on any worker, in any order, or again
+    after a crash, gives the same rows. The analysis is the spec's: certify
+    (`certify_columns`), flow (status, T* and the final spectrum of Σ̇ = AΣ + ΣAᵀ + ... by
+    `riccati_tf.flow`) or particles (the token cloud against the Gaussian flow). The spec is
+    parsed once per process (a small cache keyed by its JSON).
+
+    Parameters
+    ----------
+    spec : dict
+        The sweep spec mapping (`parse_family`).
+    index : int
+        The chunk, 0 ≤ index < Family.n_chunks.
+
+    Returns
+    -------
+    index : int
+        The chunk computed (as given).
+    columns : dict of str to (n,) ndarray
+        config_id, one column per axis, then the analysis columns (family.ANALYSIS_COLUMNS).
+
+    Raises
+    ------
+    SpecError
+        (an InvalidInputError) when the spec is invalid, naming the field.
+    IndexError
+        When index is outside 0..n_chunks − 1.
+
+    See Also
+    --------
+    run_sweep : runs every chunk and stores the rows.
+    certify_columns : the certify analysis of a chunk.
+
+    References
+    ----------
+    .. [1] riccati_tf theory, SPEC §5 "Time-invariant parameters: equilibria, stability,
+       blow-up".
+
+    Examples
+    --------
+    >>> from riccati_tf.sweep.runner import compute_chunk
+    >>> spec = {"family": {"grid": {"v": [-1.0, 1.0], "a": [-0.5, 0.5]}},
+    ...         "params": {"A": {"const": [[0, 0.3], [0, -0.6]], "a": [[1, 0], [0, 1]]},
+    ...                    "B": [[1, 0.2], [0.2, 0.6]], "v": {"v": 1}},
+    ...         "initial": {"cov": [[1, 0.3], [0.3, 0.5]]}}
+    >>> index, columns = compute_chunk(spec, 0)
+    >>> index, list(columns)[:4], columns["regime"].tolist()
+    (0, ['config_id', 'v', 'a', 'regime'], ['collapses', 'converges', 'blows_up', 'blows_up'])
+    """
     family = family_of(spec)
     chunk = family.chunk(index)
     columns = {"config_id": chunk.ids, **chunk.values}
@@ -232,7 +342,8 @@ class InProcess:
 
     description = "in-process"
 
-    def imap_unordered(self, fn, spec: dict, indices: list[int]) -> Iterator:
+    def imap_unordered(self, fn: Callable[[dict, int], Any], spec: dict,
+                       indices: list[int]) -> Iterator:
         for c in indices:
             yield fn(spec, c)
 
@@ -244,7 +355,7 @@ class DaskExecutor:
     """Runs the chunks as Dask futures: on the scheduler at `address`, or on a LocalCluster of
     n_workers single-threaded worker processes started here (address "local")."""
 
-    def __init__(self, address: str, n_workers: int | None):
+    def __init__(self, address: str, n_workers: int | None) -> None:
         try:
             from distributed import Client, LocalCluster
         except ImportError:
@@ -265,7 +376,8 @@ class DaskExecutor:
                     from None
             self.description = f"Dask scheduler {address}"
 
-    def imap_unordered(self, fn, spec: dict, indices: list[int]) -> Iterator:
+    def imap_unordered(self, fn: Callable[[dict, int], Any], spec: dict,
+                       indices: list[int]) -> Iterator:
         from distributed import as_completed
 
         workers = max(1, len(self.client.scheduler_info(n_workers=-1).get("workers", {})))
@@ -287,7 +399,7 @@ class DaskExecutor:
             self._cluster.close()
 
 
-def make_executor(scheduler: str | None, n_workers: int | None):
+def make_executor(scheduler: str | None, n_workers: int | None) -> InProcess | DaskExecutor:
     """None or "inprocess": this process; "local": a LocalCluster sized to the machine (or
     n_workers); anything else: the address of a running Dask scheduler (tcp://HOST:PORT)."""
     if n_workers is not None and (isinstance(n_workers, bool) or not isinstance(n_workers, int)
@@ -308,12 +420,62 @@ def make_executor(scheduler: str | None, n_workers: int | None):
 class SweepResult:
     """A finished sweep: where its rows are and how this run got them.
 
-    out_dir: the results folder (manifest.json, chunks.jsonl, chunks/, results.parquet);
-    results_path: its results.parquet; n_configs, n_chunks; chunks_computed by this run and
-    chunks_resumed (found finished and verified in the folder); scheduler: where the chunks ran;
-    wall_time (s); counts: rows per regime (certify) or status (flow, particles); analysis;
-    notes: what opening the folder found and repaired (a chunk file that failed its check and was
-    recomputed, a torn record dropped), one sentence each.
+    Parameters
+    ----------
+    out_dir : pathlib.Path
+        The results folder (manifest.json, chunks.jsonl, chunks/, results.parquet).
+    results_path : pathlib.Path
+        Its results.parquet (every row, sorted by config_id).
+    n_configs : int
+        The number of configurations (rows).
+    n_chunks : int
+        The number of chunks.
+    chunks_computed : int
+        Chunks computed by this run.
+    chunks_resumed : int
+        Chunks found finished and verified in the folder.
+    scheduler : str
+        Where the chunks ran ("in-process", a LocalCluster, a Dask scheduler address).
+    wall_time : float
+        Seconds the run took.
+    analysis : str
+        "certify", "flow" or "particles".
+    counts : dict of str to int, optional
+        Rows per regime (certify) or status (flow, particles).
+    notes : tuple of str, optional
+        What opening the folder found and repaired (a chunk file that failed its check and was
+        recomputed, a torn record dropped), one sentence each.
+
+    Raises
+    ------
+    TypeError
+        When a field is missing (the dataclass constructor; `run_sweep` fills them).
+
+    See Also
+    --------
+    run_sweep : returns it.
+    riccati_tf.sweep.store.read_results : the results table of a folder.
+
+    References
+    ----------
+    .. [1] riccati_tf theory, SPEC §5 "Time-invariant parameters: equilibria, stability,
+       blow-up".
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from riccati_tf.sweep import run_sweep
+    >>> spec = {"family": {"grid": {"v": [-1.0, 1.0], "a": [-0.5, 0.5]}},
+    ...         "params": {"A": {"const": [[0, 0.3], [0, -0.6]], "a": [[1, 0], [0, 1]]},
+    ...                    "B": [[1, 0.2], [0.2, 0.6]], "v": {"v": 1}},
+    ...         "initial": {"cov": [[1, 0.3], [0.3, 0.5]]}}
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     result = run_sweep(spec, f"{tmp}/sweep")
+    ...     table = result.table()
+    >>> result.n_configs, result.n_chunks, result.scheduler, result.results_path.name
+    (4, 1, 'in-process', 'results.parquet')
+    >>> table.column("regime").to_pylist()
+    ['collapses', 'converges', 'blows_up', 'blows_up']
     """
 
     out_dir: Path
@@ -328,24 +490,82 @@ class SweepResult:
     counts: dict[str, int] = field(default_factory=dict)
     notes: tuple[str, ...] = ()
 
-    def table(self):
-        """The results as a pyarrow Table (sorted by config_id)."""
+    def table(self) -> Any:
+        """The results as a pyarrow Table (sorted by config_id), read from `results_path`."""
         return read_results(self.results_path)
 
 
-def run_sweep(spec: dict, out_dir, *, scheduler: str | None = None, n_workers: int | None = None,
+def run_sweep(spec: dict, out_dir: str | Path, *, scheduler: str | None = None,
+              n_workers: int | None = None,
               progress: Callable[[int, int], None] | None = None,
               log: Callable[[str], None] | None = None) -> SweepResult:
     """Map the spec's parameter family through its analysis, chunk by chunk, into out_dir.
 
-    Resumes: chunks recorded in out_dir's manifest whose files verify (SHA-256, config ids) are
-    skipped, the others recomputed; a folder holding another spec's results, a manifest that
-    contradicts the spec, a folder another sweep is writing and a folder holding files of the
-    store's names that no sweep wrote are refused (InvalidInputError). scheduler: None/
-    "inprocess" (this process), "local" (a LocalCluster of n_workers processes, default one per
-    CPU) or a Dask scheduler address. progress(done, total) is called after every chunk written;
-    log(note) once per repair the opening made (also in SweepResult.notes). Returns a
-    SweepResult.
+    The family (`parse_family`) is a grid or random ensemble of layers affine in named axes;
+    its analysis is certify (the SPEC §5 regime of Σ̇ = AΣ + ΣAᵀ + VΣBΣ + ΣBᵀΣVᵀ per layer,
+    batched for scalar V), flow (the flow's status, T* and final spectrum) or particles. Each
+    chunk is `compute_chunk(spec, c)`, a pure function, written through the single-writer store
+    as it arrives. Resumes: chunks recorded in out_dir's manifest whose files verify (SHA-256,
+    config ids) are skipped, the others recomputed, so an interrupted sweep ends with exactly
+    the rows of an uninterrupted one.
+
+    Parameters
+    ----------
+    spec : dict
+        The sweep spec mapping (module docstring of `riccati_tf.sweep.family`).
+    out_dir : str or pathlib.Path
+        The results folder: created, or resumed when it holds this spec's sweep.
+    scheduler : str, optional
+        None or "inprocess" (this process, the default), "local" (a LocalCluster of n_workers
+        processes) or the address of a running Dask scheduler (tcp://HOST:PORT).
+    n_workers : int, optional
+        Worker processes of the LocalCluster (default one per CPU).
+    progress : callable (done, total) -> None, optional
+        Called after every chunk written (and once at the start).
+    log : callable (note) -> None, optional
+        Called once per repair the opening made (also in SweepResult.notes).
+
+    Returns
+    -------
+    SweepResult
+        Where the rows are, the counts per regime or status, and how the run got them.
+
+    Raises
+    ------
+    InvalidInputError
+        An invalid spec (SpecError, naming the field); a folder holding another spec's results,
+        a manifest that contradicts the spec, a folder another sweep is writing, a folder
+        holding files of the store's names that no sweep wrote; an invalid scheduler or
+        n_workers, an unreachable Dask scheduler or Dask not installed; pyarrow not installed.
+
+    See Also
+    --------
+    riccati_tf.sweep.plot.plot_sweep : the phase diagram of the results.
+    riccati_tf.sweep.store.read_results : the results table of a folder.
+    riccati_tf.certify : the per-layer certificate a certify sweep records.
+
+    References
+    ----------
+    .. [1] riccati_tf theory, SPEC §5 "Time-invariant parameters: equilibria, stability,
+       blow-up".
+
+    Examples
+    --------
+    A 2 × 2 grid over v (V = vI) and a (A = [[a, 0.3], [0, a − 0.6]]):
+
+    >>> import tempfile
+    >>> from riccati_tf.sweep import run_sweep
+    >>> spec = {"family": {"grid": {"v": [-1.0, 1.0], "a": [-0.5, 0.5]}},
+    ...         "params": {"A": {"const": [[0, 0.3], [0, -0.6]], "a": [[1, 0], [0, 1]]},
+    ...                    "B": [[1, 0.2], [0.2, 0.6]], "v": {"v": 1}},
+    ...         "initial": {"cov": [[1, 0.3], [0.3, 0.5]]}}
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     first = run_sweep(spec, f"{tmp}/sweep")
+    ...     again = run_sweep(spec, f"{tmp}/sweep")     # resumed: nothing to compute
+    >>> first.counts
+    {'blows_up': 2, 'collapses': 1, 'converges': 1}
+    >>> (first.chunks_computed, again.chunks_computed, again.chunks_resumed)
+    (1, 0, 1)
     """
     start = time.perf_counter()
     family = parse_family(spec)
