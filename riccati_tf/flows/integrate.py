@@ -15,9 +15,10 @@ import math
 import operator
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
-from typing import NamedTuple
+from typing import Any, NamedTuple, SupportsIndex, overload
 
 import numpy as np
+import numpy.typing as npt
 from scipy.integrate import solve_ivp
 
 from ..display import html_table, number
@@ -26,6 +27,10 @@ from ..state.moments import drift_arrays, moment_arrays
 from ..state.params import Gaussian, Params, check_dims
 from ..state.validation import as_array, as_count, as_time, as_time_grid, psd_rank
 from .exact import DEFAULT_MAX_STEPS, NEAR_BLOWUP_RTOL, exact_flow, exact_from
+
+__all__ = ["CALL_MAX_FLOATS", "DEFAULT_OUTPUTS", "LAYERS_DEFAULT_MAX", "LAYERS_MAX_FLOATS",
+           "RK_DEFAULT_MAX_STEPS", "RK_NEAR_BLOWUP_RTOL", "TIME_ROUNDING", "State",
+           "Trajectory", "flow", "layers"]
 
 #: the rk blow-up event fires when tr Σ exceeds this factor times its starting scale
 BLOWUP_GROWTH = 1e8
@@ -48,6 +53,7 @@ RK_EVALUATIONS_PER_STEP = 16
 #: DOP853 is explicit: its step is at most about RK_STABILITY / |λ| for every eigenvalue λ of
 #: the linearisation (which contains 2λ(A) for the covariance): the up-front step estimate
 RK_STABILITY = 8.0
+#: the number of equally spaced output times of `flow` without t_eval
 DEFAULT_OUTPUTS = 101
 #: the smallest trace the rk blow-up event takes the logarithm of
 TINY = np.finfo(float).tiny
@@ -64,9 +70,44 @@ CALL_MAX_FLOATS = 2**27
 
 
 class State(NamedTuple):
-    """One state of a trajectory, State(t, mean, cov): the time t, the mean m(t) (d,) and the
-    covariance Σ(t) (d, d); from `Trajectory.__call__` with an array of k times, k of them:
-    t (k,), mean (k, d), cov (k, d, d). Unpacks as `t, m, S = tr[i]`."""
+    """One state N(m(t), Σ(t)) of a trajectory, or k of them: State(t, mean, cov).
+
+    `Trajectory` indexing ``tr[i]`` and dense output ``tr(t)`` return it; it unpacks as
+    ``t, m, S = tr[i]``. From `Trajectory.__call__` with an array of k times it holds k states.
+
+    Parameters
+    ----------
+    t : float or (k,) ndarray of float
+        The time, or k times.
+    mean : (d,) or (k, d) ndarray of float
+        The mean m(t).
+    cov : (d, d) or (k, d, d) ndarray of float
+        The covariance Σ(t), symmetric positive semidefinite.
+
+    Raises
+    ------
+    InvalidInputError
+        `State.gaussian` of a State holding k states (a Gaussian is one of them).
+
+    See Also
+    --------
+    Trajectory : the states of a flow, indexed and called to give a State.
+    riccati_tf.Gaussian : one state as a validated Gaussian (`State.gaussian`).
+
+    References
+    ----------
+    .. [1] riccati_tf theory, SPEC §2 "Gaussian invariance and the moment equations".
+
+    Examples
+    --------
+    >>> from riccati_tf import Gaussian, Params, flow
+    >>> tr = flow(Params(-1.0), Gaussian([1.0], [[1.0]]), 1.0, t_eval=[0.0, 1.0])
+    >>> t, m, S = tr[-1]
+    >>> t, round(float(S[0, 0]), 6)
+    (1.0, 0.135335)
+    >>> tr[-1].gaussian()
+    Gaussian(d=1, rank=1)
+    """
 
     t: float | np.ndarray
     mean: np.ndarray
@@ -82,20 +123,93 @@ class State(NamedTuple):
 
 @dataclass(frozen=True, eq=False)
 class Trajectory:
-    """States of N(m(t), Σ(t)) at times t (all reached before any blow-up).
+    """States N(m(t), Σ(t)) of the moment system at increasing times t, with dense output.
 
-    t (k,), mean (k, d), cov (k, d, d); status "completed" or "blowup", with blowup_kind
-    "singularity" (`flow`: a finite-time blow-up of the flow at blowup_time ≤ t_final, with the
-    unit direction along which Σ(t) diverges) or "overflow" (`layers`: the state of the layer
-    at depth blowup_time leaves the floating-point range; a finite stack of layers has no
-    finite-time blow-up); method "exact", "rk" or "layers"; rtol/atol used (None for methods
-    exact up to rounding). Every state is finite.
+    The states solve (`flow`, SPEC §2)
 
-    Access: `tr[i]` is the i-th state as a `State(t, mean, cov)`, `tr[i:j:k]` a Trajectory of
-    those states (k ≥ 1; the flow's status and dense output are kept), `for s in tr` iterates
-    over the states, `len(tr)` counts them. Dense output: `tr(t)` is the state at any time t of
-    the flow's interval (`__call__`). dense: what `tr(t)` needs, set by `flow` (None for
-    `layers`, for `flow(..., dense_output=False)` and for a Trajectory built directly).
+        ṁ = (A + V) m + V Σ B m + b,      Σ̇ = A Σ + Σ Aᵀ + V Σ B Σ + Σ Bᵀ Σ Vᵀ
+
+    or follow the discrete layers m⁺ = (I + τM) m + τc, Σ⁺ = (I + τM) Σ (I + τM)ᵀ (`layers`).
+    All are reached before any blow-up, and every state is finite.
+
+    Access: ``tr[i]`` is the i-th state as a `State(t, mean, cov)` (negative i counts from the
+    end), ``tr[i:j:k]`` a Trajectory of those states (k ≥ 1; the flow's status and dense output
+    are kept), ``for s in tr`` iterates over the states, ``len(tr)`` counts them. Dense output:
+    ``tr(t)`` is the state at any time t of the flow's interval, between the stored times too
+    (`Trajectory.__call__`). ``tr.d`` is the dimension, ``tr.gaussian(i)`` the i-th state as a
+    `riccati_tf.Gaussian`.
+
+    Parameters
+    ----------
+    t : (k,) ndarray of float
+        The times, increasing (the depths 0, τ, 2τ, ... for `layers`).
+    mean : (k, d) ndarray of float
+        The means m(t).
+    cov : (k, d, d) ndarray of float
+        The covariances Σ(t), symmetric positive semidefinite.
+    status : {"completed", "blowup"}
+        "blowup" when the trajectory ends at blowup_time ≤ t_final.
+    blowup_time : float or None
+        T* of a finite-time blow-up of the flow ("singularity"), or the depth of the first
+        layer whose state leaves the floating-point range ("overflow"); None when completed.
+    method : {"exact", "rk", "layers"}
+        How the states were computed: the closed form for scalar value matrices, DOP853, or
+        discrete layers.
+    blowup_direction : (d,) ndarray of float or None, optional
+        The unit direction along which Σ(t) diverges at a singularity; None otherwise.
+    rtol, atol : float or None, optional
+        The tolerances of "rk"; None for methods exact up to rounding.
+    blowup_kind : {"singularity", "overflow"} or None, optional
+        "singularity" (`flow`: the finite-time blow-up of the flow at T*) or "overflow"
+        (`layers`: a finite stack of layers has no finite-time blow-up, but its state can
+        leave the floating-point range); None when completed.
+    dense : optional
+        What ``tr(t)`` needs between the stored times, set by `flow` (None for `layers`, for
+        ``flow(..., dense_output=False)`` and for a Trajectory built directly).
+
+    Raises
+    ------
+    InvalidInputError
+        Indexing with a non-integer, an index out of range or a slice step < 1; calling
+        ``tr(t)`` at a time outside the flow's interval, between stored times without dense
+        output, or at more times than CALL_MAX_FLOATS floats hold.
+    SolverError
+        Calling ``tr(t)`` at a time within rounding of the blow-up time T*, where the closed
+        form is singular in floating point.
+
+    See Also
+    --------
+    flow : the continuous-depth trajectory of a Gaussian.
+    layers : the trajectory through discrete residual layers.
+    State : one state of the trajectory.
+
+    References
+    ----------
+    .. [1] riccati_tf theory, SPEC §2 "Gaussian invariance and the moment equations".
+    .. [2] riccati_tf theory, SPEC §5 "Time-invariant parameters: equilibria, stability,
+       blow-up".
+
+    Examples
+    --------
+    With A = −1 and no attention, m(t) = e^{−t} m0 and Σ(t) = e^{−2t} Σ0:
+
+    >>> import numpy as np
+    >>> from riccati_tf import Gaussian, Params, flow
+    >>> tr = flow(Params(-1.0), Gaussian([1.0], [[1.0]]), 1.0, t_eval=[0.0, 0.5, 1.0])
+    >>> tr
+    Trajectory(method='exact', status='completed', t=[0, 1], n=3, d=1)
+    >>> t, m, S = tr[-1]
+    >>> t, round(float(m[0]), 6), round(float(S[0, 0]), 6)
+    (1.0, 0.367879, 0.135335)
+    >>> tr[1:]
+    Trajectory(method='exact', status='completed', t=[0.5, 1], n=2, d=1)
+
+    Dense output, at a time between the stored ones and at an array of times:
+
+    >>> round(float(tr(0.25).mean[0]), 6)
+    0.778801
+    >>> tr(np.array([0.1, 0.2])).cov.shape
+    (2, 1, 1)
     """
 
     t: np.ndarray
@@ -111,6 +225,7 @@ class Trajectory:
     dense: _RkDense | _ExactDense | None = field(default=None, metadata={"serialize": False})
 
     def __len__(self) -> int:
+        """The number of states."""
         return self.t.size
 
     @property
@@ -122,7 +237,13 @@ class Trajectory:
         """The state at index i as a validated Gaussian."""
         return Gaussian(self.mean[i], self.cov[i])
 
-    def __getitem__(self, index) -> State | Trajectory:
+    @overload
+    def __getitem__(self, index: slice) -> Trajectory: ...
+
+    @overload
+    def __getitem__(self, index: SupportsIndex) -> State: ...
+
+    def __getitem__(self, index: SupportsIndex | slice) -> State | Trajectory:
         """tr[i]: State(t, mean, cov) at index i (negative i counts from the end); tr[i:j:k]:
         the Trajectory of those states (step k ≥ 1: times stay increasing), with the status,
         method and dense output of the flow it comes from."""
@@ -151,9 +272,10 @@ class Trajectory:
         return State(float(self.t[i]), self.mean[i], self.cov[i])
 
     def __iter__(self) -> Iterator[State]:
+        """The states in order of time, each a `State`."""
         return (self[i] for i in range(len(self)))
 
-    def __call__(self, t) -> State:
+    def __call__(self, t: npt.ArrayLike) -> State:
         """The state at time t (dense output): State(t, m(t), Σ(t)) for a time, or for a 1-D
         array of k times (any order) State(t, mean (k, d), cov (k, d, d)).
 
@@ -169,6 +291,34 @@ class Trajectory:
         without dense output, is an InvalidInputError naming the interval or the stored times.
         A time within rounding of T* where the closed form is singular in floating point:
         SolverError.
+
+        Parameters
+        ----------
+        t : float or (k,) array_like of float
+            A time, or k times in any order, in the flow's interval.
+
+        Returns
+        -------
+        State
+            t, mean (d,), cov (d, d) for one time; t (k,), mean (k, d), cov (k, d, d) for k.
+
+        Raises
+        ------
+        InvalidInputError
+            When t is not a finite real time or 1-D array of times, lies outside the interval,
+            falls between stored times of a trajectory without dense output, or asks for more
+            than CALL_MAX_FLOATS floats.
+        SolverError
+            When t is within rounding of T* (the closed form is singular there).
+
+        Examples
+        --------
+        >>> from riccati_tf import Gaussian, Params, flow
+        >>> tr = flow(Params(0.0, B=1.0, V=1.0), Gaussian([0.0], [[1.0]]), 1.0)
+        >>> tr.status, round(float(tr.blowup_time), 6)
+        ('blowup', 0.5)
+        >>> round(float(tr(0.45).cov[0, 0]), 6)  # σ(t) = 1 / (1 − 2t)
+        10.0
         """
         times = as_array("t", t)
         if times.ndim > 1:
@@ -345,13 +495,13 @@ class _ExactDense:
         return mean, cov
 
 
-def _default_grid(t_final: float, t_eval) -> np.ndarray:
+def _default_grid(t_final: float, t_eval: npt.ArrayLike | None) -> npt.NDArray[np.float64]:
     if t_eval is None:
         return np.linspace(0.0, t_final, DEFAULT_OUTPUTS)
     return as_time_grid("t_eval", t_eval, t_final)
 
 
-def _tolerance(name: str, value) -> float:
+def _tolerance(name: str, value: object) -> float:
     value = as_time(name, value)
     if value >= 1:
         raise InvalidInputError(f"{name} must be < 1, got {value}")
@@ -376,7 +526,7 @@ def _checked(params_fn: Callable[[float], Params], d: int) -> Callable[[float], 
     """params_fn wrapped so that every value is a finite Params on R^d; anything else (a raised
     exception, another type, another dimension, NaN/Inf) is an InvalidInputError naming
     params(t) and the time."""
-    last: list = [_UNSET]
+    last: list[object] = [_UNSET]
 
     def params_at(t: float) -> Params:
         try:
@@ -418,38 +568,136 @@ def _guard(tr: Trajectory) -> Trajectory:
 
 
 def flow(params: Params | Callable[[float], Params], gaussian: Gaussian, t_final: float, *,
-         method: str = "auto", t_eval=None, rtol: float = 1e-10,
+         method: str = "auto", t_eval: npt.ArrayLike | None = None, rtol: float = 1e-10,
          atol: float = 1e-12, max_steps: int | None = None,
          dense_output: bool = True) -> Trajectory:
-    """Solve ṁ = (A + V)m + VΣBm + b, Σ̇ = AΣ + ΣAᵀ + VΣBΣ + ΣBᵀΣVᵀ on [0, t_final].
+    """The trajectory of a Gaussian N(m, Σ) under a layer, on [0, t_final] or up to blow-up.
 
-    params: a `Params` (time-invariant) or a callable t ↦ Params (time-varying; method "rk").
-    Every value of the callable must be a finite Params on the Gaussian's R^d: anything else,
-    or an exception raised by it, is an InvalidInputError naming params(t) and the time.
-    method: "exact" (closed form Σ(t) = e^{At}Σ0(I + W(t)Σ0)⁻¹e^{Aᵀt} of SPEC §5, scalar value
-    matrices only; blow-up time = first root of det(I + W(t)Σ0), located by Brent's method;
-    long horizons end early once the state provably settles, see `riccati_tf.flows.exact`),
-    "rk" (DOP853 on the full system with a blow-up event; rtol/atol apply, atol capped for Σ_ij
-    at rtol·√((Σ0)_ii (Σ0)_jj) so that variances below atol are resolved relative to their size,
-    `_scaled_atol`), or "auto" (exact when it applies). t_eval: output times in [0, t_final]
-    (default 101 equally spaced).
-    max_steps: work budget. exact: covariance steps plus mean collocation steps, 3 per
-    error-controlled sub-step (default DEFAULT_MAX_STEPS = 100 000); rk: DOP853 steps
-    (default RK_DEFAULT_MAX_STEPS = 20 000), enforced as RK_EVALUATIONS_PER_STEP right-hand-side
-    evaluations per step, and refused up front when the explicit method's stability alone needs
-    more (about t_final·2ρ(A)/RK_STABILITY
-    steps for a time-invariant layer, ρ the spectral radius). A spent budget raises SolverError.
-    A finite-time blow-up at T* ≤ t_final ends the trajectory: status "blowup" (blowup_kind
-    "singularity"), states before T* only. One after t_final is no blow-up: the state at t_final
-    is returned — unless t_final is so close to T* that the end state, Σ ~ 1/(T* − t), is known
-    only to more than NEAR_BLOWUP_RTOL relative (rk: rtol·T*/(T* − t_final); exact: about
+    Solves the moment equations of SPEC §2
+
+        ṁ = (A + V) m + V Σ B m + b,      Σ̇ = A Σ + Σ Aᵀ + V Σ B Σ + Σ Bᵀ Σ Vᵀ
+
+    (multi-head: V Σ B → Σ_h V_h Σ B_h) from m(0) = gaussian.mean, Σ(0) = gaussian.cov.
+
+    Methods. "exact" (scalar value matrices V_h = v_h I only): the closed form of SPEC §5,
+
+        Σ(t) = e^{At} Σ0 (I + W(t) Σ0)⁻¹ e^{Aᵀt},   W(t) = ∫_0^t e^{Aᵀs} G e^{As} ds,
+
+    with G = −Σ_h v_h (B_h + B_hᵀ), evaluated in square-root form in steps (Van Loan block
+    exponentials); the blow-up time is the first root of det(I + W(t)Σ0), located by Brent's
+    method; long horizons end early once the state provably settles; the mean by
+    error-controlled Gauss collocation (see `riccati_tf.flows.exact`). "rk": DOP853 on the full
+    system with a blow-up event; rtol/atol apply, atol capped for Σ_ij at
+    rtol·√((Σ0)_ii (Σ0)_jj) so that variances below atol are resolved relative to their size.
+    "auto": exact when it applies, else rk.
+
+    Blow-up. A finite-time blow-up at T* ≤ t_final ends the trajectory: status "blowup"
+    (blowup_kind "singularity"), states before T* only, and the unit direction along which
+    Σ(t) diverges. One after t_final is no blow-up: the state at t_final is returned, unless
+    t_final is so close to T* that the end state, Σ ~ 1/(T* − t), is known only to more than
+    NEAR_BLOWUP_RTOL relative (rk: rtol·T*/(T* − t_final); exact: about
     eps·n^{3/4}·T*/(T* − t_final) after n steps) or rk cannot tell on which side of t_final T*
-    lies: SolverError. Overflow, NaN or a spent budget: SolverError; a returned trajectory holds
-    finite states only (`_guard`).
-    dense_output: keep what `tr(t)` (`Trajectory.__call__`) needs to give the state at any time
-    of the flow (default True). exact: the Riccati data and the initial state; rk: DOP853's
-    continuous extension, about 8(d + d²) floats per step (and 3 more right-hand-side
-    evaluations per step than outputs alone need); False drops it.
+    lies: then SolverError. A returned trajectory holds finite states only.
+
+    Parameters
+    ----------
+    params : Params or callable float -> Params
+        The layer: a `Params` (time-invariant), or a callable t ↦ Params (time-varying
+        controls; method "rk"). Every value of the callable must be a finite Params on the
+        Gaussian's R^d.
+    gaussian : Gaussian
+        The initial state N(m0, Σ0).
+    t_final : float
+        The horizon, > 0.
+    method : {"auto", "exact", "rk"}, optional
+        The method (default "auto": "exact" for a time-invariant layer with scalar value
+        matrices, else "rk").
+    t_eval : (k,) array_like of float, optional
+        Output times, strictly increasing in [0, t_final] (default DEFAULT_OUTPUTS = 101
+        equally spaced).
+    rtol : float, optional
+        Relative tolerance of "rk", in (0, 1) (default 1e-10).
+    atol : float, optional
+        Absolute tolerance of "rk", in (0, 1) (default 1e-12).
+    max_steps : int, optional
+        Work budget. exact: covariance steps plus mean collocation steps, 3 per
+        error-controlled sub-step (default DEFAULT_MAX_STEPS = 100 000); rk: DOP853 steps
+        (default RK_DEFAULT_MAX_STEPS = 20 000), enforced as RK_EVALUATIONS_PER_STEP
+        right-hand-side evaluations per step, and refused up front when the explicit method's
+        stability alone needs more (about t_final·2ρ(A)/RK_STABILITY steps for a
+        time-invariant layer, ρ the spectral radius).
+    dense_output : bool, optional
+        Keep what ``tr(t)`` (`Trajectory.__call__`) needs to give the state at any time of the
+        flow (default True). exact: the Riccati data and the initial state; rk: DOP853's
+        continuous extension, about 8(d + d²) floats per step (and 3 more right-hand-side
+        evaluations per step than outputs alone need); False drops it.
+
+    Returns
+    -------
+    Trajectory
+        The states at the output times reached before any blow-up; status "completed" or
+        "blowup", method "exact" or "rk".
+
+    Raises
+    ------
+    InvalidInputError
+        When t_final is not a positive finite time; rtol or atol is not in (0, 1); t_eval is
+        not a strictly increasing array of times in [0, t_final]; max_steps is not an integer
+        ≥ 1; method is unknown; dense_output is not a bool; params is neither a Params nor a
+        callable; the layer and the Gaussian live in different R^d; the callable raises or
+        returns anything but a finite Params on R^d (the message names params(t) and the
+        time); method "exact" is asked for a callable or for non-scalar value matrices; or the
+        arrays of params were modified to hold NaN or Inf.
+    SolverError
+        When the work budget is spent (or provably would be, before any work), a state leaves
+        the floating-point range without a blow-up, t_final lies too close to T* for the end
+        state to be known (see Blow-up above), rk cannot tell whether T* precedes t_final,
+        or rounding in G decides whether (or when) Σ blows up.
+
+    See Also
+    --------
+    layers : discrete residual layers x⁺ = x + τ X(x).
+    Trajectory : the result, its indexing and dense output.
+    moment_rhs : the right-hand side (ṁ, Σ̇).
+    certify : a certificate of where the flow goes (equilibrium or blow-up).
+
+    References
+    ----------
+    .. [1] riccati_tf theory, SPEC §2 "Gaussian invariance and the moment equations".
+    .. [2] riccati_tf theory, SPEC §5 "Time-invariant parameters: equilibria, stability,
+       blow-up".
+    .. [3] C. F. Van Loan, "Computing integrals involving the matrix exponential", IEEE TAC
+       23(3), 1978.
+    .. [4] J. R. Dormand and P. J. Prince, "A family of embedded Runge–Kutta formulae",
+       J. Comp. Appl. Math. 6(1), 1980.
+
+    Examples
+    --------
+    For d = 1 with A = 0 and V = B = 1, σ̇ = 2σ² blows up at T* = 1/(2σ0):
+
+    >>> import numpy as np
+    >>> from riccati_tf import Gaussian, Params, flow
+    >>> tr = flow(Params(0.0, B=1.0, V=1.0), Gaussian([0.0], [[1.0]]), 1.0)
+    >>> tr.status, round(float(tr.blowup_time), 6), tr.method
+    ('blowup', 0.5, 'exact')
+
+    The closed form and Runge–Kutta agree; for A = −I, V = I/2, B = I and Σ0 = I,
+    Σ(t) = 2e^{−2t}/(1 + e^{−2t}) I:
+
+    >>> p = Params(-np.eye(2), B=np.eye(2), V=0.5 * np.eye(2), b=[1.0, 0.0])
+    >>> g = Gaussian(np.zeros(2), np.eye(2))
+    >>> ex = flow(p, g, 1.0, t_eval=[1.0])
+    >>> rk = flow(p, g, 1.0, t_eval=[1.0], method="rk")
+    >>> bool(np.isclose(ex.cov[-1, 0, 0], 2 * np.exp(-2) / (1 + np.exp(-2)), rtol=1e-12))
+    True
+    >>> bool(np.allclose(ex.cov, rk.cov, rtol=1e-8)), bool(np.allclose(ex.mean, rk.mean))
+    (True, True)
+
+    Time-varying controls (method "rk"):
+
+    >>> tv = flow(lambda t: Params(-np.eye(2), b=[np.cos(t), 0.0]), g, 1.0)
+    >>> tv.method, tv.status
+    ('rk', 'completed')
     """
     if not isinstance(dense_output, bool | np.bool_):
         raise InvalidInputError(f"dense_output must be True or False, got {dense_output!r}")
@@ -483,34 +731,41 @@ def flow(params: Params | Callable[[float], Params], gaussian: Gaussian, t_final
         return _dispatch(params, params_fn, scalar, gaussian, t_out, t_final, method, rtol, atol,
                          max_steps, bool(dense_output))
     except SolverError:
-        if params_fn is None and not _finite_params(params):
+        if isinstance(params, Params) and not _finite_params(params):
             raise InvalidInputError("params holds NaN or Inf entries (its arrays were modified "
                                     "after construction)") from None
         raise
 
 
-def _dispatch(params, params_fn, scalar, gaussian, t_out, t_final, method, rtol, atol,
-              max_steps, dense_output) -> Trajectory:
+def _dispatch(params: Params | Callable[[float], Params],
+              params_fn: Callable[[float], Params] | None, scalar: bool, gaussian: Gaussian,
+              t_out: np.ndarray, t_final: float, method: str, rtol: float, atol: float,
+              max_steps: int | None, dense_output: bool) -> Trajectory:
     if method == "exact" or (method == "auto" and scalar):
+        assert isinstance(params, Params)  # flow refuses "exact" for a callable
         vs = params.value_scalars
+        assert vs is not None  # flow refuses "exact" for non-scalar value matrices
         G = params.G  # SolverError when it overflows
+        heads, b = params.heads, params.b
+        assert heads is not None and b is not None  # set by Params.__post_init__
         with np.errstate(over="ignore", invalid="ignore"):
-            Bbar = sum(v * B for v, (_, B) in zip(vs, params.heads, strict=True))
+            Bbar = sum((v * B for v, (_, B) in zip(vs, heads, strict=True)),
+                       np.zeros_like(params.A))
             finite = np.isfinite(Bbar.sum()) or np.all(np.isfinite(Bbar))
         if not finite:
             raise SolverError("B̄ = Σ_h v_h B_h overflows: the attention terms are out of the "
                               "floating-point range")
         max_steps = max_steps or DEFAULT_MAX_STEPS
-        res = exact_flow(params.A, G, sum(vs), Bbar, params.b, gaussian.mean, gaussian.cov,
+        res = exact_flow(params.A, G, sum(vs), Bbar, b, gaussian.mean, gaussian.cov,
                          t_out, t_final, max_steps=max_steps)
         blew = res.blowup_time is not None
-        dense = _ExactDense(params.A, G, sum(vs), Bbar, params.b, gaussian.mean, gaussian.cov,
+        dense = _ExactDense(params.A, G, sum(vs), Bbar, b, gaussian.mean, gaussian.cov,
                             t_final, max_steps) if dense_output else None
         return _guard(Trajectory(res.t, res.mean, res.cov, "blowup" if blew else "completed",
                                  res.blowup_time, "exact", res.blowup_direction,
                                  blowup_kind="singularity" if blew else None, dense=dense))
     max_steps = max_steps or RK_DEFAULT_MAX_STEPS
-    if params_fn is None:
+    if isinstance(params, Params):
         _refuse_stiff(params, gaussian, t_final, max_steps)
     return _guard(_rk_flow(params_fn or params, gaussian, t_out, t_final, rtol, atol,
                            max_steps, dense_output))
@@ -560,12 +815,13 @@ def _scaled_atol(g: Gaussian, atol: float, rtol: float) -> np.ndarray:
 
 
 class _RkBudgetSpent(Exception):
-    def __init__(self, t):
+    def __init__(self, t: float) -> None:
         super().__init__(t)
         self.t = t
 
 
-def _rk_flow(params_fn, gaussian: Gaussian, t_out, t_final, rtol, atol,
+def _rk_flow(params_fn: Params | Callable[[float], Params], gaussian: Gaussian,
+             t_out: np.ndarray, t_final: float, rtol: float, atol: float,
              max_steps: int = RK_DEFAULT_MAX_STEPS, dense_output: bool = False) -> Trajectory:
     """params_fn: a callable t ↦ Params, or one Params (time-invariant: the right-hand side
     then binds it once, and with m0 = 0 and b = 0 the mean stays 0 and only Σ is integrated)."""
@@ -574,20 +830,20 @@ def _rk_flow(params_fn, gaussian: Gaussian, t_out, t_final, rtol, atol,
                        dense_output)
 
 
-def _rk_rhs(params_fn, d: int, limit: int, with_mean: bool):
+def _rk_rhs(params_fn: Params | Callable[[float], Params], d: int, limit: int,
+            with_mean: bool) -> Callable[[float, np.ndarray], np.ndarray]:
     """The right-hand side on the state y = (m, vec Σ), or y = vec Σ when not with_mean; it
     raises _RkBudgetSpent on its (limit + 1)-th evaluation. params_fn: a Params (bound once)
     or a callable t ↦ Params."""
     calls = 0
-    p = params_fn if isinstance(params_fn, Params) else None
     n = d * d + (d if with_mean else 0)
 
-    def rhs(t, y):
+    def rhs(t: float, y: np.ndarray) -> np.ndarray:
         nonlocal calls
         calls += 1
         if calls > limit:
             raise _RkBudgetSpent(t)
-        q = params_fn(t) if p is None else p
+        q = params_fn if isinstance(params_fn, Params) else params_fn(t)
         out = np.empty(n)
         if with_mean:
             X, out[:d] = drift_arrays(q, y[:d], y[d:].reshape(d, d))
@@ -599,21 +855,38 @@ def _rk_rhs(params_fn, d: int, limit: int, with_mean: bool):
     return rhs
 
 
-def _rk_run(params_fn, gaussian: Gaussian, t_out, t_final, rtol, atol, max_steps,
+class _TraceEvent:
+    """solve_ivp's terminal event log tr Σ = log threshold (tr Σ rising through it), tr Σ read
+    from the state's diagonal entries of vec Σ, which starts at index k."""
+
+    terminal = True
+    direction = 1
+
+    def __init__(self, k: int, d: int, log_threshold: float) -> None:
+        self.k, self.d, self.log_threshold = k, d, log_threshold
+
+    def __call__(self, _t: float, y: np.ndarray) -> float:
+        return math.log(max(float(y[self.k::self.d + 1].sum()), TINY)) - self.log_threshold
+
+
+def _rk_run(params_fn: Params | Callable[[float], Params], gaussian: Gaussian,
+            t_out: np.ndarray, t_final: float, rtol: float, atol: float, max_steps: int,
             dense_output: bool = False) -> Trajectory:
     d = gaussian.d
     limit = RK_EVALUATIONS_PER_STEP * max_steps
     with_mean = True
+    params_at: Callable[[float], Params]
     if isinstance(params_fn, Params):
         p = params_fn
         with_mean = bool(np.any(gaussian.mean) or np.any(p.b))
         rhs = _rk_rhs(p, d, limit, with_mean)
-        params_fn = lambda _t: p  # noqa: E731
+        params_at = lambda _t: p  # noqa: E731
     else:
         rhs = _rk_rhs(params_fn, d, limit, with_mean)
+        params_at = params_fn
     k = d if with_mean else 0  # where vec Σ starts in the state
 
-    def full(y):
+    def full(y: np.ndarray) -> np.ndarray:
         return y if with_mean else np.concatenate([np.zeros(d), y])
 
     y = np.concatenate([gaussian.mean, gaussian.cov.ravel()])[d - k:]
@@ -623,16 +896,16 @@ def _rk_run(params_fn, gaussian: Gaussian, t_out, t_final, rtol, atol, max_steps
     atol_vec = loosen * _scaled_atol(gaussian, atol, rtol)[d - k:]
     scale = float(np.trace(gaussian.cov))
     threshold = BLOWUP_GROWTH * scale  # Python floats: overflow to inf without a warning
-    t0, ts, ys, pieces = 0.0, [], [], []  # pieces: the continuous extension of each run
-    blowup_time = direction = None
+    t0 = 0.0
+    ts: list[np.ndarray] = []
+    ys: list[np.ndarray] = []
+    pieces: list[Any] = []  # the continuous extension (OdeSolution) of each run
+    blowup_time: float | None = None
+    direction: np.ndarray | None = None
     pending = None  # a blow-up estimated near or after t_final: (T_est, uncertainty)
     while True:
-        log_threshold = np.log(threshold) if scale > 0 else 0.0  # no event when Σ0 = 0
-
-        def event(_t, y, log_thr=log_threshold):
-            return math.log(max(float(y[k::d + 1].sum()), TINY)) - log_thr
-
-        event.terminal, event.direction = True, 1
+        log_threshold = float(np.log(threshold)) if scale > 0 else 0.0  # no event when Σ0 = 0
+        event = _TraceEvent(k, d, log_threshold)
         grid = t_out[(t_out > t0) | ((t_out == 0) & (t0 == 0))]
         try:
             with np.errstate(over="ignore", invalid="ignore"):  # overflow is detected below
@@ -660,13 +933,15 @@ def _rk_run(params_fn, gaussian: Gaussian, t_out, t_final, rtol, atol, max_steps
                     f"{t_final:.10g}: whether the blow-up precedes t_final cannot be decided")
             raise SolverError(f"the Runge–Kutta integration failed after t = {reached:.6g}: "
                               f"{sol.message}")
-        ts.append(T_sol), ys.append(Y), pieces.append(sol.sol)
+        ts.append(T_sol)
+        ys.append(Y)
+        pieces.append(sol.sol)
         if sol.status == 0:
             if T_sol.size:  # the last state returned
-                _check_near_blowup(params_fn, d, full(Y[:, -1]), T_sol[-1], rtol, pending)
+                _check_near_blowup(params_at, d, full(Y[:, -1]), T_sol[-1], rtol, pending)
             break
         t0, y = sol.t_events[0][0], sol.y_events[0][0]
-        estimate = _blowup_estimate(params_fn(t0), d, t0, full(y))
+        estimate = _blowup_estimate(params_at(t0), d, t0, full(y))
         if estimate is not None:
             T_est, u, cov = estimate
             if T_est + u <= t_final:  # a blow-up before t_final, beyond its uncertainty
@@ -697,7 +972,8 @@ def _covariances(Y: np.ndarray, d: int) -> np.ndarray:
     return S.transpose(2, 0, 1)
 
 
-def _blowup_estimate(p: Params, d: int, t: float, y: np.ndarray):
+def _blowup_estimate(p: Params, d: int, t: float,
+                     y: np.ndarray) -> tuple[float, float, np.ndarray] | None:
     """(T_est, uncertainty, Σ) when the quadratic terms drive ≥ BLOWUP_QUADRATIC_SHARE of the
     growth of tr Σ at (t, y), else None: T_est = t + tr Σ / (d tr Σ / dt)."""
     cov = y[d:].reshape(d, d)
@@ -711,7 +987,8 @@ def _blowup_estimate(p: Params, d: int, t: float, y: np.ndarray):
     return T_est, BLOWUP_EXTRAPOLATION * remaining + 4 * np.finfo(float).eps * T_est, cov
 
 
-def _check_near_blowup(params_fn, d, y_end, t_final, rtol, pending) -> None:
+def _check_near_blowup(params_fn: Callable[[float], Params], d: int, y_end: np.ndarray,
+                       t_final: float, rtol: float, pending: tuple[float, float] | None) -> None:
     """Refuse an rk state (the last one returned, at t_final here) within reach of a blow-up:
     when the quadratic terms dominate there, T* ≈ t_final + tr Σ/(d tr Σ/dt), and Σ(t_final) is
     then known only to about rtol·T*/(T* − t_final) relative."""
@@ -739,35 +1016,95 @@ LAYERS_MAX_FLOATS = 2**27
 
 def layers(params: Params | Sequence[Params], gaussian: Gaussian, n_layers: int,
            tau: float, *, max_steps: int | None = None) -> Trajectory:
-    """Exact discrete residual layers x⁺ = x + τ X(x) acting on N(m, Σ) (SPEC §2):
+    """Exact discrete residual layers x⁺ = x + τ X(x) acting on N(m, Σ).
+
+    An affine field maps Gaussians to Gaussians exactly, layer by layer (SPEC §2):
 
         m⁺ = (I + τM) m + τc,   Σ⁺ = (I + τM) Σ (I + τM)ᵀ,
         M = A + Σ_h V_h Σ B_h,   c = b + Σ_h V_h m.
-
-    params: one Params for every layer, or a sequence of n_layers Params. Returns one state per
-    layer (times 0, τ, ..., n_layers τ). max_steps: the largest n_layers accepted (default
-    LAYERS_DEFAULT_MAX; the states kept must also fit in LAYERS_MAX_FLOATS floats), else
-    SolverError before any work.
 
     Overflow: a finite stack of layers has no finite-time blow-up (each layer is a finite map),
     but Σ⁺ is quartic in Σ and can leave the floating-point range. The states are then returned
     up to the last finite layer with status "blowup", blowup_time the depth n τ of the first
     layer that overflows and blowup_kind "overflow" — not "singularity", the finite-time blow-up
     of the continuous flow that `flow` reports.
+
+    Parameters
+    ----------
+    params : Params or sequence of Params
+        One layer for every step, or a sequence of n_layers layers (the k-th acts at depth
+        k τ).
+    gaussian : Gaussian
+        The input N(m0, Σ0).
+    n_layers : int
+        The number of layers, ≥ 1.
+    tau : float
+        The step τ > 0 of the residual connection.
+    max_steps : int, optional
+        The largest n_layers accepted (default LAYERS_DEFAULT_MAX = 1 000 000); the states kept
+        must also fit in LAYERS_MAX_FLOATS floats.
+
+    Returns
+    -------
+    Trajectory
+        One state per layer at the times 0, τ, ..., n_layers τ (method "layers", no dense
+        output), or up to the last finite layer with status "blowup".
+
+    Raises
+    ------
+    InvalidInputError
+        When n_layers or max_steps is not an integer ≥ 1, tau is not a positive finite time,
+        params is neither a Params nor a sequence of n_layers Params, a layer and the Gaussian
+        live in different R^d, or a layer holds NaN or Inf.
+    SolverError
+        Before any work, when n_layers exceeds max_steps or the states would not fit in
+        LAYERS_MAX_FLOATS floats; when the depths n τ overflow float64.
+
+    See Also
+    --------
+    flow : the continuous-depth limit τ → 0.
+    Trajectory : the result.
+
+    References
+    ----------
+    .. [1] riccati_tf theory, SPEC §2 "Gaussian invariance and the moment equations".
+    .. [2] B. Geshkovski, C. Letrouit, Y. Polyanskiy, P. Rigollet, "A mathematical perspective
+       on Transformers", arXiv:2312.10794, 2023.
+
+    Examples
+    --------
+    With A = −1 and τ = 1/2, each layer halves the mean and quarters the variance:
+
+    >>> from riccati_tf import Gaussian, Params, layers
+    >>> tr = layers(Params(-1.0), Gaussian([1.0], [[1.0]]), n_layers=3, tau=0.5)
+    >>> tr.t
+    array([0. , 0.5, 1. , 1.5])
+    >>> tr.cov[:, 0, 0]
+    array([1.      , 0.25    , 0.0625  , 0.015625])
+
+    Attention makes Σ⁺ quartic in Σ; the state overflows after a few layers:
+
+    >>> tr = layers(Params(0.0, B=1.0, V=1.0), Gaussian([0.0], [[1.0]]), n_layers=20, tau=1.0)
+    >>> tr.status, tr.blowup_kind, tr.blowup_time
+    ('blowup', 'overflow', 7.0)
     """
     n_layers = as_count("n_layers", n_layers)
     tau = as_time("tau", tau)
     limit = LAYERS_DEFAULT_MAX if max_steps is None else as_count("max_steps", max_steps)
     if n_layers > limit:
         raise SolverError(f"n_layers = {n_layers} exceeds max_steps = {limit} layers")
+    layer_at: Callable[[int], Params]
     if isinstance(params, Params):
-        plist = None
+        single = params
+        distinct = [single]
+        layer_at = lambda _k: single  # noqa: E731
     else:
         plist = list(params) if isinstance(params, Sequence) else None
         if plist is None or len(plist) != n_layers:
             raise InvalidInputError("params must be a Params or a sequence of n_layers = "
                                     f"{n_layers} Params")
-    distinct = {id(p): p for p in ([params] if plist is None else plist)}.values()
+        distinct = list({id(p): p for p in plist}.values())
+        layer_at = plist.__getitem__
     for p in distinct:
         check_dims(p, gaussian)
         if not _finite_params(p):
@@ -782,7 +1119,7 @@ def layers(params: Params | Sequence[Params], gaussian: Gaussian, n_layers: int,
     status, t_blow = "completed", None
     with np.errstate(over="ignore", invalid="ignore"):
         for k in range(n_layers):
-            p = params if plist is None else plist[k]
+            p = layer_at(k)
             F = np.eye(d) + tau * p.M(S)
             m = F @ m + tau * p.c(m)
             S = F @ S @ F.T
@@ -790,7 +1127,8 @@ def layers(params: Params | Sequence[Params], gaussian: Gaussian, n_layers: int,
             if not (np.all(np.isfinite(S)) and np.all(np.isfinite(m))):
                 status, t_blow = "blowup", (k + 1) * tau
                 break
-            means.append(m), covs.append(S)
+            means.append(m)
+            covs.append(S)
     t = tau * np.arange(len(means))
     if not (math.isfinite(float(t[-1])) and (t_blow is None or math.isfinite(t_blow))):
         raise SolverError("the layer depths n τ overflow float64")
