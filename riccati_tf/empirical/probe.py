@@ -40,10 +40,12 @@ DeiTModel). torch and transformers are imported inside the functions only.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+from numpy.typing import NDArray
 
 from ..errors import InvalidInputError
 from ..state.validation import as_count, as_seed, as_time
@@ -51,7 +53,12 @@ from .encoders.loading import MAX_HIDDEN, require_transformers
 from .gaussianity import MAX_NULL, TESTS, acceptance_band, check_alpha, directions, normality_test
 
 if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
     from .encoders.comparison import Comparison
+
+__all__ = ["DEFAULT_TOKENS", "FAMILIES", "FULL_RATIO", "MAX_TOKENS", "PROJECTED_DIMENSION",
+           "REPORTED", "ProbeResult", "probe", "tiny_model"]
 
 #: statistics reported per layer (TESTS plus the relative moment errors)
 REPORTED = (*TESTS, "third", "fourth")
@@ -73,22 +80,81 @@ MAX_MODEL_HEADS = 64
 
 @dataclass(frozen=True, eq=False)
 class ProbeResult:
-    """Per-layer Gaussianity of hidden states for Gaussian input tokens.
+    """Per-layer Gaussianity of hidden states for Gaussian input tokens, the result of `probe`.
 
-    layers (L+1,): 0 is the Gaussian input at the embedding output, ℓ the output of layer ℓ;
-    lengths: the sequences the n_tokens were cut into (position_limit: the model's limit, None
-    without one); dimension: the k of the tested projection (= hidden_size when projected is
-    False: whitened in R^d); stats[name], p_values[name] (L+1,) for name in REPORTED (p-values
-    for TESTS only); reject (L+1,) bool (normality_test at alpha); band_low[name],
-    band_high[name] (L+1,): the accepted interval of the decision (`acceptance_band`, −inf
-    below a one-sided statistic; for "third" and "fourth", which the decision does not use,
-    the interval a test at the same level would accept); null_median[name], null_q95[name]:
-    the median and 95 % quantile of the Monte-Carlo null of the same n and rank; rank (L+1,);
-    attention_residual (L,) the pooled relative residual ρ of the affine fits of each
-    attention sublayer (NaN when a layer has no attention child found or a sequence is too
-    short for the fit) and residual_scale its value ρ_free for an unrelated output;
-    prediction: the moment prediction measured against the hidden states
-    (`encoders.Comparison`), None when the family is not supported (prediction_note says why).
+    Index 0 of every per-layer array is the Gaussian input at the embedding output, index ℓ
+    the output of layer ℓ. The attention residual ρ measures how far each attention sublayer is
+    from the affine map z ↦ V(m + Σ B z) that SPEC §2 predicts on a Gaussian cloud.
+
+    Parameters
+    ----------
+    model : str
+        The class name of the model.
+    n_tokens : int
+        The Gaussian tokens fed to it.
+    hidden_size : int
+        Its hidden size d.
+    seed : int
+        The seed of the tokens, the projection, the directions and the null.
+    alpha : float
+        The level of each layer's test.
+    lengths : tuple of int
+        The sequences the n_tokens were cut into.
+    position_limit : int or None
+        The model's position limit (None without one).
+    dimension : int
+        The k of the tested projection (= hidden_size when projected is False).
+    projected : bool
+        Whether the statistics were computed on k random directions (else whitened in R^d).
+    layers : (L+1,) ndarray of int
+        0, 1, ..., L.
+    rank : (L+1,) ndarray of int
+        The rank of each layer's whitened cloud.
+    stats : dict of str to (L+1,) ndarray
+        The statistics of REPORTED per layer.
+    p_values : dict of str to (L+1,) ndarray
+        The Monte-Carlo p-values of TESTS per layer.
+    reject : (L+1,) ndarray of bool
+        `normality_test` at alpha (Bonferroni over TESTS).
+    band_low, band_high : dict of str to (L+1,) ndarray
+        The accepted interval of each statistic (`acceptance_band`; −inf below a one-sided
+        statistic; for "third" and "fourth", which the decision does not use, the interval a
+        test at the same level would accept).
+    null_median, null_q95 : dict of str to (L+1,) ndarray
+        The median and 95 % quantile of the Monte-Carlo null of the same n and rank.
+    attention_residual : (L,) ndarray of float
+        The pooled relative residual ρ of the affine fits of each attention sublayer (NaN when
+        a layer has no attention child found or a sequence is too short for the fit).
+    residual_scale : float
+        ρ_free, the value of ρ for an output unrelated to its input.
+    prediction : Comparison or None
+        The moment prediction measured against the hidden states, None when the family is not
+        supported or it was not requested.
+    prediction_note : str
+        Why prediction is None ("" otherwise).
+
+    Raises
+    ------
+    dataclasses.FrozenInstanceError
+        On assignment to a field (the result is frozen).
+
+    See Also
+    --------
+    probe : produces it.
+    riccati_tf.empirical.gaussianity.normality_test : the per-layer test.
+
+    References
+    ----------
+    .. [1] riccati_tf theory, SPEC §7 "Validation against real Transformers".
+    .. [2] riccati_tf theory, SPEC §2 "Gaussian invariance and the moment equations".
+
+    Examples
+    --------
+    >>> from riccati_tf.empirical.probe import probe, tiny_model
+    >>> result = probe(tiny_model("bert", hidden_size=8, n_heads=2, n_layers=1),
+    ...                n_tokens=128, n_null=100)
+    >>> round(result.level, 4), result.as_dict()["layers"], result.prediction_note
+    (0.0125, [0, 1], '')
     """
 
     model: str
@@ -119,9 +185,9 @@ class ProbeResult:
         """The per-statistic level α / len(TESTS) of the Bonferroni decision."""
         return self.alpha / len(TESTS)
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         """JSON-ready numbers (lists of floats; ±inf and NaN are left to `to_jsonable`)."""
-        def listed(d):
+        def listed(d: dict[str, np.ndarray]) -> dict[str, list[Any]]:
             return {k: np.asarray(v).tolist() for k, v in d.items()}
 
         return {"model": self.model, "n_tokens": self.n_tokens, "hidden_size": self.hidden_size,
@@ -140,12 +206,57 @@ class ProbeResult:
 
 
 def tiny_model(family: str = "deit", *, hidden_size: int = 32, n_layers: int = 2,
-               n_heads: int = 2, initializer_range: float = 0.02, seed: int = 0):
-    """A randomly initialised encoder of the given family (FAMILIES) with intermediate size
-    4·hidden_size; initializer_range is the standard deviation of the weights (0.02 in the
-    published models). DeiT and ModernBERT (8192 positions) in float32; BERT and RoBERTa (512
-    positions) in float64 (`encoders.tiny.tiny_encoder`). For tests and demonstrations: no
-    download."""
+               n_heads: int = 2, initializer_range: float = 0.02, seed: int = 0) -> Any:
+    """A randomly initialised encoder of the given family, for tests and demonstrations.
+
+    Intermediate size 4·hidden_size; DeiT and ModernBERT (8192 positions) in float32; BERT and
+    RoBERTa (512 positions) in float64 (`encoders.tiny.tiny_encoder`). No download.
+
+    Parameters
+    ----------
+    family : {"deit", "modernbert", "bert", "roberta"}, optional
+        The model family (FAMILIES; default "deit").
+    hidden_size : int, optional
+        The hidden size d, at most MAX_HIDDEN and a multiple of n_heads (default 32).
+    n_layers : int, optional
+        Encoder layers, at most MAX_MODEL_LAYERS (default 2).
+    n_heads : int, optional
+        Attention heads, at most MAX_MODEL_HEADS (default 2).
+    initializer_range : float, optional
+        The standard deviation of the weights, > 0 (0.02 in the published models).
+    seed : int, optional
+        The torch seed of the weights (default 0).
+
+    Returns
+    -------
+    transformers.PreTrainedModel
+        The encoder (DeiTModel, ModernBertModel, BertModel or RobertaModel) in evaluation mode.
+
+    Raises
+    ------
+    InvalidInputError
+        For an unknown family, a count outside its bound, hidden_size not a multiple of
+        n_heads, an odd ModernBERT head size (rotary embeddings), or a non-positive
+        initializer_range.
+    ImportError
+        Without torch and transformers (the install command in the message).
+
+    See Also
+    --------
+    probe : the per-layer Gaussianity of a model.
+    riccati_tf.empirical.encoders.tiny.tiny_encoder : float64 encoders of every family.
+
+    References
+    ----------
+    .. [1] riccati_tf theory, SPEC §7 "Validation against real Transformers".
+
+    Examples
+    --------
+    >>> from riccati_tf.empirical.probe import tiny_model
+    >>> model = tiny_model("deit", hidden_size=8, n_heads=2, n_layers=1)
+    >>> type(model).__name__, model.config.hidden_size, model.config.num_hidden_layers
+    ('DeiTModel', 8, 1)
+    """
     require_transformers()
     import torch
     from transformers import DeiTConfig, DeiTModel, ModernBertConfig, ModernBertModel
@@ -232,14 +343,14 @@ def tested_dimension(n_tokens: int, d: int) -> int:
     return d if n_tokens >= FULL_RATIO * d else min(PROJECTED_DIMENSION, d)
 
 
-def projection(d: int, k: int, seed: int) -> np.ndarray | None:
+def projection(d: int, k: int, seed: int) -> NDArray[np.float64] | None:
     """Θ (d × k) with orthonormal columns spanning k random directions drawn from seed (None for
     k = d: no projection)."""
     return None if k == d else np.linalg.qr(directions(d, k, seed))[0]
 
 
-def _prediction(model, hidden: list[np.ndarray], lengths: tuple[int, ...], limit, *,
-                seed: int, alpha: float):
+def _prediction(model: Any, hidden: list[np.ndarray], lengths: tuple[int, ...],
+                limit: int | None, *, seed: int, alpha: float) -> tuple[Comparison | None, str]:
     """(Comparison, "") of the moment prediction against the pooled hidden states, or
     (None, reason) when `encoders.extract` refuses the model."""
     from .encoders import extract, predict_moments
@@ -255,13 +366,79 @@ def _prediction(model, hidden: list[np.ndarray], lengths: tuple[int, ...], limit
                    model=type(model).__name__, seed=seed, alpha=alpha), ""
 
 
-def probe(model, *, n_tokens: int = DEFAULT_TOKENS, seed: int = 0, n_null: int = 200,
+def probe(model: Any, *, n_tokens: int = DEFAULT_TOKENS, seed: int = 0, n_null: int = 200,
           alpha: float = 0.05, predict: bool = True) -> ProbeResult:
-    """Gaussianity of each layer's hidden states for tokens x_i ~ N(0, I_d) fed at the embedding
-    output (module docstring). model: a transformers encoder (e.g. from `load_model`);
-    n_tokens: all tokens, cut into sequences within the model's position limit; seed fixes the
-    tokens, the projection, the sliced-W2 directions and the null; n_null: Gaussian samples in
-    the Monte-Carlo null; predict: also measure the moment prediction (`prediction`)."""
+    """Gaussianity of each layer's hidden states for Gaussian tokens fed at the embedding output.
+
+    Tokens x_i ~ N(0, I_d) replace the embedding output, cut into sequences within the model's
+    position limit; every layer's pooled hidden states are tested with `normality_test` (in
+    R^d when n_tokens ≥ FULL_RATIO · d, else on PROJECTED_DIMENSION random directions), every
+    attention sublayer is fitted by an affine map per sequence (the relative residual ρ,
+    against ρ_free), and the Gaussian moment prediction of `encoders.predict_moments` is set
+    against the hidden states (module docstring).
+
+    Parameters
+    ----------
+    model : transformers.PreTrainedModel
+        An encoder with an `embeddings` module and a list of layers (e.g. from `load_model`).
+    n_tokens : int, optional
+        All tokens, 2 ≤ n_tokens ≤ MAX_TOKENS, more than k + 1 for k tested dimensions
+        (default DEFAULT_TOKENS).
+    seed : int, optional
+        Fixes the tokens, the projection, the sliced-W2 directions and the null (default 0).
+    n_null : int, optional
+        Gaussian samples in each Monte-Carlo null, at most MAX_NULL (default 200).
+    alpha : float, optional
+        The level of each layer's test, in (0, 1) (default 0.05).
+    predict : bool, optional
+        Also measure the moment prediction (`ProbeResult.prediction`; default True).
+
+    Returns
+    -------
+    ProbeResult
+        The per-layer statistics, p-values, verdicts, accepted intervals, attention residuals
+        and the moment comparison.
+
+    Raises
+    ------
+    InvalidInputError
+        If the model has no integer config.hidden_size in [1, MAX_HIDDEN], an argument is
+        outside its bound, n_tokens ≤ k + 1, the model has no `embeddings` module or layer list,
+        or it fails on a sequence.
+    ImportError
+        Without torch.
+
+    See Also
+    --------
+    ProbeResult : the fields.
+    tiny_model : a small random encoder to probe.
+    riccati_tf.empirical.encoders.compare : the moment comparison alone.
+
+    References
+    ----------
+    .. [1] riccati_tf theory, SPEC §7 "Validation against real Transformers".
+    .. [2] riccati_tf theory, SPEC §2 "Gaussian invariance and the moment equations".
+
+    Examples
+    --------
+    >>> from riccati_tf.empirical.probe import probe, tiny_model
+    >>> model = tiny_model("bert", hidden_size=8, n_heads=2, n_layers=1)
+    >>> result = probe(model, n_tokens=128, n_null=100)
+    >>> result.lengths, result.dimension, result.projected
+    ((128,), 8, False)
+
+    The input is accepted as Gaussian; the output of layer 1, which ends in a LayerNorm, is
+    rejected (at d = 8 the normalised tokens lie near a sphere), while its mean and covariance
+    agree with the moment prediction within their sampling floors:
+
+    >>> result.reject.tolist(), result.prediction.consistent.tolist()
+    ([False, True], [True, True])
+
+    On a Gaussian cloud attention is affine (SPEC §2): ρ is far below ρ_free.
+
+    >>> bool(result.attention_residual[0] < 0.01 < 0.9 < result.residual_scale)
+    True
+    """
     from .encoders import position_limit, sequence_lengths
     from .encoders.comparison import capture_sequences, pooled_hidden
 
@@ -284,7 +461,7 @@ def probe(model, *, n_tokens: int = DEFAULT_TOKENS, seed: int = 0, n_null: int =
     tests = [normality_test(h if theta is None else h @ theta, alpha=alpha, n_null=n_null,
                             seed=seed) for h in hidden]
 
-    def per_layer(fn):
+    def per_layer(fn: Callable[[Any, str], Any]) -> dict[str, np.ndarray]:
         return {name: np.array([fn(t, name) for t in tests]) for name in REPORTED}
 
     bands = per_layer(lambda t, name: acceptance_band(t.null.values[name], alpha,
@@ -309,14 +486,14 @@ def probe(model, *, n_tokens: int = DEFAULT_TOKENS, seed: int = 0, n_null: int =
         np.array(residual), residual_scale(lengths, d), comparison, note)
 
 
-def _edge(value) -> str:
+def _edge(value: float | None) -> str:
     """A band edge for the table (None, ±inf: unbounded)."""
     if value is None or not np.isfinite(value):
         return "none"
     return f"{value:.4g}"
 
 
-def probe_table(numbers: dict) -> str:
+def probe_table(numbers: dict[str, Any]) -> str:
     """The per-layer numbers of `ProbeResult.as_dict` (as written to probe.json) as a text table:
     a line on the sequences and the tested space, a header, one line per layer with the energy
     and kurtosis against the interval their tests accept, the smallest p-value, whether the
@@ -349,7 +526,7 @@ def probe_table(numbers: dict) -> str:
     return "\n".join(lines)
 
 
-def plot_probe(result: ProbeResult):
+def plot_probe(result: ProbeResult) -> Figure:
     """Each statistic per layer against its accepted interval (`acceptance_band`, the same
     test and level as the verdict: a marker outside its bar ⇔ that statistic rejects), and the
     attention sublayers' pooled affine residual ρ against ρ_free. Returns the Figure (no
