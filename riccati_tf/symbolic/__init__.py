@@ -7,9 +7,16 @@ Isserlis/Wick, ReLU closed forms, exponential tilting) → moment equations (`de
 Gaussian-kernel attention, any number of heads, optional ReLU feed-forward) and derives its
 system in dimension-free matrix form at once and element-wise on demand.
 
-    >>> from riccati_tf.symbolic import transformer_system, compile_moment_rhs
+    >>> import numpy as np
+    >>> from riccati_tf import Gaussian, Params
+    >>> from riccati_tf.symbolic import compile_moment_rhs, transformer_system
     >>> rhs = compile_moment_rhs(transformer_system(8, heads=2))
-    >>> dmean, dcov = rhs(params, gaussian)          # doctest: +SKIP
+    >>> rng = np.random.default_rng(0)
+    >>> heads = [(0.1 * rng.standard_normal((8, 8)), np.eye(8)) for _ in range(2)]
+    >>> params = Params(-np.eye(8), heads=heads)
+    >>> dmean, dcov = rhs(params, Gaussian(np.zeros(8), np.eye(8)))
+    >>> rhs.mode, dmean.shape, dcov.shape, np.allclose(dcov, dcov.T)
+    ('matrix', (8,), (8, 8), True)
 
 The public API takes SymPy objects or numbers only; strings are never parsed.
 """
@@ -57,7 +64,36 @@ from .transformer import (
 
 
 def clear_caches() -> None:
-    """Forget derived systems and compiled code (the next call derives and compiles again)."""
+    """Forget derived systems and compiled code (the next call derives and compiles again).
+
+    `transformer_system` caches its derivations (the dimension-free one is shared by every d)
+    and `compile_moment_rhs` its generated code; this empties both caches, e.g. to measure the
+    cost of a derivation or to release memory.
+
+    Raises
+    ------
+    None
+        Nothing to check.
+
+    See Also
+    --------
+    transformer_system : derives (and caches) the moment system.
+    compile_moment_rhs : compiles (and caches) its right-hand side.
+
+    References
+    ----------
+    .. [1] riccati_tf theory, SPEC §2 "Gaussian invariance and the moment equations".
+
+    Examples
+    --------
+    >>> from riccati_tf.symbolic import clear_caches, transformer_system
+    >>> first = transformer_system(1)
+    >>> transformer_system(1) is first
+    True
+    >>> clear_caches()
+    >>> transformer_system(1) is first
+    False
+    """
     _transformer_system.cache_clear()
     _matrix_system.cache_clear()
     clear_compiled()

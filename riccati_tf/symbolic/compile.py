@@ -16,9 +16,12 @@ until `clear_caches()`.
 from __future__ import annotations
 
 import inspect
+from collections.abc import Callable, Hashable, Sequence
+from typing import TYPE_CHECKING, Any, TypeAlias, cast
 
 import numpy as np
 import sympy as sp
+from numpy.typing import ArrayLike, NDArray
 from sympy.printing.numpy import NumPyPrinter
 
 from ..errors import InvalidInputError
@@ -27,25 +30,38 @@ from ..state.validation import _as_float_array, as_matrix
 from .derivation import MomentSystem
 from .symbols import DIM, WIDTH, LayerSymbols
 
+if TYPE_CHECKING:
+    from ..empirical.particles import FeedForward
+
+__all__ = ["ELEMENTWISE_MAX_D", "CompiledMomentRHS", "compile_moment_rhs"]
+
 #: "auto" compiles element-wise up to this d (polynomial systems only), in matrix form above
 ELEMENTWISE_MAX_D = 3
 MODES = ("auto", "matrix", "elementwise")
 
-_CACHE: dict[tuple, object] = {}
+#: the compiled feature code of a matrix-form closure: (inputs (μ, cov) of every feature,
+#: [(scalar closed form (μ, s), value at s = 0 (μ), diagonal)])
+Features: TypeAlias = tuple[Callable[..., Any],
+                            list[tuple[Callable[..., Any], Callable[..., Any], bool]]]
+#: the upper-triangle indices (rows, cols) of Σ̇ in the element-wise code
+FlatIndex: TypeAlias = tuple[NDArray[np.intp], NDArray[np.intp]]
+
+#: compiled code per (system key, mode, d): (fn, features) or (fn, flat index)
+_CACHE: dict[tuple[Hashable, ...], tuple[Callable[..., Any], Any]] = {}
 
 
 class _Printer(NumPyPrinter):
     """NumPy printer that also prints a symbolic-size identity, numpy.eye(d)."""
 
-    def _print_Identity(self, expr):
+    def _print_Identity(self, expr: sp.Identity) -> str:
         return f"{self._module_format('numpy.eye')}({self._print(expr.rows)})"
 
 
-def _lambdify(args, exprs, **kw):
+def _lambdify(args: Sequence[object], exprs: object, **kw: Any) -> Callable[..., Any]:
     return sp.lambdify(args, exprs, cse=True, docstring_limit=0, **kw)
 
 
-def _rect(name: str, value, shape: tuple[int, ...]) -> np.ndarray:
+def _rect(name: str, value: ArrayLike, shape: tuple[int, ...]) -> NDArray[np.float64]:
     arr = _as_float_array(name, value)
     if arr.ndim == 2 and len(shape) == 1 and 1 in arr.shape:
         arr = arr.reshape(-1)
@@ -54,17 +70,75 @@ def _rect(name: str, value, shape: tuple[int, ...]) -> np.ndarray:
     return arr
 
 
+def _ffn_triple(ffn: Sequence[ArrayLike] | FeedForward | None) -> Sequence[ArrayLike] | None:
+    """(W, U, c) of a `particles.FeedForward` (recognised by its attributes, so that the particle
+    code is not imported here), or `ffn` as given."""
+    if all(hasattr(ffn, name) for name in ("W", "U", "c")):
+        layer = cast("FeedForward", ffn)
+        assert layer.c is not None  # FeedForward fills c (zeros by default) at construction
+        return (layer.W, layer.U, layer.c)
+    return cast("Sequence[ArrayLike] | None", ffn)
+
+
 class CompiledMomentRHS:
     """(params, gaussian, *, K=None, ffn=None) ↦ (ṁ, Σ̇) for a compiled `MomentSystem`.
 
-    params: `Params` with as many heads as the system; gaussian: `Gaussian` on R^d. Gaussian-
-    kernel systems need K (one d×d matrix per head; the heads' B_h are KᵀQ); ReLU systems need
-    ffn = (W, U, c) with W (d×k), U (k×d), c (k,), or a `particles.FeedForward`. Returns new
-    arrays of shapes (d,), (d, d). `mode` is "matrix" or "elementwise"; `source` holds the
-    generated code.
+    Evaluates the derived equations ṁ = E[X], Σ̇ = E[(x − m)Xᵀ] + E[X(x − m)ᵀ] at numbers: in
+    matrix mode ṁ = `mean_rate` and Σ̇ = JΣ + (JΣ)ᵀ with JΣ formed once; in element-wise mode
+    the entries ṁ_i and Σ̇_ij (i ≤ j). Calling it: params is a `Params` with as many heads as
+    the system; gaussian a `Gaussian` on R^d. Gaussian-kernel systems need K (one d×d matrix per
+    head; the heads' B_h are KᵀQ); ReLU systems need ffn = (W, U, c) with W (d×k), U (k×d),
+    c (k,), or a `particles.FeedForward`. It returns new arrays of shapes (d,), (d, d);
+    `source` holds the generated code. Made by `compile_moment_rhs`.
+
+    Parameters
+    ----------
+    system : MomentSystem
+        The derived system.
+    mode : {"matrix", "elementwise"}
+        The code path compiled.
+    fn : callable
+        The generated function: (controls, m, Σ, features, d, k) → (ṁ, J) in matrix mode,
+        (flat vector of scalars) → (ṁ_i, Σ̇_ij for i ≤ j) element-wise.
+    features : tuple, optional
+        Matrix mode with ReLU terms: the code that evaluates the Gaussian features.
+    flat_index : (ndarray, ndarray), optional
+        Element-wise mode: the upper-triangle indices of Σ̇.
+
+    Raises
+    ------
+    None
+        Construction stores the code; calls raise InvalidInputError for Params or a Gaussian
+        of the wrong dimension or number of heads, a missing or unexpected K or ffn, arrays of
+        the wrong shape, or (element-wise) a right-hand side undefined at the point.
+
+    See Also
+    --------
+    compile_moment_rhs : makes the callable.
+    flow : integrates the moment equations numerically.
+
+    References
+    ----------
+    .. [1] riccati_tf theory, SPEC §2 "Gaussian invariance and the moment equations".
+
+    Examples
+    --------
+    The matrix and the element-wise code give the same Σ̇:
+
+    >>> import numpy as np
+    >>> from riccati_tf import Gaussian, Params
+    >>> from riccati_tf.symbolic import compile_moment_rhs, transformer_system
+    >>> system = transformer_system(2)
+    >>> params = Params(np.array([[0.0, 1.0], [-1.0, 0.0]]), B=np.eye(2), V=0.1 * np.eye(2))
+    >>> gaussian = Gaussian(np.array([1.0, 0.0]), np.eye(2))
+    >>> matrix = compile_moment_rhs(system, mode="matrix")
+    >>> entries = compile_moment_rhs(system, mode="elementwise")
+    >>> matrix.mode, np.allclose(matrix(params, gaussian)[1], entries(params, gaussian)[1])
+    ('matrix', True)
     """
 
-    def __init__(self, system: MomentSystem, mode: str, fn, features=None, flat_index=None):
+    def __init__(self, system: MomentSystem, mode: str, fn: Callable[..., Any],
+                 features: Features | None = None, flat_index: FlatIndex | None = None) -> None:
         self.system, self.mode, self._fn = system, mode, fn
         self._features = features
         self._flat_index = flat_index
@@ -75,13 +149,15 @@ class CompiledMomentRHS:
 
     @property
     def source(self) -> str:
+        """The generated Python code."""
         fns = [self._fn] + ([self._features[0]] if self._features else [])
         return "\n".join(inspect.getsource(f) for f in fns)
 
     def _layer(self) -> LayerSymbols | None:
         return self.system.matrix_layer if self.mode == "matrix" else self.system.layer
 
-    def _values(self, params, gaussian, K, ffn) -> list[np.ndarray]:
+    def _values(self, params: Params, gaussian: Gaussian, K: ArrayLike | None,
+                ffn: Sequence[ArrayLike] | FeedForward | None) -> list[NDArray[np.float64]]:
         check_dims(params, gaussian)
         d = gaussian.d
         if d != self.d:
@@ -90,15 +166,17 @@ class CompiledMomentRHS:
         layer = self._layer()
         if layer is None:
             return []
-        if len(params.heads) != len(layer.heads):
+        heads, b = params.heads, params.b
+        assert heads is not None and b is not None  # Params fills both at construction
+        if len(heads) != len(layer.heads):
             raise InvalidInputError(f"the system has {len(layer.heads)} attention head(s) but "
-                                    f"params has {len(params.heads)}")
+                                    f"params has {len(heads)}")
         keys = None
         if layer.keys is not None:
             if K is None:
                 raise InvalidInputError("Gaussian-kernel attention needs the key matrices K= "
                                         "(one per head; B_h = K_hᵀQ_h)")
-            seq = [K] if np.ndim(K) == 2 else list(K)
+            seq = [K] if np.ndim(K) == 2 else list(cast("Sequence[ArrayLike]", K))
             if len(seq) != len(layer.heads):
                 raise InvalidInputError(f"K must give one d×d matrix per head "
                                         f"({len(layer.heads)}), got {len(seq)}")
@@ -107,8 +185,7 @@ class CompiledMomentRHS:
             raise InvalidInputError("K= is only used by Gaussian-kernel (l2) systems")
         ffn_arrays = None
         if layer.ffn is not None:
-            if all(hasattr(ffn, name) for name in ("W", "U", "c")):  # particles.FeedForward
-                ffn = (ffn.W, ffn.U, ffn.c)
+            ffn = _ffn_triple(ffn)
             if ffn is None or len(ffn) != 3:
                 raise InvalidInputError("the ReLU feed-forward system needs ffn=(W, U, c) or a "
                                         "particles.FeedForward")
@@ -125,15 +202,29 @@ class CompiledMomentRHS:
             if name == "A":
                 out.append(params.A)
             elif name == "b":
-                out.append(params.b)
+                out.append(b)
             elif isinstance(name, tuple):
                 kind, h = name
-                out.append(keys[h] if kind == "K" else params.heads[h][kind == "B"])
+                if kind == "K":
+                    assert keys is not None  # ("K", h) bindings exist only when layer.keys does
+                    out.append(keys[h])
+                else:
+                    out.append(heads[h][kind == "B"])
             else:
+                assert ffn_arrays is not None  # "W", "U", "c" bindings exist only with layer.ffn
                 out.append(ffn_arrays[name])
         return out
 
-    def __call__(self, params: Params, gaussian: Gaussian, *, K=None, ffn=None):
+    def __call__(self, params: Params, gaussian: Gaussian, *,
+                 K: ArrayLike | None = None,
+                 ffn: Sequence[ArrayLike] | FeedForward | None = None
+                 ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        """(ṁ, Σ̇) at `params` and `gaussian`: arrays of shapes (d,) and (d, d).
+
+        K: the key matrices of a Gaussian-kernel system (one (d, d) array per head); ffn:
+        (W, U, c) or a `particles.FeedForward` for a ReLU system. InvalidInputError for
+        mismatched dimensions, heads, or a missing or unexpected K or ffn.
+        """
         values = self._values(params, gaussian, K, ffn)
         m, S = gaussian.mean, gaussian.cov
         d = gaussian.d
@@ -158,27 +249,31 @@ class CompiledMomentRHS:
         rate = np.broadcast_to(np.asarray(rate, dtype=float).reshape(-1), (d,)).copy()
         return rate, half + half.T
 
-    def _evaluate_features(self, args, d, k):
+    def _evaluate_features(self, args: list[Any], d: int, k: int) -> list[NDArray[np.float64]]:
+        assert self._features is not None  # called only for matrix forms with features
         inputs_fn, scalar_fns = self._features
         inputs = inputs_fn(*args, d, k)
-        out = []
+        out: list[NDArray[np.float64]] = []
         for (fn, at_zero, diagonal), (mu, cov) in zip(scalar_fns, inputs, strict=True):
             mu = np.asarray(mu, dtype=float).reshape(-1)
             s = np.sqrt(np.clip(np.diagonal(cov), 0.0, None))
             pos = s > 0
             with np.errstate(all="ignore"):
-                val = np.where(pos, fn(mu, np.where(pos, s, 1.0)), at_zero(mu))
+                spread: NDArray[np.float64] = fn(mu, np.where(pos, s, 1.0))
+                sharp: NDArray[np.float64] = at_zero(mu)
+                val = np.where(pos, spread, sharp)
             out.append(np.diag(val) if diagonal else val)
         return out
 
 
-def _compile_matrix(system: MomentSystem):
+def _compile_matrix(system: MomentSystem) -> tuple[Callable[..., Any], Features | None]:
     mf = system.matrix
+    assert mf is not None  # compile_moment_rhs refuses mode="matrix" without a matrix form
     layer = system.matrix_layer
     g = mf.gaussian
     args = [sym for _, sym in layer.items()] if layer is not None else []
     args += [g.mean, g.cov]
-    features = None
+    features: Features | None = None
     if mf.features:
         inputs = [[f.mean, f.cov] for f in mf.features]
         inputs_fn = _lambdify([*args, DIM, WIDTH], inputs, printer=_Printer)
@@ -195,7 +290,7 @@ def _compile_matrix(system: MomentSystem):
     return fn, features
 
 
-def _compile_elements(system: MomentSystem):
+def _compile_elements(system: MomentSystem) -> tuple[Callable[..., Any], FlatIndex]:
     form = system.expand()
     d = system.d
     flat = [s for _, M in (form.layer.items() if form.layer is not None else []) for s in M]
@@ -213,10 +308,61 @@ def _compile_elements(system: MomentSystem):
 def compile_moment_rhs(system: MomentSystem, *, mode: str = "auto") -> CompiledMomentRHS:
     """Compile (ṁ, Σ̇) of a derived `MomentSystem` to a callable (Params, Gaussian) → arrays.
 
-    mode: "matrix" (numpy code from the dimension-free form, JΣ formed once and its transpose
-    added), "elementwise" (`lambdify(cse=True)` of the entries), or "auto": element-wise for
-    polynomial systems with d ≤ ELEMENTWISE_MAX_D (or when there is no matrix form), matrix
-    otherwise. Compiled code is cached (`clear_caches`).
+    For the Transformer system the callable evaluates
+
+        ṁ = (A + Σ_h V_h) m + Σ_h V_h Σ B_h m + b,
+        Σ̇ = A Σ + Σ Aᵀ + Σ_h (V_h Σ B_h Σ + Σ B_hᵀ Σ V_hᵀ)
+
+    (and in general the derived ṁ = E[X], Σ̇ = E[(x − m)Xᵀ] + E[X(x − m)ᵀ]). Compiled code is
+    cached per (system, mode) and, element-wise, per d (`clear_caches`).
+
+    Parameters
+    ----------
+    system : MomentSystem
+        The derived system (`transformer_system` or `derive_moment_equations`).
+    mode : {"auto", "matrix", "elementwise"}, optional
+        "matrix": numpy code from the dimension-free form, JΣ formed once and its transpose
+        added; "elementwise": `lambdify(cse=True)` of the entries; "auto" (default):
+        element-wise for polynomial systems with d ≤ `ELEMENTWISE_MAX_D` (or when there is no
+        matrix form), matrix otherwise.
+
+    Returns
+    -------
+    CompiledMomentRHS
+        The callable (params, gaussian, *, K=None, ffn=None) → (ṁ (d,), Σ̇ (d, d)).
+
+    Raises
+    ------
+    InvalidInputError
+        If `system` is not a `MomentSystem`, mode is not one of the names above, mode="matrix"
+        is asked of a system without a matrix form, or (element-wise) the equations contain
+        symbols bound to neither the Params nor the Gaussian.
+
+    See Also
+    --------
+    transformer_system : derives the system.
+    CompiledMomentRHS : the compiled callable.
+    flow : integrates the same equations with numeric Params.
+
+    References
+    ----------
+    .. [1] riccati_tf theory, SPEC §2 "Gaussian invariance and the moment equations".
+
+    Examples
+    --------
+    The compiled right-hand side matches the SPEC §2 formulas at a point:
+
+    >>> import numpy as np
+    >>> from riccati_tf import Gaussian, Params
+    >>> from riccati_tf.symbolic import compile_moment_rhs, transformer_system
+    >>> rhs = compile_moment_rhs(transformer_system(2))
+    >>> A, B, V = np.array([[0.0, 1.0], [-1.0, 0.0]]), np.eye(2), 0.1 * np.eye(2)
+    >>> m, S = np.array([1.0, 0.0]), np.array([[2.0, 0.5], [0.5, 1.0]])
+    >>> dmean, dcov = rhs(Params(A, B=B, V=V), Gaussian(m, S))
+    >>> rhs.mode, np.allclose(dmean, (A + V) @ m + V @ S @ B @ m)
+    ('elementwise', True)
+    >>> np.allclose(dcov, A @ S + S @ A.T + V @ S @ B @ S + S @ B.T @ S @ V.T)
+    True
     """
     if not isinstance(system, MomentSystem):
         raise InvalidInputError(f"system must be a MomentSystem, got {type(system).__name__}")
