@@ -60,15 +60,20 @@ What the flow refuses to guess (each refusal is a SolverError with a sentence):
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
 
 import numpy as np
+import numpy.typing as npt
 from numpy.linalg import inv
 from scipy.linalg import expm, lapack, solve_continuous_lyapunov
 from scipy.optimize import brentq
 
 from ..errors import SolverError
+
+__all__ = ["DEFAULT_MAX_STEPS", "NEAR_BLOWUP_RTOL", "ExactResult", "exact_flow", "exact_from",
+           "van_loan"]
 
 EPS = np.finfo(float).eps
 GAUSS_STAGES = 8
@@ -137,10 +142,10 @@ class _Budget:
     h: float
     left: int = -1
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         self.left = self.max_steps
 
-    def spend(self, n: int, t: float, *detail) -> None:
+    def spend(self, n: int, t: float, *detail: object) -> None:
         if n > self.left:
             what = (f"; one step alone needs {detail[1]} mean sub-steps of length {detail[2]:.3g}"
                     f" (‖A + v̄I‖₂ = {detail[3]:.3g})" if detail else "")
@@ -184,16 +189,69 @@ def gauss_eigen(s: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return lam, T, np.linalg.inv(T)
 
 
-def van_loan(A: np.ndarray, G: np.ndarray, s) -> tuple[np.ndarray, np.ndarray]:
+def van_loan(A: np.ndarray, G: np.ndarray,
+             s: float | npt.ArrayLike) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
     """E = e^{As} and W(s) = ∫_0^s e^{Aᵀu} G e^{Au} du for a scalar s or an array of offsets.
 
-    expm([[−Aᵀ, G], [0, A]] s) = [[e^{−Aᵀs}, F], [0, e^{As}]] and W(s) = e^{Aᵀs} F.
+    W(s) is the Gramian of the closed form Σ(t) = e^{At} Σ0 (I + W(t) Σ0)⁻¹ e^{Aᵀt} of
+    Σ̇ = AΣ + ΣAᵀ − ΣGΣ (SPEC §5). Both come from one block exponential (Van Loan):
+
+        expm([[−Aᵀ, G], [0, A]] s) = [[e^{−Aᵀs}, F], [0, e^{As}]],   W(s) = e^{Aᵀs} F,
+
+    W symmetrised. Accurate while ‖A‖s is moderate (the flow steps by `step_length`).
+
+    Parameters
+    ----------
+    A : (d, d) ndarray of float
+        The drift matrix.
+    G : (d, d) ndarray of float, symmetric
+        The quadratic coefficient, G = −Σ_h v_h (B_h + B_hᵀ).
+    s : float or (k,) array_like of float
+        An offset, or k offsets.
+
+    Returns
+    -------
+    E : (d, d) or (k, d, d) ndarray of float64
+        e^{As} at each offset.
+    W : (d, d) or (k, d, d) ndarray of float64
+        W(s) at each offset, symmetric.
+
+    Raises
+    ------
+    ValueError
+        When A and G are not square of one size (the block matrix cannot be formed).
+
+    See Also
+    --------
+    exact_flow : the flow stepped with these exponentials.
+    riccati_tf.sweep.van_loan_stack : the same for a stack of matrices.
+
+    References
+    ----------
+    .. [1] riccati_tf theory, SPEC §5 "Time-invariant parameters: equilibria, stability,
+       blow-up".
+    .. [2] C. F. Van Loan, "Computing integrals involving the matrix exponential", IEEE TAC
+       23(3), 1978.
+
+    Examples
+    --------
+    For d = 1, A = −1 and G = 2: E = e^{−s} and W(s) = 1 − e^{−2s}.
+
+    >>> import numpy as np
+    >>> from riccati_tf.flows.exact import van_loan
+    >>> E, W = van_loan(np.array([[-1.0]]), np.array([[2.0]]), 1.0)
+    >>> round(float(E[0, 0]), 6), round(float(W[0, 0]), 6)
+    (0.367879, 0.864665)
+    >>> E, W = van_loan(np.array([[-1.0]]), np.array([[2.0]]), [0.5, 1.0])
+    >>> W.shape
+    (2, 1, 1)
     """
     E, W, _ = _van_loan_blocks(A, G, np.atleast_1d(np.asarray(s, dtype=float)))
     return (E[0], W[0]) if np.ndim(s) == 0 else (E, W)
 
 
-def _van_loan_blocks(A, G, s: np.ndarray):
+def _van_loan_blocks(A: np.ndarray, G: np.ndarray,
+                     s: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(E, W, E⁻¹) stacked at the offsets s, from the Van Loan block exponential."""
     d = A.shape[0]
     block = np.zeros((2 * d, 2 * d))
@@ -208,7 +266,62 @@ def _van_loan_blocks(A, G, s: np.ndarray):
 
 @dataclass(frozen=True)
 class ExactResult:
-    """Raw output of :func:`exact_flow`: states at the requested times reached before blow-up."""
+    """Raw output of `exact_flow`: the states at the requested times reached before blow-up.
+
+    The states solve Σ̇ = AΣ + ΣAᵀ − ΣGΣ and ṁ = (A + v̄I + ΣB̄) m + b; `riccati_tf.flow`
+    turns this into a `riccati_tf.Trajectory`.
+
+    Parameters
+    ----------
+    t : (k,) ndarray of float
+        The requested times reached before any blow-up.
+    mean : (k, d) ndarray of float
+        m(t).
+    cov : (k, d, d) ndarray of float
+        Σ(t), symmetric positive semidefinite.
+    blowup_time : float or None
+        T*, the first time where I + W(t)Σ0 is singular, when it is ≤ t_final; else None.
+    blowup_direction : (d,) ndarray of float or None
+        The unit direction along which Σ diverges at T*; None without blow-up.
+    n_steps : int
+        Covariance steps plus mean collocation steps taken.
+    settled_time : float or None, optional
+        The time from which the state was certified to stay put ("equilibrium") or to follow
+        the one-exponential closed form ("collapse"); None when stepped to the end.
+    settled_by : {"equilibrium", "collapse"} or None, optional
+        Which certificate ended the stepping.
+
+    Raises
+    ------
+    SolverError
+        Never on construction; `exact_flow` raises it instead of returning a result it cannot
+        vouch for.
+
+    See Also
+    --------
+    exact_flow : computes it.
+    riccati_tf.Trajectory : the public form of a trajectory.
+
+    References
+    ----------
+    .. [1] riccati_tf theory, SPEC §5 "Time-invariant parameters: equilibria, stability,
+       blow-up".
+
+    Examples
+    --------
+    With A = G = I, Σ(t) → Σ* = 2I (AΣ + ΣAᵀ − ΣGΣ = 0), and the flow stops stepping once it is
+    there to rounding:
+
+    >>> import numpy as np
+    >>> from riccati_tf.flows.exact import exact_flow
+    >>> res = exact_flow(np.eye(2), np.eye(2), 0.0, np.zeros((2, 2)), np.zeros(2), np.zeros(2),
+    ...                  np.eye(2), np.array([100.0]), 100.0)
+    >>> res.settled_by, res.blowup_time
+    ('equilibrium', None)
+    >>> np.round(res.cov[-1], 6)
+    array([[2., 0.],
+           [0., 2.]])
+    """
 
     t: np.ndarray
     mean: np.ndarray
@@ -226,7 +339,8 @@ class _Propagator:
     """Cached Van Loan data: (E, W) at the collocation offsets of a step, at single offsets, and
     W₋(s) = ∫_0^s e^{Aᵀu} G₋ e^{Au} du for the negative part G₋ ⪰ 0 of G = G₊ − G₋."""
 
-    def __init__(self, A, G, positive_definite: bool | None = None):
+    def __init__(self, A: np.ndarray, G: np.ndarray,
+                 positive_definite: bool | None = None) -> None:
         self.A, self.G = A, G
         if positive_definite is None:
             positive_definite = _positive_definite(G)
@@ -240,14 +354,15 @@ class _Propagator:
         self.eig = gauss_eigen(GAUSS_STAGES)
         self._cache: dict[tuple, tuple[np.ndarray, ...]] = {}
 
-    def _get(self, key, make):
+    def _get(self, key: tuple, make: Callable[[], tuple[np.ndarray, ...]]
+             ) -> tuple[np.ndarray, ...]:
         if key not in self._cache:
             if len(self._cache) > 512:
                 self._cache.clear()
             self._cache[key] = make()
         return self._cache[key]
 
-    def nodes(self, h: float):
+    def nodes(self, h: float) -> tuple[np.ndarray, ...]:
         """(E, W) stacked at offsets c_1 h, ..., c_s h, h.
 
         Block exponentials at c_1 h, ..., c_{s/2} h and h; the mirrored nodes (1 − c) h follow
@@ -256,7 +371,7 @@ class _Propagator:
         """
         return self._get(("nodes", h), lambda: self._nodes(h))
 
-    def _nodes(self, h: float):
+    def _nodes(self, h: float) -> tuple[np.ndarray, np.ndarray]:
         half = self.c.size // 2
         E, W, Einv = _van_loan_blocks(self.A, self.G, np.append(self.c[:half] * h, h))
         Eq, Wq, Iq = E[:half], W[:half], Einv[:half]
@@ -265,7 +380,7 @@ class _Propagator:
         W_up = 0.5 * (W_up + np.swapaxes(W_up, -1, -2))
         return np.concatenate([Eq, E_up, E[-1:]]), np.concatenate([Wq, W_up, W[-1:]])
 
-    def at(self, s: float):
+    def at(self, s: float) -> tuple[np.ndarray, ...]:
         return self._get(("at", s), lambda: van_loan(self.A, self.G, s))
 
     def w_minus(self, s: float) -> np.ndarray:
@@ -463,7 +578,8 @@ class _MeanLaw:
         return value if np.isfinite(value) else np.inf
 
 
-def _mean_step(prop: _Propagator, L, m, h, law: _MeanLaw):
+def _mean_step(prop: _Propagator, L: np.ndarray, m: np.ndarray, h: float,
+               law: _MeanLaw) -> tuple[np.ndarray, np.ndarray]:
     """Advance (m, L) by h: Gauss collocation for the mean, square-root update for Σ = LLᵀ.
 
     Collocation: stage increments Z_i = h Σ_j a_ij (K_j (m + Z_j) + b), K_j = K(t + c_j h) from
@@ -491,7 +607,8 @@ def _mean_step(prop: _Propagator, L, m, h, law: _MeanLaw):
     return m + h * (prop.w @ k), _sqrt_update(EL[-1], W[-1], L)
 
 
-def _stages(prop: _Propagator, K, m, b, h) -> np.ndarray:
+def _stages(prop: _Propagator, K: np.ndarray, m: np.ndarray, b: np.ndarray,
+            h: float) -> np.ndarray:
     """Z solving Z_i = h Σ_j a_ij (K_j (m + Z_j) + b) (see `_mean_step`).
 
     Fixed-point (Picard) sweeps while each shrinks the increment at least PICARD_RATIO-fold
@@ -517,8 +634,10 @@ def _stages(prop: _Propagator, K, m, b, h) -> np.ndarray:
     return np.linalg.solve(system, rhs.reshape(-1)).reshape(s, d)
 
 
-def _advance(prop: _Propagator, L, m, H, law: _MeanLaw | None, norm_start=None,
-             budget: _Budget | None = None, t: float = 0.0):
+def _advance(prop: _Propagator, L: np.ndarray, m: np.ndarray, H: float,
+             law: _MeanLaw | None, norm_start: float | None = None,
+             budget: _Budget | None = None,
+             t: float = 0.0) -> tuple[np.ndarray, np.ndarray, int, float | None]:
     """Advance (m, L) by one covariance step H; returns (m, L, collocation steps taken, ‖K‖₂ at
     the end). Without a mean law (m ≡ 0) only the covariance moves.
 
@@ -535,7 +654,9 @@ def _advance(prop: _Propagator, L, m, H, law: _MeanLaw | None, norm_start=None,
     return m, L_end, count, norm_end
 
 
-def _mean_over(prop: _Propagator, L, m, H, law: _MeanLaw, norms, depth, budget, t):
+def _mean_over(prop: _Propagator, L: np.ndarray, m: np.ndarray, H: float, law: _MeanLaw,
+               norms: tuple[float, float], depth: int, budget: _Budget | None,
+               t: float) -> tuple[np.ndarray, int]:
     """m(t + H) from m(t) = m, Σ(t) = LLᵀ; returns (m, collocation steps taken).
 
     n = ⌈‖A_v‖₂ H / MEAN_THETA⌉ equal sub-steps when ‖K‖₂ H / n ≤ MEAN_THETA at both ends
@@ -563,7 +684,9 @@ def _mean_over(prop: _Propagator, L, m, H, law: _MeanLaw, norms, depth, budget, 
     return m, count
 
 
-def _controlled(prop: _Propagator, L, m, h, law: _MeanLaw, coarse, depth, budget, t):
+def _controlled(prop: _Propagator, L: np.ndarray, m: np.ndarray, h: float, law: _MeanLaw,
+                coarse: tuple[np.ndarray, np.ndarray] | None, depth: int,
+                budget: _Budget | None, t: float) -> tuple[np.ndarray, np.ndarray, int]:
     """One error-controlled collocation sub-step of length h; returns (m, L, steps taken).
 
     One step of length h (`coarse`, computed unless given) and two of length h/2 (Richardson:
@@ -610,7 +733,7 @@ def _halving(depth: int, t: float, why: str) -> None:
 
 # --- settling: when stepping may stop ------------------------------------------------------
 
-def _abs_scale(A, S, G):
+def _abs_scale(A: np.ndarray, S: np.ndarray, G: np.ndarray) -> np.ndarray:
     """|A||S| + |S||A|ᵀ + |S||G||S| (entrywise absolute values): the rounding scale of the
     residual AS + SAᵀ − SGS evaluated in floating point."""
     aA, aS = np.abs(A), np.abs(S)
@@ -618,7 +741,8 @@ def _abs_scale(A, S, G):
     return X + X.T + aS @ np.abs(G) @ aS
 
 
-def _newton(A, G, S):
+def _newton(A: np.ndarray, G: np.ndarray, S: np.ndarray
+            ) -> tuple[np.ndarray, float, np.ndarray | None, np.ndarray | None]:
     """(A_c, its spectral abscissa, Newton's correction Δ, its rounding floor N) at S for
     F(Σ) = AΣ + ΣAᵀ − ΣGΣ: A_cΔ + ΔA_cᵀ = −F(S), A_cN + NA_cᵀ = −c·d·eps·|F|_scale."""
     d = A.shape[0]
@@ -635,7 +759,8 @@ def _newton(A, G, S):
     return Ac, alpha, 0.5 * (D + D.T), N
 
 
-def _stable_equilibrium(A, G, S, tol, change: float, H: float) -> np.ndarray | None:
+def _stable_equilibrium(A: np.ndarray, G: np.ndarray, S: np.ndarray, tol: float,
+                        change: float, H: float) -> np.ndarray | None:
     """The equilibrium S* near S when S is, up to rounding, at an exponentially stable equilibrium
     of Σ̇ = AΣ + ΣAᵀ − ΣGΣ, else None.
 
@@ -652,7 +777,7 @@ def _stable_equilibrium(A, G, S, tol, change: float, H: float) -> np.ndarray | N
     if not np.isfinite(scale):
         return None
     _, alpha, D, N = _newton(A, G, S)
-    if D is None or not alpha < -tol * scale:
+    if D is None or N is None or not alpha < -tol * scale:
         return None
     size, norm_S = np.linalg.norm(D), np.linalg.norm(S)
     if not np.isfinite(size):
@@ -663,14 +788,15 @@ def _stable_equilibrium(A, G, S, tol, change: float, H: float) -> np.ndarray | N
             return None
         S1 = S + D
         _, alpha1, D1, N1 = _newton(A, G, S1)
-        if D1 is None or not alpha1 < -tol * scale or \
+        if D1 is None or N1 is None or not alpha1 < -tol * scale or \
                 not np.linalg.norm(D1) <= tol * norm_S + 2 * np.linalg.norm(N1):
             return None
     corrected = S + D
     return corrected if _positive_definite(corrected) else S
 
 
-def _settled_equilibrium(A, G, L, S, tol, change: float = 0.0, H: float = 0.0
+def _settled_equilibrium(A: np.ndarray, G: np.ndarray, L: np.ndarray, S: np.ndarray,
+                         tol: float, change: float = 0.0, H: float = 0.0
                          ) -> np.ndarray | None:
     """The equilibrium test of `_stable_equilibrium` on the rank stratum of Σ = LLᵀ; returns
     the (corrected) equilibrium or None.
@@ -722,7 +848,8 @@ class _Collapse:
     norm_X: float
 
     @classmethod
-    def of(cls, A, G, prop: _Propagator, tol: float) -> _Collapse | None:
+    def of(cls, A: np.ndarray, G: np.ndarray, prop: _Propagator,
+           tol: float) -> _Collapse | None:
         if np.any(prop.G_minus):
             return None
         lam = np.linalg.eigvals(A)
@@ -735,7 +862,7 @@ class _Collapse:
         W_inf = 0.5 * (W_inf + W_inf.T)
         return cls(A, W_inf, float(np.linalg.norm(W_inf, 2)), float(np.linalg.norm(X, 2)))
 
-    def ready(self, L, law: _MeanLaw | None) -> bool:
+    def ready(self, L: np.ndarray, law: _MeanLaw | None) -> bool:
         """Whether the jump is accurate from Σ = LLᵀ: ‖W∞‖‖L‖² ≤ 1 (the cancellation in
         W∞ − EᵀW∞E then costs at most eps in S), and, with a mean, Σ(t)B̄ can be dropped from K
         for all later t: ‖B̄‖₂‖L‖²‖X‖ ≤ c·d·eps (the mean then solves ṁ = A_v m + b)."""
@@ -745,7 +872,8 @@ class _Collapse:
         return law is None or law.norm_Bbar * norm_L2 * self.norm_X <= \
             SETTLE_ROUNDING * L.shape[0] * EPS
 
-    def ready_time(self, L, law: _MeanLaw | None, h: float, horizon: float) -> float:
+    def ready_time(self, L: np.ndarray, law: _MeanLaw | None, h: float,
+                   horizon: float) -> float:
         """A time τ ≤ horizon by which `ready` holds for Σ(t + τ) (from Σ(t + τ) ⪯ E L LᵀEᵀ,
         ‖E L‖_F ≤ ‖E‖₂‖L‖_F, E = e^{Aτ}, tried at τ = h, 2h, 4h, ...), or inf."""
         norm_L2 = float(np.sum(L * L))
@@ -758,7 +886,7 @@ class _Collapse:
             tau *= 2
         return np.inf
 
-    def cov(self, L, tau):
+    def cov(self, L: np.ndarray, tau: float) -> np.ndarray:
         """Σ(t + τ) = E L (I + Lᵀ(W∞ − EᵀW∞E)L)⁻¹ LᵀEᵀ, E = e^{Aτ}."""
         d, r = L.shape
         if not r:
@@ -770,8 +898,8 @@ class _Collapse:
         return 0.5 * (S + S.T)
 
 
-def _mean_jump(law: _MeanLaw | None, K: np.ndarray | None, m, tau: float, t: float,
-               settle_tol: float, norm_S: float):
+def _mean_jump(law: _MeanLaw | None, K: np.ndarray | None, m: np.ndarray, tau: float,
+               t: float, settle_tol: float, norm_S: float) -> np.ndarray:
     """m(t + τ) for ṁ = K m + b with a constant K: the last column of expm([[K, b], [0, 0]] τ).
 
     settle_tol: the relative accuracy of Σ* beyond rounding (0 after Newton's correction).
@@ -780,6 +908,7 @@ def _mean_jump(law: _MeanLaw | None, K: np.ndarray | None, m, tau: float, t: flo
     abscissa), by τ otherwise."""
     if law is None or tau == 0:
         return m
+    assert K is not None  # the drift comes with the mean law
     d = K.shape[0]
     alpha = float(np.linalg.eigvals(K).real.max())
     dK = SETTLE_ROUNDING * d * EPS * law.norm_Av + (settle_tol + SETTLE_ROUNDING * d * EPS) \
@@ -809,7 +938,7 @@ def _mean_jump(law: _MeanLaw | None, K: np.ndarray | None, m, tau: float, t: flo
 
 # --- the flow ------------------------------------------------------------------------------
 
-def _check_finite(L, m, t):
+def _check_finite(L: np.ndarray, m: np.ndarray, t: float) -> None:
     if np.isfinite(L.sum() + m.sum()):  # one pass each; a false alarm is re-checked below
         return
     if not (np.all(np.isfinite(L)) and np.all(np.isfinite(m))):
@@ -819,7 +948,8 @@ def _check_finite(L, m, t):
                           f"growth past about 1e308")
 
 
-def _near_blowup(A, G, S, t_final, n_steps: int) -> None:
+def _near_blowup(A: np.ndarray, G: np.ndarray, S: np.ndarray, t_final: float,
+                 n_steps: int) -> None:
     """Refuse an end state within reach of a blow-up after t_final. When the quadratic term
     drives ≥ 99 % of d tr Σ/dt, T* ≈ t_final + tr Σ/(d tr Σ/dt), Σ ~ 1/(T* − t), and the rounding
     of each of the n covariance steps moves T* by about eps·T*: Σ(t_final) is then known to about
@@ -841,7 +971,9 @@ def _near_blowup(A, G, S, t_final, n_steps: int) -> None:
             f"end state uncertain by about {error:.2g} relative (> {NEAR_BLOWUP_RTOL:g})")
 
 
-def _refuse_early(A, L, law, collapse, h0, t_final, budget: _Budget) -> None:
+def _refuse_early(A: np.ndarray, L: np.ndarray, law: _MeanLaw | None,
+                  collapse: _Collapse | None, h0: float, t_final: float,
+                  budget: _Budget) -> None:
     """Refuse before any work a flow whose steps (t_final/h0 covariance steps, and
     MEAN_STEP_COST·‖A_v‖t_final/MEAN_THETA collocation steps of the mean, > max_steps) cannot
     end early: A with an eigenvalue
@@ -859,8 +991,10 @@ def _refuse_early(A, L, law, collapse, h0, t_final, budget: _Budget) -> None:
             budget.spend(math.ceil(min(ready, t_final) / h0), 0.0)
 
 
-def _run(A, G, law, m0, L0, t_out, t_final, max_steps, *, positive_definite=None,
-         settle=True, check_end=False) -> ExactResult:
+def _run(A: np.ndarray, G: np.ndarray, law: _MeanLaw | None, m0: np.ndarray, L0: np.ndarray,
+         t_out: np.ndarray, t_final: float, max_steps: int, *,
+         positive_definite: bool | None = None, settle: bool = True,
+         check_end: bool = False) -> ExactResult:
     d = A.shape[0]
     prop = _Propagator(A, G, positive_definite)
     L, m = L0, m0.copy()
@@ -875,12 +1009,19 @@ def _run(A, G, law, m0, L0, t_out, t_final, max_steps, *, positive_definite=None
 
     knots = np.unique(np.concatenate([t_out, [t_final]]))
     wanted = set(t_out.tolist())
-    out_t, out_m, out_S = [], [], []
+    out_t: list[float] = []
+    out_m: list[np.ndarray] = []
+    out_S: list[np.ndarray] = []
     n_steps = n_cov = 0
     blowup_time = blowup_dir = None
     settled = None  # (time, kind, L, m, K)
     norm_K = None
     S_prev, wait, waited = None, 0, 0
+
+    def keep(t: float, mean: np.ndarray, cov: np.ndarray) -> None:
+        out_t.append(t)
+        out_m.append(mean)
+        out_S.append(cov)
 
     def try_settle(L, H):
         """("collapse", None), ("equilibrium", Σ*) or None after a step (module docstring)."""
@@ -911,7 +1052,7 @@ def _run(A, G, law, m0, L0, t_out, t_final, max_steps, *, positive_definite=None
 
     t = 0.0
     if knots[0] == 0.0:
-        out_t.append(0.0), out_m.append(m.copy()), out_S.append(L @ L.T)
+        keep(0.0, m.copy(), L @ L.T)
         knots = knots[1:]
     if collapse is not None and collapse.ready(L, law):
         settled = (0.0, "collapse", L, m, None)
@@ -955,6 +1096,7 @@ def _run(A, G, law, m0, L0, t_out, t_final, max_steps, *, positive_definite=None
             t_s, kind, L_s, m_s, K = settled
             tau = knot - t_s
             if kind == "collapse":
+                assert collapse is not None  # "collapse" is found by it
                 S = collapse.cov(L_s, tau) if tau else L_s @ L_s.T
                 K = None if law is None else law.Av
                 norm_S = 0.0
@@ -965,11 +1107,11 @@ def _run(A, G, law, m0, L0, t_out, t_final, max_steps, *, positive_definite=None
             if not np.all(np.isfinite(S)):
                 raise SolverError(f"Σ left the floating-point range by t = {knot:.6g}")
             if knot in wanted:
-                out_t.append(knot), out_m.append(mk), out_S.append(S)
+                keep(knot, mk, S)
             continue
         t = knot
         if knot in wanted:
-            out_t.append(knot), out_m.append(m.copy()), out_S.append(L @ L.T)
+            keep(knot, m.copy(), L @ L.T)
     if check_end and can_blow_up and blowup_time is None and settled is None and out_t:
         _near_blowup(A, G, out_S[-1], out_t[-1], n_cov)  # the last state returned
     return ExactResult(np.array(out_t), np.array(out_m).reshape(-1, d),
@@ -978,7 +1120,8 @@ def _run(A, G, law, m0, L0, t_out, t_final, max_steps, *, positive_definite=None
                        None if settled is None else settled[1])
 
 
-def _rounding_band(A: np.ndarray, G: np.ndarray):
+def _rounding_band(A: np.ndarray, G: np.ndarray
+                   ) -> tuple[tuple[np.ndarray, float] | None, bool | None]:
     """(P, δ) when G has eigenvalues that rounding could move across zero or far enough to shift
     T* by BLOWUP_RTOL, else None; also whether G ≻ 0 was established (for `_Propagator`).
 
@@ -988,18 +1131,16 @@ def _rounding_band(A: np.ndarray, G: np.ndarray):
     is [−δ/BLOWUP_RTOL, δ]."""
     d = G.shape[0]
     if d > 1 and np.count_nonzero(A) == d * d:  # a dense A couples every coordinate
-        coupled, everywhere = None, True
+        coupled = np.ones(d, dtype=bool)
     else:
         off = A != 0
         off |= G != 0
         off.flat[:: d + 1] = False
         coupled = off.any(axis=0)
         coupled |= off.any(axis=1)
-        everywhere = bool(coupled.all())
-        if not (everywhere or coupled.any()):
+        if not coupled.any():
             return None, None
-        if everywhere:
-            coupled = None
+    everywhere = bool(coupled.all())
     flat = G.ravel()
     norm = math.sqrt(float(flat @ flat))
     if norm == 0.0:
@@ -1020,7 +1161,8 @@ def _rounding_band(A: np.ndarray, G: np.ndarray):
     return (np.eye(d) if everywhere else np.diag(coupled.astype(float)), delta), None
 
 
-def _mean_law(A, vbar, Bbar, b, mean0) -> _MeanLaw | None:
+def _mean_law(A: np.ndarray, vbar: float, Bbar: np.ndarray, b: np.ndarray,
+              mean0: np.ndarray) -> _MeanLaw | None:
     """ṁ = (A + v̄I + ΣB̄) m + b, or None when m ≡ 0 (m0 = 0 and b = 0)."""
     if not (np.any(mean0) or np.any(b)):
         return None
@@ -1031,14 +1173,85 @@ def _mean_law(A, vbar, Bbar, b, mean0) -> _MeanLaw | None:
                     math.sqrt(float(Bbar.ravel() @ Bbar.ravel())))
 
 
-def exact_flow(A, G, vbar, Bbar, b, mean0, cov0, t_out: np.ndarray, t_final: float, *,
+def exact_flow(A: np.ndarray, G: np.ndarray, vbar: float, Bbar: np.ndarray, b: np.ndarray,
+               mean0: np.ndarray, cov0: np.ndarray, t_out: np.ndarray, t_final: float, *,
                max_steps: int = DEFAULT_MAX_STEPS) -> ExactResult:
     """Exact scalar-V flow on [0, t_final], returning states at t_out (sorted, within [0, t_final]).
 
-    A, G, Bbar: (d, d); vbar: Σ_h v_h; b, mean0: (d,); cov0: (d, d) PSD; max_steps: the budget
-    of covariance steps and mean sub-steps (see the module docstring for the settling shortcut,
-    the rounding-level G brackets and every refusal). Raises SolverError rather than return a
-    state it cannot vouch for.
+    For scalar value matrices V_h = v_h I the moment equations are
+
+        Σ̇ = A Σ + Σ Aᵀ − Σ G Σ,      ṁ = (A + v̄ I + Σ B̄) m + b,
+
+    with G = −Σ_h v_h (B_h + B_hᵀ), v̄ = Σ_h v_h, B̄ = Σ_h v_h B_h. The covariance follows the
+    closed form Σ(t) = e^{At} Σ0 (I + W(t) Σ0)⁻¹ e^{Aᵀt} in square-root steps, and blows up at
+    the first root of det(I + W(t)Σ0), located by Brent's method; the mean by error-controlled
+    Gauss–Legendre collocation on the exact covariance. See the module docstring for the step
+    rule, the settling shortcut, the rounding-level G brackets and every refusal. The inputs
+    are not validated here (`riccati_tf.flow` does that).
+
+    Parameters
+    ----------
+    A : (d, d) ndarray of float
+        The drift matrix.
+    G : (d, d) ndarray of float, symmetric
+        The quadratic coefficient −Σ_h v_h (B_h + B_hᵀ).
+    vbar : float
+        v̄ = Σ_h v_h.
+    Bbar : (d, d) ndarray of float
+        B̄ = Σ_h v_h B_h.
+    b : (d,) ndarray of float
+        The bias.
+    mean0 : (d,) ndarray of float
+        m(0).
+    cov0 : (d, d) ndarray of float, symmetric positive semidefinite
+        Σ(0) (singular allowed: the rank is kept exactly).
+    t_out : (k,) ndarray of float
+        The output times, sorted, within [0, t_final].
+    t_final : float
+        The horizon, > 0.
+    max_steps : int, optional
+        The budget of covariance steps and mean sub-steps (default DEFAULT_MAX_STEPS).
+
+    Returns
+    -------
+    ExactResult
+        The states at the output times before any blow-up, T* and its direction.
+
+    Raises
+    ------
+    SolverError
+        Rather than return a state it cannot vouch for: the budget is spent (or provably would
+        be, before any work); Brent's method or the certification of a step fails; a state
+        leaves the floating-point range without a blow-up; t_final lies so close after T*
+        that the end state is uncertain beyond NEAR_BLOWUP_RTOL; G has eigenvalues at
+        rounding level and G ∓ δI disagree on the blow-up; the linear algebra meets overflow
+        or NaN.
+
+    See Also
+    --------
+    exact_from : the same flow continued from a state (dense output).
+    van_loan : the exponentials of one step.
+    riccati_tf.flow : the validated entry point (method "exact").
+
+    References
+    ----------
+    .. [1] riccati_tf theory, SPEC §5 "Time-invariant parameters: equilibria, stability,
+       blow-up".
+    .. [2] C. F. Van Loan, "Computing integrals involving the matrix exponential", IEEE TAC
+       23(3), 1978.
+    .. [3] R. P. Brent, "Algorithms for Minimization without Derivatives", Prentice-Hall,
+       1973.
+
+    Examples
+    --------
+    For d = 1 with A = 0 and G = −2, σ(t) = σ0 / (1 − 2σ0 t) blows up at T* = 1/2:
+
+    >>> import numpy as np
+    >>> from riccati_tf.flows.exact import exact_flow
+    >>> res = exact_flow(np.zeros((1, 1)), np.array([[-2.0]]), 1.0, np.ones((1, 1)),
+    ...                  np.zeros(1), np.zeros(1), np.eye(1), np.array([0.0, 0.25]), 1.0)
+    >>> round(float(res.blowup_time), 6), res.cov[:, 0, 0]
+    (0.5, array([1., 2.]))
     """
     with np.errstate(over="ignore", invalid="ignore", divide="ignore", under="ignore"):
         try:
@@ -1055,10 +1268,13 @@ def exact_flow(A, G, vbar, Bbar, b, mean0, cov0, t_out: np.ndarray, t_final: flo
     return res
 
 
-def exact_from(A, G, vbar, Bbar, b, mean, cov, offsets: np.ndarray, *,
+def exact_from(A: np.ndarray, G: np.ndarray, vbar: float, Bbar: np.ndarray, b: np.ndarray,
+               mean: np.ndarray, cov: np.ndarray, offsets: np.ndarray, *,
                max_steps: int = DEFAULT_MAX_STEPS) -> ExactResult:
-    """The exact flow continued from a state (m_k, Σ_k) of a flow at time t_k, at t_k + s for
-    the sorted offsets s ≥ 0 (dense output of `exact_flow`): the flow is a semigroup, so
+    """The exact flow continued from a state (m_k, Σ_k) of a flow at time t_k, at t_k + s.
+
+    The dense output of `exact_flow`, at the sorted offsets s ≥ 0: the flow of
+    Σ̇ = AΣ + ΣAᵀ − ΣGΣ is a semigroup, so
 
         Σ(t_k + s) = E_s L S(s)⁻¹ Lᵀ E_sᵀ,   Σ_k = L Lᵀ,   S(s) = I + Lᵀ W(s) L,
 
@@ -1066,7 +1282,63 @@ def exact_from(A, G, vbar, Bbar, b, mean, cov, offsets: np.ndarray, *,
     budget max_steps. The blow-up verdict of the flow it continues is not decided again (no
     G ∓ δI brackets, no refusal near T*): its states are returned up to the first singular S(s)
     found, blowup_time then the offset of that singularity (rounding may place it a few ulps
-    before the flow's own T*)."""
+    before the flow's own T*).
+
+    Parameters
+    ----------
+    A : (d, d) ndarray of float
+        The drift matrix.
+    G : (d, d) ndarray of float, symmetric
+        The quadratic coefficient −Σ_h v_h (B_h + B_hᵀ).
+    vbar : float
+        v̄ = Σ_h v_h.
+    Bbar : (d, d) ndarray of float
+        B̄ = Σ_h v_h B_h.
+    b : (d,) ndarray of float
+        The bias.
+    mean : (d,) ndarray of float
+        m_k, the mean at t_k.
+    cov : (d, d) ndarray of float, symmetric positive semidefinite
+        Σ_k, the covariance at t_k.
+    offsets : (k,) ndarray of float
+        The offsets s > 0 from t_k, sorted.
+    max_steps : int, optional
+        The budget of covariance steps and mean sub-steps (default DEFAULT_MAX_STEPS).
+
+    Returns
+    -------
+    ExactResult
+        The states at t_k + s (its times are the offsets s) up to the first singular S(s).
+
+    Raises
+    ------
+    SolverError
+        When the budget is spent, a state leaves the floating-point range, Brent's method or
+        the certification of a step fails, or the linear algebra meets overflow or NaN.
+
+    See Also
+    --------
+    exact_flow : the flow from t = 0, with its blow-up verdict.
+    riccati_tf.Trajectory : whose dense output ``tr(t)`` calls this for method "exact".
+
+    References
+    ----------
+    .. [1] riccati_tf theory, SPEC §5 "Time-invariant parameters: equilibria, stability,
+       blow-up".
+    .. [2] C. F. Van Loan, "Computing integrals involving the matrix exponential", IEEE TAC
+       23(3), 1978.
+
+    Examples
+    --------
+    σ̇ = 2σ² continued from σ(0.25) = 2 to t = 0.35: σ = 1 / (1 − 2t) = 10/3.
+
+    >>> import numpy as np
+    >>> from riccati_tf.flows.exact import exact_from
+    >>> res = exact_from(np.zeros((1, 1)), np.array([[-2.0]]), 1.0, np.ones((1, 1)),
+    ...                  np.zeros(1), np.zeros(1), np.array([[2.0]]), np.array([0.1]))
+    >>> round(float(res.cov[0, 0, 0]), 6)
+    3.333333
+    """
     with np.errstate(over="ignore", invalid="ignore", divide="ignore", under="ignore"):
         try:
             return _run(A, G, _mean_law(A, vbar, Bbar, b, mean), mean, _factor(cov), offsets,
@@ -1076,7 +1348,8 @@ def exact_from(A, G, vbar, Bbar, b, mean, cov, offsets: np.ndarray, *,
                               f"are out of the range it can handle (overflow or NaN)") from None
 
 
-def _bracket(A, G, L0, band, res: ExactResult, t_final, max_steps) -> None:
+def _bracket(A: np.ndarray, G: np.ndarray, L0: np.ndarray, band: tuple[np.ndarray, float],
+             res: ExactResult, t_final: float, max_steps: int) -> None:
     """Raise SolverError unless the blow-up verdict of `res` survives G → G ∓ δP (`_rounding_band`).
 
     W is linear in G, so G − δP ⪯ G' ⪯ G + δP gives S_low(t) ⪯ S'(t) ⪯ S_high(t) and
