@@ -37,6 +37,7 @@ import re
 import socket
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -44,6 +45,8 @@ from ..errors import InvalidInputError
 from ..io.files import atomic_write_bytes, make_folder, read_or_none, sha256
 from ..io.spec import SpecError, check_keys
 from .family import Family, fingerprint, parse_family
+
+__all__ = ["CHUNK_DIR", "JOURNAL", "LOCK", "MANIFEST", "RESULTS", "read_results"]
 
 FORMAT = 2
 WRITER = "riccati-tf sweep"
@@ -63,7 +66,7 @@ _TMP = re.compile(r"\..+\.tmp-\d+-[0-9a-f]+")
 _UNTRUSTED = "the store cannot be trusted; use another --out folder"
 
 
-def _pa():
+def _pa() -> tuple[Any, Any]:
     try:
         import pyarrow as pa
         import pyarrow.parquet as pq
@@ -73,7 +76,7 @@ def _pa():
     return pa, pq
 
 
-def table_from_columns(columns: dict[str, np.ndarray]):
+def table_from_columns(columns: dict[str, np.ndarray]) -> Any:
     """A pyarrow Table from {name: 1-D numpy array} (object arrays of str → string columns)."""
     pa, _ = _pa()
     arrays = {}
@@ -84,14 +87,14 @@ def table_from_columns(columns: dict[str, np.ndarray]):
     return pa.table(arrays)
 
 
-def _table_bytes(table) -> bytes:
+def _table_bytes(table: Any) -> bytes:
     pa, pq = _pa()
     sink = pa.BufferOutputStream()
     pq.write_table(table, sink, compression="zstd")
     return sink.getvalue().to_pybytes()
 
 
-def _parse_table(data: bytes):
+def _parse_table(data: bytes) -> Any:
     """The Parquet table in `data`, or None when the bytes are not a readable Parquet file."""
     pa, pq = _pa()
     try:
@@ -100,7 +103,7 @@ def _parse_table(data: bytes):
         return None
 
 
-def read_parquet(path: Path):
+def read_parquet(path: str | Path) -> Any:
     """A Parquet file as a pyarrow Table; an unreadable file is an InvalidInputError."""
     try:
         data = Path(path).read_bytes()
@@ -119,11 +122,11 @@ def chunk_file(index: int) -> str:
 # ------------------------------------------------------------------------- the manifest
 
 
-def _is_int(x) -> bool:
+def _is_int(x: object) -> bool:
     return isinstance(x, int) and not isinstance(x, bool)
 
 
-def _is_sha256(x) -> bool:
+def _is_sha256(x: object) -> bool:
     return isinstance(x, str) and _SHA256.fullmatch(x) is not None
 
 
@@ -157,11 +160,11 @@ class Record:
         return (json.dumps({k: getattr(self, k) for k in RECORD_FIELDS}) + "\n").encode()
 
 
-def _untrusted(where, what: str) -> InvalidInputError:
+def _untrusted(where: str | Path, what: str) -> InvalidInputError:
     return InvalidInputError(f"{where}: {what}; {_UNTRUSTED}")
 
 
-def read_manifest(root) -> dict:
+def read_manifest(root: str | Path) -> dict:
     """manifest.json of a results folder, checked: the fields of this format with their types,
     a spec that parses and has the recorded fingerprint, and counts that agree with that spec.
     Anything else is an InvalidInputError naming what is wrong (the store cannot be trusted)."""
@@ -210,7 +213,7 @@ def read_manifest(root) -> dict:
     return data
 
 
-def _record(line: bytes, n: int, layout: Layout, where: str) -> Record:
+def _record(line: bytes, n: int, layout: Layout, where: str | Path) -> Record:
     """One line of chunks.jsonl as a Record, checked against the layout the spec gives."""
     here = f"{where} line {n}"
     try:
@@ -233,7 +236,7 @@ def _record(line: bytes, n: int, layout: Layout, where: str) -> Record:
     return rec
 
 
-def read_records(root, layout: Layout) -> tuple[dict[int, Record], bool]:
+def read_records(root: str | Path, layout: Layout) -> tuple[dict[int, Record], bool]:
     """{chunk: its last record} from chunks.jsonl, and whether a torn last line (a crash in the
     middle of an append) was dropped."""
     path = Path(root) / JOURNAL
@@ -252,7 +255,7 @@ def read_records(root, layout: Layout) -> tuple[dict[int, Record], bool]:
     return records, torn
 
 
-def _chunk_problem(data: bytes | None, rec: Record, columns) -> str | None:
+def _chunk_problem(data: bytes | None, rec: Record, columns: list[str]) -> str | None:
     """Why a chunk file's bytes do not hold what its record says (None: they do)."""
     if data is None:
         return "its file is missing"
@@ -340,12 +343,12 @@ class ResultStore:
         self.manifest = manifest
         self.records = records
         self.notes = notes
-        self._lock_fd = lock_fd
+        self._lock_fd: int | None = lock_fd
 
     # ----------------------------------------------------------------- opening
 
     @classmethod
-    def open(cls, root, family: Family) -> ResultStore:
+    def open(cls, root: str | Path, family: Family) -> ResultStore:
         """Open (resume) or create the results folder of `family`, holding its writer lock
         until close(). Refuses a folder another process is writing, a folder holding another
         spec's results or a manifest that cannot be trusted, and a folder holding files of the
@@ -366,11 +369,13 @@ class ResultStore:
         notes: list[str] = []
         fp, layout = family.fingerprint, Layout(family.n_configs, family.chunk_size)
         if not (root / MANIFEST).exists():
-            manifest = {"format": FORMAT, "writer": WRITER, "fingerprint": fp,
-                        "spec": family.spec, "n_configs": layout.n_configs,
-                        "chunk_size": layout.chunk_size, "n_chunks": layout.n_chunks,
-                        "columns": family.columns, "plot": None, "results": None}
-            records, torn = {}, False
+            manifest: dict[str, Any] = {"format": FORMAT, "writer": WRITER, "fingerprint": fp,
+                                        "spec": family.spec, "n_configs": layout.n_configs,
+                                        "chunk_size": layout.chunk_size,
+                                        "n_chunks": layout.n_chunks, "columns": family.columns,
+                                        "plot": None, "results": None}
+            records: dict[int, Record] = {}
+            torn = False
             atomic_write_bytes(root / MANIFEST, json.dumps(manifest, indent=1).encode())
         else:
             manifest = read_manifest(root)
@@ -436,7 +441,7 @@ class ResultStore:
     def __enter__(self) -> ResultStore:
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
     # ----------------------------------------------------------------- state
@@ -513,10 +518,58 @@ class ResultStore:
         return self.root / RESULTS
 
 
-def read_results(path):
-    """The results table (pyarrow.Table) of a sweep: a results folder (its results.parquet when
-    complete, else the recorded chunks, in chunk order; every file checked against its SHA-256)
-    or a .parquet file."""
+def read_results(path: str | Path) -> Any:
+    """The results table of a sweep, from its folder or a .parquet file.
+
+    A results folder gives its results.parquet when the sweep is complete, else the rows of the
+    recorded chunks in chunk order (a partial view of a sweep still running or interrupted);
+    every file is checked against the SHA-256 its manifest records, so a table read is the one
+    the sweep wrote. The columns are config_id, one per axis, then the analysis columns (for
+    certify: the SPEC §5 regime, theorem, exact, global, rate, blowup_time, threshold and
+    path; NaN stands for None).
+
+    Parameters
+    ----------
+    path : str or pathlib.Path
+        A sweep's results folder, or a .parquet file.
+
+    Returns
+    -------
+    pyarrow.Table
+        The rows, sorted by config_id.
+
+    Raises
+    ------
+    InvalidInputError
+        pyarrow not installed; a path that is neither a folder nor a .parquet file; a manifest
+        that cannot be trusted; a results or chunk file that is missing, unreadable or not the
+        file the sweep wrote (SHA-256, columns, config ids); a folder without a finished chunk.
+
+    See Also
+    --------
+    riccati_tf.sweep.runner.run_sweep : writes the folder.
+    riccati_tf.sweep.plot.plot_sweep : draws the phase diagram of the table.
+
+    References
+    ----------
+    .. [1] riccati_tf theory, SPEC §5 "Time-invariant parameters: equilibria, stability,
+       blow-up".
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from riccati_tf.sweep import read_results, run_sweep
+    >>> spec = {"family": {"grid": {"v": [-1.0, 1.0]}},
+    ...         "params": {"A": [[-0.5, 0.0], [0.0, -1.0]], "B": [[1, 0], [0, 1]],
+    ...                    "v": {"v": 1}},
+    ...         "initial": {"cov": [[1, 0], [0, 1]]}}
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     result = run_sweep(spec, f"{tmp}/sweep")
+    ...     table = read_results(result.out_dir)
+    ...     rows = read_results(result.results_path).num_rows   # the file itself
+    >>> table.column("v").to_pylist(), table.column("regime").to_pylist(), rows
+    ([-1.0, 1.0], ['collapses', 'blows_up'], 2)
+    """
     pa, _ = _pa()
     path = Path(path)
     if path.is_dir():
@@ -537,6 +590,7 @@ def read_results(path):
             if problem is not None:
                 raise InvalidInputError(f"{path}: chunk {c}: {problem}; run the sweep again to "
                                         f"recompute it")
+            assert data is not None  # a missing file is a problem, raised above
             tables.append(_parse_table(data))
         if not tables:
             raise InvalidInputError(f"{path}: the sweep has no finished chunk yet")
