@@ -9,11 +9,17 @@ the diagram is a strip: regime against x, T* on the right.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ..errors import InvalidInputError
 from .store import read_manifest, read_results
+
+if TYPE_CHECKING:
+    from ..app.plotting import Figure
+
+__all__ = ["REGIME_COLORS", "phase_diagram", "plot_sweep"]
 
 REGIME_COLORS = {"converges": "#2a9d8f", "collapses": "#264653", "blows_up": "#e76f51",
                  "grows": "#f4a261", "undetermined": "#b0b0b0", "completed": "#2a9d8f",
@@ -27,7 +33,8 @@ def _category(columns: dict) -> tuple[str, np.ndarray]:
     raise InvalidInputError("the results hold neither a regime nor a status column")
 
 
-def _full_grid(x: np.ndarray, y: np.ndarray):
+def _full_grid(x: np.ndarray, y: np.ndarray
+               ) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
     """(xs, ys, index grid) when the (x, y) pairs are a full grid, each pair once; else None."""
     xs, xi = np.unique(x, return_inverse=True)
     ys, yi = np.unique(y, return_inverse=True)
@@ -45,8 +52,61 @@ def _edges(v: np.ndarray) -> np.ndarray:
     return np.concatenate([[2 * v[0] - mid[0]], mid, [2 * v[-1] - mid[-1]]])
 
 
-def phase_diagram(columns: dict, x: str, y: str | None = None, *, title: str = ""):
-    """A matplotlib Figure of the regimes over axes x (and y) from a {column: values} mapping."""
+def phase_diagram(columns: dict[str, Any], x: str, y: str | None = None, *,
+                  title: str = "") -> Figure:
+    """A matplotlib Figure of the regimes over axes x (and y) from a {column: values} mapping.
+
+    Left panel: one colour per regime of SPEC §5 (REGIME_COLORS; or per flow status) — a
+    filled map when the (x, y) pairs form a full grid (every pair once), else a scatter of all
+    configurations (a projection when the family has more axes), with the count of each regime
+    in the legend. Right panel: log₁₀ T* of the blowing-up configurations. With y None the
+    diagram is a strip: the regime against x, T* on the right.
+
+    Parameters
+    ----------
+    columns : dict of str to (n,) array_like
+        The results' columns (as `read_results` gives them): a "regime" or "status" column,
+        the axes x (and y) and, optionally, "blowup_time" (NaN where there is none).
+    x : str
+        The column on the horizontal axis.
+    y : str, optional
+        The column on the vertical axis; None draws the strip over x alone.
+    title : str, default ""
+        The left panel's title (default: "<regime or status> over x × y").
+
+    Returns
+    -------
+    riccati_tf.app.plotting.Figure
+        The two-panel figure (not drawn through pyplot).
+
+    Raises
+    ------
+    InvalidInputError
+        When the columns hold neither a regime nor a status column.
+    KeyError
+        When x (or y) is not a column.
+
+    See Also
+    --------
+    plot_sweep : the diagram of a results folder, written to a PNG file.
+    riccati_tf.sweep.runner.run_sweep : computes the columns.
+
+    References
+    ----------
+    .. [1] riccati_tf theory, SPEC §5 "Time-invariant parameters: equilibria, stability,
+       blow-up".
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from riccati_tf.sweep.plot import phase_diagram
+    >>> columns = {"v": np.array([-1.0, 1.0, -1.0, 1.0]), "a": np.array([-1.0, -1.0, 1.0, 1.0]),
+    ...            "regime": np.array(["collapses", "blows_up", "converges", "blows_up"]),
+    ...            "blowup_time": np.array([np.nan, 0.8, np.nan, 0.3])}
+    >>> fig = phase_diagram(columns, "v", "a")
+    >>> [ax.get_title() for ax in fig.axes[:2]]
+    ['regime over v × a', 'blow-up time']
+    """
     from matplotlib.colors import ListedColormap
     from matplotlib.patches import Patch
 
@@ -99,7 +159,8 @@ def phase_diagram(columns: dict, x: str, y: str | None = None, *, title: str = "
     return fig
 
 
-def diagram_inputs(results_path, x: str | None = None, y: str | None = None):
+def diagram_inputs(results_path: str | Path, x: str | None = None, y: str | None = None
+                   ) -> tuple[dict[str, np.ndarray], str, str | None]:
     """(columns, x, y) for phase_diagram from a results folder or .parquet file: x, y default to
     the spec's `plot: {x, y}` (else its first two axes) recorded in the folder's manifest, else to
     the first two columns after config_id."""
@@ -116,6 +177,7 @@ def diagram_inputs(results_path, x: str | None = None, y: str | None = None):
         default = (names[0], names[1] if len(names) > 1 and names[1] not in (
             "regime", "status") else None)
     x = x or default[0]
+    assert x is not None  # default[0] is the manifest's axis or the first column
     y = y if y is not None else (default[1] if x == default[0] else None)
     for name in (x, y):
         if name is not None and name not in columns:
@@ -124,10 +186,62 @@ def diagram_inputs(results_path, x: str | None = None, y: str | None = None):
     return columns, x, y
 
 
-def plot_sweep(results_path, out_png, *, x: str | None = None, y: str | None = None) -> Path:
+def plot_sweep(results_path: str | Path, out_png: str | Path, *, x: str | None = None,
+               y: str | None = None) -> Path:
     """Write the phase diagram of a sweep's results (folder or .parquet) to out_png (PNG).
-    x, y: the axes (defaults as in diagram_inputs). Returns the path written. An existing
-    out_png that is not a PNG image (a table, a text) is refused, never overwritten."""
+
+    The `phase_diagram` of the results: the SPEC §5 regime (or flow status) of every
+    configuration over two axes, and log₁₀ T* of those that blow up. out_png is checked before
+    the results are read: an existing file that is not a PNG image (a table, a text) is
+    refused, never overwritten.
+
+    Parameters
+    ----------
+    results_path : str or pathlib.Path
+        A sweep's results folder, or a .parquet file.
+    out_png : str or pathlib.Path
+        The PNG file to write (parent folders are created).
+    x : str, optional
+        The horizontal axis; default the spec's ``plot: {x, y}`` recorded in the folder's
+        manifest, else its first axis.
+    y : str, optional
+        The vertical axis; default as for x (the second axis), None for a one-axis family.
+
+    Returns
+    -------
+    pathlib.Path
+        The path written.
+
+    Raises
+    ------
+    InvalidInputError
+        out_png is a folder, an existing file other than a PNG image, or cannot be written;
+        the results cannot be read (`read_results`); x or y is not a column of the results.
+
+    See Also
+    --------
+    phase_diagram : the figure itself, from columns.
+    riccati_tf.sweep.runner.run_sweep : writes the results folder.
+
+    References
+    ----------
+    .. [1] riccati_tf theory, SPEC §5 "Time-invariant parameters: equilibria, stability,
+       blow-up".
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from riccati_tf.sweep import plot_sweep, run_sweep
+    >>> spec = {"family": {"grid": {"v": [-1.0, 1.0], "a": [-0.5, 0.5]}},
+    ...         "params": {"A": {"a": [[1, 0], [0, 1]]}, "B": [[1, 0], [0, 1]],
+    ...                    "v": {"v": 1}},
+    ...         "initial": {"cov": [[1, 0], [0, 1]]}}
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     result = run_sweep(spec, f"{tmp}/sweep")
+    ...     png = plot_sweep(result.out_dir, f"{tmp}/phase.png")
+    ...     png.name, png.read_bytes()[1:4]
+    ('phase.png', b'PNG')
+    """
     from ..app.plotting import check_output_file, save_figure
 
     out = check_output_file(out_png, "--out")
