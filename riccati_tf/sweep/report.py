@@ -16,14 +16,18 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from .runner import certify_columns, run_sweep
 
+__all__ = ["SweepSection", "report_section"]
+
 
 def phase_spec(n: int, chunk_size: int = 2000) -> dict:
-    """The built-in (v, a) grid of n × n scalar-V layers (n even keeps v = 0 and a = 0 off it)."""
+    """The built-in (v, a) grid of n × n scalar-V layers (n even keeps v = 0 and a = 0 off it),
+    in chunks of chunk_size."""
     return {
         "analysis": "certify",
         "family": {"grid": {"v": {"linspace": [-1.0, 1.0, n]},
@@ -38,8 +42,44 @@ def phase_spec(n: int, chunk_size: int = 2000) -> dict:
 
 @dataclass(frozen=True, eq=False)
 class SweepSection:
-    """What the report shows of the sweep: a title, an HTML body, PNG figures {name: bytes} and
-    every number the body quotes (`riccati_tf.app.report` wraps it into a section of its page)."""
+    """What the report shows of the sweep: a title, an HTML body, PNG figures and numbers.
+
+    `riccati_tf.app.report` wraps it into a section of its page; summary.json holds `numbers`,
+    so the page and the summary say the same thing.
+
+    Parameters
+    ----------
+    title : str
+        The section's heading.
+    body : str
+        Its HTML (paragraphs and a table of regime counts).
+    figures : dict of str to bytes
+        PNG figures {file name: bytes}.
+    numbers : dict
+        Every number the body quotes (JSON values).
+
+    Raises
+    ------
+    TypeError
+        When a field is missing (the dataclass constructor).
+
+    See Also
+    --------
+    report_section : builds it.
+    riccati_tf.app.report.write_report : writes the report it is a section of.
+
+    References
+    ----------
+    .. [1] riccati_tf theory, SPEC §5 "Time-invariant parameters: equilibria, stability,
+       blow-up".
+
+    Examples
+    --------
+    >>> from riccati_tf.sweep.report import SweepSection
+    >>> section = SweepSection("Phase diagram", "<p>...</p>", {}, {"n_configs": 0})
+    >>> section.title, section.numbers["n_configs"]
+    ('Phase diagram', 0)
+    """
 
     title: str
     body: str
@@ -48,7 +88,55 @@ class SweepSection:
 
 
 def report_section(quick: bool) -> SweepSection:
-    """Phase diagram of the scalar-V regimes over (v, a) by a batched sweep (SPEC §5)."""
+    """Phase diagram of the scalar-V regimes over (v, a) by a batched sweep (SPEC §5).
+
+    The layers A(a) = [[a, 0.3], [0, a − 0.6]], V = vI, B = [[1, 0.2], [0.2, 0.6]] from
+    Σ0 = [[1, 0.3], [0.3, 0.5]] (module docstring): Σ̇ = AΣ + ΣAᵀ − ΣGΣ with G = −v(B + Bᵀ).
+    The n × n grid (`phase_spec`; n = 40 quick, else 160) runs through `run_sweep` in a
+    temporary folder (the batched classifier), its phase diagram is drawn by `plot_sweep`, and a
+    random subsample (60 quick, else 300 layers, seed 0) is classified again by `certify`, one
+    layer at a time; the section quotes the agreement and the time per layer of both.
+
+    Parameters
+    ----------
+    quick : bool
+        The smaller grid and subsample (`riccati-tf report --quick`).
+
+    Returns
+    -------
+    SweepSection
+        Title, HTML body, the figure "sweep_phase_diagram.png" and the numbers: n_configs,
+        grid, wall_time_s, regime_counts, batched_share, certify_subsample, certify_agree,
+        certify_seconds_per_case, sweep_seconds_per_case.
+
+    Raises
+    ------
+    InvalidInputError
+        When pyarrow is not installed (the sweep's store needs it).
+    ImportError
+        When matplotlib is not installed (the phase diagram needs it).
+
+    See Also
+    --------
+    riccati_tf.sweep.runner.run_sweep : runs the grid.
+    riccati_tf.sweep.plot.plot_sweep : draws the phase diagram.
+    riccati_tf.app.report.write_report : the report this section belongs to.
+
+    References
+    ----------
+    .. [1] riccati_tf theory, SPEC §5 "Time-invariant parameters: equilibria, stability,
+       blow-up".
+
+    Examples
+    --------
+    The section sweeps this family (a call takes seconds, so it is shown, not run, here):
+
+    >>> from riccati_tf.sweep.family import parse_family
+    >>> from riccati_tf.sweep.report import phase_spec
+    >>> family = parse_family(phase_spec(40))       # what report_section(quick=True) sweeps
+    >>> family.n_configs, family.axis_names, family.plot_axes
+    (1600, ('v', 'a'), ('v', 'a'))
+    """
     from .family import parse_family
     from .plot import plot_sweep
 
@@ -77,7 +165,7 @@ def report_section(quick: bool) -> SweepSection:
         per_case += time.perf_counter() - start
         agree += int(np.sum(ref["regime"] == regime[sub.ids]))
     batched_share = float(np.mean(path == "batched"))
-    numbers = {
+    numbers: dict[str, Any] = {
         "n_configs": result.n_configs, "grid": [n, n], "wall_time_s": result.wall_time,
         "regime_counts": result.counts, "batched_share": batched_share,
         "certify_subsample": int(picks.size), "certify_agree": agree,
