@@ -11,11 +11,18 @@ subcommands; errors are InvalidInputError (exit 2) with one sentence. What a res
 
 from __future__ import annotations
 
+import argparse
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ..app.plotting import Figure
+
+__all__: list[str] = []
 
 
-def add_sweep_arguments(sub) -> None:
+def add_sweep_arguments(sub: argparse._SubParsersAction) -> None:
     """The options of the two subcommands, on the subparsers `sub` of riccati_tf.app.cli."""
     sweep = sub.choices["sweep"]
     sweep.add_argument("--out", metavar="DIR", default=None,
@@ -39,7 +46,7 @@ def default_out(spec_path: str) -> Path:
     return Path(spec_path).with_suffix(".sweep")
 
 
-def cmd_sweep(args, spec):
+def cmd_sweep(args: argparse.Namespace, spec: dict) -> tuple[dict[str, Any], Figure | None]:
     """Run (or resume) the sweep of `spec`; print progress to stderr."""
     from .plot import diagram_inputs, phase_diagram
     from .runner import run_sweep
@@ -63,7 +70,7 @@ def cmd_sweep(args, spec):
     return result, fig
 
 
-def cmd_sweep_plot(args, _spec):
+def cmd_sweep_plot(args: argparse.Namespace, _spec: dict | None) -> tuple[None, None]:
     """Write the phase diagram of a results folder or file."""
     from .plot import plot_sweep
 
