@@ -16,6 +16,7 @@ import re
 
 from ..errors import InvalidInputError
 
+__all__ = ["latex_to_mathml", "text_with_math"]
 #: environments rewritten as arrays: name → alignments of its columns (r, l, c), repeated as needed
 ARRAYS = {
     **dict.fromkeys(("aligned", "align", "align*", "alignedat", "alignat", "alignat*"), "rl"),
@@ -45,9 +46,47 @@ UNICODE_TEX = {"ᵀ": r"^{\top}", "−": "-", "Σ0": r"\Sigma_{0}", "W∞": r"W_
 
 
 def text_with_math(text: str) -> str:
-    """HTML of a plain-text sentence whose formulas are written TeX-like in Unicode
-    (e.g. Σ(t) ⪯ e^{At}Σ0e^{Aᵀt} → 0): each word holding a superscript or subscript becomes
-    inline MathML (`latex_to_mathml`), the rest is escaped text, so no `^{` is shown raw."""
+    """HTML of a plain-text sentence whose formulas are written TeX-like in Unicode.
+
+    The reasons of certificates are sentences such as "Σ(t) ⪯ e^{At}Σ0e^{Aᵀt} → 0". Each word
+    holding a superscript or subscript (``^{…}``, ``^k``, ``_{…}``, ``_k``; trailing
+    punctuation excluded) becomes inline MathML (`latex_to_mathml`) after its Unicode spellings
+    are turned into LaTeX (UNICODE_TEX: ᵀ, −, Σ0, W∞, Σ, λ, ...; a word after ^ or _ set
+    upright, as λ_max); the rest is escaped text, so no ``^{`` is shown raw.
+
+    Parameters
+    ----------
+    text : str
+        The plain-text sentence.
+
+    Returns
+    -------
+    str
+        HTML: escaped text with inline <math> elements.
+
+    Raises
+    ------
+    InvalidInputError
+        When a formula opens a LaTeX environment without its \\end.
+
+    See Also
+    --------
+    latex_to_mathml : the conversion of one formula.
+    riccati_tf.app.report.write_report : the report whose certificate reasons it renders.
+
+    References
+    ----------
+    .. [1] W3C, "Mathematical Markup Language (MathML) Version 3.0", 2nd ed., 2014.
+
+    Examples
+    --------
+    >>> from riccati_tf.app.htmlmath import text_with_math
+    >>> html = text_with_math("Σ(t) → e^{At}Σ0 for t > 0.")
+    >>> html.startswith("Σ(t) → <math"), html.endswith("</math> for t &gt; 0.")
+    (True, True)
+    >>> "<msub><mi>&#x003A3;</mi><mrow><mn>0</mn></mrow></msub>" in html   # Σ0 as Σ₀
+    True
+    """
     parts, start = [], 0
     for word in _WORD.finditer(text):
         formula = word.group().rstrip(_TRAILING)
@@ -69,7 +108,63 @@ def _unicode_to_tex(formula: str) -> str:
 
 
 def latex_to_mathml(latex: str, *, display: bool = True) -> str:
-    """A <math> element for a LaTeX string (block when display is True)."""
+    """A <math> element for a LaTeX string (block when display is True).
+
+    Browsers render MathML natively, so a page of equations needs no script or network. The
+    environments latex2mathml leaves as rows of literal ``&`` (ARRAYS: aligned, gathered,
+    alignat, eqnarray, multline, ...) are first rewritten as ``array`` (`as_arrays`), nested
+    ones included; equation numbers are not drawn.
+
+    Parameters
+    ----------
+    latex : str
+        The LaTeX of one formula (as SymPy prints it, e.g. the moment equations
+        \\dot{\\Sigma} = A\\Sigma + \\Sigma A^{\\top} + ...).
+    display : bool, default True
+        A block (display="block") or an inline (display="inline") element.
+
+    Returns
+    -------
+    str
+        The <math> element.
+
+    Raises
+    ------
+    InvalidInputError
+        When an environment of ARRAYS has no matching \\end.
+    ImportError
+        When latex2mathml is not installed.
+
+    See Also
+    --------
+    text_with_math : formulas inside a plain-text sentence.
+    riccati_tf.symbolic.latex.system_latex : the LaTeX of derived moment equations.
+
+    References
+    ----------
+    .. [1] W3C, "Mathematical Markup Language (MathML) Version 3.0", 2nd ed., 2014.
+
+    Examples
+    --------
+    >>> from riccati_tf.app.htmlmath import latex_to_mathml
+    >>> print(latex_to_mathml("x^{2}", display=False).replace("><", ">\\n<"))
+    <math xmlns="http://www.w3.org/1998/Math/MathML" display="inline">
+    <mrow>
+    <msup>
+    <mi>x</mi>
+    <mrow>
+    <mn>2</mn>
+    </mrow>
+    </msup>
+    </mrow>
+    </math>
+
+    An ``aligned`` environment becomes a table of right- and left-aligned cells:
+
+    >>> block = latex_to_mathml(r"\\begin{aligned} a &= b \\\\ c &= d \\end{aligned}")
+    >>> block.count("<mtr>"), 'columnalign="left"' in block
+    (2, True)
+    """
     from latex2mathml.converter import convert
 
     return convert(as_arrays(latex), display="block" if display else "inline")
