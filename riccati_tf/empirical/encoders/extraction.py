@@ -19,11 +19,18 @@ torch and transformers are imported by the caller's model only; this module need
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Any
+
 import numpy as np
+from numpy.typing import NDArray
 
 from ...errors import InvalidInputError
 from .factors import Encoder, EncoderLayer, HeadFactors, LayerNormParams, MLPParams
 from .loading import layer_list
+
+__all__ = ["ACTIVATION_NAMES", "BERT_FAMILY", "FAMILIES", "ROTARY_FAMILY", "VIT_FAMILY",
+           "extract", "position_limit"]
 
 BERT_FAMILY = ("bert", "roberta", "xlm-roberta")
 VIT_FAMILY = ("vit", "deit")
@@ -34,7 +41,7 @@ ACTIVATION_NAMES = {"relu": "relu", "gelu": "gelu", "gelu_new": "gelu_tanh",
                     "gelu_pytorch_tanh": "gelu_tanh", "gelu_fast": "gelu_tanh"}
 
 
-def _array(t) -> np.ndarray:
+def _array(t: Any) -> NDArray[np.float64]:
     out = t.detach().cpu().double().numpy().copy()
     if not np.all(np.isfinite(out)):
         raise InvalidInputError(f"a parameter of shape {tuple(out.shape)} holds NaN or infinite "
@@ -42,39 +49,43 @@ def _array(t) -> np.ndarray:
     return out
 
 
-def _bias(linear, n: int) -> np.ndarray:
+def _bias(linear: Any, n: int) -> NDArray[np.float64]:
     return np.zeros(n) if linear.bias is None else _array(linear.bias)
 
 
-def _activation(name) -> str:
+def _activation(name: object) -> str:
     if not isinstance(name, str) or name not in ACTIVATION_NAMES:
         raise InvalidInputError(f"activation {name!r} has no Gaussian closure here: supported are "
                                 f"{sorted(ACTIVATION_NAMES)}")
     return ACTIVATION_NAMES[name]
 
 
-def _layer_norm(module, d: int) -> LayerNormParams:
+def _layer_norm(module: Any, d: int) -> LayerNormParams:
     gamma = np.ones(d) if module.weight is None else _array(module.weight)
     beta = np.zeros(d) if module.bias is None else _array(module.bias)
     return LayerNormParams(gamma, beta, float(module.eps))
 
 
-def _heads(Wq, bq, Wk, bk, Wv, bv, Wo, n_heads: int, scale: float) -> tuple[HeadFactors, ...]:
-    """Split stacked projections (n_heads·d_h, d) and the output projection (d, n_heads·d_h)."""
+def _heads(qkv: Sequence[np.ndarray], Wo: np.ndarray, n_heads: int, scale: float
+           ) -> tuple[HeadFactors, ...]:
+    """Split stacked projections (n_heads·d_h, d), given with their biases as
+    qkv = (W_Q, b_Q, W_K, b_K, W_V, b_V), and the output projection (d, n_heads·d_h)."""
+    Wq, bq, Wk, bk, Wv, bv = qkv
     d_h = Wq.shape[0] // n_heads
     rows = [slice(h * d_h, (h + 1) * d_h) for h in range(n_heads)]
     return tuple(HeadFactors(Wq[r], bq[r], Wk[r], bk[r], Wv[r], bv[r], Wo[:, r], scale)
                  for r in rows)
 
 
-def _linear_heads(query, key, value, output, config, scale: float) -> tuple[HeadFactors, ...]:
+def _linear_heads(query: Any, key: Any, value: Any, output: Any, config: Any, scale: float
+                  ) -> tuple[HeadFactors, ...]:
     """The heads of separate query, key and value Linear modules and an output Linear."""
-    return _heads(*(x for lin in (query, key, value)
-                    for x in (_array(lin.weight), _bias(lin, lin.out_features))),
+    return _heads([x for lin in (query, key, value)
+                   for x in (_array(lin.weight), _bias(lin, lin.out_features))],
                   _array(output.weight), config.num_attention_heads, scale)
 
 
-def _mlp(fc_in, fc_out, activation: str, gated: bool) -> MLPParams:
+def _mlp(fc_in: Any, fc_out: Any, activation: str, gated: bool) -> MLPParams:
     W, b = _array(fc_in.weight), _bias(fc_in, fc_in.out_features)
     W_out, b_out = _array(fc_out.weight), _bias(fc_out, fc_out.out_features)
     if not gated:
@@ -83,7 +94,7 @@ def _mlp(fc_in, fc_out, activation: str, gated: bool) -> MLPParams:
     return MLPParams(W[:n], b[:n], W_out, b_out, activation, W[n:], b[n:])
 
 
-def _bert_layer(layer, config) -> EncoderLayer:
+def _bert_layer(layer: Any, config: Any) -> EncoderLayer:
     att, out = layer.attention.self, layer.attention.output
     heads = _linear_heads(att.query, att.key, att.value, out.dense, config, float(att.scaling))
     mlp = _mlp(layer.intermediate.dense, layer.output.dense, _activation(config.hidden_act), False)
@@ -92,7 +103,7 @@ def _bert_layer(layer, config) -> EncoderLayer:
                         _layer_norm(layer.output.LayerNorm, config.hidden_size), mlp, "post")
 
 
-def _vit_layer(layer, config) -> EncoderLayer:
+def _vit_layer(layer: Any, config: Any) -> EncoderLayer:
     att = layer.attention
     heads = _linear_heads(att.q_proj, att.k_proj, att.v_proj, att.o_proj, config,
                           float(att.scaling))
@@ -102,13 +113,13 @@ def _vit_layer(layer, config) -> EncoderLayer:
                         _layer_norm(layer.layernorm_after, config.hidden_size), mlp, "pre")
 
 
-def _modernbert_layer(layer, config) -> EncoderLayer:
+def _modernbert_layer(layer: Any, config: Any) -> EncoderLayer:
     import torch
 
     att, d = layer.attn, config.hidden_size
     W, b = _array(att.Wqkv.weight), _bias(att.Wqkv, 3 * d)
     parts = [(W[k * d:(k + 1) * d], b[k * d:(k + 1) * d]) for k in range(3)]
-    heads = _heads(*(x for pair in parts for x in pair), _array(att.Wo.weight),
+    heads = _heads([x for pair in parts for x in pair], _array(att.Wo.weight),
                    config.num_attention_heads, float(att.head_dim) ** -0.5)
     norm = None if isinstance(layer.attn_norm, torch.nn.Identity) else _layer_norm(
         layer.attn_norm, d)
@@ -116,11 +127,52 @@ def _modernbert_layer(layer, config) -> EncoderLayer:
     return EncoderLayer(heads, _bias(att.Wo, d), norm, _layer_norm(layer.mlp_norm, d), mlp, "pre")
 
 
-def position_limit(model) -> int | None:
-    """The most tokens one sequence may hold: config.max_position_embeddings (less the
-    padding_idx + 1 offset of RoBERTa's position ids), None for ViT/DeiT (their layers see no
-    positions once the embedding output is replaced) and for a config without the field."""
-    config = getattr(getattr(model, "base_model", model), "config", None)
+def position_limit(model: Any) -> int | None:
+    """The most tokens one sequence may hold in a transformers encoder.
+
+    Attention acts within one sequence, so each sequence is its own empirical measure μ_s
+    (SPEC §7); N tokens are cut into sequences within this limit (`sequence_lengths`).
+
+    Parameters
+    ----------
+    model : transformers.PreTrainedModel
+        The encoder (a task model is read through its `base_model`).
+
+    Returns
+    -------
+    int or None
+        config.max_position_embeddings, less the padding_idx + 1 offset of RoBERTa's position
+        ids; None for ViT/DeiT (their layers see no positions once the embedding output is
+        replaced) and for a config without the field.
+
+    Raises
+    ------
+    InvalidInputError
+        If the configuration leaves fewer than one position.
+
+    See Also
+    --------
+    sequence_lengths : cuts N tokens into sequences within the limit.
+    extract : records the limit in `Encoder.position_limit`.
+
+    References
+    ----------
+    .. [1] riccati_tf theory, SPEC §7 "Validation against real Transformers".
+
+    Examples
+    --------
+    >>> from riccati_tf.empirical.encoders import position_limit
+    >>> from riccati_tf.empirical.encoders.tiny import tiny_encoder
+    >>> position_limit(tiny_encoder("bert", hidden_size=8, n_heads=2, n_layers=1,
+    ...                             max_positions=64))
+    64
+    >>> position_limit(tiny_encoder("roberta", hidden_size=8, n_heads=2, n_layers=1,
+    ...                             max_positions=64))  # padding_idx 1: positions start at 2
+    62
+    >>> position_limit(tiny_encoder("deit", hidden_size=8, n_heads=2, n_layers=1)) is None
+    True
+    """
+    config: Any = getattr(getattr(model, "base_model", model), "config", None)
     limit = getattr(config, "max_position_embeddings", None)
     if getattr(config, "model_type", None) in VIT_FAMILY or not isinstance(limit, int):
         return None
@@ -131,15 +183,64 @@ def position_limit(model) -> int | None:
     return limit
 
 
-def extract(model, *, position_free: bool = False) -> Encoder:
+def extract(model: Any, *, position_free: bool = False) -> Encoder:
     """The factored parameters of every layer of a transformers encoder (module docstring).
 
-    model: a loaded encoder (a task model is reduced to its `base_model`); position_free: accept
-    position-dependent attention (ModernBERT's rotary embeddings and local windows) and extract
-    its position-free part. Raises InvalidInputError for an unsupported family or layer.
+    Head h of a layer gives B_h = s W_K,hᵀ W_Q,h, V_h = W_O,h W_V,h and the query tilt
+    β_h = s W_K,hᵀ b_Q,h (SPEC §1 in the package's convention, `HeadFactors`); the layer keeps
+    its LayerNorms, their placement and its feed-forward block.
+
+    Parameters
+    ----------
+    model : transformers.PreTrainedModel
+        A loaded encoder of FAMILIES (a task model is reduced to its `base_model`).
+    position_free : bool, optional
+        Accept position-dependent attention (ModernBERT's rotary embeddings and local windows)
+        and extract its position-free part (R = I, global attention; default False).
+
+    Returns
+    -------
+    Encoder
+        The layers with their heads kept factored, the family, the position limit and whether
+        only the position-free part was extracted.
+
+    Raises
+    ------
+    InvalidInputError
+        For an unsupported family; a causal (decoder) or cross-attention BERT; ModernBERT
+        without position_free=True; an activation outside ACTIVATION_NAMES; a parameter holding
+        NaN or Inf; a model without a layer list.
+
+    See Also
+    --------
+    predict_moments : Gaussian moments through the extracted layers.
+    atlas : the stability atlas of the heads.
+    compare : the prediction against the model's hidden states.
+
+    References
+    ----------
+    .. [1] riccati_tf theory, SPEC §1 "The model: a Transformer as a flow of measures".
+
+    Examples
+    --------
+    The extracted layer computes what the model computes:
+
+    >>> import numpy as np
+    >>> from riccati_tf.empirical.encoders import extract
+    >>> from riccati_tf.empirical.encoders.forward import layer_forward
+    >>> from riccati_tf.empirical.encoders.loading import capture
+    >>> from riccati_tf.empirical.encoders.tiny import tiny_encoder
+    >>> model = tiny_encoder("bert", hidden_size=8, n_heads=2, n_layers=1)
+    >>> encoder = extract(model)
+    >>> encoder.family, encoder.d, encoder.layers[0].heads[0].d_h, encoder.layers[0].placement
+    ('bert', 8, 4, 'post')
+    >>> x = np.random.default_rng(0).standard_normal((16, 8))
+    >>> hidden, _, _ = capture(model, x)
+    >>> bool(np.allclose(layer_forward(encoder.layers[0], x), hidden[1]))
+    True
     """
     base = getattr(model, "base_model", model)
-    config = getattr(base, "config", None)
+    config: Any = getattr(base, "config", None)
     family = getattr(config, "model_type", None)
     if family not in FAMILIES:
         raise InvalidInputError(f"model family {family!r} is not supported: supported are "
