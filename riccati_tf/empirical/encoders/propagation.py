@@ -23,25 +23,64 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from ...errors import InvalidInputError, SolverError
 from ...state.validation import as_count, as_covariance, as_vector
 from .attention import gaussian_attention
 from .closures import GATED_SAMPLES, MLPMoments, NormMoments, layer_norm_closure, mlp_closure
-from .factors import Encoder, EncoderLayer
+from .factors import Encoder, EncoderLayer, LayerNormParams
 from .hermite import DEFAULT_TERMS, MAX_TERMS
+
+__all__ = ["MomentPrediction", "predict_moments"]
 
 
 @dataclass(frozen=True, eq=False)
 class MomentPrediction:
-    """Predicted Gaussian moments of every layer's tokens.
+    """Predicted Gaussian moments of every layer's tokens, the result of `predict_moments`.
 
-    means (L+1, d), covs (L+1, d, d): 0 the input, ℓ the output of layer ℓ; attention_means
-    (L, d), attention_covs (L, d, d): the Gaussian the attention of layer ℓ acts on (after a
-    pre-norm); mlp_jacobians (L, d, d): E[J] of the feed-forward block at its input Gaussian;
-    norm_kappa (L, 2): the LayerNorm closures' κ (attention norm, feed-forward norm; NaN where
-    there is none); mlp_bound (L,): the feed-forward closure's relative covariance error bound;
-    position_free: the encoder's attention was reduced to its position-free part.
+    Parameters
+    ----------
+    means : (L+1, d) ndarray
+        m_ℓ: index 0 the input, ℓ the output of layer ℓ.
+    covs : (L+1, d, d) ndarray
+        Σ_ℓ, indexed as means.
+    attention_means : (L, d) ndarray
+        The mean of the Gaussian the attention of layer ℓ acts on (after a pre-norm).
+    attention_covs : (L, d, d) ndarray
+        Its covariance.
+    mlp_jacobians : (L, d, d) ndarray
+        E[J] of the feed-forward block at its input Gaussian.
+    norm_kappa : (L, 2) ndarray
+        The LayerNorm closures' κ (attention norm, feed-forward norm; NaN where there is none).
+    mlp_bound : (L,) ndarray
+        The feed-forward closure's relative covariance error bound.
+    position_free : bool
+        The encoder's attention was reduced to its position-free part.
+
+    Raises
+    ------
+    dataclasses.FrozenInstanceError
+        On assignment to a field.
+
+    See Also
+    --------
+    predict_moments : produces it.
+    compare : measures it against the model.
+
+    References
+    ----------
+    .. [1] riccati_tf theory, SPEC §7 "Validation against real Transformers".
+    .. [2] riccati_tf theory, SPEC §2 "Gaussian invariance and the moment equations".
+
+    Examples
+    --------
+    >>> from riccati_tf.empirical.encoders import extract, predict_moments
+    >>> from riccati_tf.empirical.encoders.tiny import tiny_encoder
+    >>> encoder = extract(tiny_encoder("vit", hidden_size=8, n_heads=2, n_layers=2))
+    >>> prediction = predict_moments(encoder)
+    >>> prediction.n_layers, prediction.means.shape, prediction.attention_covs.shape
+    (2, (3, 8), (2, 8, 8))
     """
 
     means: np.ndarray
@@ -55,10 +94,11 @@ class MomentPrediction:
 
     @property
     def n_layers(self) -> int:
+        """The number L of layers."""
         return self.attention_means.shape[0]
 
 
-def _closure(norm, m: np.ndarray, S: np.ndarray) -> NormMoments:
+def _closure(norm: LayerNormParams | None, m: np.ndarray, S: np.ndarray) -> NormMoments:
     """The LayerNorm closure at N(m, S), or the identity (exact) for no norm."""
     if norm is None:
         return NormMoments(m, S, np.eye(m.shape[0]), float("nan"))
@@ -97,13 +137,79 @@ def layer_moments(layer: EncoderLayer, m: np.ndarray, S: np.ndarray, *, terms: i
     return _LayerMoments((mz, 0.5 * (Sz + Sz.T)), (ca.mean, ca.cov), mo, (kappas[0], kappas[1]))
 
 
-def predict_moments(encoder: Encoder, mean0=None, cov0=None, *, terms: int = DEFAULT_TERMS,
+def predict_moments(encoder: Encoder, mean0: ArrayLike | None = None,
+                    cov0: ArrayLike | None = None, *, terms: int = DEFAULT_TERMS,
                     gated_samples: int = GATED_SAMPLES, seed: int = 0,
                     progress: Callable[[int, int], None] | None = None) -> MomentPrediction:
-    """(m_ℓ, Σ_ℓ) for ℓ = 0..L from tokens N(mean0, cov0) (default N(0, I)) at the input of the
-    first layer (module docstring). terms: Hermite terms of the feed-forward closure;
-    gated_samples, seed: the Monte-Carlo covariance of a gated block; progress(ℓ, L) is called
-    after each layer."""
+    """Gaussian moments (m_ℓ, Σ_ℓ), ℓ = 0..L, pushed through every layer of an encoder.
+
+    From tokens N(mean0, cov0) at the input of the first layer, each layer maps x ~ N(m, Σ)
+    through the attention sublayer, exactly affine on a Gaussian (SPEC §2),
+
+        E r = E x + M E y + c,   Cov r = Σ_x + Σ_x J_aᵀ Mᵀ + M J_a Σ_x + M Σ_y Mᵀ,
+
+    and the feed-forward sublayer by its Gaussian closure (mean, covariance and mean Jacobian
+    E[J]), with the LayerNorm closures before or after them; layer ℓ's output is taken as
+    Gaussian for layer ℓ + 1 (module docstring).
+
+    Parameters
+    ----------
+    encoder : Encoder
+        The extracted layers (`extract`).
+    mean0 : (d,) array_like, optional
+        The input mean (default 0).
+    cov0 : (d, d) array_like, symmetric positive semidefinite, optional
+        The input covariance (default I).
+    terms : int, optional
+        Hermite terms of the feed-forward closure, 2 ≤ terms ≤ MAX_TERMS (default 30).
+    gated_samples : int, optional
+        Monte-Carlo draws for the covariance of a gated block, ≥ 2 (default GATED_SAMPLES).
+    seed : int, optional
+        The seed of those draws (default 0).
+    progress : callable (int, int) -> None, optional
+        Called as progress(ℓ, L) after each layer.
+
+    Returns
+    -------
+    MomentPrediction
+        The moments of every layer's output and of every attention input, the feed-forward
+        mean Jacobians and the closures' error indicators.
+
+    Raises
+    ------
+    InvalidInputError
+        If encoder is not an Encoder; mean0 is not a finite (d,) vector; cov0 is not a finite
+        (d, d) symmetric positive semidefinite matrix; terms, gated_samples or seed is out of
+        range.
+    SolverError
+        If the predicted moments overflow float64 within the encoder's depth.
+
+    See Also
+    --------
+    extract : the Encoder.
+    compare : the prediction against the model's own hidden states.
+    atlas : reads Σ0 and E[J_MLP] of each layer from the prediction.
+
+    References
+    ----------
+    .. [1] riccati_tf theory, SPEC §7 "Validation against real Transformers".
+    .. [2] riccati_tf theory, SPEC §2 "Gaussian invariance and the moment equations".
+
+    Examples
+    --------
+    For isotropic input the LayerNorm's relative norm fluctuation is κ = √(2(d − 1))/(d − 1)
+    (κ² ≈ 2/d):
+
+    >>> import numpy as np
+    >>> from riccati_tf.empirical.encoders import extract, predict_moments
+    >>> from riccati_tf.empirical.encoders.tiny import tiny_encoder
+    >>> encoder = extract(tiny_encoder("vit", hidden_size=8, n_heads=2, n_layers=2))
+    >>> prediction = predict_moments(encoder)
+    >>> prediction.means.shape, prediction.covs.shape
+    ((3, 8), (3, 8, 8))
+    >>> print(round(float(prediction.norm_kappa[0, 0]), 6), round(float(np.sqrt(14) / 7), 6))
+    0.534522 0.534522
+    """
     if not isinstance(encoder, Encoder):
         raise InvalidInputError(f"encoder must be an Encoder (from extract), got "
                                 f"{type(encoder).__name__}")
