@@ -19,15 +19,19 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 
 from ...errors import InvalidInputError
 from ...state.params import Gaussian
-from ...state.validation import as_count, as_time
+from ...state.validation import as_count, as_covariance, as_time, as_vector
 from .extraction import extract, position_limit
 from .propagation import MomentPrediction, predict_moments
 from .sequences import sequence_lengths, split
+
+__all__ = ["DEFAULT_DIRECTIONS", "DEFAULT_SIMS", "DEFAULT_SIMS_FULL", "Comparison", "compare"]
 
 #: random directions of the projected comparison
 DEFAULT_DIRECTIONS = 4
@@ -40,9 +44,62 @@ DEFAULT_SIMS_FULL = 10
 class Comparison:
     """Measured against predicted moments per layer ℓ = 0..L (module docstring).
 
-    errors[name] (L+1,) and floors[name] (L+1, 2) (median, 1 − α/2 quantile) for name in
-    ("mean", "cov", "mean_k", "cov_k") (the _k ones on the k directions); consistent (L+1,);
-    lengths: the lengths of the sequences the tokens were cut into (position_limit: the limit).
+    The errors are ‖m̂ − m_ℓ‖ / √tr Σ_ℓ ("mean") and ‖Ĉ − Σ_ℓ‖_F / ‖Σ_ℓ‖_F ("cov") in R^d,
+    and the same on k random directions ("mean_k", "cov_k"); each stands next to its sampling
+    floor, the same distance for an exactly Gaussian cloud N(m_ℓ, Σ_ℓ) of the same size.
+
+    Parameters
+    ----------
+    model : str
+        The name of the model.
+    n_tokens : int
+        The tokens of all sequences.
+    lengths : tuple of int
+        The lengths of the sequences the tokens were cut into.
+    position_limit : int or None
+        The model's position limit.
+    position_free : bool
+        Whether the prediction used the position-free part of the attention.
+    seed : int
+        The seed of the directions and the floors.
+    alpha : float
+        The level: the floors' upper quantile is 1 − α/2.
+    directions : int
+        The number k of random directions.
+    errors : dict of str to (L+1,) ndarray
+        The errors "mean", "cov", "mean_k", "cov_k" per layer.
+    floors : dict of str to (L+1, 2) ndarray
+        Their floors per layer: (median, 1 − α/2 quantile).
+    consistent : (L+1,) ndarray of bool
+        Both projected errors are within the 1 − α/2 quantile of their floors.
+    prediction : MomentPrediction
+        The prediction measured.
+
+    Raises
+    ------
+    dataclasses.FrozenInstanceError
+        On assignment to a field.
+
+    See Also
+    --------
+    compare : produces it.
+    plot_comparison : its figure.
+
+    References
+    ----------
+    .. [1] riccati_tf theory, SPEC §7 "Validation against real Transformers".
+
+    Examples
+    --------
+    >>> from riccati_tf.empirical.encoders import compare
+    >>> from riccati_tf.empirical.encoders.tiny import tiny_encoder
+    >>> model = tiny_encoder("bert", hidden_size=8, n_heads=2, n_layers=1, max_positions=64)
+    >>> result = compare(model, n_tokens=256, n_sim=50, n_sim_full=2)
+    >>> sorted(result.errors), result.floors["cov_k"].shape
+    (['cov', 'cov_k', 'mean', 'mean_k'], (2, 2))
+    >>> print(result.summary().splitlines()[0])
+    BertModel: 256 tokens in 4 sequences of length 64–64 (position limit 64); floors at the
+    0.975 quantile
     """
 
     model: str
@@ -58,7 +115,7 @@ class Comparison:
     consistent: np.ndarray
     prediction: MomentPrediction
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         """JSON-ready numbers."""
         return {"model": self.model, "n_tokens": self.n_tokens, "sequences": len(self.lengths),
                 "lengths": list(self.lengths), "position_limit": self.position_limit,
@@ -87,11 +144,13 @@ def _errors(dev: np.ndarray, C_hat: np.ndarray, C: np.ndarray) -> tuple[float, f
             float(np.linalg.norm(C_hat - C) / max(np.linalg.norm(C), np.finfo(float).tiny)))
 
 
-def _measured(x: np.ndarray, m: np.ndarray, C: np.ndarray) -> tuple[float, float]:
+def _measured(x: np.ndarray, m: NDArray[np.float64] | float, C: np.ndarray
+              ) -> tuple[float, float]:
     return _errors(x.mean(axis=0) - m, np.cov(x, rowvar=False), C)
 
 
-def _floor(C: np.ndarray, n: int, n_sim: int, rng, q: float) -> np.ndarray:
+def _floor(C: np.ndarray, n: int, n_sim: int, rng: np.random.Generator, q: float
+           ) -> NDArray[np.float64]:
     """(2, 2): [mean, cov] × [median, q-quantile] of the errors of n_sim Gaussian clouds of
     size n with covariance C (simulated in its eigenbasis: the errors are rotation invariant)."""
     lam = np.clip(np.linalg.eigvalsh(C), 0.0, None)
@@ -101,8 +160,9 @@ def _floor(C: np.ndarray, n: int, n_sim: int, rng, q: float) -> np.ndarray:
     return np.quantile(sims, [0.5, q], axis=0).T
 
 
-def capture_sequences(model, tokens: np.ndarray, lengths: tuple[int, ...],
-                      progress: Callable[[int, int], None] | None = None) -> list[tuple]:
+def capture_sequences(model: Any, tokens: np.ndarray, lengths: tuple[int, ...],
+                      progress: Callable[[int, int], None] | None = None
+                      ) -> list[tuple[list[np.ndarray], list[Any], list[Any]]]:
     """`loading.capture` of each sequence (the tokens cut by `lengths`): a list of
     (hidden, attn_in, attn_out) per sequence. A model that fails on a sequence is refused
     (InvalidInputError naming the error)."""
@@ -125,7 +185,8 @@ def capture_sequences(model, tokens: np.ndarray, lengths: tuple[int, ...],
     return out
 
 
-def pooled_hidden(captures: list[tuple]) -> list[np.ndarray]:
+def pooled_hidden(captures: list[tuple[list[np.ndarray], list[Any], list[Any]]]
+                  ) -> list[np.ndarray]:
     """Every layer's hidden states (L+1 arrays (n, d)), the tokens of all sequences stacked."""
     return [np.vstack(layer) for layer in zip(*(c[0] for c in captures), strict=True)]
 
@@ -151,40 +212,104 @@ def measure(hidden: list[np.ndarray], prediction: MomentPrediction, *,
     rng = np.random.default_rng([seed, 1])
     theta = np.linalg.qr(rng.standard_normal((d, k)))[0]
     q = 1 - alpha / 2
-    errors = {name: [] for name in ("mean", "cov", "mean_k", "cov_k")}
-    floors = {name: [] for name in errors}
+    error_rows: dict[str, list[float]] = {name: [] for name in ("mean", "cov", "mean_k",
+                                                                "cov_k")}
+    floor_rows: dict[str, list[np.ndarray]] = {name: [] for name in error_rows}
     for x, m, C in zip(hidden, prediction.means, prediction.covs, strict=True):
         Ck = theta.T @ C @ theta
         values = (*_measured(x, m, C), *_measured(x @ theta, m @ theta, Ck))
         bands = np.vstack([_floor(C, n, n_sim_full, rng, q), _floor(Ck, n, n_sim, rng, q)])
-        for name, value, band in zip(errors, values, bands, strict=True):
-            errors[name].append(value)
-            floors[name].append(band)
-    errors = {k_: np.array(v) for k_, v in errors.items()}
-    floors = {k_: np.array(v) for k_, v in floors.items()}
+        for name, value, band in zip(error_rows, values, bands, strict=True):
+            error_rows[name].append(value)
+            floor_rows[name].append(band)
+    errors = {k_: np.array(v) for k_, v in error_rows.items()}
+    floors = {k_: np.array(v) for k_, v in floor_rows.items()}
     consistent = ((errors["mean_k"] <= floors["mean_k"][:, 1])
                   & (errors["cov_k"] <= floors["cov_k"][:, 1]))
     return Comparison(model, n, tuple(lengths), position_limit, prediction.position_free, seed,
                       alpha, k, errors, floors, consistent, prediction)
 
 
-def compare(model, *, n_tokens: int, seed: int = 0, mean0=None, cov0=None,
-            position_free: bool = False, directions: int = DEFAULT_DIRECTIONS,
-            n_sim: int = DEFAULT_SIMS, n_sim_full: int = DEFAULT_SIMS_FULL,
-            alpha: float = 0.05, prediction: MomentPrediction | None = None,
+def compare(model: Any, *, n_tokens: int, seed: int = 0, mean0: ArrayLike | None = None,
+            cov0: ArrayLike | None = None, position_free: bool = False,
+            directions: int = DEFAULT_DIRECTIONS, n_sim: int = DEFAULT_SIMS,
+            n_sim_full: int = DEFAULT_SIMS_FULL, alpha: float = 0.05,
+            prediction: MomentPrediction | None = None,
             progress: Callable[[int, int], None] | None = None) -> Comparison:
     """Measured hidden-state moments of `model` against `predict_moments` (module docstring).
 
-    n_tokens: tokens drawn from N(mean0, cov0) (default N(0, I)) with `seed`, cut into sequences
-    within the model's position limit; prediction: reuse one (else extracted and predicted
-    here); progress(i, n) is called after each sequence; directions, n_sim, n_sim_full and
-    alpha as in `measure`.
+    Tokens x_i ~ N(mean0, cov0) replace the embedding output, cut into sequences within the
+    model's position limit; for every layer the measured mean and covariance are compared with
+    (m_ℓ, Σ_ℓ), in R^d and on k random directions, each error next to its sampling floor. A
+    layer is consistent when both projected errors are within the 1 − α/2 quantile of their
+    floors.
+
+    Parameters
+    ----------
+    model : transformers.PreTrainedModel
+        The encoder (with `embeddings` and a layer list).
+    n_tokens : int
+        Tokens drawn with `seed`, ≥ 2.
+    seed : int, optional
+        Seeds the tokens, the directions and the floors (default 0).
+    mean0 : (d,) array_like, optional
+        The tokens' mean (default 0).
+    cov0 : (d, d) array_like, symmetric positive semidefinite, optional
+        The tokens' covariance (default I).
+    position_free : bool, optional
+        Passed to `extract` when the prediction is made here.
+    directions : int, optional
+        The number k of random directions, ≤ d (default DEFAULT_DIRECTIONS).
+    n_sim : int, optional
+        Gaussian clouds simulated for the projected floors, ≥ 2 (default DEFAULT_SIMS).
+    n_sim_full : int, optional
+        Gaussian clouds simulated for the d-dimensional floors, ≥ 2 (default DEFAULT_SIMS_FULL).
+    alpha : float, optional
+        The level, in (0, 1] (default 0.05).
+    prediction : MomentPrediction, optional
+        Reuse one (else extracted and predicted here).
+    progress : callable (int, int) -> None, optional
+        Called as progress(i, n) after each of the n sequences.
+
+    Returns
+    -------
+    Comparison
+        The errors, floors and verdicts per layer.
+
+    Raises
+    ------
+    InvalidInputError
+        If a count, seed or alpha is out of range; mean0 or cov0 is not a finite vector or a
+        symmetric positive semidefinite matrix of the hidden size; `extract` refuses the model;
+        the prediction does not match the model's layers; or the model fails on a sequence.
+    SolverError
+        If the prediction made here overflows float64.
+
+    See Also
+    --------
+    predict_moments : the prediction.
+    Comparison : the fields.
+    plot_comparison : its figure.
+
+    References
+    ----------
+    .. [1] riccati_tf theory, SPEC §7 "Validation against real Transformers".
+    .. [2] riccati_tf theory, SPEC §2 "Gaussian invariance and the moment equations".
+
+    Examples
+    --------
+    >>> from riccati_tf.empirical.encoders import compare
+    >>> from riccati_tf.empirical.encoders.tiny import tiny_encoder
+    >>> model = tiny_encoder("bert", hidden_size=8, n_heads=2, n_layers=1, max_positions=64)
+    >>> result = compare(model, n_tokens=256, n_sim=50, n_sim_full=2)
+    >>> result.lengths, result.consistent.tolist()
+    ((64, 64, 64, 64), [True, True])
     """
     d = model.config.hidden_size
     n_tokens = as_count("n_tokens", n_tokens, minimum=2)
     seed = as_count("seed", seed, minimum=0)
-    source = Gaussian(np.zeros(d) if mean0 is None else mean0,
-                      np.eye(d) if cov0 is None else cov0)
+    source = Gaussian(np.zeros(d) if mean0 is None else as_vector("mean0", mean0, d),
+                      np.eye(d) if cov0 is None else as_covariance("cov0", cov0, d))
     if prediction is None:
         prediction = predict_moments(extract(model, position_free=position_free),
                                      source.mean, source.cov)
