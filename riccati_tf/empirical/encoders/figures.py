@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 import numpy as np
 from matplotlib.ticker import MaxNLocator
 
@@ -9,17 +11,67 @@ from ...app.plotting import new_figure
 from .atlas import Atlas
 from .comparison import Comparison
 
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
-def _integer_ticks(*axes) -> None:
+__all__ = ["plot_atlas", "plot_comparison"]
+
+
+def _integer_ticks(*axes: Any) -> None:
     """Layers and heads are counted: integer ticks on the given axes (ax.xaxis, ax.yaxis)."""
     for axis in axes:
         axis.set_major_locator(MaxNLocator(integer=True))
 
 
-def plot_atlas(result: Atlas):
-    """Heat maps (layers × heads) of the signature balance (n+ − n−)/(n+ + n−) of sym(V_h) and of
-    sym(B_h) and of ‖V_h − v_hI‖_F/‖V_h‖_F, and the blow-up times per layer (A = 0 and
-    A = E[J_MLP]; none drawn where there is none). Returns the Figure (no pyplot)."""
+def plot_atlas(result: Atlas) -> Figure:
+    """The stability atlas as heat maps and blow-up times.
+
+    Heat maps (layers × heads) of the signature balance (n+ − n−)/(n+ + n−) of sym(V_h) and of
+    sym(B_h) (SPEC §5: opposite signs bound the flow, equal signs blow it up) and of
+    ‖V_h − v_hI‖_F/‖V_h‖_F, and the blow-up times T* per layer (A = 0 and A = E[J_MLP]; none
+    drawn where there is none).
+
+    Parameters
+    ----------
+    result : Atlas
+        The atlas to draw.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        Four panels with their colour bars, built without pyplot.
+
+    Raises
+    ------
+    ValueError
+        From matplotlib if the atlas arrays do not have the shapes of `Atlas`.
+
+    See Also
+    --------
+    atlas : computes the atlas.
+    plot_comparison : the figure of the moment comparison.
+
+    References
+    ----------
+    .. [1] riccati_tf theory, SPEC §5 "Time-invariant parameters: equilibria, stability,
+       blow-up".
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from riccati_tf.empirical.encoders import (Encoder, EncoderLayer, HeadFactors,
+    ...     LayerNormParams, MLPParams, atlas, plot_atlas)
+    >>> I, z = np.eye(2), np.zeros(2)
+    >>> head = HeadFactors(I, z, I, z, I, z, I, 1.0)  # B = V = I: signs "same"
+    >>> mlp = MLPParams(np.zeros((2, 2)), z, I, z, "relu")  # E[J_MLP] = 0
+    >>> norm = LayerNormParams(np.ones(2), z, 1e-5)
+    >>> encoder = Encoder((EncoderLayer((head,), z, None, norm, mlp, "pre"),), "bert", None,
+    ...                   False)
+    >>> result = atlas(encoder)
+    >>> fig = plot_atlas(result)
+    >>> [ax.get_title() for ax in fig.axes[:4]][3]
+    'blow-up time T* (none: not drawn)'
+    """
     fig, axes = new_figure(1, 4, figsize=(16.0, 3.6))
 
     def balance(n):
@@ -47,9 +99,46 @@ def plot_atlas(result: Atlas):
     return fig
 
 
-def plot_comparison(result: Comparison):
-    """Per layer, the projected mean and covariance errors of the prediction against their
-    sampling floors (median and the verdict's quantile). Returns the Figure (no pyplot)."""
+def plot_comparison(result: Comparison) -> Figure:
+    """The moment comparison per layer: projected errors against their sampling floors.
+
+    Per layer, the projected mean error ‖Θᵀ(m̂ − m_ℓ)‖ / √tr ΘᵀΣ_ℓΘ and covariance error
+    ‖Ĉ_k − ΘᵀΣ_ℓΘ‖_F / ‖ΘᵀΣ_ℓΘ‖_F of the prediction against their sampling floors (median and
+    the verdict's 1 − α/2 quantile).
+
+    Parameters
+    ----------
+    result : Comparison
+        The comparison to draw.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        Two panels, built without pyplot.
+
+    Raises
+    ------
+    KeyError
+        If result.errors or result.floors lacks "mean_k" or "cov_k".
+
+    See Also
+    --------
+    compare : computes the comparison.
+    plot_atlas : the figure of the stability atlas.
+
+    References
+    ----------
+    .. [1] riccati_tf theory, SPEC §7 "Validation against real Transformers".
+
+    Examples
+    --------
+    >>> from riccati_tf.empirical.encoders import compare, plot_comparison
+    >>> from riccati_tf.empirical.encoders.tiny import tiny_encoder
+    >>> model = tiny_encoder("bert", hidden_size=8, n_heads=2, n_layers=1, max_positions=64)
+    >>> fig = plot_comparison(compare(model, n_tokens=256, n_sim=50, n_sim_full=2))
+    >>> [ax.get_title() for ax in fig.axes]
+    ['mean error on k directions', 'covariance error on k directions']
+    """
     fig, axes = new_figure(1, 2, figsize=(10.0, 3.6))
     layers = np.arange(result.consistent.size)
     for ax, name, title in zip(axes, ("mean_k", "cov_k"),
