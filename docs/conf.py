@@ -60,6 +60,20 @@ autodoc_typehints = "none"
 numpydoc_show_class_members = False
 numpydoc_class_members_toctree = False
 
+
+def _skip_foreign_member(app, what, name, obj, skip, options):
+    """Members a class inherits or gets from another library (matplotlib generates a `set` for
+    every Figure subclass) are documented there, not here."""
+    module = getattr(obj, "__module__", None) or ""
+    if what == "class" and callable(obj) and module and not module.startswith("riccati_tf"):
+        return True
+    return None
+
+
+def setup(app):
+    app.connect("autodoc-skip-member", _skip_foreign_member)
+
+
 # --- notebooks and Markdown ------------------------------------------------------------------
 nb_execution_mode = "force"
 #: seconds one notebook cell may run before the build fails
