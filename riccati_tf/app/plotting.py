@@ -10,15 +10,25 @@ from __future__ import annotations
 
 import io
 import os
+from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
+import numpy.typing as npt
 from matplotlib.figure import Figure as _MatplotlibFigure
 
 from ..errors import InvalidInputError
-from ..flows.integrate import flow
+from ..flows.integrate import Trajectory, flow
 from ..io.files import check_creatable
+from ..state.params import Gaussian, Params
 from ..state.validation import psd_rank
+
+if TYPE_CHECKING:
+    from ..empirical.particles import ParticleRun
+    from ..stability.equilibria import Equilibrium
+
+__all__ = ["new_figure", "plot_covariance", "plot_flow"]
 
 #: size in inches of a one-panel figure
 PANEL_SIZE = (5.0, 3.4)
@@ -36,14 +46,57 @@ class Figure(_MatplotlibFigure):
         return figure_png(self)
 
 
-def new_figure(nrows: int = 1, ncols: int = 1, *, figsize=PANEL_SIZE, **subplots_kw):
-    """(fig, axes): a `Figure` of the given size in inches and its nrows × ncols axes (a single
-    Axes for 1 × 1, else an array, as `Figure.subplots` returns them)."""
+def new_figure(nrows: int = 1, ncols: int = 1, *, figsize: tuple[float, float] = PANEL_SIZE,
+               **subplots_kw: Any) -> tuple[Figure, Any]:
+    """(fig, axes): a `Figure` of the given size in inches and its nrows × ncols axes.
+
+    The figure is created directly, not through `matplotlib.pyplot`: no backend is selected,
+    no rcParams change and nothing is registered with pyplot's figure manager; Jupyter shows it
+    as a PNG (`Figure._repr_png_`).
+
+    Parameters
+    ----------
+    nrows, ncols : int, default 1
+        The grid of axes.
+    figsize : tuple (float, float), default PANEL_SIZE
+        Width and height in inches.
+    **subplots_kw
+        Passed to `matplotlib.figure.Figure.subplots` (sharex, sharey, ...).
+
+    Returns
+    -------
+    fig : Figure
+        The figure.
+    axes : matplotlib.axes.Axes or ndarray of Axes
+        A single Axes for 1 × 1, else an array, as `Figure.subplots` returns them.
+
+    Raises
+    ------
+    ValueError
+        When matplotlib refuses the grid (nrows or ncols < 1).
+
+    See Also
+    --------
+    plot_covariance : draws into such axes.
+    riccati_tf.sweep.plot.phase_diagram : a two-panel figure made with it.
+
+    References
+    ----------
+    .. [1] J. D. Hunter, "Matplotlib: A 2D graphics environment", Computing in Science &
+       Engineering 9(3), 2007.
+
+    Examples
+    --------
+    >>> from riccati_tf.app.plotting import new_figure
+    >>> fig, axes = new_figure(1, 2, figsize=(8.0, 3.0))
+    >>> type(fig).__name__, axes.shape, fig.get_size_inches().tolist()
+    ('Figure', (2,), [8.0, 3.0])
+    """
     fig = Figure(figsize=figsize)
     return fig, fig.subplots(nrows, ncols, **subplots_kw)
 
 
-def _axes(ax):
+def _axes(ax: Any) -> Any:
     """ax, or the single Axes of a new one-panel figure when ax is None."""
     return new_figure()[1] if ax is None else ax
 
@@ -68,7 +121,7 @@ def spectrum(cov: np.ndarray, rank: int | None = None) -> tuple[np.ndarray, int]
     return np.maximum(eig, floor), r
 
 
-def _mark_blowup(ax, blowup_time: float | None, t: np.ndarray) -> None:
+def _mark_blowup(ax: Any, blowup_time: float | None, t: np.ndarray) -> None:
     """The blow-up time as a dashed vertical line; the x-axis spans the times t drawn and ends at
     least a margin past T*, so that the line lies inside the axes."""
     if blowup_time is None:
@@ -78,15 +131,60 @@ def _mark_blowup(ax, blowup_time: float | None, t: np.ndarray) -> None:
     ax.set_xlim(t0, max(blowup_time + BLOWUP_MARGIN * (blowup_time - t0), float(np.max(t))))
 
 
-def plot_covariance(traj, *, title: str = "", ax=None, rank: int | None = None,
-                    equilibrium=None):
-    """Eigenvalues λ1 ≥ … ≥ λr of Σ(t) on a log scale (`spectrum`), with the blow-up time T*
-    marked when there is one.
+def plot_covariance(traj: Trajectory, *, title: str = "", ax: Any = None, rank: int | None = None,
+                    equilibrium: Equilibrium | npt.ArrayLike | None = None) -> Figure:
+    """Eigenvalues λ1 ≥ … ≥ λr of Σ(t) on a log scale, with the blow-up time T* marked.
 
-    traj: a `Trajectory`. rank: the rank r of Σ when known (default: numerical). equilibrium: an
-    `Equilibrium` or a covariance matrix Σ* the flow converges to; its nonzero eigenvalues are
-    drawn as dotted horizontal lines. ax: draw into this Axes (default: a new figure).
-    Returns the Figure.
+    Σ(t) solves Σ̇ = AΣ + ΣAᵀ + VΣBΣ + ΣBᵀΣVᵀ (SPEC §2); its rank r is invariant (SPEC §3), so
+    only the r largest eigenvalues are drawn, each floored at eps·λ_max(Σ(t)) (`spectrum`) so
+    that rounding noise of an exactly zero eigenvalue is not drawn across hundreds of decades.
+    A blow-up time T* is a dashed vertical line, and the x-axis ends a margin past it.
+
+    Parameters
+    ----------
+    traj : Trajectory
+        The trajectory (of `riccati_tf.flow`, `riccati_tf.layers` or a steering plan).
+    title : str, default ""
+        The axes' title.
+    ax : matplotlib.axes.Axes, optional
+        Draw into this Axes (default: a new one-panel figure).
+    rank : int, optional
+        The rank r of Σ when known (default: the numerical rank of Σ(t[0])).
+    equilibrium : Equilibrium or (d, d) array_like, optional
+        An equilibrium (or the covariance Σ* itself) the flow converges to; its nonzero
+        eigenvalues are drawn as dotted horizontal lines.
+
+    Returns
+    -------
+    Figure
+        The figure of the axes drawn into.
+
+    Raises
+    ------
+    numpy.linalg.LinAlgError
+        When the eigenvalues of a non-finite Σ(t) cannot be computed.
+
+    See Also
+    --------
+    plot_flow : integrates the flow and draws it, resolved up to T*.
+    riccati_tf.flow : the trajectory.
+    riccati_tf.equilibria : the equilibria Σ*.
+
+    References
+    ----------
+    .. [1] riccati_tf theory, SPEC §3 "Rank invariance" and §5 "Time-invariant parameters:
+       equilibria, stability, blow-up".
+
+    Examples
+    --------
+    >>> from riccati_tf import certify, flow
+    >>> from riccati_tf.app.examples import regime_examples
+    >>> from riccati_tf.app.plotting import plot_covariance
+    >>> params, g0, horizon = regime_examples()["converges"]
+    >>> cert = certify(params, g0.cov, g0.mean)
+    >>> fig = plot_covariance(flow(params, g0, horizon), equilibrium=cert.equilibrium)
+    >>> [line.get_label() for line in fig.axes[0].get_lines()[:3]]
+    ['λ1(Σ), final 0.8969', 'λ2(Σ), final 0.4796', 'λ(Σ*) = 0.8969, 0.4796']
     """
     ax = _axes(ax)
     lam, r = spectrum(traj.cov, rank)
@@ -96,7 +194,8 @@ def plot_covariance(traj, *, title: str = "", ax=None, rank: int | None = None,
     if r == 0:
         ax.text(0.5, 0.5, "Σ(t) = 0", transform=ax.transAxes, ha="center", va="center")
     if equilibrium is not None:
-        _mark_equilibrium(ax, getattr(equilibrium, "cov", equilibrium))
+        # an Equilibrium (its cov), or the covariance matrix itself
+        _mark_equilibrium(ax, getattr(equilibrium, "cov", cast(Any, equilibrium)))
     _mark_blowup(ax, traj.blowup_time, traj.t)
     ax.set_yscale("log")
     ax.set_xlabel("t (depth)")
@@ -109,7 +208,7 @@ def plot_covariance(traj, *, title: str = "", ax=None, rank: int | None = None,
     return ax.figure
 
 
-def _mark_equilibrium(ax, cov: np.ndarray) -> None:
+def _mark_equilibrium(ax: Any, cov: npt.ArrayLike) -> None:
     """The nonzero eigenvalues of Σ* as dotted horizontal lines, one legend entry."""
     lam, r = spectrum(np.asarray(cov, dtype=float)[None])
     for i in range(r):
@@ -125,12 +224,69 @@ def blowup_grid(blowup_time: float, n_points: int) -> np.ndarray:
     return np.unique(np.concatenate([uniform, blowup_time * (1.0 - 2.0 ** -k)]))
 
 
-def plot_flow(params, gaussian, t_final: float, *, title: str = "", ax=None,
-              equilibrium=None, n_points: int = 101, **flow_options):
-    """`plot_covariance` of `riccati_tf.flow(params, gaussian, t_final, **flow_options)`; when the
-    flow blows up at T* it is recomputed on `blowup_grid(T*, n_points)`, so the curve is resolved
-    up to T* instead of stopping at the last point of an equally spaced grid before it.
-    Returns the Figure.
+def plot_flow(params: Params | Callable[[float], Params], gaussian: Gaussian, t_final: float, *,
+              title: str = "", ax: Any = None,
+              equilibrium: Equilibrium | npt.ArrayLike | None = None, n_points: int = 101,
+              **flow_options: Any) -> Figure:
+    """`plot_covariance` of `riccati_tf.flow(params, gaussian, t_final, **flow_options)`.
+
+    The flow of Σ̇ = AΣ + ΣAᵀ + VΣBΣ + ΣBᵀΣVᵀ from the Gaussian, drawn as the eigenvalues of
+    Σ(t). When it blows up at T* it is recomputed on `blowup_grid(T*, n_points)` (equally
+    spaced times and T*(1 − 2^−k), k = 1, …, BLOWUP_REFINEMENT), so the curve is resolved up to
+    T*, where Σ(t) ~ (T* − t)⁻¹, instead of stopping at the last point of an equally spaced grid
+    before it.
+
+    Parameters
+    ----------
+    params : Params or callable t -> Params
+        The layer (constant, or depth-dependent).
+    gaussian : Gaussian
+        The initial Gaussian N(m0, Σ0).
+    t_final : float
+        The horizon, t_final > 0.
+    title : str, default ""
+        The axes' title.
+    ax : matplotlib.axes.Axes, optional
+        Draw into this Axes (default: a new one-panel figure).
+    equilibrium : Equilibrium or (d, d) array_like, optional
+        Σ*, drawn as dotted lines (`plot_covariance`).
+    n_points : int, default 101
+        Equally spaced points on [0, T*) after a blow-up.
+    **flow_options
+        Passed to `riccati_tf.flow` (method, t_eval, rtol, atol, ...).
+
+    Returns
+    -------
+    Figure
+        The figure of the axes drawn into.
+
+    Raises
+    ------
+    InvalidInputError
+        From `riccati_tf.flow`: invalid parameters, Gaussian, horizon or options.
+    SolverError
+        From `riccati_tf.flow`: the integration failed.
+
+    See Also
+    --------
+    plot_covariance : draws a trajectory already computed.
+    riccati_tf.flow : the trajectory.
+
+    References
+    ----------
+    .. [1] riccati_tf theory, SPEC §2 "Gaussian invariance and the moment equations" and §5
+       "Time-invariant parameters: equilibria, stability, blow-up".
+
+    Examples
+    --------
+    >>> from riccati_tf.app.examples import regime_examples
+    >>> from riccati_tf.app.plotting import plot_flow
+    >>> params, g0, horizon = regime_examples()["blows_up"]
+    >>> ax = plot_flow(params, g0, horizon, title="blows_up").axes[0]
+    >>> [line.get_label() for line in ax.get_lines()]
+    ['λ1(Σ)', 'λ2(Σ)', 'T* = 1.102']
+    >>> print(round(ax.get_xlim()[1], 4))          # a margin of 5 % past T*
+    1.1566
     """
     traj = flow(params, gaussian, t_final, **flow_options)
     if traj.blowup_time is not None:
@@ -139,7 +295,7 @@ def plot_flow(params, gaussian, t_final: float, *, title: str = "", ax=None,
     return plot_covariance(traj, title=title, ax=ax, equilibrium=equilibrium)
 
 
-def plot_particles(run, traj, *, ax=None):
+def plot_particles(run: ParticleRun, traj: Trajectory, *, ax: Any = None) -> Figure:
     """tr Σ of a particle run (points) against the Gaussian flow (line), T* marked if any.
     Returns the Figure."""
     ax = _axes(ax)
@@ -168,7 +324,7 @@ def _head(path: Path) -> bytes:
         return b""
 
 
-def check_output_file(path, what: str = "figure") -> Path:
+def check_output_file(path: str | Path, what: str = "figure") -> Path:
     """`path` as a PNG file that can be written: not a folder, not an existing file other than
     a PNG image (a table, a text: never overwritten), and its nearest existing ancestor a folder
     this process may write into (missing folders in between are created on writing). Raises
@@ -190,7 +346,7 @@ def check_output_file(path, what: str = "figure") -> Path:
     return path
 
 
-def save_figure(fig, path) -> Path:
+def save_figure(fig: _MatplotlibFigure, path: str | Path) -> Path:
     """Write the figure as a PNG file (parent folders created). A path that cannot be written
     (a folder, below a file, no permission, a full disk, an existing file that is not a PNG:
     `check_output_file`) raises InvalidInputError naming it."""
@@ -205,7 +361,7 @@ def save_figure(fig, path) -> Path:
     return path
 
 
-def figure_png(fig) -> bytes:
+def figure_png(fig: _MatplotlibFigure) -> bytes:
     """The figure as PNG bytes (110 dpi, tight bounding box)."""
     buf = io.BytesIO()
     fig.tight_layout()
