@@ -4,9 +4,14 @@ imported inside the functions only."""
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Any
+
 import numpy as np
 
 from ...errors import InvalidInputError
+
+__all__ = ["MAX_HIDDEN", "capture", "load_model"]
 
 #: the largest hidden size of a model this package loads
 MAX_HIDDEN = 4096
@@ -22,11 +27,56 @@ def require_transformers() -> None:
                           "pip install 'riccati-tf[models]'") from exc
 
 
-def load_model(path: str):
-    """transformers.AutoModel.from_pretrained(path) from a local directory (no download), in
-    evaluation mode. Any failure to load is an InvalidInputError naming the path."""
-    from pathlib import Path
+def load_model(path: str | Path) -> Any:
+    """A saved transformers encoder from a local directory (no download), in evaluation mode.
 
+    transformers.AutoModel.from_pretrained(path, local_files_only=True): the model whose layers
+    SPEC §7 probes with Gaussian tokens.
+
+    Parameters
+    ----------
+    path : str or pathlib.Path
+        A directory written by save_pretrained (config.json and weights).
+
+    Returns
+    -------
+    transformers.PreTrainedModel
+        The model, in evaluation mode, with an integer hidden size in [1, MAX_HIDDEN].
+
+    Raises
+    ------
+    InvalidInputError
+        If path is not a str or Path, is not a directory holding config.json, transformers
+        cannot load it (any failure, named in the message), or the hidden size is not an
+        integer in [1, MAX_HIDDEN].
+    ImportError
+        Without torch and transformers (the install command in the message).
+
+    See Also
+    --------
+    capture : the hidden states of the model for given tokens.
+    riccati_tf.empirical.probe.probe : the per-layer Gaussianity of the model.
+    riccati_tf.empirical.encoders.extract : the factored layer parameters.
+
+    References
+    ----------
+    .. [1] riccati_tf theory, SPEC §7 "Validation against real Transformers".
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from riccati_tf.empirical.encoders.loading import load_model
+    >>> from riccati_tf.empirical.encoders.tiny import tiny_encoder
+    >>> with tempfile.TemporaryDirectory() as folder:
+    ...     tiny_encoder("bert", hidden_size=8, n_heads=2, n_layers=1).save_pretrained(folder)
+    ...     model = load_model(folder)
+    >>> type(model).__name__, model.config.hidden_size
+    ('BertModel', 8)
+    >>> load_model("no/such/folder")
+    Traceback (most recent call last):
+        ...
+    riccati_tf.errors.InvalidInputError: model path 'no/such/folder' is not a directory ...
+    """
     if not isinstance(path, str | Path):
         raise InvalidInputError(f"model path must be a str or a Path, got {type(path).__name__}")
     require_transformers()
@@ -52,7 +102,7 @@ def load_model(path: str):
     return model
 
 
-def layer_list(model) -> list:
+def layer_list(model: Any) -> list[Any]:
     """The encoder layers of a transformers encoder (BERT/RoBERTa/ViT/DeiT: encoder.layer;
     ModernBERT: layers)."""
     for path in ("encoder.layer", "layers", "encoder.layers"):
@@ -64,7 +114,7 @@ def layer_list(model) -> list:
     raise InvalidInputError(f"{type(model).__name__} has no list of encoder layers")
 
 
-def attention_child(layer):
+def attention_child(layer: Any) -> Any:
     """The module computing the attention sublayer: a descendant whose class name ends in
     "SelfAttention" (BERT, RoBERTa: softmax attention alone, without the residual and the
     post-norm LayerNorm of its parent), else the first child ending in "Attention"."""
@@ -77,7 +127,7 @@ def attention_child(layer):
     return None
 
 
-def dummy_inputs(model, n_tokens: int) -> dict:
+def dummy_inputs(model: Any, n_tokens: int) -> dict[str, Any]:
     """Inputs whose embedding output the hook replaces (their values never reach the layers)."""
     import torch
 
@@ -89,12 +139,57 @@ def dummy_inputs(model, n_tokens: int) -> dict:
     return {"inputs_embeds": torch.zeros(1, n_tokens, config.hidden_size, dtype=dtype)}
 
 
-def capture(model, tokens: np.ndarray) -> tuple[list[np.ndarray], list, list]:
+def capture(model: Any, tokens: np.ndarray) -> tuple[list[np.ndarray], list[Any], list[Any]]:
     """Run the encoder on one sequence `tokens` (n, d) placed at the embedding output.
 
-    Returns (hidden, attn_in, attn_out): hidden[0] = tokens, hidden[ℓ] the output of layer ℓ;
-    attn_in[ℓ−1], attn_out[ℓ−1] the input and output of layer ℓ's attention module
-    (`attention_child`; None if it has none). All as float64 numpy arrays of shape (n, d).
+    A forward hook replaces the output of the model's `embeddings` module by the tokens (the
+    empirical measure of one sequence, SPEC §7), and hooks on every layer and every attention
+    module keep their inputs and outputs.
+
+    Parameters
+    ----------
+    model : transformers.PreTrainedModel
+        An encoder with an `embeddings` module and a list of layers.
+    tokens : (n, d) ndarray of float
+        One sequence, d the hidden size (n within the model's position limit).
+
+    Returns
+    -------
+    hidden : list of (n, d) ndarray
+        hidden[0] = tokens, hidden[ℓ] the output of layer ℓ (L + 1 arrays).
+    attn_in : list of (n, d) ndarray or None
+        attn_in[ℓ−1] the input of layer ℓ's attention module (`attention_child`; None if it
+        has none).
+    attn_out : list of (n, d) ndarray or None
+        The output of that module.
+
+    Raises
+    ------
+    InvalidInputError
+        If the model has no `embeddings` module or no list of encoder layers.
+    RuntimeError
+        From torch when the tokens do not fit the model (e.g. a wrong hidden size).
+
+    See Also
+    --------
+    load_model : a saved model.
+    riccati_tf.empirical.encoders.compare : the moments of the captured states against the
+        prediction.
+
+    References
+    ----------
+    .. [1] riccati_tf theory, SPEC §7 "Validation against real Transformers".
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from riccati_tf.empirical.encoders.loading import capture
+    >>> from riccati_tf.empirical.encoders.tiny import tiny_encoder
+    >>> model = tiny_encoder("bert", hidden_size=8, n_heads=2, n_layers=2)
+    >>> x = np.random.default_rng(0).standard_normal((16, 8))
+    >>> hidden, attn_in, attn_out = capture(model, x)
+    >>> len(hidden), hidden[2].shape, attn_out[0].shape, bool(np.array_equal(hidden[0], x))
+    (3, (16, 8), (16, 8), True)
     """
     import torch
 
@@ -104,8 +199,9 @@ def capture(model, tokens: np.ndarray) -> tuple[list[np.ndarray], list, list]:
     dtype = next(model.parameters()).dtype
     x = torch.tensor(tokens[None], dtype=dtype)
     layers = layer_list(model)
-    hidden = [None] * len(layers)
-    attn_in, attn_out = [None] * len(layers), [None] * len(layers)
+    hidden: list[Any] = [None] * len(layers)
+    attn_in: list[Any] = [None] * len(layers)
+    attn_out: list[Any] = [None] * len(layers)
 
     def first(value):
         return value[0] if isinstance(value, tuple | list) else value
