@@ -38,14 +38,50 @@ from .factors import LayerNormParams, MLPParams
 from .forward import mlp_forward
 from .hermite import DEFAULT_TERMS, activation_covariance, activation_moments
 
+__all__ = ["GATED_SAMPLES", "MLPMoments", "NormMoments", "layer_norm_closure", "mlp_closure"]
+
 #: draws of y for the covariance of a gated feed-forward block
 GATED_SAMPLES = 20_000
 
 
 @dataclass(frozen=True, eq=False)
 class NormMoments:
-    """Moments of y = LN(x) for Gaussian x: mean (d,), cov (d, d), jacobian E[∇y] (d, d) (so that
-    Cov(r, y) = Cov(r, x) E[∇y]ᵀ); kappa: the relative fluctuation of the norm (NaN: no norm)."""
+    """Moments of y = LN(x) for Gaussian x, the result of `layer_norm_closure`.
+
+    Parameters
+    ----------
+    mean : (d,) ndarray
+        E y.
+    cov : (d, d) ndarray
+        Cov y.
+    jacobian : (d, d) ndarray
+        E[∇y], so that Cov(r, y) = Cov(r, x) E[∇y]ᵀ (Stein's lemma).
+    kappa : float
+        κ, the relative fluctuation of the norm (NaN: no norm).
+
+    Raises
+    ------
+    dataclasses.FrozenInstanceError
+        On assignment to a field.
+
+    See Also
+    --------
+    layer_norm_closure : produces it.
+
+    References
+    ----------
+    .. [1] riccati_tf theory, SPEC §2 "Gaussian invariance and the moment equations".
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from riccati_tf.empirical.encoders import LayerNormParams
+    >>> from riccati_tf.empirical.encoders.closures import layer_norm_closure
+    >>> moments = layer_norm_closure(LayerNormParams(np.ones(3), np.zeros(3), 0.0),
+    ...                              np.zeros(3), np.eye(3))
+    >>> moments.mean.tolist(), moments.cov.shape
+    ([0.0, 0.0, 0.0], (3, 3))
+    """
 
     mean: np.ndarray
     cov: np.ndarray
@@ -55,8 +91,43 @@ class NormMoments:
 
 @dataclass(frozen=True, eq=False)
 class MLPMoments:
-    """Moments of o = mlp(y) for Gaussian y: mean (d,), cov (d, d), jacobian E[J] (d, d) (so that
-    Cov(r, o) = Cov(r, y) E[J]ᵀ), bound: the closure's error on cov relative to ‖cov‖_F."""
+    """Moments of o = mlp(y) for Gaussian y, the result of `mlp_closure`.
+
+    Parameters
+    ----------
+    mean : (d,) ndarray
+        E o.
+    cov : (d, d) ndarray
+        Cov o.
+    jacobian : (d, d) ndarray
+        The mean Jacobian E[J], so that Cov(r, o) = Cov(r, y) E[J]ᵀ (Stein's lemma).
+    bound : float
+        The closure's error on cov relative to ‖cov‖_F (Mehler's cut-off bound, or the
+        standard error of the Monte-Carlo covariance of a gated block).
+
+    Raises
+    ------
+    dataclasses.FrozenInstanceError
+        On assignment to a field.
+
+    See Also
+    --------
+    mlp_closure : produces it.
+
+    References
+    ----------
+    .. [1] riccati_tf theory, SPEC §2 "Gaussian invariance and the moment equations".
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from riccati_tf.empirical.encoders import MLPParams
+    >>> from riccati_tf.empirical.encoders.closures import mlp_closure
+    >>> I, z = np.eye(2), np.zeros(2)
+    >>> moments = mlp_closure(MLPParams(I, z, I, z, "relu"), z, I)
+    >>> moments.jacobian.tolist(), moments.bound
+    ([[0.5, 0.0], [0.0, 0.5]], 0.0)
+    """
 
     mean: np.ndarray
     cov: np.ndarray
@@ -66,8 +137,55 @@ class MLPMoments:
 
 def layer_norm_closure(norm: LayerNormParams, mean: np.ndarray, cov: np.ndarray
                        ) -> NormMoments:
-    """The second-order Gaussian closure of a LayerNorm at x ~ N(mean, cov) (module
-    docstring)."""
+    """The second-order Gaussian closure of a LayerNorm at x ~ N(mean, cov) (module docstring).
+
+    With z = P x, q̄ = (|μ|² + tr C)/d + ε and κ the relative fluctuation of the norm,
+    q^{−1/2} and q^{−1} are expanded to second order in the fluctuation, giving E y, Cov y
+    and E[∇y]; the neglected terms are O(κ³) relative (κ² ≈ 2/d for isotropic Σ).
+
+    Parameters
+    ----------
+    norm : LayerNormParams
+        The LayerNorm (γ, β, ε).
+    mean : (d,) ndarray
+        The mean of x.
+    cov : (d, d) ndarray
+        The covariance of x (not validated).
+
+    Returns
+    -------
+    NormMoments
+        E y, Cov y, E[∇y] and κ.
+
+    Raises
+    ------
+    ValueError
+        From numpy when the shapes of mean, cov and norm disagree.
+
+    See Also
+    --------
+    mlp_closure : the closure of the feed-forward block.
+    predict_moments : composes the closures layer by layer.
+
+    References
+    ----------
+    .. [1] riccati_tf theory, SPEC §2 "Gaussian invariance and the moment equations".
+
+    Examples
+    --------
+    For isotropic zero-mean input and ε = 0 the covariance is exact, d/(d − 1) P with
+    P = I − 11ᵀ/d (z/|z| is uniform on the sphere):
+
+    >>> import numpy as np
+    >>> from riccati_tf.empirical.encoders import LayerNormParams
+    >>> from riccati_tf.empirical.encoders.closures import layer_norm_closure
+    >>> moments = layer_norm_closure(LayerNormParams(np.ones(4), np.zeros(4), 0.0),
+    ...                              np.zeros(4), np.eye(4))
+    >>> bool(np.allclose(moments.cov, 4 / 3 * (np.eye(4) - 1 / 4)))
+    True
+    >>> print(round(moments.kappa, 6), round(float(np.sqrt(2 / 3)), 6))
+    0.816497 0.816497
+    """
     d = mean.shape[0]
     mu = mean - mean.mean()
     PS = cov - cov.mean(axis=0, keepdims=True)
@@ -100,7 +218,60 @@ def _relative(C_bound: np.ndarray, cov: np.ndarray) -> float:
 def mlp_closure(mlp: MLPParams, mean: np.ndarray, cov: np.ndarray, *,
                 terms: int = DEFAULT_TERMS, gated_samples: int = GATED_SAMPLES,
                 seed: int = 0) -> MLPMoments:
-    """The Gaussian closure of the feed-forward block at y ~ N(mean, cov) (module docstring)."""
+    """The Gaussian closure of the feed-forward block at y ~ N(mean, cov) (module docstring).
+
+    u = W_in y + b_in is Gaussian: E f(u) and Cov f(u) follow from `hermite` (exact
+    one-dimensional moments and Mehler's series with its cut-off bound), and the mean Jacobian
+    is E[J] = W_out diag(E f'(u)) W_in. A gated block has its exact mean and mean Jacobian
+    (Stein's lemma) and a Monte-Carlo covariance from `gated_samples` draws.
+
+    Parameters
+    ----------
+    mlp : MLPParams
+        The block.
+    mean : (d,) ndarray
+        The mean of y.
+    cov : (d, d) ndarray
+        The covariance of y (not validated).
+    terms : int, optional
+        Hermite terms of Mehler's series, 2 ≤ terms ≤ MAX_TERMS (default DEFAULT_TERMS).
+    gated_samples : int, optional
+        Draws for the covariance of a gated block (default GATED_SAMPLES).
+    seed : int, optional
+        The seed of those draws (default 0).
+
+    Returns
+    -------
+    MLPMoments
+        E o, Cov o, E[J] and the relative error bound on Cov o.
+
+    Raises
+    ------
+    InvalidInputError
+        For an activation outside ACTIVATIONS or terms out of range.
+
+    See Also
+    --------
+    layer_norm_closure : the closure of the LayerNorm.
+    riccati_tf.empirical.encoders.hermite.activation_moments : the one-dimensional moments.
+
+    References
+    ----------
+    .. [1] riccati_tf theory, SPEC §2 "Gaussian invariance and the moment equations".
+
+    Examples
+    --------
+    ReLU of a standard normal per unit: E o = φ(0), Var o = 1/2 − 1/(2π), E[J] = I/2.
+
+    >>> import numpy as np
+    >>> from riccati_tf.empirical.encoders import MLPParams
+    >>> from riccati_tf.empirical.encoders.closures import mlp_closure
+    >>> I, z = np.eye(2), np.zeros(2)
+    >>> moments = mlp_closure(MLPParams(I, z, I, z, "relu"), z, I)
+    >>> np.round(moments.mean, 6), np.round(moments.cov, 6)
+    (array([0.398942, 0.398942]), array([[0.340845, 0.      ],
+           [0.      , 0.340845]]))
+    """
     mu = mlp.W_in @ mean + mlp.b_in
     Su = mlp.W_in @ cov @ mlp.W_in.T
     sigma = np.sqrt(np.maximum(np.diag(Su), 0.0))
@@ -112,6 +283,7 @@ def mlp_closure(mlp: MLPParams, mean: np.ndarray, cov: np.ndarray, *,
         return MLPMoments(mlp.W_out @ mom.mean + mlp.b_out, out_cov,
                           mlp.W_out @ (mom.slope[:, None] * mlp.W_in),
                           _relative(absW @ err @ absW.T, out_cov))
+    assert mlp.W_gate is not None  # not gated returned above
     g_mean = mlp.W_gate @ mean + mlp.b_gate
     cross = np.einsum("ij,jk,ik->i", mlp.W_in, cov, mlp.W_gate)  # Cov(u_i, g_i)
     o_mean = mlp.W_out @ (mom.mean * g_mean + cross * mom.slope) + mlp.b_out
@@ -121,7 +293,8 @@ def mlp_closure(mlp: MLPParams, mean: np.ndarray, cov: np.ndarray, *,
     return MLPMoments(o_mean, out_cov, jac, se)
 
 
-def _sampled_cov(mlp: MLPParams, mean, cov, n: int, seed: int) -> tuple[np.ndarray, float]:
+def _sampled_cov(mlp: MLPParams, mean: np.ndarray, cov: np.ndarray, n: int, seed: int
+                 ) -> tuple[np.ndarray, float]:
     """Monte-Carlo covariance of the gated block and its relative standard error
     √(Σ_ij (C_ii C_jj + C_ij²)/n)/‖C‖_F."""
     w, U = np.linalg.eigh(cov)

@@ -44,6 +44,9 @@ from scipy.special import ndtr, owens_t
 from ...errors import InvalidInputError
 from ...state.validation import as_count
 
+__all__ = ["DEFAULT_TERMS", "MAX_TERMS", "ActivationMoments", "activation_covariance",
+           "activation_moments"]
+
 #: Hermite terms kept in Mehler's series, and the most accepted (√k! overflows near k ≈ 170)
 DEFAULT_TERMS = 30
 MAX_TERMS = 150
@@ -85,8 +88,48 @@ FUNCTIONS = {"relu": _relu, "gelu": _gelu, "gelu_tanh": _gelu_tanh}
 
 @dataclass(frozen=True, eq=False)
 class ActivationMoments:
-    """E f(u_i) (mean), Var f(u_i) (variance), E f'(u_i) (slope), E f''(u_i) (curvature), the
-    normalised Hermite coefficients coeffs (I, K) for k = 1..K and their tails (I,)."""
+    """One-dimensional moments of f(u_i), u_i ~ N(μ_i, σ_i²), for I units.
+
+    With g_i(z) = f(μ_i + σ_i z) = Σ_k â_ik h_k(z) in normalised Hermite polynomials
+    h_k = He_k/√k!, â_ik = σ_i^k E[f^(k)(u_i)]/√k! (module docstring).
+
+    Parameters
+    ----------
+    mean : (I,) ndarray
+        E f(u_i).
+    variance : (I,) ndarray
+        Var f(u_i).
+    slope : (I,) ndarray
+        E f'(u_i) (Stein's lemma: Cov(x, f(u)) = Cov(x, u) E[f'(u)]).
+    curvature : (I,) ndarray
+        E f''(u_i).
+    coeffs : (I, K) ndarray
+        The coefficients â_ik for k = 1..K.
+    tails : (I,) ndarray
+        t_i = Var f(u_i) − Σ_{k ≤ K} â_ik² ≥ 0, the variance beyond the cut-off.
+
+    Raises
+    ------
+    dataclasses.FrozenInstanceError
+        On assignment to a field.
+
+    See Also
+    --------
+    activation_moments : produces it.
+    activation_covariance : Mehler's series for the cross-covariances.
+
+    References
+    ----------
+    .. [1] riccati_tf theory, SPEC §2 "Gaussian invariance and the moment equations".
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from riccati_tf.empirical.encoders.hermite import activation_moments
+    >>> m = activation_moments("gelu", np.zeros(1), np.ones(1), terms=10)
+    >>> m.coeffs.shape, bool(m.tails[0] >= 0)
+    ((1, 10), True)
+    """
 
     mean: np.ndarray
     variance: np.ndarray
@@ -192,7 +235,53 @@ _MOMENTS = {"relu": _relu_moments, "gelu": _gelu_moments, "gelu_tanh": _gelu_tan
 
 def activation_moments(activation: str, mu: np.ndarray, sigma: np.ndarray,
                        terms: int = DEFAULT_TERMS) -> ActivationMoments:
-    """The one-dimensional moments of f(u_i), u_i ~ N(μ_i, σ_i²) (module docstring)."""
+    """The one-dimensional moments of f(u_i), u_i ~ N(μ_i, σ_i²) (module docstring).
+
+    ReLU and GELU f(x) = xΦ(x) in closed form (Stein's lemma, Owen's T for GELU's second
+    moment); the tanh approximation of GELU as GELU plus quadrature of the small difference.
+
+    Parameters
+    ----------
+    activation : {"relu", "gelu", "gelu_tanh"}
+        The elementwise function f.
+    mu : (I,) array_like
+        The means μ_i.
+    sigma : (I,) array_like
+        The standard deviations σ_i ≥ 0.
+    terms : int, optional
+        The Hermite terms K kept, 2 ≤ terms ≤ MAX_TERMS (default DEFAULT_TERMS).
+
+    Returns
+    -------
+    ActivationMoments
+        Mean, variance, E f', E f'', the Hermite coefficients and their tails.
+
+    Raises
+    ------
+    InvalidInputError
+        For an unknown activation or terms out of range.
+
+    See Also
+    --------
+    activation_covariance : the covariance of f(u) from these moments.
+    riccati_tf.empirical.encoders.closures.mlp_closure : the feed-forward closure using them.
+
+    References
+    ----------
+    .. [1] riccati_tf theory, SPEC §2 "Gaussian invariance and the moment equations".
+    .. [2] F. G. Mehler, "Ueber die Entwicklung einer Function von beliebig vielen Variabeln
+       nach Laplaceschen Functionen höherer Ordnung", J. Reine Angew. Math. 66, 1866.
+
+    Examples
+    --------
+    ReLU of a standard normal: E = φ(0), Var = 1/2 − 1/(2π), E f' = Φ(0).
+
+    >>> import numpy as np
+    >>> from riccati_tf.empirical.encoders.hermite import activation_moments
+    >>> m = activation_moments("relu", np.zeros(1), np.ones(1))
+    >>> print(round(float(m.mean[0]), 6), round(float(m.variance[0]), 6), float(m.slope[0]))
+    0.398942 0.340845 0.5
+    """
     if activation not in _MOMENTS:
         raise InvalidInputError(f"activation must be one of {sorted(_MOMENTS)}, "
                                 f"got {activation!r}")
@@ -207,8 +296,53 @@ def activation_moments(activation: str, mu: np.ndarray, sigma: np.ndarray,
 
 def activation_covariance(moments: ActivationMoments, correlation: np.ndarray
                           ) -> tuple[np.ndarray, np.ndarray]:
-    """(C, E): C_ij = Σ_{k ≤ K} â_ik â_jk ρ_ij^k off the diagonal, C_ii = Var f(u_i), and the
-    entrywise bound E_ij = |ρ_ij|^{K+1} √(t_i t_j) on the cut-off error (0 on the diagonal)."""
+    """Mehler's series for Cov(f(u_i), f(u_j)) with its cut-off bound.
+
+    Off the diagonal C_ij = Σ_{k ≤ K} â_ik â_jk ρ_ij^k, on it C_ii = Var f(u_i); by
+    Cauchy–Schwarz the cut-off error of C_ij is at most E_ij = |ρ_ij|^{K+1} √(t_i t_j).
+
+    Parameters
+    ----------
+    moments : ActivationMoments
+        The one-dimensional moments of the I units.
+    correlation : (I, I) ndarray
+        The correlations ρ_ij of the pre-activations (not validated).
+
+    Returns
+    -------
+    C : (I, I) ndarray
+        The covariance of f(u).
+    E : (I, I) ndarray
+        The entrywise bound on the cut-off error (0 on the diagonal).
+
+    Raises
+    ------
+    ValueError
+        From numpy when correlation is not (I, I).
+
+    See Also
+    --------
+    activation_moments : the moments.
+
+    References
+    ----------
+    .. [1] riccati_tf theory, SPEC §2 "Gaussian invariance and the moment equations".
+    .. [2] F. G. Mehler, "Ueber die Entwicklung einer Function von beliebig vielen Variabeln
+       nach Laplaceschen Functionen höherer Ordnung", J. Reine Angew. Math. 66, 1866.
+
+    Examples
+    --------
+    ReLU at correlation ½: the arc-cosine kernel (√(1 − ρ²) + ρ(π − arccos ρ))/(2π) − 1/(2π).
+
+    >>> import numpy as np
+    >>> from riccati_tf.empirical.encoders.hermite import (activation_covariance,
+    ...     activation_moments)
+    >>> m = activation_moments("relu", np.zeros(2), np.ones(2))
+    >>> C, E = activation_covariance(m, np.array([[1.0, 0.5], [0.5, 1.0]]))
+    >>> exact = (np.sqrt(0.75) + 0.5 * (np.pi - np.arccos(0.5)) - 1) / (2 * np.pi)
+    >>> print(round(float(C[0, 1]), 6), bool(abs(C[0, 1] - exact) <= E[0, 1] < 1e-12))
+    0.145344 True
+    """
     a = moments.coeffs
     power = np.ones_like(correlation)
     C = np.zeros_like(correlation)
