@@ -36,6 +36,8 @@ from ...errors import SolverError
 from ...flows.exact import growth_step, step_length, van_loan
 from ...state.validation import as_covariance, as_matrix, as_time
 
+__all__ = ["MAX_STEPS", "FlowRegime", "flow_regime"]
+
 #: eigenvalues of K = L0ᵀGL0 within SIGN_RTOL·max|g| of zero count as zero
 SIGN_RTOL = 1e-10
 #: eigenvalues of Σ0 below RANK_RTOL·λ_max are dropped from its factor L0
@@ -50,9 +52,39 @@ MAX_STEPS = 4096
 
 @dataclass(frozen=True)
 class FlowRegime:
-    """regime: "blows_up", "collapses", "converges" (A = 0) or "blows_up", "bounded" (up to the
-    horizon, general A); blowup_time: T* or None; horizon: None for A = 0 (the answer holds for
-    all t)."""
+    """The regime of a scalar-V attention flow Σ̇ = AΣ + ΣAᵀ − ΣGΣ, the result of `flow_regime`.
+
+    Parameters
+    ----------
+    regime : str
+        "blows_up", "collapses" or "converges" (A = 0), or "blows_up" or "bounded" (up to the
+        horizon, general A).
+    blowup_time : float or None
+        T*, or None without a blow-up.
+    horizon : float or None
+        None for A = 0 (the answer holds for all t), else the horizon checked.
+
+    Raises
+    ------
+    dataclasses.FrozenInstanceError
+        On assignment to a field.
+
+    See Also
+    --------
+    flow_regime : produces it.
+
+    References
+    ----------
+    .. [1] riccati_tf theory, SPEC §5 "Time-invariant parameters: equilibria, stability,
+       blow-up".
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from riccati_tf.empirical.encoders.blowup import flow_regime
+    >>> flow_regime(np.eye(2), np.eye(2))
+    FlowRegime(regime='collapses', blowup_time=None, horizon=None)
+    """
 
     regime: str
     blowup_time: float | None
@@ -76,7 +108,8 @@ def _without_drift(G: np.ndarray, L0: np.ndarray) -> FlowRegime:
     return FlowRegime("converges", None, None)
 
 
-def _march(A, G, L, h: float, n_steps: int) -> tuple[int, np.ndarray, float]:
+def _march(A: np.ndarray, G: np.ndarray, L: np.ndarray, h: float, n_steps: int
+           ) -> tuple[int, np.ndarray, float]:
     """Advance the factor L of Σ by up to n_steps steps h (Σ⁺ = E L S⁻¹ Lᵀ Eᵀ, S = I + LᵀW(h)L
     = CCᵀ, L⁺ = E L C⁻ᵀ); (j, L_j, λ_min(S_j)) at the first step j whose S is not positive
     definite (the blow-up lies inside it), or (n_steps, L_end, 1.0) when none is."""
@@ -101,7 +134,7 @@ def _march(A, G, L, h: float, n_steps: int) -> tuple[int, np.ndarray, float]:
     return n_steps, L, 1.0
 
 
-def _with_drift(A, G, L0, horizon: float) -> FlowRegime:
+def _with_drift(A: np.ndarray, G: np.ndarray, L0: np.ndarray, horizon: float) -> FlowRegime:
     h = min(step_length(A), growth_step(A), horizon / GRID_STEPS)
     n_steps = math.ceil(horizon / h - 1e-12)
     if n_steps > MAX_STEPS:
@@ -124,8 +157,66 @@ def _with_drift(A, G, L0, horizon: float) -> FlowRegime:
 
 def flow_regime(G: np.ndarray, cov0: np.ndarray, A: np.ndarray | None = None,
                 horizon: float = 10.0) -> FlowRegime:
-    """The regime of Σ̇ = AΣ + ΣAᵀ − ΣGΣ from Σ0 = cov0 (module docstring); A = None for A = 0
-    (answer for all t), else up to `horizon`. Non-finite data raise InvalidInputError."""
+    """The regime of Σ̇ = AΣ + ΣAᵀ − ΣGΣ from Σ0 = cov0 (module docstring).
+
+    The closed form Σ(t) = e^{At} L0 (I + L0ᵀ W(t) L0)⁻¹ L0ᵀ e^{Aᵀt},
+    W(t) = ∫_0^t e^{Aᵀu} G e^{Au} du, blows up at the first root of
+    λ_min(I + L0ᵀW(t)L0). For A = 0, W(t) = tG and the answer is exact for all t
+    (T* = −1/g_1 with g_1 the least eigenvalue of L0ᵀGL0); for general A the closed form is
+    marched in square-root form and the first step that loses definiteness is refined.
+
+    Parameters
+    ----------
+    G : (d, d) array_like
+        G = −Σ_h v_h (B_h + B_hᵀ).
+    cov0 : (d, d) ndarray, symmetric positive semidefinite
+        Σ0.
+    A : (d, d) array_like, optional
+        The drift; None for A = 0 (the answer for all t).
+    horizon : float, optional
+        The horizon for a drift A, > 0 (default 10).
+
+    Returns
+    -------
+    FlowRegime
+        The regime and T*.
+
+    Raises
+    ------
+    InvalidInputError
+        If G or A is not a finite (d, d) matrix, cov0 is not symmetric positive semidefinite
+        (or holds NaN/Inf), or horizon is not a positive finite number.
+    SolverError
+        If the flow overflows float64 before the horizon, or reaching it needs more than
+        MAX_STEPS steps.
+
+    See Also
+    --------
+    riccati_tf.empirical.encoders.atlas : applies it to every layer of an encoder.
+    riccati_tf.certify : certified regimes of a Params.
+
+    References
+    ----------
+    .. [1] riccati_tf theory, SPEC §5 "Time-invariant parameters: equilibria, stability,
+       blow-up".
+    .. [2] C. F. Van Loan, "Computing integrals involving the matrix exponential", IEEE TAC
+       23(3), 1978.
+
+    Examples
+    --------
+    A = 0 and G = diag(1, −1, 0): T* = −1/g_1 = 1/2 for Σ0 = diag(1, 2, 1/2).
+
+    >>> import numpy as np
+    >>> from riccati_tf.empirical.encoders.blowup import flow_regime
+    >>> flow_regime(np.diag([1.0, -1.0, 0.0]), np.diag([1.0, 2.0, 0.5])).regime
+    'blows_up'
+
+    In one dimension with A = ½ and G = −1, 1/Σ = 2e^{−t} − 1 vanishes at T* = ln 2:
+
+    >>> r = flow_regime(-np.eye(1), np.eye(1), 0.5 * np.eye(1))
+    >>> print(r.regime, round(r.blowup_time, 6), round(float(np.log(2)), 6))
+    blows_up 0.693147 0.693147
+    """
     d = cov0.shape[0]
     G, cov0 = as_matrix("G", G, d), as_covariance("cov0", cov0, d)
     horizon = as_time("horizon", horizon)
