@@ -14,6 +14,8 @@ import html
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
 from ...app.plotting import figure_png
 from ...io.files import OutputFolder
@@ -23,8 +25,10 @@ from .extraction import ROTARY_FAMILY, extract
 from .figures import plot_atlas, plot_comparison
 from .propagation import predict_moments
 
+__all__ = ["DEFAULT_SHAPE", "FULL_TOKENS", "QUICK_TOKENS"]
+
 #: the random encoder analysed when no model folder is given
-DEFAULT_SHAPE = {"family": "bert", "hidden_size": 128, "n_heads": 4, "n_layers": 4,
+DEFAULT_SHAPE: dict[str, Any] = {"family": "bert", "hidden_size": 128, "n_heads": 4, "n_layers": 4,
                  "initializer_range": 0.05}
 #: Gaussian tokens of the comparison (quick report / full report and CLI)
 QUICK_TOKENS, FULL_TOKENS = 1024, 4096
@@ -37,7 +41,7 @@ class ModelAnalysis:
     atlas: Atlas
     comparison: Comparison
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {"atlas": self.atlas.to_json(), "comparison": self.comparison.to_json()}
 
     def summary(self) -> str:
@@ -50,11 +54,11 @@ class ReportParts:
 
     body: str
     figures: dict[str, bytes]
-    numbers: dict
+    numbers: dict[str, Any]
     files: dict[str, bytes]
 
 
-def load(model_path: str | None, *, seed: int = 0):
+def load(model_path: str | None, *, seed: int = 0) -> Any:
     """The model in a folder (no download), or a DEFAULT_SHAPE random encoder for None."""
     if model_path is None:
         from .tiny import tiny_encoder
@@ -65,14 +69,14 @@ def load(model_path: str | None, *, seed: int = 0):
     return load_model(model_path)
 
 
-def _position_free(model, position_free: bool | None) -> bool:
+def _position_free(model: Any, position_free: bool | None) -> bool:
     """None: the position-free part exactly when the family has position-dependent attention."""
     if position_free is None:
         return getattr(model.config, "model_type", None) in ROTARY_FAMILY
     return bool(position_free)
 
 
-def analyse(model, *, n_tokens: int = FULL_TOKENS, seed: int = 0,
+def analyse(model: Any, *, n_tokens: int = FULL_TOKENS, seed: int = 0,
             position_free: bool | None = None, horizon: float = DEFAULT_HORIZON,
             progress: Callable[[int, int], None] | None = None) -> ModelAnalysis:
     """Extraction, moment prediction from N(0, I), atlas and comparison with the model on
@@ -87,9 +91,10 @@ def analyse(model, *, n_tokens: int = FULL_TOKENS, seed: int = 0,
     return ModelAnalysis(result, comparison)
 
 
-def write_atlas(model_path: str | None, out_dir, *, position_free: bool = False,
+def write_atlas(model_path: str | None, out_dir: str | Path, *, position_free: bool = False,
                 horizon: float = DEFAULT_HORIZON,
-                progress: Callable[[int, int], None] | None = None) -> tuple[Atlas, dict]:
+                progress: Callable[[int, int], None] | None = None
+                ) -> tuple[Atlas, dict[str, Any]]:
     """The atlas of the model in model_path (None: DEFAULT_SHAPE) → out_dir/atlas.json and
     out_dir/atlas.png, never over a file riccati-tf did not write (`riccati_tf.io.files`); returns
     the Atlas and its numbers (with the two paths)."""
