@@ -592,8 +592,8 @@ def normality_test(x: ArrayLike, *, alpha: float = 0.05, n_null: int = 200, seed
     The observed statistics are set against their null distribution for the same (n, rank):
     p = (1 + #{null ≥ observed}) / (1 + n_null) (two-sided for the kurtosis), and H0 is
     rejected when the smallest p-value of TESTS is below alpha / len(TESTS) (Bonferroni;
-    measured size 0.01 at α = 0.05, module docstring). Note that with n_null < 4 / alpha − 1
-    no sample can be rejected.
+    measured size 0.01 at α = 0.05, module docstring). With n_null ≤ len(TESTS) / alpha − 1
+    no sample can be rejected (the smallest p-value is 1 / (1 + n_null)).
 
     Parameters
     ----------

@@ -714,7 +714,8 @@ def simulate(params: Params | Callable[[float], Params], x0: ArrayLike, t_final:
     >>> bool(np.allclose(run.cov[-1], np.exp(-2) * run.cov[0], rtol=1e-6))
     True
 
-    With one attention head (B = I, V = I/2) the mean drifts by ½ Σ̂ B m̂ ... and stays finite:
+    With one attention head (B = I, V = I/2) the cloud stays finite: the attention term is a
+    convex combination of the tokens.
 
     >>> run = simulate(Params(np.zeros((2, 2)), B=np.eye(2), V=0.5 * np.eye(2)), x0, 0.5,
     ...                n_steps=10, keep_particles=True)
