@@ -20,10 +20,11 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from scipy.integrate import solve_ivp
@@ -38,7 +39,15 @@ from ..io.serialize import to_jsonable
 from ..state.moments import moment_arrays
 from ..state.params import Gaussian, Params
 from ..state.validation import as_count, as_seed, as_time
-from .plotting import figure_png, new_figure
+from .plotting import Figure, figure_png, new_figure
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure as MatplotlibFigure
+
+    from ..empirical.probe import ProbeResult
+
+__all__ = ["GROWTH_LEVELS", "MAX_STEPS", "MAX_TOKENS", "plot_prescribed", "plot_relu_drift",
+           "prescribed_attention", "relu_drift", "run_probe"]
 
 #: levels K of tr Σ(t) / tr Σ(0) whose first crossing times are compared in the blow-up case
 GROWTH_LEVELS = (2.0, 4.0, 8.0, 16.0, 32.0)
@@ -50,7 +59,8 @@ MAX_STEPS = 10_000
 
 
 
-def progress_bar(total: int | None, desc: str, *, unit: str = "step", enabled: bool = True):
+def progress_bar(total: int | None, desc: str, *, unit: str = "step",
+                 enabled: bool = True) -> Any:
     """A `tqdm.tqdm` bar on stderr, shown only when `enabled` and stderr is a terminal (a pipe,
     a file, a closed stderr or a notebook see nothing)."""
     from tqdm import tqdm
@@ -64,7 +74,8 @@ def progress_bar(total: int | None, desc: str, *, unit: str = "step", enabled: b
 
 
 @contextmanager
-def stages(names: tuple[str, ...], desc: str, enabled: bool):
+def stages(names: tuple[str, ...], desc: str, enabled: bool
+           ) -> Iterator[Callable[[str], None]]:
     """A progress bar over named stages: yields `done(name)`, to be called as each one ends."""
     with progress_bar(len(names), desc, unit="stage", enabled=enabled) as bar:
         def done(name: str) -> None:
@@ -130,7 +141,8 @@ def prescribed_params(sign: float) -> Params:
 PRESCRIBED_START = Gaussian(np.array([0.1, -0.05]), np.array([[0.12, 0.02], [0.02, 0.08]]))
 
 
-def _sizes(n_tokens, seed, n_steps, *, minimum_tokens: int) -> tuple[int, int, int]:
+def _sizes(n_tokens: int, seed: int, n_steps: int, *,
+           minimum_tokens: int) -> tuple[int, int, int]:
     """(n_tokens, seed, n_steps) checked against MAX_TOKENS, validation.MAX_SEED, MAX_STEPS."""
     return (as_count("n_tokens", n_tokens, minimum=minimum_tokens, maximum=MAX_TOKENS,
                              limit="experiments.MAX_TOKENS"),
@@ -171,10 +183,73 @@ def _compare(label: str, params: Params, x0: np.ndarray, t_final: float,
 def prescribed_attention(*, n_tokens: int = 2000, seed: int = 0, n_steps: int = 60,
                          t_opposite: float = 12.0, overshoot: float = 1.25,
                          progress: Callable[[str], None] | None = None) -> PrescribedResult:
-    """Experiment 1: Σ̇ = AΣ + ΣAᵀ − ΣGΣ with G = −v(B + Bᵀ), v = ∓1, on N = n_tokens particles
-    drawn from PRESCRIBED_START. The opposite case runs on [0, t_opposite]; the equal case on
-    [0, overshoot · T*] with T* the blow-up time of the Gaussian fitted to the initial cloud.
-    Both use RK4 with n_steps steps. progress(stage) is called after "opposite" and "equal"."""
+    """Experiment 1: particles with softmax attention against the Gaussian flow, bounded vs blow-up.
+
+    The layer `prescribed_params(∓1)` on R² (A = 0.3 I, B = [[1, 0.4], [−0.2, 0.7]], V = ∓I)
+    gives the Gaussian flow Σ̇ = AΣ + ΣAᵀ − ΣGΣ with G = −v(B + Bᵀ): opposite definiteness
+    (v = −1, G ≻ 0) stays bounded, equal definiteness (v = +1, G ≺ 0) blows up at T*. N =
+    n_tokens particles drawn from PRESCRIBED_START follow the particle system of SPEC §1 (RK4
+    with n_steps steps) and are compared with the Gaussian flow from their own empirical
+    moments. The opposite case runs on [0, t_opposite]; the equal case on [0, overshoot · T*]
+    with T* the blow-up time of the Gaussian fitted to the initial cloud, where the particle
+    covariance grows with the flow until the finite-N softmax saturates (a finite cloud cannot
+    blow up: the attention term is a convex combination of the tokens).
+
+    Parameters
+    ----------
+    n_tokens : int, default 2000
+        Particles N, 2 ≤ N ≤ MAX_TOKENS.
+    seed : int, default 0
+        Seed of the initial cloud, 0 ≤ seed ≤ validation.MAX_SEED.
+    n_steps : int, default 60
+        RK4 steps of each run, 1 ≤ n_steps ≤ MAX_STEPS.
+    t_opposite : float, default 12.0
+        Horizon of the opposite (bounded) case, > 0.
+    overshoot : float, default 1.25
+        Horizon of the equal case as a multiple of T*, > 0.
+    progress : callable (stage) -> None, optional
+        Called after the stages "opposite" and "equal".
+
+    Returns
+    -------
+    PrescribedResult
+        Both cases (particle and Gaussian covariances, relative errors, growth of tr Σ, T*),
+        the first times tr Σ(t) / tr Σ(0) reaches each of GROWTH_LEVELS in the equal case
+        (particles and Gaussian) and the particles' growth at the predicted T*.
+
+    Raises
+    ------
+    InvalidInputError
+        When n_tokens, seed or n_steps is not an integer in its range, or t_opposite or
+        overshoot is not a positive finite number.
+    SolverError
+        When the equal-definiteness Gaussian flow does not blow up on [0, 100].
+
+    See Also
+    --------
+    plot_prescribed : the figure of the result.
+    relu_drift : experiment 2.
+    riccati_tf.empirical.particles.simulate : the particle system.
+
+    References
+    ----------
+    .. [1] riccati_tf theory, SPEC §1 "The model: a Transformer as a flow of measures", §5
+       "Time-invariant parameters: equilibria, stability, blow-up" and §7 "Validation against
+       real Transformers".
+    .. [2] B. Geshkovski, C. Letrouit, Y. Polyanskiy, P. Rigollet, "A mathematical perspective
+       on Transformers", arXiv:2312.10794, 2023.
+
+    Examples
+    --------
+    >>> from riccati_tf.app.experiments import prescribed_attention
+    >>> res = prescribed_attention(n_tokens=40, n_steps=8)
+    >>> res.opposite.blowup_time is None, res.equal.blowup_time is not None
+    (True, True)
+    >>> bool(res.opposite.rel_error.max() < 0.1)     # bounded case: particles follow the flow
+    True
+    >>> bool(res.growth_at_blowup > 4)                # equal case: tr Σ has grown with the flow
+    True
+    """
     n_tokens, seed, n_steps = _sizes(n_tokens, seed, n_steps, minimum_tokens=2)
     progress = progress or (lambda _stage: None)
     t_opposite, overshoot = as_time("t_opposite", t_opposite), as_time("overshoot", overshoot)
@@ -277,9 +352,66 @@ def relu_params() -> tuple[Params, FeedForward]:
 def relu_drift(*, n_tokens: int = 2000, seed: int = 0, t_final: float = 3.0,
                n_steps: int = 30, n_null: int = 200,
                progress: Callable[[str], None] | None = None) -> ReluDriftResult:
-    """Experiment 2: particles from PRESCRIBED_START under `relu_params` (and the same layer
-    without ReLU), Gaussianity statistics at every RK4 step, the Gaussian moment closure.
-    progress(stage) is called after "relu", "affine", "closure" and "null"."""
+    """Experiment 2: drift away from Gaussianity under a ReLU feed-forward term.
+
+    Particles from PRESCRIBED_START under `relu_params` — the bounded attention layer of
+    experiment 1 plus W relu(U x + c) — and under the same layer without the ReLU term (which
+    keeps Gaussians Gaussian, SPEC §2), with the Gaussianity statistics of the cloud
+    (`riccati_tf.empirical.gaussianity`) at every RK4 step, against the Monte-Carlo null of
+    exactly Gaussian clouds of n_tokens points; and the particle covariance against the
+    Gaussian moment closure (`relu_closure_rhs`: ṁ and Σ̇ of SPEC §2 plus the ReLU terms by
+    Stein's lemma), which is only a short-time approximation.
+
+    Parameters
+    ----------
+    n_tokens : int, default 2000
+        Particles N, 4 ≤ N ≤ MAX_TOKENS.
+    seed : int, default 0
+        Seed of the initial cloud and of the statistics' random directions.
+    t_final : float, default 3.0
+        The horizon, > 0.
+    n_steps : int, default 30
+        RK4 steps, 1 ≤ n_steps ≤ MAX_STEPS.
+    n_null : int, default 200
+        Gaussian clouds simulated for the null, 1 ≤ n_null ≤ gaussianity.MAX_NULL.
+    progress : callable (stage) -> None, optional
+        Called after the stages "relu", "affine", "closure" and "null".
+
+    Returns
+    -------
+    ReluDriftResult
+        The times t, the statistics of both runs {name: (k,) array}, the null's median and
+        99 % quantile of each, the relative covariance error to the closure, and the first t at
+        which the ReLU run's energy statistic exceeds the null's 99 % quantile (NaN if never).
+
+    Raises
+    ------
+    InvalidInputError
+        When an argument is out of its range (the message names it and its limit).
+    SolverError
+        When the integration of the moment closure fails.
+
+    See Also
+    --------
+    plot_relu_drift : the figure of the result.
+    prescribed_attention : experiment 1.
+
+    References
+    ----------
+    .. [1] riccati_tf theory, SPEC §2 "Gaussian invariance and the moment equations" and §7
+       "Validation against real Transformers".
+    .. [2] C. Stein, "Estimation of the mean of a multivariate normal distribution", Ann.
+       Statist. 9(6), 1981 (Stein's lemma).
+
+    Examples
+    --------
+    >>> from riccati_tf.app.experiments import relu_drift
+    >>> res = relu_drift(n_tokens=50, t_final=1.0, n_steps=5, n_null=5)
+    >>> res.t.tolist(), sorted(res.relu)[:2]
+    ([0.0, 0.2, 0.4, 0.6, 0.8, 1.0], ['energy', 'fourth'])
+    >>> bool(res.closure_error.max() < 0.1)           # the closure holds for short times
+    True
+    """
     progress = progress or (lambda _stage: None)
     n_tokens, seed, n_steps = _sizes(n_tokens, seed, n_steps, minimum_tokens=4)
     t_final = as_time("t_final", t_final)
@@ -298,19 +430,54 @@ def relu_drift(*, n_tokens: int = 2000, seed: int = 0, t_final: float = 3.0,
            / np.linalg.norm(closure_cov, axis=(1, 2)))
     null = null_distribution(n_tokens, x0.shape[1], n_null=n_null, seed=seed)
     progress("null")
-    names = list(runs["relu"].metrics.values)
+    relu, affine = runs["relu"].metrics, runs["affine"].metrics
+    assert relu is not None and affine is not None  # simulated with metrics=True
+    names = list(relu.values)
     return ReluDriftResult(
-        n_tokens, seed, t, runs["relu"].metrics.values, runs["affine"].metrics.values,
+        n_tokens, seed, t, relu.values, affine.values,
         {n: null.quantile(n, 0.5) for n in names}, {n: null.quantile(n, 0.99) for n in names},
-        err, first_crossing(t, runs["relu"].metrics["energy"], null.quantile("energy", 0.99)))
+        err, first_crossing(t, relu["energy"], null.quantile("energy", 0.99)))
 
 
 # ---------------------------------------------------------------------------------------------
 # figures
 
 
-def plot_prescribed(result: PrescribedResult):
-    """tr Σ(t) of particles and of the Gaussian flow; the equal case on a log scale with T*."""
+def plot_prescribed(result: PrescribedResult) -> Figure:
+    """tr Σ(t) of particles and of the Gaussian flow; the equal case on a log scale with T*.
+
+    Parameters
+    ----------
+    result : PrescribedResult
+        The result of `prescribed_attention`.
+
+    Returns
+    -------
+    Figure
+        Two panels: opposite definiteness (bounded) and equal definiteness (the predicted T*
+        dashed, log scale).
+
+    Raises
+    ------
+    ValueError
+        When the result holds no samples (matplotlib cannot scale an empty log axis).
+
+    See Also
+    --------
+    prescribed_attention : computes the result.
+
+    References
+    ----------
+    .. [1] riccati_tf theory, SPEC §5 "Time-invariant parameters: equilibria, stability,
+       blow-up" and §7 "Validation against real Transformers".
+
+    Examples
+    --------
+    >>> from riccati_tf.app.experiments import plot_prescribed, prescribed_attention
+    >>> fig = plot_prescribed(prescribed_attention(n_tokens=40, n_steps=8))
+    >>> [ax.get_title() for ax in fig.axes], fig.axes[1].get_yscale()
+    (['opposite definiteness', 'equal definiteness'], 'log')
+    """
     fig, axes = new_figure(1, 2, figsize=(10, 4))
     for ax, case in zip(axes, (result.opposite, result.equal), strict=True):
         k = case.gaussian_cov.shape[0]
@@ -335,11 +502,44 @@ def plot_prescribed(result: PrescribedResult):
 RELU_DRIFT_LABELS = {"energy": "energy statistic", "fourth": "fourth-moment error"}
 
 
-def plot_relu_drift(result: ReluDriftResult):
+def plot_relu_drift(result: ReluDriftResult) -> Figure:
     """Energy statistic and fourth-moment error over time; covariance error to the closure.
 
     The statistics are drawn on a log scale: the ReLU run leaves the Gaussian null by orders of
-    magnitude, and a linear scale would press the null's median and 99 % quantile onto the axis."""
+    magnitude, and a linear scale would press the null's median and 99 % quantile onto the axis.
+
+    Parameters
+    ----------
+    result : ReluDriftResult
+        The result of `relu_drift`.
+
+    Returns
+    -------
+    Figure
+        Three panels: the energy statistic and the fourth-moment error of both runs against the
+        null's median (dotted) and 99 % quantile (dashed); the ReLU run's relative covariance
+        error to the Gaussian moment closure.
+
+    Raises
+    ------
+    KeyError
+        When the result lacks the "energy" or "fourth" statistic.
+
+    See Also
+    --------
+    relu_drift : computes the result.
+
+    References
+    ----------
+    .. [1] riccati_tf theory, SPEC §7 "Validation against real Transformers".
+
+    Examples
+    --------
+    >>> from riccati_tf.app.experiments import plot_relu_drift, relu_drift
+    >>> fig = plot_relu_drift(relu_drift(n_tokens=50, t_final=1.0, n_steps=5, n_null=5))
+    >>> [ax.get_title() for ax in fig.axes][:2], fig.axes[0].get_yscale()
+    (['energy', 'fourth'], 'log')
+    """
     fig, axes = new_figure(1, 3, figsize=(14, 4))
     for ax, (name, label) in zip(axes[:2], RELU_DRIFT_LABELS.items(), strict=True):
         ax.semilogy(result.t, result.relu[name], "o-", ms=3, label="attention + ReLU")
@@ -357,7 +557,7 @@ def plot_relu_drift(result: ReluDriftResult):
     return fig
 
 
-def plot_probe(result):
+def plot_probe(result: ProbeResult) -> MatplotlibFigure:
     """The probe figure (`models.plot_probe`): each statistic against the interval its test
     accepts; attention affine residual. A panel drawn without a y-axis label is labelled with
     the quantity of its title (the statistic, or the residual ρ)."""
@@ -374,7 +574,7 @@ def plot_probe(result):
 # CLI entry points
 
 
-def check_output_folder(out_dir) -> Path:
+def check_output_folder(out_dir: str | Path) -> Path:
     """`out_dir` as a folder that can be written: a folder, or a path whose nearest existing
     ancestor is a folder this process may write into (it is created on writing). Raises
     InvalidInputError naming it; the `run_*` functions call it before they compute."""
@@ -387,7 +587,9 @@ def check_output_folder(out_dir) -> Path:
     return out
 
 
-def _write(out_dir, name: str, numbers: dict, plot, result) -> dict:
+def _write(out_dir: str | Path, name: str, numbers: dict,
+           plot: Callable[[Any], MatplotlibFigure],
+           result: Any) -> dict:
     """out_dir/name.png (the figure plot(result)) and out_dir/name.json (the numbers, with the
     figure's path), never over a file riccati-tf did not write (`riccati_tf.io.files`)."""
     folder = OutputFolder.open(out_dir)
@@ -407,7 +609,7 @@ def probe_table(numbers: dict) -> str:
     return table(numbers)
 
 
-def run_prescribed(out_dir, *, n_tokens: int = 2000, seed: int = 0, n_steps: int = 60,
+def run_prescribed(out_dir: str | Path, *, n_tokens: int = 2000, seed: int = 0, n_steps: int = 60,
                    progress: bool = False) -> dict:
     """Experiment 1 → prescribed.png, prescribed.json in out_dir; returns the numbers.
     progress: a progress bar on a terminal's stderr (`progress_bar`)."""
@@ -427,7 +629,7 @@ def run_prescribed(out_dir, *, n_tokens: int = 2000, seed: int = 0, n_steps: int
     return _write(out_dir, "prescribed", numbers, plot_prescribed, res)
 
 
-def run_relu_drift(out_dir, *, n_tokens: int = 2000, seed: int = 0, n_null: int = 200,
+def run_relu_drift(out_dir: str | Path, *, n_tokens: int = 2000, seed: int = 0, n_null: int = 200,
                    progress: bool = False) -> dict:
     """Experiment 2 → relu_drift.png, relu_drift.json in out_dir; returns the numbers.
     progress: a progress bar on a terminal's stderr (`progress_bar`)."""
@@ -442,13 +644,77 @@ def run_relu_drift(out_dir, *, n_tokens: int = 2000, seed: int = 0, n_null: int 
     return _write(out_dir, "relu_drift", numbers, plot_relu_drift, res)
 
 
-def run_probe(model_path: str | None, out_dir, *, n_tokens: int | None = None, seed: int = 0,
-              n_null: int = 200, progress: bool = False) -> dict:
-    """Experiment 3 → probe.png, probe.json in out_dir; returns the numbers. model_path: a
-    local folder saved with `save_pretrained` (BERT, RoBERTa, ModernBERT, DeiT, ...); None builds
-    a random DeiT-tiny-shaped encoder (hidden 192, 12 layers, 3 heads; no pretrained weights).
-    n_tokens: default `models.DEFAULT_TOKENS`, cut into sequences within the position limit.
-    progress: a progress bar (stages "model", "probe") on a terminal's stderr."""
+def run_probe(model_path: str | None, out_dir: str | Path, *, n_tokens: int | None = None,
+              seed: int = 0, n_null: int = 200, progress: bool = False) -> dict:
+    """Experiment 3: Gaussianity of a Transformer encoder, layer by layer → probe.png, probe.json.
+
+    Gaussian tokens x_i ~ N(0, I_d) are fed at the embedding output of the encoder and the
+    Gaussianity statistics of each layer's hidden states are tested against a Monte-Carlo null
+    of exactly Gaussian clouds (`riccati_tf.empirical.probe.probe`), with the attention
+    sublayers' affine residual and the Gaussian moment prediction of SPEC §2. The arguments and
+    out_dir are checked before the model is built; the figure and the numbers are written into
+    out_dir, never over a file riccati-tf did not write.
+
+    Parameters
+    ----------
+    model_path : str or None
+        A local folder saved with `save_pretrained` (BERT, RoBERTa, ModernBERT, DeiT, ...);
+        None builds a random DeiT-tiny-shaped encoder (hidden 192, 12 layers, 3 heads; no
+        pretrained weights, nothing downloaded).
+    out_dir : str or pathlib.Path
+        The output folder (created if missing).
+    n_tokens : int, optional
+        Tokens, cut into sequences within the model's position limit; default
+        `riccati_tf.empirical.probe.DEFAULT_TOKENS`.
+    seed : int, default 0
+        Seed of the tokens, the projection, the random directions and the null.
+    n_null : int, default 200
+        Gaussian samples of the null, 1 ≤ n_null ≤ gaussianity.MAX_NULL.
+    progress : bool, default False
+        A progress bar (stages "model", "probe") on a terminal's stderr.
+
+    Returns
+    -------
+    dict
+        The numbers of probe.json (`ProbeResult.as_dict`: per-layer statistics, p-values,
+        verdicts, attention residuals, the moment prediction), with "figure" (the PNG's path)
+        and "model_path".
+
+    Raises
+    ------
+    InvalidInputError
+        An argument out of its range, an out_dir that cannot be written or holds a file
+        riccati-tf did not write, a model folder that cannot be loaded.
+    ImportError
+        When torch or transformers is not installed.
+
+    See Also
+    --------
+    prescribed_attention : experiment 1 (particles against the Gaussian flow).
+    relu_drift : experiment 2 (a ReLU term against Gaussianity).
+    riccati_tf.empirical.probe.probe : the probe itself, on a model object.
+
+    References
+    ----------
+    .. [1] riccati_tf theory, SPEC §7 "Validation against real Transformers".
+    .. [2] B. Geshkovski, C. Letrouit, Y. Polyanskiy, P. Rigollet, "A mathematical perspective
+       on Transformers", arXiv:2312.10794, 2023.
+
+    Examples
+    --------
+    Building and probing an encoder takes tens of seconds, so the example shows the checks
+    that run first, before any model is built:
+
+    >>> import tempfile
+    >>> from riccati_tf.app.experiments import run_probe
+    >>> from riccati_tf.errors import InvalidInputError
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     try:
+    ...         run_probe(None, tmp, n_tokens=1)
+    ...     except InvalidInputError as exc:
+    ...         print(str(exc).split(",")[0])
+    n_tokens must be ≥ 2
+    """
     from ..empirical.encoders.loading import load_model
     from ..empirical.probe import DEFAULT_TOKENS, check_probe_arguments, probe, tiny_model
 
