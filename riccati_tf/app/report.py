@@ -20,8 +20,10 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import IO, Any
 
 import numpy as np
+import numpy.typing as npt
 import tqdm
 
 from ..flows.integrate import flow
@@ -34,6 +36,8 @@ from ..state.validation import psd_rank
 from .examples import regime_examples
 from .htmlmath import latex_to_mathml, text_with_math
 from .plotting import figure_png, plot_covariance
+
+__all__ = ["PAGE", "SUMMARY", "write_report"]
 
 #: significant digits of the numbers in the report's tables
 DIGITS = 4
@@ -121,7 +125,7 @@ def regimes_section(opts: Options) -> Section:
                    body, figures, numbers, captions=captions)
 
 
-def _regime_caption(name: str, blowup_time: float | None, equilibrium) -> str:
+def _regime_caption(name: str, blowup_time: float | None, equilibrium: Any) -> str:
     """What the regime figure draws: the eigenvalues of Σ(t), T*, the marked λ(Σ*)."""
     cov = None if equilibrium is None else getattr(equilibrium, "cov", equilibrium)
     marked = cov is not None and psd_rank(np.asarray(cov)) > 0
@@ -134,7 +138,7 @@ def _regime_caption(name: str, blowup_time: float | None, equilibrium) -> str:
                ", all tending to 0 (the limit Σ* = 0)" if cov is not None else "") + ".")
 
 
-def significant(values) -> list[str]:
+def significant(values: list[float]) -> list[str]:
     """HTML of numbers to DIGITS significant digits, all in one notation: fixed when every
     nonzero |value| lies in FIXED_RANGE (0.6668, 1.480), else scientific (6.668 × 10⁻¹,
     1.480 × 10⁴); an exact zero is written 0."""
@@ -155,7 +159,7 @@ def _scientific(value: float) -> str:
                                                                                      "<sup>−")
 
 
-def eigenvalue_cell(eigenvalues, rank: int) -> str:
+def eigenvalue_cell(eigenvalues: npt.ArrayLike, rank: int) -> str:
     """HTML of the eigenvalues of a PSD matrix of known rank r, in increasing order: the d − r
     smallest are exactly 0 (their computed values are rounding noise) and written 0, the others
     by `significant`; "(rank r)" follows when r < d."""
@@ -327,7 +331,7 @@ def probe_table_html(probe: dict) -> str:
     prediction, residual = probe.get("prediction"), [None, *probe["attention_residual"]]
     stats, low, high = probe["stats"], probe["band_low"], probe["band_high"]
 
-    def edge(value) -> str:
+    def edge(value: float | None) -> str:
         return "none" if value is None or not np.isfinite(value) else significant([value])[0]
 
     rows = []
@@ -450,7 +454,7 @@ window.addEventListener('load', function () {
 PAGE, SUMMARY = "index.html", "summary.json"
 
 
-def _is_tty(stream) -> bool:
+def _is_tty(stream: Any) -> bool:
     """Whether `stream` is a terminal (a progress bar is drawn only there)."""
     try:
         return bool(stream.isatty())
@@ -459,19 +463,80 @@ def _is_tty(stream) -> bool:
 
 
 def write_report(out_dir: str | Path = "report", *, quick: bool = False,
-                 model: str | None = None, log=None) -> Path:
+                 model: str | None = None, log: IO[str] | None = None) -> Path:
     """Run every section, write out_dir/index.html, out_dir/summary.json and the PNG figures.
 
-    model: a local Transformer folder for the probe (default: a random DeiT-tiny encoder).
-    A file in out_dir of the same name as one the report writes, that the report did not write,
-    is refused (InvalidInputError naming it), before the sections run for the page and the
-    summary, before anything is written for the others."""
+    The sections (SECTIONS): the proofs of proofs/ re-proved; the three scalar-V regimes of
+    Σ̇ = AΣ + ΣAᵀ − ΣGΣ (SPEC §5) by the exact closed form, cross-checked by Runge–Kutta, with
+    their certificates (SPEC §6); exact steering between Gaussians of equal rank (SPEC §3–§4);
+    particles, ReLU drift and a Transformer encoder against the Gaussian theory (SPEC §7); the
+    moment prediction and stability atlas of a real encoder; the phase diagram of a batched
+    parameter sweep. Each section returns its HTML, its figures and every number it quotes, so
+    the page (self-contained: figures inline, equations as MathML) and summary.json say the
+    same thing. One line per section goes to `log` (a progress bar when it is a terminal).
+
+    Parameters
+    ----------
+    out_dir : str or pathlib.Path, default "report"
+        The output folder (created if missing).
+    quick : bool, default False
+        Smaller runs (`riccati-tf report --quick`, about a minute).
+    model : str, optional
+        A local Transformer folder (`save_pretrained`) for the probe; default a random
+        DeiT-tiny-shaped encoder (nothing is downloaded).
+    log : text stream, optional
+        Where the section lines go (default: sys.stderr at the time of the call).
+
+    Returns
+    -------
+    pathlib.Path
+        The page, out_dir/index.html.
+
+    Raises
+    ------
+    InvalidInputError
+        When out_dir is not a folder or cannot be created, holds a marker riccati-tf did not
+        write, or holds a file of the same name as one the report writes that the report did
+        not write (or that changed since): refused naming it, before the sections run for the
+        page and the summary, before anything is written for the others.
+    SolverError
+        When a computation of a section fails numerically.
+
+    See Also
+    --------
+    riccati_tf.app.cli.main : ``riccati-tf report [--out DIR] [--quick] [--model PATH]``.
+    riccati_tf.io.files.OutputFolder : the never-overwrite rule of the output folder.
+    riccati_tf.sweep.report.report_section : the sweep section.
+
+    References
+    ----------
+    .. [1] riccati_tf theory, SPEC §2–§7 (docs/SPEC.md).
+
+    Examples
+    --------
+    The whole report takes a minute or more; what the example shows is the check that runs
+    first, which never lets it overwrite a file it did not write:
+
+    >>> import io
+    >>> import tempfile
+    >>> from pathlib import Path
+    >>> from riccati_tf.app.report import write_report
+    >>> from riccati_tf.errors import InvalidInputError
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     _ = (Path(tmp) / "index.html").write_text("<p>my page</p>")
+    ...     try:
+    ...         write_report(tmp, quick=True, log=io.StringIO())
+    ...     except InvalidInputError as exc:
+    ...         print("refused:", (Path(tmp) / "index.html").read_text())
+    refused: <p>my page</p>
+    """
     log = sys.stderr if log is None else log  # the stream of the moment, not of import time
     folder = OutputFolder.open(out_dir)
     folder.check((PAGE, SUMMARY))
     out = folder.path
     opts = Options(out, quick, model)
-    sections, summary, files = [], {"quick": quick, "model": model}, {}
+    sections, files = [], {}
+    summary: dict[str, Any] = {"quick": quick, "model": model}
     bar = tqdm.tqdm(total=len(SECTIONS), desc="report sections", file=log,
                     disable=not _is_tty(log))
 
@@ -482,7 +547,7 @@ def write_report(out_dir: str | Path = "report", *, quick: bool = False,
     with bar:
         for i, build in enumerate(SECTIONS, 1):
             start = time.perf_counter()
-            say(f"[{i}/{len(SECTIONS)}] {build.__doc__.splitlines()[0]}")
+            say(f"[{i}/{len(SECTIONS)}] {(build.__doc__ or build.__name__).splitlines()[0]}")
             section = build(opts)
             sections.append(section)
             summary[section.key] = section.numbers
