@@ -29,11 +29,13 @@ import os
 import sys
 import textwrap
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import numpy.typing as npt
 
 from ..errors import InvalidInputError, SolverError
 from ..io.serialize import to_jsonable
@@ -54,6 +56,20 @@ from ..io.spec import (
 )
 from ..state.params import Gaussian, Params
 from ..sweep.cli import add_sweep_arguments, cmd_sweep, cmd_sweep_plot
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+    from ..empirical.particles import ParticleRun
+    from ..flows.integrate import Trajectory
+    from ..reachability.steering import ControlPlan
+    from ..stability.certificates import Certificate
+    from ..stability.equilibria import Equilibrium
+
+__all__ = ["build_parser", "main"]
+
+#: what a subcommand handler returns: (result for --json, summary text or None, figure or None)
+Outcome = tuple[Any, str | None, "Figure | None"]
 
 EXIT_INVALID, EXIT_NUMERICAL = 2, 3
 
@@ -107,7 +123,7 @@ def _output_size(where: str, n_states: int, d: int) -> None:
 # --- human summaries: aligned tables of the numbers that matter; --json prints every number --
 
 
-def _g(x) -> str:
+def _g(x: Any) -> str:
     """A number as shown in summaries (DIGITS significant digits), yes/no, or — for None."""
     if x is None:
         return "—"
@@ -118,25 +134,25 @@ def _g(x) -> str:
     return f"{float(x):.{DIGITS}g}"
 
 
-def _vector(v) -> str:
+def _vector(v: npt.ArrayLike) -> str:
     return "[" + ", ".join(_g(x) for x in np.asarray(v, dtype=float).ravel()) + "]"
 
 
-def table(rows, header=None) -> str:
+def table(rows: Sequence[Sequence[object]], header: Sequence[object] | None = None) -> str:
     """Rows of cells as left-aligned text columns separated by two spaces."""
-    rows = [[str(c) for c in r] for r in ([header] if header else []) + list(rows)]
-    n = max(len(r) for r in rows)
-    widths = [max(len(r[i]) for r in rows if i < len(r)) for i in range(n)]
+    cells = [[str(c) for c in r] for r in ([header] if header else []) + list(rows)]
+    n = max(len(r) for r in cells)
+    widths = [max(len(r[i]) for r in cells if i < len(r)) for i in range(n)]
     return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=False)).rstrip()
-                     for r in rows)
+                     for r in cells)
 
 
-def _eigenvalues(cov) -> np.ndarray:
+def _eigenvalues(cov: npt.ArrayLike) -> np.ndarray:
     """Eigenvalues of Σ, largest first."""
     return np.linalg.eigvalsh(np.asarray(cov, dtype=float))[::-1]
 
 
-def _rank(cov) -> int:
+def _rank(cov: npt.ArrayLike) -> int:
     from ..state.validation import psd_rank
 
     return int(psd_rank(np.asarray(cov, dtype=float)))
@@ -147,7 +163,7 @@ def _wrap(label: str, text: str) -> str:
                          initial_indent=f"{label}: ", subsequent_indent="  ")
 
 
-def _state_rows(tr, label: str) -> list[list[str]]:
+def _state_rows(tr: Trajectory, label: str) -> list[list[str]]:
     """start / end columns of a trajectory: time, mean, Σ eigenvalues, rank."""
     ends = (0, -1)
     return [[label, *(_g(tr.t[i]) for i in ends)],
@@ -156,7 +172,7 @@ def _state_rows(tr, label: str) -> list[list[str]]:
             ["rank Σ", *(_g(_rank(tr.cov[i])) for i in ends)]]
 
 
-def trajectory_text(tr, title: str, label: str = "t") -> str:
+def trajectory_text(tr: Trajectory, title: str, label: str = "t") -> str:
     """status, method, T* and the start and final states of a Trajectory."""
     blow = (f"{_g(tr.blowup_time)} (the last output is t = {_g(tr.t[-1])}, before T*)"
             if tr.blowup_time is not None else "none (no blow-up)")
@@ -166,7 +182,7 @@ def trajectory_text(tr, title: str, label: str = "t") -> str:
     return f"{title}\n{head}\n\n{states}\n\n(--json prints every output time in full)"
 
 
-def certificate_text(cert) -> str:
+def certificate_text(cert: Certificate) -> str:
     eq = cert.equilibrium
     tolerance = ("none: every premise decided in exact rational arithmetic" if not cert.tolerance
                  else ", ".join(f"{k} = {_g(v)}" for k, v in cert.tolerance.items()))
@@ -195,7 +211,7 @@ def certificate_text(cert) -> str:
     return f"certificate\n{table(rows)}\n\n{_wrap('reason', cert.reason)}"
 
 
-def equilibria_text(eqs) -> str:
+def equilibria_text(eqs: Sequence[Equilibrium]) -> str:
     rows = [[str(i + 1), _g(e.stable), str(e.rank), _g(e.spectral_abscissa), _g(e.residual),
              e.method, _vector(_eigenvalues(e.cov)), "—" if e.mean is None else _vector(e.mean)]
             for i, e in enumerate(eqs)]
@@ -207,9 +223,10 @@ def equilibria_text(eqs) -> str:
 # --- steering plans as flow specs -------------------------------------------------------------
 
 
-def params_json(p) -> dict:
+def params_json(p: Params) -> dict:
     """A Params as the mapping of a spec: {A, b, V, B}, or {A, b, heads} for several heads."""
-    out = {"A": p.A, "b": p.b}
+    out: dict[str, Any] = {"A": p.A, "b": p.b}
+    assert p.heads is not None  # Params sets its heads on construction
     if len(p.heads) == 1:
         out["V"], out["B"] = p.heads[0]
     else:
@@ -217,7 +234,7 @@ def params_json(p) -> dict:
     return out
 
 
-def piece_json(piece) -> dict:
+def piece_json(piece: Any) -> dict:
     """One piece of a ControlPlan as an entry of a flow spec's schedule."""
     out = {"t_start": piece.t0, "t_end": piece.t1}
     if hasattr(piece, "layer"):
@@ -227,7 +244,7 @@ def piece_json(piece) -> dict:
     return out
 
 
-def plan_spec(plan) -> dict:
+def plan_spec(plan: ControlPlan) -> dict:
     """The flow spec that replays a ControlPlan: initial, t_final, the schedule and the
     tolerances REPLAY_RTOL, REPLAY_ATOL."""
     return {"initial": {"mean": plan.start.mean, "cov": plan.start.cov},
@@ -235,7 +252,8 @@ def plan_spec(plan) -> dict:
             "rtol": REPLAY_RTOL, "atol": REPLAY_ATOL}
 
 
-def replay(schedule, g0, t_final: float, *, method: str, t_eval, **tolerances):
+def replay(schedule: list, g0: Gaussian, t_final: float, *, method: str,
+           t_eval: npt.ArrayLike | None, **tolerances: Any) -> Trajectory:
     """`flows.flow` piece by piece along a schedule of `spec.parse_schedule` (never stepping
     across a breakpoint); the state at each t_end starts the next piece. Output at t_eval
     (default DEFAULT_OUTPUTS equally spaced times); a blow-up ends the trajectory."""
@@ -245,36 +263,44 @@ def replay(schedule, g0, t_final: float, *, method: str, t_eval, **tolerances):
         np.asarray(t_eval, dtype=float)
     if grid.size and (grid[0] < 0 or grid[-1] > t_final or np.any(np.diff(grid) < 0)):
         raise SpecError(f"t_eval: must be increasing times in [0, t_final] = [0, {t_final!r}]")
-    ts, means, covs, methods, state, tr = [], [], [], [], g0, None
+    ts: list[np.ndarray] = []
+    means: list[np.ndarray] = []
+    covs: list[np.ndarray] = []
+    methods: list[str] = []
+    state, tr = g0, None
     for k, (t0, t1, piece) in enumerate(schedule):
         inside = grid[(grid > t0) & (grid <= t1)] if k else grid[grid <= t1]
         local = np.unique(np.concatenate([[0.0], inside - t0, [t1 - t0]]))
+        layer: Params | Callable[[float], Params]
         if isinstance(piece, Params):
-            params, how = piece, method
+            layer, how = piece, method
         elif method == "exact":
             raise SpecError(f"method: exact needs constant parameters, but schedule[{k}] is a "
                             f"tracking piece (time-varying); use auto or rk")
         else:
-            def params(s, piece=piece, t0=t0):
+            def varying(s: float, piece: Any = piece, t0: float = t0) -> Params:
                 return piece.params(t0 + s)
-            how = "rk"
-        tr = flows.flow(params, state, t1 - t0, method=how, t_eval=local, **tolerances)
+            layer, how = varying, "rk"
+        tr = flows.flow(layer, state, t1 - t0, method=how, t_eval=local, **tolerances)
         where = np.searchsorted(local, inside - t0)
         ok = where < len(tr.t)
-        ts.append(inside[ok]), means.append(tr.mean[where[ok]]), covs.append(tr.cov[where[ok]])
+        ts.append(inside[ok])
+        means.append(tr.mean[where[ok]])
+        covs.append(tr.cov[where[ok]])
         methods.append(tr.method)
         if tr.status != "completed":
             tr = replace(tr, blowup_time=None if tr.blowup_time is None else
                          t0 + tr.blowup_time)
             break
         state = tr.gaussian(-1)
+    assert tr is not None  # parse_schedule gives at least one piece
     d = g0.d
     return replace(tr, t=np.concatenate(ts), mean=np.concatenate(means).reshape(-1, d),
                    cov=np.concatenate(covs).reshape(-1, d, d),
                    method="+".join(dict.fromkeys(methods)))
 
 
-def steer_text(plan) -> str:
+def steer_text(plan: ControlPlan) -> str:
     rows = [["controls", plan.controls], ["route", plan.route],
             ["success", _g(bool(plan.success))],
             ["residual", f"{_g(plan.residual)} (terminal relative error; tolerance "
@@ -301,7 +327,7 @@ def steer_text(plan) -> str:
               "`riccati-tf flow` replays.")
 
 
-def steer_figure(plan):
+def steer_figure(plan: ControlPlan) -> Figure:
     """Mean components and Σ eigenvalues along the plan, the target's marked (×) at T."""
     from .plotting import new_figure, spectrum
 
@@ -333,7 +359,7 @@ def steer_figure(plan):
 # figure or None); the figure is drawn when args.plot is set and written by main after the
 # result is printed ---------------------------------------------------------------------------
 
-def cmd_flow(args, spec):
+def cmd_flow(args: argparse.Namespace, spec: dict) -> Outcome:
     from ..flows import integrate as flows
     from .plotting import plot_covariance, plot_flow
 
@@ -363,7 +389,7 @@ def cmd_flow(args, spec):
         if args.plot else None)
 
 
-def cmd_layers(args, spec):
+def cmd_layers(args: argparse.Namespace, spec: dict) -> Outcome:
     from ..flows.integrate import layers
     from .plotting import plot_covariance
 
@@ -383,7 +409,8 @@ def cmd_layers(args, spec):
         if len(raw) != n_layers:
             raise SpecError(f"layers: {len(raw)} params mapping{'s' * (len(raw) != 1)}, but "
                             f"n_layers = {n_layers}")
-        params = [parse_params(p, f"layers[{i}]") for i, p in enumerate(raw)]
+        params: Params | list[Params] = [parse_params(p, f"layers[{i}]")
+                                         for i, p in enumerate(raw)]
     else:
         params = parse_params(field(spec, "params"))
     tr = layers(params, g0, n_layers, tau)
@@ -392,7 +419,7 @@ def cmd_layers(args, spec):
     return tr, text, (plot_covariance(tr, title="layers") if args.plot else None)
 
 
-def cmd_derive(args, spec):
+def cmd_derive(args: argparse.Namespace, spec: dict) -> Outcome:
     """Derive the moment equations of a Transformer field with SymPy."""
     from ..symbolic import transformer_system
     from ..symbolic.latex import system_latex
@@ -414,7 +441,7 @@ def cmd_derive(args, spec):
             "latex": latex}, text, None
 
 
-def _repeated_eigenvalue(A: np.ndarray):
+def _repeated_eigenvalue(A: np.ndarray) -> complex | None:
     """An eigenvalue of A that repeats within √AXIS_RTOL·‖A‖_F (equilibrium's test), or None."""
     from ..stability.riccati import AXIS_RTOL
 
@@ -425,7 +452,7 @@ def _repeated_eigenvalue(A: np.ndarray):
     return None
 
 
-def cmd_equilibria(args, spec):
+def cmd_equilibria(args: argparse.Namespace, spec: dict) -> Outcome:
     from ..stability.equilibria import equilibria
 
     check_keys(spec, ("params", "which"))
@@ -446,7 +473,7 @@ def cmd_equilibria(args, spec):
     return {"equilibria": list(eqs)}, equilibria_text(eqs), None
 
 
-def cmd_certify(args, spec):
+def cmd_certify(args: argparse.Namespace, spec: dict) -> Outcome:
     from ..flows.integrate import flow
     from ..stability.certificates import certify
     from .plotting import plot_covariance
@@ -470,7 +497,7 @@ def cmd_certify(args, spec):
     return result, certificate_text(cert), fig
 
 
-def cmd_steer(args, spec):
+def cmd_steer(args: argparse.Namespace, spec: dict) -> Outcome:
     from ..reachability.lie import CONFIGURATIONS
     from ..reachability.steering import steer
 
@@ -497,8 +524,8 @@ def cmd_steer(args, spec):
     return result, steer_text(plan), (steer_figure(plan) if args.plot else None)
 
 
-def simulate_with_progress(params, x0: np.ndarray, t_final: float, *, n_steps: int,
-                           method: str, work: int):
+def simulate_with_progress(params: Params, x0: np.ndarray, t_final: float, *, n_steps: int,
+                           method: str, work: int) -> ParticleRun:
     """`particles.simulate` with a progress bar: a run of more than PROGRESS_WORK pair
     interactions is cut into chunks of whole steps (each starting from the previous chunk's
     cloud; the parameters are constant in depth, so the steps are the same)."""
@@ -515,8 +542,10 @@ def simulate_with_progress(params, x0: np.ndarray, t_final: float, *, n_steps: i
             k = min(per_chunk, n_steps - done)
             run = simulate(params, x, k * h if done + k < n_steps else t_final - done * h,
                            n_steps=k, method=method, keep_particles=True)
+            assert run.particles is not None  # simulated with keep_particles=True
             x, keep = run.particles[-1], slice(1, None) if done else slice(None)
-            ts.append(done * h + run.t[keep]), means.append(run.mean[keep])
+            ts.append(done * h + run.t[keep])
+            means.append(run.mean[keep])
             covs.append(run.cov[keep])
             done += k
             bar.update(k)
@@ -525,7 +554,7 @@ def simulate_with_progress(params, x0: np.ndarray, t_final: float, *, n_steps: i
     return ParticleRun(t, np.concatenate(means), np.concatenate(covs), x0.shape[0], method)
 
 
-def cmd_particles(args, spec):
+def cmd_particles(args: argparse.Namespace, spec: dict) -> Outcome:
     from ..empirical.particles import empirical_moments
     from ..flows.integrate import flow
     from ..state.validation import MAX_SEED
@@ -533,6 +562,7 @@ def cmd_particles(args, spec):
 
     check_keys(spec, ("params", "initial", "n_tokens", "seed", "t_final", "n_steps", "method"))
     params = parse_params(field(spec, "params"))
+    assert params.heads is not None  # Params sets its heads on construction
     g0 = parse_gaussian(field(spec, "initial"), "initial")
     n_tokens = parse_number(spec, "n_tokens", kind=int, minimum=2, maximum=MAX_TOKENS,
                             limit="cli.MAX_TOKENS")
@@ -565,7 +595,7 @@ def cmd_particles(args, spec):
                                                    else None)
 
 
-def particles_text(run, ref, rel) -> str:
+def particles_text(run: ParticleRun, ref: Trajectory, rel: np.ndarray) -> str:
     k = len(ref.t)
     shown = sorted(set(np.linspace(0, k - 1, min(k, PARTICLES_ROWS)).round().astype(int)))
     rows = [[_g(run.t[i]), _g(np.trace(run.cov[i])), _g(np.trace(ref.cov[i])), _g(rel[i])]
@@ -582,7 +612,7 @@ def _models_extra(exc: ImportError) -> InvalidInputError:
     return InvalidInputError(f"{exc}; install the extra: pip install 'riccati-tf[models]'")
 
 
-def cmd_probe(args, _spec):
+def cmd_probe(args: argparse.Namespace, _spec: dict | None) -> Outcome:
     from .experiments import probe_table, run_probe
 
     try:
@@ -595,7 +625,7 @@ def cmd_probe(args, _spec):
     return numbers, text, None
 
 
-def cmd_atlas(args, _spec):
+def cmd_atlas(args: argparse.Namespace, _spec: dict | None) -> Outcome:
     """Per head: inertia of sym(V_h), sym(B_h) and the scalar fit; per layer: the regime and T*
     of the attention flow (SPEC §5), for a saved encoder (encoders.atlas)."""
     from ..empirical.encoders import tty_progress
@@ -611,7 +641,7 @@ def cmd_atlas(args, _spec):
     return numbers, text, None
 
 
-def cmd_prescribed(args, _spec):
+def cmd_prescribed(args: argparse.Namespace, _spec: dict | None) -> Outcome:
     from .experiments import run_prescribed
 
     n = run_prescribed(args.out, n_tokens=args.n_tokens, seed=args.seed, progress=True)
@@ -632,7 +662,7 @@ def cmd_prescribed(args, _spec):
     return n, text, None
 
 
-def cmd_relu_drift(args, _spec):
+def cmd_relu_drift(args: argparse.Namespace, _spec: dict | None) -> Outcome:
     from .experiments import run_relu_drift
 
     n = run_relu_drift(args.out, n_tokens=args.n_tokens, seed=args.seed, progress=True)
@@ -648,7 +678,7 @@ def cmd_relu_drift(args, _spec):
     return n, text, None
 
 
-def cmd_report(args, _spec):
+def cmd_report(args: argparse.Namespace, _spec: dict | None) -> Outcome:
     from .report import write_report
 
     if Path(args.out).exists() and not Path(args.out).is_dir():
@@ -695,7 +725,7 @@ JSON_OUTPUT = ("derive", "flow", "layers", "equilibria", "certify", "steer", "pa
 class _Parser(argparse.ArgumentParser):
     """argparse with errors on one line (`riccati-tf flow: error: ...`), exit 2."""
 
-    def error(self, message):
+    def error(self, message: str) -> Any:
         text = " ".join(str(message).split())
         self.exit(EXIT_INVALID, f"{self.prog}: error: {text} (see {self.prog} --help)\n")
 
@@ -727,6 +757,40 @@ def _steer_epilog() -> str:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of `riccati-tf`: one subcommand per entry of COMMANDS.
+
+    Each subcommand that reads a spec takes it as its positional argument; those of
+    JSON_OUTPUT offer --json, those of PLOTTING offer --plot FILE, every one offers --debug.
+    Errors are one line ending in "(see PROG --help)", with exit code 2. The documentation's
+    command-line reference is generated from this parser.
+
+    Returns
+    -------
+    argparse.ArgumentParser
+        The parser (prog "riccati-tf"); `parse_args` gives a Namespace whose `command` names
+        the subcommand.
+
+    Raises
+    ------
+    argparse.ArgumentError
+        Only for conflicting option definitions, a bug of this module (the optional
+        dependencies of the model subcommands are imported only when they run).
+
+    See Also
+    --------
+    main : parses argv with it and runs the subcommand.
+
+    References
+    ----------
+    .. [1] riccati_tf theory, SPEC §2–§7 (the subcommands' mathematics).
+
+    Examples
+    --------
+    >>> from riccati_tf.app.cli import build_parser
+    >>> args = build_parser().parse_args(["certify", "layer.json", "--json"])
+    >>> args.command, args.spec, args.json, args.plot
+    ('certify', 'layer.json', True, None)
+    """
     from ..empirical.encoders.atlas import DEFAULT_HORIZON
     from ..empirical.gaussianity import MAX_NULL
     from ..empirical.probe import DEFAULT_TOKENS as PROBE_DEFAULT
@@ -741,7 +805,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     for name, (help_text, _handler, needs_spec) in COMMANDS.items():
-        extra = {"epilog": _steer_epilog(),
+        extra: dict[str, Any] = {"epilog": _steer_epilog(),
                  "formatter_class": argparse.RawDescriptionHelpFormatter} if name == "steer" \
             else {}
         p = sub.add_parser(name, help=help_text, description=help_text, **extra)
@@ -809,7 +873,7 @@ def _stdout_to_devnull() -> None:
         pass
 
 
-def _say(args, kind: str, exc) -> None:
+def _say(args: argparse.Namespace, kind: str, exc: object) -> None:
     text = " ".join(str(exc).split()) or type(exc).__name__
     if sys.stderr is None:  # started with stderr closed (2>&-): print(file=None) is stdout
         return
@@ -826,7 +890,7 @@ def generic_text(result: dict) -> str:
                    json.dumps(value, ensure_ascii=False)] for key, value in data.items()])
 
 
-def _run(args) -> int:
+def _run(args: argparse.Namespace) -> int:
     _help, handler, needs_spec = COMMANDS[args.command]
     plot = getattr(args, "plot", None)
     try:
@@ -873,7 +937,67 @@ def _run(args) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run `riccati-tf argv` (default sys.argv[1:]); returns the exit code."""
+    """Run `riccati-tf argv` (default sys.argv[1:]); returns the exit code.
+
+    The subcommands (`riccati-tf --help`) derive the moment equations, integrate the
+    mean-covariance flow ṁ = (A + V)m + VΣBm + b, Σ̇ = AΣ + ΣAᵀ + VΣBΣ + ΣBᵀΣVᵀ (SPEC §2),
+    propagate discrete layers, list equilibria, certify convergence, collapse or blow-up
+    (SPEC §5–§6), steer one Gaussian to another (SPEC §4), simulate particles, probe real
+    encoders (SPEC §7), run parameter sweeps and write the HTML report. Output: a summary, or
+    with --json every number as one JSON document (strict: no NaN); --plot FILE writes a PNG
+    after the numbers are printed. Tracebacks and warnings only with --debug. A reader that
+    closes stdout early ends the run quietly with exit code 0.
+
+    Parameters
+    ----------
+    argv : list of str, optional
+        The arguments after the program name (default: sys.argv[1:]).
+
+    Returns
+    -------
+    int
+        The exit code: 0 success, 2 invalid spec or arguments (one line on stderr naming the
+        field or option), 3 numerical failure (a SolverError, one line), 1 an unexpected error.
+
+    Raises
+    ------
+    SystemExit
+        From argparse, for --help, --version and invalid arguments (code 2).
+    Exception
+        Only with --debug: the error of the subcommand, with its traceback.
+
+    See Also
+    --------
+    build_parser : the argument parser.
+    riccati_tf.io.spec.load_spec : how spec files are read.
+    riccati_tf.io.serialize.to_jsonable : how --json output is made.
+
+    References
+    ----------
+    .. [1] riccati_tf theory, SPEC §2–§7 (docs/SPEC.md).
+
+    Examples
+    --------
+    >>> import json
+    >>> import tempfile
+    >>> from pathlib import Path
+    >>> from riccati_tf.app.cli import main
+    >>> spec = {"params": {"A": [[0.2, -0.3], [0.3, 0.2]], "B": [[1, 0.2], [0.2, 0.6]],
+    ...                    "V": [[0.3, 0], [0, 0.3]]},
+    ...         "initial": {"mean": [1, -0.5], "cov": [[1, 0.3], [0.3, 0.5]]}}
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     path = Path(tmp) / "layer.json"
+    ...     _ = path.write_text(json.dumps(spec))
+    ...     code = main(["certify", str(path), "--json"])
+    {"regime": "blows_up", "exact": true, ...}
+    >>> code
+    0
+
+    A missing file is exit code 2 (and one line on stderr):
+
+    >>> main(["certify", "no-such-file.json"])
+    2
+    """
     args = build_parser().parse_args(argv)
     try:
         with warnings.catch_warnings():
