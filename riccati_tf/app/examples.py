@@ -38,7 +38,8 @@ def regime_examples() -> dict[str, tuple[Params, Gaussian, float]]:
     Raises
     ------
     InvalidInputError
-        Never for these fixed values (the constructors' checks pass).
+        Not for these fixed values: it is what the Params and Gaussian constructors raise for
+        invalid input.
 
     See Also
     --------
