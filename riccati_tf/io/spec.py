@@ -308,8 +308,8 @@ def load_spec(path: str | Path) -> dict:
     ----------
     .. [1] T. Bray (ed.), "The JavaScript Object Notation (JSON) Data Interchange Format",
        RFC 8259, 2017.
-    .. [2] O. Ben-Kiki, C. Evans, I. döt Net, "YAML Ain't Markup Language (YAML) version
-       1.2.2", 2021, §10.3 "Core Schema".
+    .. [2] "YAML Ain't Markup Language (YAML) version 1.2", revision 1.2.2, 2021, §10.3
+       "Core Schema".
 
     Examples
     --------
