@@ -35,8 +35,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from functools import lru_cache
+from typing import Any, TypeGuard
 
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 from sympy import Matrix
 from sympy.polys.domains import QQ
 from sympy.polys.rings import PolyElement, ring
@@ -53,6 +55,21 @@ from ..state.validation import (
     psd_rank,
     scale_exponent,
 )
+
+__all__ = [
+    "CONFIGURATIONS",
+    "DEFAULT_DEPTH",
+    "MAX_DEPTH",
+    "MAX_DIMENSION",
+    "MAX_TABLE_ROWS",
+    "MAX_TABLE_WORK",
+    "MAX_WORK",
+    "Accessibility",
+    "Configuration",
+    "accessibility_rank",
+    "accessibility_table",
+    "stratum_dimension",
+]
 
 #: the layer parameters of SPEC §1, in the order used for monomial names
 PARAMETERS = ("A", "B", "V", "b")
@@ -82,9 +99,48 @@ MAX_TABLE_WORK = 20_000_000
 class Configuration:
     """Which layer parameters are controls, which are held fixed, which are zero.
 
-    controls: parameters free at every depth (time-varying); tied: parameters constant in depth,
-    given by the caller or, by default, a fixed generic matrix (`generic_matrix`); every other
-    parameter is zero unless the caller fixes it (e.g. a frozen feed-forward A as a drift).
+    The moment equations ṁ = (A + V)m + VΣBm + b, Σ̇ = AΣ + ΣAᵀ + VΣBΣ + ΣBᵀΣVᵀ become the
+    control-affine system ż = f0(z) + Σ_i u_i g_i(z) once the controls are chosen: every
+    monomial in the controls gives one field g_i, the held parameters make the drift f0. The
+    registered configurations are in `CONFIGURATIONS` ("affine", "attention", "values", "full"
+    and their "-nobias" variants).
+
+    Parameters
+    ----------
+    name : str
+        The name in `CONFIGURATIONS`.
+    controls : tuple of str
+        Parameters among "A", "B", "V", "b" free at every depth (time-varying).
+    tied : tuple of str
+        Parameters constant in depth, given by the caller or, by default, a fixed generic
+        matrix (`generic_matrix`); every other parameter is zero unless the caller fixes it
+        (e.g. a frozen feed-forward A as a drift).
+    summary : str
+        One line saying what the configuration is.
+
+    Raises
+    ------
+    None
+        The registered configurations are built once; functions taking a configuration
+        refuse one not registered (InvalidInputError).
+
+    See Also
+    --------
+    accessibility_rank : the Lie-algebra rank of a configuration.
+    steer : steering with a configuration's controls.
+
+    References
+    ----------
+    .. [1] riccati_tf theory, SPEC §3 "Rank invariance".
+    .. [2] riccati_tf theory, SPEC §4 "Reachability (time-varying controls)".
+    .. [3] V. Jurdjevic, "Geometric Control Theory", Cambridge University Press, 1997.
+
+    Examples
+    --------
+    >>> from riccati_tf.reachability.lie import CONFIGURATIONS
+    >>> conf = CONFIGURATIONS["attention"]
+    >>> conf.controls, conf.tied, conf.has_bias
+    (('B', 'b'), ('V',), True)
     """
 
     name: str
@@ -94,6 +150,7 @@ class Configuration:
 
     @property
     def has_bias(self) -> bool:
+        """Whether the bias b is a control."""
         return "b" in self.controls
 
 
@@ -117,7 +174,7 @@ def _registry() -> dict[str, Configuration]:
 CONFIGURATIONS: dict[str, Configuration] = _registry()
 
 
-def configuration(name) -> Configuration:
+def configuration(name: str | Configuration) -> Configuration:
     """The registered configuration called `name` (InvalidInputError listing the names if none)."""
     if isinstance(name, Configuration):
         if CONFIGURATIONS.get(name.name) != name:
@@ -131,7 +188,45 @@ def configuration(name) -> Configuration:
 
 
 def stratum_dimension(d: int, r: int) -> int:
-    """Dimension d + r d − r(r−1)/2 of the state manifold {(m, Σ) : rank Σ = r} (SPEC §3)."""
+    """Dimension d + r d − r(r−1)/2 of the state manifold {(m, Σ) : rank Σ = r} (SPEC §3).
+
+    The rank of Σ(t) = Φ(t) Σ0 Φ(t)ᵀ is invariant, so the moments move on the stratum of rank
+    r, of dimension d (the mean) + r d − r(r−1)/2 (the covariance); full accessibility rank
+    means rank = this dimension.
+
+    Parameters
+    ----------
+    d : int
+        The dimension, d ≥ 1.
+    r : int
+        The covariance rank, 0 ≤ r ≤ d.
+
+    Returns
+    -------
+    int
+        d + r d − r(r−1)/2.
+
+    Raises
+    ------
+    InvalidInputError
+        If d is not a positive integer or r is not an integer in [0, d].
+
+    See Also
+    --------
+    accessibility_rank : compares the Lie-algebra rank with this dimension.
+
+    References
+    ----------
+    .. [1] riccati_tf theory, SPEC §3 "Rank invariance".
+    .. [2] riccati_tf theory, SPEC §4 "Reachability (time-varying controls)".
+    .. [3] V. Jurdjevic, "Geometric Control Theory", Cambridge University Press, 1997.
+
+    Examples
+    --------
+    >>> from riccati_tf.reachability.lie import stratum_dimension
+    >>> stratum_dimension(3, 3), stratum_dimension(3, 1), stratum_dimension(3, 0)
+    (9, 6, 3)
+    """
     d = as_count("d", d)
     r = _rank(r, d)
     return d + r * d - r * (r - 1) // 2
@@ -143,12 +238,12 @@ def stratum_dimension(d: int, r: int) -> int:
 _EXACT = (Fraction, numbers.Integral, type(QQ(1, 2)))
 
 
-def _is_exact(x) -> bool:
+def _is_exact(x: object) -> TypeGuard[numbers.Rational]:
     """True for exact rationals: ints (not bools), Fractions and QQ numbers."""
     return isinstance(x, _EXACT) and not isinstance(x, bool | np.bool_)
 
 
-def rational(x) -> Fraction:
+def rational(x: object) -> Fraction:
     """x as a rational: ints and Fractions exactly; any other real (validated as a finite
     float64) as (p/q)·2^k with y = x·2^−k ∈ [1/2, 1) read as the nearest p/q, q ≤
     RATIONAL_DENOMINATOR (a relative change ≲ 1e-24, so subnormal entries stay nonzero)."""
@@ -162,12 +257,13 @@ def rational(x) -> Fraction:
     return Fraction(y).limit_denominator(RATIONAL_DENOMINATOR) * Fraction(2) ** k
 
 
-def _qq(x):
+def _qq(x: object) -> Any:
     x = rational(x)
     return QQ(x.numerator, x.denominator)
 
 
-def rational_array(name: str, value, validated: np.ndarray | None = None) -> np.ndarray:
+def rational_array(name: str, value: ArrayLike,
+                   validated: NDArray[np.float64] | None = None) -> NDArray[np.object_]:
     """`value` as an object array of Fractions, of the shape of `validated` (its float64 reading
     by `state.validation`, `as_array(name, value)` when not given). Arrays and lists whose
     entries are all ints or Fractions are kept exactly; otherwise every float64 entry is read
@@ -180,7 +276,7 @@ def rational_array(name: str, value, validated: np.ndarray | None = None) -> np.
     return np.vectorize(rational, otypes=[object])(arr)
 
 
-def exact_rank(rows: Sequence[Sequence]) -> int:
+def exact_rank(rows: Sequence[Sequence[object]]) -> int:
     """Rank over QQ of a list of rational vectors."""
     ech = _Echelon()
     return sum(ech.add({i: _qq(x) for i, x in enumerate(row) if x != 0}) for row in rows)
@@ -193,11 +289,11 @@ class _Echelon:
     vector against the rows in insertion order leaves no pivot key in it.
     """
 
-    def __init__(self, budget: _Budget | None = None):
-        self.rows: list[tuple[object, dict]] = []
+    def __init__(self, budget: _Budget | None = None) -> None:
+        self.rows: list[tuple[object, dict[Any, Any]]] = []
         self.budget = budget
 
-    def reduce(self, vec: dict) -> dict:
+    def reduce(self, vec: dict[Any, Any]) -> dict[Any, Any]:
         vec = dict(vec)
         for key, row in self.rows:
             c = vec.get(key)
@@ -212,7 +308,7 @@ class _Echelon:
                         vec.pop(k, None)
         return vec
 
-    def add(self, vec: dict) -> bool:
+    def add(self, vec: dict[Any, Any]) -> bool:
         """Add vec; True when it was independent of the rows already stored."""
         vec = self.reduce(vec)
         if not vec:
@@ -223,7 +319,7 @@ class _Echelon:
         return True
 
 
-def generic_matrix(d: int, name: str) -> np.ndarray:
+def generic_matrix(d: int, name: str) -> NDArray[np.object_]:
     """A fixed 'generic' rational d×d matrix I + N/4, N with entries in {−2, …, 2}, drawn from a
     seed made of d ≤ 100 and name (reproducible; invertible by construction check)."""
     d = as_count("d", d, maximum=100)
@@ -240,6 +336,9 @@ def generic_matrix(d: int, name: str) -> np.ndarray:
 
 # --------------------------------------------------------------------------- the control system
 
+#: a polynomial vector field on z = (m, vech Σ): its n_state components
+Field = tuple[PolyElement, ...]
+
 def state_names(d: int) -> list[str]:
     """Names of the coordinates of z = (m, vech Σ): m1, …, md, s1_1, s2_1, s2_2, …"""
     return [f"m{i + 1}" for i in range(d)] + [f"s{i + 1}_{j + 1}" for i, j in _vech_pairs(d)]
@@ -251,7 +350,8 @@ def _vech_pairs(d: int) -> list[tuple[int, int]]:
 
 
 @lru_cache(maxsize=16)
-def _state_ring(d: int):
+def _state_ring(d: int) -> tuple[Any, tuple[PolyElement, ...], NDArray[np.object_],
+                                 NDArray[np.object_]]:
     R, *gens = ring(",".join(state_names(d)), QQ)
     m = np.array(gens[:d], dtype=object)
     S = np.empty((d, d), dtype=object)
@@ -260,7 +360,7 @@ def _state_ring(d: int):
     return R, tuple(gens), m, S
 
 
-def _unit(d: int, i: int, j: int | None = None) -> np.ndarray:
+def _unit(d: int, i: int, j: int | None = None) -> NDArray[np.object_]:
     """e_i (j None) or E_ij as an object array of Python ints."""
     E = np.zeros(d if j is None else (d, d), dtype=object)
     E[i if j is None else (i, j)] = 1
@@ -283,17 +383,19 @@ class ControlSystem:
     names: tuple[str, ...]
     monomials: tuple[tuple[tuple[str, tuple[int, ...]], ...], ...]
     fields: tuple[tuple[PolyElement, ...], ...]
-    exact_fixed: Mapping[str, np.ndarray]
+    exact_fixed: Mapping[str, NDArray[np.object_]]
 
     @property
     def n_state(self) -> int:
+        """The dimension d + d(d+1)/2 of z = (m, vech Σ)."""
         return self.d + self.d * (self.d + 1) // 2
 
     @property
-    def fixed(self) -> dict[str, np.ndarray]:
+    def fixed(self) -> dict[str, NDArray[np.float64]]:
+        """The held parameters as float arrays."""
         return {k: np.array(v, dtype=float) for k, v in self.exact_fixed.items()}
 
-    def params(self, controls: Mapping[str, np.ndarray] | None = None) -> Params:
+    def params(self, controls: Mapping[str, NDArray[np.float64]] | None = None) -> Params:
         """The layer Params with the held parameters and the given control values (controls
         not given are 0)."""
         conf = self.configuration
@@ -309,12 +411,14 @@ class ControlSystem:
         vals = {**self.fixed, **zeros, **controls}
         return Params(vals["A"], B=vals["B"], V=vals["V"], b=vals["b"])
 
-    def monomial_values(self, params: Params) -> np.ndarray:
+    def monomial_values(self, params: Params) -> NDArray[np.float64]:
         """u_i = the control monomials at params (u_0 = 1 for the drift); one head only."""
         if not isinstance(params, Params) or params.d != self.d or params.B is None:
             raise InvalidInputError(f"params must be a one-head riccati_tf.Params on "
                                     f"R^{self.d}, got {params!r:.80}")
-        blocks = {"A": params.A, "B": params.B, "V": params.V, "b": params.b}
+        V, b = params.V, params.b
+        assert V is not None and b is not None  # a one-head Params carries V (with B) and b
+        blocks = {"A": params.A, "B": params.B, "V": V, "b": b}
         with np.errstate(over="ignore"):
             out = np.array([np.prod([blocks[p][idx] for p, idx in mono]) if mono else 1.0
                             for mono in self.monomials])
@@ -322,7 +426,7 @@ class ControlSystem:
             raise SolverError("a control monomial (a product V_kl·B_ij) overflows float64")
         return out
 
-    def evaluate(self, z) -> np.ndarray:
+    def evaluate(self, z: ArrayLike) -> NDArray[np.object_]:
         """Exact values of every field at the state z = (m, vech Σ) (ints and Fractions exactly,
         floats by `rational`): an (n_fields, n_state) object array of QQ numbers."""
         point = [_qq(x) for x in rational_array("z", z, as_vector("z", z, self.n_state))]
@@ -333,11 +437,12 @@ class ControlSystem:
         return [Matrix([p.as_expr() for p in f]) for f in self.fields]
 
 
-def _eval(p: PolyElement, point):
+def _eval(p: PolyElement, point: Sequence[Any]) -> Any:
     return p(*point) if p else QQ(0)
 
 
-def _fixed_values(conf: Configuration, d: int, fixed) -> dict[str, np.ndarray]:
+def _fixed_values(conf: Configuration, d: int,
+                  fixed: Mapping[str, ArrayLike] | None) -> dict[str, NDArray[np.object_] | None]:
     """The held parameters as exact rationals: `fixed` (None or a mapping from the non-control
     parameter names to values), the configuration's tied defaults, zeros for the rest."""
     allowed = [p for p in PARAMETERS if p not in conf.controls]
@@ -356,7 +461,7 @@ def _fixed_values(conf: Configuration, d: int, fixed) -> dict[str, np.ndarray]:
             raise InvalidInputError(f"fixed has an unknown parameter {key!r}; the parameters "
                                     f"that can be held with controls {conf.name!r} are "
                                     f"{', '.join(allowed)}")
-    out = {}
+    out: dict[str, NDArray[np.object_] | None] = {}
     for p in PARAMETERS:
         if p in conf.controls:
             out[p] = None
@@ -371,7 +476,7 @@ def _fixed_values(conf: Configuration, d: int, fixed) -> dict[str, np.ndarray]:
     return out
 
 
-def _dimension(d, max_dimension) -> int:
+def _dimension(d: int, max_dimension: int) -> int:
     d = as_count("d", d)
     limit = as_count("max_dimension", max_dimension)
     if d > limit:
@@ -381,12 +486,14 @@ def _dimension(d, max_dimension) -> int:
     return d
 
 
-def _lift(R, arr: np.ndarray) -> np.ndarray:
+def _lift(R: Any, arr: NDArray[np.object_]) -> NDArray[np.object_]:
     return np.vectorize(lambda x: R(_qq(x)), otypes=[object])(arr)
 
 
 @lru_cache(maxsize=64)
-def _cached_system(name: str, d: int, fixed_key) -> ControlSystem:
+def _cached_system(name: str, d: int,
+                   fixed_key: tuple[tuple[str, tuple[Any, ...], tuple[int, ...]], ...]
+                   ) -> ControlSystem:
     conf = CONFIGURATIONS[name]
     fixed = {k: np.array(v, dtype=object).reshape(shape) for k, v, shape in fixed_key}
     R, _, m, S = _state_ring(d)
@@ -394,7 +501,7 @@ def _cached_system(name: str, d: int, fixed_key) -> ControlSystem:
     zero_v = np.array([R.zero] * d, dtype=object)
     zero_m = np.array([[R.zero] * d for _ in range(d)], dtype=object)
 
-    def field(mean_part, cov_part) -> tuple:
+    def field(mean_part: NDArray[np.object_], cov_part: NDArray[np.object_]) -> Field:
         return tuple(mean_part) + tuple(cov_part[i, j] for i, j in pairs)
 
     def t_A(A):  # (A m, A Σ + Σ Aᵀ)
@@ -453,7 +560,8 @@ def _cached_system(name: str, d: int, fixed_key) -> ControlSystem:
     return ControlSystem(conf, d, tuple(names), tuple(monos), tuple(fields), exact_fixed)
 
 
-def control_system(controls, d: int, *, fixed: Mapping | None = None,
+def control_system(controls: str | Configuration, d: int, *,
+                   fixed: Mapping[str, ArrayLike] | None = None,
                    max_dimension: int = MAX_DIMENSION) -> ControlSystem:
     """The control-affine form ż = f0(z) + Σ u_i g_i(z) of the moment equations (SPEC §2) for the
     configuration `controls` in R^d (1 ≤ d ≤ max_dimension, see MAX_DIMENSION); `fixed`
@@ -468,7 +576,7 @@ def control_system(controls, d: int, *, fixed: Mapping | None = None,
 
 # --------------------------------------------------------------------------- brackets
 
-def _jacobian(field: tuple, gens) -> list[list[PolyElement]]:
+def _jacobian(field: Field, gens: Sequence[PolyElement]) -> list[list[PolyElement]]:
     return [[p.diff(x) for x in gens] for p in field]
 
 
@@ -476,7 +584,7 @@ class _Budget:
     """Work units left (term products and eliminations, each weighted by `weight`, the size of
     the rational numbers in 64-bit words); SolverError when spent."""
 
-    def __init__(self, limit: int, weight: int = 1):
+    def __init__(self, limit: int, weight: int = 1) -> None:
         self.limit = self.left = limit
         self.weight = weight
 
@@ -492,8 +600,8 @@ class _Budget:
         return self.limit - self.left
 
 
-def lie_bracket(f: tuple, g: tuple, gens, order: int | None = None, *,
-                budget: _Budget | None = None) -> tuple:
+def lie_bracket(f: Field, g: Field, gens: Sequence[PolyElement], order: int | None = None, *,
+                budget: _Budget | None = None) -> Field:
     """[f, g](z) = Dg(z) f(z) − Df(z) g(z) for polynomial fields given componentwise
     (terms of total degree above `order` dropped when it is given); every product of two
     polynomials is charged len·len units to `budget` when one is given."""
@@ -515,20 +623,20 @@ def lie_bracket(f: tuple, g: tuple, gens, order: int | None = None, *,
     return tuple(out) if order is None else _truncate(tuple(out), order)
 
 
-def _truncate(field: tuple, order: int) -> tuple:
+def _truncate(field: Field, order: int) -> Field:
     """The field's terms of total degree ≤ order."""
     return tuple(p.ring.from_dict({m: c for m, c in p.items() if sum(m) <= order})
                  for p in field)
 
 
-def _shift(field: tuple, z) -> tuple:
+def _shift(field: Field, z: Sequence[Any]) -> Field:
     """The field in the coordinates w = z − z0: each component p(z0 + w)."""
     gens = field[0].ring.gens
     subs = [(g, g + c) for g, c in zip(gens, z, strict=True) if c]
     return tuple(p.compose(subs) if p and subs else p for p in field)
 
 
-def _float_rows(rows: list, n: int) -> np.ndarray:
+def _float_rows(rows: Sequence[Sequence[Any]], n: int) -> NDArray[np.float64]:
     """Rational rows as floats; a row with an entry beyond the float64 range (a point of size
     ~1e300 makes quadratic fields ~1e600) is first divided by a power of two."""
     out = np.zeros((len(rows), n))
@@ -540,20 +648,21 @@ def _float_rows(rows: list, n: int) -> np.ndarray:
     return out
 
 
-def _field_coefficients(field: tuple) -> dict:
+def _field_coefficients(field: Field) -> dict[tuple[int, tuple[int, ...]], Any]:
     return {(k, mono): c for k, p in enumerate(field) for mono, c in p.items()}
 
 
 # --------------------------------------------------------------------------- points
 
-def _random_rational(rng, shape) -> np.ndarray:
+def _random_rational(rng: np.random.Generator, shape: tuple[int, ...]) -> NDArray[np.object_]:
     """Entries ±k/l with k ∈ {1, …, 6}, l ∈ {1, 2, 3} (never 0: zeros make points special)."""
     num = rng.integers(1, 7, size=shape) * rng.choice([-1, 1], size=shape)
     den = rng.integers(1, 4, size=shape)
     return np.vectorize(lambda a, b: Fraction(int(a), int(b)), otypes=[object])(num, den)
 
 
-def stratum_point(d: int, r: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+def stratum_point(d: int, r: int,
+                  seed: int = 0) -> tuple[NDArray[np.object_], NDArray[np.object_]]:
     """A random rational point (m, Σ = L Lᵀ) with rank Σ = r exactly (L rational d×r)."""
     d = as_count("d", d)
     r = _rank(r, d)
@@ -565,14 +674,15 @@ def stratum_point(d: int, r: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray
             return mean, L @ L.T if r else np.array([[Fraction(0)] * d] * d, dtype=object)
 
 
-def _rank(r, d: int) -> int:
+def _rank(r: int, d: int) -> int:
     r = as_count("rank", r, minimum=0)
     if r > d:
         raise InvalidInputError(f"rank must be ≤ d = {d}, got {r}")
     return r
 
 
-def rational_point(point, d: int, rank: int | None = None) -> tuple[np.ndarray, np.ndarray, int]:
+def rational_point(point: Gaussian | Sequence[ArrayLike], d: int, rank: int | None = None
+                   ) -> tuple[NDArray[np.object_], NDArray[np.object_], int]:
     """(m, Σ, r) as exact rationals from a Gaussian or a (mean, cov) pair.
 
     mean and cov are validated by `state.validation` (a vector of length d, a symmetric PSD
@@ -583,6 +693,8 @@ def rational_point(point, d: int, rank: int | None = None) -> tuple[np.ndarray, 
     of `rank` when given (the largest `rank` eigenvalues are kept). Eigenvalues are computed on
     Σ scaled by a power of 4, so the rank and the factor are the same at every magnitude.
     """
+    mean: ArrayLike
+    cov: ArrayLike
     if isinstance(point, Gaussian):
         mean, cov = point.mean, point.cov
     else:
@@ -613,14 +725,70 @@ def rational_point(point, d: int, rank: int | None = None) -> tuple[np.ndarray, 
 class Accessibility:
     """Rank of the Lie algebra generated by {f0, g_i} at a point, against the stratum dimension.
 
-    rank: dim span{brackets up to `depth`}(z0) (exact over QQ); expected: d + r d − r(r−1)/2;
-    mean_rank: rank of the span's mean components; words: brackets whose values at z0 form a basis
-    of the span, basis: those values (rank, n_state) as floats, in the coordinates z = (m, vech Σ)
-    of `lie.state_names` (a row beyond the float64 range divided by a power of two);
-    depth_reached: the length of the longest word needed; n_fields: number
-    of (identically independent) brackets examined; mean, cov: the point (floats of the exact
-    rationals used); fixed: the held parameters; has_bias: b is a control or held nonzero;
-    work: the work spent (units of MAX_WORK).
+    For ż = f0(z) + Σ_i u_i g_i(z), z = (m, vech Σ), the rank of span{[X_1, [X_2, …, X_k]](z0)}
+    is compared with the dimension d + r d − r(r−1)/2 of the stratum {rank Σ = r}: equality
+    (`full`) is the Lie-algebra rank condition. `explain()` says what the rank means.
+
+    Parameters
+    ----------
+    controls : str
+        The configuration's name.
+    d : int
+        The dimension.
+    cov_rank : int
+        r = rank Σ at the point.
+    rank : int
+        dim span{brackets up to `depth`}(z0), exact over QQ.
+    expected : int
+        d + r d − r(r−1)/2.
+    mean_rank : int
+        The rank of the span's mean components.
+    depth : int
+        The deepest bracket length explored.
+    depth_reached : int
+        The length of the longest word needed.
+    words : tuple of str
+        Brackets whose values at z0 form a basis of the span.
+    n_fields : int
+        The number of (identically independent) brackets examined.
+    mean : (d,) ndarray
+        The point's mean (floats of the exact rationals used).
+    cov : (d, d) ndarray
+        The point's covariance (floats of the exact rationals used).
+    fixed : mapping of str to ndarray
+        The held parameters.
+    has_bias : bool
+        Whether b is a control or held nonzero.
+    basis : (rank, n_state) ndarray
+        The values of `words` at z0 in the coordinates z = (m, vech Σ) of `lie.state_names`
+        (a row beyond the float64 range divided by a power of two).
+    work : int, optional
+        The work spent (units of `MAX_WORK`).
+
+    Raises
+    ------
+    None
+        Built by `accessibility_rank`.
+
+    See Also
+    --------
+    accessibility_rank : computes it.
+    accessibility_table : one per configuration, dimension and rank.
+
+    References
+    ----------
+    .. [1] riccati_tf theory, SPEC §3 "Rank invariance".
+    .. [2] riccati_tf theory, SPEC §4 "Reachability (time-varying controls)".
+    .. [3] V. Jurdjevic, "Geometric Control Theory", Cambridge University Press, 1997.
+
+    Examples
+    --------
+    Without a bias the "affine" orbits at Σ ≻ 0 keep mᵀΣ⁻¹m, so one direction is missing:
+
+    >>> from riccati_tf.reachability.lie import accessibility_rank
+    >>> acc = accessibility_rank("affine-nobias", 2)
+    >>> acc.rank, acc.expected, acc.full
+    (4, 5, False)
     """
 
     controls: str
@@ -666,20 +834,90 @@ class Accessibility:
                        "unreachable.")
 
 
-def accessibility_rank(controls, d: int, point=None, depth: int = DEFAULT_DEPTH, *,
-                       rank: int | None = None, fixed: Mapping | None = None,
+def accessibility_rank(controls: str | Configuration | ControlSystem, d: int,
+                       point: Gaussian | Sequence[ArrayLike] | None = None,
+                       depth: int = DEFAULT_DEPTH, *,
+                       rank: int | None = None, fixed: Mapping[str, ArrayLike] | None = None,
                        seed: int = 0, max_work: int = MAX_WORK,
                        max_dimension: int = MAX_DIMENSION) -> Accessibility:
     """Rank of span{[X_1, [X_2, …, X_k]](z0) : k ≤ depth, X_i ∈ {f0, g_1, …}} for the system
     ż = f0(z) + Σ u_i g_i(z) of configuration `controls` in R^d (exact rational arithmetic).
 
-    point: a Gaussian or (mean, cov), read as exact rationals on the stratum of its numerical
-    rank (or of `rank` when given; see `rational_point`); None draws a random rational point on
-    the stratum of rank `rank` (default d: a generic positive-definite point; `seed` ≥ 0 picks
-    it), which gives the generic rank with probability one. fixed: held parameters (see
-    `control_system`). depth ≤ MAX_DEPTH; d ≤ max_dimension (MAX_DIMENSION); max_work: the
-    work budget (MAX_WORK; SolverError when spent).
-    Stops early once the rank equals the stratum dimension d + r d − r(r−1)/2.
+    The moment equations ṁ = (A + V)m + VΣBm + b, Σ̇ = AΣ + ΣAᵀ + VΣBΣ + ΣBᵀΣVᵀ are written
+    on z = (m, vech Σ) with one field per control monomial; brackets
+    [f, g](z) = Dg(z) f(z) − Df(z) g(z) are generated right-normed, level by level, as
+    polynomials over QQ (jets at z0 truncated to the order still needed), a bracket dependent on
+    those kept being dropped with its extensions (exact). The rank found is a lower bound of the
+    Lie-algebra rank, exact once it reaches the stratum dimension d + r d − r(r−1)/2, where the
+    computation stops. By Nagano's theorem the rank is constant along orbits, which contain the
+    reachable sets.
+
+    Parameters
+    ----------
+    controls : str, Configuration or ControlSystem
+        A configuration of `CONFIGURATIONS` (by name), or a control system already built by
+        `control_system`.
+    d : int
+        The dimension, 1 ≤ d ≤ max_dimension.
+    point : Gaussian or (mean, cov) pair, optional
+        z0, read as exact rationals on the stratum of its numerical rank (or of `rank` when
+        given; see `rational_point`): ints and Fractions exactly, floats as nearby rationals.
+        None (default) draws a random rational point on the stratum of rank `rank`, which gives
+        the generic rank with probability one.
+    depth : int, optional
+        The longest bracket, 1 ≤ depth ≤ `MAX_DEPTH` (default `DEFAULT_DEPTH`).
+    rank : int, optional
+        The covariance rank r (default: the point's numerical rank, or d for a random point).
+    fixed : mapping of str to array_like, optional
+        Held parameters: (d, d) matrices for "A", "B", "V", a (d,) vector for "b" (see
+        `control_system`; tied ones default to `generic_matrix(d, name)`, the others to 0).
+    seed : int, optional
+        Picks the random point (≥ 0; default 0).
+    max_work : int, optional
+        The work budget (default `MAX_WORK`).
+    max_dimension : int, optional
+        The largest d accepted (default `MAX_DIMENSION`).
+
+    Returns
+    -------
+    Accessibility
+        The rank, the stratum dimension, the basis words and their values at z0.
+
+    Raises
+    ------
+    InvalidInputError
+        If controls is not a registered configuration, d exceeds max_dimension, `fixed` is
+        given with a ControlSystem or names a control or an unknown parameter, a ControlSystem
+        acts on another dimension, depth, seed, max_work or rank is out of range, or the point
+        is not a Gaussian or a (mean, cov) pair of a length-d mean and a symmetric positive
+        semidefinite d × d covariance with finite entries.
+    SolverError
+        If the work budget is spent.
+
+    See Also
+    --------
+    accessibility_table : the ranks of every configuration on every stratum.
+    stratum_dimension : the dimension compared with.
+    steer : steers between Gaussians (the shooting route runs this test first).
+
+    References
+    ----------
+    .. [1] riccati_tf theory, SPEC §3 "Rank invariance".
+    .. [2] riccati_tf theory, SPEC §4 "Reachability (time-varying controls)".
+    .. [3] V. Jurdjevic, "Geometric Control Theory", Cambridge University Press, 1997.
+
+    Examples
+    --------
+    The affine controls satisfy the rank condition; in d = 1 the value matrix alone (B held,
+    no bias) has the single field g[V_11]:
+
+    >>> from riccati_tf.reachability.lie import accessibility_rank
+    >>> acc = accessibility_rank("affine", 2)
+    >>> acc.rank, acc.expected, acc.full
+    (5, 5, True)
+    >>> acc = accessibility_rank("values-nobias", 1)
+    >>> acc.rank, acc.expected, acc.words
+    (1, 2, ('g[V_11]',))
     """
     if isinstance(controls, ControlSystem) and fixed is not None:
         raise InvalidInputError("fixed applies to a configuration name; a ControlSystem already "
@@ -712,7 +950,8 @@ def accessibility_rank(controls, d: int, point=None, depth: int = DEFAULT_DEPTH,
     words, basis = [], []
     reached = 0
 
-    def keep_independent(candidates, order, kept):
+    def keep_independent(candidates: list[tuple[int, str, Field]], order: int,
+                         kept: list[tuple[int, str, Field]]) -> list[tuple[int, str, Field]]:
         """Those candidate jets independent (to `order`) of the kept ones and of each other."""
         nonlocal reached
         ech = _Echelon(budget)
@@ -764,15 +1003,66 @@ def accessibility_rank(controls, d: int, point=None, depth: int = DEFAULT_DEPTH,
 
 # --------------------------------------------------------------------------- the table
 
-def accessibility_table(dims: Sequence[int] = (1, 2, 3), controls: Sequence[str] | None = None,
+def accessibility_table(dims: Sequence[int] | int = (1, 2, 3),
+                        controls: Sequence[str] | str | None = None,
                         depth: int = DEFAULT_DEPTH, seed: int = 0, *,
                         max_rows: int = MAX_TABLE_ROWS,
                         max_work: int = MAX_TABLE_WORK) -> tuple[Accessibility, ...]:
-    """`accessibility_rank` for every configuration (default: all registered; a single name is
-    one configuration), every d in dims and every covariance rank r = 0, …, d, at random
-    rational points of each stratum (fixed seed). At most max_rows rows (MAX_TABLE_ROWS);
-    max_work is the work budget of the whole table (MAX_TABLE_WORK; each row also at most
-    MAX_WORK; SolverError when spent)."""
+    """`accessibility_rank` for every configuration, every d in dims and every covariance rank
+    r = 0, …, d, at random rational points of each stratum (fixed seed).
+
+    Each row compares the rank of the span of the brackets of ż = f0(z) + Σ u_i g_i(z) up to
+    `depth` with the stratum dimension d + r d − r(r−1)/2; `python -m
+    riccati_tf.reachability.lie --table` writes these rows to docs/accessibility.md.
+
+    Parameters
+    ----------
+    dims : sequence of int, or int, optional
+        The dimensions (default (1, 2, 3)); each ≤ `MAX_DIMENSION`.
+    controls : sequence of str, or str, optional
+        Configuration names (default: all registered; a single name is one configuration).
+    depth : int, optional
+        The longest bracket (default `DEFAULT_DEPTH`).
+    seed : int, optional
+        Picks the random points (default 0).
+    max_rows : int, optional
+        The most rows (default `MAX_TABLE_ROWS`).
+    max_work : int, optional
+        The work budget of the whole table (default `MAX_TABLE_WORK`; each row also at most
+        `MAX_WORK`).
+
+    Returns
+    -------
+    tuple of Accessibility
+        One row per (configuration, d, r), in that order.
+
+    Raises
+    ------
+    InvalidInputError
+        If a configuration name is not registered, dims or controls is not a list (or a single
+        item), a dimension exceeds `MAX_DIMENSION`, the table would exceed max_rows, or depth,
+        seed or max_work is out of range.
+    SolverError
+        If the work budget is spent.
+
+    See Also
+    --------
+    accessibility_rank : one row.
+    stratum_dimension : the dimension each row is compared with.
+
+    References
+    ----------
+    .. [1] riccati_tf theory, SPEC §3 "Rank invariance".
+    .. [2] riccati_tf theory, SPEC §4 "Reachability (time-varying controls)".
+    .. [3] V. Jurdjevic, "Geometric Control Theory", Cambridge University Press, 1997.
+
+    Examples
+    --------
+    >>> from riccati_tf.reachability.lie import accessibility_table
+    >>> rows = accessibility_table([1, 2], controls="affine")
+    >>> [(row.d, row.cov_rank, row.rank, row.expected) for row in rows]
+    [(1, 0, 1, 1), (1, 1, 2, 2), (2, 0, 2, 2), (2, 1, 4, 4), (2, 2, 5, 5)]
+    """
     names = list(CONFIGURATIONS) if controls is None else [
         configuration(c).name for c in _items("controls", controls, str)]
     dims = [_dimension(d, MAX_DIMENSION) for d in _items("dims", dims, numbers.Integral)]
@@ -781,7 +1071,7 @@ def accessibility_table(dims: Sequence[int] = (1, 2, 3), controls: Sequence[str]
         raise InvalidInputError(f"the table would have {rows} rows, more than max_rows = "
                                 f"{max_rows}; pass fewer dims or controls, or a larger max_rows")
     left = as_count("max_work", max_work)
-    out = []
+    out: list[Accessibility] = []
     for name in names:
         for d in dims:
             for r in range(d + 1):
@@ -799,7 +1089,7 @@ def accessibility_table(dims: Sequence[int] = (1, 2, 3), controls: Sequence[str]
     return tuple(out)
 
 
-def _items(name: str, value, single: type) -> list:
+def _items(name: str, value: object, single: type) -> list[Any]:
     """value as a list: a single `single` item is a one-item list; other non-sequences (and
     mappings, sets) are refused."""
     if isinstance(value, single) and not isinstance(value, bool | np.bool_):

@@ -33,11 +33,12 @@ from __future__ import annotations
 import itertools
 import math
 import warnings
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 from scipy.linalg import expm, logm
 from scipy.optimize import least_squares
 
@@ -50,6 +51,16 @@ from ..state.validation import as_array, as_count, as_matrix, as_time, as_vector
 
 if TYPE_CHECKING:
     from .lie import Accessibility, ControlSystem
+
+__all__ = [
+    "DEFAULT_TEMPERATURE",
+    "DEFAULT_TOL",
+    "MAX_DIMENSION",
+    "MAX_HORIZON",
+    "MAX_PIECES",
+    "ControlPlan",
+    "steer",
+]
 
 #: covariance rank: eigenvalues above RANK_RTOL · λ_max count
 RANK_RTOL = 1e-10
@@ -113,7 +124,7 @@ _DOP853_EVALUATIONS = 12
 
 # --------------------------------------------------------------------------- linear algebra
 
-def _norm(x) -> tuple[float, int]:
+def _norm(x: ArrayLike) -> tuple[float, int]:
     """(n, k) with ‖x‖_F = n·2^k, computed on x scaled by a power of two (no overflow, no
     underflow); (inf, 0) when x holds a non-finite entry."""
     x = np.asarray(x, dtype=float)
@@ -177,7 +188,8 @@ def covariance_factor(cov: np.ndarray, r: int) -> tuple[np.ndarray, np.ndarray]:
     return U, np.ldexp(U * np.sqrt(np.clip(eig[d - r:], 0.0, None)), e // 2)
 
 
-def _sym_function(S: np.ndarray, fn) -> np.ndarray:
+def _sym_function(S: np.ndarray,
+                  fn: Callable[[NDArray[np.float64]], NDArray[np.float64]]) -> np.ndarray:
     eig, vec = np.linalg.eigh(0.5 * (S + S.T))
     return (vec * fn(eig)) @ vec.T
 
@@ -223,13 +235,13 @@ class Transport:
         multiple of ln 2 (|det Φ̃| ≈ 1, so any scale of Φ1 is handled); SolverError unless
         ‖e^{log Φ̃} − Φ̃‖ ≤ LOG_RTOL ‖Φ̃‖."""
         d = self.Phi.shape[0]
-        c = round(np.trace(self.log_P) / d / math.log(2)) * math.log(2)
+        c = round(float(np.trace(self.log_P)) / d / math.log(2)) * math.log(2)
         Phi = expm(self.log_Q) @ expm(self.log_P - c * np.eye(d))
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # accuracy is checked below
             K = logm(Phi)
         if np.iscomplexobj(K):
-            if np.linalg.norm(K.imag) > 1e-10 * max(np.linalg.norm(K.real), 1.0):
+            if np.linalg.norm(K.imag) > 1e-10 * max(float(np.linalg.norm(K.real)), 1.0):
                 raise SolverError("the principal logarithm of Φ1 is not real: Φ1 has an "
                                   "eigenvalue on the negative real axis")
             K = K.real
@@ -394,7 +406,8 @@ class TrackingPiece:
         return self.A, B, self.V, b
 
 
-def _layer(A, *, B=None, V=None, b=None) -> Params:
+def _layer(A: np.ndarray, *, B: np.ndarray | None = None, V: np.ndarray | None = None,
+           b: np.ndarray | None = None) -> Params:
     """Params of a plan; SolverError when a control left float64 (e.g. B = Σ⁺/s for a
     covariance near the smallest floats)."""
     if not all(np.all(np.isfinite(x)) for x in (A, B, V, b) if x is not None):
@@ -431,7 +444,7 @@ class Frame:
     def gaussian(self, g: Gaussian) -> Gaussian:
         return Gaussian(np.ldexp(g.mean, -self.f), np.ldexp(g.cov, -self.e))
 
-    def params(self, A, B, V, b) -> Params:
+    def params(self, A: np.ndarray, B: np.ndarray, V: np.ndarray, b: np.ndarray) -> Params:
         """The layer (A, B, V, b) in the frame's units (SolverError if it leaves float64)."""
         with np.errstate(over="ignore", under="ignore"):
             return _layer(np.ldexp(A, self.g), B=np.ldexp(B, self.e), V=np.ldexp(V, self.g),
@@ -461,12 +474,13 @@ def _mean_scale(start: Gaussian, target: Gaussian) -> tuple[float, int]:
     return max(sizes, key=_log2)
 
 
-def _error(mean, cov, target_mean, target_cov, mean_scale: tuple[float, int]) -> float:
+def _error(mean: np.ndarray, cov: np.ndarray, target_mean: np.ndarray, target_cov: np.ndarray,
+           mean_scale: tuple[float, int]) -> float:
     return max(_ratio(_norm(mean - target_mean), mean_scale),
                _ratio(_norm(cov - target_cov), _norm(target_cov)))
 
 
-def terminal_error(mean, cov, start: Gaussian, target: Gaussian) -> float:
+def terminal_error(mean: ArrayLike, cov: ArrayLike, start: Gaussian, target: Gaussian) -> float:
     """max(‖m − m1‖ / s_m, ‖Σ − Σ1‖_F / ‖Σ1‖_F) with s_m = max(‖m0‖, ‖m1‖, ‖Σ0‖^½, ‖Σ1‖^½):
     the covariance relative to the target's, the mean in the unit of the problem's largest
     mean or spread (each absolute where its scale is 0). Norms of arrays scaled by powers of
@@ -477,17 +491,85 @@ def terminal_error(mean, cov, start: Gaussian, target: Gaussian) -> float:
         return _error(mean, cov, target.mean, target.cov, _mean_scale(start, target))
 
 
+#: a piece of a plan: constant parameters or tracking attention
+Piece: TypeAlias = "ConstantPiece | TrackingPiece"
+
+
 @dataclass(frozen=True, eq=False)
 class ControlPlan:
     """Controls t ↦ Params on [0, t_final] steering N(m0, Σ0) to N(m1, Σ1).
 
-    route: "polar" (affine pieces A = log P/τ1, A = log Q/τ2), "attention" (tracking attention,
-    V constant, B(t) = Σ(t)⁺R), or "shooting" (piecewise-constant controls found numerically).
-    pieces: the pieces in time order (each has t0, t1 and params(t)); residual: the terminal
-    relative error found by `verify()` when the plan was made, against `tolerance`; success:
-    residual ≤ tolerance; transport: Φ1 (constructive routes); accessibility: the rank test at
-    the start (shooting); fixed: the parameters held constant in depth; message: what was done.
-    `T` is a read-only alias of t_final.
+    Under the controls the moments follow
+
+        ṁ = (A + V) m + V Σ B m + b,   Σ̇ = AΣ + ΣAᵀ + VΣBΣ + ΣBᵀΣVᵀ,
+
+    from (m0, Σ0) at depth 0 to (m1, Σ1) at depth t_final (within `tolerance`, checked by
+    `verify`). `params_at(t)` gives the layer at depth t, `integrate()` the moment trajectory
+    (piece by piece, never across a breakpoint), `particles(x0, ...)` the plan applied to a
+    token cloud; `T` is a read-only alias of t_final. Made by `steer`.
+
+    Parameters
+    ----------
+    start : Gaussian
+        N(m0, Σ0).
+    target : Gaussian
+        N(m1, Σ1).
+    t_final : float
+        The depth T of the plan.
+    controls : str
+        The configuration of `lie.CONFIGURATIONS` whose controls the plan uses.
+    route : {"polar", "attention", "shooting"}
+        "polar": affine pieces A = log P/τ1 then A = log Q/τ2; "attention": tracking attention,
+        V constant, B(t) = Σ(t)⁺R; "shooting": piecewise-constant controls found numerically.
+    pieces : tuple
+        The pieces in time order (each has t0, t1 and params(t)).
+    residual : float
+        The terminal relative error found by `verify()` when the plan was made.
+    tolerance : float
+        The bound the residual was checked against.
+    success : bool
+        residual ≤ tolerance.
+    message : str
+        What was done (and "FAILED: ..." when the verification failed).
+    fixed : mapping of str to ndarray
+        The parameters held constant in depth.
+    transport : Transport, optional
+        Φ1 with Φ1 Σ0 Φ1ᵀ = Σ1 (constructive routes).
+    accessibility : Accessibility, optional
+        The Lie-bracket rank test at the start (shooting route).
+
+    Raises
+    ------
+    None
+        Built by `steer`; its methods raise InvalidInputError for a depth outside [0, t_final]
+        or bad arguments, and SolverError when the integration fails or spends its budget.
+
+    See Also
+    --------
+    steer : makes the plan.
+    flow : integrates the moment equations for given parameters.
+    accessibility_rank : the Lie-algebra rank test of the shooting route.
+
+    References
+    ----------
+    .. [1] riccati_tf theory, SPEC §3 "Rank invariance".
+    .. [2] riccati_tf theory, SPEC §4 "Reachability (time-varying controls)".
+    .. [3] V. Jurdjevic, "Geometric Control Theory", Cambridge University Press, 1997.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from riccati_tf import Gaussian, steer
+    >>> start = Gaussian(np.zeros(1), np.eye(1))
+    >>> target = Gaussian(np.array([1.0]), np.array([[4.0]]))
+    >>> plan = steer(start, target, 1.0)
+    >>> plan.route, plan.success, plan.breakpoints
+    ('polar', True, array([0. , 0.5, 1. ]))
+    >>> traj = plan.integrate()
+    >>> np.allclose(traj.mean[-1], target.mean), np.allclose(traj.cov[-1], target.cov)
+    (True, True)
+    >>> np.round(plan.params_at(0.25).A, 4)
+    array([[1.3863]])
     """
 
     start: Gaussian
@@ -532,7 +614,7 @@ class ControlPlan:
         return r"$\theta(t) = \begin{cases}" + r" \\ ".join(cases) + r"\end{cases}$"
 
     @property
-    def breakpoints(self) -> np.ndarray:
+    def breakpoints(self) -> NDArray[np.float64]:
         """0 = t_0 < t_1 < … < t_n = t_final, the ends of the pieces."""
         return np.array([p.t0 for p in self.pieces] + [self.pieces[-1].t1])
 
@@ -568,7 +650,8 @@ class ControlPlan:
         with np.errstate(over="ignore", invalid="ignore"):
             return _error(end.mean, end.cov, target.mean, target.cov, (s_m[0], s_m[1] - frame.f))
 
-    def _run(self, rtol, atol, points_per_piece, max_steps) -> tuple[Frame, Gaussian, Trajectory]:
+    def _run(self, rtol: float, atol: float, points_per_piece: int,
+             max_steps: int) -> tuple[Frame, Gaussian, Trajectory]:
         """(the last frame, the final state in it, the trajectory in the original units)."""
         max_steps = as_count("max_steps", max_steps)
         rtol = as_time("rtol", rtol, maximum=0.5)
@@ -577,7 +660,9 @@ class ControlPlan:
         tol = max(atol * math.exp(-GROWTH_STEP), _TINY)  # relative to the smallest ‖Σ‖ there
         f = _mean_exponent(self.start, self.target)
         frame, state = Frame(0, 0), self.start
-        ts, means, covs = [], [], []
+        ts: list[np.ndarray] = []
+        means: list[np.ndarray] = []
+        covs: list[np.ndarray] = []
         n_subs = [max(math.ceil(min(p.rate * (p.t1 - p.t0) / GROWTH_STEP, 1e18)), 1)
                   for p in self.pieces]
         if sum(n_subs) > MAX_SUBINTERVALS:
@@ -611,21 +696,22 @@ class ControlPlan:
         return frame, state, Trajectory(t, mean, cov, "completed", None, "rk", None, rtol, atol)
 
     @staticmethod
-    def _flow(piece, frame: Frame, state: Gaussian, t0: float, grid, rtol, atol,
-              max_steps: int, spent: list) -> Trajectory:
+    def _flow(piece: Piece, frame: Frame, state: Gaussian, t0: float, grid: np.ndarray,
+              rtol: float, atol: float, max_steps: int, spent: list[int]) -> Trajectory:
         """One sub-interval [t0, t0 + grid[-1]] of a piece, integrated in `frame` with the depth
         measured in units 2^g ≈ the sub-interval's length (so that any T is integrated alike);
         the returned times are in the original units. spent[0] counts the evaluations."""
         frame = replace(frame, g=math.frexp(grid[-1])[1])
         if isinstance(piece, ConstantPiece):
             p = piece.layer
+            assert p.B is not None and p.V is not None and p.b is not None  # Params fills them
             layer = frame.params(p.A, p.B, p.V, p.b)
 
-            def fn(_s):
+            def fn(s: float) -> Params:
                 spent[0] += piece.cost
                 return layer
         else:
-            def fn(s):
+            def fn(s: float) -> Params:
                 spent[0] += piece.cost
                 return frame.params(*piece.arrays(t0 + math.ldexp(s, frame.g)))
         grid = np.ldexp(grid, -frame.g)
@@ -636,6 +722,7 @@ class ControlPlan:
         except InvalidInputError as exc:  # raised by the plan's own parameters
             raise SolverError(f"the plan cannot be integrated from t = {t0:.6g}: {exc}") from exc
         if traj.status != "completed":
+            assert traj.blowup_time is not None  # set with the status "blowup"
             raise SolverError(f"the plan's covariance blew up at t = "
                               f"{t0 + math.ldexp(traj.blowup_time, frame.g):.6g}")
         return replace(traj, t=np.ldexp(traj.t, frame.g))
@@ -648,7 +735,7 @@ class ControlPlan:
             raise SolverError(f"the integrated state at t = {t:.6g} is not a Gaussian ({exc}): "
                               f"the plan cannot be verified") from exc
 
-    def particles(self, x0: np.ndarray, *, steps_per_piece: int, method: str = "rk4",
+    def particles(self, x0: ArrayLike, *, steps_per_piece: int, method: str = "rk4",
                   keep_particles: bool = False, backend: str = "numpy",
                   device: str | None = None) -> ParticleRun:
         """The plan applied to a token cloud x0 (N, d) with `empirical.particles.simulate`
@@ -656,38 +743,44 @@ class ControlPlan:
         Returns the concatenated run; `particles` holds the final cloud only when keep_particles
         (shape (1, N, d)). backend/device as in `simulate`."""
         steps = as_count("steps_per_piece", steps_per_piece)
-        ts, means, covs = [], [], []
+        ts: list[np.ndarray] = []
+        means: list[np.ndarray] = []
+        covs: list[np.ndarray] = []
         x = as_array("x0", x0, ndim=2)
         if x.shape[1] != self.start.d:
             raise InvalidInputError(f"x0 must be an (N, d) cloud with d = {self.start.d}, got "
                                     f"shape {x.shape}")
         for k, piece in enumerate(self.pieces):
-            def fn(s, piece=piece):
+            def fn(s: float, piece: Piece = piece) -> Params:
                 return piece.params(piece.t0 + s)
 
             run = simulate(fn, x, piece.t1 - piece.t0, n_steps=steps, method=method,
                            keep_particles=True, backend=backend, device=device)
+            assert run.particles is not None  # kept: keep_particles=True
             x = run.particles[-1]
             sl = slice(None) if k == 0 else slice(1, None)
-            ts.append(piece.t0 + run.t[sl]), means.append(run.mean[sl]), covs.append(run.cov[sl])
+            ts.append(piece.t0 + run.t[sl])
+            means.append(run.mean[sl])
+            covs.append(run.cov[sl])
         return ParticleRun(np.concatenate(ts), np.concatenate(means), np.concatenate(covs),
                            x.shape[0], method, x[None] if keep_particles else None,
                            backend=run.backend)
 
 
-def _piece_kind(piece) -> str:
+def _piece_kind(piece: Piece) -> str:
     return "constant" if isinstance(piece, ConstantPiece) else "tracking attention"
 
 
-def _piece_latex(piece) -> str:
+def _piece_latex(piece: Piece) -> str:
     """A constant piece as its drift A and bias b (attention noted when present), a tracking
     piece as B(t) = Σ(t)⁺R."""
     if not isinstance(piece, ConstantPiece):
         return r"\text{tracking: } B(t) = \Sigma(t)^{+} R"
     M = latex_matrix(piece.layer.A)
     attention = r",\ \text{attention}" if any(np.any(V) and np.any(B)
-                                                for V, B in piece.layer.heads) else ""
+                                                for V, B in piece.layer.heads or ()) else ""
     b = piece.layer.b
+    assert b is not None  # Params fills b at construction
     bias = "" if M is None or not np.any(b) else rf",\ b = {latex_matrix(b[:, None])}"
     return (r"\text{constant}" if M is None else rf"A = {M}") + bias + attention
 
@@ -710,7 +803,8 @@ def _report(plan: ControlPlan) -> ControlPlan:
 
 # --------------------------------------------------------------------------- constructive routes
 
-def _polar_phases(tr: Transport, T: float, m0, m1):
+def _polar_phases(tr: Transport, T: float, m0: np.ndarray, m1: np.ndarray
+                  ) -> list[tuple[np.ndarray, np.ndarray, float, float, np.ndarray]]:
     """[(A_j, b_j, t0, t1, m_start)] for A = log P/τ1 then A = log Q/τ2, τ1 = τ2 = T/2."""
     tau = T / 2
     m_mid = 0.5 * m0 + 0.5 * m1
@@ -722,7 +816,8 @@ def _polar_phases(tr: Transport, T: float, m0, m1):
     return out
 
 
-def _check_mean_conditioning(phases, start: Gaussian, target: Gaussian, tol: float) -> None:
+def _check_mean_conditioning(phases: Sequence[tuple[np.ndarray, np.ndarray]], start: Gaussian,
+                             target: Gaussian, tol: float) -> None:
     """SolverError when a phase's flow e^G (G = generator·τ) amplifies the rounding of its
     starting mean m, eps·‖e^G‖‖m‖, beyond tol·s_m (s_m of `terminal_error`): the bias must then
     cancel e^G m to more digits than float64 holds, and no plan can be placed (or verified)
@@ -738,7 +833,8 @@ def _check_mean_conditioning(phases, start: Gaussian, target: Gaussian, tol: flo
                               f"2^{_log2(_norm(m)) - s_m:.0f} times the unit s_m of the error")
 
 
-def _polar_plan(start, target, T, r, tol, name) -> ControlPlan:
+def _polar_plan(start: Gaussian, target: Gaussian, T: float, r: int, tol: float,
+                name: str) -> ControlPlan:
     tr = transport(start.cov, target.cov, r)
     _check_mean_conditioning([(tr.log_P, start.mean), (tr.log_Q, 0.5 * start.mean +
                                                        0.5 * target.mean)], start, target, tol)
@@ -752,7 +848,9 @@ def _polar_plan(start, target, T, r, tol, name) -> ControlPlan:
                                        {"B": np.zeros((d, d)), "V": np.zeros((d, d))}, tr)))
 
 
-def _attention_plan(start, target, T, r, tol, name, A, V, temperature) -> ControlPlan | None:
+def _attention_plan(start: Gaussian, target: Gaussian, T: float, r: int, tol: float, name: str,
+                    A: np.ndarray, V: np.ndarray | None,
+                    temperature: float) -> ControlPlan | None:
     """The tracking-attention route, or None when it does not apply (imposed V with Σ singular
     or V singular)."""
     d = start.d
@@ -768,8 +866,8 @@ def _attention_plan(start, target, T, r, tol, name, A, V, temperature) -> Contro
             raise SolverError("the attention value matrix V = s (log(Φ1)/T − A) leaves the "
                               "float64 range (temperature or 1/T too large)")
         b_path = phase_bias(K, T, start.mean, target.mean)
-        pieces = (TrackingPiece(0.0, T, K, A, V, np.eye(d) / temperature, L0, start.mean,
-                                b_path),)
+        pieces: tuple[TrackingPiece, ...] = (
+            TrackingPiece(0.0, T, K, A, V, np.eye(d) / temperature, L0, start.mean, b_path),)
         text = (f"attention: V = s (log(Φ1)/T − A) held in depth (s = {temperature:g}), "
                 f"B(t) = Σ(t)⁺/s, b(t) compensating the mean")
     else:
@@ -779,11 +877,11 @@ def _attention_plan(start, target, T, r, tol, name, A, V, temperature) -> Contro
                                                            0.5 * target.mean)],
                                  start, target, tol)
         Vinv = np.linalg.inv(V)
-        pieces, L = [], L0
+        phases, L = [], L0
         for K, b_path, t0, t1, m_start in _polar_phases(tr, T, start.mean, target.mean):
-            pieces.append(TrackingPiece(t0, t1, K, A, V, Vinv @ (K - A), L, m_start, b_path))
+            phases.append(TrackingPiece(t0, t1, K, A, V, Vinv @ (K - A), L, m_start, b_path))
             L = expm(K * (t1 - t0)) @ L
-        pieces = tuple(pieces)
+        pieces = tuple(phases)
         text = "attention with the imposed V: B(t) = Σ(t)⁻¹V⁻¹(K_j − A) along the polar phases"
     for piece in pieces:  # B(t) = Σ(t)⁺R must be representable (SolverError if not)
         piece.params(piece.t0), piece.params(piece.t1)
@@ -797,7 +895,8 @@ def _vech(cov: np.ndarray) -> np.ndarray:
     return cov[np.tril_indices(cov.shape[0])]
 
 
-def _batched_rhs(A, B, V, b, m, S):
+def _batched_rhs(A: np.ndarray, B: np.ndarray, V: np.ndarray, b: np.ndarray, m: np.ndarray,
+                 S: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(ṁ, Σ̇) = ((A + V) m + VΣBm + b, AΣ + ΣAᵀ + VΣBΣ + ΣBᵀΣVᵀ) for stacks of one-head
     parameters and states: matrices (k, d, d), vectors (k, d)."""
     AS, VS = A @ S, V @ S
@@ -807,13 +906,15 @@ def _batched_rhs(A, B, V, b, m, S):
     return dm, dS
 
 
-def _rk4(blocks, m, S, h: float, n: int):
+def _rk4(blocks: Sequence[np.ndarray], m: np.ndarray, S: np.ndarray, h: float,
+         n: int) -> tuple[np.ndarray, np.ndarray]:
     """n classical RK4 steps of length h of `_batched_rhs` with constant parameters."""
+    A, B, V, b = blocks
     for _ in range(n):
-        k1 = _batched_rhs(*blocks, m, S)
-        k2 = _batched_rhs(*blocks, m + h / 2 * k1[0], S + h / 2 * k1[1])
-        k3 = _batched_rhs(*blocks, m + h / 2 * k2[0], S + h / 2 * k2[1])
-        k4 = _batched_rhs(*blocks, m + h * k3[0], S + h * k3[1])
+        k1 = _batched_rhs(A, B, V, b, m, S)
+        k2 = _batched_rhs(A, B, V, b, m + h / 2 * k1[0], S + h / 2 * k1[1])
+        k3 = _batched_rhs(A, B, V, b, m + h / 2 * k2[0], S + h / 2 * k2[1])
+        k4 = _batched_rhs(A, B, V, b, m + h * k3[0], S + h * k3[1])
         m = m + h / 6 * (k1[0] + 2 * k2[0] + 2 * k3[0] + k4[0])
         S = S + h / 6 * (k1[1] + 2 * k2[1] + 2 * k3[1] + k4[1])
     return m, S
@@ -843,7 +944,7 @@ class _Shooting:
         self.n = self.d + self.d * (self.d + 1) // 2
         self.z0 = np.concatenate([start.mean, _vech(start.cov)])
         self.z1 = np.concatenate([target.mean, _vech(target.cov)])
-        self.scale = max(np.linalg.norm(self.z0), np.linalg.norm(self.z1), _TINY)
+        self.scale = max(float(np.linalg.norm(self.z0)), float(np.linalg.norm(self.z1)), _TINY)
         self.n_sub = SHOOTING_SUBSTEPS
         self.work = 0
         self.tril = np.tril_indices(self.d)
@@ -888,24 +989,24 @@ class _Shooting:
         m, S = _rk4(blocks, Z[:, :d], S, self.h / self.n_sub, self.n_sub)
         return np.concatenate([m, S[:, self.tril[0], self.tril[1]]], axis=1)
 
-    def unpack(self, x):
+    def unpack(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         us = x[:self.N * self.p].reshape(self.N, self.p)
         zs = x[self.N * self.p:].reshape(self.N - 1, self.n)
         return us, np.vstack([self.z0, zs, self.z1])
 
-    def defects(self, x) -> np.ndarray:
+    def defects(self, x: np.ndarray) -> np.ndarray:
         us, nodes = self.unpack(x)
         with np.errstate(over="ignore", invalid="ignore"):
             out = (self.propagate(nodes[:-1], us) - nodes[1:]) / self.scale
         return np.where(np.isfinite(out), out, 1e150).ravel()
 
-    def residual(self, x, weight: float) -> np.ndarray:
+    def residual(self, x: np.ndarray, weight: float) -> np.ndarray:
         r = self.defects(x)
         if weight:
             r = np.concatenate([r, np.sqrt(weight * self.h * self.T) * x[:self.N * self.p]])
         return r
 
-    def jacobian(self, x, weight: float) -> np.ndarray:
+    def jacobian(self, x: np.ndarray, weight: float) -> np.ndarray:
         us, nodes = self.unpack(x)
         N, p, n = self.N, self.p, self.n
         y = np.hstack([us, nodes[:-1]])  # (N, p + n): the inputs of each piece
@@ -932,7 +1033,7 @@ class _Shooting:
             J[N * n:, :N * p] = np.sqrt(weight * self.h * self.T) * np.eye(N * p)
         return J
 
-    def solve(self, x, weight: float, max_nfev: int):
+    def solve(self, x: np.ndarray, weight: float, max_nfev: int) -> Any:
         """Levenberg–Marquardt while λ > 0 (overdetermined); trust-region reflective for the
         underdetermined exact problem λ = 0 (minimum-norm steps from the current point)."""
         with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
@@ -940,7 +1041,7 @@ class _Shooting:
                                  method="lm" if weight else "trf", x_scale="jac", xtol=1e-15,
                                  ftol=1e-15, gtol=1e-15, max_nfev=max_nfev)
 
-    def substeps(self, x) -> int:
+    def substeps(self, x: np.ndarray) -> int:
         """RK4 sub-steps with h_sub·ρ ≤ SHOOTING_THETA, ρ = max over pieces of the rate bound
         2‖A + VΣB‖ + 2‖V‖‖B‖‖Σ‖ + ‖V‖ (spectral norms, Σ the larger node covariance); at most
         SHOOTING_MAX_SUBSTEPS (beyond that the verification decides)."""
@@ -967,7 +1068,8 @@ class _Shooting:
         return np.concatenate([np.zeros(self.N * self.p), nodes.ravel()])
 
 
-def _shooting_plan(system, start, target, T, tol, n_pieces, acc) -> ControlPlan:
+def _shooting_plan(system: ControlSystem, start: Gaussian, target: Gaussian, T: float, tol: float,
+                   n_pieces: int, acc: Accessibility) -> ControlPlan:
     shoot = _Shooting(system, start, target, T, n_pieces)
     x = shoot.initial()
     for w in (*ENERGY_WEIGHTS, 0.0):
@@ -996,10 +1098,12 @@ def _shooting_plan(system, start, target, T, tol, n_pieces, acc) -> ControlPlan:
             break
         shoot.n_sub = min(needed, SHOOTING_MAX_SUBSTEPS)
         x = shoot.solve(x, 0.0, SHOOTING_NFEV).x
+    assert plan is not None  # the loop runs at least once
     return _report(plan)
 
 
-def _check_accessibility(system, start, target, r, strict):
+def _check_accessibility(system: ControlSystem, start: Gaussian, target: Gaussian, r: int,
+                         strict: bool) -> Accessibility:
     from .lie import accessibility_rank  # SymPy's polynomial rings load only when needed
 
     acc0 = accessibility_rank(system, start.d, start, rank=r)
@@ -1019,7 +1123,7 @@ def _check_accessibility(system, start, target, r, strict):
 
 # --------------------------------------------------------------------------- entry point
 
-def _horizon_argument(t_final, T):
+def _horizon_argument(t_final: float | None, T: float | None) -> float:
     """t_final, or the deprecated keyword T (with a DeprecationWarning)."""
     if T is None:
         if t_final is None:
@@ -1034,7 +1138,7 @@ def _horizon_argument(t_final, T):
 
 
 def steer(start: Gaussian, target: Gaussian, t_final: float | None = None, *,
-          controls: str = "affine", fixed: Mapping | None = None,
+          controls: str = "affine", fixed: Mapping[str, ArrayLike] | None = None,
           temperature: float = DEFAULT_TEMPERATURE, n_pieces: int = 6,
           tol: float = DEFAULT_TOL, check_accessibility: bool = True,
           T: float | None = None) -> ControlPlan:
@@ -1042,21 +1146,96 @@ def steer(start: Gaussian, target: Gaussian, t_final: float | None = None, *,
 
         ṁ = (A + V) m + V Σ B m + b,   Σ̇ = AΣ + ΣAᵀ + VΣBΣ + ΣBᵀΣVᵀ   (SPEC §2, §4).
 
-    controls: a configuration of `lie.CONFIGURATIONS`. "affine" and "full": the polar
-    route (two constant affine pieces). "attention": the tracking route (V constant in depth,
-    chosen as temperature·(log(Φ1)/T − A) unless `fixed` gives it; B(t) = Σ(t)⁺/temperature;
-    see DEFAULT_TEMPERATURE for the choice of the softmax temperature).
-    Others (and "attention" with an imposed V it cannot track): multiple shooting with n_pieces
-    constant pieces, after the Lie-bracket rank test at start and target (UnreachableError when
-    the ranks differ, or — unless check_accessibility=False — when the condition fails).
-    fixed: held parameters (A drift for "attention"; the tied V or B; see `lie.control_system`).
-    Ranks count eigenvalues above RANK_RTOL·λ_max; unequal ranks raise RankMismatchError.
-    Bounds: T ≤ MAX_HORIZON, n_pieces ≤ MAX_PIECES, d ≤ MAX_DIMENSION (the shooting route, with
-    its exact Lie-bracket test, d ≤ `lie.MAX_DIMENSION`). Controls that leave float64 (see the
-    module docstring) raise SolverError.
-    The plan carries `residual` = `verify()` and `success` = residual ≤ tol.
-    The horizon is named t_final as in `flow`; the keyword `T=` is a deprecated alias
-    (DeprecationWarning; giving both is refused).
+    Routes by configuration. "affine" and "full": the polar route, Φ1 Σ0 Φ1ᵀ = Σ1 with
+    Φ1 = Q P (Q ∈ SO(d), P ≻ 0), A = log P / τ1 on [0, τ1] then A = log Q / τ2 on [τ1, T], and
+    in each phase the b solving m_end = e^{Aτ} m_start + (∫_0^τ e^{As} ds) b. "attention": the
+    tracking route, V = s (K/T − A) constant in depth (s = `temperature`, K = log Φ1) unless
+    `fixed` gives V, and B(t) = Σ(t)⁺/s, so that V Σ B Σ = (K/T − A) Σ and the covariance
+    follows Σ(t) = e^{Kt/T} Σ0 e^{Kᵀt/T}. Others (and "attention" with an imposed V it cannot
+    track): multiple shooting with `n_pieces` constant pieces, after the Lie-bracket rank test
+    at start and target. Ranks count eigenvalues above RANK_RTOL·λ_max. The plan is verified
+    by integrating it (`ControlPlan.verify`): it carries `residual` and
+    `success` = residual ≤ tol.
+
+    Parameters
+    ----------
+    start : Gaussian
+        N(m0, Σ0) on R^d, d ≤ `MAX_DIMENSION`.
+    target : Gaussian
+        N(m1, Σ1) on R^d, rank Σ1 = rank Σ0.
+    t_final : float
+        The depth T > 0, T ≤ `MAX_HORIZON` (named as in `flow`).
+    controls : str, optional
+        A configuration of `lie.CONFIGURATIONS` (default "affine").
+    fixed : mapping of str to array_like, optional
+        Held parameters: (d, d) matrices for "A", "B", "V", a (d,) vector for "b" (the drift A
+        for "attention"; the tied V or B; see `lie.control_system`).
+    temperature : float, optional
+        The softmax temperature s > 0 of the attention route (default `DEFAULT_TEMPERATURE`).
+    n_pieces : int, optional
+        The number of constant pieces of the shooting route, ≤ `MAX_PIECES` (default 6).
+    tol : float, optional
+        The bound on the terminal relative error (default `DEFAULT_TOL`).
+    check_accessibility : bool, optional
+        Refuse a shooting problem whose rank condition fails (default True); the ranks at start
+        and target must agree in any case.
+    T : float, optional
+        Deprecated alias of t_final (DeprecationWarning; giving both is refused).
+
+    Returns
+    -------
+    ControlPlan
+        The plan, its pieces, and the verified terminal error.
+
+    Raises
+    ------
+    InvalidInputError
+        If start or target is not a Gaussian, they live in different dimensions, d exceeds
+        `MAX_DIMENSION`, t_final is missing (or given twice), not positive, not finite or above
+        `MAX_HORIZON`, tol or temperature is not positive and finite, n_pieces is out of range,
+        check_accessibility is not a bool, controls is not a registered configuration, or
+        `fixed` names a control or an unknown parameter or has a bad shape or non-finite entries.
+    RankMismatchError
+        If rank Σ0 ≠ rank Σ1: the rank is invariant under every control (SPEC §3).
+    UnreachableError
+        Shooting route: if the Lie-algebra ranks at start and target differ, or (with
+        check_accessibility=True) the rank condition fails at the start.
+    SolverError
+        If the plan's controls leave float64, a logarithm or transport cannot be computed
+        accurately, or the verification or shooting spends its budget.
+
+    See Also
+    --------
+    ControlPlan : the result: pieces, params_at, integrate, verify, particles.
+    accessibility_rank : the Lie-bracket rank test.
+    flow : integrates the moment equations for given parameters.
+
+    References
+    ----------
+    .. [1] riccati_tf theory, SPEC §3 "Rank invariance".
+    .. [2] riccati_tf theory, SPEC §4 "Reachability (time-varying controls)".
+    .. [3] V. Jurdjevic, "Geometric Control Theory", Cambridge University Press, 1997.
+
+    Examples
+    --------
+    The polar route between two Gaussians on R², verified by integration:
+
+    >>> import numpy as np
+    >>> from riccati_tf import Gaussian, steer
+    >>> start = Gaussian(np.zeros(2), np.eye(2))
+    >>> target = Gaussian(np.array([1.0, -1.0]), np.array([[2.0, 0.5], [0.5, 1.0]]))
+    >>> plan = steer(start, target, t_final=1.0)
+    >>> plan.route, plan.success, plan.residual < 1e-8
+    ('polar', True, True)
+
+    Gaussians of different covariance rank cannot be connected:
+
+    >>> from riccati_tf.errors import RankMismatchError
+    >>> try:
+    ...     steer(start, Gaussian(np.zeros(2), np.diag([1.0, 0.0])), t_final=1.0)
+    ... except RankMismatchError:
+    ...     print("rank Σ is invariant")
+    rank Σ is invariant
     """
     t_final = _horizon_argument(t_final, T)
     for name, g in (("start", start), ("target", target)):
