@@ -201,7 +201,7 @@ def test_gaussianity_bounds():
 def test_model_probe_bounds_without_building_a_model():
     from riccati_tf.empirical import probe as probing
 
-    with pytest.raises(InvalidInputError, match=r"models\.MAX_TOKENS"):
+    with pytest.raises(InvalidInputError, match=r"probe\.MAX_TOKENS"):
         probing.check_probe_arguments(n_tokens=probing.MAX_TOKENS + 1)
     with pytest.raises(InvalidInputError, match=r"gaussianity\.MAX_NULL"):
         probing.check_probe_arguments(n_tokens=100, n_null=10 ** 9)
@@ -214,9 +214,9 @@ def test_model_probe_bounds_without_building_a_model():
 
 
 @pytest.mark.parametrize("kwargs, message", [
-    ({"hidden_size": 10 ** 6}, "probing.MAX_HIDDEN"),
-    ({"n_layers": 10 ** 6}, "probing.MAX_MODEL_LAYERS"),
-    ({"n_heads": 10 ** 6}, "probing.MAX_MODEL_HEADS"),
+    ({"hidden_size": 10 ** 6}, "probe.MAX_HIDDEN"),
+    ({"n_layers": 10 ** 6}, "probe.MAX_MODEL_LAYERS"),
+    ({"n_heads": 10 ** 6}, "probe.MAX_MODEL_HEADS"),
     ({"hidden_size": 30, "n_heads": 4}, "multiple of n_heads"),
     ({"seed": -1}, "seed must be ≥ 0"),
     ({"initializer_range": float("nan")}, "initializer_range"),

@@ -264,11 +264,11 @@ def tiny_model(family: str = "deit", *, hidden_size: int = 32, n_layers: int = 2
     if not isinstance(family, str) or family not in FAMILIES:
         raise InvalidInputError(f"family must be one of {FAMILIES}, got {family!r}")
     hidden_size = as_count("hidden_size", hidden_size, maximum=MAX_HIDDEN,
-                                   limit="models.MAX_HIDDEN")
+                                   limit="probe.MAX_HIDDEN")
     n_layers = as_count("n_layers", n_layers, maximum=MAX_MODEL_LAYERS,
-                                limit="models.MAX_MODEL_LAYERS")
+                                limit="probe.MAX_MODEL_LAYERS")
     n_heads = as_count("n_heads", n_heads, maximum=MAX_MODEL_HEADS,
-                               limit="models.MAX_MODEL_HEADS")
+                               limit="probe.MAX_MODEL_HEADS")
     if hidden_size % n_heads:
         raise InvalidInputError(f"hidden_size = {hidden_size} must be a multiple of n_heads = "
                                 f"{n_heads} (each head gets hidden_size / n_heads dimensions)")
@@ -331,7 +331,7 @@ def check_probe_arguments(*, n_tokens: int, seed: int = 0, n_null: int = 200,
     """The bounds of `probe` that do not depend on the model: 2 ≤ n_tokens ≤ MAX_TOKENS,
     0 ≤ seed ≤ validation.MAX_SEED, 1 ≤ n_null ≤ gaussianity.MAX_NULL, 0 < alpha < 1."""
     as_count("n_tokens", n_tokens, minimum=2, maximum=MAX_TOKENS,
-                     limit="models.MAX_TOKENS")
+                     limit="probe.MAX_TOKENS")
     as_seed("seed", seed)
     as_count("n_null", n_null, maximum=MAX_NULL, limit="gaussianity.MAX_NULL")
     check_alpha(alpha)
