@@ -126,8 +126,8 @@ def public_callables(package: str = PACKAGE) -> tuple[dict[str, object], list[st
             continue
         for attr in names:
             obj = getattr(module, attr)
-            if not (inspect.isfunction(obj) or inspect.isclass(obj)):
-                continue
+            if not (inspect.isfunction(inspect.unwrap(obj)) or inspect.isclass(obj)):
+                continue  # constants; functools.cache wrappers count as their function
             if id(obj) in seen:
                 continue
             qualified = f"{obj.__module__}.{obj.__qualname__}"

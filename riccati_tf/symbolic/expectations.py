@@ -352,6 +352,20 @@ def rectified_gaussian() -> RectifiedGaussian:
     ----------
     .. [1] riccati_tf theory, SPEC §1 "The model: a Transformer as a flow of measures"
        (ReLU feed-forward: the Gaussian flow is a short-time approximation).
+
+    Examples
+    --------
+    At μ = 0 half the mass is positive and E[relu(u)] = s/√(2π); Stein's identity holds:
+
+    >>> import sympy as sp
+    >>> from riccati_tf.symbolic.expectations import rectified_gaussian
+    >>> r = rectified_gaussian()
+    >>> r.slope.subs(r.mu, 0)
+    1/2
+    >>> sp.simplify(r.mean.subs(r.mu, 0) - r.s / sp.sqrt(2 * sp.pi))
+    0
+    >>> sp.simplify(r.cross - r.s**2 * r.slope)
+    0
     """
     u, mu, s = sp.Symbol("u", real=True), sp.Symbol("mu", real=True), sp.Symbol("s", positive=True)
     rho = _normal_density(u, mu, s)
