@@ -36,7 +36,7 @@ def number(x: float | None) -> str:
 
     Raises
     ------
-    TypeError
+    ValueError, TypeError
         When `x` is neither None nor a real number (its format has no ``g`` presentation).
 
     See Also
@@ -117,7 +117,7 @@ def latex_matrix(M: npt.ArrayLike) -> str | None:
 
     Raises
     ------
-    ValueError
+    ValueError, TypeError
         When `M` cannot be converted to a float array.
 
     See Also

@@ -124,7 +124,7 @@ class UnreachableError(InvalidInputError):
     References
     ----------
     .. [1] riccati_tf theory, SPEC §4 "Reachability (time-varying controls)".
-    .. [2] V. Jurdjevic, "Geometric Control Theory", Cambridge University Press, 1997.
+    .. [2] Jurdjevic, V., "Geometric Control Theory", Cambridge University Press, 1997.
 
     Examples
     --------

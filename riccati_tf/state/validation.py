@@ -456,12 +456,13 @@ def scale_exponent(M: npt.NDArray[np.float64], *, even: bool = False) -> int:
     Returns
     -------
     int
-        e; 0 when the largest entry of M is already in the safe range or M = 0.
+        e; 0 when the largest entry of M is already in the safe range, M = 0 or M is empty
+        (and for a non-finite entry, which the callers refuse first).
 
     Raises
     ------
-    ValueError
-        When the largest entry of M is not finite (``math.frexp`` of ±Inf or NaN).
+    TypeError
+        When M is not an array of numbers (its absolute values cannot be taken).
 
     See Also
     --------
@@ -883,7 +884,8 @@ def psd_rank(cov: npt.NDArray[np.float64], tol: float | None = None) -> int:
     Raises
     ------
     numpy.linalg.LinAlgError
-        When the eigenvalue computation does not converge (non-finite input).
+        When LAPACK's eigenvalue computation does not converge. The input is not checked:
+        non-finite entries give a meaningless rank, so validate first (`as_covariance`).
 
     See Also
     --------
@@ -927,7 +929,8 @@ def psd_factor(cov: npt.NDArray[np.float64], tol: float | None = None) -> npt.ND
     Raises
     ------
     numpy.linalg.LinAlgError
-        When the eigen-decomposition does not converge (non-finite input).
+        When LAPACK's eigen-decomposition does not converge. The input is not checked:
+        non-finite entries give a meaningless factor, so validate first (`as_covariance`).
 
     See Also
     --------
