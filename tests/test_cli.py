@@ -365,7 +365,7 @@ def test_result_is_printed_before_a_figure_that_cannot_be_written(tmp_path, caps
     (["relu-drift", "--seed", str(2 ** 70)], "validation.MAX_SEED"),
     (["probe", "--n-null", "0"], "n_null must be ≥ 1"),
     (["probe", "--n-null", str(10 ** 9)], "gaussianity.MAX_NULL"),
-    (["probe", "--n-tokens", str(10 ** 12)], "models.MAX_TOKENS"),
+    (["probe", "--n-tokens", str(10 ** 12)], "probe.MAX_TOKENS"),
     (["probe", "--seed", "-1"], "seed must be ≥ 0"),
     (["flow"], "required: spec"),
     (["flwo", "x"], "invalid choice"),
@@ -551,7 +551,7 @@ def test_help_lists_only_what_a_subcommand_supports(capsys):
     probe = sub["probe"].format_help()
     from riccati_tf.empirical.probe import DEFAULT_TOKENS
 
-    assert f"default {DEFAULT_TOKENS}" in probe and "models.MAX_TOKENS = 8192" in probe
+    assert f"default {DEFAULT_TOKENS}" in probe and "probe.MAX_TOKENS = 8192" in probe
     atlas = sub["atlas"].format_help()
     assert "--position-free" in atlas and "--horizon" in atlas and "--model" in atlas
     assert "gaussianity.MAX_NULL" in probe

@@ -13,6 +13,7 @@ from riccati_tf.app import experiments, plotting
 from riccati_tf.app.cli import cmd_flow
 from riccati_tf.app.examples import regime_examples
 from riccati_tf.empirical.particles import simulate
+from riccati_tf.io import figures
 from riccati_tf.sweep.plot import phase_diagram
 
 EPS = np.finfo(float).eps
@@ -37,7 +38,7 @@ DRAWINGS = {
     "plot_covariance": lambda: plotting.plot_covariance(rt.flow(*REGIMES["converges"])),
     "plot_flow": lambda: plotting.plot_flow(*REGIMES["blows_up"]),
     "plot_particles": _particles_figure,
-    "new_figure": lambda: plotting.new_figure(2, 2)[0],
+    "new_figure": lambda: figures.new_figure(2, 2)[0],
     "phase_diagram": lambda: phase_diagram(
         {"a": np.linspace(0.0, 1.0, 4), "regime": np.array(["converges", "converges",
                                                              "blows_up", "blows_up"], object),
@@ -149,7 +150,7 @@ def test_converging_plot_marks_the_equilibrium():
 
 
 def test_axes_argument_draws_into_a_given_figure():
-    fig, axes = plotting.new_figure(1, 2)
+    fig, axes = figures.new_figure(1, 2)
     params, g0, horizon = REGIMES["converges"]
     assert plotting.plot_flow(params, g0, horizon, ax=axes[1]) is fig
     assert not axes[0].lines and axes[1].lines

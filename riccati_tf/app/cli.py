@@ -42,7 +42,6 @@ from ..io.serialize import to_jsonable
 from ..io.spec import (
     MAX_DIM,
     MAX_HEADS,
-    TRACKING_FIELDS,
     SpecError,
     check_keys,
     field,
@@ -51,11 +50,11 @@ from ..io.spec import (
     parse_gaussian,
     parse_number,
     parse_params,
-    parse_schedule,
     parse_times,
 )
 from ..state.params import Gaussian, Params
 from ..sweep.cli import add_sweep_arguments, cmd_sweep, cmd_sweep_plot
+from .schedule import TRACKING_FIELDS, parse_schedule
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -254,7 +253,7 @@ def plan_spec(plan: ControlPlan) -> dict:
 
 def replay(schedule: list, g0: Gaussian, t_final: float, *, method: str,
            t_eval: npt.ArrayLike | None, **tolerances: Any) -> Trajectory:
-    """`flows.flow` piece by piece along a schedule of `spec.parse_schedule` (never stepping
+    """`flows.flow` piece by piece along a schedule of `schedule.parse_schedule` (never stepping
     across a breakpoint); the state at each t_end starts the next piece. Output at t_eval
     (default DEFAULT_OUTPUTS equally spaced times); a blow-up ends the trajectory."""
     from ..flows import integrate as flows
@@ -329,7 +328,8 @@ def steer_text(plan: ControlPlan) -> str:
 
 def steer_figure(plan: ControlPlan) -> Figure:
     """Mean components and Σ eigenvalues along the plan, the target's marked (×) at T."""
-    from .plotting import new_figure, spectrum
+    from ..io.figures import new_figure
+    from .plotting import spectrum
 
     tr = plan.integrate()
     fig, (ax_m, ax_s) = new_figure(1, 2, figsize=(10.0, 3.6))
@@ -821,7 +821,7 @@ def build_parser() -> argparse.ArgumentParser:
     probe.add_argument("--n-tokens", type=_integer, default=PROBE_DEFAULT, metavar="N",
                        help=f"Gaussian tokens fed to the encoder, cut into sequences of at most "
                             f"the model's position limit (default %(default)s; more than "
-                            f"min(8, d) + 1, at most models.MAX_TOKENS = {PROBE_TOKENS})")
+                            f"min(8, d) + 1, at most probe.MAX_TOKENS = {PROBE_TOKENS})")
     probe.add_argument("--n-null", type=_integer, default=200, metavar="N",
                        help=f"Gaussian samples simulated for the null distributions (default "
                             f"%(default)s; 1 to gaussianity.MAX_NULL = {MAX_NULL})")
@@ -895,7 +895,7 @@ def _run(args: argparse.Namespace) -> int:
     plot = getattr(args, "plot", None)
     try:
         if plot is not None:
-            from .plotting import check_output_file
+            from ..io.figures import check_output_file
 
             check_output_file(plot, "--plot")
         spec = load_spec(args.spec) if needs_spec else None
@@ -909,7 +909,7 @@ def _run(args: argparse.Namespace) -> int:
         if sys.stdout is not None:  # None when started with stdout closed (>&-)
             sys.stdout.flush()  # a closed pipe shows here, not at exit
         if plot is not None and figure is not None:
-            from .plotting import save_figure
+            from ..io.figures import save_figure
 
             try:
                 save_figure(figure, plot)

@@ -34,12 +34,12 @@ from ..empirical.gaussianity import MAX_NULL, null_distribution
 from ..empirical.particles import FeedForward, empirical_moments, simulate
 from ..errors import InvalidInputError, SolverError
 from ..flows.integrate import flow
+from ..io.figures import Figure, figure_png, new_figure
 from ..io.files import OutputFolder, check_creatable
 from ..io.serialize import to_jsonable
 from ..state.moments import moment_arrays
 from ..state.params import Gaussian, Params
 from ..state.validation import as_count, as_seed, as_time
-from .plotting import Figure, figure_png, new_figure
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure as MatplotlibFigure

@@ -1,26 +1,19 @@
-"""Figures of trajectories, built without pyplot.
+"""Figures of trajectories, built without pyplot (`io.figures.new_figure`).
 
-Every figure is a `Figure` (a matplotlib Figure that Jupyter shows as a PNG through `_repr_png_`)
-created directly, not through `matplotlib.pyplot`: no backend is selected, no rcParams change and
-nothing is registered with pyplot's figure manager, so a caller's own pyplot session is left as it
-was. Every plotting function takes an optional `ax` to draw into and returns the Figure.
+Every plotting function takes an optional `ax` to draw into and returns the `Figure`; no backend
+is selected, no rcParams change and nothing is registered with pyplot's figure manager.
 """
 
 from __future__ import annotations
 
-import io
-import os
 from collections.abc import Callable
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 import numpy.typing as npt
-from matplotlib.figure import Figure as _MatplotlibFigure
 
-from ..errors import InvalidInputError
 from ..flows.integrate import Trajectory, flow
-from ..io.files import check_creatable
+from ..io.figures import Figure, new_figure
 from ..state.params import Gaussian, Params
 from ..state.validation import psd_rank
 
@@ -28,72 +21,13 @@ if TYPE_CHECKING:
     from ..empirical.particles import ParticleRun
     from ..stability.equilibria import Equilibrium
 
-__all__ = ["new_figure", "plot_covariance", "plot_flow"]
+__all__ = ["plot_covariance", "plot_flow"]
 
-#: size in inches of a one-panel figure
-PANEL_SIZE = (5.0, 3.4)
 #: points of the geometric refinement t = T*(1 − 2^−k), k = 1, …, BLOWUP_REFINEMENT, towards T*
 BLOWUP_REFINEMENT = 30
 #: share of [0, T*] shown past the blow-up time T*
 BLOWUP_MARGIN = 0.05
 EPS = np.finfo(float).eps
-
-
-class Figure(_MatplotlibFigure):
-    """A matplotlib Figure that Jupyter displays as a PNG image (no pyplot backend involved)."""
-
-    def _repr_png_(self) -> bytes:
-        return figure_png(self)
-
-
-def new_figure(nrows: int = 1, ncols: int = 1, *, figsize: tuple[float, float] = PANEL_SIZE,
-               **subplots_kw: Any) -> tuple[Figure, Any]:
-    """(fig, axes): a `Figure` of the given size in inches and its nrows × ncols axes.
-
-    The figure is created directly, not through `matplotlib.pyplot`: no backend is selected,
-    no rcParams change and nothing is registered with pyplot's figure manager; Jupyter shows it
-    as a PNG (`Figure._repr_png_`).
-
-    Parameters
-    ----------
-    nrows, ncols : int, default 1
-        The grid of axes.
-    figsize : tuple (float, float), default PANEL_SIZE
-        Width and height in inches.
-    **subplots_kw
-        Passed to `matplotlib.figure.Figure.subplots` (sharex, sharey, ...).
-
-    Returns
-    -------
-    fig : Figure
-        The figure.
-    axes : matplotlib.axes.Axes or ndarray of Axes
-        A single Axes for 1 × 1, else an array, as `Figure.subplots` returns them.
-
-    Raises
-    ------
-    ValueError
-        When matplotlib refuses the grid (nrows or ncols < 1).
-
-    See Also
-    --------
-    plot_covariance : draws into such axes.
-    riccati_tf.sweep.plot.phase_diagram : a two-panel figure made with it.
-
-    References
-    ----------
-    .. [1] J. D. Hunter, "Matplotlib: A 2D graphics environment", Computing in Science &
-       Engineering 9(3), 2007.
-
-    Examples
-    --------
-    >>> from riccati_tf.app.plotting import new_figure
-    >>> fig, axes = new_figure(1, 2, figsize=(8.0, 3.0))
-    >>> type(fig).__name__, axes.shape, fig.get_size_inches().tolist()
-    ('Figure', (2,), [8.0, 3.0])
-    """
-    fig = Figure(figsize=figsize)
-    return fig, fig.subplots(nrows, ncols, **subplots_kw)
 
 
 def _axes(ax: Any) -> Any:
@@ -310,60 +244,3 @@ def plot_particles(run: ParticleRun, traj: Trajectory, *, ax: Any = None) -> Fig
     ax.grid(True, alpha=0.3)
     ax.legend(fontsize=8)
     return ax.figure
-
-
-#: the first bytes of every PNG file
-PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
-
-
-def _head(path: Path) -> bytes:
-    try:
-        with open(path, "rb") as fh:
-            return fh.read(len(PNG_SIGNATURE))
-    except OSError:
-        return b""
-
-
-def check_output_file(path: str | Path, what: str = "figure") -> Path:
-    """`path` as a PNG file that can be written: not a folder, not an existing file other than
-    a PNG image (a table, a text: never overwritten), and its nearest existing ancestor a folder
-    this process may write into (missing folders in between are created on writing). Raises
-    InvalidInputError naming the path and the reason; checked before anything is computed, so
-    that a long run does not end on a path that cannot take its output."""
-    path = Path(path)
-    try:
-        if str(path) in ("", ".") or path.is_dir():
-            raise InvalidInputError(f"{what} path {str(path)!r} is a folder; give a file name "
-                                    f"(such as {path / 'figure.png'})")
-        if path.is_file() and _head(path) != PNG_SIGNATURE:
-            raise InvalidInputError(f"{what} path {path} exists and is not a PNG image; "
-                                    f"refusing to overwrite it")
-        if path.exists() and not os.access(path, os.W_OK):
-            raise InvalidInputError(f"{what} path {path} cannot be written (permission denied)")
-    except OSError as exc:
-        raise InvalidInputError(f"{what} path {path}: {exc.strerror or exc}") from None
-    check_creatable(path, f"{what} path {path}")
-    return path
-
-
-def save_figure(fig: _MatplotlibFigure, path: str | Path) -> Path:
-    """Write the figure as a PNG file (parent folders created). A path that cannot be written
-    (a folder, below a file, no permission, a full disk, an existing file that is not a PNG:
-    `check_output_file`) raises InvalidInputError naming it."""
-    path = check_output_file(path)
-    data = figure_png(fig)
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(data)
-    except OSError as exc:
-        raise InvalidInputError(f"cannot write the figure to {path} "
-                                f"({exc.strerror or type(exc).__name__})") from None
-    return path
-
-
-def figure_png(fig: _MatplotlibFigure) -> bytes:
-    """The figure as PNG bytes (110 dpi, tight bounding box)."""
-    buf = io.BytesIO()
-    fig.tight_layout()
-    fig.savefig(buf, format="png", dpi=110, bbox_inches="tight")
-    return buf.getvalue()

@@ -27,6 +27,7 @@ import numpy.typing as npt
 import tqdm
 
 from ..flows.integrate import flow
+from ..io.figures import figure_png
 from ..io.files import OutputFolder
 from ..io.serialize import to_jsonable
 from ..reachability.steering import steer
@@ -35,7 +36,7 @@ from ..state.params import Gaussian
 from ..state.validation import psd_rank
 from .examples import regime_examples
 from .htmlmath import latex_to_mathml, text_with_math
-from .plotting import figure_png, plot_covariance
+from .plotting import plot_covariance
 
 __all__ = ["PAGE", "SUMMARY", "write_report"]
 

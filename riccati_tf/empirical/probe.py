@@ -531,7 +531,7 @@ def plot_probe(result: ProbeResult) -> Figure:
     test and level as the verdict: a marker outside its bar ⇔ that statistic rejects), and the
     attention sublayers' pooled affine residual ρ against ρ_free. Returns the Figure (no
     pyplot)."""
-    from ..app.plotting import new_figure
+    from ..io.figures import new_figure
 
     fig, axes = new_figure(2, 4, figsize=(16, 7))
     for ax, name in zip(axes.flat, REPORTED, strict=False):

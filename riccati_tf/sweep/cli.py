@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ..app.plotting import Figure
+    from ..io.figures import Figure
 
 __all__: list[str] = []
 

@@ -17,7 +17,7 @@ from ..errors import InvalidInputError
 from .store import read_manifest, read_results
 
 if TYPE_CHECKING:
-    from ..app.plotting import Figure
+    from ..io.figures import Figure
 
 __all__ = ["REGIME_COLORS", "phase_diagram", "plot_sweep"]
 
@@ -76,7 +76,7 @@ def phase_diagram(columns: dict[str, Any], x: str, y: str | None = None, *,
 
     Returns
     -------
-    riccati_tf.app.plotting.Figure
+    riccati_tf.io.figures.Figure
         The two-panel figure (not drawn through pyplot).
 
     Raises
@@ -110,7 +110,7 @@ def phase_diagram(columns: dict[str, Any], x: str, y: str | None = None, *,
     from matplotlib.colors import ListedColormap
     from matplotlib.patches import Patch
 
-    from ..app.plotting import new_figure
+    from ..io.figures import new_figure
 
     key, cat = _category(columns)
     present = [c for c in REGIME_COLORS if np.any(cat == c)]
@@ -242,7 +242,7 @@ def plot_sweep(results_path: str | Path, out_png: str | Path, *, x: str | None =
     ...     png.name, png.read_bytes()[1:4]
     ('phase.png', b'PNG')
     """
-    from ..app.plotting import check_output_file, save_figure
+    from ..io.figures import check_output_file, save_figure
 
     out = check_output_file(out_png, "--out")
     columns, x, y = diagram_inputs(results_path, x, y)

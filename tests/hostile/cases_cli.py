@@ -873,7 +873,7 @@ cases_of(AREA, "error", {
         {"t_end": 1.0, "params": {"A": [[1, 0], [0, "1"]]}})),
     "schedule misspelled key": ("schedule[0].t_ned: unknown field", _sched(
         {"t_ned": 1.0, "params": PARAMS})),
-    "schedule with too many pieces": ("spec.MAX_SCHEDULE", _sched(
+    "schedule with too many pieces": ("schedule.MAX_SCHEDULE", _sched(
         *({"t_end": (k + 1) / 2000, "params": PARAMS} for k in range(2000)))),
     "tracking K of the wrong size": ("schedule[0].tracking.K: must be 2 × 2", _sched(
         {"t_end": 1.0, "tracking": _tracking(K=np.eye(3).tolist())})),

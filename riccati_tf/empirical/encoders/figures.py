@@ -1,4 +1,4 @@
-"""Figures of the encoder analyses, built without pyplot (`riccati_tf.app.plotting.new_figure`)."""
+"""Figures of the encoder analyses, built without pyplot (`io.figures.new_figure`)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from matplotlib.ticker import MaxNLocator
 
-from ...app.plotting import new_figure
+from ...io.figures import new_figure
 from .atlas import Atlas
 from .comparison import Comparison
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ...app.plotting import figure_png
+from ...io.figures import figure_png
 from ...io.files import OutputFolder
 from .atlas import DEFAULT_HORIZON, Atlas, atlas
 from .comparison import Comparison, compare

@@ -1,0 +1,179 @@
+"""Figures as files and notebook images, built without pyplot.
+
+Every figure of the package is a `Figure` (a matplotlib Figure that Jupyter shows as a PNG
+through `_repr_png_`) created directly, not through `matplotlib.pyplot`: no backend is selected,
+no rcParams change and nothing is registered with pyplot's figure manager, so a caller's own
+pyplot session is left as it was. `save_figure` writes one as a PNG file, never over a file that
+is not a PNG image.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+from pathlib import Path
+from typing import Any
+
+from matplotlib.figure import Figure as _MatplotlibFigure
+
+from ..errors import InvalidInputError
+from .files import check_creatable
+
+__all__ = ["PANEL_SIZE", "new_figure", "save_figure"]
+
+#: size in inches of a one-panel figure
+PANEL_SIZE = (5.0, 3.4)
+
+class Figure(_MatplotlibFigure):
+    """A matplotlib Figure that Jupyter displays as a PNG image (no pyplot backend involved)."""
+
+    def _repr_png_(self) -> bytes:
+        return figure_png(self)
+
+
+def new_figure(nrows: int = 1, ncols: int = 1, *, figsize: tuple[float, float] = PANEL_SIZE,
+               **subplots_kw: Any) -> tuple[Figure, Any]:
+    """(fig, axes): a `Figure` of the given size in inches and its nrows × ncols axes.
+
+    The figure is created directly, not through `matplotlib.pyplot`: no backend is selected,
+    no rcParams change and nothing is registered with pyplot's figure manager; Jupyter shows it
+    as a PNG (`Figure._repr_png_`).
+
+    Parameters
+    ----------
+    nrows, ncols : int, default 1
+        The grid of axes.
+    figsize : tuple (float, float), default PANEL_SIZE
+        Width and height in inches.
+    **subplots_kw
+        Passed to `matplotlib.figure.Figure.subplots` (sharex, sharey, ...).
+
+    Returns
+    -------
+    fig : Figure
+        The figure.
+    axes : matplotlib.axes.Axes or ndarray of Axes
+        A single Axes for 1 × 1, else an array, as `Figure.subplots` returns them.
+
+    Raises
+    ------
+    ValueError
+        When matplotlib refuses the grid (nrows or ncols < 1).
+
+    See Also
+    --------
+    riccati_tf.app.plotting.plot_covariance : draws into such axes.
+    riccati_tf.sweep.plot.phase_diagram : a two-panel figure made with it.
+
+    References
+    ----------
+    .. [1] J. D. Hunter, "Matplotlib: A 2D graphics environment", Computing in Science &
+       Engineering 9(3), 2007.
+
+    Examples
+    --------
+    >>> from riccati_tf.io.figures import new_figure
+    >>> fig, axes = new_figure(1, 2, figsize=(8.0, 3.0))
+    >>> type(fig).__name__, axes.shape, fig.get_size_inches().tolist()
+    ('Figure', (2,), [8.0, 3.0])
+    """
+    fig = Figure(figsize=figsize)
+    return fig, fig.subplots(nrows, ncols, **subplots_kw)
+
+
+#: the first bytes of every PNG file
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+
+
+def _head(path: Path) -> bytes:
+    try:
+        with open(path, "rb") as fh:
+            return fh.read(len(PNG_SIGNATURE))
+    except OSError:
+        return b""
+
+
+def check_output_file(path: str | Path, what: str = "figure") -> Path:
+    """`path` as a PNG file that can be written: not a folder, not an existing file other than
+    a PNG image (a table, a text: never overwritten), and its nearest existing ancestor a folder
+    this process may write into (missing folders in between are created on writing). Raises
+    InvalidInputError naming the path and the reason; checked before anything is computed, so
+    that a long run does not end on a path that cannot take its output."""
+    path = Path(path)
+    try:
+        if str(path) in ("", ".") or path.is_dir():
+            raise InvalidInputError(f"{what} path {str(path)!r} is a folder; give a file name "
+                                    f"(such as {path / 'figure.png'})")
+        if path.is_file() and _head(path) != PNG_SIGNATURE:
+            raise InvalidInputError(f"{what} path {path} exists and is not a PNG image; "
+                                    f"refusing to overwrite it")
+        if path.exists() and not os.access(path, os.W_OK):
+            raise InvalidInputError(f"{what} path {path} cannot be written (permission denied)")
+    except OSError as exc:
+        raise InvalidInputError(f"{what} path {path}: {exc.strerror or exc}") from None
+    check_creatable(path, f"{what} path {path}")
+    return path
+
+
+def save_figure(fig: _MatplotlibFigure, path: str | Path) -> Path:
+    """Write a figure as a PNG file (110 dpi, tight bounding box), parent folders created.
+
+    An existing PNG image at `path` is replaced; any other existing file is never overwritten.
+
+    Parameters
+    ----------
+    fig : matplotlib.figure.Figure
+        The figure, e.g. from `new_figure` or a plotting function of the package.
+    path : str or pathlib.Path
+        The PNG file to write.
+
+    Returns
+    -------
+    pathlib.Path
+        The path written.
+
+    Raises
+    ------
+    InvalidInputError
+        When the path cannot take the figure: a folder, a path below a file, no permission, a
+        full disk, or an existing file that is not a PNG image (checked by its signature).
+
+    See Also
+    --------
+    new_figure : a figure built without pyplot.
+    riccati_tf.app.plotting.plot_flow : a figure of a trajectory.
+
+    References
+    ----------
+    .. [1] ISO/IEC 15948:2004, "Portable Network Graphics (PNG): Functional specification"
+       (the eight-byte file signature).
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from pathlib import Path
+    >>> from riccati_tf.io.figures import new_figure, save_figure
+    >>> fig, ax = new_figure()
+    >>> _ = ax.plot([0, 1], [1, 0])
+    >>> with tempfile.TemporaryDirectory() as folder:
+    ...     written = save_figure(fig, Path(folder) / "line.png")
+    ...     print(written.name, written.read_bytes()[1:4])
+    line.png b'PNG'
+    """
+    path = check_output_file(path)
+    data = figure_png(fig)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data)
+    except OSError as exc:
+        raise InvalidInputError(f"cannot write the figure to {path} "
+                                f"({exc.strerror or type(exc).__name__})") from None
+    return path
+
+
+def figure_png(fig: _MatplotlibFigure) -> bytes:
+    """The figure as PNG bytes (110 dpi, tight bounding box)."""
+    buf = io.BytesIO()
+    fig.tight_layout()
+    fig.savefig(buf, format="png", dpi=110, bbox_inches="tight")
+    return buf.getvalue()
