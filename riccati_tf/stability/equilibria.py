@@ -167,6 +167,11 @@ class Stability:
         The relative accuracy the eigensolver was run with (LANCZOS_RTOL or ARNOLDI_RTOL).
     reason : str
         The decision in words.
+    quadratic : float or None
+        "numerical-range": c̃ = 2 Σ_h ‖Ṽ_h‖_F ‖B̃_h‖_F, so that the quadratic part of the field in
+        the coordinates K = R⁻¹(Σ − Σ*)R⁻¹, Σ_h (Ṽ_hKB̃_hK + KB̃_hᵀKṼ_hᵀ), has norm ≤ c̃‖K‖_F²:
+        with μ = −value > 0 and f = defect, ½ d‖K‖_F²/dt ≤ ‖K‖_F (f − μ‖K‖_F + c̃‖K‖_F²) < 0 for
+        r₋ < ‖K‖_F < r₊, r± = (μ ± √(μ² − 4c̃f)) / (2c̃): that ball attracts.
 
     See Also
     --------
@@ -193,6 +198,7 @@ class Stability:
     defect: float | None
     tolerance: float
     reason: str
+    quadratic: float | None = None
 
 
 # ---------------------------------------------------------------- symmetric coordinates and L
@@ -502,13 +508,13 @@ def linearization_stability(params: Params, cov: np.ndarray) -> Stability:
     at = products(params, 0.5 * (cov + cov.T))
     got = _numerical_range_bound(params, at)
     if got is not None:
-        theta, rho, defect = got
+        theta, rho, defect, quadratic = got
         value = theta + rho + defect
         if value < 0:
             return Stability("numerical-range", True, value, theta, rho, defect, LANCZOS_RTOL,
                              f"Re λ(L) ≤ θ + ρ + defect = {value:.6g} < 0 (largest eigenvalue "
                              f"θ = {theta:.6g} of the symmetric part, Ritz residual ρ = "
-                             f"{rho:.2g}, defect ‖R⁻¹F(Σ*)R⁻¹‖_F = {defect:.2g})")
+                             f"{rho:.2g}, defect ‖R⁻¹F(Σ*)R⁻¹‖_F = {defect:.2g})", quadratic)
     note = ("Σ* is singular, so no numerical-range bound" if got is None else
             f"the numerical-range bound {value:.6g} is not negative")
     op = linearization_operator(params, at.cov, at)
@@ -529,8 +535,9 @@ def linearization_stability(params: Params, cov: np.ndarray) -> Stability:
                      f"(Ritz residual {rho:.2g})")
 
 
-def _numerical_range_bound(params: Params, at: Products) -> tuple[float, float, float] | None:
-    """(θ, ρ, ‖R⁻¹F(Σ)R⁻¹‖_F) of `Stability` at Σ = at.cov ≻ 0, or None when Σ is singular
+def _numerical_range_bound(params: Params,
+                           at: Products) -> tuple[float, float, float, float] | None:
+    """(θ, ρ, ‖R⁻¹F(Σ)R⁻¹‖_F, c̃) of `Stability` at Σ = at.cov ≻ 0, or None when Σ is singular
     (λ_min ≤ RANK_RTOL λ_max) or Lanczos does not converge within LANCZOS_MAXITER restarts."""
     d = params.d
     w, U = np.linalg.eigh(at.cov)
@@ -544,6 +551,10 @@ def _numerical_range_bound(params: Params, at: Products) -> tuple[float, float, 
     X, Y = Ri @ vf.O, R @ vf.W.T  # Ṽ_h = X_hY_hᵀ for the factored heads
     Bt = [R @ params.heads[h][1] @ R for h in vf.factored]
     BtT = [B.T for B in Bt]
+    quadratic = 2 * sum(np.linalg.norm(Vt) * np.linalg.norm(B) for Vt, B in dense)
+    for r, B in zip(vf.rows, Bt, strict=True):  # ‖X_hY_hᵀ‖_F² = Σ (X_hᵀX_h) ∘ (Y_hᵀY_h)
+        gram = np.sum((X[:, r].T @ X[:, r]) * (Y[:, r].T @ Y[:, r]))
+        quadratic += 2 * np.sqrt(max(gram, 0.0)) * np.linalg.norm(B)
 
     def matvec(k):
         K = from_coords(np.ravel(k), d)
@@ -563,7 +574,7 @@ def _numerical_range_bound(params: Params, at: Products) -> tuple[float, float, 
             return None
         theta, k = got
     rho = float(np.linalg.norm(matvec(k) - theta * k) / np.linalg.norm(k))
-    return theta, rho, defect
+    return theta, rho, defect, float(quadratic)
 
 
 def _lanczos_top(matvec, n: int) -> tuple[float, np.ndarray] | None:
