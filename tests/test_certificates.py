@@ -816,3 +816,19 @@ def test_static_flow_converges_to_its_start():
         np.testing.assert_array_equal(c.equilibrium.cov, S0)
         np.testing.assert_allclose(flow(p, Gaussian(np.zeros(p.d), S0), 3.0).cov[-1], S0,
                                    rtol=0, atol=1e-12)
+
+
+def test_general_v_beyond_the_dense_spectrum_converges_into_the_attracting_ball():
+    """d = 48 > 40: the equilibrium's stability is the numerical-range bound, and the
+    certificate integrates only until Σ(t) is inside the ball that bound makes attracting."""
+    from benchmarks.equilibria import layer
+
+    p = layer(48, 12, 4)
+    c = certify(p, np.eye(48))
+    assert c.regime == "converges" and not c.exact and c.check()
+    eq = c.equilibrium
+    assert eq.stability.method == "numerical-range" and "ball" in c.reason
+    assert np.max(np.linalg.eigvals(linearization_matrix(p, eq.cov)).real) <= eq.stability.value < 0
+    w, U = np.linalg.eigh(eq.cov)
+    Ri = (U / np.sqrt(w)) @ U.T
+    assert np.linalg.norm(Ri @ (c.final_cov - eq.cov) @ Ri) < 0.5 * (-eq.stability.value)

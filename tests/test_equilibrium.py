@@ -396,3 +396,106 @@ def test_scalar_mean_hurwitz_matches_the_spectrum_of_K(seed):
         assert (eq.mean is not None) == hurwitz
         if hurwitz:
             np.testing.assert_allclose(eq.mean, mean_equilibrium(p, eq.cov), atol=1e-10)
+
+
+# ------------------------------------------------------- stability beyond the dense spectrum
+
+
+def _dense_abscissa(p: Params, S: np.ndarray) -> float:
+    return float(np.max(np.linalg.eigvals(linearization_matrix(p, S)).real))
+
+
+@pytest.mark.parametrize("d, heads", [(20, 4), (20, 2), (12, 3)])
+def test_numerical_range_bound_agrees_with_the_dense_spectrum(d, heads):
+    """At an equilibrium of the low-rank-value layer the bound decides (Lanczos for n_s > 150,
+    the assembled symmetric part for d = 12) and bounds the dense abscissa from above."""
+    from riccati_tf.stability.equilibria import (
+        _scalar_part,
+        _scalar_stable,
+        linearization_stability,
+    )
+
+    p = low_rank_value_layer(d, heads)
+    (start,) = _scalar_stable(_scalar_part(p, 0.0), 1e-8)
+    S = newton(p, start.cov)[0]
+    s = linearization_stability(p, S)
+    top = _dense_abscissa(p, S)
+    assert s.method == "numerical-range" and s.stable and top < 0
+    assert top <= s.value < 0 and s.residual <= 0.02 * abs(s.ritz)
+    assert s.defect <= 1e-10 and s.quadratic > 0
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_linearization_stability_matches_the_dense_spectrum_with_fallback(seed):
+    """Random layers and Σ ≻ 0 (the bound holds at any Σ ≻ 0, its defect ‖R⁻¹F(Σ)R⁻¹‖_F then
+    large): stable and unstable cases, bound decisive or not (ARPACK fallback), singular Σ."""
+    from riccati_tf.stability.equilibria import linearization_stability
+
+    rng = np.random.default_rng(seed)
+    d = 18
+    N = rng.standard_normal((d, d)) / np.sqrt(d)
+    A = (-1.0 if seed % 2 == 0 else 0.4) * np.eye(d) + (3.0 if seed % 3 == 0 else 0.2) * N
+    heads = []
+    for _ in range(2):
+        U = rng.standard_normal((d, 3)) / np.sqrt(d)
+        heads.append((-0.1 * U @ U.T, np.eye(d) + 0.1 * rng.standard_normal((d, d))))
+    p = Params(A, heads=heads)
+    X = rng.standard_normal((d, d if seed != 5 else d - 4))
+    S = X @ X.T / d
+    s = linearization_stability(p, S)
+    top = _dense_abscissa(p, S)
+    assert s.stable is not None and s.stable == (top < 0)
+    if s.method == "numerical-range":
+        assert top <= s.value
+    else:
+        assert s.method == "arnoldi" and s.value == pytest.approx(top, abs=1e-6)
+    if seed == 5:
+        assert s.method == "arnoldi" and "singular" in s.reason
+
+
+def test_linearization_stability_says_undecided_when_the_fallback_budget_is_spent(monkeypatch):
+    import importlib
+
+    module = importlib.import_module("riccati_tf.stability.equilibria")
+    rng = np.random.default_rng(3)
+    d = 18
+    A = 0.4 * np.eye(d) + 0.2 * rng.standard_normal((d, d)) / np.sqrt(d)
+    p = Params(A, heads=[(-0.1 * np.eye(d)[:, :3] @ np.eye(d)[:3], np.eye(d))])
+    monkeypatch.setattr(module, "ARNOLDI_MAXITER", 1)
+    monkeypatch.setattr(module, "ARNOLDI_RTOL", 1e-15)
+    s = module.linearization_stability(p, 0.01 * np.eye(d))
+    assert s.stable is None and s.method == "undecided" and "ARPACK" in s.reason
+
+
+def test_value_factors_reproduce_the_value_matrices(rng):
+    from riccati_tf.stability.equilibria import _value_factors
+
+    p = low_rank_value_layer(24, 4)
+    vf = _value_factors(p)
+    assert vf.dense == () and vf.factored == (0, 1, 2, 3)
+    for h, r in zip(vf.factored, vf.rows, strict=True):
+        V = p.heads[h][0]
+        assert np.linalg.norm(vf.O[:, r] @ vf.W[r] - V) <= 1e-14 * np.linalg.norm(V)
+    full = Params(rng.standard_normal((6, 6)), V=rng.standard_normal((6, 6)), B=np.eye(6))
+    assert _value_factors(full).dense == (0,)
+
+
+def test_coordinates_round_trip_and_symmetric_part(rng):
+    from riccati_tf.stability.equilibria import sym_coords
+
+    for d in (1, 2, 7):
+        X = rng.standard_normal((d, d))
+        S = X + X.T
+        h = to_coords(S)
+        assert np.allclose(from_coords(h, d), S, rtol=0, atol=1e-14)
+        assert np.linalg.norm(h) == pytest.approx(np.linalg.norm(S), rel=1e-14)
+        assert np.allclose(sym_coords(X), h, rtol=0, atol=1e-14)
+
+
+def test_equilibria_beyond_the_dense_spectrum_record_how_stability_was_decided():
+    p = low_rank_value_layer(48, 12)
+    (eq,) = equilibria(p)
+    assert eq.stable and eq.spectral_abscissa is None and eq.residual <= 1e-12
+    st = eq.stability
+    assert st.method == "numerical-range" and st.value < 0 and st.tolerance > 0
+    assert _dense_abscissa(p, eq.cov) <= st.value

@@ -113,6 +113,9 @@ GROWTH_FACTOR = 1e6
 CLOSE_RTOL = 1e-6
 #: the certified basin uses this fraction of the largest admissible level ρ
 BASIN_SAFETY = 0.5
+#: general V beyond d = 30: the state is tested against the attracting ball of `_attracting_ball`
+#: this many times per integration segment
+BALL_CHECKS = 4
 #: check(): blow-up sign change of λ_min(I + L0ᵀW(t)L0) within T*(1 ± BLOWUP_CHECK_RTOL)
 BLOWUP_CHECK_RTOL = 1e-7
 #: check() in exact rational arithmetic up to this d
@@ -913,11 +916,16 @@ def _converged(p: Params, cov: np.ndarray, base: dict, theorem: str, *, exact: b
 def _numerical(p: Params, cov0: np.ndarray, base: dict, *, scalar: bool,
                no_blowup: bool = False, bounded: bool = False) -> Certificate:
     """Bounded integration (closed form for scalar V, DOP853 otherwise), then a local
-    certificate at a nearby stable equilibrium, or growth/undetermined. no_blowup: a theorem
-    rules out blow-up; bounded: a theorem says Σ converges (growth is then no conclusion)."""
+    certificate at a nearby stable equilibrium, or growth/undetermined; general V beyond d = 30
+    first `_attracting_ball`. no_blowup: a theorem rules out blow-up; bounded: a theorem says Σ
+    converges (growth is then no conclusion)."""
     method = "exact" if scalar else "rk"
     horizon = _horizon(p, cov0)
     scale = 0.0 if no_blowup else _blowup_scale(p)
+    if not scalar and p.d > KRONECKER_MAX_D:
+        got = _attracting_ball(p, cov0, base, horizon * 2 ** HORIZON_DOUBLINGS, scale)
+        if got is not None:
+            return got
     integrator = _Integrator(p, cov0, method, scale)
     for _ in range(HORIZON_DOUBLINGS + 1):
         run = integrator.advance(horizon)
@@ -946,6 +954,63 @@ def _numerical(p: Params, cov0: np.ndarray, base: dict, *, scalar: bool,
                        f"{run.t_end:.6g} neither blew up nor entered a certified basin of a "
                        f"stable equilibrium nor grew by a factor {GROWTH_FACTOR:g}.{note}",
                        horizon=run.t_end, final_cov=run.final, **base)
+
+
+def _attracting_ball(p: Params, cov0: np.ndarray, base: dict, horizon: float,
+                     scale: float) -> Certificate | None:
+    """"converges" when Σ(t) enters the attracting ball r₋ < ‖R⁻¹(Σ − Σ*)R⁻¹‖_F < r₊ of a
+    stable equilibrium Σ* = R² ≻ 0 whose stability the numerical-range bound decided
+    (`Stability.quadratic` with spectral norms; the ball is shrunk by BASIN_SAFETY), integrating
+    only until it does (checked BALL_CHECKS times per segment of `_Integrator`, two products
+    each); None when no such
+    equilibrium is found by Newton–Krylov from the continuation and from Σ0, or the
+    integration up to `horizon` within its budget does not enter the ball."""
+    balls = []
+    for starts in ((), (cov0,)):  # the continuation first, then Newton from Σ0 as well
+        try:
+            eqs = equilibria(p, starts=starts)
+        except SolverError:
+            continue
+        for eq in eqs:
+            st = eq.stability
+            if st is None or st.method != "numerical-range":
+                continue
+            w, U = np.linalg.eigh(eq.cov)
+            R, Ri = (U * np.sqrt(w)) @ U.T, (U / np.sqrt(w)) @ U.T
+            # c̃ of Stability.quadratic with spectral norms: 2 Σ_h ‖R⁻¹V_hR‖₂ ‖RB_hR‖₂
+            c = 2 * sum(np.linalg.norm(Ri @ V @ R, 2) * np.linalg.norm(R @ B @ R, 2)
+                        for V, B in p.heads)
+            mu, f = -st.value, st.defect
+            if c > 0 and mu * mu > 4 * c * f:
+                balls.append((eq, Ri, BASIN_SAFETY * (mu + np.sqrt(mu * mu - 4 * c * f)) / (2 * c),
+                              c))
+        if balls:
+            break
+    if not balls:
+        return None
+    integrator = _Integrator(p, cov0, "rk", scale)
+    state, t = cov0, 0.0
+    while True:
+        for eq, Ri, radius, c in balls:
+            gap = float(np.linalg.norm(Ri @ (state - eq.cov) @ Ri))
+            if gap < radius:
+                st = eq.stability
+                return _converged(
+                    p, eq.cov, base, "numerical", exact=False, glob=False, rate=-st.value,
+                    equilibrium=eq, local=False, final_cov=state, horizon=t,
+                    reason=f"Runge–Kutta integration to t = {t:.6g} ends at distance "
+                           f"‖R⁻¹(Σ − Σ*)R⁻¹‖_F = {gap:.3g} (Σ* = R², rank {eq.rank}) inside the "
+                           f"ball of radius {radius:.3g} that attracts by the numerical-range "
+                           f"bound Re⟨K, L̃K⟩ ≤ {st.value:.6g}‖K‖² (Lanczos Ritz residual "
+                           f"{st.residual:.2g}) and the quadratic constant {c:.3g} "
+                           f"(Equilibrium.stability): ‖R⁻¹(Σ(t) − Σ*)R⁻¹‖_F decreases to the "
+                           f"residual's level at rate ≥ {-st.value:.3g} (numerical evidence).")
+        if integrator.stopped or t >= horizon * (1 - 1e-12):
+            return None
+        run = integrator.advance(min(t + integrator.seg / BALL_CHECKS, horizon))
+        if run.blowup_time is not None or run.failure is not None:
+            return None
+        state, t = run.final, run.t_end
 
 
 def _blowup_scale(p: Params) -> float:

@@ -26,11 +26,12 @@ import itertools
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import NamedTuple
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy.linalg import LinAlgError, schur, solve_triangular
-from scipy.sparse.linalg import LinearOperator, eigs
+from scipy.linalg import LinAlgError, eigh_tridiagonal, qr, schur, solve_triangular
+from scipy.sparse.linalg import ArpackNoConvergence, LinearOperator, eigs
 
 from ..errors import InvalidInputError, SolverError
 from ..state.params import Params
@@ -80,11 +81,22 @@ FORCING_MAX = 1e-2
 #: iterations over all its steps (each one L(H) and one preconditioner solve), SolverError beyond
 GMRES_RESTART = 30
 KRYLOV_BUDGET = 300
-#: beyond d = 30 the spectral abscissa of L is ARPACK's rightmost Ritz value: relative accuracy,
-#: Krylov subspace size and restarts (each restart ≤ ARNOLDI_NCV products with L)
+#: the spectral abscissa of L from the dense eigenvalues of its n_s × n_s matrix up to this d
+#: (n_s ≤ 820); beyond, stability is decided by `linearization_stability`
+DENSE_SPECTRUM_MAX_D = 40
+#: beyond DENSE_SPECTRUM_MAX_D, the fallback of `linearization_stability`: ARPACK's rightmost Ritz
+#: value of L, relative accuracy, Krylov subspace size and restarts (each ≤ ARNOLDI_NCV products)
 ARNOLDI_RTOL = 1e-8
 ARNOLDI_NCV = 40
 ARNOLDI_MAXITER = 500
+#: the numerical-range bound of `linearization_stability`: Lanczos on the symmetric part stops
+#: once the Ritz residual of its largest Ritz value θ is ≤ LANCZOS_RTOL |θ|, or at a Ritz value
+#: θ > 0 (the bound is then not negative), or after LANCZOS_MAXITER products (inconclusive)
+LANCZOS_RTOL = 1e-2
+LANCZOS_MAXITER = 150
+#: a dense V_h is applied through factors O_h W_h (pivoted QR) when ‖V_h − O_hW_h‖_F ≤
+#: FACTOR_RTOL ‖V_h‖_F with at most d/2 columns
+FACTOR_RTOL = 4 * np.finfo(float).eps
 #: beyond d = 30 each Newton step is scaled by the exact line search on this many points of (0, 1]
 LINE_SEARCH_POINTS = 100
 #: relative_residual multiplies factors with entries below 2^UNSCALED_EXPONENT in magnitude (and
@@ -118,15 +130,20 @@ class Equilibrium:
         For a Bernoulli solution the dimension of its invariant subspace (structural: an
         eigenvalue of Σ* far below λ_max still counts), otherwise the number of eigenvalues above
         RANK_RTOL · λ_max.
-    stable : bool
-        Whether spectral_abscissa < 0 (L Hurwitz on symmetric matrices).
-    spectral_abscissa : float
-        max Re λ(L) over symmetric H.
+    stable : bool or None
+        Whether L is Hurwitz on symmetric matrices; None when that could not be decided within
+        the budgets of `linearization_stability` (then the reason is in `stability`).
+    spectral_abscissa : float or None
+        max Re λ(L) over symmetric H; None where it was not computed (d >
+        DENSE_SPECTRUM_MAX_D with stability decided by the numerical-range bound).
     method : str
         How Σ* was found: "bernoulli-schur", "bernoulli-slycot", "invariant-subspace", "zero"
         or "newton[<start>]" ("+newton" appended when Newton-polished to the accepted residual).
     rcond : float or None, optional
         Reciprocal condition estimate of the last linear solve (None for Newton).
+    stability : Stability or None, optional
+        How stability was decided beyond d = DENSE_SPECTRUM_MAX_D (the bound, its Ritz
+        residual, the defect and the tolerance), None where the spectrum was used.
 
     Raises
     ------
@@ -168,15 +185,84 @@ class Equilibrium:
     mean: NDArray[np.float64] | None
     residual: float
     rank: int
-    stable: bool
-    spectral_abscissa: float
+    stable: bool | None
+    spectral_abscissa: float | None
     method: str
     rcond: float | None = None
+    stability: Stability | None = None
 
     def __repr__(self) -> str:
+        top = "None" if self.spectral_abscissa is None else f"{self.spectral_abscissa:.3g}"
         return (f"Equilibrium(rank={self.rank}, stable={self.stable}, "
-                f"abscissa={self.spectral_abscissa:.3g}, residual={self.residual:.2g}, "
+                f"abscissa={top}, residual={self.residual:.2g}, "
                 f"method={self.method!r})")
+
+
+@dataclass(frozen=True)
+class Stability:
+    """How the stability of an equilibrium Σ* (L Hurwitz on Sym(d)) was decided.
+
+    At a positive definite Σ* = RR (R = Σ*^{1/2}), K ↦ R⁻¹L(RKR)R⁻¹ is similar to L and reads
+    L̃(K) = ŜK + KŜᵀ + P(K), Ŝ = R⁻¹M*R, P(K) = Σ_h (Ṽ_hKB̃_h + B̃_hᵀKṼ_hᵀ), Ṽ_h = R⁻¹V_hR,
+    B̃_h = RB_hR. Since M*Σ* + Σ*M*ᵀ = F(Σ*), Ŝ + Ŝᵀ = R⁻¹F(Σ*)R⁻¹ vanishes up to the residual,
+    so every eigenvalue of L lies in the numerical range of L̃: Re λ(L) ≤ λ_max(½(P + P*)) +
+    ‖R⁻¹F(Σ*)R⁻¹‖_F. The largest eigenvalue of the self-adjoint ½(P + P*) is a Lanczos Ritz
+    value θ with residual ρ: an eigenvalue lies within ρ of θ, and θ + ρ is taken for the
+    largest one (Lanczos finds the extreme eigenvalues first; this is not a proof).
+
+    Parameters
+    ----------
+    method : str
+        "numerical-range" (the bound above), "arnoldi" (ARPACK's rightmost Ritz value of L, the
+        fallback when the bound is not negative or Σ* is singular) or "undecided".
+    stable : bool or None
+        L is Hurwitz (True), has an eigenvalue with Re λ ≥ 0 (False), or neither could be
+        established within the budgets (None).
+    value : float or None
+        The bound θ + ρ + defect ("numerical-range", negative when stable) or the rightmost
+        Ritz value's real part ("arnoldi"); None for "undecided".
+    ritz : float or None
+        The Ritz value θ (the largest eigenvalue of ½(P + P*), or Re of L's rightmost).
+    residual : float or None
+        ‖Sk − θk‖ of the unit Ritz vector k (S the operator whose Ritz value θ is).
+    defect : float or None
+        ‖R⁻¹F(Σ*)R⁻¹‖_F, the part of the bound that the equilibrium's residual contributes.
+    tolerance : float
+        The relative accuracy the eigensolver was run with (LANCZOS_RTOL or ARNOLDI_RTOL).
+    reason : str
+        The decision in words.
+    quadratic : float or None
+        "numerical-range": c̃ = 2 Σ_h ‖Ṽ_h‖_F ‖B̃_h‖_F, so that the quadratic part of the field in
+        the coordinates K = R⁻¹(Σ − Σ*)R⁻¹, Σ_h (Ṽ_hKB̃_hK + KB̃_hᵀKṼ_hᵀ), has norm ≤ c̃‖K‖_F²:
+        with μ = −value > 0 and f = defect, ½ d‖K‖_F²/dt ≤ ‖K‖_F (f − μ‖K‖_F + c̃‖K‖_F²) < 0 for
+        r₋ < ‖K‖_F < r₊, r± = (μ ± √(μ² − 4c̃f)) / (2c̃): that ball attracts.
+
+    See Also
+    --------
+    linearization_stability : computes it.
+
+    References
+    ----------
+    T. Kato, *Perturbation Theory for Linear Operators*, Springer (1995), §V.3.2 (the
+    numerical range holds the spectrum); Y. Saad, *Numerical Methods for Large Eigenvalue
+    Problems*, SIAM (2011), §4.3 (Ritz residual bounds).
+
+    Examples
+    --------
+    >>> s = Stability("numerical-range", True, -0.3, -0.31, 1e-6, 1e-15, 1e-4, "bound < 0")
+    >>> s.stable, s.value < 0
+    (True, True)
+    """
+
+    method: str
+    stable: bool | None
+    value: float | None
+    ritz: float | None
+    residual: float | None
+    defect: float | None
+    tolerance: float
+    reason: str
+    quadratic: float | None = None
 
 
 # ---------------------------------------------------------------- symmetric coordinates and L
@@ -196,19 +282,38 @@ def sym_basis(d: int) -> np.ndarray:
     return N
 
 
+@lru_cache(maxsize=32)
+def _triu_flat(d: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(flat indices i·d + j and j·d + i of i ≤ j in np.triu_indices order, the weights 1 on the
+    diagonal and √2 off it)."""
+    iu, ju = np.triu_indices(d)
+    w = np.where(iu == ju, 1.0, np.sqrt(2.0))
+    return iu * d + ju, ju * d + iu, w
+
+
 def to_coords(H: np.ndarray) -> np.ndarray:
     """Orthonormal coordinates h of a symmetric H (|h| = ‖H‖_F); works on stacks (..., d, d)."""
     d = H.shape[-1]
-    iu, ju = np.triu_indices(d)
-    return H[..., iu, ju] * np.where(iu == ju, 1.0, np.sqrt(2.0))
+    flat, _, w = _triu_flat(d)
+    return np.reshape(H, (*H.shape[:-2], d * d))[..., flat] * w
+
+
+def sym_coords(Z: np.ndarray) -> np.ndarray:
+    """to_coords(Z + Zᵀ) of a square Z, without forming Z + Zᵀ."""
+    d = Z.shape[-1]
+    flat, flat_t, w = _triu_flat(d)
+    z = np.ravel(Z)
+    return (z[flat] + z[flat_t]) * w
 
 
 def from_coords(h: np.ndarray, d: int) -> np.ndarray:
     """The symmetric matrix with orthonormal coordinates h."""
-    iu, ju = np.triu_indices(d)
-    H = np.zeros((d, d))
-    H[iu, ju] = h / np.where(iu == ju, 1.0, np.sqrt(2.0))
-    return H + np.triu(H, 1).T
+    flat, flat_t, w = _triu_flat(d)
+    H = np.empty(d * d)
+    x = h / w
+    H[flat_t] = x
+    H[flat] = x
+    return H.reshape(d, d)
 
 
 def F(params: Params, cov: np.ndarray) -> np.ndarray:
@@ -250,9 +355,58 @@ def relative_residual(params: Params, cov: np.ndarray) -> float:
     return float(np.linalg.norm(out) / scale) if scale > 0 else 0.0
 
 
+class _ValueFactors(NamedTuple):
+    """The heads split by how V_h is applied: `dense` (indices), and `factored` (indices) with
+    V_h = O[:, rows_i] W[rows_i] stacked, O d×S and W S×d, rows_i the slice of head factored[i]."""
+
+    dense: tuple[int, ...]
+    factored: tuple[int, ...]
+    O: np.ndarray
+    W: np.ndarray
+    rows: tuple[slice, ...]
+
+    def apply(self, left: np.ndarray, top: np.ndarray, rights, post=None) -> np.ndarray:
+        """left · [top[rows_i] · rights[i]]_i (stacked over the factored heads, times `post`
+        before `left` when given): Σ_i left_i top_i rights[i] (post) in O(S d²)."""
+        U = np.vstack([top[r] @ R for r, R in zip(self.rows, rights, strict=True)])
+        return left @ (U if post is None else U @ post)
+
+
+@lru_cache(maxsize=8)
+def _value_factors(params: Params) -> _ValueFactors:
+    """Factors V_h = O_hW_h of s_h ≤ d/2 columns — a `Head`'s (O, V), or a dense V_h's pivoted
+    QR truncated where ‖V_h − O_hW_h‖_F ≤ FACTOR_RTOL ‖V_h‖_F — stacked (`_ValueFactors`); the
+    other heads stay dense. V_hX = O_h(W_hX) then costs O(s_h d²) instead of O(d³)."""
+    d = params.d
+    dense, factored, Os, Ws = [], [], [], []
+    for h, (entry, (V, _)) in enumerate(zip(params.factors, params.heads, strict=True)):
+        if entry is not None and 2 * entry.V.shape[0] <= d:
+            factored.append(h)
+            Os.append(entry.O)
+            Ws.append(entry.V)
+            continue
+        Q, R, perm = qr(V, pivoting=True, mode="economic")
+        tail = np.sqrt(np.cumsum(np.sum(R ** 2, axis=1)[::-1])[::-1])  # ‖R[k:, :]‖_F
+        s = int(np.sum(tail > FACTOR_RTOL * np.linalg.norm(V)))
+        if 2 * s > d:
+            dense.append(h)
+            continue
+        W = np.empty((s, d))
+        W[:, perm] = R[:s]
+        factored.append(h)
+        Os.append(Q[:, :s])
+        Ws.append(W)
+    ends = np.cumsum([0] + [W.shape[0] for W in Ws])
+    rows = tuple(slice(int(i), int(j)) for i, j in itertools.pairwise(ends))
+    O = np.hstack(Os) if Os else np.zeros((d, 0))
+    W = np.vstack(Ws) if Ws else np.zeros((0, d))
+    return _ValueFactors(tuple(dense), tuple(factored), O, W, rows)
+
+
 @dataclass(frozen=True, eq=False)
 class Products:
-    """The products at Σ that F, L and the preconditioner share: C_h = B_hΣ, M = A + Σ_h V_hΣB_h,
+    """The products at Σ that F, L and the preconditioner share: C_h = B_hΣ (None for a head
+    applied through its factors, `_value_factors`), M = A + Σ_h V_hΣB_h,
     F(Σ) = MΣ + ΣMᵀ; residual ‖F(Σ)‖_F / (‖AΣ‖_F + ‖(M − A)Σ‖_F) ≥ relative_residual (the
     heads' terms summed before their norm is taken: a stopping test on the safe side)."""
 
@@ -264,12 +418,26 @@ class Products:
 
 
 def products(params: Params, cov: np.ndarray) -> Products:
-    """Products at Σ (2 + 3H products of d×d matrices); factors beyond 2^±UNSCALED_EXPONENT
-    take F and relative_residual's power-of-two scaled evaluation instead."""
-    C = tuple(B @ cov for _, B in params.heads)
-    VS = [V @ cov for V, _ in params.heads]
-    M = params.A + sum(X @ B for X, (_, B) in zip(VS, params.heads, strict=True))
-    if max(abs(exponent(X)) for X in (cov, params.A, *VS, *C)) > UNSCALED_EXPONENT:
+    """Products at Σ (2 + 3H products of d×d matrices, O(s_h d²) for a factored head); factors
+    beyond 2^±UNSCALED_EXPONENT take F and relative_residual's power-of-two scaled evaluation
+    instead."""
+    vf = _value_factors(params)
+    heads = params.heads
+    C = [None] * len(heads)
+    M = params.A.copy()
+    checked = [cov, params.A]
+    for h in vf.dense:
+        V, B = heads[h]
+        C[h] = B @ cov
+        VS = V @ cov
+        M += VS @ B
+        checked += [VS, C[h]]
+    if vf.factored:
+        WS = vf.W @ cov
+        M += vf.apply(vf.O, WS, [heads[h][1] for h in vf.factored])
+        checked.append(WS)
+    C = tuple(C)
+    if max(abs(exponent(X)) for X in checked) > UNSCALED_EXPONENT:
         return Products(cov, C, M, F(params, cov), relative_residual(params, cov))
     terms = [params.A @ cov, (M - params.A) @ cov]
     field = sum(T + T.T for T in terms)
@@ -309,35 +477,193 @@ def linearization_operator(params: Params, cov: np.ndarray,
                            at: Products | None = None) -> LinearOperator:
     """L as a matrix-free operator on orthonormal symmetric coordinates (for d > 30): M and
     C_h = B_hΣ are formed once (or taken from `at`, the products at Σ), then each product
-    costs 1 + 2H products of d×d matrices."""
+    costs 1 + 2H products of d×d matrices, a head with factors V_h = O_hW_h (`_value_factors`)
+    O_h(((W_hH)B_h)Σ) in O(s_h d²) instead."""
     d = params.d
     n = d * (d + 1) // 2
     at = products(params, cov) if at is None else at
     M = at.M
-    pairs = [(V, C) for (V, _), C in zip(params.heads, at.C, strict=True)]
+    vf = _value_factors(params)
+    dense = [(params.heads[h][0], at.C[h]) for h in vf.dense]
+    rights = [params.heads[h][1] for h in vf.factored]
 
     def matvec(h):
         H = from_coords(np.ravel(h), d)
         out = M @ H
-        for V, C in pairs:
+        for V, C in dense:
             out += V @ (H @ C)
-        return to_coords(out + out.T)
+        if rights:
+            out += vf.apply(vf.O, vf.W @ H, rights, at.cov)
+        return sym_coords(out)
     return LinearOperator((n, n), matvec=matvec, dtype=float)
 
 
 def spectral_abscissa(params: Params, cov: np.ndarray) -> float:
-    """max Re λ(L) on Sym(d): dense eigenvalues for d ≤ 30, ARPACK (largest real part; budget
-    ARNOLDI_MAXITER restarts of ARNOLDI_NCV vectors, SolverError through the callers'
-    numerical boundary when spent) beyond;
+    """max Re λ(L) on Sym(d): dense eigenvalues for d ≤ DENSE_SPECTRUM_MAX_D, ARPACK (largest
+    real part; budget ARNOLDI_MAXITER restarts of ARNOLDI_NCV vectors, SolverError through the
+    callers' numerical boundary when spent) beyond;
     at Σ = 0, where L(H) = AH + HAᵀ, 2 max Re λ(A)."""
     if not np.any(cov):
         return 2.0 * float(np.max(np.linalg.eigvals(params.A).real))
-    if params.d <= KRONECKER_MAX_D:
+    if params.d <= DENSE_SPECTRUM_MAX_D:
         return float(np.max(np.linalg.eigvals(linearization_matrix(params, cov)).real))
     op = linearization_operator(params, cov)
     vals = eigs(op, k=2, which="LR", return_eigenvectors=False, tol=ARNOLDI_RTOL,
                 ncv=min(ARNOLDI_NCV, op.shape[0] - 1), maxiter=ARNOLDI_MAXITER)
     return float(np.max(vals.real))
+
+
+@numerical_boundary
+def linearization_stability(params: Params, cov: np.ndarray) -> Stability:
+    """Decide whether L at the equilibrium Σ* is Hurwitz on Sym(d), matrix-free.
+
+    First the numerical-range bound of `Stability`: at Σ* ≻ 0, Re λ(L) ≤ θ + ρ + ‖R⁻¹F(Σ*)R⁻¹‖_F
+    with θ the largest eigenvalue of the self-adjoint part of the heads' operator after the
+    similarity K ↦ R⁻¹L(RKR)R⁻¹ (R = Σ*^{1/2}), by Lanczos, and ρ its Ritz residual; stable when
+    that is negative. Each Lanczos product costs O(Σ_h s_h d²) with factored value matrices
+    (`_value_factors`), O(H d³) otherwise. When the bound is not negative (it is only sufficient)
+    or Σ* is singular, ARPACK's rightmost Ritz value of L decides (the sign of its real part);
+    when neither converges within its budget (LANCZOS_MAXITER, ARNOLDI_MAXITER restarts) the
+    verdict is "undecided", stable None.
+
+    Parameters
+    ----------
+    params : Params
+        The layer (d×d matrices A, V_h, B_h).
+    cov : ndarray, shape (d, d)
+        The equilibrium Σ* (symmetric positive semidefinite; its residual enters the bound).
+
+    Returns
+    -------
+    Stability
+        The verdict with the bound or Ritz value, its residual and the tolerance.
+
+    Raises
+    ------
+    InvalidInputError
+        params is not a Params, or cov not a d×d covariance.
+    SolverError
+        A floating-point failure (LinAlgError, overflow) in the eigensolvers.
+
+    See Also
+    --------
+    spectral_abscissa : max Re λ(L) itself (dense for small d, ARPACK beyond).
+    Stability : the record and the derivation of the bound.
+
+    References
+    ----------
+    T. Kato, *Perturbation Theory for Linear Operators*, Springer (1995), §V.3.2; R. B. Lehoucq,
+    D. C. Sorensen and C. Yang, *ARPACK Users' Guide*, SIAM (1998).
+
+    Examples
+    --------
+    V = −I, B = I, A = I: F(Σ) = 2Σ − 2Σ², Σ* = I and L(H) = −2H.
+
+    >>> import numpy as np
+    >>> from riccati_tf import Params
+    >>> p = Params(np.eye(3), V=-np.eye(3), B=np.eye(3))
+    >>> s = linearization_stability(p, np.eye(3))
+    >>> s.method, s.stable, round(s.value, 9)
+    ('numerical-range', True, -2.0)
+    """
+    if not isinstance(params, Params):
+        raise InvalidInputError(f"params must be a riccati_tf.Params, got {type(params).__name__}")
+    cov = as_covariance("cov", cov, params.d)
+    at = products(params, 0.5 * (cov + cov.T))
+    got = _numerical_range_bound(params, at)
+    if got is not None:
+        theta, rho, defect, quadratic = got
+        value = theta + rho + defect
+        if value < 0:
+            return Stability("numerical-range", True, value, theta, rho, defect, LANCZOS_RTOL,
+                             f"Re λ(L) ≤ θ + ρ + defect = {value:.6g} < 0 (largest eigenvalue "
+                             f"θ = {theta:.6g} of the symmetric part, Ritz residual ρ = "
+                             f"{rho:.2g}, defect ‖R⁻¹F(Σ*)R⁻¹‖_F = {defect:.2g})", quadratic)
+    note = ("Σ* is singular, so no numerical-range bound" if got is None else
+            f"the numerical-range bound {value:.6g} is not negative")
+    op = linearization_operator(params, at.cov, at)
+    try:
+        vals, vecs = eigs(op, k=2, which="LR", tol=ARNOLDI_RTOL,
+                          ncv=min(ARNOLDI_NCV, op.shape[0] - 1), maxiter=ARNOLDI_MAXITER)
+    except ArpackNoConvergence:
+        return Stability("undecided", None, None, None, None, None, ARNOLDI_RTOL,
+                         f"{note}, and ARPACK found no rightmost eigenvalue of L within "
+                         f"{ARNOLDI_MAXITER} restarts")
+    i = int(np.argmax(vals.real))
+    lam, v = vals[i], vecs[:, i]
+    Lv = op.matvec(v.real) + 1j * op.matvec(v.imag)
+    rho = float(np.linalg.norm(Lv - lam * v) / np.linalg.norm(v))
+    top = float(lam.real)
+    return Stability("arnoldi", bool(top < 0), top, top, rho, None, ARNOLDI_RTOL,
+                     f"{note}; ARPACK's rightmost eigenvalue of L has Re λ = {top:.6g} "
+                     f"(Ritz residual {rho:.2g})")
+
+
+def _numerical_range_bound(params: Params,
+                           at: Products) -> tuple[float, float, float, float] | None:
+    """(θ, ρ, ‖R⁻¹F(Σ)R⁻¹‖_F, c̃) of `Stability` at Σ = at.cov ≻ 0, or None when Σ is singular
+    (λ_min ≤ RANK_RTOL λ_max) or Lanczos does not converge within LANCZOS_MAXITER restarts."""
+    d = params.d
+    w, U = np.linalg.eigh(at.cov)
+    if not w[0] > RANK_RTOL * w[-1]:
+        return None
+    R = (U * np.sqrt(w)) @ U.T
+    Ri = (U / np.sqrt(w)) @ U.T
+    defect = float(np.linalg.norm(Ri @ at.field @ Ri))
+    vf = _value_factors(params)
+    dense = [(Ri @ V @ R, R @ B @ R) for V, B in (params.heads[h] for h in vf.dense)]
+    X, Y = Ri @ vf.O, R @ vf.W.T  # Ṽ_h = X_hY_hᵀ for the factored heads
+    Bt = [R @ params.heads[h][1] @ R for h in vf.factored]
+    BtT = [B.T for B in Bt]
+    quadratic = 2 * sum(np.linalg.norm(Vt) * np.linalg.norm(B) for Vt, B in dense)
+    for r, B in zip(vf.rows, Bt, strict=True):  # ‖X_hY_hᵀ‖_F² = Σ (X_hᵀX_h) ∘ (Y_hᵀY_h)
+        gram = np.sum((X[:, r].T @ X[:, r]) * (Y[:, r].T @ Y[:, r]))
+        quadratic += 2 * np.sqrt(max(gram, 0.0)) * np.linalg.norm(B)
+
+    def matvec(k):
+        K = from_coords(np.ravel(k), d)
+        Z = np.zeros((d, d))
+        for Vt, B in dense:
+            Z += Vt @ K @ B + Vt.T @ K @ B.T
+        if Bt:
+            Z += vf.apply(X, Y.T @ K, Bt) + vf.apply(Y, X.T @ K, BtT)
+        return 0.5 * sym_coords(Z)
+    n = d * (d + 1) // 2
+    if n <= LANCZOS_MAXITER:  # small: the symmetric matrix itself
+        vals, vecs = np.linalg.eigh(np.column_stack([matvec(e) for e in np.eye(n)]))
+        theta, k = float(vals[-1]), vecs[:, -1]
+    else:
+        got = _lanczos_top(matvec, n)
+        if got is None:
+            return None
+        theta, k = got
+    rho = float(np.linalg.norm(matvec(k) - theta * k) / np.linalg.norm(k))
+    return theta, rho, defect, float(quadratic)
+
+
+def _lanczos_top(matvec, n: int) -> tuple[float, np.ndarray] | None:
+    """(θ, k): the largest Ritz value of the symmetric operator `matvec` on R^n and its unit
+    Ritz vector, by Lanczos with full reorthogonalisation from a fixed random start, stopped
+    once the residual estimate β_j|y_j| ≤ LANCZOS_RTOL |θ| or once θ > 0 (a Rayleigh quotient:
+    the largest eigenvalue is then positive); None after LANCZOS_MAXITER products."""
+    Q = np.empty((LANCZOS_MAXITER + 1, n))
+    q = np.random.default_rng(0).standard_normal(n)
+    Q[0] = q / np.linalg.norm(q)
+    alpha, beta = np.empty(LANCZOS_MAXITER), np.empty(LANCZOS_MAXITER)
+    for j in range(LANCZOS_MAXITER):
+        w = matvec(Q[j])
+        alpha[j] = Q[j] @ w
+        for _ in range(2):  # twice is enough (Kahan, Parlett)
+            w -= Q[:j + 1].T @ (Q[:j + 1] @ w)
+        beta[j] = np.linalg.norm(w)
+        vals, vecs = eigh_tridiagonal(alpha[:j + 1], beta[:j], select="i",
+                                      select_range=(j, j))
+        theta, y = float(vals[0]), vecs[:, 0]
+        if theta > 0 or beta[j] * abs(y[-1]) <= LANCZOS_RTOL * abs(theta) or beta[j] == 0:
+            k = Q[:j + 1].T @ y
+            return theta, k / np.linalg.norm(k)
+        Q[j + 1] = w / beta[j]
+    return None
 
 
 def quadratic_constant(params: Params) -> float:
@@ -406,21 +732,33 @@ def is_psd(cov: np.ndarray) -> bool:
     return bool(eig[0] >= -RANK_RTOL * max(eig[-1], np.finfo(float).tiny))
 
 
+def decide_stability(params: Params, cov: np.ndarray) -> tuple[float | None, Stability | None]:
+    """(spectral abscissa, None) from the spectrum of L for d ≤ DENSE_SPECTRUM_MAX_D or Σ = 0,
+    else (None, `linearization_stability`)."""
+    if params.d > DENSE_SPECTRUM_MAX_D and np.any(cov):
+        return None, linearization_stability(params, cov)
+    return spectral_abscissa(params, cov), None
+
+
 def make_equilibrium(params: Params, cov: np.ndarray, method: str, *,
                      abscissa: float | None = None, rcond: float | None = None,
-                     rank: int | None = None, mean_hurwitz: bool | None = None) -> Equilibrium:
-    """Package Σ* with its residual, rank, mean and stability (abscissa computed if not given;
-    mean_hurwitz: whether K* is Hurwitz when known, see mean_equilibrium)."""
+                     rank: int | None = None, mean_hurwitz: bool | None = None,
+                     stability: Stability | None = None) -> Equilibrium:
+    """Package Σ* with its residual, rank, mean and stability (abscissa computed if neither it
+    nor `stability` is given: the spectrum for d ≤ DENSE_SPECTRUM_MAX_D or Σ* = 0,
+    `linearization_stability` beyond; mean_hurwitz: whether K* is Hurwitz when known, see
+    mean_equilibrium)."""
     cov = 0.5 * (cov + cov.T)
-    if abscissa is None:
-        abscissa = spectral_abscissa(params, cov)
+    if abscissa is None and stability is None:
+        abscissa, stability = decide_stability(params, cov)
+    stable = bool(abscissa < 0) if stability is None else stability.stable
     mean = mean_equilibrium(params, cov, hurwitz=mean_hurwitz)
     for arr in (cov, mean):
         if arr is not None:
             arr.setflags(write=False)
     return Equilibrium(cov, mean, relative_residual(params, cov),
-                       psd_rank_rel(cov) if rank is None else rank, bool(abscissa < 0),
-                       float(abscissa), method, rcond)
+                       psd_rank_rel(cov) if rank is None else rank, stable,
+                       None if abscissa is None else float(abscissa), method, rcond, stability)
 
 
 # ---------------------------------------------------------------- scalar V: Bernoulli equation
@@ -458,7 +796,7 @@ def _accepted(params: Params, eq: Equilibrium) -> Equilibrium | None:
     if not res <= ACCEPT_RTOL:
         return None
     return make_equilibrium(params, cov, eq.method + "+newton", abscissa=eq.spectral_abscissa,
-                            rcond=eq.rcond, rank=eq.rank)
+                            rcond=eq.rcond, rank=eq.rank, stability=eq.stability)
 
 
 def _eigen_groups(A: np.ndarray, axis_rtol: float,
@@ -652,8 +990,8 @@ def preconditioner_matrix(params: Params, at: Products) -> np.ndarray:
     L with every V_h replaced by v̄_h I is H ↦ M̃H + HM̃ᵀ, exactly L for scalar V. M itself would
     not do: at a full-rank equilibrium MΣ* + Σ*Mᵀ = F(Σ*) = 0, so H ↦ MH + HMᵀ is singular
     there (Σ* is in its kernel)."""
-    return at.M + sum(np.trace(V) / params.d * C.T
-                      for (V, _), C in zip(params.heads, at.C, strict=True))
+    Bbar = sum(np.trace(V) / params.d * B for V, B in params.heads)
+    return at.M + at.cov @ Bbar.T
 
 
 def lyapunov_preconditioner(Mt: np.ndarray) -> Callable[[np.ndarray], np.ndarray]:
@@ -729,6 +1067,8 @@ def gmres_right(apply: Callable[[np.ndarray], np.ndarray],
 
 def _scalar_part(params: Params, s: float) -> Params:
     """V_h(s) = (1 − s) v̄_h I + s V_h with v̄_h = tr V_h / d (s = 0: the scalar-V layer)."""
+    if s == 1.0:
+        return params
     eye = np.eye(params.d)
     heads = [((1 - s) * np.trace(V) / params.d * eye + s * V, B) for V, B in params.heads]
     return Params(params.A, b=params.b, heads=heads)
@@ -786,9 +1126,10 @@ def _general(params: Params, which: str, starts: Iterable[np.ndarray],
         if any(np.linalg.norm(cov - e.cov) <= SAME_RTOL * max(ref, np.linalg.norm(e.cov))
                for e in found):
             continue
-        eq = make_equilibrium(params, cov, how)
-        if which == "all" or eq.stable:
-            found.append(eq)
+        abscissa, stability = decide_stability(params, 0.5 * (cov + cov.T))
+        if which == "all" or (abscissa < 0 if stability is None else stability.stable):
+            found.append(make_equilibrium(params, cov, how, abscissa=abscissa,
+                                          stability=stability))
     return found
 
 
@@ -814,7 +1155,8 @@ def equilibria(params: Params, *, which: str = "stable", starts: Iterable[ArrayL
     Re λ > 0) when it is positive semidefinite, else none (every other Bernoulli solution leaves
     A − ΣG, hence L, unstable). which="all" (d ≤ ENUMERATION_MAX_D = 10): every covariance
     equilibrium, one per A-invariant subspace with P ≻ 0 (exhaustive; needs distinct
-    eigenvalues off the imaginary axis). The scalar case is solved in the scaled form of
+    eigenvalues off the imaginary axis). An equilibrium whose stability could not be decided
+    (stable None) is returned only with which="all". The scalar case is solved in the scaled form of
     riccati.bernoulli_scaling, so the verdict does not depend on the magnitudes of A and G.
 
     General V (either value of which): Newton's method on F from Σ = 0, continuation from the

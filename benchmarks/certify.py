@@ -1,0 +1,57 @@
+"""General-V certificate benchmark: `certify` of the d = 128, 4-head layer of
+benchmarks.equilibria (value matrices V_h = −U_hU_hᵀ of rank 32, B_h = B₀ + ε W_hW_hᵀ, A
+anti-stable), from Σ0 = I.
+
+Prints, in one run with BLAS pinned to one thread: the time of one
+`scipy.linalg.solve_continuous_lyapunov` at d = 128 (the unit) and the time of `certify` in
+units (best of three), with its regime, theorem and reason. Target: ≤ 40 units, regime
+"converges".
+
+Run: python -m benchmarks.certify
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+from scipy.linalg import solve_continuous_lyapunov
+
+from riccati_tf import Gaussian, certify
+
+from ._timing import best_time, pin_one_thread
+from .equilibria import layer
+
+D, HEADS, RANK = 128, 4, 32
+
+
+def main() -> None:
+    from riccati_tf.stability.equilibria import _value_factors
+
+    limiter, line = pin_one_thread()
+    print(line)
+    p = layer(D, HEADS, RANK)
+    rng = np.random.default_rng(1)
+    M = p.A - np.eye(D)
+    Q = rng.standard_normal((D, D))
+    Q = Q @ Q.T
+    unit = best_time(lambda: solve_continuous_lyapunov(M, Q), repeat=3)
+    print(f"# d = {D}, {HEADS} heads of rank {RANK}, Σ0 = I; unit = one "
+          f"solve_continuous_lyapunov at d = {D}: {1e3 * unit:.2f} ms")
+    best, cert = np.inf, None
+    for _ in range(3):
+        _value_factors.cache_clear()
+        start = time.perf_counter()
+        cert = certify(p, Gaussian(np.zeros(D), np.eye(D)))
+        best = min(best, time.perf_counter() - start)
+    ok = cert.regime == "converges" and best <= 40 * unit
+    print(f"certify: {best:.3f} s = {best / unit:.1f} units, regime {cert.regime!r}, theorem "
+          f"{cert.theorem!r}, exact {cert.exact}, check() {cert.check()}")
+    print(f"# reason: {cert.reason}")
+    print(f"# certify: {best / unit:.1f} units (target ≤ 40), regime {cert.regime!r}: "
+          f"{'PASS' if ok else 'FAIL'}")
+    del limiter
+
+
+if __name__ == "__main__":
+    main()
