@@ -31,7 +31,7 @@ import itertools
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from fractions import Fraction
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -343,9 +343,10 @@ class Certificate:
         p, cov = self.params, self.equilibrium.cov
         d = p.d
         m = self.equilibrium.mean if self.equilibrium.mean is not None else np.zeros(d)
+        assert p.heads is not None  # set by Params.__post_init__
         L = self.operator if self.operator is not None else linearization_matrix(p, cov)
         n = L.shape[0]
-        K = p.M(cov) + sum(V for V, _ in p.heads)
+        K = p.M(cov) + sum((V for V, _ in p.heads), start=0.0)
         N = sym_basis(d)
         coupling = np.zeros((d, n))
         for k in range(n):
@@ -757,10 +758,10 @@ class _Integrator:
 
         self.layer = bare if method == "exact" else counted
         self.method, self.d = method, p.d
-        self.top = GROWTH_STOP * min(max(np.trace(cov0), scale), MAX_GROWTH * np.trace(cov0))
-        norm = np.linalg.norm(p.A, 2)
+        self.tr0 = float(np.trace(cov0))
+        self.top = GROWTH_STOP * min(max(self.tr0, scale), MAX_GROWTH * self.tr0)
+        norm = float(np.linalg.norm(p.A, 2))
         self.seg = SEGMENT_NORM_TIME / norm if norm > 0 else np.inf
-        self.tr0 = np.trace(cov0)
         self.t, self.S = 0.0, cov0
         self.times, self.states = [0.0], [cov0]
         self.stopped = False
@@ -975,11 +976,13 @@ def _attracting_ball(p: Params, cov0: np.ndarray, base: dict, horizon: float,
             st = eq.stability
             if st is None or st.method != "numerical-range":
                 continue
+            assert st.value is not None and st.defect is not None  # set by the bound
             w, U = np.linalg.eigh(eq.cov)
             R, Ri = (U * np.sqrt(w)) @ U.T, (U / np.sqrt(w)) @ U.T
             # c̃ of Stability.quadratic with spectral norms: 2 Σ_h ‖R⁻¹V_hR‖₂ ‖RB_hR‖₂
-            c = 2 * sum(np.linalg.norm(Ri @ V @ R, 2) * np.linalg.norm(R @ B @ R, 2)
-                        for V, B in p.heads)
+            assert p.heads is not None  # set by Params.__post_init__
+            c = 2 * sum((np.linalg.norm(Ri @ V @ R, 2) * np.linalg.norm(R @ B @ R, 2)
+                         for V, B in p.heads), start=0.0)
             mu, f = -st.value, st.defect
             if c > 0 and mu * mu > 4 * c * f:
                 balls.append((eq, Ri, BASIN_SAFETY * (mu + np.sqrt(mu * mu - 4 * c * f)) / (2 * c),
@@ -995,6 +998,7 @@ def _attracting_ball(p: Params, cov0: np.ndarray, base: dict, horizon: float,
             gap = float(np.linalg.norm(Ri @ (state - eq.cov) @ Ri))
             if gap < radius:
                 st = eq.stability
+                assert st is not None and st.value is not None  # a ball's bound (above)
                 return _converged(
                     p, eq.cov, base, "numerical", exact=False, glob=False, rate=-st.value,
                     equilibrium=eq, local=False, final_cov=state, horizon=t,
@@ -1109,7 +1113,7 @@ def _equilibrium_ok(p: Params, eq: Equilibrium) -> bool:
     cov = eq.cov
     if cov.shape != (p.d, p.d) or not np.all(np.isfinite(cov)):
         return False
-    if np.linalg.norm(cov - cov.T) > 1e-12 * max(np.linalg.norm(cov), 1e-300):
+    if np.linalg.norm(cov - cov.T) > 1e-12 * max(float(np.linalg.norm(cov)), 1e-300):
         return False
     res = relative_residual(p, cov)
     return res <= ACCEPT_RTOL and res <= 2 * eq.residual + 1e-15
@@ -1117,11 +1121,11 @@ def _equilibrium_ok(p: Params, eq: Equilibrium) -> bool:
 
 def _lyapunov_ok(c: Certificate) -> bool:
     p, eq, P = c.params, c.equilibrium, c.lyapunov
-    if eq is None or c.operator is None or c.lyapunov_rhs is None:
+    if eq is None or P is None or c.operator is None or c.lyapunov_rhs is None:
         return False
     L = linearization_matrix(p, eq.cov)
     if L.shape != c.operator.shape or \
-            np.linalg.norm(L - c.operator) > 1e-12 * max(np.linalg.norm(L), 1e-300):
+            np.linalg.norm(L - c.operator) > 1e-12 * max(float(np.linalg.norm(L)), 1e-300):
         return False
     if np.linalg.norm(P - P.T) > 1e-12 * np.linalg.norm(P):
         return False
@@ -1202,7 +1206,8 @@ def _premises_ok(c: Certificate) -> bool:
     if c.global_ and not THEOREMS[th][1]:
         return False
     if th == "psd_gramian_pd":
-        return c.equilibrium.rank == pr.n_right and c.equilibrium.stable
+        eq = c.equilibrium
+        return eq is not None and eq.rank == pr.n_right and bool(eq.stable)
     return True
 
 
@@ -1249,6 +1254,7 @@ class Premises:
 
 def _exactly_scalar(p: Params) -> bool:
     """Every value matrix is exactly v_h I (equal diagonal, zero off-diagonal)."""
+    assert p.heads is not None  # set by Params.__post_init__
     return all(not np.any(V - V[0, 0] * np.eye(p.d)) for V, _ in p.heads)
 
 
@@ -1275,6 +1281,7 @@ def _exact_G(p: Params) -> np.ndarray:
     """G = −Σ_h v_h (B_h + B_hᵀ) from the floats, in exact rational arithmetic (not the rounded
     p.G)."""
     G = np.full((p.d, p.d), Fraction(0), dtype=object)
+    assert p.heads is not None  # set by Params.__post_init__
     for V, B in p.heads:
         Bq = _q(B)
         G = G - Fraction(float(V[0, 0])) * (Bq + Bq.T)
@@ -1286,8 +1293,9 @@ def _exact_premises(p: Params, S0: np.ndarray, rank0: int) -> Premises:
     A, G = _q(p.A), _exact_G(p)
     gpos, gzero, gneg = _sym_inertia(G)
     left, axis, right = _half_planes(A)
-    facts = dict(tolerance=None, g_psd=gneg == 0, g_nsd=gpos == 0, g_nd=gpos == 0 and gzero == 0,
-                 g_pd=gpos == d, n_left=left, n_axis=axis, n_right=right, rank0=rank0)
+    facts: dict[str, Any] = dict(
+        tolerance=None, g_psd=gneg == 0, g_nsd=gpos == 0, g_nd=gpos == 0 and gzero == 0,
+        g_pd=gpos == d, n_left=left, n_axis=axis, n_right=right, rank0=rank0)
     if gneg == 0:  # unobservable subspace N = ∩_k ker(G A^k)
         blocks, GA = [], G
         for _ in range(d):
@@ -1377,9 +1385,10 @@ def _numerical_premises(p: Params, cov0: np.ndarray, tol: dict) -> Premises:
     e0 = np.linalg.eigvalsh(cov0)
     rank0 = int(np.sum(e0 > tol["rank_rtol"] * max(e0[-1], 0.0)))
     pd = bool(g[0] > gtol)
-    facts = dict(tolerance=tol, g_psd=psd, g_nsd=nsd, g_nd=nd, g_pd=pd,
-                 n_left=int(np.sum(eig.real < -atol)), n_axis=int(np.sum(abs(eig.real) <= atol)),
-                 n_right=int(np.sum(eig.real > atol)), rank0=rank0)
+    facts: dict[str, Any] = dict(
+        tolerance=tol, g_psd=psd, g_nsd=nsd, g_nd=nd, g_pd=pd,
+        n_left=int(np.sum(eig.real < -atol)), n_axis=int(np.sum(abs(eig.real) <= atol)),
+        n_right=int(np.sum(eig.real > atol)), rank0=rank0)
     if pd:  # numerically, only the sufficient condition G ≻ 0 counts as observable
         facts["observable"] = True
         if facts["n_axis"] and not facts["n_right"]:
@@ -1651,6 +1660,7 @@ def _exact_ok(p: Params, cov: np.ndarray, P: np.ndarray) -> bool:
     eye = (np.eye(d, dtype=int).astype(object), 0)
     # M = A + Σ_h V_h Σ B_h, then the Kronecker form of L (row-major vec)
     M = A
+    assert p.heads is not None  # set by Params.__post_init__
     heads = [(_dyadic(V), _dyadic(B)) for V, B in p.heads]
     for V, B in heads:
         M = _dy_add(M, _dy_mul(_dy_mul(V, S), B))

@@ -23,7 +23,7 @@ from one Schur form per step, exact line search), O(H d³) a Krylov iteration.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import NamedTuple
@@ -320,6 +320,7 @@ def F(params: Params, cov: np.ndarray) -> np.ndarray:
     """F(Σ) = AΣ + ΣAᵀ + Σ_h (V_hΣB_hΣ + ΣB_hᵀΣV_hᵀ)."""
     AS = params.A @ cov
     out = AS + AS.T
+    assert params.heads is not None  # set by Params.__post_init__
     for V, B in params.heads:
         W = V @ cov @ B @ cov
         out += W + W.T
@@ -333,7 +334,7 @@ def relative_residual(params: Params, cov: np.ndarray) -> float:
     factor is scaled to unit size, each product carries its exponent, and the terms are brought
     to the largest one's exponent: no under- or overflow at any magnitude (a term below 2^−1000
     of the largest underflows harmlessly)."""
-    def unit(M):
+    def unit(M: np.ndarray) -> tuple[np.ndarray, int]:
         e = exponent(M)
         if abs(e) <= UNSCALED_EXPONENT:  # products of ≤ 4 such factors and their squares fit
             return M, 0
@@ -343,6 +344,7 @@ def relative_residual(params: Params, cov: np.ndarray) -> float:
     A, ea = unit(params.A)
     terms = [(A @ S, ea + es)]
     scalar = params.value_scalars is not None
+    assert params.heads is not None  # set by Params.__post_init__
     for V, B in params.heads:
         (Vs, ev), (Bs, eb) = unit(V), unit(B)
         VS = Vs[0, 0] * S if scalar else Vs @ S  # V_h = v_h I: no product needed
@@ -365,7 +367,8 @@ class _ValueFactors(NamedTuple):
     W: np.ndarray
     rows: tuple[slice, ...]
 
-    def apply(self, left: np.ndarray, top: np.ndarray, rights, post=None) -> np.ndarray:
+    def apply(self, left: np.ndarray, top: np.ndarray, rights: Sequence[np.ndarray],
+              post: np.ndarray | None = None) -> np.ndarray:
         """left · [top[rows_i] · rights[i]]_i (stacked over the factored heads, times `post`
         before `left` when given): Σ_i left_i top_i rights[i] (post) in O(S d²)."""
         U = np.vstack([top[r] @ R for r, R in zip(self.rows, rights, strict=True)])
@@ -378,7 +381,11 @@ def _value_factors(params: Params) -> _ValueFactors:
     QR truncated where ‖V_h − O_hW_h‖_F ≤ FACTOR_RTOL ‖V_h‖_F — stacked (`_ValueFactors`); the
     other heads stay dense. V_hX = O_h(W_hX) then costs O(s_h d²) instead of O(d³)."""
     d = params.d
-    dense, factored, Os, Ws = [], [], [], []
+    dense: list[int] = []
+    factored: list[int] = []
+    Os: list[np.ndarray] = []
+    Ws: list[np.ndarray] = []
+    assert params.heads is not None  # set by Params.__post_init__
     for h, (entry, (V, _)) in enumerate(zip(params.factors, params.heads, strict=True)):
         if entry is not None and 2 * entry.V.shape[0] <= d:
             factored.append(h)
@@ -411,7 +418,7 @@ class Products:
     heads' terms summed before their norm is taken: a stopping test on the safe side)."""
 
     cov: np.ndarray
-    C: tuple[np.ndarray, ...]
+    C: tuple[np.ndarray | None, ...]
     M: np.ndarray
     field: np.ndarray
     residual: float
@@ -423,33 +430,34 @@ def products(params: Params, cov: np.ndarray) -> Products:
     instead."""
     vf = _value_factors(params)
     heads = params.heads
-    C = [None] * len(heads)
+    assert heads is not None  # set by Params.__post_init__
+    C: list[np.ndarray | None] = [None] * len(heads)
     M = params.A.copy()
     checked = [cov, params.A]
     for h in vf.dense:
         V, B = heads[h]
-        C[h] = B @ cov
+        BS = C[h] = B @ cov
         VS = V @ cov
         M += VS @ B
-        checked += [VS, C[h]]
+        checked += [VS, BS]
     if vf.factored:
         WS = vf.W @ cov
         M += vf.apply(vf.O, WS, [heads[h][1] for h in vf.factored])
         checked.append(WS)
-    C = tuple(C)
     if max(abs(exponent(X)) for X in checked) > UNSCALED_EXPONENT:
-        return Products(cov, C, M, F(params, cov), relative_residual(params, cov))
+        return Products(cov, tuple(C), M, F(params, cov), relative_residual(params, cov))
     terms = [params.A @ cov, (M - params.A) @ cov]
     field = sum(T + T.T for T in terms)
     scale = sum(np.linalg.norm(T) for T in terms)
     res = float(np.linalg.norm(field) / scale) if scale > 0 else 0.0
-    return Products(cov, C, M, field, res)
+    return Products(cov, tuple(C), M, field, res)
 
 
 def apply_linearization(params: Params, cov: np.ndarray, H: np.ndarray) -> np.ndarray:
     """L(H) = M H + H Mᵀ + Σ_h (V_h H B_h Σ + Σ B_hᵀ H V_hᵀ), M = A + Σ_h V_h Σ B_h."""
     MH = params.M(cov) @ H
     out = MH + MH.T
+    assert params.heads is not None  # set by Params.__post_init__
     for V, B in params.heads:
         W = V @ H @ B @ cov
         out += W + W.T
@@ -467,6 +475,7 @@ def linearization_matrix(params: Params, cov: np.ndarray) -> np.ndarray:
     eye = np.eye(d)
     M = params.M(cov)
     full = np.kron(M, eye) + np.kron(eye, M)
+    assert params.heads is not None  # set by Params.__post_init__
     for V, B in params.heads:
         full += np.kron(V, (B @ cov).T) + np.kron(cov @ B.T, V)
     N = sym_basis(d)
@@ -484,6 +493,7 @@ def linearization_operator(params: Params, cov: np.ndarray,
     at = products(params, cov) if at is None else at
     M = at.M
     vf = _value_factors(params)
+    assert params.heads is not None  # set by Params.__post_init__
     dense = [(params.heads[h][0], at.C[h]) for h in vf.dense]
     rights = [params.heads[h][1] for h in vf.factored]
 
@@ -611,6 +621,7 @@ def _numerical_range_bound(params: Params,
     Ri = (U / np.sqrt(w)) @ U.T
     defect = float(np.linalg.norm(Ri @ at.field @ Ri))
     vf = _value_factors(params)
+    assert params.heads is not None  # set by Params.__post_init__
     dense = [(Ri @ V @ R, R @ B @ R) for V, B in (params.heads[h] for h in vf.dense)]
     X, Y = Ri @ vf.O, R @ vf.W.T  # Ṽ_h = X_hY_hᵀ for the factored heads
     Bt = [R @ params.heads[h][1] @ R for h in vf.factored]
@@ -641,7 +652,8 @@ def _numerical_range_bound(params: Params,
     return theta, rho, defect, float(quadratic)
 
 
-def _lanczos_top(matvec, n: int) -> tuple[float, np.ndarray] | None:
+def _lanczos_top(matvec: Callable[[np.ndarray], np.ndarray],
+                 n: int) -> tuple[float, np.ndarray] | None:
     """(θ, k): the largest Ritz value of the symmetric operator `matvec` on R^n and its unit
     Ritz vector, by Lanczos with full reorthogonalisation from a fixed random start, stopped
     once the residual estimate β_j|y_j| ≤ LANCZOS_RTOL |θ| or once θ > 0 (a Rayleigh quotient:
@@ -669,7 +681,9 @@ def _lanczos_top(matvec, n: int) -> tuple[float, np.ndarray] | None:
 def quadratic_constant(params: Params) -> float:
     """c with ‖Σ_h (V_h H B_h H + H B_hᵀ H V_hᵀ)‖_F ≤ c ‖H‖_F²: c = 2 Σ_h ‖V_h‖₂ ‖B_h‖₂.
     F(Σ* + H) = F(Σ*) + L(H) + that quadratic term, and ‖L_Σ − L_Σ'‖ ≤ 2c ‖Σ − Σ'‖_F."""
-    return 2.0 * sum(np.linalg.norm(V, 2) * np.linalg.norm(B, 2) for V, B in params.heads)
+    assert params.heads is not None  # set by Params.__post_init__
+    return float(2.0 * sum((np.linalg.norm(V, 2) * np.linalg.norm(B, 2)
+                            for V, B in params.heads), start=0.0))
 
 
 def natural_scale(params: Params) -> float:
@@ -684,7 +698,8 @@ def magnitude(params: Params) -> float:
     for divergence bounds and comparisons, within a factor d of natural_scale)."""
     if params.d <= KRONECKER_MAX_D:
         return natural_scale(params)
-    c = 2.0 * sum(np.linalg.norm(V) * np.linalg.norm(B) for V, B in params.heads)
+    assert params.heads is not None  # set by Params.__post_init__
+    c = 2.0 * sum((np.linalg.norm(V) * np.linalg.norm(B) for V, B in params.heads), start=0.0)
     a = np.linalg.norm(params.A)
     return float(a / c) if c > 0 and a > 0 else 1.0
 
@@ -696,9 +711,10 @@ def mean_equilibrium(params: Params, cov: np.ndarray, *,
     Hurwitz when already known (`scalar_mean_hurwitz`), else decided from the eigenvalues of K."""
     if hurwitz is False:
         return None
+    assert params.b is not None and params.heads is not None  # set by Params.__post_init__
     if hurwitz and not np.any(params.b):
         return np.zeros(params.d)
-    K = params.M(cov) + sum(V for V, _ in params.heads)
+    K = params.M(cov) + sum((V for V, _ in params.heads), start=0.0)
     e = exponent(K)
     Ks = np.ldexp(K, -e)  # the sign test and the solve on K scaled by a power of two
     if hurwitz is None and np.max(np.linalg.eigvals(Ks).real) >= 0:
@@ -717,6 +733,7 @@ def scalar_mean_hurwitz(params: Params, rank: int, closed_loop: np.ndarray) -> b
     is skew-adjoint for the inner product of P ≻ 0, so every eigenvalue of K₁₁ has real part v̄.
     The rest are λ(T₂₂) + v̄ with Re λ(T₂₂) < 0. Hence max Re λ(K) = v̄ when k > 0, and
     max Re λ(A) + v̄ (A = the closed loop when Σ = 0) when k = 0."""
+    assert params.value_scalars is not None  # a scalar-V layer
     vbar = sum(params.value_scalars)
     top = vbar if rank > 0 else float(np.max(closed_loop.real)) + vbar
     return bool(top < 0)
@@ -740,6 +757,15 @@ def decide_stability(params: Params, cov: np.ndarray) -> tuple[float | None, Sta
     return spectral_abscissa(params, cov), None
 
 
+def _verdict(abscissa: float | None, stability: Stability | None) -> bool | None:
+    """Whether L is Hurwitz: `stability`'s verdict when given, else the abscissa's sign (one of
+    the two is set, as `decide_stability` returns them)."""
+    if stability is not None:
+        return stability.stable
+    assert abscissa is not None
+    return bool(abscissa < 0)
+
+
 def make_equilibrium(params: Params, cov: np.ndarray, method: str, *,
                      abscissa: float | None = None, rcond: float | None = None,
                      rank: int | None = None, mean_hurwitz: bool | None = None,
@@ -751,7 +777,7 @@ def make_equilibrium(params: Params, cov: np.ndarray, method: str, *,
     cov = 0.5 * (cov + cov.T)
     if abscissa is None and stability is None:
         abscissa, stability = decide_stability(params, cov)
-    stable = bool(abscissa < 0) if stability is None else stability.stable
+    stable = _verdict(abscissa, stability)
     mean = mean_equilibrium(params, cov, hurwitz=mean_hurwitz)
     for arr in (cov, mean):
         if arr is not None:
@@ -807,11 +833,11 @@ def _eigen_groups(A: np.ndarray, axis_rtol: float,
     scale = fro_norm(A)
     check_axis_gap(eig, scale, "A", axis_rtol, unit_exponent=unit_exponent)
 
-    def named(z):
+    def named(z: complex) -> complex:
         return complex(np.ldexp(z.real, unit_exponent), np.ldexp(z.imag, unit_exponent))
     diff = np.abs(eig[:, None] - eig[None, :])
     np.fill_diagonal(diff, np.inf)
-    i, j = np.unravel_index(np.argmin(diff), diff.shape)
+    i, j = map(int, np.unravel_index(np.argmin(diff), diff.shape))
     if eig.size > 1 and diff[i, j] <= np.sqrt(axis_rtol) * scale:
         raise SolverError(f"A has a repeated eigenvalue λ ≈ {named(eig[i]):.6g}: its "
                           f"invariant "
@@ -819,7 +845,7 @@ def _eigen_groups(A: np.ndarray, axis_rtol: float,
                           f"Bernoulli equation cannot be enumerated")
     sums = np.abs(eig[:, None] + eig[None, :])
     np.fill_diagonal(sums, np.inf)
-    i, j = np.unravel_index(np.argmin(sums), sums.shape)
+    i, j = map(int, np.unravel_index(np.argmin(sums), sums.shape))
     if eig.size > 1 and sums[i, j] <= axis_rtol * scale:
         raise SolverError(f"eigenvalues λ = {named(eig[i]):.6g} and {named(eig[j]):.6g} of A "
                           f"sum to ≈ 0: the Lyapunov equation on an invariant subspace holding "
@@ -905,7 +931,7 @@ def newton(params: Params, cov0: np.ndarray, *, maxiter: int = NEWTON_MAXITER,
     cov = as_covariance("cov0", cov0, d)
     maxiter = as_count("maxiter", maxiter, minimum=1)
     budget = _KrylovBudget(as_count("krylov_budget", krylov_budget, minimum=1))
-    bound = 1e8 * max(magnitude(params), np.linalg.norm(cov0))
+    bound = 1e8 * max(magnitude(params), float(np.linalg.norm(cov0)))
     at = None
     for it in range(1, maxiter + 1):
         at = products(params, cov) if at is None else at
@@ -990,7 +1016,9 @@ def preconditioner_matrix(params: Params, at: Products) -> np.ndarray:
     L with every V_h replaced by v̄_h I is H ↦ M̃H + HM̃ᵀ, exactly L for scalar V. M itself would
     not do: at a full-rank equilibrium MΣ* + Σ*Mᵀ = F(Σ*) = 0, so H ↦ MH + HMᵀ is singular
     there (Σ* is in its kernel)."""
-    Bbar = sum(np.trace(V) / params.d * B for V, B in params.heads)
+    assert params.heads is not None  # set by Params.__post_init__
+    Bbar = sum((np.trace(V) / params.d * B for V, B in params.heads),
+               start=np.zeros((params.d, params.d)))
     return at.M + at.cov @ Bbar.T
 
 
@@ -1070,6 +1098,7 @@ def _scalar_part(params: Params, s: float) -> Params:
     if s == 1.0:
         return params
     eye = np.eye(params.d)
+    assert params.heads is not None  # set by Params.__post_init__
     heads = [((1 - s) * np.trace(V) / params.d * eye + s * V, B) for V, B in params.heads]
     return Params(params.A, b=params.b, heads=heads)
 
@@ -1122,12 +1151,12 @@ def _general(params: Params, which: str, starts: Iterable[np.ndarray],
         if got is None or not is_psd(got[0]):
             continue
         cov = got[0]
-        ref = max(np.linalg.norm(cov), scale)
-        if any(np.linalg.norm(cov - e.cov) <= SAME_RTOL * max(ref, np.linalg.norm(e.cov))
+        ref = max(float(np.linalg.norm(cov)), scale)
+        if any(np.linalg.norm(cov - e.cov) <= SAME_RTOL * max(ref, float(np.linalg.norm(e.cov)))
                for e in found):
             continue
         abscissa, stability = decide_stability(params, 0.5 * (cov + cov.T))
-        if which == "all" or (abscissa < 0 if stability is None else stability.stable):
+        if which == "all" or _verdict(abscissa, stability):
             found.append(make_equilibrium(params, cov, how, abscissa=abscissa,
                                           stability=stability))
     return found
@@ -1256,7 +1285,7 @@ def equilibria(params: Params, *, which: str = "stable", starts: Iterable[ArrayL
             not hasattr(starts, "__iter__"):
         raise InvalidInputError(f"starts must be a list of covariance matrices, got "
                                 f"{type(starts).__name__}")
-    starts = [as_covariance(f"starts[{i}]", S, params.d) for i, S in enumerate(starts)]
+    covs = [as_covariance(f"starts[{i}]", S, params.d) for i, S in enumerate(starts)]
     if params.value_scalars is not None:
         if which == "stable":
             return _scalar_stable(params, axis_rtol)
@@ -1265,4 +1294,4 @@ def equilibria(params: Params, *, which: str = "stable", starts: Iterable[ArrayL
                                     f"invariant subspaces and is offered for d ≤ "
                                     f"{ENUMERATION_MAX_D}, got d = {params.d}")
         return _scalar_all(params, axis_rtol)
-    return _general(params, which, starts, axis_rtol)
+    return _general(params, which, covs, axis_rtol)
