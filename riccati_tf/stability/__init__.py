@@ -8,8 +8,9 @@ regime of given layer parameters from its theorem's premises, with every toleran
 """
 
 from .certificates import Certificate, certify
-from .equilibria import Equilibrium, equilibria
+from .equilibria import Equilibrium, Stability, equilibria, linearization_stability
 from .riccati import LyapunovSolution, RiccatiSolution, bernoulli, care_g, lyapunov_function
 
-__all__ = ["Certificate", "Equilibrium", "LyapunovSolution", "RiccatiSolution", "bernoulli",
-           "care_g", "certify", "equilibria", "lyapunov_function"]
+__all__ = ["Certificate", "Equilibrium", "LyapunovSolution", "RiccatiSolution", "Stability",
+           "bernoulli", "care_g", "certify", "equilibria", "linearization_stability",
+           "lyapunov_function"]

@@ -50,8 +50,9 @@ from .riccati import (
     unscale_solution,
 )
 
-__all__ = ["ACCEPT_RTOL", "ENUMERATION_MAX_D", "KRONECKER_MAX_D", "KRYLOV_BUDGET", "NEWTON_MAXITER",
-           "NEWTON_RTOL", "RANDOM_STARTS", "RANK_RTOL", "Equilibrium", "equilibria"]
+__all__ = ["ACCEPT_RTOL", "DENSE_SPECTRUM_MAX_D", "ENUMERATION_MAX_D", "KRONECKER_MAX_D",
+           "KRYLOV_BUDGET", "NEWTON_MAXITER", "NEWTON_RTOL", "RANDOM_STARTS", "RANK_RTOL",
+           "Equilibrium", "Stability", "equilibria", "linearization_stability"]
 
 #: assemble L as a dense n_s × n_s matrix up to this d; matrix-free Krylov methods beyond
 KRONECKER_MAX_D = 30
@@ -222,36 +223,67 @@ class Stability:
         The bound θ + ρ + defect ("numerical-range", negative when stable) or the rightmost
         Ritz value's real part ("arnoldi"); None for "undecided".
     ritz : float or None
-        The Ritz value θ (the largest eigenvalue of ½(P + P*), or Re of L's rightmost).
+        The Ritz value θ (the largest eigenvalue of ½(P + P*), or Re of L's rightmost); None for
+        "undecided".
     residual : float or None
-        ‖Sk − θk‖ of the unit Ritz vector k (S the operator whose Ritz value θ is).
+        ‖Sk − θk‖ of the unit Ritz vector k (S the operator whose Ritz value θ is: ½(P + P*) on
+        the n_s = d(d+1)/2 orthonormal coordinates of Sym(d), or L); None for "undecided".
     defect : float or None
-        ‖R⁻¹F(Σ*)R⁻¹‖_F, the part of the bound that the equilibrium's residual contributes.
+        ‖R⁻¹F(Σ*)R⁻¹‖_F, the part of the bound that the equilibrium's residual contributes
+        ("numerical-range"; None otherwise).
     tolerance : float
         The relative accuracy the eigensolver was run with (LANCZOS_RTOL or ARNOLDI_RTOL).
     reason : str
         The decision in words.
-    quadratic : float or None
+    quadratic : float or None, optional
         "numerical-range": c̃ = 2 Σ_h ‖Ṽ_h‖_F ‖B̃_h‖_F, so that the quadratic part of the field in
-        the coordinates K = R⁻¹(Σ − Σ*)R⁻¹, Σ_h (Ṽ_hKB̃_hK + KB̃_hᵀKṼ_hᵀ), has norm ≤ c̃‖K‖_F²:
-        with μ = −value > 0 and f = defect, ½ d‖K‖_F²/dt ≤ ‖K‖_F (f − μ‖K‖_F + c̃‖K‖_F²) < 0 for
-        r₋ < ‖K‖_F < r₊, r± = (μ ± √(μ² − 4c̃f)) / (2c̃): that ball attracts.
+        the coordinates K = R⁻¹(Σ − Σ*)R⁻¹ (K, Σ, Σ* of shape (d, d)), Σ_h (Ṽ_hKB̃_hK +
+        KB̃_hᵀKṼ_hᵀ), has norm ≤ c̃‖K‖_F²: with μ = −value > 0 and f = defect, ½ d‖K‖_F²/dt ≤
+        ‖K‖_F (f − μ‖K‖_F + c̃‖K‖_F²) < 0 for r₋ < ‖K‖_F < r₊, r± = (μ ± √(μ² − 4c̃f)) / (2c̃):
+        that ball attracts. None for the other methods (default).
+
+    Raises
+    ------
+    dataclasses.FrozenInstanceError
+        On assignment to a field: the record is immutable.
 
     See Also
     --------
     linearization_stability : computes it.
+    spectral_abscissa : max Re λ(L) itself, which the bound lies above.
+    Equilibrium : carries it as `Equilibrium.stability` beyond d = DENSE_SPECTRUM_MAX_D.
 
     References
     ----------
-    T. Kato, *Perturbation Theory for Linear Operators*, Springer (1995), §V.3.2 (the
-    numerical range holds the spectrum); Y. Saad, *Numerical Methods for Large Eigenvalue
-    Problems*, SIAM (2011), §4.3 (Ritz residual bounds).
+    .. [1] riccati_tf theory, SPEC §5 "Time-invariant parameters: equilibria, stability,
+       blow-up".
+    .. [2] T. Kato, *Perturbation Theory for Linear Operators*, Springer (1995), §V.3.2 (the
+       numerical range holds the spectrum).
+    .. [3] C. Lanczos, "An iteration method for the solution of the eigenvalue problem of
+       linear differential and integral operators", J. Res. Nat. Bur. Standards 45, 1950.
+    .. [4] Y. Saad, *Numerical Methods for Large Eigenvalue Problems*, SIAM (2011), §4.3 (Ritz
+       residual bounds).
+    .. [5] R. B. Lehoucq, D. C. Sorensen, C. Yang, "ARPACK Users' Guide", SIAM, 1998.
 
     Examples
     --------
-    >>> s = Stability("numerical-range", True, -0.3, -0.31, 1e-6, 1e-15, 1e-4, "bound < 0")
-    >>> s.stable, s.value < 0
-    (True, True)
+    A general-V layer on R³ at its stable equilibrium: the bound θ + ρ + defect is negative,
+    and lies above the spectral abscissa of L computed from the dense spectrum.
+
+    >>> import numpy as np
+    >>> from riccati_tf import Params, equilibria
+    >>> from riccati_tf.stability import linearization_stability
+    >>> from riccati_tf.stability.equilibria import spectral_abscissa
+    >>> A = np.array([[1.0, 0.5, 0.0], [0.0, 2.0, 0.0], [0.0, 0.0, 3.0]])
+    >>> p = Params(A, V=-np.eye(3) - 0.2 * np.ones((3, 3)), B=np.eye(3))
+    >>> eq = equilibria(p)[0]
+    >>> s = linearization_stability(p, eq.cov)
+    >>> s.method, s.stable
+    ('numerical-range', True)
+    >>> bool(s.value == s.ritz + s.residual + s.defect)
+    True
+    >>> round(s.value, 3), round(spectral_abscissa(p, eq.cov), 3)
+    (-1.948, -1.987)
     """
 
     method: str
@@ -539,42 +571,58 @@ def linearization_stability(params: Params, cov: np.ndarray) -> Stability:
     Parameters
     ----------
     params : Params
-        The layer (d×d matrices A, V_h, B_h).
-    cov : ndarray, shape (d, d)
-        The equilibrium Σ* (symmetric positive semidefinite; its residual enters the bound).
+        The layer on R^d (A, V_h, B_h of shape (d, d), dense or factored heads).
+    cov : (d, d) array_like of float
+        The equilibrium Σ*, symmetric positive semidefinite (`riccati_tf.state.validation`'s
+        covariance policy); its residual F(Σ*) enters the bound.
 
     Returns
     -------
     Stability
-        The verdict with the bound or Ritz value, its residual and the tolerance.
+        The verdict ("numerical-range", "arnoldi" or "undecided") with the bound or Ritz value,
+        its residual, the defect, the tolerance and, for the bound, the quadratic constant c̃.
 
     Raises
     ------
     InvalidInputError
-        params is not a Params, or cov not a d×d covariance.
+        params is not a Params, or cov is not a d×d covariance.
     SolverError
         A floating-point failure (LinAlgError, overflow) in the eigensolvers.
 
     See Also
     --------
-    spectral_abscissa : max Re λ(L) itself (dense for small d, ARPACK beyond).
+    spectral_abscissa : max Re λ(L) itself (dense for d ≤ DENSE_SPECTRUM_MAX_D, ARPACK beyond).
     Stability : the record and the derivation of the bound.
+    equilibria : the equilibria, whose stability beyond d = DENSE_SPECTRUM_MAX_D this decides.
 
     References
     ----------
-    T. Kato, *Perturbation Theory for Linear Operators*, Springer (1995), §V.3.2; R. B. Lehoucq,
-    D. C. Sorensen and C. Yang, *ARPACK Users' Guide*, SIAM (1998).
+    .. [1] riccati_tf theory, SPEC §5 "Time-invariant parameters: equilibria, stability,
+       blow-up".
+    .. [2] T. Kato, *Perturbation Theory for Linear Operators*, Springer (1995), §V.3.2.
+    .. [3] C. Lanczos, "An iteration method for the solution of the eigenvalue problem of
+       linear differential and integral operators", J. Res. Nat. Bur. Standards 45, 1950.
+    .. [4] R. B. Lehoucq, D. C. Sorensen, C. Yang, "ARPACK Users' Guide", SIAM, 1998.
 
     Examples
     --------
-    V = −I, B = I, A = I: F(Σ) = 2Σ − 2Σ², Σ* = I and L(H) = −2H.
+    V = −I, B = I, A = I: F(Σ) = 2Σ − 2Σ², Σ* = I and L(H) = −2H, as the dense spectrum says.
 
     >>> import numpy as np
     >>> from riccati_tf import Params
+    >>> from riccati_tf.stability import linearization_stability
+    >>> from riccati_tf.stability.equilibria import spectral_abscissa
     >>> p = Params(np.eye(3), V=-np.eye(3), B=np.eye(3))
     >>> s = linearization_stability(p, np.eye(3))
-    >>> s.method, s.stable, round(s.value, 9)
-    ('numerical-range', True, -2.0)
+    >>> s.method, s.stable, round(s.value, 9), round(spectral_abscissa(p, np.eye(3)), 9)
+    ('numerical-range', True, -2.0, -2.0)
+
+    At the singular Σ = 0 there is no bound; ARPACK's rightmost Ritz value of L(H) = AH + HAᵀ
+    decides that this equilibrium is unstable:
+
+    >>> s0 = linearization_stability(p, np.zeros((3, 3)))
+    >>> s0.method, s0.stable, round(s0.value, 6), spectral_abscissa(p, np.zeros((3, 3)))
+    ('arnoldi', False, 2.0, 2.0)
     """
     if not isinstance(params, Params):
         raise InvalidInputError(f"params must be a riccati_tf.Params, got {type(params).__name__}")
