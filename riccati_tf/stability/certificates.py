@@ -343,7 +343,6 @@ class Certificate:
         p, cov = self.params, self.equilibrium.cov
         d = p.d
         m = self.equilibrium.mean if self.equilibrium.mean is not None else np.zeros(d)
-        assert p.heads is not None  # set by Params.__post_init__
         L = self.operator if self.operator is not None else linearization_matrix(p, cov)
         n = L.shape[0]
         K = p.M(cov) + sum((V for V, _ in p.heads), start=0.0)
@@ -980,7 +979,6 @@ def _attracting_ball(p: Params, cov0: np.ndarray, base: dict, horizon: float,
             w, U = np.linalg.eigh(eq.cov)
             R, Ri = (U * np.sqrt(w)) @ U.T, (U / np.sqrt(w)) @ U.T
             # c̃ of Stability.quadratic with spectral norms: 2 Σ_h ‖R⁻¹V_hR‖₂ ‖RB_hR‖₂
-            assert p.heads is not None  # set by Params.__post_init__
             c = 2 * sum((np.linalg.norm(Ri @ V @ R, 2) * np.linalg.norm(R @ B @ R, 2)
                          for V, B in p.heads), start=0.0)
             mu, f = -st.value, st.defect
@@ -1254,7 +1252,6 @@ class Premises:
 
 def _exactly_scalar(p: Params) -> bool:
     """Every value matrix is exactly v_h I (equal diagonal, zero off-diagonal)."""
-    assert p.heads is not None  # set by Params.__post_init__
     return all(not np.any(V - V[0, 0] * np.eye(p.d)) for V, _ in p.heads)
 
 
@@ -1281,7 +1278,6 @@ def _exact_G(p: Params) -> np.ndarray:
     """G = −Σ_h v_h (B_h + B_hᵀ) from the floats, in exact rational arithmetic (not the rounded
     p.G)."""
     G = np.full((p.d, p.d), Fraction(0), dtype=object)
-    assert p.heads is not None  # set by Params.__post_init__
     for V, B in p.heads:
         Bq = _q(B)
         G = G - Fraction(float(V[0, 0])) * (Bq + Bq.T)
@@ -1660,7 +1656,6 @@ def _exact_ok(p: Params, cov: np.ndarray, P: np.ndarray) -> bool:
     eye = (np.eye(d, dtype=int).astype(object), 0)
     # M = A + Σ_h V_h Σ B_h, then the Kronecker form of L (row-major vec)
     M = A
-    assert p.heads is not None  # set by Params.__post_init__
     heads = [(_dyadic(V), _dyadic(B)) for V, B in p.heads]
     for V, B in heads:
         M = _dy_add(M, _dy_mul(_dy_mul(V, S), B))

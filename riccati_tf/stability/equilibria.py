@@ -352,7 +352,6 @@ def F(params: Params, cov: np.ndarray) -> np.ndarray:
     """F(Σ) = AΣ + ΣAᵀ + Σ_h (V_hΣB_hΣ + ΣB_hᵀΣV_hᵀ)."""
     AS = params.A @ cov
     out = AS + AS.T
-    assert params.heads is not None  # set by Params.__post_init__
     for V, B in params.heads:
         W = V @ cov @ B @ cov
         out += W + W.T
@@ -376,7 +375,6 @@ def relative_residual(params: Params, cov: np.ndarray) -> float:
     A, ea = unit(params.A)
     terms = [(A @ S, ea + es)]
     scalar = params.value_scalars is not None
-    assert params.heads is not None  # set by Params.__post_init__
     for V, B in params.heads:
         (Vs, ev), (Bs, eb) = unit(V), unit(B)
         VS = Vs[0, 0] * S if scalar else Vs @ S  # V_h = v_h I: no product needed
@@ -417,7 +415,6 @@ def _value_factors(params: Params) -> _ValueFactors:
     factored: list[int] = []
     Os: list[np.ndarray] = []
     Ws: list[np.ndarray] = []
-    assert params.heads is not None  # set by Params.__post_init__
     for h, (entry, (V, _)) in enumerate(zip(params.factors, params.heads, strict=True)):
         if entry is not None and 2 * entry.V.shape[0] <= d:
             factored.append(h)
@@ -462,7 +459,6 @@ def products(params: Params, cov: np.ndarray) -> Products:
     instead."""
     vf = _value_factors(params)
     heads = params.heads
-    assert heads is not None  # set by Params.__post_init__
     C: list[np.ndarray | None] = [None] * len(heads)
     M = params.A.copy()
     checked = [cov, params.A]
@@ -489,7 +485,6 @@ def apply_linearization(params: Params, cov: np.ndarray, H: np.ndarray) -> np.nd
     """L(H) = M H + H Mᵀ + Σ_h (V_h H B_h Σ + Σ B_hᵀ H V_hᵀ), M = A + Σ_h V_h Σ B_h."""
     MH = params.M(cov) @ H
     out = MH + MH.T
-    assert params.heads is not None  # set by Params.__post_init__
     for V, B in params.heads:
         W = V @ H @ B @ cov
         out += W + W.T
@@ -507,7 +502,6 @@ def linearization_matrix(params: Params, cov: np.ndarray) -> np.ndarray:
     eye = np.eye(d)
     M = params.M(cov)
     full = np.kron(M, eye) + np.kron(eye, M)
-    assert params.heads is not None  # set by Params.__post_init__
     for V, B in params.heads:
         full += np.kron(V, (B @ cov).T) + np.kron(cov @ B.T, V)
     N = sym_basis(d)
@@ -525,7 +519,6 @@ def linearization_operator(params: Params, cov: np.ndarray,
     at = products(params, cov) if at is None else at
     M = at.M
     vf = _value_factors(params)
-    assert params.heads is not None  # set by Params.__post_init__
     dense = [(params.heads[h][0], at.C[h]) for h in vf.dense]
     rights = [params.heads[h][1] for h in vf.factored]
 
@@ -669,7 +662,6 @@ def _numerical_range_bound(params: Params,
     Ri = (U / np.sqrt(w)) @ U.T
     defect = float(np.linalg.norm(Ri @ at.field @ Ri))
     vf = _value_factors(params)
-    assert params.heads is not None  # set by Params.__post_init__
     dense = [(Ri @ V @ R, R @ B @ R) for V, B in (params.heads[h] for h in vf.dense)]
     X, Y = Ri @ vf.O, R @ vf.W.T  # Ṽ_h = X_hY_hᵀ for the factored heads
     Bt = [R @ params.heads[h][1] @ R for h in vf.factored]
@@ -729,7 +721,6 @@ def _lanczos_top(matvec: Callable[[np.ndarray], np.ndarray],
 def quadratic_constant(params: Params) -> float:
     """c with ‖Σ_h (V_h H B_h H + H B_hᵀ H V_hᵀ)‖_F ≤ c ‖H‖_F²: c = 2 Σ_h ‖V_h‖₂ ‖B_h‖₂.
     F(Σ* + H) = F(Σ*) + L(H) + that quadratic term, and ‖L_Σ − L_Σ'‖ ≤ 2c ‖Σ − Σ'‖_F."""
-    assert params.heads is not None  # set by Params.__post_init__
     return float(2.0 * sum((np.linalg.norm(V, 2) * np.linalg.norm(B, 2)
                             for V, B in params.heads), start=0.0))
 
@@ -746,7 +737,6 @@ def magnitude(params: Params) -> float:
     for divergence bounds and comparisons, within a factor d of natural_scale)."""
     if params.d <= KRONECKER_MAX_D:
         return natural_scale(params)
-    assert params.heads is not None  # set by Params.__post_init__
     c = 2.0 * sum((np.linalg.norm(V) * np.linalg.norm(B) for V, B in params.heads), start=0.0)
     a = np.linalg.norm(params.A)
     return float(a / c) if c > 0 and a > 0 else 1.0
@@ -759,7 +749,6 @@ def mean_equilibrium(params: Params, cov: np.ndarray, *,
     Hurwitz when already known (`scalar_mean_hurwitz`), else decided from the eigenvalues of K."""
     if hurwitz is False:
         return None
-    assert params.b is not None and params.heads is not None  # set by Params.__post_init__
     if hurwitz and not np.any(params.b):
         return np.zeros(params.d)
     K = params.M(cov) + sum((V for V, _ in params.heads), start=0.0)
@@ -1064,7 +1053,6 @@ def preconditioner_matrix(params: Params, at: Products) -> np.ndarray:
     L with every V_h replaced by v̄_h I is H ↦ M̃H + HM̃ᵀ, exactly L for scalar V. M itself would
     not do: at a full-rank equilibrium MΣ* + Σ*Mᵀ = F(Σ*) = 0, so H ↦ MH + HMᵀ is singular
     there (Σ* is in its kernel)."""
-    assert params.heads is not None  # set by Params.__post_init__
     Bbar = sum((np.trace(V) / params.d * B for V, B in params.heads),
                start=np.zeros((params.d, params.d)))
     return at.M + at.cov @ Bbar.T
@@ -1146,7 +1134,6 @@ def _scalar_part(params: Params, s: float) -> Params:
     if s == 1.0:
         return params
     eye = np.eye(params.d)
-    assert params.heads is not None  # set by Params.__post_init__
     heads = [((1 - s) * np.trace(V) / params.d * eye + s * V, B) for V, B in params.heads]
     return Params(params.A, b=params.b, heads=heads)
 

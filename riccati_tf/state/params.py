@@ -15,7 +15,7 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
@@ -207,7 +207,7 @@ def _stack(heads: list[Head]) -> _Stack | None:
                   np.vstack([h.Q for h in heads]), tuple(groups))
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True, eq=False, init=False)
 class Params:
     """Layer parameters (A, B, V, b) of SPEC §1, one head or several: the controls of the flow.
 
@@ -287,43 +287,44 @@ class Params:
     """
 
     A: np.ndarray
-    B: np.ndarray | None = None
-    V: np.ndarray | None = None
-    b: np.ndarray | None = None
-    heads: Sequence[tuple[np.ndarray, np.ndarray]] | None = field(default=None)
+    B: np.ndarray | None
+    V: np.ndarray | None
+    b: np.ndarray
+    heads: HeadPairs
 
-    def __post_init__(self) -> None:
-        A = as_matrix("A", self.A)
+    def __init__(self, A: np.ndarray, B: np.ndarray | None = None, V: np.ndarray | None = None,
+                 b: np.ndarray | None = None, heads: Sequence[HeadEntry] | None = None) -> None:
+        A = as_matrix("A", A)
         d = A.shape[0]
-        if self.heads is not None:
-            if self.B is not None or self.V is not None:
+        entries: list[HeadEntry]
+        if heads is not None:
+            if B is not None or V is not None:
                 raise InvalidInputError("give either B and V (one head) or heads=[(V_1, B_1), ...],"
                                         " not both")
-            if isinstance(self.heads, str | bytes | dict | set | frozenset | np.ndarray):
+            if isinstance(heads, str | bytes | dict | set | frozenset | np.ndarray):
                 raise InvalidInputError(f"heads must be a list of (V_h, B_h) pairs, got a "
-                                        f"{type(self.heads).__name__}")
+                                        f"{type(heads).__name__}")
             try:
-                pairs = (list(self.heads._entries) if isinstance(self.heads, HeadPairs)
-                         else list(self.heads))
+                pairs = list(heads._entries) if isinstance(heads, HeadPairs) else list(heads)
             except TypeError:
                 raise InvalidInputError("heads must be a list of (V_h, B_h) pairs") from None
             if not pairs:
                 raise InvalidInputError("heads is empty: give at least one (V_h, B_h) pair, or "
                                         "omit heads (and B, V) for a layer without attention")
-            heads = [self._entry(h, pair, d) for h, pair in enumerate(pairs)]
+            entries = [self._entry(h, pair, d) for h, pair in enumerate(pairs)]
             B = V = None
         else:
-            B = np.zeros((d, d)) if self.B is None else as_matrix("B", self.B, d)
-            V = np.zeros((d, d)) if self.V is None else as_matrix("V", self.V, d)
-            heads = [(V, B)]
-        b = np.zeros(d) if self.b is None else as_vector("b", self.b, d)
-        for arr in [A, b, *(m for pair in heads if not isinstance(pair, Head) for m in pair)]:
+            B = np.zeros((d, d)) if B is None else as_matrix("B", B, d)
+            V = np.zeros((d, d)) if V is None else as_matrix("V", V, d)
+            entries = [(V, B)]
+        b = np.zeros(d) if b is None else as_vector("b", b, d)
+        for arr in [A, b, *(m for pair in entries if not isinstance(pair, Head) for m in pair)]:
             arr.setflags(write=False)
         object.__setattr__(self, "A", A)
         object.__setattr__(self, "B", B)
         object.__setattr__(self, "V", V)
         object.__setattr__(self, "b", b)
-        object.__setattr__(self, "heads", HeadPairs(tuple(heads)))
+        object.__setattr__(self, "heads", HeadPairs(tuple(entries)))
 
     @staticmethod
     def _entry(h: int, pair: object, d: int) -> HeadEntry:
@@ -337,16 +338,9 @@ class Params:
         return (as_matrix(f"heads[{h}] V", pair[0], d), as_matrix(f"heads[{h}] B", pair[1], d))
 
     @property
-    def _heads(self) -> HeadPairs:
-        """`heads` as __post_init__ sets it (the constructor also takes a plain sequence)."""
-        heads = self.heads
-        assert isinstance(heads, HeadPairs)
-        return heads
-
-    @property
     def _entries(self) -> tuple[HeadEntry, ...]:
         """The heads as given: dense pairs and `Head` factors."""
-        return self._heads._entries
+        return self.heads._entries
 
     @property
     def factors(self) -> tuple[Head | None, ...]:
@@ -375,7 +369,6 @@ class Params:
     def arrays(self) -> Iterator[np.ndarray]:
         """Every array the layer holds (A, b, dense pairs, factors): for finiteness checks."""
         yield self.A
-        assert self.b is not None  # set by __post_init__
         yield self.b
         for e in self._entries:
             yield from ((e.Q, e.K, e.V, e.O) if isinstance(e, Head) else e)
@@ -436,7 +429,7 @@ class Params:
         vs = self.value_scalars
         if vs is None:
             raise InvalidInputError("G is defined only for scalar value matrices V_h = v_h I")
-        pairs = list(zip(vs, self._heads, strict=True))
+        pairs = list(zip(vs, self.heads, strict=True))
         with np.errstate(over="ignore", invalid="ignore"):
             G = -sum(v * (B + B.T) for v, (_, B) in pairs)
             if not np.all(np.isfinite(G)):  # B + Bᵀ may overflow where v (B + Bᵀ) does not
