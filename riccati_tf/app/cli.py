@@ -225,7 +225,6 @@ def equilibria_text(eqs: Sequence[Equilibrium]) -> str:
 def params_json(p: Params) -> dict:
     """A Params as the mapping of a spec: {A, b, V, B}, or {A, b, heads} for several heads."""
     out: dict[str, Any] = {"A": p.A, "b": p.b}
-    assert p.heads is not None  # Params sets its heads on construction
     if len(p.heads) == 1:
         out["V"], out["B"] = p.heads[0]
     else:
@@ -562,7 +561,6 @@ def cmd_particles(args: argparse.Namespace, spec: dict) -> Outcome:
 
     check_keys(spec, ("params", "initial", "n_tokens", "seed", "t_final", "n_steps", "method"))
     params = parse_params(field(spec, "params"))
-    assert params.heads is not None  # Params sets its heads on construction
     g0 = parse_gaussian(field(spec, "initial"), "initial")
     n_tokens = parse_number(spec, "n_tokens", kind=int, minimum=2, maximum=MAX_TOKENS,
                             limit="cli.MAX_TOKENS")

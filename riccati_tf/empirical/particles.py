@@ -484,8 +484,6 @@ def _ops(backend: str, device: str | None, dtype: str = "float64") -> _NumpyOps 
 def _field(ops: _NumpyOps | _TorchOps, params: Params, feedforward: FeedForward | None,
            x: Any, block: int) -> Any:
     """X[μ_N](x) with the arrays of one backend (numpy arrays or torch tensors)."""
-    # Params.__post_init__ always sets b and the (V_h, B_h) pairs
-    assert params.b is not None and params.heads is not None
     out = x @ ops.asarray(params.A).T + ops.asarray(params.b)
     heads = [(V, B) for V, B in params.heads if np.any(V)]
     if heads:

@@ -747,7 +747,6 @@ def _dispatch(params: Params | Callable[[float], Params],
         assert vs is not None  # flow refuses "exact" for non-scalar value matrices
         G = params.G  # SolverError when it overflows
         heads, b = params.heads, params.b
-        assert heads is not None and b is not None  # set by Params.__post_init__
         with np.errstate(over="ignore", invalid="ignore"):
             Bbar = sum((v * B for v, (_, B) in zip(vs, heads, strict=True)),
                        np.zeros_like(params.A))

@@ -167,7 +167,6 @@ class CompiledMomentRHS:
         if layer is None:
             return []
         heads, b = params.heads, params.b
-        assert heads is not None and b is not None  # Params fills both at construction
         if len(heads) != len(layer.heads):
             raise InvalidInputError(f"the system has {len(layer.heads)} attention head(s) but "
                                     f"params has {len(heads)}")
