@@ -23,7 +23,8 @@ import numpy as np
 from scipy.integrate import solve_ivp
 from scipy.linalg import solve_continuous_lyapunov
 
-from riccati_tf import Gaussian, Params, flow, flows
+from riccati_tf import Gaussian, Params, flow
+from riccati_tf.flows import integrate
 from riccati_tf.state.moments import moment_arrays
 from riccati_tf.state.params import Head
 
@@ -92,17 +93,17 @@ def rhs_rows(pf: Params, g: Gaussian):
 def counted_evaluations(fn) -> int:
     """Right-hand-side evaluations of the rk integration inside fn()."""
     count = [0]
-    original = flows.drift_arrays
+    original = integrate.drift_arrays
 
     def counting(*args):
         count[0] += 1
         return original(*args)
 
-    flows.drift_arrays = counting
+    integrate.drift_arrays = counting
     try:
         fn()
     finally:
-        flows.drift_arrays = original
+        integrate.drift_arrays = original
     return count[0]
 
 
@@ -131,13 +132,13 @@ def small_case(rng, centred: bool):
 
 def overhead_rows(rng):
     """(case, nfev rk, nfev plain, CPU times) at d = 8 and flow's default tolerances and output
-    times; the plain run gets the per-entry atol that rk uses (flows._scaled_atol), so both take
+    times; the plain run gets the per-entry atol that rk uses (integrate._scaled_atol), so both take
     the same steps (rk adds one evaluation: its end-of-run blow-up check)."""
     rows = []
-    t_eval = np.linspace(0.0, SMALL_T, flows.DEFAULT_OUTPUTS)
+    t_eval = np.linspace(0.0, SMALL_T, integrate.DEFAULT_OUTPUTS)
     for label, centred in [("m0, b ≠ 0", False), ("m0 = b = 0", True)]:
         p, g = small_case(rng, centred)
-        atol = flows._scaled_atol(g, ATOL, RTOL)
+        atol = integrate._scaled_atol(g, ATOL, RTOL)
         n_rk = counted_evaluations(lambda p=p, g=g: flow(p, g, SMALL_T, method="rk"))
         n_plain = plain_dop853(p, g, atol, t_eval).nfev
         t = cpu_times({"rk": lambda p=p, g=g: flow(p, g, SMALL_T, method="rk"),

@@ -13,6 +13,7 @@ from riccati_tf.stability.riccati import (
     care_python_control,
     care_residual,
     check_axis_gap,
+    fro_norm,
     lyapunov_function,
     schur_split,
 )
@@ -140,6 +141,38 @@ def test_bernoulli_n200_residual_rank_and_crosscheck(rng, spectrum):
     assert np.max(np.linalg.eigvals(A - sol.X @ G).real) < 0
     # python-control's care (SLICOT sb02md through sb02mt) gives the same matrix
     assert sol.crosscheck <= 1e-10
+
+
+@pytest.mark.parametrize("n", [1, 2, 7, 90])
+def test_bernoulli_schur_solution_is_symmetric_with_its_own_residual(rng, n):
+    re = np.where(np.arange(n) % 3 == 0, -1.0, 1.0) * rng.uniform(0.3, 2.0, n)
+    A = random_with_spectrum(rng, re)
+    G = random_pd(rng, n)
+    sol = bernoulli(A, G)
+    assert sol.method == "schur" and sol.psd
+    assert np.array_equal(sol.X, sol.X.T)  # the completed triangle of YᵀY, not a mean of two
+    assert sol.residual == pytest.approx(care_residual(A.T, G, np.zeros((n, n)), sol.X),
+                                         rel=1e-12, abs=1e-300)
+    # Σ = U₁P⁻¹U₁ᵀ written out from the Schur split
+    split = schur_split(A, G)
+    U1 = split.U[:, :split.k]
+    ref = U1 @ np.linalg.inv(split.P) @ U1.T
+    assert np.linalg.norm(sol.X - ref) <= 1e-10 * np.linalg.norm(ref)
+
+
+def test_care_residual_without_Q_is_that_of_Q_zero(rng):
+    A, X = rng.standard_normal((6, 6)), random_pd(rng, 6)
+    G = random_pd(rng, 6)
+    assert care_residual(A, G, None, X) == care_residual(A, G, np.zeros((6, 6)), X)
+    assert care_residual(A, G, None, np.zeros((6, 6))) == 0.0
+
+
+@pytest.mark.parametrize("scale", [2.0 ** -1070, 1e-300, 1e-200, 1.0, 1e200, 1e300])
+def test_fro_norm_at_every_magnitude(rng, scale):
+    S = scale * rng.standard_normal((5, 5))
+    e = int(np.frexp(scale)[1])  # S·2^−e has unit size: its norm, scaled back exactly
+    want = float(np.ldexp(np.linalg.norm(np.ldexp(S, -e)), e))
+    assert fro_norm(S) == pytest.approx(want, rel=1e-14)
 
 
 def test_bernoulli_mixed_spectrum_is_not_the_plain_inverse(rng):

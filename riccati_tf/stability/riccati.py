@@ -88,6 +88,8 @@ def fro_norm(M: NDArray[np.float64]) -> float:
     """‖M‖_F without intermediate under- or overflow (computed on M scaled by a power of two);
     inf when the norm itself exceeds the float range."""
     e = exponent(M)
+    if abs(e) <= SAFE_EXPONENT:  # squares of the entries neither overflow nor underflow
+        return float(np.linalg.norm(M))
     with np.errstate(over="ignore"):
         return float(np.ldexp(np.linalg.norm(np.ldexp(M, -e)), e))
 
@@ -240,14 +242,20 @@ class RiccatiSolution:
     psd: bool = False
 
 
-def care_residual(A: np.ndarray, G: np.ndarray, Q: np.ndarray, X: np.ndarray) -> float:
-    """Relative residual ‖AᵀX + XA − XGX + Q‖_F / (‖Q‖_F + 2‖AᵀX‖_F + ‖XGX‖_F)."""
+def care_residual(A: np.ndarray, G: np.ndarray, Q: np.ndarray | None, X: np.ndarray) -> float:
+    """Relative residual ‖AᵀX + XA − XGX + Q‖_F / (‖Q‖_F + 2‖AᵀX‖_F + ‖XGX‖_F) of a symmetric X
+    (Q = None: Q = 0)."""
     AX = A.T @ X
     XGX = X @ G @ X
-    scale = np.linalg.norm(Q) + 2 * np.linalg.norm(AX) + np.linalg.norm(XGX)
+    scale = 2 * np.linalg.norm(AX) + np.linalg.norm(XGX)
+    R = AX + AX.T
+    R -= XGX
+    if Q is not None:
+        scale += np.linalg.norm(Q)
+        R += Q
     if scale == 0.0:
         return 0.0
-    return float(np.linalg.norm(AX + AX.T - XGX + Q) / scale)
+    return float(np.linalg.norm(R) / scale)
 
 
 @numerical_boundary
@@ -344,8 +352,13 @@ def schur_split(A: ArrayLike, G: ArrayLike, *, axis_rtol: float = AXIS_RTOL,
     """
     A = as_matrix("A", A)
     G = as_matrix("G", G, A.shape[0])
-    axis_rtol = as_rtol("axis_rtol", axis_rtol)
-    T, U, k = schur(A, output="real", sort="rhp")
+    return _schur_split(A, G, as_rtol("axis_rtol", axis_rtol), unit_exponent)
+
+
+def _schur_split(A: np.ndarray, G: np.ndarray, axis_rtol: float,
+                 unit_exponent: int) -> SchurSplit:
+    """schur_split for validated (finite, square) A and G."""
+    T, U, k = schur(A, output="real", sort="rhp", check_finite=False)
     eig = _quasi_triangular_eigenvalues(T)
     gap = check_axis_gap(eig, fro_norm(A), "A", axis_rtol, unit_exponent=unit_exponent)
     T11, U1 = T[:k, :k], U[:, :k]
@@ -712,9 +725,10 @@ def bernoulli(A: ArrayLike, G: ArrayLike, *, method: str = "schur", axis_rtol: f
     G0 = as_matrix("G", G, A0.shape[0])
     axis_rtol = as_rtol("axis_rtol", axis_rtol)
     crosscheck, condition = as_flag("crosscheck", crosscheck), as_flag("condition", condition)
-    G0 = 0.5 * (G0 + G0.T)
+    if not np.array_equal(G0, G0.T):
+        G0 = 0.5 * (G0 + G0.T)
     a, k = bernoulli_scaling(A0, G0)
-    As, Gs = np.ldexp(A0, -a), np.ldexp(G0, k - a)  # Ã, G̃ of the scaled equation
+    As, Gs = (np.ldexp(A0, -a), np.ldexp(G0, k - a)) if a or k else (A0, G0)  # Ã, G̃ scaled
     if method == "schur":
         sol = _bernoulli_schur(As, Gs, axis_rtol, a)
         if sol.residual > FAST_PATH_RESIDUAL:
@@ -751,9 +765,9 @@ def unscale_solution(X: np.ndarray, k: int) -> np.ndarray:
     representable: an entry overflows, or every entry of a nonzero X falls below the normal
     range)."""
     with np.errstate(over="ignore", under="ignore"):
-        out = np.ldexp(X, k)
+        out = np.ldexp(X, k) if k else X
     big = float(np.max(np.abs(out))) if out.size else 0.0
-    if not np.isfinite(big) or (np.any(X) and big < np.finfo(float).tiny):
+    if not np.isfinite(big) or (big < np.finfo(float).tiny and np.any(X)):
         raise SolverError(f"the solution has magnitude ≈ 2^{k + exponent(X)}, outside the range "
                           f"of float64: it is not representable")
     return out
@@ -761,21 +775,23 @@ def unscale_solution(X: np.ndarray, k: int) -> np.ndarray:
 
 def _bernoulli_schur(A: np.ndarray, G: np.ndarray, axis_rtol: float,
                      unit_exponent: int) -> RiccatiSolution:
-    split = schur_split(A, G, axis_rtol=axis_rtol, unit_exponent=unit_exponent)
+    split = _schur_split(A, G, axis_rtol, unit_exponent)
     k, U1 = split.k, split.U[:, :split.k]
     d = A.shape[0]
     if k == 0:
         return RiccatiSolution(np.zeros((d, d)), 0.0, 1.0, split.eigenvalues, 0, "schur",
                                split.axis_gap, psd=True)
     P = split.P
-    ref = max(np.linalg.norm(P, 1), np.linalg.norm(G, 1) / (2 * np.linalg.norm(A, 1)))
+    pnorm = np.linalg.norm(P, 1)
+    ref = max(pnorm, np.linalg.norm(G, 1) / (2 * np.linalg.norm(A, 1)))
     try:  # P ≻ 0 (G ≻ 0 on the anti-stable part): Σ = WWᵀ with W = U₁C⁻¹, P = CᵀC
         C = cholesky(P, lower=False, check_finite=False)
-        rcond = float(lapack.dpocon(C, np.linalg.norm(P, 1), uplo="U")[0])
-        sing = float(rcond * np.linalg.norm(P, 1) / ref)  # ≈ 1 / (‖P⁻¹‖₁ ref)
+        rcond = float(lapack.dpocon(C, pnorm, uplo="U")[0])
+        sing = float(rcond * pnorm / ref)  # ≈ 1 / (‖P⁻¹‖₁ ref)
         Y = solve_triangular(C, U1.T, trans="T", lower=False, check_finite=False)
-        X = blas.dsyrk(1.0, Y, trans=1)  # YᵀY, upper triangle
-        X = np.triu(X) + np.triu(X, 1).T
+        X = blas.dsyrk(1.0, Y, trans=1)  # YᵀY in the upper triangle, zeros below
+        X = X + X.T
+        X[np.diag_indices(d)] *= 0.5  # the doubled diagonal, halved exactly
         Pinv = None
     except LinAlgError:  # indefinite P: explicit inverse
         Pinv, rcond = _symmetric_inverse(P)
@@ -790,7 +806,7 @@ def _bernoulli_schur(A: np.ndarray, G: np.ndarray, axis_rtol: float,
         X = 0.5 * (X + X.T)
     # closed loop A − ΣG in Schur coordinates: [[−P⁻¹T₁₁ᵀP, ·], [0, T₂₂]]
     closed = np.concatenate([-split.eigenvalues[:k].conj(), split.eigenvalues[k:]])
-    return RiccatiSolution(X, care_residual(A.T, G, np.zeros_like(G), X), rcond, closed, k,
+    return RiccatiSolution(X, care_residual(A.T, G, None, X), rcond, closed, k,
                            "schur", split.axis_gap, psd=Pinv is None)
 
 

@@ -174,7 +174,7 @@ class HeadPairs(Sequence[tuple[np.ndarray, np.ndarray]]):
 class _Stack:
     """The factored heads stacked: Vs (S×d) and O (d×S) of all value factors, Q (R×d) of all
     queries; heads of equal ranks (s, r) are adjacent and form one group (rows of Vs, rows of Q,
-    their Kᵀ as a (G, d, r) batch). Σ_h O_h (V_h Σ K_hᵀ) Q_h is O · blockdiag(V_h Σ K_hᵀ) · Q:
+    their K as a (G, r, d) batch). Σ_h O_h (V_h Σ K_hᵀ) Q_h is O · blockdiag(V_h Σ K_hᵀ) · Q:
     two products with d×S operands and batched small ones."""
 
     Vs: np.ndarray
@@ -184,11 +184,12 @@ class _Stack:
 
     def inner(self, VS: np.ndarray, QX: np.ndarray) -> np.ndarray:
         """blockdiag(V_h Σ K_hᵀ) · QX from VS = V_s Σ (S×d) and QX (R×k): S×k."""
-        out = np.empty((VS.shape[0], QX.shape[1]))
-        for rows_s, rows_r, Kt in self.groups:
-            G, d, r = Kt.shape
-            C = VS[rows_s].reshape(G, -1, d) @ Kt  # (G, s, r)
-            out[rows_s] = (C @ QX[rows_r].reshape(G, r, -1)).reshape(-1, QX.shape[1])
+        k = QX.shape[1]
+        out = np.empty((VS.shape[0], k))
+        for rows_s, rows_r, K in self.groups:
+            G, r, d = K.shape
+            C = VS[rows_s].reshape(G, -1, d) @ K.transpose(0, 2, 1)  # (G, s, r)
+            np.matmul(C, QX[rows_r].reshape(G, r, k), out=out[rows_s].reshape(G, -1, k))
         return out
 
 
@@ -201,7 +202,7 @@ def _stack(heads: list[Head]) -> _Stack | None:
         group = list(members)
         G = len(group)
         groups.append((slice(s0, s0 + G * s), slice(r0, r0 + G * r),
-                       np.stack([h.K.T for h in group])))
+                       np.stack([h.K for h in group])))
         s0, r0 = s0 + G * s, r0 + G * r
     return _Stack(np.vstack([h.V for h in heads]), np.hstack([h.O for h in heads]),
                   np.vstack([h.Q for h in heads]), tuple(groups))
@@ -381,12 +382,14 @@ class Params:
     def M(self, cov: np.ndarray) -> npt.NDArray[np.float64]:
         """Linear part of the field at covariance Σ: M = A + Σ_h V_h Σ B_h (factored heads:
         O · blockdiag(V_h Σ K_hᵀ) · Q)."""
-        out = self.A.copy()
+        st = self.stack
+        if st is None:
+            out = self.A.copy()
+        else:
+            out = st.O @ st.inner(st.Vs @ cov, st.Q)
+            out += self.A
         for V, B in self.dense_pairs:
             out += (V @ cov) @ B
-        st = self.stack
-        if st is not None:
-            out += st.O @ st.inner(st.Vs @ cov, st.Q)
         return out
 
     def c(self, mean: np.ndarray) -> npt.NDArray[np.float64]:
