@@ -113,6 +113,8 @@ STEPS_PER_LEVEL = 4
 #: bisections where a Newton step would leave the bracket
 MAX_ROOT_STEPS = 100
 _EPS = np.finfo(float).eps
+#: (λ, κ₂(V), Bauer–Fike radius) per case (`_eigen_discs`)
+_Discs = tuple[np.ndarray, np.ndarray, np.ndarray]
 _TINY = np.finfo(float).tiny
 _SUBNORMAL = 2.0 ** -1074
 
@@ -290,7 +292,8 @@ def blowup_times(A: np.ndarray, G: np.ndarray, L: np.ndarray, t_max: np.ndarray)
     return out
 
 
-def _newton_root(A, G, L, E_a, W_a, h, t_a) -> np.ndarray:
+def _newton_root(A: np.ndarray, G: np.ndarray, L: np.ndarray, E_a: np.ndarray, W_a: np.ndarray,
+                 h: np.ndarray, t_a: np.ndarray) -> np.ndarray:
     """Root s ∈ (0, h] of f(s) = λ_min(S_a + MᵀW(s)M), S_a = I + LᵀW_aL, M = E_aL, f(0) > 0 ≥ f(h).
 
     Newton's method from s = h with f'(s) = wᵀGw, w = E_sMu (u the unit eigenvector of λ_min, so
@@ -304,7 +307,7 @@ def _newton_root(A, G, L, E_a, W_a, h, t_a) -> np.ndarray:
     Mt = np.swapaxes(M, 1, 2)
     S_a = np.eye(L.shape[2]) + np.swapaxes(L, 1, 2) @ W_a @ L
 
-    def f(idx, s):
+    def f(idx: np.ndarray, s: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(f(s), f'(s)) for the cases idx."""
         E, W = van_loan_stack(A[idx], G[idx], s)
         lam, vec = np.linalg.eigh(S_a[idx] + Mt[idx] @ W @ M[idx])
@@ -552,7 +555,7 @@ def _provably_nd(g_eig: np.ndarray) -> bool:
     return bool(g_eig[-1] < -ROUNDING_ULPS * d * _EPS * np.abs(g_eig).max())
 
 
-def _lyapunov_certified(M: np.ndarray, discs, norm: np.ndarray) -> np.ndarray:
+def _lyapunov_certified(M: np.ndarray, discs: _Discs, norm: np.ndarray) -> np.ndarray:
     """Whether certify's local Lyapunov certificate for the linearisation L(H) = MH + HMᵀ on
     Sym(d) passes its re-check, per case (EXACT_CHECK_MAX_D < d ≤ KRONECKER_MAX_D, so that no
     rational re-check runs): M = A at Σ* = 0, M = A − Σ*G at a Bernoulli solution Σ*, where
@@ -580,7 +583,8 @@ def _lyapunov_certified(M: np.ndarray, discs, norm: np.ndarray) -> np.ndarray:
             (rounding * cond ** 4 <= -LYAP_CERT_RTOL * alpha)
 
 
-def _numerical_stack(A, G, cov0, g_err, g, discs, tol: dict) -> list:
+def _numerical_stack(A: np.ndarray, G: np.ndarray, cov0: np.ndarray, g_err: np.ndarray,
+                     g: np.ndarray, discs: _Discs, tol: dict) -> list[Premises | None]:
     """certify's numerical premises (`certificates._numerical_premises` with the tolerances tol)
     for layers beyond EXACT_MAX_D, wherever margins show that certify decides them the same way;
     None elsewhere (`_case_premises` then computes them). g: the eigenvalues of G; discs: A's
@@ -646,7 +650,7 @@ def _numerical_stack(A, G, cov0, g_err, g, discs, tol: dict) -> list:
             2 * bound + THRESHOLD_SLACK * np.maximum(1.0, thr[h])
         sign[h] = np.where(off <= tol["threshold_rtol"], 0, np.sign(thr[h] - 1)).astype(int)
     ok &= ~neg | leaves | inside
-    out: list = [None] * n
+    out: list[Premises | None] = [None] * n
     for i in np.flatnonzero(ok):
         out[i] = Premises(
             tolerance=tol, g_psd=bool(psd[i]), g_nsd=bool(nsd[i]), g_nd=bool(nd[i]),
@@ -853,7 +857,7 @@ def _half_plane_counts(A: np.ndarray):
     return (re < 0).sum(axis=1), (re == 0).sum(axis=1), (re > 0).sum(axis=1), tri | robust
 
 
-def _eigen_discs(A: np.ndarray):
+def _eigen_discs(A: np.ndarray) -> _Discs:
     """(λ, κ₂(V), r) per case: LAPACK's eigenvalues and eigenvectors AV ≈ VΛ, the condition number
     of V and the Bauer–Fike radius r = 2κ₂(V)‖R‖/σ_min(V) ≥ κ₂(V)‖RV⁻¹‖₂ of the perturbation
     A − VΛV⁻¹ = RV⁻¹, R = AV − VΛ plus its rounding bound (see `_half_plane_counts`)."""
