@@ -19,8 +19,9 @@
 (e) Scalar-V certify at d = 8 and 32 (beyond certificates.EXACT_MAX_D: premises decided with
     tolerances), on (a)'s ensemble lifted to R^d and on its part with a ≤ −0.1: batched path
     against the per-case loop, verdicts compared, batched share; and the peak memory
-    (tracemalloc) of the stacked classifier and of its Lyapunov solves (`lyapunov_stack`, two
-    right-hand sides) on a chunk of the default size at d = 32.
+    (tracemalloc) of the stacked classifier as the sweep calls it (with the heads) and of its
+    Lyapunov solves (`lyapunov_stack`, two right-hand sides) on a chunk of the default size at
+    d = 32.
 
 Run: python -m benchmarks.sweep
 """
@@ -207,7 +208,8 @@ def memory_case(d: int) -> None:
     _, v = scalar_values(chunk.V)
     G = g_matrix(v, chunk.B)
     mb = peak_memory(lambda: classify_scalar(chunk.A, G, chunk.cov,
-                                             quadratic_constants(chunk.V, chunk.B)))
+                                             quadratic_constants(chunk.V, chunk.B),
+                                             heads=(chunk.V, chunk.B)))
     A = chunk.A - 2.0 * np.eye(d)  # Hurwitz: the threshold's two Lyapunov solves
     rhs = np.stack([G, -np.broadcast_to(np.eye(d), A.shape)], axis=1)
     start = time.perf_counter()

@@ -1,16 +1,30 @@
 """The batched scalar-V classifier against `certify` case by case, and its stacked numerics."""
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 from scipy.linalg import expm
 
 from riccati_tf import Gaussian, Params, flow
 from riccati_tf.flows.exact import van_loan
+from riccati_tf.stability.certificates import (
+    EXACT_MAX_D,
+    certify,
+    default_tolerance,
+    premises,
+    theorem_of,
+)
+from riccati_tf.stability.equilibria import KRONECKER_MAX_D
 from riccati_tf.sweep.batched import (
+    _eigen_discs,
+    _lyapunov_certified,
+    _numerical_stack,
     blowup_times,
     classify_scalar,
     expm_stack,
     g_matrix,
+    g_rounding,
     lyapunov_stack,
     quadratic_constants,
     scalar_values,
@@ -111,6 +125,78 @@ def test_numerical_premises_beyond_exact_max_d_are_certify_case_by_case():
     assert not np.any(got["exact"][batched & (got["theorem"] != "zero")])
     assert {"nsd_unstable_range", "psd_gramian_singular"} <= set(got["theorem"][batched])
     assert np.isfinite(got["blowup_time"][batched]).sum() >= 2
+
+
+def ensemble_chunk(d, n, stable=False):
+    """The d-dimensional ensemble of benchmarks/sweep.py (e), or its part with a ≤ −0.1."""
+    from benchmarks.sweep import ensemble_d
+    from riccati_tf.sweep import parse_family
+
+    spec = ensemble_d(d, n)
+    if stable:
+        spec["family"]["random"]["axes"]["a"] = {"uniform": [-1.5, -0.1]}
+    return parse_family(spec).chunk(0)
+
+
+def stacked_premises(chunk):
+    """(`_numerical_stack`'s premises, certify's `premises` case by case) for a chunk."""
+    d = chunk.A.shape[-1]
+    _, v = scalar_values(chunk.V)
+    G = g_matrix(v, chunk.B)
+    p0 = Params(A=chunk.A[0], heads=[(V[0], B[0]) for V, B in zip(chunk.V, chunk.B, strict=True)])
+    got = _numerical_stack(chunk.A, G, chunk.cov, g_rounding(chunk.V, chunk.B),
+                           np.linalg.eigvalsh(G), _eigen_discs(chunk.A), default_tolerance(p0))
+    ref = [premises(chunk.params(i), chunk.cov[i]) for i in range(len(chunk))]
+    assert d > EXACT_MAX_D and not any(pr.exact for pr in ref)
+    return got, ref
+
+
+@pytest.mark.parametrize("d, kind", [(8, "random"), (8, "ensemble"), (12, "ensemble")])
+def test_numerical_premises_on_the_stack_are_certify_premises(d, kind):
+    chunk = random_chunk(np.random.default_rng(d), 60, d) if kind == "random" else \
+        ensemble_chunk(d, 60)
+    got, ref = stacked_premises(chunk)
+    decided = [i for i, pr in enumerate(got) if pr is not None]
+    assert len(decided) >= (20 if kind == "random" else 55)
+    for i in decided:
+        a, b = got[i], ref[i]
+        assert replace(a, threshold=None) == replace(b, threshold=None), i
+        assert (a.threshold is None) == (b.threshold is None)
+        if a.threshold is not None:
+            assert abs(a.threshold - b.threshold) <= 1e-12 * b.threshold
+    theorems = {theorem_of(got[i], d) for i in decided}
+    assert {("psd_hurwitz", "collapses"), ("psd_gramian_pd", "converges")} <= theorems
+    if kind == "ensemble":
+        assert ("nsd_unstable_range", "blows_up") in theorems
+        assert ("nsd_threshold", "collapses") in theorems
+
+
+@pytest.mark.parametrize("d, stable", [(8, False), (8, True), (32, False)])
+def test_benchmark_ensemble_beyond_exact_max_d_is_batched(d, stable):
+    """(e)'s ensembles on the batched path (numerical premises on the stack, collapses and
+    convergence with certify's local certificate at Σ* where its conditioning allows), with
+    certify's verdicts."""
+    chunk = ensemble_chunk(d, 40 if d < 32 else 16, stable)
+    got, ref = certify_columns(chunk), certify_columns(chunk, batched=False)
+    for name in VERDICT:
+        assert list(got[name]) == list(ref[name]), name
+    for name in NUMBERS:
+        np.testing.assert_allclose(got[name], ref[name], rtol=1e-11, atol=0, err_msg=name)
+    share = np.mean(got["path"] == "batched")
+    assert share == 1.0 if (stable or d > KRONECKER_MAX_D) else share >= 0.95
+
+
+def test_zero_certified_means_certify_ships_the_local_certificate(rng):
+    n, d = 12, 8
+    A = rng.standard_normal((n, d, d)) / np.sqrt(d) - 1.5 * np.eye(d)
+    A[-2] = -np.eye(d) + 1e4 * np.eye(d, k=1)  # κ(V) beyond every margin
+    A[-1] = np.eye(d)  # not Hurwitz
+    ok = _lyapunov_certified(A, _eigen_discs(A), np.linalg.norm(A, 2, axis=(1, 2)))
+    assert list(ok) == [True] * (n - 2) + [False, False]
+    for i in np.flatnonzero(ok):
+        c = certify(Params(A=A[i], B=np.eye(d), V=-np.eye(d)), np.eye(d))  # G = 2I ≻ 0
+        assert (c.regime, c.theorem, c.exact) == ("collapses", "psd_hurwitz", False)
+        assert c.lyapunov is not None and c.check()
 
 
 def rounding_level_chunk():
@@ -251,8 +337,9 @@ def test_lyapunov_stack_defective_and_singular_cases():
     assert np.isnan(P[1:]).all()
 
 
-def test_blowup_times_match_the_exact_flow(rng):
-    n, d = 25, 2
+@pytest.mark.parametrize("d", [2, 5])
+def test_blowup_times_match_the_exact_flow(rng, d):
+    n = 25
     A = rng.standard_normal((n, d, d))
     X = rng.standard_normal((n, d, d))
     G = -(X @ np.swapaxes(X, 1, 2))  # G ≺ 0

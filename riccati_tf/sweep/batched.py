@@ -27,7 +27,9 @@ settle get certify's `premises` case by case when the heads (V, B) are passed (a
 place of certify's whole run), and are handed to `certify` otherwise; so are d > EXACT_MAX_D
 without the heads, magnitudes outside MAGNITUDE_RANGE, and every case for which certify would
 integrate. Beyond EXACT_MAX_D certify's premises are numerical (exact False); `_settle` keeps
-only the verdicts whose re-check depends on those premises alone.
+only the verdicts whose re-check depends on those premises alone, and the collapses to Σ* = 0
+and to the stabilizing solution whose local Lyapunov certificate provably passes its
+re-check (`_lyapunov_certified`).
 
 A blow-up time is the first root of λ_min(I + L0ᵀW(t)L0) (monotone in t since G ⪯ 0), searched up
 to certify's horizon MAX_NORM_TIME / max(‖A‖₂, c‖Σ0‖₂), c = 2Σ_h‖V_h‖₂‖B_h‖₂, and kept only when
@@ -39,8 +41,8 @@ solution (`stabilizing_found`, the same Bernoulli solve case by case).
 Batched numerics: stacked eigvals/eigvalsh/eigh, Lyapunov equations by stacked
 eigendecompositions (O(k³) time and O(k²) memory a case, `lyapunov_stack`), and W(t) from a
 stacked Padé-13 Van Loan exponential with the semigroup rule W(t + h) = W(t) + E_tᵀW(h)E_t: a
-doubling march brackets T*, a dyadic descent shrinks the bracket to one step ‖A‖₂h ≤ 1, and the
-Illinois method finishes it to 4·eps relative.
+doubling march brackets T*, a dyadic descent shrinks the bracket to one step ‖A‖₂h ≤ 1, and
+Newton's method, kept inside the bracket, finishes it to 4·eps relative.
 """
 
 from __future__ import annotations
@@ -56,6 +58,7 @@ from scipy.linalg import solve_continuous_lyapunov
 from ..errors import InvalidInputError, SolverError
 from ..stability.certificates import (
     BLOWUP_CHECK_RTOL,
+    EXACT_CHECK_MAX_D,
     EXACT_MAX_D,
     MAX_GRAMIAN_STEPS,
     MAX_NORM_TIME,
@@ -63,6 +66,7 @@ from ..stability.certificates import (
     Premises,
     blowup_check,
     cov_root,
+    default_tolerance,
     premises,
     theorem_of,
 )
@@ -80,6 +84,16 @@ EIGVEC_COND_MAX = 1e8
 #: some |λ_i + λ_j| ≤ LYAP_SEP_RTOL·max|λ|
 LYAP_COND_MAX = 1e4
 LYAP_SEP_RTOL = 1e-8
+#: a convergence on numerical premises keeps its verdict when the bound ‖M‖₂κ⁴/|α| on the
+#: condition number of certify's local Lyapunov matrix at Σ* (`_lyapunov_certified`) times its
+#: rounding ROUNDING_ULPS n_s eps (n_s = d(d + 1)/2) is at most LYAP_CERT_RTOL
+LYAP_CERT_RTOL = 1e-4
+#: numerical premises on the stack (`_numerical_stack`): margins over certify's tolerances —
+#: the anti-stable Gramian's reciprocal condition bound over singular_rcond, √λ_min(Σ0)/‖L0‖_F
+#: over range_rtol, and a relative slack on λ_max(W∞Σ0) beyond the error bounds
+UNSEEN_MARGIN = 1e6
+RANGE_MARGIN = 1e3
+THRESHOLD_SLACK = 1e-10
 #: allowance for the backward error of a symmetric eigensolver, in units of d·eps·‖X‖₂ (LAPACK's
 #: bound is a modest multiple of d·eps; 64 leaves a wide berth)
 ROUNDING_ULPS = 64
@@ -99,9 +113,12 @@ BLOWUP_NORM_TIME = 500.0
 CHECK_MARGIN = 1e-9
 #: the blow-up march doubles its step after this many steps at one length
 STEPS_PER_LEVEL = 4
-#: Illinois iterations on the last step (each one stacked Padé exponential)
-MAX_ILLINOIS = 100
+#: root-finding iterations on the last step (each one stacked Padé exponential): Newton steps,
+#: bisections where a Newton step would leave the bracket
+MAX_ROOT_STEPS = 100
 _EPS = np.finfo(float).eps
+#: (λ, κ₂(V), Bauer–Fike radius) per case (`_eigen_discs`)
+_Discs = tuple[np.ndarray, np.ndarray, np.ndarray]
 _TINY = np.finfo(float).tiny
 _SUBNORMAL = 2.0 ** -1074
 
@@ -274,8 +291,9 @@ def blowup_times(A: npt.NDArray[np.float64], G: npt.NDArray[np.float64],
     set when I + LᵀW(t)L first becomes singular. March: steps 2^j h (h = 1/‖A‖₂,
     STEPS_PER_LEVEL steps per j) composed exactly by the semigroup rule
     W(t + h) = W(t) + E_tᵀW(h)E_t, until λ_min ≤ 0; descent: halve the bracket with the stored
-    steps down to h; then Illinois (regula falsi with halving) on offsets s ∈ (0, h], W(s) by
-    stacked Padé, to 4·eps relative.
+    steps down to h; then Newton's method kept inside the bracket on offsets s ∈ (0, h]
+    (f'(s) = wᵀGw from the eigenvector of λ_min; a step leaving the bracket is a bisection),
+    W(s) by stacked Padé, to 4·eps relative.
 
     Parameters
     ----------
@@ -310,8 +328,6 @@ def blowup_times(A: npt.NDArray[np.float64], G: npt.NDArray[np.float64],
        blow-up".
     .. [2] C. F. Van Loan, "Computing integrals involving the matrix exponential", IEEE TAC
        23(3), 1978.
-    .. [3] M. Dowell and P. Jarratt, "A modified regula falsi method for computing the root of
-       an equation", BIT 11, 1971 (the Illinois method).
 
     Examples
     --------
@@ -389,56 +405,66 @@ def blowup_times(A: npt.NDArray[np.float64], G: npt.NDArray[np.float64],
             level[idx] = j
     idx = np.flatnonzero(bracketed)
     if idx.size:
-        out[idx] = t_a[idx] + _illinois(A[idx], G[idx], L[idx], E_a[idx], W_a[idx], h[idx],
-                                        t_a[idx])
+        out[idx] = t_a[idx] + _newton_root(A[idx], G[idx], L[idx], E_a[idx], W_a[idx], h[idx],
+                                           t_a[idx])
     out[out > t_max] = np.nan
     return out
 
 
-def _illinois(A: np.ndarray, G: np.ndarray, L: np.ndarray, E_a: np.ndarray, W_a: np.ndarray,
-              h: np.ndarray, t_a: np.ndarray) -> np.ndarray:
-    """Root s ∈ (0, h] of f(s) = λ_min(I + Lᵀ(W_a + E_aᵀW(s)E_a)L), f(0) > 0 ≥ f(h)."""
-    r = L.shape[2]
+def _newton_root(A: np.ndarray, G: np.ndarray, L: np.ndarray, E_a: np.ndarray, W_a: np.ndarray,
+                 h: np.ndarray, t_a: np.ndarray) -> np.ndarray:
+    """Root s ∈ (0, h] of f(s) = λ_min(S_a + MᵀW(s)M), S_a = I + LᵀW_aL, M = E_aL, f(0) > 0 ≥ f(h).
+
+    Newton's method from s = h with f'(s) = wᵀGw, w = E_sMu (u the unit eigenvector of λ_min, so
+    f' = uᵀMᵀ(dW/ds)Mu with dW/ds = E_sᵀGE_s; f' ≤ 0 for G ⪯ 0). The bracket [lo, hi] with
+    f(lo) > 0 ≥ f(hi) is kept: a Newton step that would leave it, or (after the first) is not at
+    most half the previous step (f' ≥ 0, or no quadratic convergence: f at rounding level), is a
+    bisection instead. Stops when the Newton step is at most 4·eps(t_a + s) long (the result is
+    its end) or the bracket is that narrow (its midpoint), after at most MAX_ROOT_STEPS
+    iterations."""
     M = E_a @ L
     Mt = np.swapaxes(M, 1, 2)
-    S_a = np.eye(r) + np.swapaxes(L, 1, 2) @ W_a @ L
+    S_a = np.eye(L.shape[2]) + np.swapaxes(L, 1, 2) @ W_a @ L
 
-    def f(idx: np.ndarray, s: np.ndarray) -> np.ndarray:
-        _, W = van_loan_stack(A[idx], G[idx], s)
-        return _lam_min(S_a[idx] + Mt[idx] @ W @ M[idx])
+    def f(idx: np.ndarray, s: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(f(s), f'(s)) for the cases idx."""
+        E, W = van_loan_stack(A[idx], G[idx], s)
+        lam, vec = np.linalg.eigh(S_a[idx] + Mt[idx] @ W @ M[idx])
+        w = E @ M[idx] @ vec[:, :, :1]
+        return lam[:, 0], (np.swapaxes(w, 1, 2) @ G[idx] @ w)[:, 0, 0]
 
     n = h.size
     lo, hi = np.zeros(n), h.copy()
-    f_lo = _lam_min(S_a)
-    f_hi = f(np.arange(n), hi)
-    side = np.zeros(n, dtype=int)  # which end moved last: −1 low, +1 high
-    lo[f_hi == 0] = hi[f_hi == 0]
-    active = f_hi < 0
-    for _ in range(MAX_ILLINOIS):
+    x, last = h.copy(), np.full(n, np.inf)
+    fx, dx = f(np.arange(n), x)
+    out = np.full(n, np.nan)
+    out[fx == 0] = x[fx == 0]
+    active = fx < 0
+    for _ in range(MAX_ROOT_STEPS):
         active &= (hi - lo) > 4 * _EPS * (t_a + hi)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            step = np.where(dx < 0, fx / dx, np.nan)
+        converged = active & (np.abs(step) <= 4 * _EPS * (t_a + x))
+        out[converged] = x[converged] - step[converged]
+        active &= ~converged
         idx = np.flatnonzero(active)
         if idx.size == 0:
             break
-        a, b, fa, fb = lo[idx], hi[idx], f_lo[idx], f_hi[idx]
-        x = b - fb * (b - a) / (fb - fa)
-        bad = ~((x > a) & (x < b))
-        x[bad] = 0.5 * (a[bad] + b[bad])
-        fx = f(idx, x)
-        zero = fx == 0
-        up = fx > 0
-        # low end moves: the high value is halved if the low end also moved last time
-        lo[idx[up]], f_lo[idx[up]] = x[up], fx[up]
-        halve = idx[up & (side[idx] == -1)]
-        f_hi[halve] *= 0.5
-        dn = ~up
-        hi[idx[dn]], f_hi[idx[dn]] = x[dn], fx[dn]
-        halve = idx[dn & ~zero & (side[idx] == 1)]
-        f_lo[halve] *= 0.5
-        side[idx] = np.where(up, -1, 1)
-        lo[idx[zero]] = hi[idx[zero]]
+        a, b, y = lo[idx], hi[idx], x[idx] - step[idx]
+        newton = (y > a) & (y < b) & (np.abs(step[idx]) <= 0.5 * last[idx])
+        y = np.where(newton, y, 0.5 * (a + b))
+        last[idx] = np.where(newton, np.abs(step[idx]), 0.5 * (b - a))
+        fy, dy = f(idx, y)
+        zero = fy == 0
+        out[idx[zero]] = y[zero]
         active[idx[zero]] = False
-    return 0.5 * (lo + hi)
-
+        up = fy > 0
+        lo[idx[up]] = y[up]
+        hi[idx[~up]] = y[~up]
+        x[idx], fx[idx], dx[idx] = y, fy, dy
+    rest = np.isnan(out)
+    out[rest] = 0.5 * (lo[rest] + hi[rest])
+    return out
 
 
 # ------------------------------------------------------------------------- the classifier
@@ -661,8 +687,22 @@ def _classify(A: np.ndarray, G: np.ndarray, cov0: np.ndarray, quadratic: npt.Arr
     table.set(np.flatnonzero(zero), "collapses", "zero", True, False)
     fast = _fast_premises(A, G, cov0, g_err)
     prem, covs = fast.premises, cov0
+    d = A.shape[-1]
+    zero_ok = np.zeros(n, dtype=bool)
     if heads is not None:
         covs = cov0.copy()
+        fin = np.flatnonzero(np.isfinite(fast.g_eigenvalues).all(axis=1) & ~zero)
+        if d > EXACT_MAX_D and fin.size:
+            discs = _eigen_discs(A[fin])
+            if EXACT_CHECK_MAX_D < d <= KRONECKER_MAX_D:
+                zero_ok[fin] = _lyapunov_certified(A[fin], discs,
+                                                   np.linalg.norm(A[fin], 2, axis=(1, 2)))
+            first = [(Vh[fin[0]], Bh[fin[0]]) for Vh, Bh in zip(*heads, strict=True)]
+            tol = default_tolerance(Params(A=A[fin[0]], heads=first))
+            stacked = _numerical_stack(A[fin], G[fin], cov0[fin], g_err[fin],
+                                       fast.g_eigenvalues[fin], discs, tol)
+            for i, pr in zip(fin, stacked, strict=True):
+                prem[i] = pr
         for i in np.flatnonzero(~zero):
             if prem[i] is None:
                 prem[i], covs[i] = _case_premises(A[i], heads, i, cov0[i])
@@ -670,7 +710,8 @@ def _classify(A: np.ndarray, G: np.ndarray, cov0: np.ndarray, quadratic: npt.Arr
     for i in np.flatnonzero(~zero):
         if prem[i] is not None:
             _settle(table, i, prem[i], A[i], G[i], fast.a_eigenvalues[i],
-                    fast.g_eigenvalues[i], blow)
+                    fast.g_eigenvalues[i], blow, bool(zero_ok[i]),
+                    0.0 if quadratic is None else float(quadratic[i]))
     if blow:
         _blowups(table, np.array(blow), A, G, covs, prem, quadratic)
     return BatchedCertificates(table.regime, table.theorem, table.exact, table.global_,
@@ -703,7 +744,8 @@ class _Table:
 
 
 def _settle(table: _Table, i: int | np.integer, pr: Premises, A: np.ndarray, G: np.ndarray,
-            eig: np.ndarray, g_eig: np.ndarray, blow: list[int]) -> None:
+            eig: np.ndarray, g_eig: np.ndarray, blow: list[int], zero_ok: bool = False,
+            c: float = 0.0) -> None:
     """certify's branch for premises `pr` (certificates.theorem_of and `_certify`) on layer i
     (A, G; eigenvalues eig of A, g_eig of G), except that a blow-up waits for its T*
     (`_blowups`), a convergence needs the stabilizing solution certify will find
@@ -713,9 +755,11 @@ def _settle(table: _Table, i: int | np.integer, pr: Premises, A: np.ndarray, G: 
     only the verdicts whose certificate `check()` re-decides from the premises alone: certify
     attaches a local Lyapunov certificate to a numerical "collapses" at Σ* = 0 when
     d ≤ KRONECKER_MAX_D (its failure would make the verdict "undetermined"), so such cases go to
-    certify, as do numerical "psd_gramian_pd" verdicts; a numerical blow-up is kept only where G
-    is negative definite beyond eigvalsh's rounding (`_provably_nd`), so that T* is the first
-    root of a monotone function, as for an exact premise."""
+    certify unless zero_ok (`_lyapunov_certified`: that certificate passes its re-check), as do
+    numerical "psd_gramian_pd" verdicts unless the same holds at Σ* (c: the case's quadratic
+    constant); a numerical blow-up is kept only where G is negative definite beyond eigvalsh's
+    rounding (`_provably_nd`), so that T* is the first root of a monotone function, as for an
+    exact premise."""
     d = A.shape[-1]
     got = theorem_of(pr, d)
     if got is None:
@@ -727,18 +771,19 @@ def _settle(table: _Table, i: int | np.integer, pr: Premises, A: np.ndarray, G: 
     local = not pr.exact and d <= KRONECKER_MAX_D  # certify's local Lyapunov evidence decides
     re = eig.real
     if theorem == "psd_hurwitz":
-        if not local:
+        if not local or zero_ok:
             table.set(i, regime, theorem, pr.exact, glob, rate=-2 * float(np.max(re)))
     elif theorem == "psd_gramian_singular":
         table.set(i, regime, theorem, pr.exact, glob)
     elif theorem == "psd_gramian_pd":
-        if pr.exact and stabilizing_found(A, G, pr.n_right):
+        if stabilizing_found(A, G, pr.n_right, local_c=c if local else None):
             table.set(i, regime, theorem, pr.exact, glob, rate=2 * float(np.min(np.abs(re))))
     elif regime == "blows_up":
         if pr.exact or _provably_nd(g_eig):
             table.set(i, regime, theorem, pr.exact, glob, threshold=pr.threshold)
             blow.append(int(i))
-    elif pr.threshold is not None and np.any(re < 0) and not (local and pr.n_left == d):
+    elif pr.threshold is not None and np.any(re < 0) and not (local and pr.n_left == d
+                                                              and not zero_ok):
         table.set(i, regime, theorem, pr.exact, glob, threshold=pr.threshold,
                   rate=-2 * float(np.max(re[re < 0])))
 
@@ -747,6 +792,113 @@ def _provably_nd(g_eig: np.ndarray) -> bool:
     """G ≺ 0 with its largest computed eigenvalue below −ROUNDING_ULPS d eps ‖G‖₂."""
     d = g_eig.size
     return bool(g_eig[-1] < -ROUNDING_ULPS * d * _EPS * np.abs(g_eig).max())
+
+
+def _lyapunov_certified(M: np.ndarray, discs: _Discs, norm: np.ndarray) -> np.ndarray:
+    """Whether certify's local Lyapunov certificate for the linearisation L(H) = MH + HMᵀ on
+    Sym(d) passes its re-check, per case (EXACT_CHECK_MAX_D < d ≤ KRONECKER_MAX_D, so that no
+    rational re-check runs): M = A at Σ* = 0, M = A − Σ*G at a Bernoulli solution Σ*, where
+    certify's Kronecker form of L is this operator up to rounding; norm ≥ ‖M‖₂ bounds the
+    entries that form L (‖A‖₂, or ‖A‖₂ + c‖Σ*‖₂ with c ≥ ‖G‖₂).
+
+    L has n_s = d(d + 1)/2 coordinates, ‖L‖ ≤ 2 norm and ‖e^{Lt}‖ ≤ ‖e^{Mt}‖₂², and certify
+    solves LᵀP + PL = −I (Bartels–Stewart). With M = VΛV⁻¹ + E (LAPACK's eigenpairs, the
+    Bauer–Fike radius r ≥ κ₂(V)‖E‖₂ of `_eigen_discs`: discs), ‖e^{Mt}‖₂ ≤ κ e^{αt},
+    α = max Re λ + r, so for α < 0 ‖P‖₂ ≤ ∫‖e^{Mt}‖₂⁴dt ≤ κ⁴/(4|α|) and λ_min(P) ≥ 1/(2‖L‖):
+    κ₂(P) ≤ norm κ⁴/|α|. When that times ROUNDING_ULPS n_s eps is at most LYAP_CERT_RTOL, L's
+    computed spectrum is in the left half-plane (its backward error and the rounding of L are far
+    inside the stability radius 1/(2‖P‖)), and the computed P and −(LᵀP + PL) (the identity up
+    to a residual of relative size n_s eps κ₂(P)) are positive definite far beyond Cholesky's
+    rounding, so the check's Cholesky factorisations succeed. The rest of the check
+    (`certificates._local_bounds`: the Kantorovich ball and the basin level) recomputes what
+    certify computed to build the certificate, from the same data: a certificate built passes
+    it, and one that certify cannot build is not attached, which leaves the verdict unchanged."""
+    d = M.shape[-1]
+    lam, cond, radius = discs
+    alpha = lam.real.max(axis=1) + radius
+    rounding = ROUNDING_ULPS * (d * (d + 1) // 2) * _EPS * norm
+    with np.errstate(over="ignore", invalid="ignore"):
+        return (cond <= EIGVEC_COND_MAX) & (alpha < 0) & \
+            (rounding * cond ** 4 <= -LYAP_CERT_RTOL * alpha)
+
+
+def _numerical_stack(A: np.ndarray, G: np.ndarray, cov0: np.ndarray, g_err: np.ndarray,
+                     g: np.ndarray, discs: _Discs, tol: dict) -> list[Premises | None]:
+    """certify's numerical premises (`certificates._numerical_premises` with the tolerances tol)
+    for layers beyond EXACT_MAX_D, wherever margins show that certify decides them the same way;
+    None elsewhere (`_case_premises` then computes them). g: the eigenvalues of G; discs: A's
+    (`_eigen_discs`).
+
+    G's signs against sign_rtol max|λ(G)| are kept when no extreme eigenvalue lies within half
+    that tolerance of it; Σ0 exactly symmetric with λ_min(Σ0) > 2 rank_rtol λ_max has rank d; the
+    half-plane counts of A are kept when every Bauer–Fike disc, widened by the rounding
+    ROUNDING_ULPS d eps κ₂(V)‖A‖_F of certify's eigensolvers, lies beyond axis_rtol‖A‖_F of iℝ
+    (n_axis = 0). Then:
+
+    - G ⪰ 0 with n_right > 0: certify's unseen is False when G ≻ 0 and a lower bound of its
+      reciprocal condition number of the anti-stable Gramian P (T₁₁ᵀP + PT₁₁ = U₁ᵀGU₁,
+      `riccati.schur_split`), g_min / (2√k‖A‖₂ max(√k p, d‖G‖₂/(2‖A‖₂))) with k = n_right,
+      λ_min(P) ≥ g_min/(2‖A‖₂) and ‖P‖₂ ≤ p = ‖G‖₂κ²/(2α₊) (α₊: the least Re λ − r over the
+      anti-stable discs), is at least UNSEEN_MARGIN singular_rcond;
+    - G ⪯ 0, not ⪰ 0: with A not Hurwitz, range Σ0 leaves the stable subspace (range_stable
+      False) when λ_min(Σ0) ≥ (RANGE_MARGIN range_rtol)² tr Σ0, since then
+      ‖L0 − U_sU_sᵀL0‖_F ≥ σ_min(L0) > range_rtol‖L0‖_F; with A Hurwitz range_stable is True
+      (U_s is all of U), λ_max(W∞Σ0) and its error bound come from `_threshold_bound`, and the
+      sign of λ − 1 against threshold_rtol is kept when | |λ − 1| − threshold_rtol | exceeds
+      twice that bound (certify's value has a residual of the same size: its error is bounded
+      alike) plus THRESHOLD_SLACK max(1, λ)."""
+    n, d = A.shape[:2]
+    lam, cond, radius = discs
+    gmax = np.abs(g).max(axis=1)
+    gtol = tol["sign_rtol"] * np.maximum(gmax, _TINY)
+    sure = (np.abs(np.abs(g[:, 0]) - gtol) > 0.5 * gtol) & \
+        (np.abs(np.abs(g[:, -1]) - gtol) > 0.5 * gtol)
+    psd, nsd, nd, pd = g[:, 0] >= -gtol, g[:, -1] <= gtol, g[:, -1] < -gtol, g[:, 0] > gtol
+    fro = np.linalg.norm(A, axis=(1, 2))
+    re = lam.real
+    widen = radius + ROUNDING_ULPS * d * _EPS * cond * fro
+    counted = (cond <= EIGVEC_COND_MAX) & \
+        (np.abs(re) - widen[:, None] > (tol["axis_rtol"] * fro)[:, None]).all(axis=1)
+    left = (re < 0).sum(axis=1)
+    right = d - left
+    e0 = np.linalg.eigvalsh(cov0)
+    ok = sure & counted & ~(psd & nsd) & ~np.any(cov0 - np.swapaxes(cov0, 1, 2), axis=(1, 2)) & \
+        (e0[:, 0] > 2 * tol["rank_rtol"] * e0[:, -1]) & (e0[:, 0] > 0)
+    # G ⪰ 0, anti-stable modes: unseen = False from the Gramian's conditioning
+    a2 = np.linalg.norm(A, 2, axis=(1, 2))
+    alpha = np.where(re > 0, re - radius[:, None], np.inf).min(axis=1)
+    k = np.maximum(right, 1)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):  # A = 0, G = 0: no rcond
+        p_norm = gmax * cond ** 2 / (2 * alpha)
+        rcond = g[:, 0] / (2 * np.sqrt(k) * a2 * np.maximum(np.sqrt(k) * p_norm,
+                                                            d * gmax / (2 * a2)))
+    gram = psd & (right > 0)
+    ok &= ~gram | (pd & (alpha > 0) & (rcond >= UNSEEN_MARGIN * tol["singular_rcond"]))
+    # G ⪯ 0: range Σ0 in the stable subspace, the threshold
+    neg = nsd & ~psd
+    hurwitz = left == d
+    leaves = ~hurwitz & (e0[:, 0] >= (RANGE_MARGIN * tol["range_rtol"]) ** 2 * e0.sum(axis=1))
+    thr = np.full(n, np.nan)
+    sign = np.zeros(n, dtype=int)
+    inside = np.zeros(n, dtype=bool)
+    h = np.flatnonzero(ok & neg & hurwitz)
+    if h.size:
+        thr[h], bound = _threshold_bound(A[h], G[h], cov0[h], g_err[h])
+        off = np.abs(thr[h] - 1)
+        inside[h] = np.abs(off - tol["threshold_rtol"]) > \
+            2 * bound + THRESHOLD_SLACK * np.maximum(1.0, thr[h])
+        sign[h] = np.where(off <= tol["threshold_rtol"], 0, np.sign(thr[h] - 1)).astype(int)
+    ok &= ~neg | leaves | inside
+    out: list[Premises | None] = [None] * n
+    for i in np.flatnonzero(ok):
+        out[i] = Premises(
+            tolerance=tol, g_psd=bool(psd[i]), g_nsd=bool(nsd[i]), g_nd=bool(nd[i]),
+            g_pd=bool(pd[i]), n_left=int(left[i]), n_axis=0, n_right=int(right[i]), rank0=d,
+            unseen=False if gram[i] else None, observable=True if pd[i] else None,
+            range_stable=bool(hurwitz[i]) if neg[i] else None,
+            threshold_sign=int(sign[i]) if neg[i] and hurwitz[i] else None,
+            threshold=float(thr[i]) if neg[i] and hurwitz[i] else None)
+    return out
 
 
 def _blowups(table: _Table, idx: np.ndarray, A: np.ndarray, G: np.ndarray, covs: np.ndarray,
@@ -808,14 +960,18 @@ def _gramian_stack(A: np.ndarray, G: np.ndarray, t: np.ndarray) -> np.ndarray:
     return 0.5 * (W + np.swapaxes(W, 1, 2))
 
 
-def stabilizing_found(A: np.ndarray, G: np.ndarray, n_right: int) -> bool:
+def stabilizing_found(A: np.ndarray, G: np.ndarray, n_right: int,
+                      local_c: float | None = None) -> bool:
     """Whether certify's "psd_gramian_pd" branch gets its equilibrium: `equilibria` solves the
     Bernoulli equation by riccati.bernoulli(A, G) (the same call, so the same Σ), and keeps Σ
     when it is PSD (`is_psd`), of rank n_right, with A − ΣG Hurwitz, and of relative residual
     ≤ ACCEPT_RTOL over its heads. The residual is bounded here from G: ‖AΣ + ΣAᵀ − ΣGΣ‖_F /
     (‖AΣ‖_F + ½‖ΣGΣ‖_F) ≤ ACCEPT_RTOL / 10 implies the heads' residual (whose denominator is
     at least this one's, ‖ΣGΣ‖ ≤ 2Σ_h‖v_hΣB_hΣ‖) is below ACCEPT_RTOL, the rounding of the two
-    forms (≈ 1e-14 relative) being far inside the factor 10."""
+    forms (≈ 1e-14 relative) being far inside the factor 10. local_c: c = 2Σ_h‖V_h‖₂‖B_h‖₂ when
+    certify attaches its local Lyapunov certificate at Σ (numerical premises, d ≤
+    KRONECKER_MAX_D): it must then provably pass its re-check (`_lyapunov_certified`, with
+    d > EXACT_CHECK_MAX_D)."""
     try:
         sol = bernoulli(A, G)
     except SolverError:
@@ -825,8 +981,14 @@ def stabilizing_found(A: np.ndarray, G: np.ndarray, n_right: int) -> bool:
     AX, XGX = As @ Xs, Xs @ Gs @ Xs
     scale = np.linalg.norm(AX) + 0.5 * np.linalg.norm(XGX)
     res = np.linalg.norm(AX + AX.T - XGX) / scale if scale > 0 else np.inf
-    return bool(is_psd(sol.X) and sol.rank == n_right and np.max(sol.closed_loop.real) < 0
-                and res <= ACCEPT_RTOL / 10)
+    found = bool(is_psd(sol.X) and sol.rank == n_right and np.max(sol.closed_loop.real) < 0
+                 and res <= ACCEPT_RTOL / 10)
+    if not found or local_c is None:
+        return found
+    Mc = (A - sol.X @ G)[None]
+    norm = np.linalg.norm(A, 2) + local_c * np.linalg.norm(sol.X, 2)
+    return bool(A.shape[0] > EXACT_CHECK_MAX_D and
+                _lyapunov_certified(Mc, _eigen_discs(Mc), np.array([norm]))[0])
 
 
 def _confirmed(A: np.ndarray, G: np.ndarray, cov0: np.ndarray, T: float) -> bool:
@@ -894,6 +1056,8 @@ def _fast_premises(A: np.ndarray, G: np.ndarray, cov0: np.ndarray, g_err: np.nda
     ok = (d <= EXACT_MAX_D) & ~np.any(S - np.swapaxes(S, 1, 2), axis=(1, 2)) & \
         _in_range(np.linalg.norm(A, axis=(1, 2))) & _in_range(gnorm) & (snorm > 0) & \
         _in_range(snorm) & (ce[:, 0] > ROUNDING_ULPS * d * _EPS * snorm)
+    if not ok.any():  # beyond EXACT_MAX_D: only the eigenvalues are needed
+        return _Fast(out, eig, g)
     left, axis, right, decided = _half_plane_counts(A)
     ok &= decided
     margin = g_err + ROUNDING_ULPS * d * _EPS * gnorm
@@ -930,19 +1094,26 @@ def _half_plane_counts(A: np.ndarray
     Bauer–Fike theorem along the path VΛV⁻¹ + tRV⁻¹ (t ∈ [0, 1]) every eigenvalue stays in
     discs of radius κ₂(V)‖R‖‖V⁻¹‖₂ about Λ: when none meets iℝ (and κ₂(V) ≤ EIGVEC_COND_MAX)
     the half-plane counts are those of Λ. The factor 2 covers the rounding of κ and ‖V⁻¹‖."""
-    d = A.shape[-1]
     diag = np.diagonal(A, axis1=1, axis2=2)
     tri = ~np.any(np.tril(A, -1), axis=(1, 2)) | ~np.any(np.triu(A, 1), axis=(1, 2))
+    lam, cond, radius = _eigen_discs(A)
+    robust = (cond <= EIGVEC_COND_MAX) & (np.abs(lam.real).min(axis=1) > radius)
+    re = np.where(tri[:, None], diag, lam.real)
+    return (re < 0).sum(axis=1), (re == 0).sum(axis=1), (re > 0).sum(axis=1), tri | robust
+
+
+def _eigen_discs(A: np.ndarray) -> _Discs:
+    """(λ, κ₂(V), r) per case: LAPACK's eigenvalues and eigenvectors AV ≈ VΛ, the condition number
+    of V and the Bauer–Fike radius r = 2κ₂(V)‖R‖/σ_min(V) ≥ κ₂(V)‖RV⁻¹‖₂ of the perturbation
+    A − VΛV⁻¹ = RV⁻¹, R = AV − VΛ plus its rounding bound (see `_half_plane_counts`)."""
+    d = A.shape[-1]
     lam, vec = np.linalg.eig(A)
     R = A @ vec - vec * lam[:, None, :]
     sv = np.linalg.svd(vec, compute_uv=False)
     cond = sv[:, 0] / sv[:, -1]
     bound = np.linalg.norm(R, axis=(1, 2)) + 2 * (d + 1) * _EPS * np.linalg.norm(
         vec, axis=(1, 2)) * (np.linalg.norm(A, axis=(1, 2)) + np.abs(lam).max(axis=1))
-    radius = 2 * cond / sv[:, -1] * bound
-    robust = (cond <= EIGVEC_COND_MAX) & (np.abs(lam.real).min(axis=1) > radius)
-    re = np.where(tri[:, None], diag, lam.real)
-    return (re < 0).sum(axis=1), (re == 0).sum(axis=1), (re > 0).sum(axis=1), tri | robust
+    return lam, cond, 2 * cond / sv[:, -1] * bound
 
 
 def _threshold_bound(A: np.ndarray, G: np.ndarray, S: np.ndarray, g_err: np.ndarray
