@@ -681,6 +681,7 @@ def _classify(A: np.ndarray, G: np.ndarray, cov0: np.ndarray, quadratic: npt.Arr
     n = A.shape[0]
     if heads is not None and quadratic is None:
         quadratic = quadratic_constants(*heads)
+    c = None if quadratic is None else np.asarray(quadratic, dtype=float)
     g_err = g_rounding(*heads) if heads is not None else _default_g_error(G, quadratic)
     table = _Table(n)
     zero = ~np.any(cov0, axis=(1, 2))
@@ -711,7 +712,7 @@ def _classify(A: np.ndarray, G: np.ndarray, cov0: np.ndarray, quadratic: npt.Arr
         if prem[i] is not None:
             _settle(table, i, prem[i], A[i], G[i], fast.a_eigenvalues[i],
                     fast.g_eigenvalues[i], blow, bool(zero_ok[i]),
-                    0.0 if quadratic is None else float(quadratic[i]))
+                    0.0 if c is None else float(c[i]))
     if blow:
         _blowups(table, np.array(blow), A, G, covs, prem, quadratic)
     return BatchedCertificates(table.regime, table.theorem, table.exact, table.global_,

@@ -32,6 +32,7 @@ import difflib
 import hashlib
 import itertools
 import json
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
@@ -274,7 +275,7 @@ class Family:
         """{axis: values} for the configurations of chunk c (deterministic in (spec, c))."""
         ids = self.chunk_ids(c)
         if self.kind == "grid":
-            shape = tuple(len(a.values) for a in self.axes)
+            shape = tuple(len(a.values or ()) for a in self.axes)
             idx = np.unravel_index(ids, shape)
             return {a.name: np.asarray(a.values)[i] for a, i in zip(self.axes, idx, strict=True)}
         u = np.random.default_rng([self.seed, c]).random((ids.size, len(self.axes)))
@@ -393,7 +394,7 @@ def _family(spec: Any) -> tuple[str, tuple[Axis, ...], int, int]:
     kind, body = next(iter(spec.items()))
     if kind == "grid":
         axes = _axes(body, "family.grid", _grid_axis)
-        return kind, axes, int(np.prod([len(a.values) for a in axes], dtype=object)), 0
+        return kind, axes, math.prod(len(a.values or ()) for a in axes), 0
     if not isinstance(body, dict):
         raise SpecError("family.random: must be a mapping with n, seed and axes")
     check_keys(body, ("n", "seed", "axes"), "family.random.")
@@ -495,7 +496,7 @@ def _initial_fields(spec: Any, names: tuple[str, ...], d: int) -> dict[str, Affi
             AffineField("initial.mean", np.zeros(d), (), np.zeros((0, d))))
     for term, label in [(cov.const, "const"), *zip(cov.coefs, cov.axes, strict=True)]:
         if term.ndim == 2 and term.shape[0] == term.shape[1] and not np.allclose(
-                term, term.T, rtol=0, atol=SYM_RTOL * max(np.linalg.norm(term), 1e-300)):
+                term, term.T, rtol=0, atol=SYM_RTOL * max(float(np.linalg.norm(term)), 1e-300)):
             raise SpecError(f"initial.cov.{label}: every term of an affine covariance must be "
                             f"symmetric")
     return {"mean": mean, "cov": cov}

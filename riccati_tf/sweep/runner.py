@@ -7,16 +7,18 @@ single-writer ResultStore as it arrives. `compute_chunk` is a pure function of (
 chunk computed on any worker, in any order, or again after a crash, gives the same rows.
 
 Analyses (columns besides config_id and the axis values):
-- certify:   regime, theorem, exact, global, rate, blowup_time, threshold, path — scalar-V cases
-             by the batched classifier (path "batched"), the rest by `certify` one by one
-             (path "certify"); NaN stands for None.
-- flow:      status, blowup_time, cov_eig_min, cov_eig_max, mean_norm at t_final (or, after a
-             blow-up at T*, at the last time before T* of flow's default grid of DEFAULT_OUTPUTS
-             times), by `flow(..., method="auto")` per case with only the output times these
-             columns read (`flow_end`).
+
+- certify: regime, theorem, exact, global, rate, blowup_time, threshold, path — scalar-V cases
+  by the batched classifier (path "batched"), the rest by `certify` one by one (path
+  "certify"); NaN stands for None.
+- flow: status, blowup_time, cov_eig_min, cov_eig_max, mean_norm at t_final (or, after a
+  blow-up at T*, at the last time before T* of flow's default grid of DEFAULT_OUTPUTS times),
+  by `flow(..., method="auto")` per case with only the output times these columns read
+  (`flow_end`).
 - particles: status, t_end, flow_cov_eig_min/max, particle_cov_eig_min/max, rel_diff
-             (‖Σ_particles − Σ_flow‖_F / ‖Σ_flow‖_F at t_end = t_final, or T*/2 after a blow-up),
-             N tokens drawn with default_rng([seed, config_id]).
+  (‖Σ_particles − Σ_flow‖_F / ‖Σ_flow‖_F at t_end = t_final, or T*/2 after a blow-up), N tokens
+  drawn with default_rng([seed, config_id]).
+
 A configuration on which the per-case call raises gets regime/status "error" and the exception
 in `theorem` (certify) or `error` (flow, particles): one bad layer does not end a sweep.
 dask and distributed are imported only when a scheduler is given.
@@ -207,6 +209,7 @@ def flow_end(params: Params, g0: Gaussian, t_final: float) -> Trajectory:
 
 
 def _flow_row(family: Family, chunk: Chunk, i: int) -> dict:
+    assert family.t_final is not None  # parse_family requires t_final for the flow analysis
     try:
         tr = flow_end(chunk.params(i), Gaussian(chunk.mean[i], chunk.cov[i]), family.t_final)
     except Exception as exc:  # recorded in the row, as in certificate_row
@@ -229,6 +232,7 @@ def _particle_row(family: Family, chunk: Chunk, i: int) -> dict:
     settings = family.particles
     params, g0 = chunk.params(i), Gaussian(chunk.mean[i], chunk.cov[i])
     T = family.t_final
+    assert T is not None  # parse_family requires t_final for the particles analysis
     try:
         probe = flow(params, g0, T, t_eval=[0.0, T])
         t_end = T if probe.blowup_time is None else 0.5 * probe.blowup_time
