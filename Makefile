@@ -53,7 +53,7 @@ test-slow: $(VENV)/.test
 	$(BIN)/python -m pytest -q -m slow
 
 bench: $(VENV)/.test
-	for b in flows symbolic bernoulli equilibria factored particles sweep encoders; do $(BIN)/python -m benchmarks.$$b; done
+	for b in flows symbolic bernoulli equilibria certify factored particles sweep encoders; do $(BIN)/python -m benchmarks.$$b; done
 
 # The documentation site: warnings are errors; the notebooks run at every build.
 docs: $(VENV)/.docs
