@@ -35,20 +35,21 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy.linalg import LinAlgError, cholesky, schur
+from scipy.linalg import LinAlgError, cholesky, eigh, schur
 from scipy.optimize import brentq
 
 from ..display import html_table, latex_matrix, number
 from ..errors import InvalidInputError, SolverError
 from ..flows.exact import van_loan
 from ..flows.integrate import flow
-from ..state.params import SCALAR_RTOL, Gaussian, Params
+from ..state.params import SCALAR_RTOL, Gaussian, Head, Params
 from ..state.validation import as_covariance, as_vector, psd_rank
 from .equilibria import (
     ACCEPT_RTOL,
     ENUMERATION_MAX_D,
     KRONECKER_MAX_D,
     Equilibrium,
+    _value_factors,
     equilibria,
     linearization_matrix,
     make_equilibrium,
@@ -113,9 +114,13 @@ GROWTH_FACTOR = 1e6
 CLOSE_RTOL = 1e-6
 #: the certified basin uses this fraction of the largest admissible level ρ
 BASIN_SAFETY = 0.5
-#: general V beyond d = 30: the state is tested against the attracting ball of `_attracting_ball`
-#: this many times per integration segment
+#: general V beyond d = 30: the state is first tested against the attracting ball of
+#: `_attracting_ball` after 1/BALL_CHECKS of an integration segment, later ones at most that far
+#: apart and at least 1/BALL_SHORTEST of it, each aimed at the time when the distance to Σ*
+#: reaches BALL_AIM times the ball's radius
 BALL_CHECKS = 4
+BALL_SHORTEST = 16
+BALL_AIM = 0.8
 #: check(): blow-up sign change of λ_min(I + L0ᵀW(t)L0) within T*(1 ± BLOWUP_CHECK_RTOL)
 BLOWUP_CHECK_RTOL = 1e-7
 #: check() in exact rational arithmetic up to this d
@@ -743,10 +748,11 @@ class _Integrator:
     length ≤ SEGMENT_NORM_TIME/‖A‖₂ (the flow is a semigroup), projecting each segment's end onto
     the PSD cone against rounding. `advance(t)` continues to time t and stops early at blow-up,
     when the work budget is spent, or once tr Σ leaves
-    [tr Σ0 / GROWTH_STOP, GROWTH_STOP · max(tr Σ0, scale)]."""
+    [tr Σ0 / GROWTH_STOP, GROWTH_STOP · max(tr Σ0, scale)]. `bare` is the layer without b (its
+    heads dense or factored); only the segments' mid and end states are formed (no dense
+    output: DOP853's continuous extension costs 3 right-hand sides per step)."""
 
-    def __init__(self, p: Params, cov0: np.ndarray, method: str, scale: float = 0.0):
-        bare = Params(p.A, heads=p.heads)
+    def __init__(self, bare: Params, cov0: np.ndarray, method: str, scale: float = 0.0):
         self.calls = 0
 
         def counted(_t):  # the time-varying form of `flow` lets the right-hand side be counted
@@ -756,10 +762,10 @@ class _Integrator:
             return bare
 
         self.layer = bare if method == "exact" else counted
-        self.method, self.d = method, p.d
+        self.method, self.d = method, bare.d
         self.tr0 = float(np.trace(cov0))
         self.top = GROWTH_STOP * min(max(self.tr0, scale), MAX_GROWTH * self.tr0)
-        norm = float(np.linalg.norm(p.A, 2))
+        norm = float(np.linalg.norm(bare.A, 2))
         self.seg = SEGMENT_NORM_TIME / norm if norm > 0 else np.inf
         self.t, self.S = 0.0, cov0
         self.times, self.states = [0.0], [cov0]
@@ -770,7 +776,7 @@ class _Integrator:
             h = min(self.seg, until - self.t)
             try:
                 traj = flow(self.layer, Gaussian(np.zeros(self.d), self.S), h,
-                            method=self.method, t_eval=[0.0, h / 2, h])
+                            method=self.method, t_eval=[0.0, h / 2, h], dense_output=False)
             except _BudgetExhausted:
                 self.stopped = True
                 return _Run(self.t, self.states[-1], self.S, failure=(
@@ -926,7 +932,7 @@ def _numerical(p: Params, cov0: np.ndarray, base: dict, *, scalar: bool,
         got = _attracting_ball(p, cov0, base, horizon * 2 ** HORIZON_DOUBLINGS, scale)
         if got is not None:
             return got
-    integrator = _Integrator(p, cov0, method, scale)
+    integrator = _Integrator(Params(p.A, heads=p.heads), cov0, method, scale)
     for _ in range(HORIZON_DOUBLINGS + 1):
         run = integrator.advance(horizon)
         if run.blowup_time is not None:
@@ -956,16 +962,61 @@ def _numerical(p: Params, cov0: np.ndarray, base: dict, *, scalar: bool,
                        horizon=run.t_end, final_cov=run.final, **base)
 
 
-def _attracting_ball(p: Params, cov0: np.ndarray, base: dict, horizon: float,
-                     scale: float) -> Certificate | None:
-    """"converges" when Σ(t) enters the attracting ball r₋ < ‖R⁻¹(Σ − Σ*)R⁻¹‖_F < r₊ of a
-    stable equilibrium Σ* = R² ≻ 0 whose stability the numerical-range bound decided
-    (`Stability.quadratic` with spectral norms; the ball is shrunk by BASIN_SAFETY), integrating
-    only until it does (checked BALL_CHECKS times per segment of `_Integrator`, two products
-    each); None when no such
-    equilibrium is found by Newton–Krylov from the continuation and from Σ0, or the
-    integration up to `horizon` within its budget does not enter the ball."""
-    balls = []
+@dataclass(frozen=True)
+class _Ball:
+    """The ball ‖R⁻¹(Σ − Σ*)R⁻¹‖_F < radius around a stable equilibrium Σ* = R² ≻ 0 that the
+    numerical-range bound and the quadratic constant c̃ (`_quadratic_bound`) make attracting."""
+
+    eq: Equilibrium
+    Ri: np.ndarray
+    radius: float
+    c: float
+
+    def gap(self, S: np.ndarray) -> float:
+        """‖R⁻¹(S − Σ*)R⁻¹‖_F."""
+        return float(np.linalg.norm(self.Ri @ (S - self.eq.cov) @ self.Ri))
+
+
+def _quadratic_bound(p: Params, R: np.ndarray, Ri: np.ndarray) -> float:
+    """c̃ with ‖Σ_h (X_hKY_hK + KY_hᵀKX_hᵀ)‖_F ≤ c̃‖K‖_F² for every symmetric K, where
+    X_h = R⁻¹V_hR and Y_h = RB_hR (the quadratic part of the field in the coordinates
+    K = R⁻¹(Σ − Σ*)R⁻¹).
+
+    With weights α_h = (‖Y_h‖₂/‖X_h‖₂)^{1/2}, Σ_h X_hKY_hK = 𝐗(I_H ⊗ K)𝐘K for the stacked
+    𝐗 = [α_1X_1 … α_HX_H] (d × Hd) and 𝐘 = [Y_1/α_1; …; Y_H/α_H] (Hd × d), and
+    ‖I_H ⊗ K‖₂ = ‖K‖₂ ≤ ‖K‖_F, so
+
+        ‖Σ_h (X_hKY_hK + KY_hᵀKX_hᵀ)‖_F ≤ 2‖𝐗‖₂‖𝐘‖₂‖K‖_F² =: c̃‖K‖_F²,
+        ‖𝐗‖₂² = λ_max(Σ_h α_h²X_hX_hᵀ),   ‖𝐘‖₂² = λ_max(Σ_h Y_hᵀY_h/α_h²).
+
+    Since ‖𝐗‖₂² ≤ Σ_h α_h²‖X_h‖₂² = Σ_h ‖X_h‖₂‖Y_h‖₂, and likewise ‖𝐘‖₂², c̃ is at most the
+    per-head constant 2 Σ_h ‖X_h‖₂‖Y_h‖₂, and about H times smaller when the X_h have
+    orthogonal ranges and the Y_h comparable norms (heads writing to complementary subspaces).
+    A head with X_h = 0 or Y_h = 0 contributes nothing and is left out."""
+    pairs = [(Ri @ V @ R, R @ B @ R) for V, B in p.heads]
+    grams = [(X @ X.T, Y.T @ Y) for X, Y in pairs]
+    tops = [(_top_eigenvalue(XX), _top_eigenvalue(YY)) for XX, YY in grams]
+    d = p.d
+    XX, YY = np.zeros((d, d)), np.zeros((d, d))
+    for (GX, GY), (x, y) in zip(grams, tops, strict=True):
+        if x > 0 and y > 0:
+            weight = np.sqrt(y / x)  # α_h²
+            XX += weight * GX
+            YY += GY / weight
+    return float(2 * np.sqrt(max(_top_eigenvalue(XX), 0.0) * max(_top_eigenvalue(YY), 0.0)))
+
+
+def _top_eigenvalue(S: np.ndarray) -> float:
+    """λ_max of a symmetric matrix (its upper triangle)."""
+    return float(eigh(S, eigvals_only=True, subset_by_index=[S.shape[0] - 1] * 2)[0])
+
+
+def _balls(p: Params, cov0: np.ndarray) -> list[_Ball]:
+    """The attracting balls (`_Ball`, shrunk by BASIN_SAFETY) of the equilibria whose stability
+    the numerical-range bound decided, from Newton–Krylov on the continuation, else from Σ0:
+    with μ = −bound, f the defect and c̃ = `_quadratic_bound`, ½ d‖K‖_F²/dt ≤
+    ‖K‖_F (f − μ‖K‖_F + c̃‖K‖_F²) < 0 for r₋ < ‖K‖_F < r₊ = (μ + √(μ² − 4c̃f)) / (2c̃)."""
+    balls: list[_Ball] = []
     for starts in ((), (cov0,)):  # the continuation first, then Newton from Σ0 as well
         try:
             eqs = equilibria(p, starts=starts)
@@ -978,25 +1029,55 @@ def _attracting_ball(p: Params, cov0: np.ndarray, base: dict, horizon: float,
             assert st.value is not None and st.defect is not None  # set by the bound
             w, U = np.linalg.eigh(eq.cov)
             R, Ri = (U * np.sqrt(w)) @ U.T, (U / np.sqrt(w)) @ U.T
-            # c̃ of Stability.quadratic with spectral norms: 2 Σ_h ‖R⁻¹V_hR‖₂ ‖RB_hR‖₂
-            c = 2 * sum((np.linalg.norm(Ri @ V @ R, 2) * np.linalg.norm(R @ B @ R, 2)
-                         for V, B in p.heads), start=0.0)
+            c = _quadratic_bound(p, R, Ri)
             mu, f = -st.value, st.defect
             if c > 0 and mu * mu > 4 * c * f:
-                balls.append((eq, Ri, BASIN_SAFETY * (mu + np.sqrt(mu * mu - 4 * c * f)) / (2 * c),
-                              c))
+                balls.append(_Ball(eq, Ri, BASIN_SAFETY * (mu + np.sqrt(mu * mu - 4 * c * f))
+                                   / (2 * c), c))
         if balls:
             break
+    return balls
+
+
+def _factored_layer(p: Params) -> Params:
+    """The layer without b for the integration of Σ: a dense head whose value matrix has the
+    pivoted-QR factors V_h = O_hW_h of s_h ≤ d/2 columns of `_value_factors` (‖V_h − O_hW_h‖_F ≤
+    FACTOR_RTOL ‖V_h‖_F) becomes Head(Q=B_h, K=I, V=W_h, O=O_h), whose share of M = A +
+    Σ_h V_hΣB_h costs 3s_hd² + s_hd² instead of 2d³; `Head` entries stay factored, the other
+    heads dense."""
+    vf = _value_factors(p)
+    entries: list[Head | tuple[np.ndarray, np.ndarray]] = [
+        head if head is not None else p.heads[h] for h, head in enumerate(p.factors)]
+    eye = np.eye(p.d)
+    for h, rows in zip(vf.factored, vf.rows, strict=True):
+        if p.factors[h] is None:
+            entries[h] = Head(p.heads[h][1], eye, vf.W[rows], vf.O[:, rows])
+    return Params(p.A, heads=entries)
+
+
+def _attracting_ball(p: Params, cov0: np.ndarray, base: dict, horizon: float,
+                     scale: float) -> Certificate | None:
+    """"converges" when Σ(t) enters the attracting ball r₋ < ‖R⁻¹(Σ − Σ*)R⁻¹‖_F < r₊ of a
+    stable equilibrium Σ* = R² ≻ 0 whose stability the numerical-range bound decided
+    (`_balls`), integrating (with the value matrices factored, `_factored_layer`) only until it
+    does: the first check at a quarter segment of `_Integrator`, each later one where the
+    distance, decaying at its rate over the last half segment, reaches BALL_AIM times the radius
+    (`_next_check`); None when no such equilibrium is found by Newton–Krylov from the
+    continuation and from Σ0, or the integration up to `horizon` within its budget does not
+    enter the ball."""
+    balls = _balls(p, cov0)
     if not balls:
         return None
-    integrator = _Integrator(p, cov0, "rk", scale)
-    state, t = cov0, 0.0
+    integrator = _Integrator(_factored_layer(p), cov0, "rk", scale)
+    longest = integrator.seg / BALL_CHECKS
+    state, t, wait = cov0, 0.0, longest
     while True:
-        for eq, Ri, radius, c in balls:
-            gap = float(np.linalg.norm(Ri @ (state - eq.cov) @ Ri))
-            if gap < radius:
+        for ball in balls:
+            gap = ball.gap(state)
+            if gap < ball.radius:
+                eq, radius, c = ball.eq, ball.radius, ball.c
                 st = eq.stability
-                assert st is not None and st.value is not None  # a ball's bound (above)
+                assert st is not None and st.value is not None  # a ball's bound (`_balls`)
                 return _converged(
                     p, eq.cov, base, "numerical", exact=False, glob=False, rate=-st.value,
                     equilibrium=eq, local=False, final_cov=state, horizon=t,
@@ -1009,10 +1090,27 @@ def _attracting_ball(p: Params, cov0: np.ndarray, base: dict, horizon: float,
                            f"residual's level at rate ≥ {-st.value:.3g} (numerical evidence).")
         if integrator.stopped or t >= horizon * (1 - 1e-12):
             return None
-        run = integrator.advance(min(t + integrator.seg / BALL_CHECKS, horizon))
+        run = integrator.advance(min(t + wait, horizon))
         if run.blowup_time is not None or run.failure is not None:
             return None
         state, t = run.final, run.t_end
+        wait = _next_check(balls, integrator.times[-2], integrator.states[-2], t, state,
+                           longest)
+
+
+def _next_check(balls: list[_Ball], t_mid: float, mid: np.ndarray, t: float, state: np.ndarray,
+                longest: float) -> float:
+    """The time to the next check of `_attracting_ball`: for the ball reached first, when its
+    distance g, decaying from (t_mid, g(mid)) to (t, g(state)) at the rate
+    λ = ln(g(mid)/g(state)) / (t − t_mid), reaches BALL_AIM times its radius; within
+    [longest / BALL_SHORTEST, longest], and `longest` when no distance decays."""
+    waits = []
+    for ball in balls:
+        g_mid, g = ball.gap(mid), ball.gap(state)
+        if g_mid > g > 0 and t > t_mid:
+            rate = np.log(g_mid / g) / (t - t_mid)
+            waits.append(np.log(g / (BALL_AIM * ball.radius)) / rate)
+    return float(np.clip(min(waits, default=longest), longest / BALL_SHORTEST, longest))
 
 
 def _blowup_scale(p: Params) -> float:
