@@ -832,3 +832,45 @@ def test_general_v_beyond_the_dense_spectrum_converges_into_the_attracting_ball(
     w, U = np.linalg.eigh(eq.cov)
     Ri = (U / np.sqrt(w)) @ U.T
     assert np.linalg.norm(Ri @ (c.final_cov - eq.cov) @ Ri) < 0.5 * (-eq.stability.value)
+
+
+def test_factored_integration_layer_has_the_same_right_hand_side():
+    """Dense heads of low value rank are integrated through exact pivoted-QR factors: the
+    covariance right-hand side agrees with the dense layer's to 1e-12 relative."""
+    from benchmarks.equilibria import layer
+    from riccati_tf.stability.certificates import _factored_layer
+    from riccati_tf.state.moments import covariance_array
+
+    p = layer(48, 12, 4)
+    q = _factored_layer(p)
+    assert all(f is not None for f in q.factors) and not np.any(q.b)
+    rng = np.random.default_rng(3)
+    for S in (np.eye(48), random_pd(rng, 48), 1e3 * random_pd(rng, 48)):
+        ref = covariance_array(p, S)
+        assert np.linalg.norm(covariance_array(q, S) - ref) <= 1e-12 * np.linalg.norm(ref)
+
+
+def test_stacked_quadratic_bound_holds_and_beats_the_per_head_constant():
+    """c̃ of the attracting ball bounds the quadratic part of the field in the coordinates
+    K = R⁻¹(Σ − Σ*)R⁻¹ on random and adversarial symmetric K, and is at most the per-head
+    constant 2 Σ_h ‖X_h‖₂‖Y_h‖₂ (to rounding)."""
+    from benchmarks.equilibria import layer
+    from riccati_tf.stability.certificates import _quadratic_bound
+
+    p = layer(48, 12, 4)
+    w, U = np.linalg.eigh(random_pd(np.random.default_rng(4), 48))
+    R = (U * np.sqrt(w)) @ U.T
+    Ri = (U / np.sqrt(w)) @ U.T
+    c = _quadratic_bound(p, R, Ri)
+    X = [Ri @ V @ R for V, _ in p.heads]
+    Y = [R @ B @ R for _, B in p.heads]
+    per_head = 2 * sum(np.linalg.norm(x, 2) * np.linalg.norm(y, 2)
+                       for x, y in zip(X, Y, strict=True))
+    assert 0 < c <= per_head * (1 + 1e-12)
+    rng = np.random.default_rng(5)
+    Ks = [rng.standard_normal((48, 48)) for _ in range(20)]
+    Ks += [np.outer(u, u) for u in np.linalg.eigh(sum(x + x.T for x in X))[1].T[-3:]]
+    for K in Ks:
+        K = 0.5 * (K + K.T)
+        Z = sum(x @ K @ y @ K for x, y in zip(X, Y, strict=True))
+        assert np.linalg.norm(Z + Z.T) <= c * np.linalg.norm(K) ** 2 * (1 + 1e-12)

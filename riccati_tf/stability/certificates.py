@@ -980,35 +980,45 @@ class _Ball:
 def _quadratic_bound(p: Params, R: np.ndarray, Ri: np.ndarray) -> float:
     """c̃ with ‖Σ_h (X_hKY_hK + KY_hᵀKX_hᵀ)‖_F ≤ c̃‖K‖_F² for every symmetric K, where
     X_h = R⁻¹V_hR and Y_h = RB_hR (the quadratic part of the field in the coordinates
-    K = R⁻¹(Σ − Σ*)R⁻¹).
+    K = R⁻¹(Σ − Σ*)R⁻¹); the second term is the transpose of the first, hence the factor 2.
 
-    With weights α_h = (‖Y_h‖₂/‖X_h‖₂)^{1/2}, Σ_h X_hKY_hK = 𝐗(I_H ⊗ K)𝐘K for the stacked
-    𝐗 = [α_1X_1 … α_HX_H] (d × Hd) and 𝐘 = [Y_1/α_1; …; Y_H/α_H] (Hd × d), and
-    ‖I_H ⊗ K‖₂ = ‖K‖₂ ≤ ‖K‖_F, so
+    Stacked heads: for weights α_h > 0, Σ_h X_hKZ_hK = 𝐗(I_H ⊗ K)𝐙K with 𝐗 = [α_1X_1 …
+    α_HX_H] (d × Hd) and 𝐙 = [Z_1/α_1; …; Z_H/α_H] (Hd × d), and ‖I_H ⊗ K‖₂ = ‖K‖₂ ≤ ‖K‖_F,
+    so ‖Σ_h X_hKZ_hK‖_F ≤ s(Z)‖K‖_F² with s(Z) = ‖𝐗‖₂‖𝐙‖₂ = (λ_max(Σ_h α_h²X_hX_hᵀ)
+    λ_max(Σ_h Z_hᵀZ_h/α_h²))^{1/2}. With α_h² = ‖Z_h‖_F/‖X_h‖_F, ‖𝐗‖₂² ≤ Σ_h α_h²‖X_h‖_F² =
+    Σ_h ‖X_h‖_F‖Z_h‖_F and likewise ‖𝐙‖₂², so s(Z) ≤ Σ_h ‖X_h‖_F‖Z_h‖_F; it is smaller when
+    the X_h have nearly orthogonal ranges (heads writing to complementary subspaces).
 
-        ‖Σ_h (X_hKY_hK + KY_hᵀKX_hᵀ)‖_F ≤ 2‖𝐗‖₂‖𝐘‖₂‖K‖_F² =: c̃‖K‖_F²,
-        ‖𝐗‖₂² = λ_max(Σ_h α_h²X_hX_hᵀ),   ‖𝐘‖₂² = λ_max(Σ_h Y_hᵀY_h/α_h²).
+    Shared part: for Ȳ = (1/H) Σ_h Y_h, Σ_h X_hKY_hK = (Σ_h X_h)KȲK + Σ_h X_hK(Y_h − Ȳ)K, so
+    ‖·‖_F ≤ (‖Σ_h X_h‖₂‖Ȳ‖₂ + s(Y − Ȳ))‖K‖_F²: small when the heads share most of B_h and
+    their value matrices add up to a small one.
 
-    Since ‖𝐗‖₂² ≤ Σ_h α_h²‖X_h‖₂² = Σ_h ‖X_h‖₂‖Y_h‖₂, and likewise ‖𝐘‖₂², c̃ is at most the
-    per-head constant 2 Σ_h ‖X_h‖₂‖Y_h‖₂, and about H times smaller when the X_h have
-    orthogonal ranges and the Y_h comparable norms (heads writing to complementary subspaces).
-    A head with X_h = 0 or Y_h = 0 contributes nothing and is left out."""
-    pairs = [(Ri @ V @ R, R @ B @ R) for V, B in p.heads]
-    grams = [(X @ X.T, Y.T @ Y) for X, Y in pairs]
-    tops = [(_top_eigenvalue(XX), _top_eigenvalue(YY)) for XX, YY in grams]
-    d = p.d
-    XX, YY = np.zeros((d, d)), np.zeros((d, d))
-    for (GX, GY), (x, y) in zip(grams, tops, strict=True):
-        if x > 0 and y > 0:
-            weight = np.sqrt(y / x)  # α_h²
-            XX += weight * GX
-            YY += GY / weight
-    return float(2 * np.sqrt(max(_top_eigenvalue(XX), 0.0) * max(_top_eigenvalue(YY), 0.0)))
+    c̃ = 2 min(s(Y), ‖Σ_h X_h‖₂‖Ȳ‖₂ + s(Y − Ȳ)) ≤ 2 Σ_h ‖X_h‖_F‖Y_h‖_F (`Stability.quadratic`).
+    A head with X_h = 0 or Z_h = 0 contributes nothing to s(Z) and is left out of it."""
+    X = [Ri @ V @ R for V, _ in p.heads]
+    Y = [R @ B @ R for _, B in p.heads]
+    Ybar = sum(Y) / len(Y)
+    Xsum = sum(X)
+    shared = np.sqrt(_top_eigenvalue(Xsum.T @ Xsum) * _top_eigenvalue(Ybar.T @ Ybar))
+    return float(2 * min(_stacked(X, Y), shared + _stacked(X, [Yh - Ybar for Yh in Y])))
+
+
+def _stacked(X: list[np.ndarray], Z: list[np.ndarray]) -> float:
+    """s(Z) = ‖𝐗‖₂‖𝐙‖₂ of `_quadratic_bound`, weights α_h² = ‖Z_h‖_F/‖X_h‖_F."""
+    d = X[0].shape[0]
+    XX, ZZ = np.zeros((d, d)), np.zeros((d, d))
+    for Xh, Zh in zip(X, Z, strict=True):
+        x, z = np.linalg.norm(Xh), np.linalg.norm(Zh)
+        if x > 0 and z > 0:
+            XX += (z / x) * (Xh @ Xh.T)
+            ZZ += (x / z) * (Zh.T @ Zh)
+    return float(np.sqrt(_top_eigenvalue(XX) * _top_eigenvalue(ZZ)))
 
 
 def _top_eigenvalue(S: np.ndarray) -> float:
-    """λ_max of a symmetric matrix (its upper triangle)."""
-    return float(eigh(S, eigvals_only=True, subset_by_index=[S.shape[0] - 1] * 2)[0])
+    """λ_max of a symmetric positive semidefinite matrix (its upper triangle), ≥ 0."""
+    top = eigh(S, eigvals_only=True, subset_by_index=[S.shape[0] - 1] * 2)[0]
+    return max(float(top), 0.0)
 
 
 def _balls(p: Params, cov0: np.ndarray) -> list[_Ball]:
@@ -1085,8 +1095,9 @@ def _attracting_ball(p: Params, cov0: np.ndarray, base: dict, horizon: float,
                            f"‖R⁻¹(Σ − Σ*)R⁻¹‖_F = {gap:.3g} (Σ* = R², rank {eq.rank}) inside the "
                            f"ball of radius {radius:.3g} that attracts by the numerical-range "
                            f"bound Re⟨K, L̃K⟩ ≤ {st.value:.6g}‖K‖² (Lanczos Ritz residual "
-                           f"{st.residual:.2g}) and the quadratic constant {c:.3g} "
-                           f"(Equilibrium.stability): ‖R⁻¹(Σ(t) − Σ*)R⁻¹‖_F decreases to the "
+                           f"{st.residual:.2g}, Equilibrium.stability) and the quadratic "
+                           f"constant c̃ = {c:.3g} of the stacked heads: "
+                           f"‖R⁻¹(Σ(t) − Σ*)R⁻¹‖_F decreases to the "
                            f"residual's level at rate ≥ {-st.value:.3g} (numerical evidence).")
         if integrator.stopped or t >= horizon * (1 - 1e-12):
             return None
