@@ -133,20 +133,23 @@ def test_mirrored_nodes_match_direct_block_exponentials(rng, h):
 
 @pytest.mark.parametrize("h", [0.01, 0.4])
 @pytest.mark.parametrize("scale", [0.1, 1.0, 4.0])
-def test_stage_solver_matches_the_dense_collocation_system(rng, scale, h, monkeypatch):
-    """The sweeps (Picard while it contracts fast, as for h = 0.01, then decoupled simplified
-    Newton) converge to the collocation solution; with no sweeps allowed, the dense (s d)×(s d)
-    fallback gives the same stages."""
-    d = 5
+@pytest.mark.parametrize("d", [5, 16])
+def test_stage_solver_matches_the_dense_collocation_system(rng, scale, h, d, monkeypatch):
+    """Above DIRECT_STAGE_SIZE unknowns the sweeps (Picard while it contracts fast, as for
+    h = 0.01, then decoupled simplified Newton) converge to the collocation solution; with no
+    sweeps allowed, the dense (s d)×(s d) fallback gives the same stages; small systems are
+    solved directly (no sweep), to the same stages."""
     prop = ex._Propagator(np.zeros((d, d)), np.eye(d))
     s = prop.c.size
-    base = rng.standard_normal((d, d))
-    K = np.stack([base + scale * c * rng.standard_normal((d, d)) for c in prop.c])
+    size = np.sqrt(5 / d)  # ‖K‖₂ as at d = 5
+    base = size * rng.standard_normal((d, d))
+    K = np.stack([base + scale * c * size * rng.standard_normal((d, d)) for c in prop.c])
     m, b = rng.standard_normal(d), rng.standard_normal(d)
     calls = []
     monkeypatch.setattr(ex, "inv", lambda M: calls.append(1) or np.linalg.inv(M))
+    direct = s * d <= ex.DIRECT_STAGE_SIZE
     Z = ex._stages(prop, K, m, b, h)
-    assert bool(calls) == (h == 0.4)  # Newton only where Picard contracts slowly
+    assert bool(calls) == (h == 0.4 and not direct)  # Newton only where Picard contracts slowly
     system = np.eye(s * d) - h * np.kron(prop.a, np.eye(d)) @ np.block(
         [[K[i] if i == j else np.zeros((d, d)) for j in range(s)] for i in range(s)])
     rhs = h * np.kron(prop.a, np.eye(d)) @ ((K @ m) + b).reshape(-1)

@@ -104,6 +104,10 @@ MAX_HALVINGS = 600
 NEWTON_ITERATIONS = 20
 NEWTON_RTOL = 4 * EPS
 PICARD_RATIO = 0.1
+#: stage systems of at most this many unknowns (s·d) are solved directly by LU: below it one
+#: (s d)×(s d) solve costs less than the sweeps' small-array overhead (measured: 22 µs against
+#: 100–220 µs at d = 3, 88 µs against 100–250 µs at d = 12, 146 µs against 108–260 µs at d = 16)
+DIRECT_STAGE_SIZE = 96
 #: covariance steps plus mean sub-steps one flow may take (override with flow(max_steps=...))
 DEFAULT_MAX_STEPS = 100_000
 #: Σ0's factor keeps a pivot p_k of the (pivoted) Cholesky factorisation when
@@ -584,7 +588,8 @@ def _mean_step(prop: _Propagator, L: np.ndarray, m: np.ndarray, h: float,
 
     Collocation: stage increments Z_i = h Σ_j a_ij (K_j (m + Z_j) + b), K_j = K(t + c_j h) from
     the exact Σ(t + c_j h) = E_j L (I + Lᵀ W_j L)⁻¹ Lᵀ E_jᵀ; m⁺ = m + h Σ_j w_j (K_j (m + Z_j) + b).
-    The linear stage system is solved by fixed-point sweeps while they contract fast, else by
+    The linear stage system (directly when small, `_stages`) is solved by fixed-point sweeps
+    while they contract fast, else by
     simplified Newton with the frozen K̄ = mean_j K_j, decoupled by a = T Λ T⁻¹ into solves with
     I − h λ_k K̄ (Hairer–Wanner IV.8). The residual is exact, so the sweeps converge to the
     collocation solution; without convergence in NEWTON_ITERATIONS sweeps (K varies fast, near a
@@ -612,8 +617,12 @@ def _stages(prop: _Propagator, K: np.ndarray, m: np.ndarray, b: np.ndarray,
     """Z solving Z_i = h Σ_j a_ij (K_j (m + Z_j) + b) (see `_mean_step`).
 
     Fixed-point (Picard) sweeps while each shrinks the increment at least PICARD_RATIO-fold
-    (short steps, h‖K‖ small); from the first slower sweep on, simplified Newton."""
+    (short steps, h‖K‖ small); from the first slower sweep on, simplified Newton. Systems of
+    at most DIRECT_STAGE_SIZE unknowns, and those the sweeps do not settle, are solved directly
+    (`_stages_direct`)."""
     s, d = K.shape[:2]
+    if s * d <= DIRECT_STAGE_SIZE:
+        return _stages_direct(prop, K, m, b, h)
     lam, T, Tinv = prop.eig
     Z, solves, previous = np.zeros((s, d)), None, np.inf
     for _ in range(NEWTON_ITERATIONS):
@@ -627,6 +636,14 @@ def _stages(prop: _Propagator, K: np.ndarray, m: np.ndarray, b: np.ndarray,
         if np.abs(dZ).max() <= NEWTON_RTOL * max(np.abs(Z).max(), np.abs(m).max()):
             return Z
         previous = size
+    return _stages_direct(prop, K, m, b, h)
+
+
+def _stages_direct(prop: _Propagator, K: np.ndarray, m: np.ndarray, b: np.ndarray,
+                   h: float) -> np.ndarray:
+    """Z from the assembled (s d)×(s d) collocation system (δ_ij I − h a_ij K_j) Z_j =
+    h Σ_j a_ij (K_j m + b), by LU."""
+    s, d = K.shape[:2]
     blocks = -h * prop.a[:, :, None, None] * K[None]  # block (i, j): δ_ij I − h a_ij K_j
     blocks[np.arange(s), np.arange(s)] += np.eye(d)
     system = blocks.transpose(0, 2, 1, 3).reshape(s * d, s * d)
