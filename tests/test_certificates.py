@@ -14,7 +14,7 @@ from scipy.integrate import solve_ivp
 
 from riccati_tf import Gaussian, Params, certify, equilibria, flow
 from riccati_tf.errors import InvalidInputError, SolverError
-from riccati_tf.stability.certificates import REGIMES, _exact_ok
+from riccati_tf.stability.certificates import BALL_RTOL, REGIMES, _exact_ok
 from riccati_tf.stability.equilibria import from_coords, linearization_matrix, to_coords
 from riccati_tf.state.moments import moment_arrays
 from tests.test_equilibrium import layer_from_G, matrix_with_spectrum, random_pd
@@ -832,6 +832,13 @@ def test_general_v_beyond_the_dense_spectrum_converges_into_the_attracting_ball(
     w, U = np.linalg.eigh(eq.cov)
     Ri = (U / np.sqrt(w)) @ U.T
     assert np.linalg.norm(Ri @ (c.final_cov - eq.cov) @ Ri) < 0.5 * (-eq.stability.value)
+    # integrated at BALL_RTOL (recorded); one tight run of the dense layer to the same time
+    # lands on the same state, far inside the ball's margin
+    assert c.tolerance["integration_rtol"] == BALL_RTOL
+    tight = flow(p, Gaussian(np.zeros(48), np.eye(48)), c.horizon, method="rk",
+                 t_eval=[0.0, c.horizon], rtol=1e-13, atol=1e-15).cov[-1]
+    assert np.linalg.norm(tight - c.final_cov) <= 1e-6 * np.linalg.norm(tight)
+    assert np.linalg.norm(Ri @ (tight - eq.cov) @ Ri) < 0.5 * (-eq.stability.value)
 
 
 def test_factored_integration_layer_has_the_same_right_hand_side():

@@ -27,7 +27,8 @@ def random_head(rng, d: int, r: int, s: int) -> Head:
 
 def factored_case(seed: int):
     """(factored Params, the same heads dense, Gaussian): d = 2…16, 1–4 heads of ranks 1…d,
-    every third case with a dense head among the factored ones."""
+    every third case with a dense head among the factored ones, half the others with heads whose
+    key factor is the identity (r = d)."""
     rng = np.random.default_rng(seed)
     d = int(rng.integers(2, 17))
     H = int(rng.integers(1, 5))
@@ -35,6 +36,12 @@ def factored_case(seed: int):
              for _ in range(H)]
     if seed % 3 == 0:
         heads.append((rng.standard_normal((d, d)) / d, rng.standard_normal((d, d)) / d))
+    if seed % 4 in (1, 2):  # dense B_h kept whole (K = I): alone in its group, or with a K ≠ I
+        s = int(rng.integers(1, d + 1))
+        eyed = random_head(rng, d, d, s)
+        heads.append(Head(eyed.Q, np.eye(d), eyed.V, eyed.O))
+        heads.append(random_head(rng, d, d, s) if seed % 4 == 1 else
+                     Head(-eyed.Q, np.eye(d), eyed.O.T, eyed.V.T))
     A = -0.5 * np.eye(d) + rng.standard_normal((d, d)) / (2 * np.sqrt(d))
     b = rng.standard_normal(d) if seed % 2 else None
     pf = Params(A, b=b, heads=heads)
