@@ -762,7 +762,7 @@ class _Integrator:
     def __init__(self, bare: Params, cov0: np.ndarray, method: str, scale: float = 0.0,
                  rtol: float | None = None):
         self.calls = 0
-        self.rtol = rtol  # None: flow's default
+        self.tolerances: dict[str, Any] = {} if rtol is None else {"rtol": rtol}
 
         def counted(_t):  # the time-varying form of `flow` lets the right-hand side be counted
             self.calls += 1
@@ -786,7 +786,7 @@ class _Integrator:
             try:
                 traj = flow(self.layer, Gaussian(np.zeros(self.d), self.S), h,
                             method=self.method, t_eval=[0.0, h / 2, h], dense_output=False,
-                            **({} if self.rtol is None else {"rtol": self.rtol}))
+                            **self.tolerances)
             except _BudgetExhausted:
                 self.stopped = True
                 return _Run(self.t, self.states[-1], self.S, failure=(
