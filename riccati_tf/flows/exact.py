@@ -599,14 +599,14 @@ def _mean_step(prop: _Propagator, L: np.ndarray, m: np.ndarray, h: float,
     s, d, r = prop.c.size, m.size, L.shape[1]
     EL = E @ L
     K = np.broadcast_to(law.Av, (s, d, d)).copy()
-    if r:  # Σ_i B̄ = E_i L S_i⁻¹ (E_i L)ᵀ B̄, S_i ≻ 0 (no blow-up in the step): one batch
+    if r:
         S = np.eye(r) + L.T[None] @ W[:s] @ L
         R = np.swapaxes(EL[:s], -1, -2) @ law.Bbar
-        try:
-            C = np.linalg.cholesky(S)  # NaN/Inf entries fail as well
-        except np.linalg.LinAlgError:
-            raise SolverError("I + LᵀW(s)L lost definiteness inside a step") from None
-        K += EL[:s] @ np.linalg.solve(np.swapaxes(C, -1, -2), np.linalg.solve(C, R))
+        for i in range(s):  # Σ_i B̄ = E_i L S_i⁻¹ (E_i L)ᵀ B̄, S_i ≻ 0 (no blow-up in the step)
+            X, info = lapack.dposv(S[i], R[i])[1:]
+            if info:
+                raise SolverError("I + LᵀW(s)L lost definiteness inside a step")
+            K[i] += EL[i] @ X
     Z = _stages(prop, K, m, law.b, h)
     k = (K @ (m + Z)[:, :, None])[:, :, 0] + law.b
     return m + h * (prop.w @ k), _sqrt_update(EL[-1], W[-1], L)
