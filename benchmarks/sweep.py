@@ -236,10 +236,10 @@ def main() -> None:
     run_flow_case()
     print("(e) target: batched ≥ 5× the per-case loop at d = 8 and 32, ≤ 1 GB at d = 32")
     for d, n in ((8, 200), (32, 100)):
-        run_case(f"(e) d = {d}", ensemble_d(d, n), batched_repeat=1)
+        run_case(f"(e) d = {d}", ensemble_d(d, n), batched_repeat=3)
         stable = ensemble_d(d, n)
         stable["family"]["random"]["axes"]["a"] = {"uniform": [-1.5, -0.1]}
-        run_case(f"(e) d = {d}, a ≤ −0.1 (no anti-stable A)", stable, batched_repeat=1)
+        run_case(f"(e) d = {d}, a ≤ −0.1 (no anti-stable A)", stable, batched_repeat=3)
     memory_case(32)
 
 
