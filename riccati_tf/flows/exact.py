@@ -104,9 +104,8 @@ MAX_HALVINGS = 600
 NEWTON_ITERATIONS = 20
 NEWTON_RTOL = 4 * EPS
 PICARD_RATIO = 0.1
-#: stage systems of at most this many unknowns (s·d) are solved directly by LU: below it one
-#: (s d)×(s d) solve costs less than the sweeps' small-array overhead (measured: 22 µs against
-#: 100–220 µs at d = 3, 88 µs against 100–250 µs at d = 12, 146 µs against 108–260 µs at d = 16)
+#: stage systems of at most this many unknowns (s·d) are solved directly by LU: up to about
+#: this size one (s d)×(s d) solve costs less than the sweeps' many small-array operations
 DIRECT_STAGE_SIZE = 96
 #: covariance steps plus mean sub-steps one flow may take (override with flow(max_steps=...))
 DEFAULT_MAX_STEPS = 100_000
@@ -588,12 +587,12 @@ def _mean_step(prop: _Propagator, L: np.ndarray, m: np.ndarray, h: float,
 
     Collocation: stage increments Z_i = h Σ_j a_ij (K_j (m + Z_j) + b), K_j = K(t + c_j h) from
     the exact Σ(t + c_j h) = E_j L (I + Lᵀ W_j L)⁻¹ Lᵀ E_jᵀ; m⁺ = m + h Σ_j w_j (K_j (m + Z_j) + b).
-    The linear stage system (directly when small, `_stages`) is solved by fixed-point sweeps
-    while they contract fast, else by
-    simplified Newton with the frozen K̄ = mean_j K_j, decoupled by a = T Λ T⁻¹ into solves with
-    I − h λ_k K̄ (Hairer–Wanner IV.8). The residual is exact, so the sweeps converge to the
-    collocation solution; without convergence in NEWTON_ITERATIONS sweeps (K varies fast, near a
-    blow-up) the (s d)×(s d) system is solved directly.
+    The linear stage system is solved directly when small (`_stages`), else by fixed-point
+    sweeps while they contract fast, then by simplified Newton with the frozen K̄ = mean_j K_j,
+    decoupled by a = T Λ T⁻¹ into solves with I − h λ_k K̄ (Hairer–Wanner IV.8). The residual
+    is exact, so the sweeps converge to the collocation solution; without convergence in
+    NEWTON_ITERATIONS sweeps (K varies fast, near a blow-up) the (s d)×(s d) system is solved
+    directly.
     """
     E, W = prop.nodes(h)
     s, d, r = prop.c.size, m.size, L.shape[1]

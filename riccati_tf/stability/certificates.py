@@ -123,9 +123,8 @@ BALL_SHORTEST = 16
 BALL_AIM = 0.8
 #: ... integrating at this relative tolerance (flow's absolute one): the ball's radius is
 #: BASIN_SAFETY times the attracting one, so an error of this relative size in Σ cannot move a
-#: state from inside the ball to outside the attracting region (measured against DOP853 at
-#: rtol 1e-13 on the benchmark layers, d = 48–128: 1e-10 relative; flow's default rtol 1e-10
-#: costs ~1.15× the time)
+#: state from inside the ball to outside the attracting region (tests/test_certificates.py
+#: compares the final state with DOP853 at rtol 1e-13)
 BALL_RTOL = 1e-6
 #: check(): blow-up sign change of λ_min(I + L0ᵀW(t)L0) within T*(1 ± BLOWUP_CHECK_RTOL)
 BLOWUP_CHECK_RTOL = 1e-7

@@ -174,27 +174,24 @@ class HeadPairs(Sequence[tuple[np.ndarray, np.ndarray]]):
 class _Stack:
     """The factored heads stacked: Vs (S×d) and O (d×S) of all value factors, Q (R×d) of all
     queries; heads of equal ranks (s, r) are adjacent and form one group (rows of Vs, rows of Q,
-    their K as a (G, r, d) batch, None when every K of the group is the identity, as for a dense
-    B_h kept whole as Q = B_h, K = I). Σ_h O_h (V_h Σ K_hᵀ) Q_h is O · blockdiag(V_h Σ K_hᵀ) · Q:
-    two products with d×S operands and batched small ones."""
+    the number G of its heads, their K as a (G, r, d) batch or None when every K of the group is
+    the identity, as for a dense B_h kept whole as Q = B_h, K = I). Σ_h O_h (V_h Σ K_hᵀ) Q_h is
+    O · blockdiag(V_h Σ K_hᵀ) · Q: two products with d×S operands and batched small ones."""
 
     Vs: np.ndarray
     O: np.ndarray
     Q: np.ndarray
-    groups: tuple[tuple[slice, slice, np.ndarray | None], ...]
+    groups: tuple[tuple[slice, slice, int, np.ndarray | None], ...]
 
     def inner(self, VS: np.ndarray, QX: np.ndarray) -> np.ndarray:
         """blockdiag(V_h Σ K_hᵀ) · QX from VS = V_s Σ (S×d) and QX (R×k): S×k."""
         k = QX.shape[1]
         out = np.empty((VS.shape[0], k))
-        d = VS.shape[1]
-        for rows_s, rows_r, K in self.groups:
-            G = (rows_r.stop - rows_r.start) // d if K is None else K.shape[0]
-            C = VS[rows_s].reshape(G, -1, d)  # (G, s, d) = V_h Σ
+        for rows_s, rows_r, G, K in self.groups:
+            C = VS[rows_s].reshape(G, -1, VS.shape[1])  # (G, s, d): V_h Σ
             if K is not None:
-                C = C @ K.transpose(0, 2, 1)  # (G, s, r)
-            r = C.shape[2]
-            np.matmul(C, QX[rows_r].reshape(G, r, k), out=out[rows_s].reshape(G, -1, k))
+                C = C @ K.transpose(0, 2, 1)  # (G, s, r): V_h Σ K_hᵀ
+            np.matmul(C, QX[rows_r].reshape(G, C.shape[2], k), out=out[rows_s].reshape(G, -1, k))
         return out
 
 
@@ -207,7 +204,7 @@ def _stack(heads: list[Head]) -> _Stack | None:
         group = list(members)
         G = len(group)
         identity = r == group[0].d and all(np.array_equal(h.K, np.eye(r)) for h in group)
-        groups.append((slice(s0, s0 + G * s), slice(r0, r0 + G * r),
+        groups.append((slice(s0, s0 + G * s), slice(r0, r0 + G * r), G,
                        None if identity else np.stack([h.K for h in group])))
         s0, r0 = s0 + G * s, r0 + G * r
     return _Stack(np.vstack([h.V for h in heads]), np.hstack([h.O for h in heads]),
