@@ -27,8 +27,8 @@ def random_head(rng, d: int, r: int, s: int) -> Head:
 
 def factored_case(seed: int):
     """(factored Params, the same heads dense, Gaussian): d = 2…16, 1–4 heads of ranks 1…d,
-    every third case with a dense head among the factored ones, half the others with heads whose
-    key factor is the identity (r = d)."""
+    every third case with a dense head among the factored ones, half the cases (seed mod 4 in
+    {1, 2}) with two heads of rank d, one or both with the identity as key factor."""
     rng = np.random.default_rng(seed)
     d = int(rng.integers(2, 17))
     H = int(rng.integers(1, 5))
