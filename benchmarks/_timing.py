@@ -2,15 +2,27 @@
 
 from __future__ import annotations
 
+import importlib
+import importlib.util
 import platform
 import time
 
 import numpy as np
 from threadpoolctl import threadpool_info, threadpool_limits
 
+#: libraries that load a BLAS of their own (threadpoolctl limits only pools already loaded)
+BLAS_LIBRARIES = ("scipy.linalg", "slycot")
+
 
 def pin_one_thread():
-    """Limit every BLAS/OpenMP pool to one thread; return the limiter and a settings line."""
+    """Limit every BLAS/OpenMP pool to one thread; return the limiter and a settings line.
+
+    numpy, scipy and slycot each ship their own OpenBLAS; the ones installed are loaded first,
+    so that a pool first loaded later (scipy.linalg on first use, slycot through python-control)
+    does not run with its default threads."""
+    for name in BLAS_LIBRARIES:
+        if importlib.util.find_spec(name.split(".")[0]) is not None:
+            importlib.import_module(name)
     limiter = threadpool_limits(limits=1)
     pools = ", ".join(f"{p['internal_api']}={p['num_threads']}" for p in threadpool_info())
     line = (f"# python {platform.python_version()}, numpy {np.__version__}, "

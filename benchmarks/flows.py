@@ -18,7 +18,8 @@ from contextlib import contextmanager
 import mpmath as mp
 import numpy as np
 
-from riccati_tf import Gaussian, Params, exact, flow
+from riccati_tf import Gaussian, Params, flow
+from riccati_tf.flows import exact
 from riccati_tf.state.moments import moment_arrays
 
 from ._timing import best_time, pin_one_thread
