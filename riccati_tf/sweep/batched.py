@@ -415,13 +415,14 @@ def _newton_root(A: np.ndarray, G: np.ndarray, L: np.ndarray, E_a: np.ndarray, W
                  h: np.ndarray, t_a: np.ndarray) -> np.ndarray:
     """Root s ∈ (0, h] of f(s) = λ_min(S_a + MᵀW(s)M), S_a = I + LᵀW_aL, M = E_aL, f(0) > 0 ≥ f(h).
 
-    Newton's method from s = h with f'(s) = wᵀGw, w = E_sMu (u the unit eigenvector of λ_min, so
-    f' = uᵀMᵀ(dW/ds)Mu with dW/ds = E_sᵀGE_s; f' ≤ 0 for G ⪯ 0). The bracket [lo, hi] with
-    f(lo) > 0 ≥ f(hi) is kept: a Newton step that would leave it, or (after the first) is not at
-    most half the previous step (f' ≥ 0, or no quadratic convergence: f at rounding level), is a
-    bisection instead. Stops when the Newton step is at most 4·eps(t_a + s) long (the result is
-    its end) or the bracket is that narrow (its midpoint), after at most MAX_ROOT_STEPS
-    iterations."""
+    Newton's method on the bracket [lo, hi], f(lo) > 0 ≥ f(hi), with f'(s) = wᵀGw, w = E_sMu
+    (u the unit eigenvector of λ_min, so f' = uᵀMᵀ(dW/ds)Mu with dW/ds = E_sᵀGE_s; f' ≤ 0 for
+    G ⪯ 0), both ends kept with their f and f': each step starts from the end where |f| is
+    smaller, so that a root found to rounding from either side ends the search at once. A step
+    that would leave the bracket, or (after the first) is not at most half the previous step
+    (f' ≥ 0, or no quadratic convergence: f at rounding level), is a bisection instead. Stops
+    when the Newton step is at most 4·eps(t_a + s) long (the result is its end) or the bracket is
+    that narrow (its midpoint), after at most MAX_ROOT_STEPS iterations."""
     M = E_a @ L
     Mt = np.swapaxes(M, 1, 2)
     S_a = np.eye(L.shape[2]) + np.swapaxes(L, 1, 2) @ W_a @ L
@@ -434,14 +435,20 @@ def _newton_root(A: np.ndarray, G: np.ndarray, L: np.ndarray, E_a: np.ndarray, W
         return lam[:, 0], (np.swapaxes(w, 1, 2) @ G[idx] @ w)[:, 0, 0]
 
     n = h.size
-    lo, hi = np.zeros(n), h.copy()
-    x, last = h.copy(), np.full(n, np.inf)
-    fx, dx = f(np.arange(n), x)
+    lam0, vec0 = np.linalg.eigh(S_a)  # f(0) and f'(0) (E_0 = I)
+    w0 = M @ vec0[:, :, :1]
+    lo, f_lo, d_lo = np.zeros(n), lam0[:, 0], (np.swapaxes(w0, 1, 2) @ G @ w0)[:, 0, 0]
+    hi = h.copy()
+    f_hi, d_hi = f(np.arange(n), hi)
+    last = np.full(n, np.inf)
     out = np.full(n, np.nan)
-    out[fx == 0] = x[fx == 0]
-    active = fx < 0
+    out[f_hi == 0] = hi[f_hi == 0]
+    active = f_hi < 0
     for _ in range(MAX_ROOT_STEPS):
         active &= (hi - lo) > 4 * _EPS * (t_a + hi)
+        from_lo = np.abs(f_lo) < np.abs(f_hi)
+        x = np.where(from_lo, lo, hi)
+        fx, dx = np.where(from_lo, f_lo, f_hi), np.where(from_lo, d_lo, d_hi)
         with np.errstate(divide="ignore", invalid="ignore"):
             step = np.where(dx < 0, fx / dx, np.nan)
         converged = active & (np.abs(step) <= 4 * _EPS * (t_a + x))
@@ -458,10 +465,9 @@ def _newton_root(A: np.ndarray, G: np.ndarray, L: np.ndarray, E_a: np.ndarray, W
         zero = fy == 0
         out[idx[zero]] = y[zero]
         active[idx[zero]] = False
-        up = fy > 0
-        lo[idx[up]] = y[up]
-        hi[idx[~up]] = y[~up]
-        x[idx], fx[idx], dx[idx] = y, fy, dy
+        up, down = idx[fy > 0], idx[fy <= 0]
+        lo[up], f_lo[up], d_lo[up] = y[fy > 0], fy[fy > 0], dy[fy > 0]
+        hi[down], f_hi[down], d_hi[down] = y[fy <= 0], fy[fy <= 0], dy[fy <= 0]
     rest = np.isnan(out)
     out[rest] = 0.5 * (lo[rest] + hi[rest])
     return out
