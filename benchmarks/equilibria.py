@@ -60,10 +60,10 @@ def main() -> None:
     from riccati_tf.stability.equilibria import (
         _scalar_part,
         _scalar_stable,
-        _value_factors,
         newton,
         relative_residual,
     )
+    from riccati_tf.state.lowrank import value_factors
 
     limiter, line = pin_one_thread()
     print(line)
@@ -83,7 +83,7 @@ def main() -> None:
     print(f"{'':>34} {'seconds':>8} {'units':>7}")
     print(f"{'Newton–Krylov solve (' + str(steps) + ' steps)':>34} {t_solve:8.3f} "
           f"{t_solve / unit:7.2f}   residual {relative_residual(p, cov):.1e}", flush=True)
-    _value_factors.cache_clear()  # the whole call pays for the factors of the value matrices
+    value_factors.cache_clear()  # the whole call pays for the factors of the value matrices
     start = time.perf_counter()
     found = equilibria(p)
     t_all = time.perf_counter() - start

@@ -5,7 +5,12 @@
     relative. Dense heads are timed twice: through the package (Σ̇ = MΣ + ΣMᵀ with
     M = A + Σ_h (V_hΣ)B_h, 2H + 1 products of d×d matrices) and in the former evaluation
     AΣ + Σ_h (V_hΣ)(B_hΣ) (1 + 3H products), written out here;
-(b) flow(method="rk") of that layer to t = 2 — target ≤ 15 units;
+(b) flow(method="rk") of that layer to t = 2 — target ≤ 15 units; the same heads given as dense
+    (V_h, B_h) pairs, which flow factors itself (pivoted QR, `state.lowrank.factored_layer`),
+    and integrated as given (`integrate._rk_flow`, 2H + 1 products per right-hand side);
+(d) where flow starts factoring dense heads (state.lowrank.FACTOR_MIN_D): per d, the RHS of
+    H heads of rank d/H as dense pairs and as factors, and the one-off cost of factoring them
+    (two pivoted QRs per head) in dense right-hand sides: the break-even number of evaluations;
 (c) flow(method="rk") vs plain scipy solve_ivp DOP853 (no event, no dense output) on the same
     moment system at d = 8 with the same number of right-hand-side evaluations — target ≤ 1.2×.
 
@@ -25,6 +30,7 @@ from scipy.linalg import solve_continuous_lyapunov
 
 from riccati_tf import Gaussian, Params, flow
 from riccati_tf.flows import integrate
+from riccati_tf.state.lowrank import FACTOR_MIN_D, factored_layer, value_factors
 from riccati_tf.state.moments import moment_arrays
 from riccati_tf.state.params import Head
 
@@ -149,6 +155,26 @@ def overhead_rows(rng):
     return rows
 
 
+def crossover_rows(rng):
+    """(d, H, dense RHS s, factored RHS s, factoring s) for H heads of rank d/H."""
+    rows = []
+    for d, heads in ((16, 4), (32, 4), (64, 8), (128, 8)):
+        pf, g = model_layer(rng, d, heads, d // heads)
+        pd = Params(pf.A, b=pf.b, heads=[tuple(pair) for pair in pf.heads])
+        m, S = g.mean, g.cov
+
+        def factor(pd=pd):
+            value_factors.cache_clear()
+            return factored_layer(pd)
+
+        repeat = 200 if d < 64 else 30
+        t = cpu_times({"dense": lambda pd=pd, m=m, S=S: moment_arrays(pd, m, S),
+                       "factored": lambda pf=pf, m=m, S=S: moment_arrays(pf, m, S),
+                       "factoring": factor}, repeat)
+        rows.append((d, heads, t["dense"], t["factored"], t["factoring"]))
+    return rows
+
+
 def main():
     _limiter, settings = pin_one_thread()
     print(settings + "; CPU time (time.process_time)")
@@ -168,13 +194,35 @@ def main():
           f"{t['former'] / t['factored']:>10.1f}× {diff_former:>10.1e}")
     print(f"\n(b) flow(method='rk') of that layer to t = {T:g} (m0, b ≠ 0; 101 output times)   "
           f"target ≤ 15 units")
+    pd = Params(pf.A, b=pf.b, heads=[tuple(pair) for pair in pf.heads])
+
+    def from_pairs():  # the pivoted QR factorisations paid by every call
+        value_factors.cache_clear()
+        return flow(pd, g, T, method="rk")
+
     n_eval = counted_evaluations(lambda: flow(pf, g, T, method="rk"))
-    tb = cpu_times({"default (dense output)": lambda: flow(pf, g, T, method="rk"),
-                    "dense_output=False": lambda: flow(pf, g, T, method="rk",
-                                                       dense_output=False)}, 2)
-    print(f"{'call':>24} {'RHS evals':>10} {'time [s]':>9} {'units':>7}")
+    tb = cpu_times({"Head factors": lambda: flow(pf, g, T, method="rk"),
+                    "Head factors, dense_output=False": lambda: flow(
+                        pf, g, T, method="rk", dense_output=False),
+                    "dense pairs (factored by flow)": from_pairs}, 2)
+    t_out = np.linspace(0.0, T, integrate.DEFAULT_OUTPUTS)
+    tb |= cpu_times({"dense pairs as given": lambda: integrate._rk_flow(
+        pd, g, t_out, T, RTOL, ATOL, dense_output=True)}, 1)
+    ref, got = integrate._rk_flow(pd, g, t_out, T, RTOL, ATOL), from_pairs()
+    print(f"{'heads':>34} {'RHS evals':>10} {'time [s]':>9} {'units':>7}")
     for name, seconds in tb.items():
-        print(f"{name:>24} {n_eval:>10} {seconds:>9.2f} {seconds / unit:>7.1f}")
+        print(f"{name:>34} {n_eval:>10} {seconds:>9.2f} {seconds / unit:>7.1f}")
+    print(f"  dense pairs factored by flow vs as given: Σ(t) within "
+          f"{np.abs(got.cov - ref.cov).max() / np.abs(ref.cov).max():.1e} relative (rtol "
+          f"{RTOL:g}); {len(ref.t)} output times each")
+    print(f"\n(d) dense heads factored by flow from d = {FACTOR_MIN_D} on: RHS of H heads of "
+          f"rank d/H, and the factoring's cost in dense RHS")
+    print(f"{'d':>5} {'H':>3} {'dense [µs]':>11} {'factored [µs]':>14} {'speed-up':>9} "
+          f"{'factoring [µs]':>15} {'break-even RHS':>15}")
+    for d, heads, dense, fact, cost in crossover_rows(rng):
+        even = cost / (dense - fact) if dense > fact else np.inf
+        print(f"{d:>5} {heads:>3} {1e6 * dense:>11.1f} {1e6 * fact:>14.1f} "
+              f"{dense / fact:>8.2f}× {1e6 * cost:>15.1f} {even:>15.1f}")
     print(f"\n(c) flow(method='rk') vs plain solve_ivp DOP853, d = {SMALL_D}, 2 dense heads, to "
           f"t = {SMALL_T:g}, 101 output times   target ≤ 1.2×")
     print(f"{'case':>12} {'nfev rk':>8} {'nfev plain':>11} {'plain [ms]':>11} {'rk [ms]':>8} "

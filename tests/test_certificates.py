@@ -842,14 +842,14 @@ def test_general_v_beyond_the_dense_spectrum_converges_into_the_attracting_ball(
 
 
 def test_factored_integration_layer_has_the_same_right_hand_side():
-    """Dense heads of low value rank are integrated through exact pivoted-QR factors: the
-    covariance right-hand side agrees with the dense layer's to 1e-12 relative."""
+    """Dense heads of low rank are integrated through exact pivoted-QR factors: the covariance
+    right-hand side agrees with the dense layer's to 1e-12 relative."""
     from benchmarks.equilibria import layer
-    from riccati_tf.stability.certificates import _factored_layer
+    from riccati_tf.state.lowrank import factored_layer
     from riccati_tf.state.moments import covariance_array
 
     p = layer(48, 12, 4)
-    q = _factored_layer(p)
+    q = factored_layer(p, bias=False)
     assert all(f is not None for f in q.factors) and not np.any(q.b)
     rng = np.random.default_rng(3)
     for S in (np.eye(48), random_pd(rng, 48), 1e3 * random_pd(rng, 48)):

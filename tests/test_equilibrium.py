@@ -468,16 +468,16 @@ def test_linearization_stability_says_undecided_when_the_fallback_budget_is_spen
 
 
 def test_value_factors_reproduce_the_value_matrices(rng):
-    from riccati_tf.stability.equilibria import _value_factors
+    from riccati_tf.state.lowrank import value_factors
 
     p = low_rank_value_layer(24, 4)
-    vf = _value_factors(p)
+    vf = value_factors(p)
     assert vf.dense == () and vf.factored == (0, 1, 2, 3)
     for h, r in zip(vf.factored, vf.rows, strict=True):
         V = p.heads[h][0]
         assert np.linalg.norm(vf.O[:, r] @ vf.W[r] - V) <= 1e-14 * np.linalg.norm(V)
     full = Params(rng.standard_normal((6, 6)), V=rng.standard_normal((6, 6)), B=np.eye(6))
-    assert _value_factors(full).dense == (0,)
+    assert value_factors(full).dense == (0,)
 
 
 def test_coordinates_round_trip_and_symmetric_part(rng):

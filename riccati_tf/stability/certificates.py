@@ -42,14 +42,14 @@ from ..display import html_table, latex_matrix, number
 from ..errors import InvalidInputError, SolverError
 from ..flows.exact import van_loan
 from ..flows.integrate import flow
-from ..state.params import SCALAR_RTOL, Gaussian, Head, Params
+from ..state.lowrank import factored_layer
+from ..state.params import SCALAR_RTOL, Gaussian, Params
 from ..state.validation import as_covariance, as_vector, psd_rank
 from .equilibria import (
     ACCEPT_RTOL,
     ENUMERATION_MAX_D,
     KRONECKER_MAX_D,
     Equilibrium,
-    _value_factors,
     equilibria,
     linearization_matrix,
     make_equilibrium,
@@ -1058,36 +1058,20 @@ def _balls(p: Params, cov0: np.ndarray) -> list[_Ball]:
     return balls
 
 
-def _factored_layer(p: Params) -> Params:
-    """The layer without b for the integration of Σ: a dense head whose value matrix has the
-    pivoted-QR factors V_h = O_hW_h of s_h ≤ d/2 columns of `_value_factors` (‖V_h − O_hW_h‖_F ≤
-    FACTOR_RTOL ‖V_h‖_F) becomes Head(Q=B_h, K=I, V=W_h, O=O_h), whose share of M = A +
-    Σ_h V_hΣB_h costs 3s_hd² + s_hd² instead of 2d³; `Head` entries stay factored, the other
-    heads dense."""
-    vf = _value_factors(p)
-    entries: list[Head | tuple[np.ndarray, np.ndarray]] = [
-        head if head is not None else p.heads[h] for h, head in enumerate(p.factors)]
-    eye = np.eye(p.d)
-    for h, rows in zip(vf.factored, vf.rows, strict=True):
-        if p.factors[h] is None:
-            entries[h] = Head(p.heads[h][1], eye, vf.W[rows], vf.O[:, rows])
-    return Params(p.A, heads=entries)
-
-
 def _attracting_ball(p: Params, cov0: np.ndarray, base: dict, horizon: float,
                      scale: float) -> Certificate | None:
     """"converges" when Σ(t) enters the attracting ball r₋ < ‖R⁻¹(Σ − Σ*)R⁻¹‖_F < r₊ of a
     stable equilibrium Σ* = R² ≻ 0 whose stability the numerical-range bound decided
-    (`_balls`), integrating (with the value matrices factored, `_factored_layer`) only until it
-    does: the first check at a quarter segment of `_Integrator`, each later one where the
-    distance, decaying at its rate over the last half segment, reaches BALL_AIM times the radius
-    (`_next_check`); None when no such equilibrium is found by Newton–Krylov from the
+    (`_balls`), integrating (dense heads of low rank factored: `state.lowrank.factored_layer`)
+    only until it does: the first check at a quarter segment of `_Integrator`, each later one
+    where the distance, decaying at its rate over the last half segment, reaches BALL_AIM times
+    the radius (`_next_check`); None when no such equilibrium is found by Newton–Krylov from the
     continuation and from Σ0, or the integration up to `horizon` within its budget does not
     enter the ball."""
     balls = _balls(p, cov0)
     if not balls:
         return None
-    integrator = _Integrator(_factored_layer(p), cov0, "rk", scale, rtol=BALL_RTOL)
+    integrator = _Integrator(factored_layer(p, bias=False), cov0, "rk", scale, rtol=BALL_RTOL)
     longest = integrator.seg / BALL_CHECKS
     state, t, wait = cov0, 0.0, longest
     while True:

@@ -23,17 +23,17 @@ from one Schur form per step, exact line search), O(H d³) a Krylov iteration.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import NamedTuple
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy.linalg import LinAlgError, eigh_tridiagonal, qr, schur, solve_triangular
+from scipy.linalg import LinAlgError, eigh_tridiagonal, schur, solve_triangular
 from scipy.sparse.linalg import ArpackNoConvergence, LinearOperator, eigs
 
 from ..errors import InvalidInputError, SolverError
+from ..state.lowrank import value_factors
 from ..state.params import Params
 from ..state.validation import as_count, as_covariance
 from .riccati import (
@@ -95,9 +95,6 @@ ARNOLDI_MAXITER = 500
 #: θ > 0 (the bound is then not negative), or after LANCZOS_MAXITER products (inconclusive)
 LANCZOS_RTOL = 1e-2
 LANCZOS_MAXITER = 150
-#: a dense V_h is applied through factors O_h W_h (pivoted QR) when ‖V_h − O_hW_h‖_F ≤
-#: FACTOR_RTOL ‖V_h‖_F with at most d/2 columns
-FACTOR_RTOL = 4 * np.finfo(float).eps
 #: beyond d = 30 each Newton step is scaled by the exact line search on this many points of (0, 1]
 LINE_SEARCH_POINTS = 100
 #: relative_residual multiplies factors with entries below 2^UNSCALED_EXPONENT in magnitude (and
@@ -387,62 +384,10 @@ def relative_residual(params: Params, cov: np.ndarray) -> float:
     return float(np.linalg.norm(out) / scale) if scale > 0 else 0.0
 
 
-class _ValueFactors(NamedTuple):
-    """The heads split by how V_h is applied: `dense` (indices), and `factored` (indices) with
-    V_h = O[:, rows_i] W[rows_i] stacked, O d×S and W S×d, rows_i the slice of head factored[i]."""
-
-    dense: tuple[int, ...]
-    factored: tuple[int, ...]
-    O: np.ndarray
-    W: np.ndarray
-    rows: tuple[slice, ...]
-
-    def apply(self, left: np.ndarray, top: np.ndarray, rights: Sequence[np.ndarray],
-              post: np.ndarray | None = None) -> np.ndarray:
-        """left · [top[rows_i] · rights[i]]_i (stacked over the factored heads, times `post`
-        before `left` when given): Σ_i left_i top_i rights[i] (post) in O(S d²)."""
-        U = np.vstack([top[r] @ R for r, R in zip(self.rows, rights, strict=True)])
-        return left @ (U if post is None else U @ post)
-
-
-@lru_cache(maxsize=8)
-def _value_factors(params: Params) -> _ValueFactors:
-    """Factors V_h = O_hW_h of s_h ≤ d/2 columns — a `Head`'s (O, V), or a dense V_h's pivoted
-    QR truncated where ‖V_h − O_hW_h‖_F ≤ FACTOR_RTOL ‖V_h‖_F — stacked (`_ValueFactors`); the
-    other heads stay dense. V_hX = O_h(W_hX) then costs O(s_h d²) instead of O(d³)."""
-    d = params.d
-    dense: list[int] = []
-    factored: list[int] = []
-    Os: list[np.ndarray] = []
-    Ws: list[np.ndarray] = []
-    for h, (entry, (V, _)) in enumerate(zip(params.factors, params.heads, strict=True)):
-        if entry is not None and 2 * entry.V.shape[0] <= d:
-            factored.append(h)
-            Os.append(entry.O)
-            Ws.append(entry.V)
-            continue
-        Q, R, perm = qr(V, pivoting=True, mode="economic")
-        tail = np.sqrt(np.cumsum(np.sum(R ** 2, axis=1)[::-1])[::-1])  # ‖R[k:, :]‖_F
-        s = int(np.sum(tail > FACTOR_RTOL * np.linalg.norm(V)))
-        if 2 * s > d:
-            dense.append(h)
-            continue
-        W = np.empty((s, d))
-        W[:, perm] = R[:s]
-        factored.append(h)
-        Os.append(Q[:, :s])
-        Ws.append(W)
-    ends = np.cumsum([0] + [W.shape[0] for W in Ws])
-    rows = tuple(slice(int(i), int(j)) for i, j in itertools.pairwise(ends))
-    O = np.hstack(Os) if Os else np.zeros((d, 0))
-    W = np.vstack(Ws) if Ws else np.zeros((0, d))
-    return _ValueFactors(tuple(dense), tuple(factored), O, W, rows)
-
-
 @dataclass(frozen=True, eq=False)
 class Products:
     """The products at Σ that F, L and the preconditioner share: C_h = B_hΣ (None for a head
-    applied through its factors, `_value_factors`), M = A + Σ_h V_hΣB_h,
+    applied through its factors, `value_factors`), M = A + Σ_h V_hΣB_h,
     F(Σ) = MΣ + ΣMᵀ; residual ‖F(Σ)‖_F / (‖AΣ‖_F + ‖(M − A)Σ‖_F) ≥ relative_residual (the
     heads' terms summed before their norm is taken: a stopping test on the safe side)."""
 
@@ -457,7 +402,7 @@ def products(params: Params, cov: np.ndarray) -> Products:
     """Products at Σ (2 + 3H products of d×d matrices, O(s_h d²) for a factored head); factors
     beyond 2^±UNSCALED_EXPONENT take F and relative_residual's power-of-two scaled evaluation
     instead."""
-    vf = _value_factors(params)
+    vf = value_factors(params)
     heads = params.heads
     C: list[np.ndarray | None] = [None] * len(heads)
     M = params.A.copy()
@@ -512,13 +457,13 @@ def linearization_operator(params: Params, cov: np.ndarray,
                            at: Products | None = None) -> LinearOperator:
     """L as a matrix-free operator on orthonormal symmetric coordinates (for d > 30): M and
     C_h = B_hΣ are formed once (or taken from `at`, the products at Σ), then each product
-    costs 1 + 2H products of d×d matrices, a head with factors V_h = O_hW_h (`_value_factors`)
+    costs 1 + 2H products of d×d matrices, a head with factors V_h = O_hW_h (`value_factors`)
     O_h(((W_hH)B_h)Σ) in O(s_h d²) instead."""
     d = params.d
     n = d * (d + 1) // 2
     at = products(params, cov) if at is None else at
     M = at.M
-    vf = _value_factors(params)
+    vf = value_factors(params)
     dense = [(params.heads[h][0], at.C[h]) for h in vf.dense]
     rights = [params.heads[h][1] for h in vf.factored]
 
@@ -556,7 +501,7 @@ def linearization_stability(params: Params, cov: np.ndarray) -> Stability:
     with θ the largest eigenvalue of the self-adjoint part of the heads' operator after the
     similarity K ↦ R⁻¹L(RKR)R⁻¹ (R = Σ*^{1/2}), by Lanczos, and ρ its Ritz residual; stable when
     that is negative. Each Lanczos product costs O(Σ_h s_h d²) with factored value matrices
-    (`_value_factors`), O(H d³) otherwise. When the bound is not negative (it is only sufficient)
+    (`value_factors`), O(H d³) otherwise. When the bound is not negative (it is only sufficient)
     or Σ* is singular, ARPACK's rightmost Ritz value of L decides (the sign of its real part);
     when neither converges within its budget (LANCZOS_MAXITER, ARNOLDI_MAXITER restarts) the
     verdict is "undecided", stable None.
@@ -661,7 +606,7 @@ def _numerical_range_bound(params: Params,
     R = (U * np.sqrt(w)) @ U.T
     Ri = (U / np.sqrt(w)) @ U.T
     defect = float(np.linalg.norm(Ri @ at.field @ Ri))
-    vf = _value_factors(params)
+    vf = value_factors(params)
     dense = [(Ri @ V @ R, R @ B @ R) for V, B in (params.heads[h] for h in vf.dense)]
     X, Y = Ri @ vf.O, R @ vf.W.T  # Ṽ_h = X_hY_hᵀ for the factored heads
     Bt = [R @ params.heads[h][1] @ R for h in vf.factored]
