@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from riccati_tf import Gaussian, Head, Params, flow
+from riccati_tf.errors import SolverError
 from riccati_tf.flows import integrate
 from riccati_tf.state.lowrank import FACTOR_MIN_D, FACTOR_RTOL, factored_layer, low_rank_factors
 from riccati_tf.state.moments import moment_arrays
@@ -103,3 +104,27 @@ def test_rk_flow_factors_dense_heads_of_low_rank(rng, monkeypatch):
     flow(small, gs, 0.5, t_eval=[0.0, 0.5])
     assert len(seen) == 1  # not called below FACTOR_MIN_D
 
+
+
+@pytest.mark.parametrize("scale", [1e-300, 1e-160, 1e150, 1e300])
+def test_low_rank_factors_at_extreme_scales_are_exact_or_refused(rng, scale):
+    # squares of R's rows may underflow or overflow: the factors are then refused (the head
+    # stays dense), never returned with a larger truncation than the bound
+    d = 16
+    M = product(rng, d, 3) * scale
+    got = low_rank_factors(M)
+    if got is not None:
+        U, W = got
+        E = M / scale - U @ (W / scale)
+        assert np.linalg.norm(E) <= 1e-13 * np.linalg.norm(M / scale)
+
+
+def test_flow_of_overflowing_dense_heads_fails_as_the_dense_integration(rng):
+    d = FACTOR_MIN_D
+    V = product(rng, d, 4) * 1e150
+    p = Params(-np.eye(d), heads=[(V, product(rng, d, 4))])
+    g = Gaussian(np.zeros(d), np.eye(d))
+    with pytest.raises(SolverError, match="budget"):
+        flow(p, g, 0.5, max_steps=50)
+    with pytest.raises(SolverError, match="budget"):
+        integrate._rk_flow(p, g, np.array([0.0, 0.5]), 0.5, 1e-10, 1e-12, max_steps=50)

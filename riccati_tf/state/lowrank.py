@@ -38,9 +38,10 @@ FACTOR_MIN_D = 64
 def low_rank_factors(M: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
     """Factors M = UW + E of at most d/2 columns, with ‖E‖_F ≤ FACTOR_RTOL ‖M‖_F, or None.
 
-    From LAPACK's pivoted QR MP = QR (P a permutation): E = −Q[:, k:] R[k:, :] Pᵀ, so
+    From LAPACK's pivoted QR MP = QR (P a permutation) of M scaled by a power of two to entries
+    below 1 (exact; no square of R's entries overflows): E = −Q[:, k:] R[k:, :] Pᵀ, so
     ‖E‖_F = ‖R[k:, :]‖_F, and k is the least number of leading rows whose complement has at most
-    FACTOR_RTOL ‖M‖_F in Frobenius norm; U = Q[:, :k], W = R[:k, :] Pᵀ.
+    FACTOR_RTOL ‖M‖_F = FACTOR_RTOL ‖R‖_F in Frobenius norm; U = Q[:, :k], W = R[:k, :] Pᵀ.
 
     Parameters
     ----------
@@ -81,13 +82,17 @@ def low_rank_factors(M: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
     True
     """
     d = M.shape[0]
-    Q, R, perm = qr(M, pivoting=True, mode="economic")
+    top = np.abs(M).max(initial=0.0)
+    if top == 0:
+        return None
+    e = int(np.frexp(top)[1])  # M 2^−e has entries below 1 in magnitude: R's squares stay finite
+    Q, R, perm = qr(np.ldexp(M, -e), pivoting=True, mode="economic")
     tail = np.sqrt(np.cumsum(np.sum(R ** 2, axis=1)[::-1])[::-1])  # ‖R[k:, :]‖_F
-    k = int(np.sum(tail > FACTOR_RTOL * np.linalg.norm(M)))
+    k = int(np.sum(tail > FACTOR_RTOL * tail[0]))
     if k == 0 or 2 * k > d:
         return None
     W = np.empty((k, M.shape[1]))
-    W[:, perm] = R[:k]
+    W[:, perm] = np.ldexp(R[:k], e)
     return Q[:, :k], W
 
 
