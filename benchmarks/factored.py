@@ -8,11 +8,11 @@
 (b) flow(method="rk") of that layer to t = 2 — target ≤ 15 units; the same heads given as dense
     (V_h, B_h) pairs, which flow factors itself (pivoted QR, `state.lowrank.factored_layer`),
     and integrated as given (`integrate._rk_flow`, 2H + 1 products per right-hand side);
+(c) flow(method="rk") vs plain scipy solve_ivp DOP853 (no event, no dense output) on the same
+    moment system at d = 8 with the same number of right-hand-side evaluations — target ≤ 1.2×;
 (d) where flow starts factoring dense heads (state.lowrank.FACTOR_MIN_D): per d, the RHS of
     H heads of rank d/H as dense pairs and as factors, and the one-off cost of factoring them
-    (two pivoted QRs per head) in dense right-hand sides: the break-even number of evaluations;
-(c) flow(method="rk") vs plain scipy solve_ivp DOP853 (no event, no dense output) on the same
-    moment system at d = 8 with the same number of right-hand-side evaluations — target ≤ 1.2×.
+    (two pivoted QRs per head): the number of dense right-hand sides that pays for it.
 
 Times are CPU seconds of this process (time.process_time: other processes on the machine do not
 count), best of interleaved repeats, one BLAS thread. "unit" = one
@@ -215,14 +215,6 @@ def main():
     print(f"  dense pairs factored by flow vs as given: Σ(t) within "
           f"{np.abs(got.cov - ref.cov).max() / np.abs(ref.cov).max():.1e} relative (rtol "
           f"{RTOL:g}); {len(ref.t)} output times each")
-    print(f"\n(d) dense heads factored by flow from d = {FACTOR_MIN_D} on: RHS of H heads of "
-          f"rank d/H, and the factoring's cost in dense RHS")
-    print(f"{'d':>5} {'H':>3} {'dense [µs]':>11} {'factored [µs]':>14} {'speed-up':>9} "
-          f"{'factoring [µs]':>15} {'break-even RHS':>15}")
-    for d, heads, dense, fact, cost in crossover_rows(rng):
-        even = cost / (dense - fact) if dense > fact else np.inf
-        print(f"{d:>5} {heads:>3} {1e6 * dense:>11.1f} {1e6 * fact:>14.1f} "
-              f"{dense / fact:>8.2f}× {1e6 * cost:>15.1f} {even:>15.1f}")
     print(f"\n(c) flow(method='rk') vs plain solve_ivp DOP853, d = {SMALL_D}, 2 dense heads, to "
           f"t = {SMALL_T:g}, 101 output times   target ≤ 1.2×")
     print(f"{'case':>12} {'nfev rk':>8} {'nfev plain':>11} {'plain [ms]':>11} {'rk [ms]':>8} "
@@ -231,6 +223,14 @@ def main():
         plain, rk, bare = tc["plain"], tc["rk"], tc["rk, no dense output"]
         print(f"{label:>12} {n_rk:>8} {n_plain:>11} {1e3 * plain:>11.2f} {1e3 * rk:>8.2f} "
               f"{rk / plain:>6.2f} {1e3 * bare:>17.2f} {bare / plain:>6.2f}")
+    print(f"\n(d) dense heads factored by flow from d = {FACTOR_MIN_D} on: RHS of H heads of "
+          f"rank d/H, and the factoring's cost in dense RHS")
+    print(f"{'d':>5} {'H':>3} {'dense [µs]':>11} {'factored [µs]':>14} {'speed-up':>9} "
+          f"{'factoring [µs]':>15} {'break-even RHS':>15}")
+    for d, heads, dense, fact, cost in crossover_rows(rng):
+        even = cost / (dense - fact) if dense > fact else np.inf
+        print(f"{d:>5} {heads:>3} {1e6 * dense:>11.1f} {1e6 * fact:>14.1f} "
+              f"{dense / fact:>8.2f}× {1e6 * cost:>15.1f} {even:>15.1f}")
 
 
 if __name__ == "__main__":

@@ -590,10 +590,11 @@ def flow(params: Params | Callable[[float], Params], gaussian: Gaussian, t_final
     error-controlled Gauss collocation (see `riccati_tf.flows.exact`). "rk": DOP853 on the full
     system with a blow-up event; rtol/atol apply, atol capped for Σ_ij at
     rtol·√((Σ0)_ii (Σ0)_jj) so that variances below atol are resolved relative to their size.
-    From d = FACTOR_MIN_D on, a time-invariant layer's dense heads of numerical rank ≤ d/2 are
-    integrated through their pivoted-QR factors (`riccati_tf.state.lowrank.factored_layer`:
-    each factored matrix within FACTOR_RTOL = 4 eps relative of the given one), so a
-    right-hand side costs O(d² Σ_h r_h) instead of O(H d³), as for `Head` factors.
+    From d = FACTOR_MIN_D on, a time-invariant layer's dense heads whose V_h has numerical rank
+    ≤ d/2 are integrated through pivoted-QR factors of V_h (and of B_h where its rank is ≤ d/2
+    too; `riccati_tf.state.lowrank.factored_layer`: each factored matrix within FACTOR_RTOL =
+    4 eps relative of the given one), so a right-hand side costs O(d² Σ_h r_h) instead of
+    O(H d³), as for `Head` factors; the factorisations cost about two DOP853 steps.
     "auto": exact when it applies, else rk.
 
     Blow-up. A finite-time blow-up at T* ≤ t_final ends the trajectory: status "blowup"
