@@ -15,7 +15,9 @@
     up): the sweep's flow columns (`compute_chunk`: two output times per flow, `flow_end`) against
     `flow` with its default grid of 101 output times, the end state read, row by row — status and
     T* equal, eigenvalues within 1e-12 ‖Σ‖₂ times Σ's conditioning T*/(T* − t) near a blow-up,
-    |m| within the exact flow's grid dependence — and both wall times. Target: ≥ 10×.
+    |m| within the exact flow's grid dependence — and both wall times. Target: ≥ 10×. Then the
+    same per row, by status (completed rows; blow-up rows, whose state is read at the last
+    default-grid time before T*).
 (e) Scalar-V certify at d = 8 and 32 (beyond certificates.EXACT_MAX_D: premises decided with
     tolerances), on (a)'s ensemble lifted to R^d and on its part with a ≤ −0.1: batched path
     against the per-case loop, verdicts compared, batched share; and the peak memory
@@ -45,6 +47,7 @@ from riccati_tf.sweep import (
 )
 from riccati_tf.sweep.batched import g_matrix, lyapunov_stack, quadratic_constants, scalar_values
 from riccati_tf.sweep.family import DEFAULT_CHUNK
+from riccati_tf.sweep.runner import flow_end
 
 from ._timing import best_time, pin_one_thread
 
@@ -128,17 +131,32 @@ def flow_spec(n: int) -> dict:
 
 
 def default_grid_columns(family) -> dict[str, np.ndarray]:
-    """The flow columns the slow way: `flow` with its default 101 output times, end read."""
+    """The flow columns the slow way: `flow` with its default 101 output times, end read; and
+    each row's time ("seconds")."""
     rows = []
     for c in range(family.n_chunks):
         chunk = family.chunk(c)
         for i in range(len(chunk)):
+            start = time.perf_counter()
             tr = flow(chunk.params(i), Gaussian(chunk.mean[i], chunk.cov[i]), family.t_final)
+            seconds = time.perf_counter() - start
             eig = np.linalg.eigvalsh(tr.cov[-1])
             rows.append((tr.status, np.nan if tr.blowup_time is None else tr.blowup_time,
-                         eig[0], eig[-1], np.linalg.norm(tr.mean[-1])))
-    names = ("status", "blowup_time", "cov_eig_min", "cov_eig_max", "mean_norm")
+                         eig[0], eig[-1], np.linalg.norm(tr.mean[-1]), seconds))
+    names = ("status", "blowup_time", "cov_eig_min", "cov_eig_max", "mean_norm", "seconds")
     return {k: np.array(v) for k, v in zip(names, zip(*rows, strict=True), strict=True)}
+
+
+def flow_end_seconds(family) -> np.ndarray:
+    """Each row's time through `flow_end`, the per-case call of the sweep's flow columns."""
+    out = []
+    for c in range(family.n_chunks):
+        chunk = family.chunk(c)
+        for i in range(len(chunk)):
+            start = time.perf_counter()
+            flow_end(chunk.params(i), Gaussian(chunk.mean[i], chunk.cov[i]), family.t_final)
+            out.append(time.perf_counter() - start)
+    return np.array(out)
 
 
 def run_flow_case() -> None:
@@ -169,6 +187,12 @@ def run_flow_case() -> None:
     print(f"  sweep flow columns {t_new:.2f} s ({1e3 * t_new / family.n_configs:.2f} ms/config), "
           f"default-grid flow per case {t_old:.2f} s ({1e3 * t_old / family.n_configs:.2f} "
           f"ms/config): speed-up {t_old / t_new:.1f}×")
+    per_row = flow_end_seconds(family)
+    for status in np.unique(old["status"]):
+        rows = old["status"] == status
+        mine, theirs = per_row[rows].mean(), old["seconds"][rows].mean()
+        print(f"  {status} rows ({int(rows.sum())}): flow_end {1e3 * mine:.2f} ms, default grid "
+              f"{1e3 * theirs:.2f} ms per row: {theirs / mine:.1f}×")
 
 
 def ensemble_d(d: int, n: int) -> dict:
