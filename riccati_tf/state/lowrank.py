@@ -30,8 +30,9 @@ __all__ = ["FACTOR_MIN_D", "FACTOR_RTOL", "factored_layer", "low_rank_factors"]
 #: FACTOR_RTOL ‖M‖_F with at most d/2 columns
 FACTOR_RTOL = 4 * np.finfo(float).eps
 #: the flows factor a layer's dense heads (`factored_layer`) from this d on, where the two
-#: pivoted QRs per head cost about as much as the factors save in two DOP853 steps (25 right-hand
-#: sides at d = 64 with rank-d/8 heads, 78 at d = 32: `python -m benchmarks.factored`, (d))
+#: pivoted QRs per head cost about as much as the factors save in two DOP853 steps (25–30
+#: right-hand sides at d = 64 with rank-d/8 heads, 80–120 at d = 32: `python -m
+#: benchmarks.factored`, (d))
 FACTOR_MIN_D = 64
 
 
