@@ -499,3 +499,33 @@ def test_equilibria_beyond_the_dense_spectrum_record_how_stability_was_decided()
     st = eq.stability
     assert st.method == "numerical-range" and st.value < 0 and st.tolerance > 0
     assert _dense_abscissa(p, eq.cov) <= st.value
+
+
+@pytest.mark.parametrize("d", [6, 40])
+def test_newton_towards_the_zero_equilibrium_stops_at_zero(rng, d, monkeypatch):
+    """A Hurwitz layer with small attention: Newton from a small Σ0 heads for Σ* = 0, whose
+    relative residual is 0 while that of every Σ ≠ 0 nearby stays O(1). The iteration returns
+    the exact zero equilibrium once its iterate is below ZERO_RTOL max|Σ0|, in a few steps
+    (without that test the iterates shrank by orders of magnitude per step to about 1e-160,
+    13–16 steps, and the iteration then stalled and returned None)."""
+    import importlib
+
+    module = importlib.import_module("riccati_tf.stability.equilibria")
+    A = matrix_with_spectrum(rng, -rng.uniform(0.4, 1.5, d))
+    p = Params(A, heads=[(0.1 * rng.standard_normal((d, d)) / np.sqrt(d),
+                          0.1 * rng.standard_normal((d, d)) / np.sqrt(d))])
+    S0 = 0.1 * random_pd(rng, d) / d
+    steps = []
+    original = module.products
+
+    def counted(params, cov):
+        steps.append(float(np.abs(cov).max()))
+        return original(params, cov)
+
+    monkeypatch.setattr(module, "products", counted)
+    got = newton(p, S0)
+    assert got is not None
+    cov, res, it = got
+    assert not np.any(cov) and res == 0.0
+    assert it <= 6 and min(steps) >= np.finfo(float).tiny  # no subnormal iterate was formed
+    assert np.all(np.abs(F(p, np.zeros((d, d)))) == 0.0)

@@ -62,6 +62,10 @@ ENUMERATION_MAX_D = 10
 NEWTON_RTOL = 1e-13
 NEWTON_MAXITER = 60
 POLISH_STEPS = 2
+#: a Newton iterate with every entry below ZERO_RTOL max|Σ0| ends the iteration at the
+#: equilibrium Σ = 0: the relative residual of any Σ ≠ 0 near 0 stays O(1) (F(Σ) ≈ AΣ + ΣAᵀ), so
+#: the iterates would otherwise shrink step by step down to underflow, through subnormal numbers
+ZERO_RTOL = float(np.finfo(float).eps)
 #: an equilibrium is reported only if its relative residual is below this
 ACCEPT_RTOL = 1e-9
 #: eigenvalues of Σ below RANK_RTOL · λ_max(Σ) count as zero (rank), and a Σ with
@@ -901,11 +905,14 @@ def newton(params: Params, cov0: np.ndarray, *, maxiter: int = NEWTON_MAXITER,
     the Lyapunov operator H ↦ M̃H + HM̃ᵀ of `preconditioner_matrix` (one real Schur form of M̃ per
     Newton step, then O(d³) per application). Once the relative residual is below NEWTON_RTOL,
     up to POLISH_STEPS further steps are taken while they lower it for d ≤ 30 (a small absolute
-    ‖F(Σ)‖ keeps the Kantorovich ball of a certificate small). Returns (Σ, relative residual,
-    iterations), or None when the iteration diverges or does not reach NEWTON_RTOL within
-    maxiter steps. Budgets: maxiter Newton steps; krylov_budget GMRES iterations over all steps,
-    SolverError when spent. params: a Params; cov0: a covariance (validation.as_covariance);
-    maxiter, krylov_budget: integers ≥ 1 (InvalidInputError otherwise).
+    ‖F(Σ)‖ keeps the Kantorovich ball of a certificate small). An iterate whose entries are all
+    below ZERO_RTOL max|Σ0| means convergence to the equilibrium Σ = 0 (F(0) = 0; near 0 a step
+    is H = −Σ + O(‖Σ‖²) wherever the Lyapunov operator of A is invertible), which is returned
+    with residual 0. Returns (Σ, relative residual, iterations), or None when the iteration
+    diverges or does not reach NEWTON_RTOL within maxiter steps. Budgets: maxiter Newton steps;
+    krylov_budget GMRES iterations over all steps, SolverError when spent. params: a Params;
+    cov0: a covariance (validation.as_covariance); maxiter, krylov_budget: integers ≥ 1
+    (InvalidInputError otherwise).
     """
     if not isinstance(params, Params):
         raise InvalidInputError(f"params must be a riccati_tf.Params, got {type(params).__name__}")
@@ -913,6 +920,7 @@ def newton(params: Params, cov0: np.ndarray, *, maxiter: int = NEWTON_MAXITER,
     cov = as_covariance("cov0", cov0, d)
     maxiter = as_count("maxiter", maxiter, minimum=1)
     budget = _KrylovBudget(as_count("krylov_budget", krylov_budget, minimum=1))
+    start = float(np.abs(cov).max(initial=0.0))
     bound = 1e8 * max(magnitude(params), float(np.linalg.norm(cov0)))
     at = None
     for it in range(1, maxiter + 1):
@@ -940,6 +948,8 @@ def newton(params: Params, cov0: np.ndarray, *, maxiter: int = NEWTON_MAXITER,
             cov = at.cov
         else:
             at, cov = None, cov + H
+        if np.abs(cov).max(initial=0.0) <= ZERO_RTOL * start:
+            return np.zeros((d, d)), 0.0, it
         if np.linalg.norm(H) <= 4 * np.finfo(float).eps * np.linalg.norm(cov):
             res = relative_residual(params, cov)
             return (cov, res, it) if res <= ACCEPT_RTOL else None
