@@ -5,7 +5,8 @@ anti-stable), from Σ0 = I.
 Prints, in one run with BLAS pinned to one thread: the time of one
 `scipy.linalg.solve_continuous_lyapunov` at d = 128 (the unit) and the time of `certify` in
 units (best of three), with its regime, theorem and reason. Target: ≤ 40 units, regime
-"converges".
+"converges". Informative: one `certify` of the d = 384, 12-head rank-32 layer of
+benchmarks.factored (Head factors, A = −I/2 + noise: Σ collapses), in units at d = 384.
 
 Run: python -m benchmarks.certify
 """
@@ -21,6 +22,7 @@ from riccati_tf import Gaussian, certify
 
 from ._timing import best_time, pin_one_thread
 from .equilibria import layer
+from .factored import model_layer
 
 D, HEADS, RANK = 128, 4, 32
 
@@ -50,6 +52,15 @@ def main() -> None:
     print(f"# reason: {cert.reason}")
     print(f"# certify: {best / unit:.1f} units (target ≤ 40), regime {cert.regime!r}: "
           f"{'PASS' if ok else 'FAIL'}")
+    model, g = model_layer(np.random.default_rng(0))
+    A = model.A - np.eye(model.d)
+    unit = best_time(lambda: solve_continuous_lyapunov(A, np.eye(model.d)), repeat=3)
+    start = time.perf_counter()
+    cert = certify(model, g)
+    seconds = time.perf_counter() - start
+    print(f"# informative: certify of benchmarks.factored's d = {model.d} layer: {seconds:.1f} s "
+          f"= {seconds / unit:.0f} units (unit {1e3 * unit:.0f} ms), regime {cert.regime!r}, "
+          f"theorem {cert.theorem!r}")
     del limiter
 
 
