@@ -165,6 +165,7 @@ def crossover_rows(rng):
 
         def factor(pd=pd):
             value_factors.cache_clear()
+            factored_layer.cache_clear()
             return factored_layer(pd)
 
         repeat = 200 if d < 64 else 30
@@ -198,6 +199,7 @@ def main():
 
     def from_pairs():  # the pivoted QR factorisations paid by every call
         value_factors.cache_clear()
+        factored_layer.cache_clear()
         return flow(pd, g, T, method="rk")
 
     n_eval = counted_evaluations(lambda: flow(pf, g, T, method="rk"))

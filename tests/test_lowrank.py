@@ -65,6 +65,7 @@ def test_factored_layer_reproduces_every_head(rng):
         assert np.linalg.norm(Vq - V) <= 1e-14 * np.linalg.norm(V)
         assert np.linalg.norm(Bq - B) <= 1e-14 * np.linalg.norm(B)
     assert np.array_equal(q.b, p.b) and not np.any(factored_layer(p, bias=False).b)
+    assert factored_layer(p) is q  # cached per layer: a second flow does not factorise again
     X = rng.standard_normal((d, d))
     m, S = rng.standard_normal(d), X @ X.T
     for got, ref in zip(moment_arrays(q, m, S), moment_arrays(p, m, S), strict=True):

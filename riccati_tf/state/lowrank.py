@@ -143,6 +143,7 @@ def value_factors(params: Params) -> ValueFactors:
     return ValueFactors(tuple(dense), tuple(factored), O, W, rows)
 
 
+@lru_cache(maxsize=8)
 def factored_layer(params: Params, *, bias: bool = True) -> Params:
     """The layer with every dense head of low numerical rank given by its factors.
 
@@ -151,7 +152,8 @@ def factored_layer(params: Params, *, bias: bool = True) -> Params:
     r_h ≤ d/2, else Q_h = B_h and K_h = I (the product with I is skipped); its share of
     M = A + Σ_h V_hΣB_h then costs about 2d²(s_h + r_h) instead of 2d³, and each factored
     matrix is within FACTOR_RTOL relative (Frobenius) of the given one. `Head` entries and the
-    other dense heads are kept.
+    other dense heads are kept. The result is cached per layer (a layer integrated again is not
+    factorised again).
 
     Parameters
     ----------
