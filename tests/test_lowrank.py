@@ -39,12 +39,21 @@ def test_low_rank_factors_keep_small_singular_values_above_the_tolerance(rng):
     assert np.linalg.norm(M - U @ W) <= 1e-14 * np.linalg.norm(M)
 
 
-@pytest.mark.parametrize("case", ["full", "over half", "zero"])
+@pytest.mark.parametrize("case", ["full", "over half", "zero", "definite", "negative definite"])
 def test_low_rank_factors_refuse(rng, case):
     d = 20
-    M = {"full": rng.standard_normal((d, d)), "over half": product(rng, d, d // 2 + 1),
-         "zero": np.zeros((d, d))}[case]
+    X = rng.standard_normal((d, d))
+    M = {"full": X, "over half": product(rng, d, d // 2 + 1), "zero": np.zeros((d, d)),
+         "definite": X @ X.T + np.eye(d) + (X - X.T),  # symmetric part ≻ 0: no QR
+         "negative definite": -np.eye(d) + 0.1 * X}[case]
     assert low_rank_factors(M) is None
+
+
+def test_semidefinite_low_rank_matrices_pass_the_definiteness_shortcut(rng):
+    d = 20
+    U = product(rng, d, 3)
+    for M in (U @ U.T, -(U @ U.T)):  # symmetric part singular: the QR decides, rank 3
+        assert low_rank_factors(M)[0].shape == (d, 3)
 
 
 def test_factored_layer_reproduces_every_head(rng):

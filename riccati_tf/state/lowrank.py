@@ -20,7 +20,7 @@ from functools import lru_cache
 from typing import NamedTuple
 
 import numpy as np
-from scipy.linalg import qr
+from scipy.linalg import lapack, qr
 
 from .params import Head, HeadEntry, Params
 
@@ -39,8 +39,9 @@ FACTOR_MIN_D = 64
 def low_rank_factors(M: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
     """Factors M = UW + E of at most d/2 columns, with ‖E‖_F ≤ FACTOR_RTOL ‖M‖_F, or None.
 
-    From LAPACK's pivoted QR MP = QR (P a permutation) of M scaled by a power of two to entries
-    below 1 (exact; no square of R's entries overflows): E = −Q[:, k:] R[k:, :] Pᵀ, so
+    A square M whose symmetric part is definite (Cholesky) is invertible and refused at once.
+    Otherwise, from LAPACK's pivoted QR MP = QR (P a permutation) of M scaled by a power of two
+    to entries below 1 (exact; no square of R's entries overflows): E = −Q[:, k:] R[k:, :] Pᵀ, so
     ‖E‖_F = ‖R[k:, :]‖_F, and k is the least number of leading rows whose complement has at most
     FACTOR_RTOL ‖M‖_F = FACTOR_RTOL ‖R‖_F in Frobenius norm; U = Q[:, :k], W = R[:k, :] Pᵀ.
 
@@ -87,7 +88,10 @@ def low_rank_factors(M: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
     if top == 0:
         return None
     e = int(np.frexp(top)[1])  # M 2^−e has entries below 1 in magnitude: R's squares stay finite
-    Q, R, perm = qr(np.ldexp(M, -e), pivoting=True, mode="economic")
+    Ms = np.ldexp(M, -e)
+    if M.shape[1] == d and _definite(0.5 * (Ms + Ms.T)):
+        return None  # xᵀMx ≠ 0 for x ≠ 0: M is invertible (a Cholesky costs a quarter of the QR)
+    Q, R, perm = qr(Ms, pivoting=True, mode="economic")
     tail = np.sqrt(np.cumsum(np.sum(R ** 2, axis=1)[::-1])[::-1])  # ‖R[k:, :]‖_F
     k = int(np.sum(tail > FACTOR_RTOL * tail[0]))
     if k == 0 or 2 * k > d:
@@ -95,6 +99,11 @@ def low_rank_factors(M: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
     W = np.empty((k, M.shape[1]))
     W[:, perm] = np.ldexp(R[:k], e)
     return Q[:, :k], W
+
+
+def _definite(S: np.ndarray) -> bool:
+    """Whether the symmetric S or −S is positive definite (LAPACK's Cholesky succeeds)."""
+    return any(lapack.dpotrf(X, lower=1, clean=0)[1] == 0 for X in (S, -S))
 
 
 class ValueFactors(NamedTuple):
