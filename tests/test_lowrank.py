@@ -54,6 +54,10 @@ def test_semidefinite_low_rank_matrices_pass_the_definiteness_shortcut(rng):
     U = product(rng, d, 3)
     for M in (U @ U.T, -(U @ U.T)):  # symmetric part singular: the QR decides, rank 3
         assert low_rank_factors(M)[0].shape == (d, 3)
+    # positive definite, yet of numerical rank 2: the shortcut's margin leaves it to the QR
+    D = np.diag(np.r_[1.0, 2.0, np.full(d - 2, 1e-20)])
+    U, W = low_rank_factors(D)
+    assert U.shape == (d, 2) and np.linalg.norm(D - U @ W) <= 1e-18
 
 
 def test_factored_layer_reproduces_every_head(rng):

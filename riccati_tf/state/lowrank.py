@@ -39,11 +39,14 @@ FACTOR_MIN_D = 64
 def low_rank_factors(M: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
     """Factors M = UW + E of at most d/2 columns, with ‖E‖_F ≤ FACTOR_RTOL ‖M‖_F, or None.
 
-    A square M whose symmetric part is definite (Cholesky) is invertible and refused at once.
-    Otherwise, from LAPACK's pivoted QR MP = QR (P a permutation) of M scaled by a power of two
-    to entries below 1 (exact; no square of R's entries overflows): E = −Q[:, k:] R[k:, :] Pᵀ, so
-    ‖E‖_F = ‖R[k:, :]‖_F, and k is the least number of leading rows whose complement has at most
-    FACTOR_RTOL ‖M‖_F = FACTOR_RTOL ‖R‖_F in Frobenius norm; U = Q[:, :k], W = R[:k, :] Pᵀ.
+    A square M whose symmetric part S satisfies S ≻ τI or S ≺ −τI, τ = (FACTOR_RTOL + 2d eps)
+    ‖M‖_F (one Cholesky factorisation of ±S − τI, 2d eps covering its backward error), is
+    refused at once: |xᵀMx| ≥ τ for unit x, so σ_min(M) ≥ τ > FACTOR_RTOL ‖M‖_F and no
+    truncation is within tolerance. Otherwise, from LAPACK's pivoted QR MP = QR (P a
+    permutation) of M scaled by a power of two to entries below 1 (exact; no square of R's
+    entries overflows): E = −Q[:, k:] R[k:, :] Pᵀ, so ‖E‖_F = ‖R[k:, :]‖_F, and k is the least
+    number of leading rows whose complement has at most FACTOR_RTOL ‖M‖_F = FACTOR_RTOL ‖R‖_F
+    in Frobenius norm; U = Q[:, :k], W = R[:k, :] Pᵀ.
 
     Parameters
     ----------
@@ -89,8 +92,9 @@ def low_rank_factors(M: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
         return None
     e = int(np.frexp(top)[1])  # M 2^−e has entries below 1 in magnitude: R's squares stay finite
     Ms = np.ldexp(M, -e)
-    if M.shape[1] == d and _definite(0.5 * (Ms + Ms.T)):
-        return None  # xᵀMx ≠ 0 for x ≠ 0: M is invertible (a Cholesky costs a quarter of the QR)
+    margin = (FACTOR_RTOL + 2 * d * float(np.finfo(float).eps)) * float(np.linalg.norm(Ms))
+    if M.shape[1] == d and _definite(0.5 * (Ms + Ms.T), margin):
+        return None  # σ_min(M) ≥ |λ|_min of its symmetric part: no truncation within tolerance
     Q, R, perm = qr(Ms, pivoting=True, mode="economic")
     tail = np.sqrt(np.cumsum(np.sum(R ** 2, axis=1)[::-1])[::-1])  # ‖R[k:, :]‖_F
     k = int(np.sum(tail > FACTOR_RTOL * tail[0]))
@@ -101,9 +105,10 @@ def low_rank_factors(M: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
     return Q[:, :k], W
 
 
-def _definite(S: np.ndarray) -> bool:
-    """Whether the symmetric S or −S is positive definite (LAPACK's Cholesky succeeds)."""
-    return any(lapack.dpotrf(X, lower=1, clean=0)[1] == 0 for X in (S, -S))
+def _definite(S: np.ndarray, shift: float) -> bool:
+    """Whether S − shift·I or −S − shift·I is positive definite (LAPACK's Cholesky succeeds)."""
+    eye = shift * np.eye(S.shape[0])
+    return any(lapack.dpotrf(X - eye, lower=1, clean=0)[1] == 0 for X in (S, -S))
 
 
 class ValueFactors(NamedTuple):
