@@ -85,13 +85,14 @@ def test_factored_layer_reproduces_every_head(rng):
         assert np.abs(got - ref).max() <= 1e-13 * np.abs(ref).max()
 
 
-def encoder_like(rng, d: int, heads: int, dense: bool = True) -> tuple[Params, Gaussian]:
+def encoder_like(rng, d: int, heads: int) -> tuple[Params, Gaussian]:
+    """A layer of `heads` dense heads of rank d/heads (the pairs of random factors)."""
     r = d // heads
     hs = [Head(*(rng.standard_normal((3, r, d)) / np.sqrt(d)), rng.standard_normal((d, r))
                / np.sqrt(d)) for _ in range(heads)]
     p = Params(-0.5 * np.eye(d) + 0.1 * rng.standard_normal((d, d)) / np.sqrt(d),
                b=rng.standard_normal(d) / np.sqrt(d),
-               heads=[h.pair for h in hs] if dense else hs)
+               heads=[h.pair for h in hs])
     X = rng.standard_normal((d, d))
     return p, Gaussian(rng.standard_normal(d) / np.sqrt(d), X @ X.T / d)
 
