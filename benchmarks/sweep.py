@@ -130,33 +130,26 @@ def flow_spec(n: int) -> dict:
     }
 
 
+def timed_rows(family, run):
+    """(trajectory, seconds) of run(params, gaussian, t_final) for every configuration."""
+    for c in range(family.n_chunks):
+        chunk = family.chunk(c)
+        for i in range(len(chunk)):
+            start = time.perf_counter()
+            tr = run(chunk.params(i), Gaussian(chunk.mean[i], chunk.cov[i]), family.t_final)
+            yield tr, time.perf_counter() - start
+
+
 def default_grid_columns(family) -> dict[str, np.ndarray]:
     """The flow columns the slow way: `flow` with its default 101 output times, end read; and
     each row's time ("seconds")."""
     rows = []
-    for c in range(family.n_chunks):
-        chunk = family.chunk(c)
-        for i in range(len(chunk)):
-            start = time.perf_counter()
-            tr = flow(chunk.params(i), Gaussian(chunk.mean[i], chunk.cov[i]), family.t_final)
-            seconds = time.perf_counter() - start
-            eig = np.linalg.eigvalsh(tr.cov[-1])
-            rows.append((tr.status, np.nan if tr.blowup_time is None else tr.blowup_time,
-                         eig[0], eig[-1], np.linalg.norm(tr.mean[-1]), seconds))
+    for tr, seconds in timed_rows(family, flow):
+        eig = np.linalg.eigvalsh(tr.cov[-1])
+        rows.append((tr.status, np.nan if tr.blowup_time is None else tr.blowup_time,
+                     eig[0], eig[-1], np.linalg.norm(tr.mean[-1]), seconds))
     names = ("status", "blowup_time", "cov_eig_min", "cov_eig_max", "mean_norm", "seconds")
     return {k: np.array(v) for k, v in zip(names, zip(*rows, strict=True), strict=True)}
-
-
-def flow_end_seconds(family) -> np.ndarray:
-    """Each row's time through `flow_end`, the per-case call of the sweep's flow columns."""
-    out = []
-    for c in range(family.n_chunks):
-        chunk = family.chunk(c)
-        for i in range(len(chunk)):
-            start = time.perf_counter()
-            flow_end(chunk.params(i), Gaussian(chunk.mean[i], chunk.cov[i]), family.t_final)
-            out.append(time.perf_counter() - start)
-    return np.array(out)
 
 
 def run_flow_case() -> None:
@@ -187,7 +180,7 @@ def run_flow_case() -> None:
     print(f"  sweep flow columns {t_new:.2f} s ({1e3 * t_new / family.n_configs:.2f} ms/config), "
           f"default-grid flow per case {t_old:.2f} s ({1e3 * t_old / family.n_configs:.2f} "
           f"ms/config): speed-up {t_old / t_new:.1f}×")
-    per_row = flow_end_seconds(family)
+    per_row = np.array([seconds for _, seconds in timed_rows(family, flow_end)])
     for status in np.unique(old["status"]):
         rows = old["status"] == status
         mine, theirs = per_row[rows].mean(), old["seconds"][rows].mean()
