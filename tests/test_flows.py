@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from riccati_tf import Gaussian, Params, flow
+from riccati_tf import Gaussian, Head, Params, flow
 from riccati_tf.errors import InvalidInputError, SolverError
 
 from .cases import general_params, random_cov, random_gaussian, scalar_v_params
@@ -307,6 +307,49 @@ def test_moment_rhs_overflow_is_a_solver_error():
     with pytest.raises(SolverError, match="overflows"):
         moment_rhs(Params(A=1e150 * np.eye(2), B=1e200 * np.eye(2), V=1e200 * np.eye(2)),
                    Gaussian([0, 0], np.eye(2)))
+
+
+def test_rk_refuses_a_right_hand_side_that_overflows_at_the_start():
+    # VΣBΣ beyond float64 at Σ0, heads dense or factored (whose pair is finite): refused at
+    # t = 0 by name, not after DOP853 has spent its budget on a NaN step size ("by t = nan")
+    rng = np.random.default_rng(3)
+    d = 4
+    Q, K, V = (rng.standard_normal((2, d)) for _ in range(3))
+    O = rng.standard_normal((d, 2))
+    layers = [Params(A=-np.eye(d), heads=[(1e200 * O @ V, 1e200 * K.T @ Q)]),
+              Params(A=-np.eye(d), heads=[Head(1e100 * Q, 1e100 * K, 1e100 * V, 1e100 * O)])]
+    for p in layers:
+        with pytest.raises(SolverError, match="overflows float64 at t = 0"):
+            flow(p, Gaussian(np.zeros(d), np.eye(d)), 1.0, method="rk")
+
+
+@pytest.mark.parametrize("scale", [1e10, 1e40, 1e75])
+def test_rk_blowup_time_at_any_time_scale(scale):
+    # V = sI, B = sB1: T* = T*(1)/s² (A = −I is negligible); rk integrates in a power-of-two
+    # time unit, else solve_ivp's absolute event tolerance (4 eps) cannot resolve T* ≈ 1e-21
+    # (it raised "`ts` must be strictly increasing" at s = 1e10)
+    rng = np.random.default_rng(0)
+    d = 4
+    X = rng.standard_normal((d, d))
+    p = Params(A=-np.eye(d), B=scale * X @ X.T / d, V=scale * np.eye(d))
+    g = Gaussian(np.zeros(d), np.eye(d))
+    rk, exact = flow(p, g, 1.0, method="rk"), flow(p, g, 1.0, method="exact")
+    assert rk.status == exact.status == "blowup"
+    assert rk.blowup_time == pytest.approx(exact.blowup_time, rel=1e-8)
+
+
+def test_rk_dense_output_of_a_fast_layer():
+    # rates ≈ 1e8 (beyond integrate.RK_RATE_MAX): the continuous extension, kept in the time
+    # unit, still gives Σ(t) and m(t) between the output times
+    rng = np.random.default_rng(1)
+    d, s = 3, 1e8
+    X = rng.standard_normal((d, d))
+    p = Params(A=s * (np.triu(np.ones((d, d)), 1) - np.eye(d)), B=-s * X @ X.T / d,
+               V=np.eye(d), b=s * np.ones(d))
+    g = Gaussian(np.ones(d), np.eye(d))
+    state = flow(p, g, 3 / s, method="rk")(1.55 / s)
+    ref = flow(p, g, 1.55 / s, t_eval=[0.0, 1.55 / s], method="exact")
+    assert rel_err(state.cov, ref.cov[-1]) < 1e-9 and rel_err(state.mean, ref.mean[-1]) < 1e-9
 
 
 def test_rk_stiffness_refusal_uses_the_spectrum_not_the_norm_bound():

@@ -54,6 +54,11 @@ RK_EVALUATIONS_PER_STEP = 16
 #: DOP853 is explicit: its step is at most about RK_STABILITY / |λ| for every eigenvalue λ of
 #: the linearisation (which contains 2λ(A) for the covariance): the up-front step estimate
 RK_STABILITY = 8.0
+#: rk integrates in the time unit 2^−k (τ = 2^k t, exact in binary) with 2^k ≥ the starting
+#: rate ‖f(y0)‖∞/‖y0‖∞ when that rate exceeds RK_RATE_MAX, else in t itself (k = 0): solve_ivp's
+#: event location uses an absolute time tolerance 4·eps, which a blow-up at T* ≈ 1e-21 (heads
+#: of size 1e10) would not resolve
+RK_RATE_MAX = 2.0 ** 20
 #: the number of equally spaced output times of `flow` without t_eval
 DEFAULT_OUTPUTS = 101
 #: the smallest trace the rk blow-up event takes the logarithm of
@@ -427,17 +432,20 @@ class _RkDense:
 
     pieces: tuple
     with_mean: bool
+    #: the pieces' time unit: they are functions of τ = t / unit (`_time_unit`)
+    unit: float = 1.0
 
     def interval(self, tr: Trajectory) -> tuple[float, float, bool, str]:
-        end = float(self.pieces[-1].t_max)
+        end = float(self.pieces[-1].t_max) * self.unit
         why = ("" if tr.blowup_time is None else
                f": the integration stopped at t = {end:.10g}, where it detected the blow-up at "
                f"T* ≈ {tr.blowup_time:.10g}")
-        return float(self.pieces[0].t_min), end, True, why
+        return float(self.pieces[0].t_min) * self.unit, end, True, why
 
     def states(self, tr: Trajectory, t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         d = tr.d
         k = d if self.with_mean else 0
+        t = t / self.unit
         ends = np.array([p.t_max for p in self.pieces])
         which = np.minimum(np.searchsorted(ends, t), len(self.pieces) - 1)
         Y = np.empty((t.size, k + d * d))
@@ -910,13 +918,21 @@ def _rk_run(params_fn: Params | Callable[[float], Params], gaussian: Gaussian,
     blowup_time: float | None = None
     direction: np.ndarray | None = None
     pending = None  # a blow-up estimated near or after t_final: (T_est, uncertainty)
+    unit = _time_unit(y, _finite_start(rhs, t0, y))
+
+    def rhs_tau(tau: float, y: np.ndarray) -> np.ndarray:  # dy/dτ = unit · f(unit τ, y)
+        return unit * rhs(unit * tau, y)
+
     while True:
         log_threshold = float(np.log(threshold)) if scale > 0 else 0.0  # no event when Σ0 = 0
         event = _TraceEvent(k, d, log_threshold)
         grid = t_out[(t_out > t0) | ((t_out == 0) & (t0 == 0))]
+        if ts:
+            _finite_start(rhs, t0, y)
         try:
             with np.errstate(over="ignore", invalid="ignore"):  # overflow is detected below
-                sol = solve_ivp(rhs, (t0, t_final), y, method="DOP853", t_eval=grid,
+                sol = solve_ivp(rhs_tau, (t0 / unit, t_final / unit), y, method="DOP853",
+                                t_eval=grid / unit,
                                 rtol=loosen * rtol,
                                 atol=atol_vec, events=event if scale > 0 else None,
                                 dense_output=dense_output)
@@ -928,7 +944,7 @@ def _rk_run(params_fn: Params | Callable[[float], Params], gaussian: Gaussian,
                 f"dominated by rounding (e.g. near-cancelling attention terms)") from None
         except (np.linalg.LinAlgError, FloatingPointError, OverflowError) as exc:
             raise SolverError(f"the Runge–Kutta integration failed: {exc}") from None
-        T_sol = np.asarray(sol.t, dtype=float).reshape(-1)
+        T_sol = np.asarray(sol.t, dtype=float).reshape(-1) * unit
         Y = np.asarray(sol.y, dtype=float).reshape(y.size, -1)
         if sol.status == -1 or not np.all(np.isfinite(Y)):
             reached = T_sol[-1] if T_sol.size else t0
@@ -947,7 +963,7 @@ def _rk_run(params_fn: Params | Callable[[float], Params], gaussian: Gaussian,
             if T_sol.size:  # the last state returned
                 _check_near_blowup(params_at, d, full(Y[:, -1]), T_sol[-1], rtol, pending)
             break
-        t0, y = sol.t_events[0][0], sol.y_events[0][0]
+        t0, y = sol.t_events[0][0] * unit, sol.y_events[0][0]
         estimate = _blowup_estimate(params_at(t0), d, t0, full(y))
         if estimate is not None:
             T_est, u, cov = estimate
@@ -965,7 +981,33 @@ def _rk_run(params_fn: Params | Callable[[float], Params], gaussian: Gaussian,
     return Trajectory(t, mean, cov, "completed" if blowup_time is None else "blowup",
                       blowup_time, "rk", direction, rtol, atol,
                       None if blowup_time is None else "singularity",
-                      _RkDense(tuple(pieces), with_mean) if dense_output else None)
+                      _RkDense(tuple(pieces), with_mean, unit) if dense_output else None)
+
+
+def _finite_start(rhs: Callable[[float, np.ndarray], np.ndarray], t0: float,
+                  y: np.ndarray) -> np.ndarray:
+    """f(t0, y), refusing a start where the right-hand side is not finite: DOP853's first step
+    size h0 ∝ ‖y‖/‖f(y)‖ is then 0 or NaN and the integration would spend its whole budget at
+    t = NaN. Later overflow inside a step is the step controller's (a rejected step, a shorter
+    one)."""
+    f0 = rhs(t0, y)
+    if not (np.isfinite(f0.sum()) or np.all(np.isfinite(f0))):
+        raise SolverError(f"the moment right-hand side (ṁ, Σ̇) overflows float64 at t = "
+                          f"{t0:.6g} (its products AΣ, VΣBΣ, VΣBm exceed about 1e308): the "
+                          f"layer's terms are out of the floating-point range at this state")
+    return f0
+
+
+def _time_unit(y0: np.ndarray, f0: np.ndarray) -> float:
+    """2^−k with 2^k ≥ r = ‖f0‖∞/‖y0‖∞ when r > RK_RATE_MAX, else 1: integrating in τ = t 2^k
+    (dy/dτ = 2^−k f) puts the starting rate at most 1 and changes no rounding (a power of two),
+    so that solve_ivp's absolute time tolerances (event location to 4·eps) stay far below the
+    steps however fast the layer is."""
+    size = float(np.abs(y0).max(initial=0.0))
+    rate = float(np.abs(f0).max(initial=0.0)) / size if size > 0 else 0.0
+    if not rate > RK_RATE_MAX:  # also NaN-safe; r = inf cannot occur after _finite_start
+        return 1.0
+    return math.ldexp(1.0, -math.ceil(math.log2(rate)))
 
 
 def _covariances(Y: np.ndarray, d: int) -> np.ndarray:
