@@ -431,3 +431,76 @@ def test_blowup_root_search_converges_quadratically(seed, monkeypatch):
             assert abs(T[i] - tr.blowup_time) <= 1e-11 * tr.blowup_time
         else:
             assert tr.blowup_time is None
+
+
+def _blowup_ensemble(rng, n, d, skew):
+    """n layers with G ≺ 0 and Σ0 ≻ 0, A = N/√d − 0.1I + skew·(strictly upper triangular): the
+    larger skew, the worse conditioned A's eigenvectors."""
+    A = rng.standard_normal((n, d, d)) / np.sqrt(d) - 0.1 * np.eye(d)
+    A = A + skew * np.triu(rng.standard_normal((n, d, d)), 1)
+    X = rng.standard_normal((n, d, d))
+    G = -(X @ np.swapaxes(X, 1, 2)) / d
+    Y = rng.standard_normal((n, d, d))
+    e, vec = np.linalg.eigh(Y @ np.swapaxes(Y, 1, 2) / d)
+    return A, G, vec * np.sqrt(e)[:, None, :]
+
+
+@pytest.mark.parametrize("d, skew", [(3, 0.0), (8, 1.0), (16, 6.0)])
+def test_blowup_roots_on_the_eigen_form_match_stacked_pade(d, skew):
+    # the root in the last step by the eigen form LᵀW(t)L = Yᵀ(H ∘ F(t))Y, finished by one
+    # Newton step on the Padé form, against the same search with every case forced onto stacked
+    # Padé exponentials (κ₂(X) up to ~800 here): the same roots to rounding (the eigen form
+    # alone differs by up to ~1e-13), the same cases without a root
+    from riccati_tf.sweep import batched
+
+    rng = np.random.default_rng(d)
+    A, G, L = _blowup_ensemble(rng, 60, d, skew)
+    t_max = np.full(A.shape[0], 1e3)
+    discs = batched._eigen_discs(A)
+    gram = batched._EigenGramian(G, L, discs)
+    T = batched._blowup_times(A, G, L, t_max, gram)
+    pade = batched._EigenGramian(G, L, discs)
+    pade.usable = np.zeros_like(pade.usable)
+    T_pade = batched._blowup_times(A, G, L, t_max, pade)
+    assert gram.usable.sum() >= 40 and np.isfinite(T).sum() >= 20
+    np.testing.assert_array_equal(np.isnan(T), np.isnan(T_pade))
+    ok = np.isfinite(T)
+    rel = np.abs(T[ok] - T_pade[ok]) / T_pade[ok]
+    assert np.all(rel <= 8 * np.finfo(float).eps), rel.max()
+
+
+def test_blowup_roots_of_a_defective_drift_use_stacked_pade():
+    # A = Jordan block (κ₂(X) = ∞ to working precision): the eigen form is not used, and T*
+    # is still the exact flow's
+    from riccati_tf.sweep import batched
+
+    d = 4
+    A = (-0.2 * np.eye(d) + np.diag(np.ones(d - 1), 1))[None]
+    G = -np.eye(d)[None]
+    L = np.eye(d)[None]
+    gram = batched._EigenGramian(G, L, batched._eigen_discs(A))
+    assert not gram.usable[0]
+    T = blowup_times(A, G, L, np.array([1e3]))
+    tr = flow(Params(A=A[0], B=0.5 * np.eye(d), V=np.eye(d)), Gaussian(np.zeros(d), np.eye(d)),
+              2 * T[0], method="exact")
+    assert abs(T[0] - tr.blowup_time) <= 1e-11 * tr.blowup_time
+
+
+def test_eigen_form_newton_converges_quadratically(monkeypatch):
+    # the eigen-form Newton iteration from the one-step bracket: a handful of stacked
+    # evaluations, not a bisection's ~50
+    from riccati_tf.sweep import batched
+
+    rng = np.random.default_rng(5)
+    A, G, L = _blowup_ensemble(rng, 300, 4, 0.0)
+    calls = []
+    original = batched._EigenGramian.at
+
+    def counted(self, idx, t):
+        calls.append(idx.size)
+        return original(self, idx, t)
+
+    monkeypatch.setattr(batched._EigenGramian, "at", counted)
+    T = blowup_times(A, G, L, np.full(A.shape[0], 1e6))
+    assert np.isfinite(T).sum() > 100
+    assert len(calls) <= 14 and sum(calls) <= 9 * np.isfinite(T).sum(), calls

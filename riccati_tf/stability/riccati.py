@@ -413,15 +413,19 @@ def _trsyl(Ta: np.ndarray, Tb: np.ndarray, C: np.ndarray) -> np.ndarray:
 def _quasi_triangular_eigenvalues(T: np.ndarray) -> np.ndarray:
     """Eigenvalues of a real quasi-upper-triangular Schur factor (1×1 and 2×2 diagonal blocks)."""
     n = T.shape[0]
-    out = np.empty(n, dtype=complex)
-    i = 0
-    while i < n:
-        if i + 1 < n and T[i + 1, i] != 0.0:
-            out[i:i + 2] = np.linalg.eigvals(T[i:i + 2, i:i + 2])
+    out = np.diagonal(T).astype(complex)
+    sub = np.diagonal(T, -1).tolist()
+    starts, i = [], 0
+    while i < n - 1:  # a 2×2 block starts where T[i + 1, i] ≠ 0 (and ends the next index)
+        if sub[i] != 0.0:
+            starts.append(i)
             i += 2
         else:
-            out[i] = T[i, i]
             i += 1
+    if starts:  # the blocks' eigenvalues in one stacked call
+        k = np.array(starts)
+        blocks = T[np.add.outer(k, [0, 1])[:, :, None], np.add.outer(k, [0, 1])[:, None, :]]
+        out[np.add.outer(k, [0, 1])] = np.linalg.eigvals(blocks)
     return out
 
 

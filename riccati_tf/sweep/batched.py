@@ -38,15 +38,20 @@ when the margin is not met) confirms it; otherwise the case goes to certify.
 A "psd_gramian_pd" verdict is kept only when certify's `equilibria` will return the stabilizing
 solution (`stabilizing_found`, the same Bernoulli solve case by case).
 
-Batched numerics: stacked eigvals/eigvalsh/eigh, Lyapunov equations by stacked
-eigendecompositions (O(k³) time and O(k²) memory a case, `lyapunov_stack`), and W(t) from a
-stacked Padé-13 Van Loan exponential with the semigroup rule W(t + h) = W(t) + E_tᵀW(h)E_t: a
-doubling march brackets T*, a dyadic descent shrinks the bracket to one step ‖A‖₂h ≤ 1, and
-Newton's method, kept inside the bracket, finishes it to 4·eps relative.
+Batched numerics: stacked eigvals/eigvalsh/eigh, one eigendecomposition A = XΛX⁻¹ per case
+(`_eigen_discs`) shared by the half-plane counts, the Lyapunov equations (O(k³) time and O(k²)
+memory a case, `lyapunov_stack`) and T*; W(t) from a stacked Padé-13 Van Loan exponential with
+the semigroup rule W(t + h) = W(t) + E_tᵀW(h)E_t: a doubling march brackets T*, a dyadic descent
+shrinks the bracket to one step ‖A‖₂h ≤ 1, and Newton's method, kept inside the bracket,
+finishes it to 4·eps relative — on the eigen form LᵀW(t)L = Yᵀ(H ∘ F(t))Y (Y = X⁻¹L,
+H = XᵀGX, F_ij = (e^{(λ_i+λ_j)t} − 1)/(λ_i + λ_j): k×k products instead of 2k×2k exponentials)
+where κ₂(X) ≤ ROOT_EIGVEC_COND, with one last Newton step on the Padé form; certify's check at
+T*(1 ± BLOWUP_CHECK_RTOL) is redone on the eigen form there too.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -113,12 +118,17 @@ BLOWUP_NORM_TIME = 500.0
 CHECK_MARGIN = 1e-9
 #: the blow-up march doubles its step after this many steps at one length
 STEPS_PER_LEVEL = 4
+#: the root in the last step is found on the eigen form of W(t) (`_eigen_offsets`) where the
+#: eigenvector matrix of A has κ₂ at most this (its rounding, about κ₂ eps relative, stays far
+#: inside certify's check, `_check_signs`); by stacked Padé exponentials elsewhere
+ROOT_EIGVEC_COND = 1e3
+#: ... and finished by one Newton step on the Padé form, which must be at most POLISH_RTOL
+#: relative (else that case is searched on the Padé form alone)
+POLISH_RTOL = 1e-9
 #: root-finding iterations on the last step (each one stacked Padé exponential): Newton steps,
 #: bisections where a Newton step would leave the bracket
 MAX_ROOT_STEPS = 100
 _EPS = np.finfo(float).eps
-#: (λ, κ₂(V), Bauer–Fike radius) per case (`_eigen_discs`)
-_Discs = tuple[np.ndarray, np.ndarray, np.ndarray]
 _TINY = np.finfo(float).tiny
 _SUBNORMAL = 2.0 ** -1074
 
@@ -131,6 +141,21 @@ _THETA13 = 5.371920351148152
 
 
 # ------------------------------------------------------------------------- stacked numerics
+
+
+@dataclass(frozen=True, eq=False)
+class _Discs:
+    """A's eigendecomposition per case, AX ≈ XΛ (LAPACK), with κ₂(X) and the Bauer–Fike radius
+    r ≥ κ₂(X)‖A − XΛX⁻¹‖₂ (`_eigen_discs`): computed once, shared by the half-plane counts, the
+    Lyapunov solves and the blow-up roots. NaN rows for non-finite cases."""
+
+    lam: np.ndarray
+    vec: np.ndarray
+    cond: np.ndarray
+    radius: np.ndarray
+
+    def __getitem__(self, idx: Any) -> _Discs:
+        return _Discs(self.lam[idx], self.vec[idx], self.cond[idx], self.radius[idx])
 
 
 def expm_stack(X: np.ndarray) -> np.ndarray:
@@ -227,7 +252,7 @@ def van_loan_stack(A: npt.NDArray[np.float64], G: npt.NDArray[np.float64], s: np
     return E, 0.5 * (W + np.swapaxes(W, 1, 2))
 
 
-def lyapunov_stack(T: np.ndarray, C: np.ndarray) -> np.ndarray:
+def lyapunov_stack(T: np.ndarray, C: np.ndarray, eigen: _Discs | None = None) -> np.ndarray:
     """P with TᵀP + PT = C per case, T (n, k, k) and C (n, k, k) or (n, r, k, k) (r right-hand
     sides per case); P symmetrised (C symmetric).
 
@@ -237,19 +262,24 @@ def lyapunov_stack(T: np.ndarray, C: np.ndarray) -> np.ndarray:
     whose eigenbasis is ill-conditioned (κ₂(U) > LYAP_COND_MAX) is solved by
     `scipy.linalg.solve_continuous_lyapunov` (Bartels–Stewart) alone. NaN where some
     |λ_i + λ_j| ≤ LYAP_SEP_RTOL·max|λ| (the operator is singular to working precision), T is not
-    finite, or scipy fails."""
+    finite, or scipy fails. eigen: T's eigendecomposition when already computed (`_Discs`)."""
     n, k = T.shape[0], T.shape[-1]
     P = np.full(C.shape, np.nan)
     if k == 0 or n == 0:
         return np.zeros(C.shape)
     finite = np.isfinite(T).all(axis=(1, 2))
-    lam, U = np.full((n, k), np.nan, dtype=complex), np.full((n, k, k), np.nan, dtype=complex)
-    lam[finite], U[finite] = np.linalg.eig(T[finite])
-    sv = np.linalg.svd(np.where(finite[:, None, None], U, 0), compute_uv=False)
+    if eigen is None:
+        lam, U = np.full((n, k), np.nan, dtype=complex), np.full((n, k, k), np.nan, dtype=complex)
+        lam[finite], U[finite] = np.linalg.eig(T[finite])
+        sv = np.linalg.svd(np.where(finite[:, None, None], U, 0), compute_uv=False)
+        with np.errstate(divide="ignore", invalid="ignore"):  # singular U: κ = inf or NaN
+            cond = sv[:, 0] / sv[:, -1]
+    else:
+        lam, U, cond = eigen.lam, eigen.vec, eigen.cond
     denom = lam[:, :, None] + lam[:, None, :]
     scale = np.abs(lam).max(axis=1, initial=0.0)
     regular = finite & (np.abs(denom).min(axis=(1, 2)) > LYAP_SEP_RTOL * scale)
-    good = regular & (sv[:, 0] <= LYAP_COND_MAX * sv[:, -1])
+    good = regular & (cond <= LYAP_COND_MAX)
     idx = np.flatnonzero(good)
     if idx.size:
         Ui = np.linalg.inv(U[idx])
@@ -293,7 +323,8 @@ def blowup_times(A: npt.NDArray[np.float64], G: npt.NDArray[np.float64],
     W(t + h) = W(t) + E_tᵀW(h)E_t, until λ_min ≤ 0; descent: halve the bracket with the stored
     steps down to h; then Newton's method kept inside the bracket on offsets s ∈ (0, h]
     (f'(s) = wᵀGw from the eigenvector of λ_min; a step leaving the bracket is a bisection),
-    W(s) by stacked Padé, to 4·eps relative.
+    to 4·eps relative, on the eigen form of W (`_EigenGramian`) where A's eigenvector matrix
+    has κ₂ ≤ ROOT_EIGVEC_COND, else W(s) by stacked Padé.
 
     Parameters
     ----------
@@ -346,6 +377,12 @@ def blowup_times(A: npt.NDArray[np.float64], G: npt.NDArray[np.float64],
     ...              np.array([0.25]))
     array([nan])
     """
+    return _blowup_times(A, G, L, t_max, _EigenGramian(G, L, _eigen_discs(A)))
+
+
+def _blowup_times(A: np.ndarray, G: np.ndarray, L: np.ndarray, t_max: np.ndarray,
+                  gram: _EigenGramian) -> np.ndarray:
+    """`blowup_times` with the eigen form of S(t) given (`gram`, for the same A, G and L)."""
     n, d, r = L.shape
     out = np.full(n, np.nan)
     if n == 0:
@@ -405,45 +442,130 @@ def blowup_times(A: npt.NDArray[np.float64], G: npt.NDArray[np.float64],
             level[idx] = j
     idx = np.flatnonzero(bracketed)
     if idx.size:
-        out[idx] = t_a[idx] + _newton_root(A[idx], G[idx], L[idx], E_a[idx], W_a[idx], h[idx],
-                                           t_a[idx])
+        out[idx] = t_a[idx] + _root_in_step(A[idx], G[idx], L[idx], E_a[idx], W_a[idx], h[idx],
+                                            t_a[idx], gram, idx)
     out[out > t_max] = np.nan
     return out
 
 
-def _newton_root(A: np.ndarray, G: np.ndarray, L: np.ndarray, E_a: np.ndarray, W_a: np.ndarray,
-                 h: np.ndarray, t_a: np.ndarray) -> np.ndarray:
-    """Root s ∈ (0, h] of f(s) = λ_min(S_a + MᵀW(s)M), S_a = I + LᵀW_aL, M = E_aL, f(0) > 0 ≥ f(h).
+def _root_in_step(A: np.ndarray, G: np.ndarray, L: np.ndarray, E_a: np.ndarray,
+                  W_a: np.ndarray, h: np.ndarray, t_a: np.ndarray, gram: _EigenGramian,
+                  cases: np.ndarray) -> np.ndarray:
+    """The root s ∈ (0, h] of λ_min(I + LᵀW(t_a + s)L) in the step bracketed by the march, as
+    found with stacked Padé exponentials (`_van_loan_offsets`). Where the eigen form is usable
+    (`gram`, whose case cases[k] is case k here), Newton's method runs on it and one Newton step
+    on the Padé form finishes the root (quadratic convergence from within a few κ₂(X)·eps: the
+    root of the Padé form to rounding); a case whose last step is longer than POLISH_RTOL
+    (t_a + s), or leaves the bracket, is searched on the Padé form from the start."""
+    S_a = np.eye(L.shape[2]) + np.swapaxes(L, 1, 2) @ W_a @ L
+    lam0, vec0 = np.linalg.eigh(S_a)  # f(0) and f'(0) (E_0 = I), the same for both forms
+    w0 = E_a @ L @ vec0[:, :, :1]
+    f0, d0 = lam0[:, 0], (np.swapaxes(w0, 1, 2) @ G @ w0)[:, 0, 0]
+    f_pade = _van_loan_offsets(A, G, L, E_a, W_a)
+    out = np.full(h.size, np.nan)
+    fast = np.flatnonzero(gram.usable[cases])
+    if fast.size:
+        f_eig = gram.offsets(cases[fast], t_a[fast])
+        out[fast] = _newton_root(f_eig, f0[fast], d0[fast], h[fast], t_a[fast])
+        done = fast[np.isfinite(out[fast])]
+        f, slope = f_pade(done, out[done])
+        with np.errstate(divide="ignore", invalid="ignore"):
+            step = np.where(slope < 0, f / slope, np.nan)
+        s = out[done] - step
+        out[done] = np.where((s > 0) & (s <= h[done]) &
+                             (np.abs(step) <= POLISH_RTOL * (t_a[done] + s)), s, np.nan)
+    rest = np.flatnonzero(np.isnan(out))
+    if rest.size:
+        def f_rest(idx: np.ndarray, s: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+            return f_pade(rest[idx], s)
+        out[rest] = _newton_root(f_rest, f0[rest], d0[rest], h[rest], t_a[rest])
+    return out
 
-    Newton's method on the bracket [lo, hi], f(lo) > 0 ≥ f(hi), with f'(s) = wᵀGw, w = E_sMu
-    (u the unit eigenvector of λ_min, so f' = uᵀMᵀ(dW/ds)Mu with dW/ds = E_sᵀGE_s; f' ≤ 0 for
-    G ⪯ 0), both ends kept with their f and f': each step starts from the end where |f| is
-    smaller, so that a root found to rounding from either side ends the search at once. A step
-    that would leave the bracket, or (after the first) is not at most half the previous step
-    (f' ≥ 0, or no quadratic convergence: f at rounding level), is a bisection instead. Stops
-    when the Newton step is at most 4·eps(t_a + s) long (the result is its end) or the bracket is
-    that narrow (its midpoint), after at most MAX_ROOT_STEPS iterations."""
+
+#: (f(s), f'(s)) on the cases idx at offsets s: the function whose root `_newton_root` finds
+_Offsets = Callable[[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]
+
+
+def _van_loan_offsets(A: np.ndarray, G: np.ndarray, L: np.ndarray, E_a: np.ndarray,
+                      W_a: np.ndarray) -> _Offsets:
+    """f(s) = λ_min(S_a + MᵀW(s)M), S_a = I + LᵀW_aL, M = E_aL (the state at t_a + s by the
+    semigroup rule), and f'(s) = wᵀGw with w = E_sMu (u the unit eigenvector of λ_min, so
+    f' = uᵀMᵀ(dW/ds)Mu with dW/ds = E_sᵀGE_s), W(s) by stacked Padé (`van_loan_stack`)."""
     M = E_a @ L
     Mt = np.swapaxes(M, 1, 2)
     S_a = np.eye(L.shape[2]) + np.swapaxes(L, 1, 2) @ W_a @ L
 
     def f(idx: np.ndarray, s: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """(f(s), f'(s)) for the cases idx."""
         E, W = van_loan_stack(A[idx], G[idx], s)
         lam, vec = np.linalg.eigh(S_a[idx] + Mt[idx] @ W @ M[idx])
         w = E @ M[idx] @ vec[:, :, :1]
         return lam[:, 0], (np.swapaxes(w, 1, 2) @ G[idx] @ w)[:, 0, 0]
+    return f
 
+
+class _EigenGramian:
+    """S(t) = I + LᵀW(t)L per case from one eigendecomposition A = XΛX⁻¹: with Y = X⁻¹L,
+    H = XᵀGX and Z_ij = λ_i + λ_j,
+
+        LᵀW(t)L = Yᵀ(H ∘ F(t))Y,  F_ij(t) = ∫_0^t e^{Z_ij u} du = (e^{Z_ij t} − 1)/Z_ij,
+        d/dt uᵀS(t)u = wᵀ(H ∘ e^{Zt})w,  w = Yu,
+
+    real up to rounding (conjugate pairs), F by expm1 (t where Z_ij t = 0): a few k×k complex
+    products a value instead of a 2k×2k Padé exponential. The rounding grows with κ₂(X): only
+    cases with κ₂(X) ≤ ROOT_EIGVEC_COND are `usable`; the others are left to stacked Padé.
+    discs: `_eigen_discs` of A."""
+
+    def __init__(self, G: np.ndarray, L: np.ndarray, discs: _Discs) -> None:
+        with np.errstate(invalid="ignore"):
+            self.usable = discs.cond <= ROOT_EIGVEC_COND
+        X = np.where(self.usable[:, None, None], discs.vec, np.eye(G.shape[-1]))
+        self.Y = np.linalg.solve(X, L)
+        self.Yt = np.swapaxes(self.Y, 1, 2)
+        self.H = np.swapaxes(X, 1, 2) @ G @ X
+        self.Z = discs.lam[:, :, None] + discs.lam[:, None, :]
+        self.eye = np.eye(L.shape[2])
+
+    def at(self, idx: np.ndarray, t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(S(t), e^{Zt}) for the cases idx at times t (S symmetrised)."""
+        Z = self.Z[idx]
+        t = t[:, None, None]
+        Zt = Z * t
+        zero = Zt == 0
+        F = np.where(zero, t, np.expm1(Zt) / np.where(zero, 1.0, Z))
+        S = self.eye + (self.Yt[idx] @ (self.H[idx] * F) @ self.Y[idx]).real
+        return 0.5 * (S + np.swapaxes(S, 1, 2)), np.exp(Zt)
+
+    def offsets(self, cases: np.ndarray, t_a: np.ndarray) -> _Offsets:
+        """The f of `_van_loan_offsets` for the cases `cases` at t_a + s (t_a per case)."""
+        def f(idx: np.ndarray, s: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+            S, expZ = self.at(cases[idx], t_a[idx] + s)
+            lam, vec = np.linalg.eigh(S)
+            w = self.Y[cases[idx]] @ vec[:, :, :1]
+            return lam[:, 0], (np.swapaxes(w, 1, 2) @ (self.H[cases[idx]] * expZ) @ w)[:, 0, 0].real
+        return f
+
+
+def _newton_root(f: _Offsets, f_lo: np.ndarray, d_lo: np.ndarray, h: np.ndarray,
+                 t_a: np.ndarray) -> np.ndarray:
+    """Root s ∈ (0, h] of a decreasing f with f(0) = f_lo > 0 ≥ f(h) (f'(0) = d_lo), per case.
+
+    Newton's method on the bracket [lo, hi], f(lo) > 0 ≥ f(hi), both ends kept with their f and
+    f' (f' ≤ 0 for G ⪯ 0): each step starts from the end where |f| is smaller, so that a root
+    found to rounding from either side ends the search at once. A step that would leave the
+    bracket, or (after the first) is not at most half the previous step (f' ≥ 0, or no quadratic
+    convergence: f at rounding level), is a bisection instead. Stops when the Newton step is at
+    most 4·eps(t_a + s) long (the result is its end) or the bracket is that narrow (its
+    midpoint), after at most MAX_ROOT_STEPS iterations. NaN where f(h) > 0 or is not finite (the
+    bracket does not hold for this f)."""
     n = h.size
-    lam0, vec0 = np.linalg.eigh(S_a)  # f(0) and f'(0) (E_0 = I)
-    w0 = M @ vec0[:, :, :1]
-    lo, f_lo, d_lo = np.zeros(n), lam0[:, 0], (np.swapaxes(w0, 1, 2) @ G @ w0)[:, 0, 0]
+    lo, f_lo, d_lo = np.zeros(n), f_lo.copy(), d_lo.copy()
     hi = h.copy()
     f_hi, d_hi = f(np.arange(n), hi)
     last = np.full(n, np.inf)
     out = np.full(n, np.nan)
     out[f_hi == 0] = hi[f_hi == 0]
     active = f_hi < 0
+    unresolved = ~(f_hi <= 0)
     for _ in range(MAX_ROOT_STEPS):
         active &= (hi - lo) > 4 * _EPS * (t_a + hi)
         from_lo = np.abs(f_lo) < np.abs(f_hi)
@@ -465,11 +587,15 @@ def _newton_root(A: np.ndarray, G: np.ndarray, L: np.ndarray, E_a: np.ndarray, W
         zero = fy == 0
         out[idx[zero]] = y[zero]
         active[idx[zero]] = False
-        up, down = idx[fy > 0], idx[fy <= 0]
+        lost = ~np.isfinite(fy)
+        unresolved[idx[lost]] = True
+        active[idx[lost]] = False
+        up, down = idx[fy > 0], idx[fy < 0]
         lo[up], f_lo[up], d_lo[up] = y[fy > 0], fy[fy > 0], dy[fy > 0]
-        hi[down], f_hi[down], d_hi[down] = y[fy <= 0], fy[fy <= 0], dy[fy <= 0]
+        hi[down], f_hi[down], d_hi[down] = y[fy < 0], fy[fy < 0], dy[fy < 0]
     rest = np.isnan(out)
     out[rest] = 0.5 * (lo[rest] + hi[rest])
+    out[unresolved] = np.nan
     return out
 
 
@@ -700,7 +826,7 @@ def _classify(A: np.ndarray, G: np.ndarray, cov0: np.ndarray, quadratic: npt.Arr
         covs = cov0.copy()
         fin = np.flatnonzero(np.isfinite(fast.g_eigenvalues).all(axis=1) & ~zero)
         if d > EXACT_MAX_D and fin.size:
-            discs = _eigen_discs(A[fin])
+            discs = fast.discs[fin]
             if EXACT_CHECK_MAX_D < d <= KRONECKER_MAX_D:
                 zero_ok[fin] = _lyapunov_certified(A[fin], discs,
                                                    np.linalg.norm(A[fin], 2, axis=(1, 2)))
@@ -720,7 +846,7 @@ def _classify(A: np.ndarray, G: np.ndarray, cov0: np.ndarray, quadratic: npt.Arr
                     fast.g_eigenvalues[i], blow, bool(zero_ok[i]),
                     0.0 if c is None else float(c[i]))
     if blow:
-        _blowups(table, np.array(blow), A, G, covs, prem, quadratic)
+        _blowups(table, np.array(blow), A, G, covs, prem, quadratic, fast.discs[blow])
     return BatchedCertificates(table.regime, table.theorem, table.exact, table.global_,
                                table.rate, table.blowup_time, table.threshold, table.handled,
                                fast.g_eigenvalues, fast.a_eigenvalues,
@@ -821,7 +947,7 @@ def _lyapunov_certified(M: np.ndarray, discs: _Discs, norm: np.ndarray) -> np.nd
     certify computed to build the certificate, from the same data: a certificate built passes
     it, and one that certify cannot build is not attached, which leaves the verdict unchanged."""
     d = M.shape[-1]
-    lam, cond, radius = discs
+    lam, cond, radius = discs.lam, discs.cond, discs.radius
     alpha = lam.real.max(axis=1) + radius
     rounding = ROUNDING_ULPS * (d * (d + 1) // 2) * _EPS * norm
     with np.errstate(over="ignore", invalid="ignore"):
@@ -855,7 +981,7 @@ def _numerical_stack(A: np.ndarray, G: np.ndarray, cov0: np.ndarray, g_err: np.n
       twice that bound (certify's value has a residual of the same size: its error is bounded
       alike) plus THRESHOLD_SLACK max(1, λ)."""
     n, d = A.shape[:2]
-    lam, cond, radius = discs
+    lam, cond, radius = discs.lam, discs.cond, discs.radius
     gmax = np.abs(g).max(axis=1)
     gtol = tol["sign_rtol"] * np.maximum(gmax, _TINY)
     sure = (np.abs(np.abs(g[:, 0]) - gtol) > 0.5 * gtol) & \
@@ -890,7 +1016,7 @@ def _numerical_stack(A: np.ndarray, G: np.ndarray, cov0: np.ndarray, g_err: np.n
     inside = np.zeros(n, dtype=bool)
     h = np.flatnonzero(ok & neg & hurwitz)
     if h.size:
-        thr[h], bound = _threshold_bound(A[h], G[h], cov0[h], g_err[h])
+        thr[h], bound = _threshold_bound(A[h], G[h], cov0[h], g_err[h], discs[h])
         off = np.abs(thr[h] - 1)
         inside[h] = np.abs(off - tol["threshold_rtol"]) > \
             2 * bound + THRESHOLD_SLACK * np.maximum(1.0, thr[h])
@@ -909,10 +1035,12 @@ def _numerical_stack(A: np.ndarray, G: np.ndarray, cov0: np.ndarray, g_err: np.n
 
 
 def _blowups(table: _Table, idx: np.ndarray, A: np.ndarray, G: np.ndarray, covs: np.ndarray,
-             prem: list[Premises | None], quadratic: npt.ArrayLike | None) -> None:
+             prem: list[Premises | None], quadratic: npt.ArrayLike | None,
+             discs: _Discs) -> None:
     """T* for the blow-up verdicts idx, on certify's horizon MAX_NORM_TIME / max(‖A‖₂, c‖Σ0‖₂);
     a case whose T* is not found, lies near the horizon or beyond BLOWUP_NORM_TIME of ‖A‖₂,
-    or fails certify's own sign-change check (`certificates.blowup_check`) goes to certify."""
+    or fails certify's own sign-change check (`certificates.blowup_check`) goes to certify.
+    discs: `_eigen_discs` of A[idx]."""
     d = A.shape[-1]
     c = np.zeros(idx.size) if quadratic is None else np.asarray(quadratic, float)[idx]
     anorm = np.linalg.norm(A[idx], 2, axis=(1, 2))
@@ -921,10 +1049,12 @@ def _blowups(table: _Table, idx: np.ndarray, A: np.ndarray, G: np.ndarray, covs:
     L0 = np.zeros((idx.size, d, d))
     for k, i in enumerate(idx):
         L0[k, :, :prem[i].rank0] = cov_root(covs[i], prem[i].rank0)
-    T = blowup_times(A[idx], G[idx], L0, t_max)
+    gram = _EigenGramian(G[idx], L0, discs)
+    T = _blowup_times(A[idx], G[idx], L0, t_max, gram)
     found = np.isfinite(T) & (T <= (1 - HORIZON_RTOL) * t_max) & (anorm * T <= BLOWUP_NORM_TIME)
     sign = np.zeros(idx.size, dtype=int)
-    sign[found] = _check_signs(A[idx[found]], G[idx[found]], L0[found], T[found])
+    sign[found] = _check_signs(A[idx[found]], G[idx[found]], L0[found], T[found], gram,
+                               np.flatnonzero(found))
     for k, i in enumerate(idx):
         ok = found[k] and (sign[k] > 0 or (sign[k] == 0 and
                                           _confirmed(A[i], G[i], covs[i], T[k])))
@@ -934,15 +1064,23 @@ def _blowups(table: _Table, idx: np.ndarray, A: np.ndarray, G: np.ndarray, covs:
             table.drop(i)
 
 
-def _check_signs(A: np.ndarray, G: np.ndarray, L0: np.ndarray, T: np.ndarray) -> np.ndarray:
+def _check_signs(A: np.ndarray, G: np.ndarray, L0: np.ndarray, T: np.ndarray,
+                 gram: _EigenGramian, cases: np.ndarray) -> np.ndarray:
     """certify's blow-up check (`certificates.blowup_check`: λ_min(I + L0ᵀW(t)L0) > 0 at
     T(1 − BLOWUP_CHECK_RTOL), < 0 at T(1 + BLOWUP_CHECK_RTOL), W by its stepping) on the stack:
-    +1 where it passes and −1 where it fails, both by more than CHECK_MARGIN; 0 in between."""
+    +1 where it passes and −1 where it fails, both by more than CHECK_MARGIN; 0 in between.
+    S(t) from the eigen form where usable (`gram`, its case cases[k] is case k here: rounding
+    of about κ₂(X)·eps, ROOT_EIGVEC_COND·eps ≪ CHECK_MARGIN), by certify's stepping with
+    stacked Padé elsewhere."""
     r = L0.shape[-1]
     Lt = np.swapaxes(L0, 1, 2)
+    fast = gram.usable[cases]
     out = []
     for t in (T * (1 - BLOWUP_CHECK_RTOL), T * (1 + BLOWUP_CHECK_RTOL)):
-        S = np.eye(r) + Lt @ _gramian_stack(A, G, t) @ L0
+        S = np.empty((T.size, r, r))
+        S[fast] = gram.at(cases[fast], t[fast])[0]
+        slow = ~fast
+        S[slow] = np.eye(r) + Lt[slow] @ _gramian_stack(A[slow], G[slow], t[slow]) @ L0[slow]
         e = np.linalg.eigvalsh(S)
         out.append((e[:, 0], CHECK_MARGIN * (1 + np.abs(e).max(axis=1))))
     (lo, m_lo), (hi, m_hi) = out
@@ -1034,6 +1172,7 @@ class _Fast:
     premises: list  # Premises (exact) per case, or None where the margins do not decide
     a_eigenvalues: np.ndarray
     g_eigenvalues: np.ndarray
+    discs: _Discs  # A's eigendecomposition (NaN rows where the case is not finite)
 
 
 def _in_range(x: np.ndarray) -> np.ndarray:
@@ -1046,16 +1185,16 @@ def _fast_premises(A: np.ndarray, G: np.ndarray, cov0: np.ndarray, g_err: np.nda
     decides them: Σ0 ≻ 0, the half-plane counts of λ(A), G ≻ 0 / G ≺ 0 / G = 0 and the sign of
     λ_max(W∞Σ0) − 1 (see the module docstring); None elsewhere."""
     n, d = A.shape[:2]
-    eig = np.full((n, d), np.nan, dtype=complex)
     g = np.full((n, d), np.nan)
     out: list = [None] * n
     finite = np.isfinite(A).all(axis=(1, 2)) & np.isfinite(G).all(axis=(1, 2)) & \
         np.isfinite(cov0).all(axis=(1, 2)) & np.isfinite(g_err)
     idx = np.flatnonzero(finite)
+    all_discs = _eigen_discs(np.where(finite[:, None, None], A, np.nan))
+    eig = all_discs.lam
     if idx.size == 0:
-        return _Fast(out, eig, g)
-    A, G, S, g_err = A[idx], G[idx], cov0[idx], g_err[idx]
-    eig[idx] = np.linalg.eigvals(A)
+        return _Fast(out, eig, g, all_discs)
+    A, G, S, g_err, discs = A[idx], G[idx], cov0[idx], g_err[idx], all_discs[idx]
     g[idx] = gi = np.linalg.eigvalsh(G)
     gnorm = np.abs(gi).max(axis=1)
     ce = np.linalg.eigvalsh(S)
@@ -1064,8 +1203,8 @@ def _fast_premises(A: np.ndarray, G: np.ndarray, cov0: np.ndarray, g_err: np.nda
         _in_range(np.linalg.norm(A, axis=(1, 2))) & _in_range(gnorm) & (snorm > 0) & \
         _in_range(snorm) & (ce[:, 0] > ROUNDING_ULPS * d * _EPS * snorm)
     if not ok.any():  # beyond EXACT_MAX_D: only the eigenvalues are needed
-        return _Fast(out, eig, g)
-    left, axis, right, decided = _half_plane_counts(A)
+        return _Fast(out, eig, g, all_discs)
+    left, axis, right, decided = _half_plane_counts(A, discs)
     ok &= decided
     margin = g_err + ROUNDING_ULPS * d * _EPS * gnorm
     gpd, gnd = gi[:, 0] > margin, gi[:, -1] < -margin
@@ -1076,7 +1215,7 @@ def _fast_premises(A: np.ndarray, G: np.ndarray, cov0: np.ndarray, g_err: np.nda
     hurwitz = gnd & (left == d) & ok
     if hurwitz.any():
         lam[hurwitz], bound = _threshold_bound(A[hurwitz], G[hurwitz], S[hurwitz],
-                                               g_err[hurwitz])
+                                               g_err[hurwitz], discs[hurwitz])
         sign[hurwitz] = np.where(lam[hurwitz] - 1 > bound, 1,
                                  np.where(1 - lam[hurwitz] > bound, -1, 0))
         ok &= ~hurwitz | (sign != 0)
@@ -1089,10 +1228,10 @@ def _fast_premises(A: np.ndarray, G: np.ndarray, cov0: np.ndarray, g_err: np.nda
             range_stable=bool(left[k] == d) if gnd[k] else None,
             threshold_sign=int(sign[k]) if hurwitz[k] else None,
             threshold=float(lam[k]) if hurwitz[k] else None)
-    return _Fast(out, eig, g)
+    return _Fast(out, eig, g, all_discs)
 
 
-def _half_plane_counts(A: np.ndarray
+def _half_plane_counts(A: np.ndarray, discs: _Discs
                        ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """(n_left, n_axis, n_right, decided) of the eigenvalues of each A, exact where decided.
 
@@ -1100,31 +1239,42 @@ def _half_plane_counts(A: np.ndarray
     computed residual R = AV − VΛ (plus its rounding bound), A = VΛV⁻¹ + RV⁻¹, and by the
     Bauer–Fike theorem along the path VΛV⁻¹ + tRV⁻¹ (t ∈ [0, 1]) every eigenvalue stays in
     discs of radius κ₂(V)‖R‖‖V⁻¹‖₂ about Λ: when none meets iℝ (and κ₂(V) ≤ EIGVEC_COND_MAX)
-    the half-plane counts are those of Λ. The factor 2 covers the rounding of κ and ‖V⁻¹‖."""
+    the half-plane counts are those of Λ. The factor 2 covers the rounding of κ and ‖V⁻¹‖.
+    discs: `_eigen_discs` of A."""
     diag = np.diagonal(A, axis1=1, axis2=2)
     tri = ~np.any(np.tril(A, -1), axis=(1, 2)) | ~np.any(np.triu(A, 1), axis=(1, 2))
-    lam, cond, radius = _eigen_discs(A)
+    lam, cond, radius = discs.lam, discs.cond, discs.radius
     robust = (cond <= EIGVEC_COND_MAX) & (np.abs(lam.real).min(axis=1) > radius)
     re = np.where(tri[:, None], diag, lam.real)
     return (re < 0).sum(axis=1), (re == 0).sum(axis=1), (re > 0).sum(axis=1), tri | robust
 
 
 def _eigen_discs(A: np.ndarray) -> _Discs:
-    """(λ, κ₂(V), r) per case: LAPACK's eigenvalues and eigenvectors AV ≈ VΛ, the condition number
-    of V and the Bauer–Fike radius r = 2κ₂(V)‖R‖/σ_min(V) ≥ κ₂(V)‖RV⁻¹‖₂ of the perturbation
-    A − VΛV⁻¹ = RV⁻¹, R = AV − VΛ plus its rounding bound (see `_half_plane_counts`)."""
-    d = A.shape[-1]
+    """(λ, V, κ₂(V), r) per case: LAPACK's eigenvalues and eigenvectors AV ≈ VΛ, the condition
+    number of V and the Bauer–Fike radius r = 2κ₂(V)‖R‖/σ_min(V) ≥ κ₂(V)‖RV⁻¹‖₂ of the
+    perturbation A − VΛV⁻¹ = RV⁻¹, R = AV − VΛ plus its rounding bound (see
+    `_half_plane_counts`); NaN for a non-finite case."""
+    n, d = A.shape[:2]
+    finite = np.isfinite(A).all(axis=(1, 2))
+    if not finite.all():
+        out = _Discs(np.full((n, d), np.nan, complex), np.full((n, d, d), np.nan, complex),
+                     np.full(n, np.nan), np.full(n, np.nan))
+        if finite.any():
+            got = _eigen_discs(A[finite])
+            for field in ("lam", "vec", "cond", "radius"):
+                getattr(out, field)[finite] = getattr(got, field)
+        return out
     lam, vec = np.linalg.eig(A)
     R = A @ vec - vec * lam[:, None, :]
     sv = np.linalg.svd(vec, compute_uv=False)
     cond = sv[:, 0] / sv[:, -1]
     bound = np.linalg.norm(R, axis=(1, 2)) + 2 * (d + 1) * _EPS * np.linalg.norm(
         vec, axis=(1, 2)) * (np.linalg.norm(A, axis=(1, 2)) + np.abs(lam).max(axis=1))
-    return lam, cond, 2 * cond / sv[:, -1] * bound
+    return _Discs(lam, vec, cond, 2 * cond / sv[:, -1] * bound)
 
 
-def _threshold_bound(A: np.ndarray, G: np.ndarray, S: np.ndarray, g_err: np.ndarray
-                     ) -> tuple[np.ndarray, np.ndarray]:
+def _threshold_bound(A: np.ndarray, G: np.ndarray, S: np.ndarray, g_err: np.ndarray,
+                     discs: _Discs) -> tuple[np.ndarray, np.ndarray]:
     """(λ_max(W∞Σ0), a bound on its error) for Hurwitz A, G ≺ 0, Σ0 ≻ 0, with AᵀW∞ + W∞A = G.
 
     With R the residual of the computed W (plus its rounding and G's), the exact W∞ − W = X
@@ -1134,7 +1284,7 @@ def _threshold_bound(A: np.ndarray, G: np.ndarray, S: np.ndarray, g_err: np.ndar
     d = A.shape[-1]
     eye = np.broadcast_to(np.eye(d), A.shape)
     At = np.swapaxes(A, 1, 2)
-    W, P = np.moveaxis(lyapunov_stack(A, np.stack([G, -eye], axis=1)), 1, 0)
+    W, P = np.moveaxis(lyapunov_stack(A, np.stack([G, -eye], axis=1), discs), 1, 0)
     an, wn, pn = (np.linalg.norm(X, axis=(1, 2)) for X in (A, W, P))
     slack = (d + 3) * _EPS
     rp = np.linalg.norm(At @ P + P @ A + eye, axis=(1, 2)) + slack * (2 * an * pn + np.sqrt(d))
