@@ -504,3 +504,27 @@ def test_eigen_form_newton_converges_quadratically(monkeypatch):
     T = blowup_times(A, G, L, np.full(A.shape[0], 1e6))
     assert np.isfinite(T).sum() > 100
     assert len(calls) <= 14 and sum(calls) <= 9 * np.isfinite(T).sum(), calls
+
+
+@pytest.mark.parametrize("d, skew", [(8, 1.0), (32, 10.0)])
+def test_blowup_check_on_the_eigen_form_matches_certify_stepping(d, skew):
+    # λ_min(I + L0ᵀW(t)L0) at T*(1 ± BLOWUP_CHECK_RTOL) on the eigen form against certify's
+    # stepping (W by Van Loan steps ‖A‖h ≤ 1): they differ by far less than CHECK_MARGIN, so the
+    # stacked check decides as certify's own check would
+    from riccati_tf.sweep import batched
+
+    rng = np.random.default_rng(d)
+    A, G, L = _blowup_ensemble(rng, 60, d, skew)
+    discs = batched._eigen_discs(A)
+    gram = batched._EigenGramian(G, L, discs)
+    T = batched._blowup_times(A, G, L, np.full(A.shape[0], 1e3), gram)
+    ok = np.flatnonzero(np.isfinite(T) & gram.usable)
+    assert ok.size >= 40 and discs.cond[ok].max() > 100
+    for t in (T[ok] * (1 - batched.BLOWUP_CHECK_RTOL), T[ok] * (1 + batched.BLOWUP_CHECK_RTOL)):
+        e = np.linalg.eigvalsh(gram.at(ok, t)[0])
+        Lt = np.swapaxes(L[ok], 1, 2)
+        ref = np.linalg.eigvalsh(np.eye(d) + Lt @ batched._gramian_stack(A[ok], G[ok], t) @ L[ok])
+        scale = 1 + np.abs(ref).max(axis=1)
+        assert np.all(np.abs(e[:, 0] - ref[:, 0]) <= 1e-3 * batched.CHECK_MARGIN * scale)
+    np.testing.assert_array_equal(
+        batched._check_signs(A[ok], G[ok], L[ok], T[ok], gram, ok), 1)
