@@ -154,6 +154,18 @@ def test_overflow_is_reported():
         simulate(Params(A=[[1e308]]), 10 * x0, 1.0, n_steps=1, method="euler")
 
 
+def test_an_overflowing_empirical_covariance_is_reported():
+    # tokens of 1e200 are finite but their covariance is not: refused, never a ParticleRun
+    # with an infinite Σ̂ (it was returned, with a RuntimeWarning only)
+    x0 = np.random.default_rng(1).standard_normal((20, 2))
+    with pytest.raises(SolverError, match=r"empirical covariance .* overflows float64 at t = 0"):
+        simulate(Params(A=-np.eye(2)), 1e200 * x0, 0.1, n_steps=1)
+    with pytest.raises(SolverError, match=r"empirical covariance .* at t = 0\.1"):
+        simulate(Params(A=1e6 * np.eye(2)), 1e150 * x0, 0.1, n_steps=1, method="euler")
+    run = simulate(Params(A=-np.eye(2)), 1e150 * x0, 0.1, n_steps=1)  # Σ̂ ~ 1e300: kept
+    assert np.all(np.isfinite(run.cov)) and run.cov[0, 0, 0] > 1e299
+
+
 def test_metrics_per_step_are_the_gaussianity_statistics(rng):
     x0 = rng.standard_normal((300, 2))
     ff = FeedForward(W=-np.eye(2), U=np.eye(2))
@@ -342,3 +354,16 @@ def test_a_bad_torch_device_is_an_input_error():
     with pytest.raises(InvalidInputError, match="device"):
         simulate(Params(A=np.eye(2)), np.ones((3, 2)), 1.0, n_steps=1, backend="torch",
                  device="no-such-device")
+
+
+def test_an_unavailable_torch_device_is_an_input_error():
+    # a device torch knows but this machine lacks: refused by name before any work (it was an
+    # AssertionError from torch's lazy CUDA initialisation)
+    torch = pytest.importorskip("torch")
+    missing = [dev for dev, ok in (("cuda", torch.cuda.is_available()),
+                                   ("mps", torch.backends.mps.is_available())) if not ok]
+    if not missing:
+        pytest.skip("every probed device is present")
+    with pytest.raises(InvalidInputError, match=f"device '{missing[0]}.*not available"):
+        simulate(Params(A=np.eye(2)), np.ones((3, 2)), 1.0, n_steps=1, backend="torch",
+                 device=missing[0])

@@ -430,6 +430,11 @@ class _TorchOps:
         except (RuntimeError, TypeError, ValueError) as exc:
             raise InvalidInputError(f"device {device!r} is not a torch device "
                                     f"({str(exc).splitlines()[0]})") from None
+        try:  # a device torch knows but this machine lacks (CUDA not compiled in, no GPU)
+            torch.zeros(1, device=self.device)
+        except (AssertionError, RuntimeError) as exc:
+            raise InvalidInputError(f"device {str(self.device)!r} is not available here "
+                                    f"({str(exc).splitlines()[0]})") from None
         self.dtype = getattr(torch, dtype)
         self.name = f"torch:{self.device}" + ("" if dtype == "float64" else f":{dtype}")
         self.numpy_kernel = self.device.type == "cpu" and dtype == "float64"
@@ -583,7 +588,8 @@ def empirical_moments(x: np.ndarray) -> tuple[NDArray[np.float64], NDArray[np.fl
     Raises
     ------
     ValueError
-        From numpy when x is not 2-D (an N = 1 cloud gives a division by zero: inf or NaN).
+        From numpy when x is not 2-D (an N = 1 cloud gives a division by zero: inf or NaN;
+        tokens beyond about 1e154 give an overflowing Σ̂, which `simulate` refuses).
 
     See Also
     --------
@@ -683,7 +689,8 @@ def simulate(params: Params | Callable[[float], Params], x0: ArrayLike, t_final:
         device or dtype is not one of the accepted values, or params / feedforward is not a
         Params / FeedForward on R^d (or a callable returning one).
     SolverError
-        If the cloud overflows float64.
+        If the cloud, or its empirical covariance (tokens beyond about 1e154), overflows
+        float64.
     ImportError
         For backend "torch" without torch installed.
 
@@ -748,9 +755,14 @@ def simulate(params: Params | Callable[[float], Params], x0: ArrayLike, t_final:
     clouds: list[np.ndarray] = []
     rows: list[dict[str, float]] = []
 
-    def record(x: Any) -> None:
+    def record(x: Any, t: float) -> None:
         arr = ops.to_numpy(x)
-        m, S = empirical_moments(arr)
+        with np.errstate(over="ignore", invalid="ignore"):  # reported below
+            m, S = empirical_moments(arr)
+            finite = np.isfinite(S.sum()) and np.isfinite(m.sum())
+        if not finite:
+            raise SolverError(f"the empirical covariance of the particle cloud overflows float64 "
+                              f"at t = {t:.6g} (tokens up to {np.abs(arr).max():.3g} in size)")
         means.append(m)
         covs.append(S)
         if keep_particles:
@@ -759,7 +771,7 @@ def simulate(params: Params | Callable[[float], Params], x0: ArrayLike, t_final:
             rows.append(statistics(arr, seed=metrics_seed).as_dict())
 
     x = ops.asarray(x)
-    record(x)
+    record(x, 0.0)
     for k in range(n_steps):
         t = ts[k]
         with np.errstate(over="ignore", invalid="ignore"):  # overflow is reported below
@@ -773,7 +785,7 @@ def simulate(params: Params | Callable[[float], Params], x0: ArrayLike, t_final:
                 x = x + tau / 6 * (k1 + 2 * k2 + 2 * k3 + k4)
         if not ops.all_finite(x):
             raise SolverError(f"the particle cloud overflowed at t = {ts[k + 1]:.6g}")
-        record(x)
+        record(x, ts[k + 1])
     trace = None
     if metrics:
         trace = GaussianityTrace({name: np.array([r[name] for r in rows]) for name in rows[0]
