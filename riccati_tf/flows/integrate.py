@@ -920,8 +920,9 @@ def _rk_run(params_fn: Params | Callable[[float], Params], gaussian: Gaussian,
     pending = None  # a blow-up estimated near or after t_final: (T_est, uncertainty)
     unit = _time_unit(y, _finite_start(rhs, t0, y))
 
-    def rhs_tau(tau: float, y: np.ndarray) -> np.ndarray:  # dy/dτ = unit · f(unit τ, y)
+    def scaled(tau: float, y: np.ndarray) -> np.ndarray:  # dy/dτ = unit · f(unit τ, y)
         return unit * rhs(unit * tau, y)
+    rhs_tau = rhs if unit == 1.0 else scaled
 
     while True:
         log_threshold = float(np.log(threshold)) if scale > 0 else 0.0  # no event when Σ0 = 0
