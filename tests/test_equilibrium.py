@@ -255,6 +255,17 @@ def test_equilibria_starts_are_covariances(label):
         equilibria(p, starts=BAD_STARTS[label])
 
 
+def test_a_single_start_matrix_is_refused_with_the_fix():
+    # one d×d array would be iterated as d rows: the message names the list form instead
+    p = Params(A=np.diag([1.0, -0.5]), V=np.array([[1.0, 0.2], [0.0, 1.0]]), B=-np.eye(2))
+    with pytest.raises(InvalidInputError, match=r"got one 2×2 array: pass \[S\]"):
+        equilibria(p, starts=np.eye(2))
+    stacked = equilibria(p, starts=np.eye(2)[None])  # a (k, d, d) stack is k starts
+    listed = equilibria(p, starts=[np.eye(2)])
+    assert [e.method for e in stacked] == [e.method for e in listed]
+    assert all(np.array_equal(a.cov, b.cov) for a, b in zip(stacked, listed, strict=True))
+
+
 @pytest.mark.parametrize("bad", [-1.0, 0.0, 1.0, 5.0, float("nan"), "1e-8", True, None])
 def test_equilibria_and_newton_budgets_are_validated(bad):
     p = Params(A=np.diag([1.0, -0.5]), V=np.eye(2), B=-np.eye(2))

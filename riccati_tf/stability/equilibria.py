@@ -1275,6 +1275,10 @@ def equilibria(params: Params, *, which: str = "stable", starts: Iterable[ArrayL
             not hasattr(starts, "__iter__"):
         raise InvalidInputError(f"starts must be a list of covariance matrices, got "
                                 f"{type(starts).__name__}")
+    if isinstance(starts, np.ndarray) and starts.ndim == 2:
+        raise InvalidInputError(f"starts must be a list of covariance matrices, got one "
+                                f"{starts.shape[0]}×{starts.shape[1]} array: pass [S] for a "
+                                f"single start (a (k, d, d) array is read as k starts)")
     covs = [as_covariance(f"starts[{i}]", S, params.d) for i, S in enumerate(starts)]
     if params.value_scalars is not None:
         if which == "stable":
