@@ -159,6 +159,11 @@ def test_factors_must_match_the_layer():
         Params(np.eye(D + 1), heads=[(np.eye(D + 1), np.eye(D + 1)), h])
     with pytest.raises(InvalidInputError, match=r"heads\[0\] must be a pair"):
         Params(np.eye(D), heads=[(OK, OK, OK)])
+    # one head given bare: the message says how to wrap it
+    with pytest.raises(InvalidInputError, match=r"got a Head \(one head: heads=\[head\]\)"):
+        Params(np.eye(D), heads=h)
+    with pytest.raises(InvalidInputError, match=r"shape \(3, 3\) \(one head: heads=\[\(V, B\)\]\)"):
+        Params(np.eye(D), heads=(np.eye(D), np.eye(D)))
 
 
 def test_factors_are_read_only_copies():

@@ -305,13 +305,15 @@ class Params:
             if B is not None or V is not None:
                 raise InvalidInputError("give either B and V (one head) or heads=[(V_1, B_1), ...],"
                                         " not both")
-            if isinstance(heads, str | bytes | dict | set | frozenset | np.ndarray):
-                raise InvalidInputError(f"heads must be a list of (V_h, B_h) pairs, got a "
-                                        f"{type(heads).__name__}")
+            if isinstance(heads, str | bytes | dict | set | frozenset | np.ndarray | Head):
+                one = " (one head: heads=[head])" if isinstance(heads, Head) else ""
+                raise InvalidInputError(f"heads must be a list of (V_h, B_h) pairs or Head "
+                                        f"factors, got a {type(heads).__name__}{one}")
             try:
                 pairs = list(heads._entries) if isinstance(heads, HeadPairs) else list(heads)
             except TypeError:
-                raise InvalidInputError("heads must be a list of (V_h, B_h) pairs") from None
+                raise InvalidInputError(f"heads must be a list of (V_h, B_h) pairs or Head "
+                                        f"factors, got a {type(heads).__name__}") from None
             if not pairs:
                 raise InvalidInputError("heads is empty: give at least one (V_h, B_h) pair, or "
                                         "omit heads (and B, V) for a layer without attention")
@@ -338,7 +340,11 @@ class Params:
                                         f"{pair.Q.shape[0]}×{pair.d}), but A is {d}×{d}")
             return pair
         if not isinstance(pair, tuple | list) or len(pair) != 2:
-            raise InvalidInputError(f"heads[{h}] must be a pair (V_h, B_h) or a Head(Q, K, V, O)")
+            got = f"an array of shape {np.shape(pair)}" if isinstance(pair, np.ndarray) else \
+                f"a {type(pair).__name__}" + (f" of {len(pair)}" if isinstance(pair, tuple | list)
+                                              else "")
+            raise InvalidInputError(f"heads[{h}] must be a pair (V_h, B_h) or a Head(Q, K, V, O), "
+                                    f"got {got} (one head: heads=[(V, B)])")
         return (as_matrix(f"heads[{h}] V", pair[0], d), as_matrix(f"heads[{h}] B", pair[1], d))
 
     @property
