@@ -338,6 +338,14 @@ def test_rk_blowup_time_at_any_time_scale(scale):
     assert rk.blowup_time == pytest.approx(exact.blowup_time, rel=1e-8)
 
 
+def test_rk_refuses_a_rate_beyond_float64():
+    # ‖f‖/‖y‖ ≈ 4e607 at the start (finite f, tiny Σ0; a schedule, so no up-front stiffness
+    # estimate): no time unit brings it into range — a SolverError naming the rate
+    with pytest.raises(SolverError, match="starting rate"):
+        flow(lambda t: Params(A=1e307 * np.eye(2)), Gaussian([0, 0], 1e-300 * np.eye(2)), 1.0,
+             method="rk")
+
+
 def test_rk_dense_output_of_a_fast_layer():
     # rates ≈ 1e8 (beyond integrate.RK_RATE_MAX): the continuous extension, kept in the time
     # unit, still gives Σ(t) and m(t) between the output times

@@ -918,7 +918,7 @@ def _rk_run(params_fn: Params | Callable[[float], Params], gaussian: Gaussian,
     blowup_time: float | None = None
     direction: np.ndarray | None = None
     pending = None  # a blow-up estimated near or after t_final: (T_est, uncertainty)
-    unit = _time_unit(y, _finite_start(rhs, t0, y))
+    unit = _time_unit(y, _finite_start(rhs, t0, y), t_final)
 
     def scaled(tau: float, y: np.ndarray) -> np.ndarray:  # dy/dτ = unit · f(unit τ, y)
         return unit * rhs(unit * tau, y)
@@ -999,16 +999,23 @@ def _finite_start(rhs: Callable[[float, np.ndarray], np.ndarray], t0: float,
     return f0
 
 
-def _time_unit(y0: np.ndarray, f0: np.ndarray) -> float:
+def _time_unit(y0: np.ndarray, f0: np.ndarray, t_final: float) -> float:
     """2^−k with 2^k ≥ r = ‖f0‖∞/‖y0‖∞ when r > RK_RATE_MAX, else 1: integrating in τ = t 2^k
     (dy/dτ = 2^−k f) puts the starting rate at most 1 and changes no rounding (a power of two),
     so that solve_ivp's absolute time tolerances (event location to 4·eps) stay far below the
-    steps however fast the layer is."""
+    steps however fast the layer is. k from the binary exponents (r itself may overflow);
+    SolverError when t_final·2^k leaves the float range (rates beyond float64 over t_final)."""
     size = float(np.abs(y0).max(initial=0.0))
-    rate = float(np.abs(f0).max(initial=0.0)) / size if size > 0 else 0.0
-    if not rate > RK_RATE_MAX:  # also NaN-safe; r = inf cannot occur after _finite_start
+    speed = float(np.abs(f0).max(initial=0.0))
+    if size == 0 or speed == 0:
         return 1.0
-    return math.ldexp(1.0, -math.ceil(math.log2(rate)))
+    k = math.frexp(speed)[1] - math.frexp(size)[1] + 1  # r < 2^k
+    if k <= 0 or math.ldexp(1.0, k) <= RK_RATE_MAX or speed <= RK_RATE_MAX * size:
+        return 1.0
+    if k > 1000 or not math.isfinite(math.ldexp(t_final, k)):
+        raise SolverError(f"the flow's starting rate ‖f‖/‖y‖ ≈ 2^{k} is beyond what float64 "
+                          f"can integrate over t_final = {t_final:.6g}")
+    return math.ldexp(1.0, -k)
 
 
 def _covariances(Y: np.ndarray, d: int) -> np.ndarray:
