@@ -173,6 +173,11 @@ def test_factors_are_read_only_copies():
     assert h.Q[0, 0] == 1.0 and not h.Q.flags.writeable
 
 
+def test_head_repr_is_its_shape_not_its_entries():
+    h = Head(np.ones((2, 400)), np.ones((2, 400)), np.ones((3, 400)), np.ones((400, 3)))
+    assert repr(h) == "Head(d=400, query–key rank ≤ 2, value rank ≤ 3)"
+
+
 def test_overflowing_factors_are_solver_errors():
     """Finite factors whose products leave float64: a SolverError where they are used, an
     overflow ending the layers."""

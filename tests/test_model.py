@@ -80,6 +80,52 @@ def test_params_missing_pieces_are_zero():
         p.A[0, 0] = 5.0  # frozen arrays
 
 
+def _writeable(x, seen=None):
+    """Paths to writeable arrays in the public attributes of x (recursing into tuples, lists
+    and the package's objects)."""
+    seen = set() if seen is None else seen
+    if isinstance(x, np.ndarray):
+        return [""] if x.flags.writeable else []
+    if isinstance(x, tuple | list):
+        return [f"[{i}]{p}" for i, y in enumerate(x) for p in _writeable(y, seen)]
+    if type(x).__module__.startswith("riccati_tf") and hasattr(x, "__dict__") \
+            and id(x) not in seen:
+        seen.add(id(x))
+        return [f".{k}{p}" for k, y in vars(x).items() if not k.startswith("stack")
+                for p in _writeable(y, seen)]
+    return []
+
+
+def test_pickled_and_copied_objects_keep_read_only_arrays():
+    # numpy unpickles and deep-copies arrays writeable: a layer sent to a worker process (a Dask
+    # sweep) would become mutable under its cached values (ReadOnlyArrays re-freezes them)
+    import copy
+    import pickle
+
+    from riccati_tf import Head, equilibria
+    from riccati_tf.empirical.particles import FeedForward
+
+    rng = np.random.default_rng(0)
+    head = Head(*(rng.standard_normal((2, 4)) for _ in range(3)), rng.standard_normal((4, 2)))
+    layer = Params(A=-np.eye(4), heads=[head, (np.eye(4), np.eye(4))])
+    _ = head.pair, layer.value_scalars
+    scalar = Params(A=np.eye(2), B=-np.eye(2), V=np.eye(2))
+    _ = scalar.G
+    objects = [layer, scalar, head, Gaussian(np.ones(4), np.eye(4)),
+               FeedForward(np.ones((2, 4)), np.ones((4, 2))), *equilibria(scalar)]
+    for obj in objects:
+        assert _writeable(obj) == []
+        for clone in (pickle.loads(pickle.dumps(obj)), copy.deepcopy(obj)):
+            assert _writeable(clone) == [], type(obj).__name__
+    clone = pickle.loads(pickle.dumps(layer))
+    with pytest.raises(ValueError):
+        clone.heads[1][0][0, 0] = 5.0
+    from riccati_tf import moment_rhs
+    g = Gaussian(np.ones(4), np.eye(4))
+    assert all(np.array_equal(a, b) for a, b in zip(moment_rhs(clone, g), moment_rhs(layer, g),
+                                                    strict=True))
+
+
 @pytest.mark.parametrize("kwargs, message", [
     ({"A": np.ones((2, 3))}, "square"),
     ({"A": np.eye(2), "B": np.eye(3)}, "2×2"),

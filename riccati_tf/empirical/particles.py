@@ -45,7 +45,15 @@ from numpy.typing import ArrayLike, NDArray
 
 from ..errors import InvalidInputError, SolverError
 from ..state.params import Params
-from ..state.validation import as_array, as_cloud, as_count, as_seed, as_time, as_vector
+from ..state.validation import (
+    ReadOnlyArrays,
+    as_array,
+    as_cloud,
+    as_count,
+    as_seed,
+    as_time,
+    as_vector,
+)
 
 __all__ = ["BACKENDS", "BLOCK", "DTYPES", "FLOAT32_VELOCITY_RTOL", "MAX_KEPT", "MAX_STEPS",
            "QUERY_BLOCK", "FeedForward", "GaussianityTrace", "ParticleRun", "empirical_moments",
@@ -221,7 +229,7 @@ def _rescaled_block(q: np.ndarray, keys: np.ndarray, d: int, block: int
 
 
 @dataclass(frozen=True, eq=False)
-class FeedForward:
+class FeedForward(ReadOnlyArrays):
     """A ReLU feed-forward term x ↦ W relu(U x + c) added to the particle field.
 
     With it the field of SPEC §1 reads

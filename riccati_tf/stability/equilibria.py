@@ -35,7 +35,7 @@ from scipy.sparse.linalg import ArpackNoConvergence, LinearOperator, eigs
 from ..errors import InvalidInputError, SolverError
 from ..state.lowrank import value_factors
 from ..state.params import Params
-from ..state.validation import as_count, as_covariance
+from ..state.validation import ReadOnlyArrays, as_count, as_covariance
 from .riccati import (
     AXIS_RTOL,
     NoStabilizingSolution,
@@ -108,7 +108,7 @@ UNSCALED_EXPONENT = 100
 
 
 @dataclass(frozen=True, eq=False)
-class Equilibrium:
+class Equilibrium(ReadOnlyArrays):
     """An equilibrium Σ* of Σ̇ = F(Σ), with the evidence for it.
 
     Σ* is a covariance (symmetric positive semidefinite) with

@@ -24,6 +24,7 @@ import numpy.typing as npt
 
 from ..errors import InvalidInputError, SolverError
 from .validation import (
+    ReadOnlyArrays,
     as_array,
     as_count,
     as_covariance,
@@ -44,7 +45,7 @@ MAX_SAMPLE_ENTRIES = 100_000_000
 
 
 @dataclass(frozen=True, eq=False)
-class Head:
+class Head(ReadOnlyArrays):
     """One attention head kept as its low-rank factors.
 
     The head's query–key and value matrices are
@@ -133,6 +134,10 @@ class Head:
         """The dimension d of the tokens the head acts on."""
         return self.Q.shape[1]
 
+    def __repr__(self) -> str:
+        r, s = self.Q.shape[0], self.V.shape[0]
+        return f"Head(d={self.d}, query–key rank ≤ {r}, value rank ≤ {s})"
+
     @cached_property
     def pair(self) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
         """The dense (V_h, B_h) = (O V, Kᵀ Q). SolverError when a product overflows float64."""
@@ -150,7 +155,7 @@ class Head:
 HeadEntry = Head | tuple[np.ndarray, np.ndarray]
 
 
-class HeadPairs(Sequence[tuple[np.ndarray, np.ndarray]]):
+class HeadPairs(ReadOnlyArrays, Sequence[tuple[np.ndarray, np.ndarray]]):
     """Params.heads: the heads as dense (V_h, B_h) pairs, a factored head's pair formed on first
     access and kept (`Head.pair`)."""
 
@@ -212,7 +217,7 @@ def _stack(heads: list[Head]) -> _Stack | None:
 
 
 @dataclass(frozen=True, eq=False, init=False)
-class Params:
+class Params(ReadOnlyArrays):
     """Layer parameters (A, B, V, b) of SPEC §1, one head or several: the controls of the flow.
 
     A layer moves the tokens by the velocity field X[μ](x) = A x + b + Σ_h V_h ∫ y
@@ -457,7 +462,7 @@ class Params:
 
 
 @dataclass(frozen=True, eq=False)
-class Gaussian:
+class Gaussian(ReadOnlyArrays):
     """A Gaussian N(m, Σ) on R^d: the state of the token cloud (SPEC §2).
 
     An affine field X(x) = M x + c maps Gaussians to Gaussians, so the flow keeps

@@ -47,7 +47,8 @@ import numpy.typing as npt
 
 from ..errors import InvalidInputError
 
-__all__ = ["MAX_SEED", "MAX_TIME_POINTS", "PSD_RTOL", "SAFE_EXPONENT", "SYM_RTOL", "as_array",
+__all__ = ["MAX_SEED", "MAX_TIME_POINTS", "PSD_RTOL", "SAFE_EXPONENT", "SYM_RTOL",
+           "ReadOnlyArrays", "as_array",
            "as_cloud", "as_count", "as_covariance", "as_generator", "as_matrix", "as_real",
            "as_seed", "as_time", "as_time_grid", "as_vector", "psd_factor", "psd_rank",
            "scale_exponent"]
@@ -1002,3 +1003,50 @@ def as_generator(name: str, value: object) -> np.random.Generator:
         raise InvalidInputError(f"{name} must be None, an integer seed or a "
                                 f"numpy.random.Generator, got {type(value).__name__}")
     return np.random.default_rng(as_count(name, value, minimum=0))
+
+
+class ReadOnlyArrays:
+    """Mixin for the immutable objects (a layer, a Gaussian, a head, an equilibrium) whose arrays
+    are read-only.
+
+    numpy unpickles and deep-copies arrays writeable, so `__setstate__` (which pickle and
+    copy.deepcopy call) sets the arrays held in the instance's attributes, directly or in tuples
+    and lists, read-only again: a layer sent to a worker process (a Dask sweep) stays immutable,
+    and the values cached from its arrays stay valid.
+
+    Raises
+    ------
+    ValueError
+        From numpy, on a later attempt to write into one of the arrays.
+
+    See Also
+    --------
+    riccati_tf.Params : a layer (its arrays, heads and cached values).
+    riccati_tf.Gaussian : a state N(m, Σ).
+
+    References
+    ----------
+    .. [1] Python documentation, "pickle — Pickling class instances" (``__setstate__``).
+
+    Examples
+    --------
+    >>> import pickle
+    >>> import numpy as np
+    >>> from riccati_tf import Params
+    >>> p = pickle.loads(pickle.dumps(Params(A=-np.eye(2))))
+    >>> p.A.flags.writeable
+    False
+    """
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        _read_only(state.values())
+
+
+def _read_only(values: object) -> None:
+    for v in values:  # type: ignore[attr-defined]
+        if isinstance(v, np.ndarray):
+            v.setflags(write=False)
+        elif isinstance(v, tuple | list):
+            _read_only(v)
+
