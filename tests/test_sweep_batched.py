@@ -528,3 +528,32 @@ def test_blowup_check_on_the_eigen_form_matches_certify_stepping(d, skew):
         assert np.all(np.abs(e[:, 0] - ref[:, 0]) <= 1e-3 * batched.CHECK_MARGIN * scale)
     np.testing.assert_array_equal(
         batched._check_signs(A[ok], G[ok], L[ok], T[ok], gram, ok), 1)
+
+
+def test_an_overflowing_eigen_form_falls_back_to_pade(monkeypatch):
+    # S(t) on the eigen form overflows before W(t) by the Padé steps can (κ₂(X) times larger
+    # entries): such a case is searched and checked on the Padé form, with no LinAlgError from
+    # an eigensolver fed infinities
+    from riccati_tf.sweep import batched
+
+    rng = np.random.default_rng(3)
+    A, G, L = _blowup_ensemble(rng, 30, 4, 0.0)
+    t_max = np.full(A.shape[0], 1e3)
+    discs = batched._eigen_discs(A)
+    T_ref = batched._blowup_times(A, G, L, t_max, batched._EigenGramian(G, L, discs))
+    original = batched._EigenGramian.at
+
+    def overflowing(self, idx, t):
+        S, expZ = original(self, idx, t)
+        S[idx % 2 == 0] = -np.inf  # every even case
+        return S, expZ
+
+    monkeypatch.setattr(batched._EigenGramian, "at", overflowing)
+    gram = batched._EigenGramian(G, L, discs)
+    T = batched._blowup_times(A, G, L, t_max, gram)
+    ok = np.isfinite(T_ref)
+    assert ok.sum() >= 10
+    np.testing.assert_allclose(T[ok], T_ref[ok], rtol=8 * np.finfo(float).eps)
+    cases = np.flatnonzero(ok)
+    signs = batched._check_signs(A[ok], G[ok], L[ok], T[ok], gram, cases)
+    np.testing.assert_array_equal(signs, 1)

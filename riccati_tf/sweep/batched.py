@@ -497,7 +497,7 @@ def _van_loan_offsets(A: np.ndarray, G: np.ndarray, L: np.ndarray, E_a: np.ndarr
 
     def f(idx: np.ndarray, s: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         E, W = van_loan_stack(A[idx], G[idx], s)
-        lam, vec = np.linalg.eigh(S_a[idx] + Mt[idx] @ W @ M[idx])
+        lam, vec = _eigh_finite(S_a[idx] + Mt[idx] @ W @ M[idx])
         w = E @ M[idx] @ vec[:, :, :1]
         return lam[:, 0], (np.swapaxes(w, 1, 2) @ G[idx] @ w)[:, 0, 0]
     return f
@@ -539,10 +539,20 @@ class _EigenGramian:
         """The f of `_van_loan_offsets` for the cases `cases` at t_a + s (t_a per case)."""
         def f(idx: np.ndarray, s: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
             S, expZ = self.at(cases[idx], t_a[idx] + s)
-            lam, vec = np.linalg.eigh(S)
+            lam, vec = _eigh_finite(S)
             w = self.Y[cases[idx]] @ vec[:, :, :1]
             return lam[:, 0], (np.swapaxes(w, 1, 2) @ (self.H[cases[idx]] * expZ) @ w)[:, 0, 0].real
         return f
+
+
+def _eigh_finite(S: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """np.linalg.eigh per case, NaN for a case with a non-finite entry (an overflowing W(t):
+    LAPACK may not converge on it); `_newton_root` then leaves that case unresolved."""
+    lam, vec = np.full(S.shape[:2], np.nan), np.full(S.shape, np.nan)
+    ok = np.isfinite(S).all(axis=(1, 2))
+    if ok.any():
+        lam[ok], vec[ok] = np.linalg.eigh(S[ok])
+    return lam, vec
 
 
 def _newton_root(f: _Offsets, f_lo: np.ndarray, d_lo: np.ndarray, h: np.ndarray,
@@ -1070,18 +1080,18 @@ def _check_signs(A: np.ndarray, G: np.ndarray, L0: np.ndarray, T: np.ndarray,
     T(1 − BLOWUP_CHECK_RTOL), < 0 at T(1 + BLOWUP_CHECK_RTOL), W by its stepping) on the stack:
     +1 where it passes and −1 where it fails, both by more than CHECK_MARGIN; 0 in between.
     S(t) from the eigen form where usable (`gram`, its case cases[k] is case k here: rounding
-    of about κ₂(X)·eps, ROOT_EIGVEC_COND·eps ≪ CHECK_MARGIN), by certify's stepping with
-    stacked Padé elsewhere."""
+    of about κ₂(X)·eps, ROOT_EIGVEC_COND·eps ≪ CHECK_MARGIN) and finite, by certify's stepping
+    with stacked Padé elsewhere; 0 where that is not finite either."""
     r = L0.shape[-1]
     Lt = np.swapaxes(L0, 1, 2)
-    fast = gram.usable[cases]
     out = []
     for t in (T * (1 - BLOWUP_CHECK_RTOL), T * (1 + BLOWUP_CHECK_RTOL)):
-        S = np.empty((T.size, r, r))
+        S = np.full((T.size, r, r), np.nan)
+        fast = gram.usable[cases]
         S[fast] = gram.at(cases[fast], t[fast])[0]
-        slow = ~fast
+        slow = ~np.isfinite(S).all(axis=(1, 2))
         S[slow] = np.eye(r) + Lt[slow] @ _gramian_stack(A[slow], G[slow], t[slow]) @ L0[slow]
-        e = np.linalg.eigvalsh(S)
+        e = _eigh_finite(S)[0]
         out.append((e[:, 0], CHECK_MARGIN * (1 + np.abs(e).max(axis=1))))
     (lo, m_lo), (hi, m_hi) = out
     passes = (lo > m_lo) & (hi < -m_hi)
