@@ -118,15 +118,15 @@ BLOWUP_NORM_TIME = 500.0
 CHECK_MARGIN = 1e-9
 #: the blow-up march doubles its step after this many steps at one length
 STEPS_PER_LEVEL = 4
-#: the root in the last step is found on the eigen form of W(t) (`_eigen_offsets`) where the
+#: the root in the last step is found on the eigen form of W(t) (`_EigenGramian`) where the
 #: eigenvector matrix of A has κ₂ at most this (its rounding, about κ₂ eps relative, stays far
 #: inside certify's check, `_check_signs`); by stacked Padé exponentials elsewhere
 ROOT_EIGVEC_COND = 1e3
 #: ... and finished by one Newton step on the Padé form, which must be at most POLISH_RTOL
 #: relative (else that case is searched on the Padé form alone)
 POLISH_RTOL = 1e-9
-#: root-finding iterations on the last step (each one stacked Padé exponential): Newton steps,
-#: bisections where a Newton step would leave the bracket
+#: root-finding iterations on the last step (each one evaluation of the eigen or Padé form):
+#: Newton steps, bisections where a Newton step would leave the bracket
 MAX_ROOT_STEPS = 100
 _EPS = np.finfo(float).eps
 _TINY = np.finfo(float).tiny
@@ -457,11 +457,7 @@ def _root_in_step(A: np.ndarray, G: np.ndarray, L: np.ndarray, E_a: np.ndarray,
     on the Padé form finishes the root (quadratic convergence from within a few κ₂(X)·eps: the
     root of the Padé form to rounding); a case whose last step is longer than POLISH_RTOL
     (t_a + s), or leaves the bracket, is searched on the Padé form from the start."""
-    S_a = np.eye(L.shape[2]) + np.swapaxes(L, 1, 2) @ W_a @ L
-    lam0, vec0 = np.linalg.eigh(S_a)  # f(0) and f'(0) (E_0 = I), the same for both forms
-    w0 = E_a @ L @ vec0[:, :, :1]
-    f0, d0 = lam0[:, 0], (np.swapaxes(w0, 1, 2) @ G @ w0)[:, 0, 0]
-    f_pade = _van_loan_offsets(A, G, L, E_a, W_a)
+    f_pade, f0, d0 = _van_loan_offsets(A, G, L, E_a, W_a)  # f(0), f'(0): for both forms
     out = np.full(h.size, np.nan)
     fast = np.flatnonzero(gram.usable[cases])
     if fast.size:
@@ -487,20 +483,23 @@ _Offsets = Callable[[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]
 
 
 def _van_loan_offsets(A: np.ndarray, G: np.ndarray, L: np.ndarray, E_a: np.ndarray,
-                      W_a: np.ndarray) -> _Offsets:
-    """f(s) = λ_min(S_a + MᵀW(s)M), S_a = I + LᵀW_aL, M = E_aL (the state at t_a + s by the
-    semigroup rule), and f'(s) = wᵀGw with w = E_sMu (u the unit eigenvector of λ_min, so
-    f' = uᵀMᵀ(dW/ds)Mu with dW/ds = E_sᵀGE_s), W(s) by stacked Padé (`van_loan_stack`)."""
+                      W_a: np.ndarray) -> tuple[_Offsets, np.ndarray, np.ndarray]:
+    """(f, f(0), f'(0)): f(s) = λ_min(S_a + MᵀW(s)M), S_a = I + LᵀW_aL, M = E_aL (the state at
+    t_a + s by the semigroup rule), and f'(s) = wᵀGw with w = E_sMu (u the unit eigenvector of
+    λ_min, so f' = uᵀMᵀ(dW/ds)Mu with dW/ds = E_sᵀGE_s), W(s) by stacked Padé
+    (`van_loan_stack`); at s = 0 (E_0 = I, W(0) = 0) no exponential is needed."""
     M = E_a @ L
     Mt = np.swapaxes(M, 1, 2)
     S_a = np.eye(L.shape[2]) + np.swapaxes(L, 1, 2) @ W_a @ L
+    lam0, vec0 = _eigh_finite(S_a)
+    w0 = M @ vec0[:, :, :1]
 
     def f(idx: np.ndarray, s: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         E, W = van_loan_stack(A[idx], G[idx], s)
         lam, vec = _eigh_finite(S_a[idx] + Mt[idx] @ W @ M[idx])
         w = E @ M[idx] @ vec[:, :, :1]
         return lam[:, 0], (np.swapaxes(w, 1, 2) @ G[idx] @ w)[:, 0, 0]
-    return f
+    return f, lam0[:, 0], (np.swapaxes(w0, 1, 2) @ G @ w0)[:, 0, 0]
 
 
 class _EigenGramian:
@@ -1084,10 +1083,10 @@ def _check_signs(A: np.ndarray, G: np.ndarray, L0: np.ndarray, T: np.ndarray,
     with stacked Padé elsewhere; 0 where that is not finite either."""
     r = L0.shape[-1]
     Lt = np.swapaxes(L0, 1, 2)
+    fast = gram.usable[cases]
     out = []
     for t in (T * (1 - BLOWUP_CHECK_RTOL), T * (1 + BLOWUP_CHECK_RTOL)):
         S = np.full((T.size, r, r), np.nan)
-        fast = gram.usable[cases]
         S[fast] = gram.at(cases[fast], t[fast])[0]
         slow = ~np.isfinite(S).all(axis=(1, 2))
         S[slow] = np.eye(r) + Lt[slow] @ _gramian_stack(A[slow], G[slow], t[slow]) @ L0[slow]
