@@ -336,3 +336,22 @@ def test_near_axis_error_names_the_unscaled_eigenvalue():
     A = np.diag([1e-300, 1e-312])  # a gap of 1e-12 relative: on the axis at axis_rtol = 1e-8
     with pytest.raises(SolverError, match=r"λ = 1e-312"):
         bernoulli(A, 1e-300 * np.eye(2))
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 8, 33])
+def test_quasi_triangular_eigenvalues_are_those_of_the_schur_factor(n):
+    # the 2×2 blocks' eigenvalues (one stacked call) and the 1×1 diagonal entries, in the order
+    # of the diagonal: against LAPACK's eigenvalues of the whole factor
+    from scipy.linalg import schur
+
+    from riccati_tf.stability.riccati import _quasi_triangular_eigenvalues
+
+    rng = np.random.default_rng(n)
+    T, _ = schur(rng.standard_normal((n, n)), output="real")
+    got = _quasi_triangular_eigenvalues(T)
+    np.testing.assert_allclose(got.real, np.diagonal(T), rtol=0, atol=1e-14 * np.abs(T).max())
+    ref = np.linalg.eigvals(T)
+    np.testing.assert_allclose(np.sort_complex(got), np.sort_complex(ref), rtol=1e-12,
+                               atol=1e-12)
+    pairs = np.flatnonzero(got.imag > 0)  # a complex pair sits at adjacent positions
+    assert np.all((got[pairs + 1] == np.conj(got[pairs])) | (got[pairs - 1] == np.conj(got[pairs])))

@@ -423,9 +423,8 @@ def _quasi_triangular_eigenvalues(T: np.ndarray) -> np.ndarray:
         else:
             i += 1
     if starts:  # the blocks' eigenvalues in one stacked call
-        k = np.array(starts)
-        blocks = T[np.add.outer(k, [0, 1])[:, :, None], np.add.outer(k, [0, 1])[:, None, :]]
-        out[np.add.outer(k, [0, 1])] = np.linalg.eigvals(blocks)
+        rows = np.add.outer(starts, [0, 1])  # (blocks, 2): the indices of each block
+        out[rows] = np.linalg.eigvals(T[rows[:, :, None], rows[:, None, :]])
     return out
 
 

@@ -345,9 +345,12 @@ class Params(ReadOnlyArrays):
                                         f"{pair.Q.shape[0]}×{pair.d}), but A is {d}×{d}")
             return pair
         if not isinstance(pair, tuple | list) or len(pair) != 2:
-            got = f"an array of shape {np.shape(pair)}" if isinstance(pair, np.ndarray) else \
-                f"a {type(pair).__name__}" + (f" of {len(pair)}" if isinstance(pair, tuple | list)
-                                              else "")
+            if isinstance(pair, np.ndarray):
+                got = f"an array of shape {pair.shape}"
+            elif isinstance(pair, tuple | list):
+                got = f"a {type(pair).__name__} of {len(pair)}"
+            else:
+                got = f"a {type(pair).__name__}"
             raise InvalidInputError(f"heads[{h}] must be a pair (V_h, B_h) or a Head(Q, K, V, O), "
                                     f"got {got} (one head: heads=[(V, B)])")
         return (as_matrix(f"heads[{h}] V", pair[0], d), as_matrix(f"heads[{h}] B", pair[1], d))
