@@ -518,7 +518,14 @@ def _tolerance(name: str, value: object) -> float:
 
 
 def _finite_params(p: Params) -> bool:
-    return all(np.isfinite(a.sum()) or np.all(np.isfinite(a)) for a in p.arrays())
+    return _all_finite(*p.arrays())
+
+
+def _all_finite(*arrays: np.ndarray) -> bool:
+    """No NaN or ±inf in the arrays: one sum each (a finite sum has finite entries), the
+    entrywise test only where a sum is not finite (finite entries whose sum overflows)."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        return all(np.isfinite(a.sum()) or bool(np.all(np.isfinite(a))) for a in arrays)
 
 
 def _passes_through(exc: Exception) -> bool:
@@ -565,8 +572,7 @@ def _checked(params_fn: Callable[[float], Params], d: int) -> Callable[[float], 
 
 def _guard(tr: Trajectory) -> Trajectory:
     """The last line of defence: a trajectory holds finite states only."""
-    if not (np.isfinite(tr.cov.sum() + tr.mean.sum()) or (
-            np.all(np.isfinite(tr.cov)) and np.all(np.isfinite(tr.mean)))):
+    if not _all_finite(tr.cov, tr.mean):
         raise SolverError(f"the {tr.method} flow produced a non-finite state (status "
                           f"{tr.status!r}): the state left the floating-point range "
                           f"(exponential growth past about 1e308, not a finite-time blow-up)")
@@ -764,8 +770,7 @@ def _dispatch(params: Params | Callable[[float], Params],
         with np.errstate(over="ignore", invalid="ignore"):
             Bbar = sum((v * B for v, (_, B) in zip(vs, heads, strict=True)),
                        np.zeros_like(params.A))
-            finite = np.isfinite(Bbar.sum()) or np.all(np.isfinite(Bbar))
-        if not finite:
+        if not _all_finite(Bbar):
             raise SolverError("B̄ = Σ_h v_h B_h overflows: the attention terms are out of the "
                               "floating-point range")
         max_steps = max_steps or DEFAULT_MAX_STEPS
@@ -992,7 +997,7 @@ def _finite_start(rhs: Callable[[float, np.ndarray], np.ndarray], t0: float,
     t = NaN. Later overflow inside a step is the step controller's (a rejected step, a shorter
     one)."""
     f0 = rhs(t0, y)
-    if not (np.isfinite(f0.sum()) or np.all(np.isfinite(f0))):
+    if not _all_finite(f0):
         raise SolverError(f"the moment right-hand side (ṁ, Σ̇) overflows float64 at t = "
                           f"{t0:.6g} (its products AΣ, VΣBΣ, VΣBm exceed about 1e308): the "
                           f"layer's terms are out of the floating-point range at this state")
@@ -1009,9 +1014,9 @@ def _time_unit(y0: np.ndarray, f0: np.ndarray, t_final: float) -> float:
     speed = float(np.abs(f0).max(initial=0.0))
     if size == 0 or speed == 0:
         return 1.0
-    k = math.frexp(speed)[1] - math.frexp(size)[1] + 1  # r < 2^k
-    if k <= 0 or math.ldexp(1.0, k) <= RK_RATE_MAX or speed <= RK_RATE_MAX * size:
+    if speed <= RK_RATE_MAX * size:  # (the product may overflow to inf: then r is small)
         return 1.0
+    k = math.frexp(speed)[1] - math.frexp(size)[1] + 1  # r < 2^k
     if k > 1000 or not math.isfinite(math.ldexp(t_final, k)):
         raise SolverError(f"the flow's starting rate ‖f‖/‖y‖ ≈ 2^{k} is beyond what float64 "
                           f"can integrate over t_final = {t_final:.6g}")

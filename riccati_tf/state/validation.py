@@ -39,6 +39,7 @@ from __future__ import annotations
 import math
 import numbers
 import operator
+from collections.abc import Iterable
 from decimal import Decimal
 from typing import SupportsIndex, cast
 
@@ -1043,8 +1044,8 @@ class ReadOnlyArrays:
         _read_only(state.values())
 
 
-def _read_only(values: object) -> None:
-    for v in values:  # type: ignore[attr-defined]
+def _read_only(values: Iterable[object]) -> None:
+    for v in values:
         if isinstance(v, np.ndarray):
             v.setflags(write=False)
         elif isinstance(v, tuple | list):
