@@ -164,6 +164,15 @@ def test_an_overflowing_empirical_covariance_is_reported():
         simulate(Params(A=1e6 * np.eye(2)), 1e150 * x0, 0.1, n_steps=1, method="euler")
     run = simulate(Params(A=-np.eye(2)), 1e150 * x0, 0.1, n_steps=1)  # Σ̂ ~ 1e300: kept
     assert np.all(np.isfinite(run.cov)) and run.cov[0, 0, 0] > 1e299
+    # Σ̂ = 1.44e308 is representable although Σ (x − m̂)² overflows on the way: formed on the
+    # centred cloud scaled by a power of two
+    x = np.zeros((3, 1))
+    x[:2, 0] = [1.2e154, -1.2e154]
+    _, S = empirical_moments(x)
+    assert S[0, 0] == pytest.approx(1.2e154 ** 2, rel=1e-15)  # (2 · 1.44e308) / (N − 1 = 2)
+    small = np.random.default_rng(2).standard_normal((30, 3))  # moderate clouds: unscaled
+    c = small - small.mean(axis=0)
+    assert np.array_equal(empirical_moments(small)[1], c.T @ c / 29)
 
 
 def test_metrics_per_step_are_the_gaussianity_statistics(rng):

@@ -53,6 +53,7 @@ from ..state.validation import (
     as_seed,
     as_time,
     as_vector,
+    scale_exponent,
 )
 
 __all__ = ["BACKENDS", "BLOCK", "DTYPES", "FLOAT32_VELOCITY_RTOL", "MAX_KEPT", "MAX_STEPS",
@@ -596,8 +597,9 @@ def empirical_moments(x: np.ndarray) -> tuple[NDArray[np.float64], NDArray[np.fl
     Raises
     ------
     ValueError
-        From numpy when x is not 2-D (an N = 1 cloud gives a division by zero: inf or NaN;
-        tokens beyond about 1e154 give an overflowing Σ̂, which `simulate` refuses).
+        From numpy when x is not 2-D (an N = 1 cloud gives a division by zero: inf or NaN).
+        The products are formed on x − m̂ scaled by a power of two, so Σ̂ is inf only where its
+        entries themselves exceed float64 (which `simulate` refuses).
 
     See Also
     --------
@@ -617,7 +619,12 @@ def empirical_moments(x: np.ndarray) -> tuple[NDArray[np.float64], NDArray[np.fl
     """
     mean = x.mean(axis=0)
     xc = x - mean
-    return mean, xc.T @ xc / (x.shape[0] - 1)
+    e = scale_exponent(xc)  # 0 for a cloud of moderate size: the same products as unscaled
+    if not e:
+        return mean, xc.T @ xc / (x.shape[0] - 1)
+    xs = np.ldexp(xc, -e)
+    with np.errstate(over="ignore"):  # a Σ̂ beyond float64 is inf (simulate refuses it)
+        return mean, np.ldexp(xs.T @ xs / (x.shape[0] - 1), 2 * e)
 
 
 def _as_schedule(name: str, value: Any, cls: type[Params] | type[FeedForward], d: int,
@@ -697,7 +704,7 @@ def simulate(params: Params | Callable[[float], Params], x0: ArrayLike, t_final:
         device or dtype is not one of the accepted values, or params / feedforward is not a
         Params / FeedForward on R^d (or a callable returning one).
     SolverError
-        If the cloud, or its empirical covariance (tokens beyond about 1e154), overflows
+        If the cloud, or its empirical covariance (entries beyond about 1e308), overflows
         float64.
     ImportError
         For backend "torch" without torch installed.
@@ -767,7 +774,7 @@ def simulate(params: Params | Callable[[float], Params], x0: ArrayLike, t_final:
         arr = ops.to_numpy(x)
         with np.errstate(over="ignore", invalid="ignore"):  # reported below
             m, S = empirical_moments(arr)
-            finite = np.isfinite(S.sum()) and np.isfinite(m.sum())
+            finite = bool(np.all(np.isfinite(S)) and np.all(np.isfinite(m)))  # d × d: cheap
         if not finite:
             raise SolverError(f"the empirical covariance of the particle cloud overflows float64 "
                               f"at t = {t:.6g} (tokens up to {np.abs(arr).max():.3g} in size)")
