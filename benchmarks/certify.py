@@ -5,8 +5,10 @@ anti-stable), from Σ0 = I.
 Prints, in one run with BLAS pinned to one thread: the time of one
 `scipy.linalg.solve_continuous_lyapunov` at d = 128 (the unit) and the time of `certify` in
 units (best of three), with its regime, theorem and reason. Target: ≤ 40 units, regime
-"converges". Informative: one `certify` of the d = 384, 12-head rank-32 layer of
-benchmarks.factored (Head factors, A = −I/2 + noise: Σ collapses), in units at d = 384.
+"converges". The same for the layer's other regimes, against the same target: A shifted by
+−0.6 I (Hurwitz: Σ collapses) and B_h → −B_h (V_h, B_h of one definiteness: Σ blows up).
+Informative: one `certify` of the d = 384, 12-head rank-32 layer of benchmarks.factored (Head
+factors, A = −I/2 + noise: Σ collapses), in units at d = 384.
 
 Run: python -m benchmarks.certify
 """
@@ -18,7 +20,7 @@ import time
 import numpy as np
 from scipy.linalg import solve_continuous_lyapunov
 
-from riccati_tf import Gaussian, certify
+from riccati_tf import Gaussian, Params, certify
 
 from ._timing import best_time, pin_one_thread
 from .equilibria import layer
@@ -40,19 +42,24 @@ def main() -> None:
     unit = best_time(lambda: solve_continuous_lyapunov(M, Q), repeat=3)
     print(f"# d = {D}, {HEADS} heads of rank {RANK}, Σ0 = I; unit = one "
           f"solve_continuous_lyapunov at d = {D}: {1e3 * unit:.2f} ms")
-    best, cert = np.inf, None
-    for _ in range(3):
-        value_factors.cache_clear()  # every call pays for the factors of the heads
-        factored_layer.cache_clear()
-        start = time.perf_counter()
-        cert = certify(p, Gaussian(np.zeros(D), np.eye(D)))
-        best = min(best, time.perf_counter() - start)
-    ok = cert.regime == "converges" and best <= 40 * unit
-    print(f"certify: {best:.3f} s = {best / unit:.1f} units, regime {cert.regime!r}, theorem "
-          f"{cert.theorem!r}, exact {cert.exact}, check() {cert.check()}")
-    print(f"# reason: {cert.reason}")
-    print(f"# certify: {best / unit:.1f} units (target ≤ 40), regime {cert.regime!r}: "
-          f"{'PASS' if ok else 'FAIL'}")
+    variants = (("converges", p),
+                ("collapses", Params(p.A - 0.6 * np.eye(D), heads=p.heads)),
+                ("blows_up", Params(p.A, heads=[(V, -B) for V, B in p.heads])))
+    for regime, q in variants:
+        best, cert = np.inf, None
+        for _ in range(3):
+            value_factors.cache_clear()  # every call pays for the factors of the heads
+            factored_layer.cache_clear()
+            start = time.perf_counter()
+            cert = certify(q, Gaussian(np.zeros(D), np.eye(D)))
+            best = min(best, time.perf_counter() - start)
+        ok = cert.regime == regime and best <= 40 * unit
+        print(f"certify ({regime} layer): {best:.3f} s = {best / unit:.1f} units, regime "
+              f"{cert.regime!r}, theorem {cert.theorem!r}, exact {cert.exact}, check() "
+              f"{cert.check()}")
+        print(f"# reason: {cert.reason}")
+        print(f"# certify, {regime} layer: {best / unit:.1f} units (target ≤ 40), regime "
+              f"{cert.regime!r}: {'PASS' if ok else 'FAIL'}")
     model, g = model_layer(np.random.default_rng(0))
     A = model.A - np.eye(model.d)
     unit = best_time(lambda: solve_continuous_lyapunov(A, np.eye(model.d)), repeat=3)

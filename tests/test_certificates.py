@@ -881,3 +881,107 @@ def test_stacked_quadratic_bound_holds_and_beats_the_per_head_constant():
         K = 0.5 * (K + K.T)
         Z = sum(x @ K @ y @ K for x, y in zip(X, Y, strict=True))
         assert np.linalg.norm(Z + Z.T) <= c * np.linalg.norm(K) ** 2 * (1 + 1e-12)
+
+
+def _stable_48(sign: float = 1.0) -> Params:
+    """benchmarks.equilibria's d = 48 layer with A shifted to −0.3 I + noise (Hurwitz), its
+    B_h multiplied by sign (−1: V_h and B_h of one definiteness)."""
+    from benchmarks.equilibria import layer
+
+    p = layer(48, 12, 4)
+    return Params(p.A - 0.6 * np.eye(48), heads=[(V, sign * B) for V, B in p.heads])
+
+
+def _zero_level(p: Params) -> tuple[np.ndarray, float, float, float]:
+    """(P, ρ, μ, κ) of the linear Lyapunov function tr(PΣ) of Σ* = 0, computed here with scipy:
+    AᵀP + PA = −I, μ = λ_min(−(AᵀP + PA)), κ = 2 Σ_h ‖PV_h‖₂‖B_h‖₂,
+    ρ = ½ μ λ_min(P)/κ."""
+    from scipy.linalg import solve_continuous_lyapunov
+
+    P = solve_continuous_lyapunov(p.A.T, -np.eye(p.d))
+    P = 0.5 * (P + P.T)
+    mu = np.linalg.eigvalsh(-(p.A.T @ P + P @ p.A))[0]
+    kappa = 2 * sum(np.linalg.norm(P @ V, 2) * np.linalg.norm(B, 2) for V, B in p.heads)
+    return P, 0.5 * mu * np.linalg.eigvalsh(P)[0] / kappa, mu, kappa
+
+
+def test_general_v_collapse_beyond_the_dense_spectrum_enters_the_zero_sublevel_set():
+    """d = 48, A Hurwitz: the certificate integrates only until ℓ = tr(PΣ) is below the level
+    where the linear Lyapunov function decreases (far before certify's horizon), the final
+    state and the level agree with an independent computation, and a tight integration from
+    Σ0 lands inside that level and keeps ℓ decaying at the certified rate."""
+    from riccati_tf.stability.certificates import _horizon
+
+    p = _stable_48()
+    c = certify(p, np.eye(48))
+    assert (c.regime, c.theorem, c.exact) == ("collapses", "numerical", False) and c.check()
+    assert "tr(PΣ)" in c.reason and c.tolerance["integration_rtol"] == BALL_RTOL
+    assert c.horizon < 0.5 * _horizon(p, np.eye(48))
+    assert c.rate == pytest.approx(-2 * np.max(np.linalg.eigvals(p.A).real), rel=1e-12)
+    P, rho, mu, _ = _zero_level(p)
+    assert np.trace(P @ c.final_cov) < rho
+    g = Gaussian(np.zeros(48), np.eye(48))
+    tight = flow(p, g, c.horizon, method="rk", t_eval=[0.0, c.horizon], rtol=1e-13,
+                 atol=1e-15).cov[-1]
+    assert np.linalg.norm(tight - c.final_cov) <= 1e-5 * np.linalg.norm(tight)
+    later = flow(p, Gaussian(np.zeros(48), tight), 5.0, method="rk", t_eval=[0.0, 5.0],
+                 rtol=1e-13, atol=1e-18).cov[-1]
+    rate = 0.5 * mu / np.linalg.eigvalsh(P)[-1]
+    assert np.trace(P @ later) <= np.exp(-rate * 5.0) * np.trace(P @ tight)
+
+
+def test_zero_sublevel_set_bounds_the_field_on_the_psd_cone():
+    """Below the level ρ, d tr(PΣ)/dt (the moment equations themselves) is at most
+    −μ tr Σ + κ (tr Σ)² and at most −rate·tr(PΣ), on random PSD matrices of every rank and on
+    rank-one ones along the heads' leading directions, scaled to the level's edge."""
+    from riccati_tf.stability.certificates import _zero_ball
+
+    p = _stable_48()
+    ball = _zero_ball(p)
+    P, rho, mu, kappa = _zero_level(p)
+    assert ball.radius == pytest.approx(rho, rel=1e-9) and ball.radius <= rho
+    assert ball.mu <= mu and ball.kappa == pytest.approx(kappa, rel=1e-12)
+    rng = np.random.default_rng(8)
+    directions = [np.linalg.svd(P @ V)[0][:, 0] for V, _ in p.heads[:4]]
+    directions += [np.linalg.svd(B)[2][0] for _, B in p.heads[:4]]
+    shapes = [np.outer(u, u) for u in directions]
+    shapes += [(X := rng.standard_normal((48, r))) @ X.T for r in (1, 2, 5, 48)]
+    for S in shapes:
+        S = (1 - 1e-9) * rho * S / np.trace(P @ S)
+        _, dS = moment_arrays(p, np.zeros(48), S)
+        dl, tr = np.trace(P @ dS), np.trace(S)
+        assert dl <= -mu * tr + kappa * tr ** 2 + 1e-12 * mu * tr
+        assert dl <= -ball.rate * np.trace(P @ S)
+
+
+def test_hurwitz_a_does_not_make_a_blowup_a_collapse():
+    """A Hurwitz with V_h and B_h of one definiteness: Σ0 = I is outside the zero sublevel set
+    and blows up; the certificate says so, at the T* a tight integration finds."""
+    p = _stable_48(-1.0)
+    c = certify(p, np.eye(48))
+    assert c.regime == "blows_up" and c.check()
+    assert np.trace(_zero_level(p)[0]) > _zero_level(p)[1]
+    tight = flow(p, Gaussian(np.zeros(48), np.eye(48)), 1.0, method="rk", rtol=1e-12)
+    assert tight.status == "blowup"
+    assert c.blowup_time == pytest.approx(tight.blowup_time, rel=1e-8)
+
+
+def test_every_rk_integration_of_certify_uses_the_factored_heads():
+    """From d = FACTOR_MIN_D on, certify's bounded integrations (the ball search and the
+    blow-up/growth run alike) step the layer with its low-rank dense heads factored, without
+    b; below it, and for the closed form, the dense heads."""
+    from benchmarks.equilibria import layer
+    from riccati_tf.stability.certificates import _Integrator
+    from riccati_tf.state.lowrank import FACTOR_MIN_D
+
+    for d, factored in ((FACTOR_MIN_D, True), (48, False)):
+        p = layer(d, 4, 4)
+        p = Params(p.A, b=np.ones(d), heads=p.heads)
+        for rtol in (None, BALL_RTOL):
+            run = _Integrator(p, np.eye(d), "rk", rtol=rtol)
+            q = run.layer(0.0)
+            assert all((f is not None) == factored for f in q.factors) and not np.any(q.b)
+    scalar = Params(-np.eye(FACTOR_MIN_D), B=np.eye(FACTOR_MIN_D), V=2 * np.eye(FACTOR_MIN_D),
+                    b=np.ones(FACTOR_MIN_D))
+    run = _Integrator(scalar, np.eye(FACTOR_MIN_D), "exact")
+    assert run.layer.factors == (None,) and not np.any(run.layer.b)

@@ -382,3 +382,66 @@ def test_rk_output_is_exactly_symmetric_and_centred_mean_is_zero(rng):
     b = flow(lambda t: p0, g, 1.0, method="rk")  # a callable integrates (m, Σ)
     assert np.array_equal(a.cov, np.swapaxes(a.cov, 1, 2)) and not np.any(a.mean)
     assert np.array_equal(a.t, b.t) and rel_err(a.cov, b.cov) < 1e-13
+
+
+def _counted(p):
+    """A time-varying form of the layer p that counts the right-hand-side evaluations."""
+    calls = []
+
+    def layer(t):
+        calls.append(t)
+        return p
+    return layer, calls
+
+
+@pytest.mark.parametrize("d", [1, 3, 6])
+def test_rk_without_dense_output_crosses_the_pole_in_sundman_time(rng, d, monkeypatch):
+    # G ≺ 0 from a full-rank Σ0: a blow-up. Without dense output rk goes on in Sundman's time
+    # σ (dt/dσ = s_ref/tr Σ) from the trace's first doubling: T*, the blow-up direction and
+    # every output before T* (mean included) agree with the closed form, with fewer than half
+    # the right-hand-side evaluations of stepping in t through the pole
+    import riccati_tf.flows.integrate as integrate
+    C = rng.standard_normal((d, d))
+    p = Params(A=0.3 * rng.standard_normal((d, d)), B=C @ C.T / d + np.eye(d), V=0.5 * np.eye(d),
+               b=rng.standard_normal(d))
+    g = random_gaussian(rng, d)
+    ex = flow(p, g, 10.0, method="exact")
+    T = ex.blowup_time
+    runs = []
+    original = integrate._sundman_solve
+    monkeypatch.setattr(integrate, "_sundman_solve", lambda *a: runs.append(1) or original(*a))
+    layer, calls = _counted(p)
+    rk = flow(layer, g, 10.0, method="rk", dense_output=False)
+    assert rk.status == "blowup" and runs
+    assert abs(rk.blowup_time - T) <= 1e-8 * T
+    assert abs(abs(ex.blowup_direction @ rk.blowup_direction) - 1) < 1e-6
+    np.testing.assert_array_equal(rk.t, ex.t)
+    for k, t in enumerate(ex.t):
+        amplification = T / (T - t)
+        assert rel_err(rk.cov[k], ex.cov[k]) <= 1e-8 * amplification
+        assert rel_err(rk.mean[k], ex.mean[k]) <= 1e-8 * amplification
+    monkeypatch.setattr(integrate, "SUNDMAN_SHARE", np.inf)  # never switch: stepping in t
+    layer, in_t = _counted(p)
+    rk_t = flow(layer, g, 10.0, method="rk", dense_output=False)
+    assert abs(rk_t.blowup_time - T) <= 1e-8 * T
+    assert len(calls) < 0.5 * len(in_t)
+
+
+def test_rk_sundman_run_ends_at_t_final_before_a_blowup(monkeypatch):
+    # t_final just below T* (σ̇ = 2aσ + 2vbσ² in d = 1): the Sundman run stops at t = t_final,
+    # returns the state there and every output before it
+    import riccati_tf.flows.integrate as integrate
+    runs = []
+    original = integrate._sundman_solve
+    monkeypatch.setattr(integrate, "_sundman_solve", lambda *a: runs.append(1) or original(*a))
+    a, v, b, s0 = 0.5, 1.0, 1.0, 0.3
+    r, k = 2 * a, 2 * v * b
+    T = np.log1p(r / (k * s0)) / r
+    p, g = Params(A=a, B=b, V=v), Gaussian([0.0], [[s0]])
+    t_out = np.linspace(0.0, T - 1e-3, 41)
+    tr = flow(p, g, T - 1e-3, method="rk", t_eval=t_out, dense_output=False)
+    assert tr.status == "completed" and runs
+    np.testing.assert_array_equal(tr.t, t_out)
+    e = np.exp(r * t_out)
+    exact = s0 * e / (1 - k * s0 * (e - 1) / r)
+    assert np.all(np.abs(tr.cov[:, 0, 0] - exact) <= 1e-7 * exact * T / (T - t_out))

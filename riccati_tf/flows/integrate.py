@@ -41,6 +41,13 @@ BLOWUP_GROWTH = 1e8
 #: growth the extrapolated remaining time is off by about that share.
 BLOWUP_QUADRATIC_SHARE = 0.99
 BLOWUP_EXTRAPOLATION = 0.02
+#: rk without dense output: a first trace event at SUNDMAN_GROWTH times the starting scale; where
+#: the quadratic terms drive at least SUNDMAN_SHARE of the growth there, the run goes on in
+#: Sundman's time σ, dt/dσ = s_ref / tr Σ (`_sundman_solve`), in which Σ ~ 1/(T* − t) grows
+#: exponentially instead of through a pole: DOP853 keeps a steady step in σ on the way to the
+#: blow-up event, where in t its steps shrink with T* − t and about every other one is rejected
+SUNDMAN_GROWTH = 2.0
+SUNDMAN_SHARE = 0.5
 #: rk near a blow-up after t_final: Σ(t) ~ 1/(T* − t), so an error ≈ rtol·T* in the blow-up time
 #: is a relative error ≈ rtol·T*/(T* − t_final) in the end state; above this rk refuses (exact
 #: refuses the same way with eps for rtol, riccati_tf.flows.exact.NEAR_BLOWUP_RTOL)
@@ -602,7 +609,10 @@ def flow(params: Params | Callable[[float], Params], gaussian: Gaussian, t_final
     exponentials); the blow-up time is the first root of det(I + W(t)Σ0), located by Brent's
     method; long horizons end early once the state provably settles; the mean by
     error-controlled Gauss collocation (see `riccati_tf.flows.exact`). "rk": DOP853 on the full
-    system with a blow-up event; rtol/atol apply, atol capped for Σ_ij at
+    system with a blow-up event (tr Σ beyond 1e8 tr Σ0, the quadratic terms driving ≥ 99 % of
+    its growth: T* = t + tr Σ/(d tr Σ/dt)); without dense output, once tr Σ has doubled under
+    mostly quadratic growth, in Sundman's time σ, dt/dσ ∝ 1/tr Σ, which turns the pole into
+    exponential growth at a steady step; rtol/atol apply, atol capped for Σ_ij at
     rtol·√((Σ0)_ii (Σ0)_jj) so that variances below atol are resolved relative to their size.
     From d = FACTOR_MIN_D on, a time-invariant layer's dense heads whose V_h has numerical rank
     ≤ d/2 are integrated through pivoted-QR factors of V_h (and of B_h where its rank is ≤ d/2
@@ -915,7 +925,11 @@ def _rk_run(params_fn: Params | Callable[[float], Params], gaussian: Gaussian,
     loosen = 1.0 if with_mean else math.sqrt((d + d * d) / (d * d))
     atol_vec = loosen * _scaled_atol(gaussian, atol, rtol)[d - k:]
     scale = float(np.trace(gaussian.cov))
-    threshold = BLOWUP_GROWTH * scale  # Python floats: overflow to inf without a warning
+    # Python floats: overflow to inf without a warning. The early event (no dense output: the
+    # pieces of a Sundman run are not functions of t) decides whether to go on in σ
+    early = not dense_output and scale > 0
+    threshold = (SUNDMAN_GROWTH if early else BLOWUP_GROWTH) * scale
+    sundman = False
     t0 = 0.0
     ts: list[np.ndarray] = []
     ys: list[np.ndarray] = []
@@ -937,11 +951,14 @@ def _rk_run(params_fn: Params | Callable[[float], Params], gaussian: Gaussian,
             _finite_start(rhs, t0, y)
         try:
             with np.errstate(over="ignore", invalid="ignore"):  # overflow is detected below
-                sol = solve_ivp(rhs_tau, (t0 / unit, t_final / unit), y, method="DOP853",
-                                t_eval=grid / unit,
-                                rtol=loosen * rtol,
-                                atol=atol_vec, events=event if scale > 0 else None,
-                                dense_output=dense_output)
+                if sundman:
+                    sol = _sundman_solve(rhs_tau, t0 / unit, t_final / unit, y, grid / unit,
+                                         event, loosen * rtol, atol_vec)
+                else:
+                    sol = solve_ivp(rhs_tau, (t0 / unit, t_final / unit), y, method="DOP853",
+                                    t_eval=grid / unit, rtol=loosen * rtol, atol=atol_vec,
+                                    events=event if scale > 0 else None,
+                                    dense_output=dense_output)
         except _RkBudgetSpent as spent:
             raise SolverError(
                 f"the Runge–Kutta integration used its budget of max_steps = {max_steps} steps "
@@ -970,6 +987,10 @@ def _rk_run(params_fn: Params | Callable[[float], Params], gaussian: Gaussian,
                 _check_near_blowup(params_at, d, full(Y[:, -1]), T_sol[-1], rtol, pending)
             break
         t0, y = sol.t_events[0][0] * unit, sol.y_events[0][0]
+        if early:  # the early event: on in σ where the quadratic terms drive the growth
+            early, threshold = False, BLOWUP_GROWTH * scale
+            sundman = _blowup_estimate(params_at(t0), d, t0, full(y), SUNDMAN_SHARE) is not None
+            continue
         estimate = _blowup_estimate(params_at(t0), d, t0, full(y))
         if estimate is not None:
             T_est, u, cov = estimate
@@ -988,6 +1009,78 @@ def _rk_run(params_fn: Params | Callable[[float], Params], gaussian: Gaussian,
                       blowup_time, "rk", direction, rtol, atol,
                       None if blowup_time is None else "singularity",
                       _RkDense(tuple(pieces), with_mean, unit) if dense_output else None)
+
+
+@dataclass(frozen=True)
+class _SundmanResult:
+    """The fields of solve_ivp's result that `_rk_run` reads, from `_sundman_solve`."""
+
+    t: np.ndarray
+    y: np.ndarray
+    status: int
+    t_events: list[np.ndarray]
+    y_events: list[np.ndarray]
+    message: str
+    sol: None = None
+
+
+def _sundman_solve(rhs: Callable[[float, np.ndarray], np.ndarray], t0: float, t1: float,
+                   y0: np.ndarray, grid: np.ndarray, event: _TraceEvent, rtol: float,
+                   atol: np.ndarray) -> _SundmanResult:
+    """DOP853 from (t0, y0) to t1 in Sundman's time σ: z = (t, y),
+
+        dz/dσ = (s_ref / s) (1, f(t, y)),   s = tr Σ(y),  s_ref = s(y0),
+
+    the same trajectory with dt/dσ = s_ref/s: where s grows like 1/(T* − t), y grows like
+    e^{σ/(T* − t0)} and the steps in σ stay steady. Terminal events: `event` (tr Σ rising
+    through its threshold) and t = t1; the grid times in (t0, t1) are non-terminal events
+    t = t_k, whose states (DOP853's continuous extension at the located σ) are the outputs, as
+    is t1's when it is a grid time. t is integrated with relative tolerance rtol and absolute
+    1e-2·rtol·t0. status: 0 when t1 is reached, 1 at the trace event (t_events[0], y_events[0]
+    in t and y), −1 on failure; the σ-span 2 (t1 − t0) threshold / s_ref (the length in σ of
+    [t0, t1] while s stays below the threshold) bounds the run."""
+    k, d = event.k, event.d
+    s_ref = float(y0[k::d + 1].sum())
+
+    def f(_sigma: float, z: np.ndarray) -> np.ndarray:
+        w = s_ref / float(z[1 + k::d + 1].sum())
+        out = np.empty_like(z)
+        out[0] = w
+        out[1:] = w * rhs(float(z[0]), z[1:])
+        return out
+
+    def on_trace(sigma: float, z: np.ndarray) -> float:
+        return event(sigma, z[1:])
+
+    def at_time(tk: float) -> Callable[[float, np.ndarray], float]:
+        def g(_sigma: float, z: np.ndarray) -> float:
+            return float(z[0]) - tk
+        g.direction = 1  # type: ignore[attr-defined]
+        g.terminal = tk == t1  # type: ignore[attr-defined]
+        return g
+
+    on_trace.terminal = True  # type: ignore[attr-defined]
+    on_trace.direction = 1  # type: ignore[attr-defined]
+    times = [float(tk) for tk in grid if tk < t1]
+    events = [on_trace, at_time(t1), *(at_time(tk) for tk in times)]
+    span = 2.0 * (t1 - t0) * math.exp(min(event.log_threshold, 700.0)) / s_ref
+    sol = solve_ivp(f, (0.0, span), np.concatenate([[t0], y0]), method="DOP853", rtol=rtol,
+                    atol=np.concatenate([[1e-2 * rtol * abs(t0)], atol]), events=events)
+    reached = [(tk, ye[0]) for tk, te, ye in zip(times, sol.t_events[2:], sol.y_events[2:],
+                                                  strict=True) if te.size]
+    if sol.t_events[1].size and np.any(grid == t1):
+        reached.append((t1, sol.y_events[1][0]))
+    t = np.array([tk for tk, _ in reached])
+    Y = np.array([z[1:] for _, z in reached]).T.reshape(y0.size, -1)
+    none = [np.zeros(0)], [np.zeros((0, y0.size))]
+    if sol.status == 1 and sol.t_events[0].size:
+        z = sol.y_events[0][0]
+        return _SundmanResult(t, Y, 1, [z[:1]], [z[1:][None]], sol.message)
+    if sol.status == 1:
+        return _SundmanResult(t, Y, 0, *none, sol.message)
+    return _SundmanResult(t, Y, -1, *none,
+                          sol.message if sol.status == -1 else
+                          f"Sundman's time σ ran to {span:.3g} before t = {t1:.6g}")
 
 
 def _finite_start(rhs: Callable[[float, np.ndarray], np.ndarray], t0: float,
@@ -1034,15 +1127,16 @@ def _covariances(Y: np.ndarray, d: int) -> np.ndarray:
     return S.transpose(2, 0, 1)
 
 
-def _blowup_estimate(p: Params, d: int, t: float,
-                     y: np.ndarray) -> tuple[float, float, np.ndarray] | None:
-    """(T_est, uncertainty, Σ) when the quadratic terms drive ≥ BLOWUP_QUADRATIC_SHARE of the
-    growth of tr Σ at (t, y), else None: T_est = t + tr Σ / (d tr Σ / dt)."""
+def _blowup_estimate(p: Params, d: int, t: float, y: np.ndarray,
+                     share: float = BLOWUP_QUADRATIC_SHARE
+                     ) -> tuple[float, float, np.ndarray] | None:
+    """(T_est, uncertainty, Σ) when the quadratic terms drive ≥ share of the growth of tr Σ at
+    (t, y), else None: T_est = t + tr Σ / (d tr Σ / dt)."""
     cov = y[d:].reshape(d, d)
     _, dS = moment_arrays(p, y[:d], cov)
     n, dn = np.trace(cov), np.trace(dS)
     dn_quad = dn - 2 * np.trace(p.A @ cov)
-    if not (np.isfinite(dn) and dn > 0 and dn_quad >= BLOWUP_QUADRATIC_SHARE * dn):
+    if not (np.isfinite(dn) and dn > 0 and dn_quad >= share * dn):
         return None
     remaining = n / dn
     T_est = t + remaining

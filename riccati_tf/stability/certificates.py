@@ -42,7 +42,7 @@ from ..display import html_table, latex_matrix, number
 from ..errors import InvalidInputError, SolverError
 from ..flows.exact import van_loan
 from ..flows.integrate import flow
-from ..state.lowrank import factored_layer
+from ..state.lowrank import FACTOR_MIN_D, factored_layer
 from ..state.params import SCALAR_RTOL, Gaussian, Params
 from ..state.validation import as_covariance, as_vector, psd_rank
 from .equilibria import (
@@ -126,6 +126,10 @@ BALL_AIM = 0.8
 #: state from inside the ball to outside the attracting region (tests/test_certificates.py
 #: compares the final state with DOP853 at rtol 1e-13)
 BALL_RTOL = 1e-6
+#: the zero ball (`_ZeroBall`) takes μ and λ_min(P) this many d·eps (relative to the norms of
+#: their products) below the computed values: the rounding of AᵀP + PA and of a symmetric
+#: eigensolver, with a wide berth
+ROUNDING_ULPS = 64
 #: check(): blow-up sign change of λ_min(I + L0ᵀW(t)L0) within T*(1 ± BLOWUP_CHECK_RTOL)
 BLOWUP_CHECK_RTOL = 1e-7
 #: check() in exact rational arithmetic up to this d
@@ -753,13 +757,19 @@ class _Integrator:
     length ≤ SEGMENT_NORM_TIME/‖A‖₂ (the flow is a semigroup), projecting each segment's end onto
     the PSD cone against rounding. `advance(t)` continues to time t and stops early at blow-up,
     when the work budget is spent, or once tr Σ leaves
-    [tr Σ0 / GROWTH_STOP, GROWTH_STOP · max(tr Σ0, scale)]. `bare` is the layer without b (its
-    heads dense or factored); only the segments' mid and end states are formed (no dense
-    output: DOP853's continuous extension costs 3 right-hand sides per step); `rtol` is flow's
-    relative tolerance (None: its default)."""
+    [tr Σ0 / GROWTH_STOP, GROWTH_STOP · max(tr Σ0, scale)]. The layer p is integrated without b;
+    by "rk" from d = FACTOR_MIN_D on with its dense heads of low rank through their factors
+    (`state.lowrank.factored_layer`, as `flow` does for a layer it is given: the counted
+    right-hand side below is a callable, which `flow` does not rewrite). Only the segments' mid
+    and end states are formed (no dense output: DOP853's continuous extension costs 3
+    right-hand sides per step); `rtol` is flow's relative tolerance (None: its default)."""
 
-    def __init__(self, bare: Params, cov0: np.ndarray, method: str, scale: float = 0.0,
+    def __init__(self, p: Params, cov0: np.ndarray, method: str, scale: float = 0.0,
                  rtol: float | None = None):
+        if method == "rk" and p.d >= FACTOR_MIN_D:
+            bare = factored_layer(p, bias=False)
+        else:
+            bare = Params(p.A, heads=p.heads)
         self.calls = 0
         self.tolerances: dict[str, Any] = {} if rtol is None else {"rtol": rtol}
 
@@ -941,7 +951,7 @@ def _numerical(p: Params, cov0: np.ndarray, base: dict, *, scalar: bool,
         got = _attracting_ball(p, cov0, base, horizon * 2 ** HORIZON_DOUBLINGS, scale)
         if got is not None:
             return got
-    integrator = _Integrator(Params(p.A, heads=p.heads), cov0, method, scale)
+    integrator = _Integrator(p, cov0, method, scale)
     for _ in range(HORIZON_DOUBLINGS + 1):
         run = integrator.advance(horizon)
         if run.blowup_time is not None:
@@ -984,6 +994,89 @@ class _Ball:
     def gap(self, S: np.ndarray) -> float:
         """‖R⁻¹(S − Σ*)R⁻¹‖_F."""
         return float(np.linalg.norm(self.Ri @ (S - self.eq.cov) @ self.Ri))
+
+    def verdict(self, p: Params, base: dict, state: np.ndarray, t: float,
+                gap: float) -> Certificate:
+        """"converges" to Σ* from the state at t, inside the ball at distance gap."""
+        st = self.eq.stability
+        assert st is not None and st.value is not None  # a ball's bound (`_balls`)
+        return _converged(
+            p, self.eq.cov, base, "numerical", exact=False, glob=False, rate=-st.value,
+            equilibrium=self.eq, local=False, final_cov=state, horizon=t,
+            reason=f"Runge–Kutta integration (rtol {BALL_RTOL:g}) to t = {t:.6g} ends at "
+                   f"distance ‖R⁻¹(Σ − Σ*)R⁻¹‖_F = {gap:.3g} (Σ* = R², rank {self.eq.rank}) "
+                   f"inside the ball of radius {self.radius:.3g} that attracts by the "
+                   f"numerical-range bound Re⟨K, L̃K⟩ ≤ {st.value:.6g}‖K‖² (Lanczos Ritz "
+                   f"residual {st.residual:.2g}, Equilibrium.stability) and the quadratic "
+                   f"constant c̃ = {self.c:.3g} of the stacked heads: ‖R⁻¹(Σ(t) − Σ*)R⁻¹‖_F "
+                   f"decreases to the residual's level at rate ≥ {-st.value:.3g} (numerical "
+                   f"evidence).")
+
+
+@dataclass(frozen=True)
+class _ZeroBall:
+    """The sublevel set ℓ(Σ) = tr(PΣ) < radius of Σ* = 0 on the PSD cone, for Hurwitz A.
+
+    With AᵀP + PA = −Q (P ≻ 0, μ = λ_min(Q) > 0) and Σ ⪰ 0, ℓ is a Lyapunov function of the
+    whole field: ℓ̇ = −tr(QΣ) + 2 Σ_h tr(PV_hΣB_hΣ) ≤ −μ tr Σ + κ (tr Σ)², with
+    κ = 2 Σ_h ‖PV_h‖₂‖B_h‖₂ (|tr(XΣYΣ)| ≤ ‖Σ^½XΣ^½‖_F‖Σ^½YΣ^½‖_F ≤ ‖X‖₂‖Y‖₂(tr Σ)²), and
+    λ_min(P) tr Σ ≤ ℓ ≤ λ_max(P) tr Σ. Below radius = BASIN_SAFETY μ λ_min(P)/κ, tr Σ <
+    BASIN_SAFETY μ/κ, so ℓ̇ ≤ −(1 − BASIN_SAFETY) μ tr Σ ≤ −rate ℓ with
+    rate = (1 − BASIN_SAFETY) μ/λ_max(P): ℓ(t) ≤ ℓ(t0)e^{−rate(t − t0)}, and Σ → 0. μ and
+    λ_min(P) are taken ROUNDING_ULPS d eps beyond the rounding of their products and eigenvalue
+    solves (`_zero_ball`)."""
+
+    eq: Equilibrium
+    P: np.ndarray
+    radius: float
+    mu: float
+    kappa: float
+    rate: float
+    asymptotic: float  # 2|max Re λ(A)|, the rate of the linearisation H ↦ AH + HAᵀ at Σ* = 0
+
+    def gap(self, S: np.ndarray) -> float:
+        """ℓ(S) = tr(PS)."""
+        return float(np.vdot(self.P, S))
+
+    def verdict(self, p: Params, base: dict, state: np.ndarray, t: float,
+                gap: float) -> Certificate:
+        """"collapses" from the state at t, inside the sublevel set at level gap."""
+        return _converged(
+            p, self.eq.cov, base, "numerical", exact=False, glob=False, rate=self.asymptotic,
+            equilibrium=self.eq, local=False, final_cov=state, horizon=t,
+            reason=f"Runge–Kutta integration (rtol {BALL_RTOL:g}) to t = {t:.6g} ends at "
+                   f"ℓ = tr(PΣ) = {gap:.3g} below the level {self.radius:.3g} of the linear "
+                   f"Lyapunov function ℓ on the PSD cone (AᵀP + PA = −Q, λ_min(Q) ≥ "
+                   f"{self.mu:.3g}; heads' quadratic constant κ = {self.kappa:.3g}): "
+                   f"ℓ̇ ≤ −μ tr Σ + κ(tr Σ)² < 0 there, so ℓ decreases at rate ≥ "
+                   f"{self.rate:.3g} and Σ → 0; asymptotic rate 2|max Re λ(A)| = "
+                   f"{self.asymptotic:.3g} (numerical evidence).")
+
+
+def _zero_ball(p: Params) -> _ZeroBall | None:
+    """`_ZeroBall` of Σ* = 0 with Q = I (P by `riccati.lyapunov_function`), or None when A is
+    not Hurwitz or the rounding leaves μ or λ_min(P) not positive."""
+    eq = _zero_equilibrium(p)
+    if eq.spectral_abscissa is None or not eq.spectral_abscissa < 0:
+        return None
+    try:
+        P = lyapunov_function(p.A).P
+    except SolverError:
+        return None
+    d = p.d
+    slack = ROUNDING_ULPS * d * EPS
+    norm_P = float(np.linalg.norm(P, 2))
+    AP = p.A.T @ P
+    Q = -(AP + AP.T)
+    mu = float(np.linalg.eigvalsh(Q)[0]) - slack * (2 * float(np.linalg.norm(p.A, 2)) * norm_P
+                                                    + float(np.linalg.norm(Q, 2)))
+    low = float(np.linalg.eigvalsh(P)[0]) - slack * norm_P
+    if not (mu > 0 and low > 0):
+        return None
+    kappa = 2 * sum(float(np.linalg.norm(P @ V, 2) * np.linalg.norm(B, 2)) for V, B in p.heads)
+    radius = BASIN_SAFETY * mu * low / kappa if kappa > 0 else np.inf
+    rate = (1 - BASIN_SAFETY) * mu / norm_P
+    return _ZeroBall(eq, P, radius, mu, kappa, rate, -eq.spectral_abscissa)
 
 
 def _quadratic_bound(p: Params, R: np.ndarray, Ri: np.ndarray) -> float:
@@ -1030,12 +1123,13 @@ def _top_eigenvalue(S: np.ndarray) -> float:
     return max(float(top), 0.0)
 
 
-def _balls(p: Params, cov0: np.ndarray) -> list[_Ball]:
+def _balls(p: Params, cov0: np.ndarray) -> list[_Ball | _ZeroBall]:
     """The attracting balls (`_Ball`, shrunk by BASIN_SAFETY) of the equilibria whose stability
     the numerical-range bound decided, from Newton–Krylov on the continuation, else from Σ0:
     with μ = −bound, f the defect and c̃ = `_quadratic_bound`, ½ d‖K‖_F²/dt ≤
-    ‖K‖_F (f − μ‖K‖_F + c̃‖K‖_F²) < 0 for r₋ < ‖K‖_F < r₊ = (μ + √(μ² − 4c̃f)) / (2c̃)."""
-    balls: list[_Ball] = []
+    ‖K‖_F (f − μ‖K‖_F + c̃‖K‖_F²) < 0 for r₋ < ‖K‖_F < r₊ = (μ + √(μ² − 4c̃f)) / (2c̃); and
+    for Hurwitz A the sublevel set of Σ* = 0 (`_ZeroBall`)."""
+    balls: list[_Ball | _ZeroBall] = []
     for starts in ((), (cov0,)):  # the continuation first, then Newton from Σ0 as well
         try:
             eqs = equilibria(p, starts=starts)
@@ -1055,46 +1149,33 @@ def _balls(p: Params, cov0: np.ndarray) -> list[_Ball]:
                                    / (2 * c), c))
         if balls:
             break
-    return balls
+    zero = _zero_ball(p)
+    return balls if zero is None else [*balls, zero]
 
 
 def _attracting_ball(p: Params, cov0: np.ndarray, base: dict, horizon: float,
                      scale: float) -> Certificate | None:
     """"converges" when Σ(t) enters the attracting ball r₋ < ‖R⁻¹(Σ − Σ*)R⁻¹‖_F < r₊ of a
     stable equilibrium Σ* = R² ≻ 0 whose stability the numerical-range bound decided
-    (`_balls`), integrating (dense heads of low rank factored: `state.lowrank.factored_layer`)
+    (`_balls`), "collapses" when it enters the sublevel set tr(PΣ) < ρ of Σ* = 0 (Hurwitz A,
+    `_ZeroBall`), integrating (dense heads of low rank factored: `state.lowrank.factored_layer`)
     only until it does: the first check at a quarter segment of `_Integrator`, each later one
     where the distance, decaying at its rate over the last half segment, reaches BALL_AIM times
-    the radius (`_next_check`); None when no such equilibrium is found by Newton–Krylov from the
-    continuation and from Σ0, or the integration up to `horizon` within its budget does not
-    enter the ball."""
+    the radius (`_next_check`); None when there is no such ball (no such equilibrium found by
+    Newton–Krylov from the continuation and from Σ0, A not Hurwitz), or the integration up to
+    `horizon` within its budget enters none."""
     balls = _balls(p, cov0)
     if not balls:
         return None
-    integrator = _Integrator(factored_layer(p, bias=False), cov0, "rk", scale, rtol=BALL_RTOL)
+    integrator = _Integrator(p, cov0, "rk", scale, rtol=BALL_RTOL)
     longest = integrator.seg / BALL_CHECKS
     state, t, wait = cov0, 0.0, longest
     while True:
         for ball in balls:
             gap = ball.gap(state)
             if gap < ball.radius:
-                eq, radius, c = ball.eq, ball.radius, ball.c
-                st = eq.stability
-                assert st is not None and st.value is not None  # a ball's bound (`_balls`)
                 tol = {**(base.get("tolerance") or {}), "integration_rtol": BALL_RTOL}
-                return _converged(
-                    p, eq.cov, {**base, "tolerance": tol}, "numerical", exact=False,
-                    glob=False, rate=-st.value, equilibrium=eq, local=False, final_cov=state,
-                    horizon=t,
-                    reason=f"Runge–Kutta integration (rtol {BALL_RTOL:g}) to t = {t:.6g} ends "
-                           f"at distance "
-                           f"‖R⁻¹(Σ − Σ*)R⁻¹‖_F = {gap:.3g} (Σ* = R², rank {eq.rank}) inside the "
-                           f"ball of radius {radius:.3g} that attracts by the numerical-range "
-                           f"bound Re⟨K, L̃K⟩ ≤ {st.value:.6g}‖K‖² (Lanczos Ritz residual "
-                           f"{st.residual:.2g}, Equilibrium.stability) and the quadratic "
-                           f"constant c̃ = {c:.3g} of the stacked heads: "
-                           f"‖R⁻¹(Σ(t) − Σ*)R⁻¹‖_F decreases to the "
-                           f"residual's level at rate ≥ {-st.value:.3g} (numerical evidence).")
+                return ball.verdict(p, {**base, "tolerance": tol}, state, t, gap)
         if integrator.stopped or t >= horizon * (1 - 1e-12):
             return None
         run = integrator.advance(min(t + wait, horizon))
@@ -1105,8 +1186,8 @@ def _attracting_ball(p: Params, cov0: np.ndarray, base: dict, horizon: float,
                            longest)
 
 
-def _next_check(balls: list[_Ball], t_mid: float, mid: np.ndarray, t: float, state: np.ndarray,
-                longest: float) -> float:
+def _next_check(balls: list[_Ball | _ZeroBall], t_mid: float, mid: np.ndarray, t: float,
+                state: np.ndarray, longest: float) -> float:
     """The time to the next check of `_attracting_ball`: for the ball reached first, when its
     distance g, decaying from (t_mid, g(mid)) to (t, g(state)) at the rate
     λ = ln(g(mid)/g(state)) / (t − t_mid), reaches BALL_AIM times its radius; within
