@@ -985,3 +985,65 @@ def test_every_rk_integration_of_certify_uses_the_factored_heads():
                     b=np.ones(FACTOR_MIN_D))
     run = _Integrator(scalar, np.eye(FACTOR_MIN_D), "exact")
     assert run.layer.factors == (None,) and not np.any(run.layer.b)
+
+
+def test_collapse_needs_no_newton_search_from_sigma0(monkeypatch):
+    """With the continuation finding no ball and A Hurwitz, the zero sublevel set alone guides
+    the integration: Newton from Σ0 is not run while Σ(t) heads into it (one `equilibria` call,
+    the continuation's)."""
+    import riccati_tf.stability.certificates as certificates
+
+    calls = []
+    original = certificates.equilibria
+    monkeypatch.setattr(certificates, "equilibria",
+                        lambda p, **kw: calls.append(kw.get("starts", ())) or original(p, **kw))
+    c = certify(_stable_48(), np.eye(48))
+    assert c.regime == "collapses" and "tr(PΣ)" in c.reason
+    assert calls == [()]
+
+
+def test_a_stalling_collapse_searches_from_the_current_state(monkeypatch):
+    """When Σ(t), at its rate, would not enter the zero sublevel set before the horizon (here a
+    level shrunk to 1e-300), Newton runs once from the state at that check — not from Σ0 —
+    and the integration goes on."""
+    import riccati_tf.stability.certificates as certificates
+
+    original_ball = certificates._zero_ball
+    monkeypatch.setattr(certificates, "_zero_ball", lambda p: dataclasses.replace(
+        original_ball(p), radius=1e-300))
+    calls = []
+    original = certificates._balls
+    monkeypatch.setattr(certificates, "_balls",
+                        lambda p, starts: calls.append(starts) or original(p, starts))
+    certificates._attracting_ball(_stable_48(), np.eye(48), {}, 50.0, 0.0)
+    assert len(calls) == 2 and calls[0] == ()
+    (state,) = calls[1]
+    assert np.trace(state) < 0.5 * 48  # a later state of the collapse, not Σ0 = I
+
+
+def test_layer_caches_return_what_a_fresh_computation_does():
+    """drift_spectrum, quadratic_constant, the continuation and the stability verdicts are
+    remembered per layer: equal to fresh computations, read-only, and the same objects when
+    asked again."""
+    from benchmarks.equilibria import layer
+    from riccati_tf.stability.equilibria import (
+        _continuation,
+        decide_stability,
+        drift_spectrum,
+        linearization_stability,
+        quadratic_constant,
+    )
+
+    p = layer(48, 12, 4)
+    lam, norm = drift_spectrum(p)
+    np.testing.assert_array_equal(np.sort_complex(lam), np.sort_complex(np.linalg.eigvals(p.A)))
+    assert norm == np.linalg.norm(p.A, 2) and not lam.flags.writeable
+    assert quadratic_constant(p) == pytest.approx(
+        2 * sum(np.linalg.norm(V, 2) * np.linalg.norm(B, 2) for V, B in p.heads), rel=1e-15)
+    cont = _continuation(p, 1e-8)
+    assert not cont.flags.writeable and _continuation(p, 1e-8) is cont
+    _, st = decide_stability(p, cont)
+    assert decide_stability(p, cont.copy())[1] is st
+    assert st == linearization_stability(p, cont)
+    _, other = decide_stability(p, cont + 1e-6 * np.eye(48))
+    assert other is not st and other.value != st.value

@@ -32,7 +32,7 @@ import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import numpy as np
 import numpy.typing as npt
@@ -54,6 +54,7 @@ from ..io.spec import (
 )
 from ..state.params import Gaussian, Params
 from ..sweep.cli import add_sweep_arguments, cmd_sweep, cmd_sweep_plot
+from ..sweep.store import exit_process
 from .schedule import TRACKING_FIELDS, parse_schedule
 
 if TYPE_CHECKING:
@@ -1007,5 +1008,18 @@ def main(argv: list[str] | None = None) -> int:
         return 0
 
 
+def entry() -> NoReturn:
+    """The `riccati-tf` console script: `main`, then `riccati_tf.sweep.store.exit_process` (a
+    sweep's pyarrow thread pools may otherwise abort the finished process at exit); argparse's
+    own exits (--help, usage errors) keep their codes."""
+    try:
+        code = main()
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+        if isinstance(exc.code, str):
+            print(exc.code, file=sys.stderr)
+    exit_process(code)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    entry()

@@ -50,6 +50,7 @@ from .equilibria import (
     ENUMERATION_MAX_D,
     KRONECKER_MAX_D,
     Equilibrium,
+    drift_spectrum,
     equilibria,
     linearization_matrix,
     make_equilibrium,
@@ -602,7 +603,7 @@ def _stabilizing(p: Params, cov0: np.ndarray, base: dict, pr: Premises, glob: bo
     if not eqs or eqs[0].rank != pr.n_right or not eqs[0].stable:
         return _numerical(p, cov0, base, scalar=True, no_blowup=True, bounded=True)
     eq = eqs[0]
-    rate = 2 * float(np.min(np.abs(np.linalg.eigvals(p.A).real)))
+    rate = 2 * float(np.min(np.abs(drift_spectrum(p)[0].real)))
     return _converged(p, eq.cov, base, "psd_gramian_pd", exact=pr.exact, glob=glob, rate=rate,
                       equilibrium=eq,
                       reason=f"G ⪰ 0 rules out blow-up; A has {pr.n_right} eigenvalue(s) with "
@@ -614,7 +615,7 @@ def _stabilizing(p: Params, cov0: np.ndarray, base: dict, pr: Premises, glob: bo
 def _zero_equilibrium(p: Params) -> Equilibrium:
     """Σ* = 0, where L(H) = AH + HAᵀ has spectral abscissa 2 max Re λ(A)."""
     return make_equilibrium(p, np.zeros((p.d, p.d)), "zero",
-                            abscissa=2 * float(np.max(np.linalg.eigvals(p.A).real)), rank=0)
+                            abscissa=2 * float(np.max(drift_spectrum(p)[0].real)), rank=0)
 
 
 def _released(c: Certificate) -> Certificate:
@@ -783,7 +784,7 @@ class _Integrator:
         self.method, self.d = method, bare.d
         self.tr0 = float(np.trace(cov0))
         self.top = GROWTH_STOP * min(max(self.tr0, scale), MAX_GROWTH * self.tr0)
-        norm = float(np.linalg.norm(bare.A, 2))
+        norm = drift_spectrum(p)[1]
         self.seg = SEGMENT_NORM_TIME / norm if norm > 0 else np.inf
         self.t, self.S = 0.0, cov0
         self.times, self.states = [0.0], [cov0]
@@ -831,14 +832,14 @@ def _psd_part(S: np.ndarray) -> np.ndarray:
 
 def _rate_scale(p: Params, cov0: np.ndarray) -> float:
     """max(‖A‖₂, c‖Σ0‖₂): the fastest rate the linear or the quadratic term can start with."""
-    return float(max(np.linalg.norm(p.A, 2), quadratic_constant(p) * np.linalg.norm(cov0, 2),
-                     np.finfo(float).tiny))
+    quadratic = quadratic_constant(p) * float(np.linalg.norm(cov0, 2))
+    return max(drift_spectrum(p)[1], quadratic, float(np.finfo(float).tiny))
 
 
 def _horizon(p: Params, cov0: np.ndarray) -> float:
     """HORIZON_RATES / min|Re λ(A)|, within [1, MAX_NORM_TIME] / rate scale (`_rate_scale`)."""
     scale = _rate_scale(p, cov0)
-    slow = float(np.min(np.abs(np.linalg.eigvals(p.A).real)))
+    slow = float(np.min(np.abs(drift_spectrum(p)[0].real)))
     t = HORIZON_RATES / slow if slow > 0 else np.inf
     return float(min(max(t, 1.0 / scale), MAX_NORM_TIME / scale))
 
@@ -1068,7 +1069,7 @@ def _zero_ball(p: Params) -> _ZeroBall | None:
     norm_P = float(np.linalg.norm(P, 2))
     AP = p.A.T @ P
     Q = -(AP + AP.T)
-    mu = float(np.linalg.eigvalsh(Q)[0]) - slack * (2 * float(np.linalg.norm(p.A, 2)) * norm_P
+    mu = float(np.linalg.eigvalsh(Q)[0]) - slack * (2 * drift_spectrum(p)[1] * norm_P
                                                     + float(np.linalg.norm(Q, 2)))
     low = float(np.linalg.eigvalsh(P)[0]) - slack * norm_P
     if not (mu > 0 and low > 0):
@@ -1123,34 +1124,30 @@ def _top_eigenvalue(S: np.ndarray) -> float:
     return max(float(top), 0.0)
 
 
-def _balls(p: Params, cov0: np.ndarray) -> list[_Ball | _ZeroBall]:
+def _balls(p: Params, starts: tuple[np.ndarray, ...]) -> list[_Ball | _ZeroBall]:
     """The attracting balls (`_Ball`, shrunk by BASIN_SAFETY) of the equilibria whose stability
-    the numerical-range bound decided, from Newton–Krylov on the continuation, else from Σ0:
-    with μ = −bound, f the defect and c̃ = `_quadratic_bound`, ½ d‖K‖_F²/dt ≤
-    ‖K‖_F (f − μ‖K‖_F + c̃‖K‖_F²) < 0 for r₋ < ‖K‖_F < r₊ = (μ + √(μ² − 4c̃f)) / (2c̃); and
-    for Hurwitz A the sublevel set of Σ* = 0 (`_ZeroBall`)."""
+    the numerical-range bound decided, from Newton–Krylov on the continuation and from the given
+    starts (`equilibria`): with μ = −bound, f the defect and c̃ = `_quadratic_bound`,
+    ½ d‖K‖_F²/dt ≤ ‖K‖_F (f − μ‖K‖_F + c̃‖K‖_F²) < 0 for r₋ < ‖K‖_F < r₊ =
+    (μ + √(μ² − 4c̃f)) / (2c̃)."""
+    try:
+        eqs = equilibria(p, starts=starts)
+    except SolverError:
+        return []
     balls: list[_Ball | _ZeroBall] = []
-    for starts in ((), (cov0,)):  # the continuation first, then Newton from Σ0 as well
-        try:
-            eqs = equilibria(p, starts=starts)
-        except SolverError:
+    for eq in eqs:
+        st = eq.stability
+        if st is None or st.method != "numerical-range":
             continue
-        for eq in eqs:
-            st = eq.stability
-            if st is None or st.method != "numerical-range":
-                continue
-            assert st.value is not None and st.defect is not None  # set by the bound
-            w, U = np.linalg.eigh(eq.cov)
-            R, Ri = (U * np.sqrt(w)) @ U.T, (U / np.sqrt(w)) @ U.T
-            c = _quadratic_bound(p, R, Ri)
-            mu, f = -st.value, st.defect
-            if c > 0 and mu * mu > 4 * c * f:
-                balls.append(_Ball(eq, Ri, BASIN_SAFETY * (mu + np.sqrt(mu * mu - 4 * c * f))
-                                   / (2 * c), c))
-        if balls:
-            break
-    zero = _zero_ball(p)
-    return balls if zero is None else [*balls, zero]
+        assert st.value is not None and st.defect is not None  # set by the bound
+        w, U = np.linalg.eigh(eq.cov)
+        R, Ri = (U * np.sqrt(w)) @ U.T, (U / np.sqrt(w)) @ U.T
+        c = _quadratic_bound(p, R, Ri)
+        mu, f = -st.value, st.defect
+        if c > 0 and mu * mu > 4 * c * f:
+            balls.append(_Ball(eq, Ri, BASIN_SAFETY * (mu + np.sqrt(mu * mu - 4 * c * f))
+                               / (2 * c), c))
+    return balls
 
 
 def _attracting_ball(p: Params, cov0: np.ndarray, base: dict, horizon: float,
@@ -1161,12 +1158,20 @@ def _attracting_ball(p: Params, cov0: np.ndarray, base: dict, horizon: float,
     `_ZeroBall`), integrating (dense heads of low rank factored: `state.lowrank.factored_layer`)
     only until it does: the first check at a quarter segment of `_Integrator`, each later one
     where the distance, decaying at its rate over the last half segment, reaches BALL_AIM times
-    the radius (`_next_check`); None when there is no such ball (no such equilibrium found by
-    Newton–Krylov from the continuation and from Σ0, A not Hurwitz), or the integration up to
-    `horizon` within its budget enters none."""
-    balls = _balls(p, cov0)
+    the radius (`_entry_wait`). The balls: those of the continuation's equilibria, and the zero
+    sublevel set for Hurwitz A; without either, those of Newton from Σ0; with the zero set
+    alone, Newton runs later, from the state at the first check from which Σ(t), at its rate,
+    would not enter the set before the horizon. None when there is no ball, or the integration
+    up to `horizon` within its budget enters none."""
+    balls = _balls(p, ())
+    zero = _zero_ball(p)
+    if not balls and zero is None:
+        balls = _balls(p, (cov0,))
+    if zero is not None:
+        balls.append(zero)
     if not balls:
         return None
+    deferred = zero if len(balls) == 1 else None  # Newton from a later state, if Σ(t) stalls
     integrator = _Integrator(p, cov0, "rk", scale, rtol=BALL_RTOL)
     longest = integrator.seg / BALL_CHECKS
     state, t, wait = cov0, 0.0, longest
@@ -1182,23 +1187,23 @@ def _attracting_ball(p: Params, cov0: np.ndarray, base: dict, horizon: float,
         if run.blowup_time is not None or run.failure is not None:
             return None
         state, t = run.final, run.t_end
-        wait = _next_check(balls, integrator.times[-2], integrator.states[-2], t, state,
-                           longest)
+        t_mid, mid = integrator.times[-2], integrator.states[-2]
+        if deferred is not None and t + _entry_wait(deferred, t_mid, mid, t, state) > horizon:
+            balls, deferred = [*_balls(p, (state,)), *balls], None
+        wait = float(np.clip(min(_entry_wait(b, t_mid, mid, t, state) for b in balls),
+                             longest / BALL_SHORTEST, longest))
 
 
-def _next_check(balls: list[_Ball | _ZeroBall], t_mid: float, mid: np.ndarray, t: float,
-                state: np.ndarray, longest: float) -> float:
-    """The time to the next check of `_attracting_ball`: for the ball reached first, when its
-    distance g, decaying from (t_mid, g(mid)) to (t, g(state)) at the rate
-    λ = ln(g(mid)/g(state)) / (t − t_mid), reaches BALL_AIM times its radius; within
-    [longest / BALL_SHORTEST, longest], and `longest` when no distance decays."""
-    waits = []
-    for ball in balls:
-        g_mid, g = ball.gap(mid), ball.gap(state)
-        if g_mid > g > 0 and t > t_mid:
-            rate = np.log(g_mid / g) / (t - t_mid)
-            waits.append(np.log(g / (BALL_AIM * ball.radius)) / rate)
-    return float(np.clip(min(waits, default=longest), longest / BALL_SHORTEST, longest))
+def _entry_wait(ball: _Ball | _ZeroBall, t_mid: float, mid: np.ndarray, t: float,
+                state: np.ndarray) -> float:
+    """The time from t until the ball's distance g, decaying from (t_mid, g(mid)) to
+    (t, g(state)) at the rate λ = ln(g(mid)/g(state)) / (t − t_mid), reaches BALL_AIM times its
+    radius; inf when it does not decay. `_attracting_ball` checks next after the shortest of
+    these waits, within [longest / BALL_SHORTEST, longest]."""
+    g_mid, g = ball.gap(mid), ball.gap(state)
+    if not (g_mid > g > 0 and t > t_mid):
+        return np.inf
+    return float(np.log(g / (BALL_AIM * ball.radius)) / (np.log(g_mid / g) / (t - t_mid)))
 
 
 def _blowup_scale(p: Params) -> float:
@@ -1209,7 +1214,7 @@ def _blowup_scale(p: Params) -> float:
         return natural_scale(p)
     g = np.linalg.eigvalsh(p.G)
     neg = max(-g[0], EPS * np.abs(g).max(), 0.0)
-    return float(np.linalg.norm(p.A, 2) / neg) if neg > 0 else 0.0
+    return float(drift_spectrum(p)[1] / neg) if neg > 0 else 0.0
 
 
 def _candidates(p: Params, final: np.ndarray, scalar: bool) -> list[Equilibrium]:

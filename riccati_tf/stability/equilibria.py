@@ -488,7 +488,7 @@ def spectral_abscissa(params: Params, cov: np.ndarray) -> float:
     callers' numerical boundary when spent) beyond;
     at Σ = 0, where L(H) = AH + HAᵀ, 2 max Re λ(A)."""
     if not np.any(cov):
-        return 2.0 * float(np.max(np.linalg.eigvals(params.A).real))
+        return 2.0 * float(np.max(drift_spectrum(params)[0].real))
     if params.d <= DENSE_SPECTRUM_MAX_D:
         return float(np.max(np.linalg.eigvals(linearization_matrix(params, cov)).real))
     op = linearization_operator(params, cov)
@@ -667,6 +667,16 @@ def _lanczos_top(matvec: Callable[[np.ndarray], np.ndarray],
     return None
 
 
+@lru_cache(maxsize=8)
+def drift_spectrum(params: Params) -> tuple[NDArray[np.complex128], float]:
+    """(λ(A), ‖A‖₂) of a layer, computed once per layer (the eigenvalues read-only): the
+    horizons, the abscissa at Σ = 0, the scales and the integrators' segments all use them."""
+    lam = np.linalg.eigvals(params.A)
+    lam.setflags(write=False)
+    return lam, float(np.linalg.norm(params.A, 2))
+
+
+@lru_cache(maxsize=8)
 def quadratic_constant(params: Params) -> float:
     """c with ‖Σ_h (V_h H B_h H + H B_hᵀ H V_hᵀ)‖_F ≤ c ‖H‖_F²: c = 2 Σ_h ‖V_h‖₂ ‖B_h‖₂.
     F(Σ* + H) = F(Σ*) + L(H) + that quadratic term, and ‖L_Σ − L_Σ'‖ ≤ 2c ‖Σ − Σ'‖_F."""
@@ -677,7 +687,7 @@ def quadratic_constant(params: Params) -> float:
 def natural_scale(params: Params) -> float:
     """‖A‖₂ / c: the size of Σ at which the linear and quadratic terms of F balance."""
     c = quadratic_constant(params)
-    a = np.linalg.norm(params.A, 2)
+    a = drift_spectrum(params)[1]
     return float(a / c) if c > 0 and a > 0 else 1.0
 
 
@@ -737,10 +747,17 @@ def is_psd(cov: np.ndarray) -> bool:
 
 def decide_stability(params: Params, cov: np.ndarray) -> tuple[float | None, Stability | None]:
     """(spectral abscissa, None) from the spectrum of L for d ≤ DENSE_SPECTRUM_MAX_D or Σ = 0,
-    else (None, `linearization_stability`)."""
+    else (None, `linearization_stability`), the latter remembered per layer and Σ (`equilibria`
+    meets one equilibrium again from each start; certify asks from several)."""
     if params.d > DENSE_SPECTRUM_MAX_D and np.any(cov):
-        return None, linearization_stability(params, cov)
+        return None, _stability_at(params, np.ascontiguousarray(cov, dtype=float).tobytes())
     return spectral_abscissa(params, cov), None
+
+
+@lru_cache(maxsize=8)
+def _stability_at(params: Params, cov: bytes) -> Stability:
+    """`linearization_stability` at the Σ whose float64 bytes are cov."""
+    return linearization_stability(params, np.frombuffer(cov).reshape(params.d, params.d))
 
 
 def _verdict(abscissa: float | None, stability: Stability | None) -> bool | None:
@@ -1093,9 +1110,11 @@ def _scalar_part(params: Params, s: float) -> Params:
     return Params(params.A, b=params.b, heads=heads)
 
 
+@lru_cache(maxsize=8)
 def _continuation(params: Params, axis_rtol: float) -> np.ndarray | None:
     """Track the stabilizing scalar-V equilibrium to the general V by Newton's method in s
-    (steps ≤ CONTINUATION_STEP; beyond d = 30 a first step straight to s = 1)."""
+    (steps ≤ CONTINUATION_STEP; beyond d = 30 a first step straight to s = 1). Cached per layer
+    (read-only result): certify asks `equilibria` of one layer from several starts."""
     try:
         start = _scalar_stable(_scalar_part(params, 0.0), axis_rtol)
     except SolverError:
@@ -1118,6 +1137,7 @@ def _continuation(params: Params, axis_rtol: float) -> np.ndarray | None:
             continue
         cov, s = got[0], t
         h = min(2 * h, CONTINUATION_STEP)
+    cov.setflags(write=False)
     return cov
 
 

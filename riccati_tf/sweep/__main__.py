@@ -12,6 +12,7 @@ import sys
 from ..errors import InvalidInputError, SolverError
 from ..io.spec import load_spec
 from .runner import run_sweep
+from .store import exit_process
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -42,4 +43,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    exit_process(main())
