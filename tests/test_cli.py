@@ -618,3 +618,30 @@ def test_progress_bars_only_on_a_terminal(monkeypatch, tty):
     monkeypatch.setattr(sys, "stderr", None)
     with progress_bar(3, "closed") as bar:  # stderr closed: no bar, no error
         bar.update(3)
+
+
+def test_console_entry_keeps_exit_codes_and_output():
+    """`riccati-tf` goes through cli.entry (which ends the process without the interpreter's
+    teardown once pyarrow is loaded): --version prints and exits 0, a usage error exits 2 with
+    argparse's message, a sweep writes its table and exits 0."""
+    run = [sys.executable, "-c", "import sys; from riccati_tf.app.cli import entry; "
+                                 "sys.argv[0] = 'riccati-tf'; entry()"]
+    got = subprocess.run([*run, "--version"], capture_output=True, text=True, timeout=120)
+    assert got.returncode == 0 and got.stdout.startswith("riccati-tf ")
+    got = subprocess.run([*run, "no-such-command"], capture_output=True, text=True, timeout=120)
+    assert got.returncode == 2 and "invalid choice" in got.stderr
+
+
+def test_console_entry_after_a_sweep_exits_cleanly(tmp_path):
+    pytest.importorskip("pyarrow")
+    spec = {"analysis": "certify", "family": {"grid": {"v": {"linspace": [-1.0, 1.0, 4]}}},
+            "params": {"A": [[-1.0, 0.0], [0.0, -0.5]], "B": [[1.0, 0.0], [0.0, 1.0]],
+                       "v": {"v": 1.0}},
+            "initial": {"cov": [[1.0, 0.0], [0.0, 1.0]]}}
+    (tmp_path / "spec.json").write_text(json.dumps(spec))
+    run = [sys.executable, "-c", "import sys; from riccati_tf.app.cli import entry; entry()",
+           "sweep", str(tmp_path / "spec.json"), "--out", str(tmp_path / "out")]
+    got = subprocess.run(run, capture_output=True, text=True, timeout=300)
+    assert got.returncode == 0, got.stderr
+    assert (tmp_path / "out" / "manifest.json").exists()
+    assert '"collapses": 3' in got.stdout  # the summary, flushed before the process ends
