@@ -445,3 +445,64 @@ def test_rk_sundman_run_ends_at_t_final_before_a_blowup(monkeypatch):
     e = np.exp(r * t_out)
     exact = s0 * e / (1 - k * s0 * (e - 1) / r)
     assert np.all(np.abs(tr.cov[:, 0, 0] - exact) <= 1e-7 * exact * T / (T - t_out))
+
+
+def test_rk_without_dense_output_agrees_with_the_closed_form_on_random_layers(monkeypatch):
+    # scalar-V layers with rotations and indefinite G, d = 1..4: trace growth that blows up,
+    # and growth that turns into decay once Σ rotates into G's positive directions — both
+    # through Sundman runs. Status, T* and every output agree with the exact flow (outputs to
+    # 1e-6 relative times Σ's conditioning T*/(T* − t) near a blow-up; the rest is the
+    # absolute tolerance's share of entries that decay)
+    import riccati_tf.flows.integrate as integrate
+    runs = []
+    original = integrate._sundman_solve
+    monkeypatch.setattr(integrate, "_sundman_solve", lambda *a: runs.append(1) or original(*a))
+    rng = np.random.default_rng(7)
+    kinds = set()
+    for _ in range(100):
+        d = int(rng.integers(1, 5))
+        J = rng.standard_normal((d, d))
+        J = J - J.T
+        A = (rng.uniform(-1, 0.5) * np.eye(d) + rng.uniform(0, 10) * J / max(1, np.linalg.norm(J))
+             + 0.3 * rng.standard_normal((d, d)))
+        S = rng.standard_normal((d, d))
+        p = Params(A, B=rng.uniform(0.2, 3) * (S + S.T) / 2,
+                   V=rng.choice([-1.0, 1.0]) * rng.uniform(0.2, 2) * np.eye(d),
+                   b=rng.standard_normal(d))
+        X = rng.standard_normal((d, d))
+        g = Gaussian(rng.standard_normal(d), X @ X.T * rng.uniform(0.1, 5))
+        ex = flow(p, g, 5.0, method="exact")
+        before = len(runs)
+        rk = flow(p, g, 5.0, method="rk", dense_output=False)
+        kinds.add((len(runs) > before, ex.status))
+        assert rk.status == ex.status
+        T = ex.blowup_time if ex.status == "blowup" else np.inf
+        if ex.status == "blowup":
+            assert abs(rk.blowup_time - T) <= 1e-7 * T
+        np.testing.assert_array_equal(rk.t, ex.t)
+        for k, t in enumerate(ex.t):
+            scale = T / (T - t) if np.isfinite(T) else 1.0
+            assert rel_err(rk.mean[k], ex.mean[k]) <= 1e-6 * scale
+            assert np.max(np.abs(rk.cov[k] - ex.cov[k])) <= (
+                1e-6 * scale * np.abs(ex.cov[k]).max() + 1e-9 * np.abs(ex.cov[0]).max())
+    assert {(True, "blowup"), (False, "completed")} <= kinds
+
+
+def test_rk_sundman_run_through_growth_that_turns_into_decay(monkeypatch):
+    # G indefinite and A rotating: tr Σ grows ~50-fold under the quadratic term (a Sundman run
+    # from its doubling on), then Σ turns into G's positive direction and decays; the run
+    # completes, and every output agrees with the closed form
+    import riccati_tf.flows.integrate as integrate
+    runs = []
+    original = integrate._sundman_solve
+    monkeypatch.setattr(integrate, "_sundman_solve", lambda *a: runs.append(1) or original(*a))
+    p = Params([[-1.0113, 2.4678], [-2.9591, -0.919]], B=[[-1.1424, 2.7073], [2.7073, -0.3777]],
+               V=0.67 * np.eye(2), b=[0.15, -0.45])
+    g = Gaussian([0.2, -1.0], [[2.3, 0.5], [0.5, 1.7]])
+    ex = flow(p, g, 5.0, method="exact")
+    rk = flow(p, g, 5.0, method="rk", dense_output=False)
+    trace = np.trace(ex.cov, axis1=1, axis2=2)
+    assert rk.status == ex.status == "completed" and runs
+    assert trace.max() > 20 * trace[0] and trace[-1] < 0.1 * trace.max()
+    np.testing.assert_array_equal(rk.t, ex.t)
+    assert rel_err(rk.cov, ex.cov) <= 1e-8 and rel_err(rk.mean, ex.mean) <= 1e-8
