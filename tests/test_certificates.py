@@ -919,7 +919,11 @@ def test_general_v_collapse_beyond_the_dense_spectrum_enters_the_zero_sublevel_s
     assert c.horizon < 0.5 * _horizon(p, np.eye(48))
     assert c.rate == pytest.approx(-2 * np.max(np.linalg.eigvals(p.A).real), rel=1e-12)
     P, rho, mu, _ = _zero_level(p)
-    assert np.trace(P @ c.final_cov) < rho
+    assert np.trace(P @ c.final_cov) < rho and c.basin == pytest.approx(rho, rel=1e-9)
+    assert c.lyapunov is None
+    # check() recomputes the level: a forged end state, or a forged level, fails it
+    assert not dataclasses.replace(c, final_cov=np.eye(48)).check()
+    assert not dataclasses.replace(c, basin=2 * c.basin).check()
     g = Gaussian(np.zeros(48), np.eye(48))
     tight = flow(p, g, c.horizon, method="rk", t_eval=[0.0, c.horizon], rtol=1e-13,
                  atol=1e-15).cov[-1]

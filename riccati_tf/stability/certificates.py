@@ -207,7 +207,9 @@ class Certificate:
     final_cov : (d, d) ndarray or None, optional
         Σ at `horizon`.
     basin : float or None, optional
-        Level ρ of the certified sublevel set {h : hᵀ P h ≤ ρ} around Σ* holding final_cov.
+        Level ρ of the certified sublevel set {h : hᵀ P h ≤ ρ} around Σ* holding final_cov; for
+        a collapse certified without `lyapunov`, the level of {Σ ⪰ 0 : tr(PΣ) < ρ} with
+        AᵀP + PA = −I in which tr(PΣ) decreases (`check()` recomputes P and ρ).
     kantorovich_radius : float or None, optional
         Radius around the stored Σ* in which an exact equilibrium exists (Newton–Kantorovich).
     tolerance : dict of str to float, or None, optional
@@ -916,14 +918,14 @@ def _level(P: np.ndarray, cov: np.ndarray, state: np.ndarray, radius: float) -> 
 def _converged(p: Params, cov: np.ndarray, base: dict, theorem: str, *, exact: bool, glob: bool,
                rate: float | None, reason: str, equilibrium: Equilibrium | None = None,
                threshold: float | None = None, local: bool = True, loc: _Local | None = None,
-               final_cov: np.ndarray | None = None, horizon: float | None = None) -> Certificate:
+               final_cov: np.ndarray | None = None, horizon: float | None = None,
+               basin: float | None = None) -> Certificate:
     """A converges/collapses certificate with a local Lyapunov certificate at Σ* when one exists
-    (`loc` if given, else computed when `local`)."""
+    (`loc` if given, else computed when `local`); basin: the level of `_ZeroBall` (no loc)."""
     if loc is None and local:
         loc = _local(p, cov)
     eq = equilibrium if equilibrium is not None else _zero_equilibrium(p)
     regime = "collapses" if eq.rank == 0 else "converges"
-    basin = None
     if loc is not None and final_cov is not None:
         basin = BASIN_SAFETY * loc.rho_max
     if rate is None and loc is not None:
@@ -1044,7 +1046,7 @@ class _ZeroBall:
         """"collapses" from the state at t, inside the sublevel set at level gap."""
         return _converged(
             p, self.eq.cov, base, "numerical", exact=False, glob=False, rate=self.asymptotic,
-            equilibrium=self.eq, local=False, final_cov=state, horizon=t,
+            equilibrium=self.eq, local=False, final_cov=state, horizon=t, basin=self.radius,
             reason=f"Runge–Kutta integration (rtol {BALL_RTOL:g}) to t = {t:.6g} ends at "
                    f"ℓ = tr(PΣ) = {gap:.3g} below the level {self.radius:.3g} of the linear "
                    f"Lyapunov function ℓ on the PSD cone (AᵀP + PA = −Q, λ_min(Q) ≥ "
@@ -1288,6 +1290,8 @@ def _verify(c: Certificate) -> bool:
         return False
     if c.lyapunov is not None and not _lyapunov_ok(c):
         return False
+    if c.lyapunov is None and c.basin is not None and not _zero_basin_ok(c):
+        return False
     if c.regime == "blows_up":
         if c.blowup_time is None or not np.isfinite(c.blowup_time) or c.blowup_time <= 0:
             return False
@@ -1306,6 +1310,15 @@ def _equilibrium_ok(p: Params, eq: Equilibrium) -> bool:
         return False
     res = relative_residual(p, cov)
     return res <= ACCEPT_RTOL and res <= 2 * eq.residual + 1e-15
+
+
+def _zero_basin_ok(c: Certificate) -> bool:
+    """A collapse on the evidence of `_ZeroBall` (basin without a Lyapunov matrix): recomputed
+    from the layer (the same solves, so the same P and level), its level is the stored basin
+    and the final state lies below it."""
+    ball = _zero_ball(c.params)
+    return (c.regime == "collapses" and ball is not None and c.final_cov is not None
+            and c.basin == ball.radius and ball.gap(c.final_cov) < ball.radius)
 
 
 def _lyapunov_ok(c: Certificate) -> bool:
