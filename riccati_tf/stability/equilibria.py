@@ -754,7 +754,7 @@ def decide_stability(params: Params, cov: np.ndarray) -> tuple[float | None, Sta
     return spectral_abscissa(params, cov), None
 
 
-@lru_cache(maxsize=8)
+@lru_cache(maxsize=4)  # a d = 1024 key holds 8 MB
 def _stability_at(params: Params, cov: bytes) -> Stability:
     """`linearization_stability` at the Σ whose float64 bytes are cov."""
     return linearization_stability(params, np.frombuffer(cov).reshape(params.d, params.d))
@@ -1110,7 +1110,7 @@ def _scalar_part(params: Params, s: float) -> Params:
     return Params(params.A, b=params.b, heads=heads)
 
 
-@lru_cache(maxsize=8)
+@lru_cache(maxsize=4)
 def _continuation(params: Params, axis_rtol: float) -> np.ndarray | None:
     """Track the stabilizing scalar-V equilibrium to the general V by Newton's method in s
     (steps ≤ CONTINUATION_STEP; beyond d = 30 a first step straight to s = 1). Cached per layer
