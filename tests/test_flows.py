@@ -384,6 +384,16 @@ def test_rk_output_is_exactly_symmetric_and_centred_mean_is_zero(rng):
     assert np.array_equal(a.t, b.t) and rel_err(a.cov, b.cov) < 1e-13
 
 
+@pytest.fixture
+def sundman_runs(monkeypatch):
+    """The list that gets one entry per Sundman run of rk (integrate._sundman_solve)."""
+    import riccati_tf.flows.integrate as integrate
+    runs = []
+    original = integrate._sundman_solve
+    monkeypatch.setattr(integrate, "_sundman_solve", lambda *a: runs.append(1) or original(*a))
+    return runs
+
+
 def _counted(p):
     """A time-varying form of the layer p that counts the right-hand-side evaluations."""
     calls = []
@@ -395,7 +405,8 @@ def _counted(p):
 
 
 @pytest.mark.parametrize("d", [1, 3, 6])
-def test_rk_without_dense_output_crosses_the_pole_in_sundman_time(rng, d, monkeypatch):
+def test_rk_without_dense_output_crosses_the_pole_in_sundman_time(rng, d, monkeypatch,
+                                                                   sundman_runs):
     # G ≺ 0 from a full-rank Σ0: a blow-up. Without dense output rk goes on in Sundman's time
     # σ (dt/dσ = s_ref/tr Σ) from the trace's first doubling: T*, the blow-up direction and
     # every output before T* (mean included) agree with the closed form, with fewer than half
@@ -407,12 +418,9 @@ def test_rk_without_dense_output_crosses_the_pole_in_sundman_time(rng, d, monkey
     g = random_gaussian(rng, d)
     ex = flow(p, g, 10.0, method="exact")
     T = ex.blowup_time
-    runs = []
-    original = integrate._sundman_solve
-    monkeypatch.setattr(integrate, "_sundman_solve", lambda *a: runs.append(1) or original(*a))
     layer, calls = _counted(p)
     rk = flow(layer, g, 10.0, method="rk", dense_output=False)
-    assert rk.status == "blowup" and runs
+    assert rk.status == "blowup" and sundman_runs
     assert abs(rk.blowup_time - T) <= 1e-8 * T
     assert abs(abs(ex.blowup_direction @ rk.blowup_direction) - 1) < 1e-6
     np.testing.assert_array_equal(rk.t, ex.t)
@@ -427,36 +435,28 @@ def test_rk_without_dense_output_crosses_the_pole_in_sundman_time(rng, d, monkey
     assert len(calls) < 0.5 * len(in_t)
 
 
-def test_rk_sundman_run_ends_at_t_final_before_a_blowup(monkeypatch):
+def test_rk_sundman_run_ends_at_t_final_before_a_blowup(sundman_runs):
     # t_final just below T* (σ̇ = 2aσ + 2vbσ² in d = 1): the Sundman run stops at t = t_final,
     # returns the state there and every output before it
-    import riccati_tf.flows.integrate as integrate
-    runs = []
-    original = integrate._sundman_solve
-    monkeypatch.setattr(integrate, "_sundman_solve", lambda *a: runs.append(1) or original(*a))
     a, v, b, s0 = 0.5, 1.0, 1.0, 0.3
     r, k = 2 * a, 2 * v * b
     T = np.log1p(r / (k * s0)) / r
     p, g = Params(A=a, B=b, V=v), Gaussian([0.0], [[s0]])
     t_out = np.linspace(0.0, T - 1e-3, 41)
     tr = flow(p, g, T - 1e-3, method="rk", t_eval=t_out, dense_output=False)
-    assert tr.status == "completed" and runs
+    assert tr.status == "completed" and sundman_runs
     np.testing.assert_array_equal(tr.t, t_out)
     e = np.exp(r * t_out)
     exact = s0 * e / (1 - k * s0 * (e - 1) / r)
     assert np.all(np.abs(tr.cov[:, 0, 0] - exact) <= 1e-7 * exact * T / (T - t_out))
 
 
-def test_rk_without_dense_output_agrees_with_the_closed_form_on_random_layers(monkeypatch):
+def test_rk_without_dense_output_agrees_with_the_closed_form_on_random_layers(sundman_runs):
     # scalar-V layers with rotations and indefinite G, d = 1..4: trace growth that blows up,
     # and growth that turns into decay once Σ rotates into G's positive directions — both
     # through Sundman runs. Status, T* and every output agree with the exact flow (outputs to
     # 1e-6 relative times Σ's conditioning T*/(T* − t) near a blow-up; the rest is the
     # absolute tolerance's share of entries that decay)
-    import riccati_tf.flows.integrate as integrate
-    runs = []
-    original = integrate._sundman_solve
-    monkeypatch.setattr(integrate, "_sundman_solve", lambda *a: runs.append(1) or original(*a))
     rng = np.random.default_rng(7)
     kinds = set()
     for _ in range(100):
@@ -472,9 +472,9 @@ def test_rk_without_dense_output_agrees_with_the_closed_form_on_random_layers(mo
         X = rng.standard_normal((d, d))
         g = Gaussian(rng.standard_normal(d), X @ X.T * rng.uniform(0.1, 5))
         ex = flow(p, g, 5.0, method="exact")
-        before = len(runs)
+        before = len(sundman_runs)
         rk = flow(p, g, 5.0, method="rk", dense_output=False)
-        kinds.add((len(runs) > before, ex.status))
+        kinds.add((len(sundman_runs) > before, ex.status))
         assert rk.status == ex.status
         T = ex.blowup_time if ex.status == "blowup" else np.inf
         if ex.status == "blowup":
@@ -488,21 +488,17 @@ def test_rk_without_dense_output_agrees_with_the_closed_form_on_random_layers(mo
     assert {(True, "blowup"), (False, "completed")} <= kinds
 
 
-def test_rk_sundman_run_through_growth_that_turns_into_decay(monkeypatch):
+def test_rk_sundman_run_through_growth_that_turns_into_decay(sundman_runs):
     # G indefinite and A rotating: tr Σ grows ~50-fold under the quadratic term (a Sundman run
     # from its doubling on), then Σ turns into G's positive direction and decays; the run
     # completes, and every output agrees with the closed form
-    import riccati_tf.flows.integrate as integrate
-    runs = []
-    original = integrate._sundman_solve
-    monkeypatch.setattr(integrate, "_sundman_solve", lambda *a: runs.append(1) or original(*a))
     p = Params([[-1.0113, 2.4678], [-2.9591, -0.919]], B=[[-1.1424, 2.7073], [2.7073, -0.3777]],
                V=0.67 * np.eye(2), b=[0.15, -0.45])
     g = Gaussian([0.2, -1.0], [[2.3, 0.5], [0.5, 1.7]])
     ex = flow(p, g, 5.0, method="exact")
     rk = flow(p, g, 5.0, method="rk", dense_output=False)
     trace = np.trace(ex.cov, axis1=1, axis2=2)
-    assert rk.status == ex.status == "completed" and runs
+    assert rk.status == ex.status == "completed" and sundman_runs
     assert trace.max() > 20 * trace[0] and trace[-1] < 0.1 * trace.max()
     np.testing.assert_array_equal(rk.t, ex.t)
     assert rel_err(rk.cov, ex.cov) <= 1e-8 and rel_err(rk.mean, ex.mean) <= 1e-8

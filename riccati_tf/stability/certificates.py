@@ -1059,8 +1059,7 @@ class _ZeroBall:
 def _zero_ball(p: Params) -> _ZeroBall | None:
     """`_ZeroBall` of Σ* = 0 with Q = I (P by `riccati.lyapunov_function`), or None when A is
     not Hurwitz or the rounding leaves μ or λ_min(P) not positive."""
-    eq = _zero_equilibrium(p)
-    if eq.spectral_abscissa is None or not eq.spectral_abscissa < 0:
+    if not np.max(drift_spectrum(p)[0].real) < 0:
         return None
     try:
         P = lyapunov_function(p.A).P
@@ -1079,6 +1078,8 @@ def _zero_ball(p: Params) -> _ZeroBall | None:
     kappa = 2 * sum(float(np.linalg.norm(P @ V, 2) * np.linalg.norm(B, 2)) for V, B in p.heads)
     radius = BASIN_SAFETY * mu * low / kappa if kappa > 0 else np.inf
     rate = (1 - BASIN_SAFETY) * mu / norm_P
+    eq = _zero_equilibrium(p)
+    assert eq.spectral_abscissa is not None  # 2 max Re λ(A), < 0 here
     return _ZeroBall(eq, P, radius, mu, kappa, rate, -eq.spectral_abscissa)
 
 
