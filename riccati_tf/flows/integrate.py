@@ -895,8 +895,12 @@ class _TraceEvent:
     def __init__(self, k: int, d: int, log_threshold: float) -> None:
         self.k, self.d, self.log_threshold = k, d, log_threshold
 
+    def trace(self, y: np.ndarray) -> float:
+        """tr Σ of the state y."""
+        return float(y[self.k::self.d + 1].sum())
+
     def __call__(self, _t: float, y: np.ndarray) -> float:
-        return math.log(max(float(y[self.k::self.d + 1].sum()), TINY)) - self.log_threshold
+        return math.log(max(self.trace(y), TINY)) - self.log_threshold
 
 
 def _rk_run(params_fn: Params | Callable[[float], Params], gaussian: Gaussian,
@@ -1039,11 +1043,10 @@ def _sundman_solve(rhs: Callable[[float, np.ndarray], np.ndarray], t0: float, t1
     1e-2·rtol·t0. status: 0 when t1 is reached, 1 at the trace event (t_events[0], y_events[0]
     in t and y), −1 on failure; the σ-span 2 (t1 − t0) threshold / s_ref (the length in σ of
     [t0, t1] while s stays below the threshold) bounds the run."""
-    k, d = event.k, event.d
-    s_ref = float(y0[k::d + 1].sum())
+    s_ref = event.trace(y0)
 
     def f(_sigma: float, z: np.ndarray) -> np.ndarray:
-        w = s_ref / float(z[1 + k::d + 1].sum())
+        w = s_ref / event.trace(z[1:])
         out = np.empty_like(z)
         out[0] = w
         out[1:] = w * rhs(float(z[0]), z[1:])

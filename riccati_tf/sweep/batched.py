@@ -381,13 +381,15 @@ def blowup_times(A: npt.NDArray[np.float64], G: npt.NDArray[np.float64],
 
 
 def _blowup_times(A: np.ndarray, G: np.ndarray, L: np.ndarray, t_max: np.ndarray,
-                  gram: _EigenGramian) -> np.ndarray:
-    """`blowup_times` with the eigen form of S(t) given (`gram`, for the same A, G and L)."""
+                  gram: _EigenGramian, norm: np.ndarray | None = None) -> np.ndarray:
+    """`blowup_times` with the eigen form of S(t) given (`gram`, for the same A, G and L), and
+    ‖A‖₂ per case when the caller has it (`norm`)."""
     n, d, r = L.shape
     out = np.full(n, np.nan)
     if n == 0:
         return out
-    norm = np.linalg.norm(A, 2, axis=(1, 2))
+    if norm is None:
+        norm = np.linalg.norm(A, 2, axis=(1, 2))
     h = np.where(norm > 0, 1.0 / np.where(norm > 0, norm, 1.0), 1.0)
     h = np.minimum(h, t_max)
     eye_r = np.eye(r)
@@ -1059,7 +1061,7 @@ def _blowups(table: _Table, idx: np.ndarray, A: np.ndarray, G: np.ndarray, covs:
     for k, i in enumerate(idx):
         L0[k, :, :prem[i].rank0] = cov_root(covs[i], prem[i].rank0)
     gram = _EigenGramian(G[idx], L0, discs)
-    T = _blowup_times(A[idx], G[idx], L0, t_max, gram)
+    T = _blowup_times(A[idx], G[idx], L0, t_max, gram, anorm)
     found = np.isfinite(T) & (T <= (1 - HORIZON_RTOL) * t_max) & (anorm * T <= BLOWUP_NORM_TIME)
     sign = np.zeros(idx.size, dtype=int)
     sign[found] = _check_signs(A[idx[found]], G[idx[found]], L0[found], T[found], gram,
