@@ -14,7 +14,8 @@ from scipy.integrate import solve_ivp
 
 from riccati_tf import Gaussian, Params, certify, equilibria, flow
 from riccati_tf.errors import InvalidInputError, SolverError
-from riccati_tf.stability.certificates import BALL_RTOL, REGIMES, _exact_ok
+from riccati_tf.stability.certificates.constants import BALL_RTOL, REGIMES
+from riccati_tf.stability.certificates.rationals import _exact_ok
 from riccati_tf.stability.equilibria import from_coords, linearization_matrix, to_coords
 from riccati_tf.state.moments import moment_arrays
 from tests.test_equilibrium import layer_from_G, matrix_with_spectrum, random_pd
@@ -568,9 +569,9 @@ def test_numerical_premises_record_their_tolerances():
 
 
 def test_a_certificate_failing_its_check_is_never_returned(monkeypatch):
-    import riccati_tf.stability.certificates as C
+    import riccati_tf.stability.certificates.verification as V
 
-    monkeypatch.setattr(C, "_premises_ok", lambda c: c.regime == "undetermined")
+    monkeypatch.setattr(V, "_premises_ok", lambda c: c.regime == "undetermined")
     cert = certify(Params(np.diag([1.0, 2.0]), B=np.eye(2), V=-np.eye(2)), np.eye(2))
     assert cert.regime == "undetermined" and "failed its own re-check" in cert.reason
     assert cert.check() and not cert.exact
@@ -610,9 +611,9 @@ def test_non_package_failures_become_solver_errors():
 def test_gramian_budget_bounds_the_blowup_search(monkeypatch):
     """With the Gramian step budget cut to 3 the T* search still ends (with steps longer than
     1/‖A‖₂), and the certificate, if any, passes its check."""
-    import riccati_tf.stability.certificates as C
+    import riccati_tf.stability.certificates.blowup as blowup
 
-    monkeypatch.setattr(C, "MAX_GRAMIAN_STEPS", 3)
+    monkeypatch.setattr(blowup, "MAX_GRAMIAN_STEPS", 3)
     p = Params(np.diag([-1.0, 5.0]), B=np.eye(2), V=np.eye(2))
     cert = certify(p, np.diag([1.0, 1e-16]))
     assert cert.check()
@@ -620,7 +621,7 @@ def test_gramian_budget_bounds_the_blowup_search(monkeypatch):
 
 
 def test_exact_half_plane_counts_and_inertia_against_numpy():
-    from riccati_tf.stability.certificates import _half_planes, _q, _sym_inertia
+    from riccati_tf.stability.certificates.rationals import _half_planes, _q, _sym_inertia
 
     rng = np.random.default_rng(8)
     for _ in range(60):
@@ -767,7 +768,7 @@ def test_marginal_premises_are_decided_exactly():
 
 
 def test_marginal_check_refuses_tampering():
-    from riccati_tf.stability.certificates import _zero_equilibrium
+    from riccati_tf.stability.certificates.local import _zero_equilibrium
 
     rot2 = np.array([[0.0, 1.0], [-1.0, 0.0]])
     for A, G in ((np.array([[0.0, 1.0], [0.0, 0.0]]), np.eye(2)),  # not semisimple
@@ -862,7 +863,7 @@ def test_stacked_quadratic_bound_holds_and_beats_the_per_head_constant():
     K = R⁻¹(Σ − Σ*)R⁻¹ on random and adversarial symmetric K, and is at most the per-head
     constant 2 Σ_h ‖X_h‖₂‖Y_h‖₂ (to rounding)."""
     from benchmarks.equilibria import layer
-    from riccati_tf.stability.certificates import _quadratic_bound
+    from riccati_tf.stability.certificates.numerical import _quadratic_bound
 
     p = layer(48, 12, 4)
     w, U = np.linalg.eigh(random_pd(np.random.default_rng(4), 48))
@@ -910,7 +911,7 @@ def test_general_v_collapse_beyond_the_dense_spectrum_enters_the_zero_sublevel_s
     where the linear Lyapunov function decreases (far before certify's horizon), the final
     state and the level agree with an independent computation, and a tight integration from
     Σ0 lands inside that level and keeps ℓ decaying at the certified rate."""
-    from riccati_tf.stability.certificates import _horizon
+    from riccati_tf.stability.certificates.numerical import _horizon
 
     p = _stable_48()
     c = certify(p, np.eye(48))
@@ -938,7 +939,7 @@ def test_zero_sublevel_set_bounds_the_field_on_the_psd_cone():
     """Below the level ρ, d tr(PΣ)/dt (the moment equations themselves) is at most
     −μ tr Σ + κ (tr Σ)² and at most −rate·tr(PΣ), on random PSD matrices of every rank and on
     rank-one ones along the heads' leading directions, scaled to the level's edge."""
-    from riccati_tf.stability.certificates import _zero_ball
+    from riccati_tf.stability.certificates.numerical import _zero_ball
 
     p = _stable_48()
     ball = _zero_ball(p)
@@ -975,7 +976,7 @@ def test_every_rk_integration_of_certify_uses_the_factored_heads():
     blow-up/growth run alike) step the layer with its low-rank dense heads factored, without
     b; below it, and for the closed form, the dense heads."""
     from benchmarks.equilibria import layer
-    from riccati_tf.stability.certificates import _Integrator
+    from riccati_tf.stability.certificates.numerical import _Integrator
     from riccati_tf.state.lowrank import FACTOR_MIN_D
 
     for d, factored in ((FACTOR_MIN_D, True), (48, False)):
@@ -995,7 +996,7 @@ def test_collapse_needs_no_newton_search_from_sigma0(monkeypatch):
     """With the continuation finding no ball and A Hurwitz, the zero sublevel set alone guides
     the integration: Newton from Σ0 is not run while Σ(t) heads into it (one `equilibria` call,
     the continuation's)."""
-    import riccati_tf.stability.certificates as certificates
+    import riccati_tf.stability.certificates.numerical as certificates
 
     calls = []
     original = certificates.equilibria
@@ -1010,7 +1011,7 @@ def test_a_stalling_collapse_searches_from_the_current_state(monkeypatch):
     """When Σ(t), at its rate, would not enter the zero sublevel set before the horizon (here a
     level shrunk to 1e-300), Newton runs once from the state at that check — not from Σ0 —
     and the integration goes on."""
-    import riccati_tf.stability.certificates as certificates
+    import riccati_tf.stability.certificates.numerical as certificates
 
     original_ball = certificates._zero_ball
     monkeypatch.setattr(certificates, "_zero_ball", lambda p: dataclasses.replace(

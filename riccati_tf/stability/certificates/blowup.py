@@ -1,0 +1,136 @@
+"""G ⪯ 0 (scalar V): the stable invariant subspace of A, the threshold λ_max(W∞Σ0) and T* (SPEC §5).
+
+With Σ0 = L0L0ᵀ and W(t) = ∫_0^t e^{Aᵀu}Ge^{Au}du, the closed form
+Σ(t) = e^{At}L0(I + L0ᵀW(t)L0)⁻¹L0ᵀe^{Aᵀt} exists while S(t) = I + L0ᵀW(t)L0 ≻ 0; for G ⪯ 0, S is
+non-increasing and T* is the first root of λ_min(S(t)), the blow-up direction e^{AT*}L0u with
+S(T*)u = 0. When range Σ0 lies in the stable invariant subspace of A (A_s Hurwitz), W(t) → −W∞
+with A_sᵀW∞ + W∞A_s = |G|_s, and Σ blows up iff λ_max(W∞Σ0) > 1. W(t) is composed by the semigroup
+rule W(s + h) = W(s) + e^{Aᵀs}W(h)e^{As} from Van Loan steps with ‖A‖₂h ≤ 1; `blowup_check`
+re-decides a stated T* by the sign change of λ_min(S) across T*(1 ± BLOWUP_CHECK_RTOL).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+from scipy.linalg import schur
+from scipy.optimize import brentq
+
+from ...errors import SolverError
+from ...flows.exact import van_loan
+from ...state.validation import psd_rank
+from ..riccati import (
+    AXIS_RTOL,
+    lapack_sylvester_gramian,
+)
+
+if TYPE_CHECKING:
+    pass
+from .constants import BLOWUP_CHECK_RTOL, BRENT_MAXITER, EPS, MAX_GRAMIAN_STEPS, RANGE_RTOL
+from .rationals import exact_rank
+
+__all__: list[str] = []
+
+
+def cov_root(cov: np.ndarray, rank: int) -> np.ndarray:
+    """L (d×rank) with LLᵀ ≈ Σ0 for the given rank (exact when known): Cholesky for full rank,
+    else the `rank` leading eigenpairs; no positive direction of the stated rank is dropped."""
+    d = cov.shape[0]
+    if rank == d:
+        try:
+            return np.linalg.cholesky(cov)
+        except np.linalg.LinAlgError:
+            pass
+    e, U = np.linalg.eigh(cov)
+    e, U = e[d - rank:], U[:, d - rank:]
+    return U * np.sqrt(np.clip(e, 0.0, None))
+
+
+def _rank0(cov: np.ndarray) -> int:
+    """rank Σ0: exact for d ≤ EXACT_MAX_D, else with psd_rank's d·eps·λ_max."""
+    r = exact_rank(cov)
+    return psd_rank(cov) if r is None else r
+
+
+def _stable_basis(A: np.ndarray, axis_rtol: float) -> tuple[np.ndarray, np.ndarray, int]:
+    """Ordered Schur form with the eigenvalues Re λ < −axis_rtol‖A‖_F leading: (U, T, s)."""
+    tol = axis_rtol * np.linalg.norm(A)
+    T, U, s = schur(A, output="real", sort=lambda re, _im: re < -tol)
+    return U, T, int(s)
+
+
+def _threshold(A: np.ndarray, G: np.ndarray, L0: np.ndarray, axis_rtol: float = AXIS_RTOL,
+               range_rtol: float = RANGE_RTOL) -> tuple[float | None, float]:
+    """(λ_max(W∞Σ0) or None when range Σ0 = range L0 ⊄ stable subspace within range_rtol, the
+    stable decay rate), in floating point."""
+    U, T, s = _stable_basis(A, axis_rtol)
+    Us = U[:, :s]
+    C = Us.T @ L0
+    if np.linalg.norm(L0 - Us @ C) > range_rtol * np.linalg.norm(L0):
+        return None, 0.0
+    Ts = T[:s, :s]
+    # TsᵀW + WTs = G_s = −|G|_s: W is W∞ (= −W(∞), with W(t) = ∫_0^t e^{Aᵀu}Ge^{Au}du)
+    W = lapack_sylvester_gramian(Ts, Us.T @ G @ Us)
+    lam = float(np.linalg.eigvalsh(C.T @ W @ C)[-1])
+    rate = -2 * float(np.max(np.linalg.eigvals(Ts).real))
+    return lam, rate
+
+
+def _monotone_root(A: np.ndarray, G: np.ndarray, L0: np.ndarray,
+                   horizon: float) -> tuple[float, np.ndarray] | None:
+    """First t ≤ horizon with λ_min(S(t)) = 0, S(t) = I + L0ᵀW(t)L0, for G ⪯ 0 (S non-increasing),
+    and the unit blow-up direction e^{At}L0u (S(T*)u = 0); None if S(horizon) ≻ 0.
+
+    Steps h with ‖A‖₂h ≤ 1 (at most MAX_GRAMIAN_STEPS) compose W exactly by the semigroup rule
+    S_{k+1} = S_k + X_kᵀW(h)X_k, X_{k+1} = e^{Ah}X_k (X_0 = L0); in the step where λ_min(S) first
+    drops to ≤ 0 Brent's method (at most BRENT_MAXITER iterations) locates the root."""
+    n = int(min(max(1.0, np.ceil(np.linalg.norm(A, 2) * horizon)), MAX_GRAMIAN_STEPS))
+    h = horizon / n
+    Eh, Wh = van_loan(A, G, h)
+    X, S, t = L0, np.eye(L0.shape[1]), 0.0
+    for _ in range(n):
+        S_next = S + X.T @ Wh @ X
+        if not np.all(np.isfinite(S_next)):
+            raise SolverError(f"W(t) overflowed at t = {t:.6g} before the blow-up was located")
+        if np.linalg.eigvalsh(S_next)[0] <= 0:
+            def lam(s, S=S, X=X):
+                return float(np.linalg.eigvalsh(S + X.T @ van_loan(A, G, s)[1] @ X)[0])
+
+            try:
+                s = brentq(lam, 0.0, h, xtol=4 * EPS * (t + h), rtol=4 * EPS,
+                           maxiter=BRENT_MAXITER)
+            except RuntimeError:
+                raise SolverError(f"Brent's method did not locate T* within {BRENT_MAXITER} "
+                                  f"iterations") from None
+            E, W = van_loan(A, G, s)
+            u = E @ X @ np.linalg.eigh(S + X.T @ W @ X)[1][:, 0]
+            return t + s, u / np.linalg.norm(u)
+        X, S, t = Eh @ X, S_next, t + h
+    return None
+
+
+def blowup_check(A: np.ndarray, G: np.ndarray, cov0: np.ndarray, T: float) -> bool:
+    """λ_min(I + L0ᵀW(t)L0) changes sign across T*(1 ± BLOWUP_CHECK_RTOL), L0 a factor of Σ0
+    of its (exact for d ≤ EXACT_MAX_D) rank: the blow-up half of `Certificate.check()`."""
+    L0 = cov_root(cov0, _rank0(cov0))
+    r = L0.shape[1]
+    lo, hi = T * (1 - BLOWUP_CHECK_RTOL), T * (1 + BLOWUP_CHECK_RTOL)
+    W_lo, W_hi = _gramian(A, G, lo), _gramian(A, G, hi)
+    s_lo = np.linalg.eigvalsh(np.eye(r) + L0.T @ W_lo @ L0)[0]
+    s_hi = np.linalg.eigvalsh(np.eye(r) + L0.T @ W_hi @ L0)[0]
+    return bool(s_lo > 0 > s_hi)
+
+
+def _gramian(A: np.ndarray, G: np.ndarray, t: float) -> np.ndarray:
+    """W(t) = ∫_0^t e^{Aᵀu} G e^{Au} du by the semigroup rule W(s + h) = W(s) + E_sᵀW(h)E_s,
+    with steps ‖A‖₂ h ≤ 1 (the Van Loan block exponential is accurate on each), at most
+    MAX_GRAMIAN_STEPS of them."""
+    norm = np.linalg.norm(A, 2)
+    n = int(min(max(1.0, np.ceil(norm * t)), MAX_GRAMIAN_STEPS))
+    Eh, Wh = van_loan(A, G, t / n)
+    E, W = np.eye(A.shape[0]), np.zeros_like(A)
+    for _ in range(n):
+        W = W + E.T @ Wh @ E
+        E = Eh @ E
+    return 0.5 * (W + W.T)

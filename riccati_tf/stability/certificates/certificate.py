@@ -1,0 +1,288 @@
+"""The certificate of `certify`: where Σ(t) goes from Σ0 and the evidence for it (SPEC §6).
+
+`Certificate` stores the regime (REGIMES), the equilibrium Σ* of
+F(Σ) = AΣ + ΣAᵀ + Σ_h(V_hΣB_hΣ + ΣB_hᵀΣV_hᵀ) with its residual, the linearisation L at Σ*, a
+Lyapunov matrix P ≻ 0 with LᵀP + PL = −Q, the decay rate, T* and the blow-up direction, the
+evidence of an integration (horizon, final state, basin level) and the tolerances of numerical
+premises; `Certificate.check()` re-decides them (`verification`). `_converged` builds the
+converges/collapses certificates with their local Lyapunov evidence (`local`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+from numpy.typing import NDArray
+from scipy.linalg import LinAlgError
+
+from ...display import html_table, latex_matrix, number
+from ...errors import InvalidInputError, SolverError
+from ...state.params import Params
+from ..equilibria import (
+    Equilibrium,
+    linearization_matrix,
+    sym_basis,
+)
+
+if TYPE_CHECKING:
+    import control
+from .constants import BASIN_SAFETY
+from .local import _Local, _local, _zero_equilibrium
+from .verification import _verify
+
+__all__ = ["Certificate"]
+
+
+@dataclass(frozen=True, eq=False)
+class Certificate:
+    """Where Σ(t) goes from Σ0 under a time-invariant layer, and the evidence for it.
+
+    The answer of `certify` for the covariance flow (SPEC §5–§6)
+
+        Σ̇ = A Σ + Σ Aᵀ + Σ_h (V_h Σ B_h Σ + Σ B_hᵀ Σ V_hᵀ),      Σ(0) = Σ0,
+
+    one of REGIMES, with what makes it checkable: the equilibrium and its residual, the
+    linearisation L in orthonormal symmetric coordinates (|h| = ‖H‖_F), a Lyapunov matrix
+    P ≻ 0 with Lᵀ P + P L = −Q, the decay rate, T* and the singular direction of a blow-up, and
+    the tolerances of any premise decided in floating point. `check()` re-verifies all of it
+    from the stored matrices alone; `certify` returns only certificates that pass it. The stored
+    Σ*, rate and T* are floating-point values whether or not the conclusion is exact.
+
+    Parameters
+    ----------
+    regime : str
+        One of REGIMES: "converges" (Σ(t) → Σ* ≠ 0), "collapses" (Σ(t) → 0), "blows_up"
+        (Σ(t) diverges at a finite T*), "grows" (unbounded as t → ∞ without finite-time
+        blow-up) or "undetermined" (no theorem applies and the numerical evidence is not
+        conclusive).
+    equilibrium : Equilibrium or None
+        Σ* (converges / collapses), else None.
+    lyapunov : (n_s, n_s) ndarray or None
+        P ≻ 0 with Lᵀ P + P L = −Q in orthonormal symmetric coordinates, n_s = d(d+1)/2; None
+        where no local certificate is given.
+    rate : float or None
+        Decay rate −max Re λ(L) (or 2 min Re λ(A) from the closed form) for converges /
+        collapses; the exponential growth rate for a numerical "grows"; None otherwise, and None
+        for "psd_marginal", whose collapse is algebraic, ‖Σ(t)‖₂ = O(1/t)
+        (≤ κ²/(λ_min(G) t) for G ≻ 0, κ = sup_t ‖e^{At}‖₂), not exponential.
+    blowup_time : float or None
+        T* for blows_up, else None.
+    exact : bool
+        True: a SPEC §5 theorem whose every premise was decided in exact rational arithmetic on
+        the data as given. False: premises decided with tolerances, or numerical evidence.
+    global_ : bool
+        The conclusion holds for every Σ0 ≻ 0, not just this one (only for exact=True).
+    reason : str
+        The argument in words: the theorem and its premises, or the numerical evidence.
+    params : Params
+        The layer.
+    cov0 : (d, d) ndarray
+        Σ0 (read-only).
+    mean0 : (d,) ndarray
+        m0 (read-only), stored for `linearization`; the regime concerns Σ only.
+    theorem : str, optional
+        The premise `check()` re-verifies: "psd_hurwitz", "psd_marginal", "psd_gramian_pd",
+        "psd_gramian_singular", "nsd_unstable_range", "nsd_threshold", "closed_form_root",
+        "zero" or "numerical" (default).
+    lyapunov_rhs : (n_s, n_s) ndarray or None, optional
+        Q of the Lyapunov equation (Q ≻ 0).
+    operator : (n_s, n_s) ndarray or None, optional
+        L, the linearisation at Σ* in orthonormal symmetric coordinates.
+    blowup_direction : (d,) ndarray or None, optional
+        Unit vector along which Σ(t) diverges at T* (blows_up).
+    threshold : float or None, optional
+        λ_max(W∞Σ0) for "nsd_threshold" (W∞ with Aᵀ W∞ + W∞ A + |G| = 0).
+    horizon : float or None, optional
+        End time of the integration used as evidence.
+    final_cov : (d, d) ndarray or None, optional
+        Σ at `horizon`.
+    basin : float or None, optional
+        Level ρ of the certified sublevel set {h : hᵀ P h ≤ ρ} around Σ* holding final_cov; for
+        a collapse certified without `lyapunov`, the level of {Σ ⪰ 0 : tr(PΣ) < ρ} with
+        AᵀP + PA = −I in which tr(PΣ) decreases (`check()` recomputes P and ρ).
+    kantorovich_radius : float or None, optional
+        Radius around the stored Σ* in which an exact equilibrium exists (Newton–Kantorovich).
+    tolerance : dict of str to float, or None, optional
+        For a numerical (exact=False) scalar-V certificate, the tolerances (name → value) with
+        which its premises were decided (`default_tolerance`: sign_rtol, axis_rtol,
+        semisimple_rtol, rank_rtol, singular_rcond, range_rtol, threshold_rtol and, for V scalar
+        only within SCALAR_RTOL, scalar_rtol); `check()` re-decides them with the same values.
+        None for an exact certificate, every premise of which `check()` re-decides in rational
+        arithmetic.
+
+    Raises
+    ------
+    dataclasses.FrozenInstanceError
+        On assignment to a field: a certificate is immutable.
+    InvalidInputError
+        From `linearization()` when the certificate carries no equilibrium.
+
+    See Also
+    --------
+    certify : computes the certificate.
+    Certificate.check : re-verifies it from its stored matrices.
+    riccati_tf.equilibria : the equilibria Σ* and their stability.
+    riccati_tf.stability.riccati.lyapunov_function : the Lyapunov matrix P.
+
+    References
+    ----------
+    .. [1] riccati_tf theory, SPEC §5 "Time-invariant parameters: equilibria, stability,
+       blow-up".
+    .. [2] riccati_tf theory, SPEC §6 "Certificates".
+
+    Examples
+    --------
+    A scalar-value layer that converges to Σ* = diag(2, 4) from every Σ0 ≻ 0, with a local
+    Lyapunov certificate at Σ*:
+
+    >>> import numpy as np
+    >>> from dataclasses import replace
+    >>> from riccati_tf import Gaussian, Params, certify
+    >>> p = Params(np.diag([1.0, 2.0]), B=0.5 * np.eye(2), V=-np.eye(2))
+    >>> c = certify(p, Gaussian(np.zeros(2), np.eye(2)))
+    >>> c
+    Certificate(regime='converges', exact=True, global_=True, theorem='psd_gramian_pd', d=2,
+                rate=2, T*=None, rank Σ*=2)
+    >>> c.equilibrium.residual < 1e-12, c.lyapunov.shape, c.lyapunov_min_eig > 0
+    (True, (3, 3), True)
+    >>> c.check()
+    True
+
+    A tampered certificate fails its check:
+
+    >>> replace(c, lyapunov=-c.lyapunov).check()
+    False
+    """
+
+    regime: str
+    equilibrium: Equilibrium | None
+    lyapunov: NDArray[np.float64] | None
+    rate: float | None
+    blowup_time: float | None
+    exact: bool
+    global_: bool
+    reason: str
+    params: Params
+    cov0: NDArray[np.float64]
+    mean0: NDArray[np.float64]
+    theorem: str = "numerical"
+    lyapunov_rhs: NDArray[np.float64] | None = None
+    operator: NDArray[np.float64] | None = None
+    blowup_direction: NDArray[np.float64] | None = None
+    threshold: float | None = None
+    horizon: float | None = None
+    final_cov: NDArray[np.float64] | None = None
+    basin: float | None = None
+    kantorovich_radius: float | None = None
+    tolerance: dict[str, float] | None = None
+
+    def __repr__(self) -> str:
+        """The verdict without the arrays (nothing is recomputed; call `check()` to verify)."""
+        eq = "" if self.equilibrium is None else f", rank Σ*={self.equilibrium.rank}"
+        return (f"Certificate(regime={self.regime!r}, exact={self.exact}, global_={self.global_}, "
+                f"theorem={self.theorem!r}, d={self.params.d}, rate={number(self.rate)}, "
+                f"T*={number(self.blowup_time)}{eq})")
+
+    def _repr_html_(self) -> str:
+        eq = self.equilibrium
+        rows = [("regime", self.regime), ("theorem", self.theorem), ("exact", self.exact),
+                ("global", self.global_), ("d", self.params.d), ("rate", number(self.rate)),
+                ("T*", number(self.blowup_time)), ("threshold λ_max(W∞Σ0)", number(self.threshold)),
+                ("rank Σ*", None if eq is None else eq.rank), ("reason", self.reason)]
+        return html_table("Certificate", rows)
+
+    def _repr_latex_(self) -> str | None:
+        """Σ* as a matrix for converges/collapses, T* for a blow-up (None when d > LATEX_MAX_D or
+        there is nothing to show)."""
+        if self.blowup_time is not None:
+            return rf"$T^* = {number(self.blowup_time)}$ (blows up)"
+        if self.equilibrium is None:
+            return None
+        M = latex_matrix(self.equilibrium.cov)
+        return None if M is None else rf"$\Sigma(t) \to \Sigma^* = {M}$ ({self.regime})"
+
+    @property
+    def lyapunov_min_eig(self) -> float | None:
+        """λ_min(P) (SPEC §6 asks for it next to λ_min(Q))."""
+        return None if self.lyapunov is None else float(np.linalg.eigvalsh(self.lyapunov)[0])
+
+    @property
+    def rhs_min_eig(self) -> float | None:
+        """λ_min(Q) of the Lyapunov right-hand side."""
+        return None if self.lyapunov_rhs is None else float(
+            np.linalg.eigvalsh(self.lyapunov_rhs)[0])
+
+    def check(self) -> bool:
+        """Re-verify the certificate from its stored matrices alone; False if anything fails.
+
+        Floating point: the equilibrium's residual (≤ 1e-9 and not above twice the stored one),
+        its rank/sign for the regime, L recomputed from (params, Σ*) equal to the stored operator,
+        Cholesky of P and of −(LᵀP + PL), a Newton–Kantorovich ball around Σ* holding an exact
+        equilibrium at which P still certifies L, the basin inclusion of the final state, the
+        premises of the theorem used (exactly, in rational arithmetic, for exact=True; with the
+        stored `tolerance` otherwise), and for blow-up the sign change of λ_min(I + L0ᵀW(t)L0)
+        across T*(1 ± 1e-7) (scalar V; a general-V blow-up is integration evidence, exact=False,
+        of which only the form is checked; the first-ness of the root is not re-checked for
+        indefinite G). For d ≤ 6 the Lyapunov inequalities and the residual bound are re-checked
+        in exact rational arithmetic, with P rounded to integers after scaling.
+        """
+        try:
+            with np.errstate(all="ignore"):  # an overflowing check quantity fails the check
+                return bool(_verify(self))
+        except (LinAlgError, SolverError, ValueError, ArithmeticError, TypeError, KeyError,
+                IndexError, AttributeError):
+            return False
+
+    def linearization(self) -> control.StateSpace:
+        """The linearised mean–covariance dynamics at (m*, Σ*) as a python-control StateSpace.
+
+        State z = (δm, h) with h the orthonormal coordinates of δΣ; input u = δb; output z:
+
+            δṁ = K* δm + Σ_h V_h H B_h m* + u,    ḣ = L h,    K* = A + Σ_h V_h + Σ_h V_h Σ* B_h,
+
+        linearised about m* (or m = 0 when K* is not Hurwitz and there is no mean equilibrium).
+        """
+        import control
+
+        if self.equilibrium is None:
+            raise InvalidInputError(f"a certificate of regime {self.regime!r} carries no "
+                                    f"equilibrium: there is no point to linearise about")
+        p, cov = self.params, self.equilibrium.cov
+        d = p.d
+        m = self.equilibrium.mean if self.equilibrium.mean is not None else np.zeros(d)
+        L = self.operator if self.operator is not None else linearization_matrix(p, cov)
+        n = L.shape[0]
+        K = p.M(cov) + sum((V for V, _ in p.heads), start=0.0)
+        N = sym_basis(d)
+        coupling = np.zeros((d, n))
+        for k in range(n):
+            E = N[:, k].reshape(d, d)
+            coupling[:, k] = sum(V @ E @ B @ m for V, B in p.heads)
+        Amat = np.block([[K, coupling], [np.zeros((n, d)), L]])
+        Bmat = np.vstack([np.eye(d), np.zeros((n, d))])
+        return control.ss(Amat, Bmat, np.eye(d + n), np.zeros((d + n, d)))
+
+
+def _converged(p: Params, cov: np.ndarray, base: dict, theorem: str, *, exact: bool, glob: bool,
+               rate: float | None, reason: str, equilibrium: Equilibrium | None = None,
+               threshold: float | None = None, local: bool = True, loc: _Local | None = None,
+               final_cov: np.ndarray | None = None, horizon: float | None = None,
+               basin: float | None = None) -> Certificate:
+    """A converges/collapses certificate with a local Lyapunov certificate at Σ* when one exists
+    (`loc` if given, else computed when `local`); basin: the level of `_ZeroBall` (no loc)."""
+    if loc is None and local:
+        loc = _local(p, cov)
+    eq = equilibrium if equilibrium is not None else _zero_equilibrium(p)
+    regime = "collapses" if eq.rank == 0 else "converges"
+    if loc is not None and final_cov is not None:
+        basin = BASIN_SAFETY * loc.rho_max
+    if rate is None and loc is not None:
+        rate = -float(np.max(np.linalg.eigvals(loc.L).real))
+    return Certificate(
+        regime, eq, None if loc is None else loc.P, rate, None, exact, glob, reason,
+        theorem=theorem, lyapunov_rhs=None if loc is None else loc.Q,
+        operator=None if loc is None else loc.L, threshold=threshold, horizon=horizon,
+        final_cov=final_cov, basin=basin,
+        kantorovich_radius=None if loc is None else loc.radius, **base)

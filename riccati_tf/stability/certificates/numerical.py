@@ -1,0 +1,454 @@
+"""Numerical evidence for the regime when no theorem of SPEC §5 decides it (general V, or scalar V
+outside the theorems).
+
+A bounded integration of Σ̇ = AΣ + ΣAᵀ + Σ_h(V_hΣB_hΣ + ΣB_hᵀΣV_hᵀ) (the closed form for scalar V,
+Runge–Kutta otherwise) in segments of ‖A‖₂-length ≤ SEGMENT_NORM_TIME, up to a horizon of
+HORIZON_RATES time constants, then: a blow-up event; entry into a certified basin — the
+Lyapunov sublevel set {hᵀPh ≤ ρ} of a stable equilibrium (`local`), the attracting ball
+‖R⁻¹(Σ − Σ*)R⁻¹‖_F < r₊ of the numerical-range bound (`_Ball`), or the sublevel set tr(PΣ) < ρ of
+Σ* = 0 (`_ZeroBall`); exponential growth of tr Σ past the blow-up scale ("grows"); or no
+conclusion ("undetermined").
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+from scipy.linalg import LinAlgError, eigh
+
+from ...errors import SolverError
+from ...flows.integrate import flow
+from ...state.lowrank import FACTOR_MIN_D, factored_layer
+from ...state.params import Gaussian, Params
+from ...state.validation import psd_rank
+from ..equilibria import (
+    ENUMERATION_MAX_D,
+    KRONECKER_MAX_D,
+    Equilibrium,
+    drift_spectrum,
+    equilibria,
+    natural_scale,
+    quadratic_constant,
+)
+
+if TYPE_CHECKING:
+    pass
+from .certificate import Certificate, _converged
+from .constants import (
+    BALL_AIM,
+    BALL_CHECKS,
+    BALL_RTOL,
+    BALL_SHORTEST,
+    BASIN_SAFETY,
+    BLOWUP_CHECK_RTOL,
+    CLOSE_RTOL,
+    EPS,
+    GROWTH_FACTOR,
+    GROWTH_STOP,
+    HORIZON_DOUBLINGS,
+    HORIZON_RATES,
+    MAX_GROWTH,
+    MAX_NORM_TIME,
+    MAX_RHS_EVALUATIONS,
+    SEGMENT_NORM_TIME,
+)
+from .local import _level, _local, _zero_equilibrium, _zero_sublevel, _ZeroSublevel
+
+__all__: list[str] = []
+
+
+def _numerical(p: Params, cov0: np.ndarray, base: dict, *, scalar: bool,
+               no_blowup: bool = False, bounded: bool = False) -> Certificate:
+    """Bounded integration (closed form for scalar V, DOP853 otherwise), then a local
+    certificate at a nearby stable equilibrium, or growth/undetermined; general V beyond d = 30
+    first `_attracting_ball`. no_blowup: a theorem rules out blow-up; bounded: a theorem says Σ
+    converges (growth is then no conclusion)."""
+    method = "exact" if scalar else "rk"
+    horizon = _horizon(p, cov0)
+    scale = 0.0 if no_blowup else _blowup_scale(p)
+    if not scalar and p.d > KRONECKER_MAX_D:
+        got = _attracting_ball(p, cov0, base, horizon * 2 ** HORIZON_DOUBLINGS, scale)
+        if got is not None:
+            return got
+    integrator = _Integrator(p, cov0, method, scale)
+    for _ in range(HORIZON_DOUBLINGS + 1):
+        run = integrator.advance(horizon)
+        if run.blowup_time is not None:
+            how = ("the first root of det(I + W(t)Σ0) located by the closed form" if scalar else
+                   "the Runge–Kutta blow-up event (quadratic terms dominate d tr Σ/dt)")
+            tol = {**(base.get("tolerance") or {}), "blowup_check_rtol": BLOWUP_CHECK_RTOL}
+            return Certificate("blows_up", None, None, None, run.blowup_time, False, False,
+                               f"blow-up at T* = {run.blowup_time:.12g}: {how}.",
+                               theorem="closed_form_root" if scalar else "numerical",
+                               blowup_direction=run.blowup_direction, horizon=run.t_end,
+                               final_cov=run.final, **{**base, "tolerance": tol})
+        if run.failure is not None:
+            return Certificate("undetermined", None, None, None, None, False, False,
+                               f"{run.failure}; no conclusion.", horizon=run.t_end,
+                               final_cov=run.final, **base)
+        got = _classify_final(p, cov0, base, run, scalar, np.inf if bounded else scale)
+        if got is not None or integrator.stopped:
+            break
+        horizon *= 2
+    if got is not None:
+        return got
+    note = " G ⪰ 0 rules out finite-time blow-up." if no_blowup else ""
+    return Certificate("undetermined", None, None, None, None, False, False,
+                       f"no theorem of SPEC §5 applies and the integration up to t = "
+                       f"{run.t_end:.6g} neither blew up nor entered a certified basin of a "
+                       f"stable equilibrium nor grew by a factor {GROWTH_FACTOR:g}.{note}",
+                       horizon=run.t_end, final_cov=run.final, **base)
+
+
+@dataclass(frozen=True)
+class _Ball:
+    """The ball ‖R⁻¹(Σ − Σ*)R⁻¹‖_F < radius around a stable equilibrium Σ* = R² ≻ 0 that the
+    numerical-range bound and the quadratic constant c̃ (`_quadratic_bound`) make attracting."""
+
+    eq: Equilibrium
+    Ri: np.ndarray
+    radius: float
+    c: float
+
+    def gap(self, S: np.ndarray) -> float:
+        """‖R⁻¹(S − Σ*)R⁻¹‖_F."""
+        return float(np.linalg.norm(self.Ri @ (S - self.eq.cov) @ self.Ri))
+
+    def verdict(self, p: Params, base: dict, state: np.ndarray, t: float,
+                gap: float) -> Certificate:
+        """"converges" to Σ* from the state at t, inside the ball at distance gap."""
+        st = self.eq.stability
+        assert st is not None and st.value is not None  # a ball's bound (`_balls`)
+        return _converged(
+            p, self.eq.cov, base, "numerical", exact=False, glob=False, rate=-st.value,
+            equilibrium=self.eq, local=False, final_cov=state, horizon=t,
+            reason=f"Runge–Kutta integration (rtol {BALL_RTOL:g}) to t = {t:.6g} ends at "
+                   f"distance ‖R⁻¹(Σ − Σ*)R⁻¹‖_F = {gap:.3g} (Σ* = R², rank {self.eq.rank}) "
+                   f"inside the ball of radius {self.radius:.3g} that attracts by the "
+                   f"numerical-range bound Re⟨K, L̃K⟩ ≤ {st.value:.6g}‖K‖² (Lanczos Ritz "
+                   f"residual {st.residual:.2g}, Equilibrium.stability) and the quadratic "
+                   f"constant c̃ = {self.c:.3g} of the stacked heads: ‖R⁻¹(Σ(t) − Σ*)R⁻¹‖_F "
+                   f"decreases to the residual's level at rate ≥ {-st.value:.3g} (numerical "
+                   f"evidence).")
+
+
+@dataclass(frozen=True)
+class _ZeroBall(_ZeroSublevel):
+    """The sublevel set tr(PΣ) < radius of Σ* = 0 (`local._ZeroSublevel`) as evidence of a
+    collapse: `verdict`."""
+
+    def verdict(self, p: Params, base: dict, state: np.ndarray, t: float,
+                gap: float) -> Certificate:
+        """"collapses" from the state at t, inside the sublevel set at level gap."""
+        return _converged(
+            p, self.eq.cov, base, "numerical", exact=False, glob=False, rate=self.asymptotic,
+            equilibrium=self.eq, local=False, final_cov=state, horizon=t, basin=self.radius,
+            reason=f"Runge–Kutta integration (rtol {BALL_RTOL:g}) to t = {t:.6g} ends at "
+                   f"ℓ = tr(PΣ) = {gap:.3g} below the level {self.radius:.3g} of the linear "
+                   f"Lyapunov function ℓ on the PSD cone (AᵀP + PA = −Q, λ_min(Q) ≥ "
+                   f"{self.mu:.3g}; heads' quadratic constant κ = {self.kappa:.3g}): "
+                   f"ℓ̇ ≤ −μ tr Σ + κ(tr Σ)² < 0 there, so ℓ decreases at rate ≥ "
+                   f"{self.rate:.3g} and Σ → 0; asymptotic rate 2|max Re λ(A)| = "
+                   f"{self.asymptotic:.3g} (numerical evidence).")
+
+
+def _zero_ball(p: Params) -> _ZeroBall | None:
+    """`_ZeroBall` of Σ* = 0 (`local._zero_sublevel`), or None."""
+    z = _zero_sublevel(p)
+    return None if z is None else _ZeroBall(**{f.name: getattr(z, f.name) for f in fields(z)})
+
+
+def _quadratic_bound(p: Params, R: np.ndarray, Ri: np.ndarray) -> float:
+    """c̃ with ‖Σ_h (X_hKY_hK + KY_hᵀKX_hᵀ)‖_F ≤ c̃‖K‖_F² for every symmetric K, where
+    X_h = R⁻¹V_hR and Y_h = RB_hR (the quadratic part of the field in the coordinates
+    K = R⁻¹(Σ − Σ*)R⁻¹); the second term is the transpose of the first, hence the factor 2.
+
+    Stacked heads: for weights α_h > 0, Σ_h X_hKZ_hK = 𝐗(I_H ⊗ K)𝐙K with 𝐗 = [α_1X_1 …
+    α_HX_H] (d × Hd) and 𝐙 = [Z_1/α_1; …; Z_H/α_H] (Hd × d), and ‖I_H ⊗ K‖₂ = ‖K‖₂ ≤ ‖K‖_F,
+    so ‖Σ_h X_hKZ_hK‖_F ≤ s(Z)‖K‖_F² with s(Z) = ‖𝐗‖₂‖𝐙‖₂ = (λ_max(Σ_h α_h²X_hX_hᵀ)
+    λ_max(Σ_h Z_hᵀZ_h/α_h²))^{1/2}. With α_h² = ‖Z_h‖_F/‖X_h‖_F, ‖𝐗‖₂² ≤ Σ_h α_h²‖X_h‖_F² =
+    Σ_h ‖X_h‖_F‖Z_h‖_F and likewise ‖𝐙‖₂², so s(Z) ≤ Σ_h ‖X_h‖_F‖Z_h‖_F; it is smaller when
+    the X_h have nearly orthogonal ranges (heads writing to complementary subspaces).
+
+    Shared part: for Ȳ = (1/H) Σ_h Y_h, Σ_h X_hKY_hK = (Σ_h X_h)KȲK + Σ_h X_hK(Y_h − Ȳ)K, so
+    ‖·‖_F ≤ (‖Σ_h X_h‖₂‖Ȳ‖₂ + s(Y − Ȳ))‖K‖_F²: small when the heads share most of B_h and
+    their value matrices add up to a small one.
+
+    c̃ = 2 min(s(Y), ‖Σ_h X_h‖₂‖Ȳ‖₂ + s(Y − Ȳ)) ≤ 2 Σ_h ‖X_h‖_F‖Y_h‖_F (`Stability.quadratic`).
+    A head with X_h = 0 or Z_h = 0 contributes nothing to s(Z) and is left out of it."""
+    X = [Ri @ V @ R for V, _ in p.heads]
+    Y = [R @ B @ R for _, B in p.heads]
+    Ybar = sum(Y) / len(Y)
+    Xsum = sum(X)
+    shared = np.sqrt(_top_eigenvalue(Xsum.T @ Xsum) * _top_eigenvalue(Ybar.T @ Ybar))
+    return float(2 * min(_stacked(X, Y), shared + _stacked(X, [Yh - Ybar for Yh in Y])))
+
+
+def _stacked(X: list[np.ndarray], Z: list[np.ndarray]) -> float:
+    """s(Z) = ‖𝐗‖₂‖𝐙‖₂ of `_quadratic_bound`, weights α_h² = ‖Z_h‖_F/‖X_h‖_F."""
+    d = X[0].shape[0]
+    XX, ZZ = np.zeros((d, d)), np.zeros((d, d))
+    for Xh, Zh in zip(X, Z, strict=True):
+        x, z = np.linalg.norm(Xh), np.linalg.norm(Zh)
+        if x > 0 and z > 0:
+            XX += (z / x) * (Xh @ Xh.T)
+            ZZ += (x / z) * (Zh.T @ Zh)
+    return float(np.sqrt(_top_eigenvalue(XX) * _top_eigenvalue(ZZ)))
+
+
+def _top_eigenvalue(S: np.ndarray) -> float:
+    """λ_max of a symmetric positive semidefinite matrix (its upper triangle), ≥ 0."""
+    top = eigh(S, eigvals_only=True, subset_by_index=[S.shape[0] - 1] * 2)[0]
+    return max(float(top), 0.0)
+
+
+def _balls(p: Params, starts: tuple[np.ndarray, ...]) -> list[_Ball | _ZeroBall]:
+    """The attracting balls (`_Ball`, shrunk by BASIN_SAFETY) of the equilibria whose stability
+    the numerical-range bound decided, from Newton–Krylov on the continuation and from the given
+    starts (`equilibria`): with μ = −bound, f the defect and c̃ = `_quadratic_bound`,
+    ½ d‖K‖_F²/dt ≤ ‖K‖_F (f − μ‖K‖_F + c̃‖K‖_F²) < 0 for r₋ < ‖K‖_F < r₊ =
+    (μ + √(μ² − 4c̃f)) / (2c̃)."""
+    try:
+        eqs = equilibria(p, starts=starts)
+    except SolverError:
+        return []
+    balls: list[_Ball | _ZeroBall] = []
+    for eq in eqs:
+        st = eq.stability
+        if st is None or st.method != "numerical-range":
+            continue
+        assert st.value is not None and st.defect is not None  # set by the bound
+        w, U = np.linalg.eigh(eq.cov)
+        R, Ri = (U * np.sqrt(w)) @ U.T, (U / np.sqrt(w)) @ U.T
+        c = _quadratic_bound(p, R, Ri)
+        mu, f = -st.value, st.defect
+        if c > 0 and mu * mu > 4 * c * f:
+            balls.append(_Ball(eq, Ri, BASIN_SAFETY * (mu + np.sqrt(mu * mu - 4 * c * f))
+                               / (2 * c), c))
+    return balls
+
+
+def _attracting_ball(p: Params, cov0: np.ndarray, base: dict, horizon: float,
+                     scale: float) -> Certificate | None:
+    """"converges" when Σ(t) enters the attracting ball r₋ < ‖R⁻¹(Σ − Σ*)R⁻¹‖_F < r₊ of a
+    stable equilibrium Σ* = R² ≻ 0 whose stability the numerical-range bound decided
+    (`_balls`), "collapses" when it enters the sublevel set tr(PΣ) < ρ of Σ* = 0 (Hurwitz A,
+    `_ZeroBall`), integrating (dense heads of low rank factored: `state.lowrank.factored_layer`)
+    only until it does: the first check at a quarter segment of `_Integrator`, each later one
+    where the distance, decaying at its rate over the last half segment, reaches BALL_AIM times
+    the radius (`_entry_wait`). The balls: those of the continuation's equilibria, and the zero
+    sublevel set for Hurwitz A; without either, those of Newton from Σ0; with the zero set
+    alone, Newton runs later, from the state at the first check from which Σ(t), at its rate,
+    would not enter the set before the horizon. None when there is no ball, or the integration
+    up to `horizon` within its budget enters none."""
+    balls = _balls(p, ())
+    zero = _zero_ball(p)
+    if not balls and zero is None:
+        balls = _balls(p, (cov0,))
+    if zero is not None:
+        balls.append(zero)
+    if not balls:
+        return None
+    deferred = zero if len(balls) == 1 else None  # Newton from a later state, if Σ(t) stalls
+    integrator = _Integrator(p, cov0, "rk", scale, rtol=BALL_RTOL)
+    longest = integrator.seg / BALL_CHECKS
+    state, t, wait = cov0, 0.0, longest
+    while True:
+        for ball in balls:
+            gap = ball.gap(state)
+            if gap < ball.radius:
+                tol = {**(base.get("tolerance") or {}), "integration_rtol": BALL_RTOL}
+                return ball.verdict(p, {**base, "tolerance": tol}, state, t, gap)
+        if integrator.stopped or t >= horizon * (1 - 1e-12):
+            return None
+        run = integrator.advance(min(t + wait, horizon))
+        if run.blowup_time is not None or run.failure is not None:
+            return None
+        state, t = run.final, run.t_end
+        t_mid, mid = integrator.times[-2], integrator.states[-2]
+        if deferred is not None and t + _entry_wait(deferred, t_mid, mid, t, state) > horizon:
+            balls, deferred = [*_balls(p, (state,)), *balls], None
+        wait = float(np.clip(min(_entry_wait(b, t_mid, mid, t, state) for b in balls),
+                             longest / BALL_SHORTEST, longest))
+
+
+def _entry_wait(ball: _Ball | _ZeroBall, t_mid: float, mid: np.ndarray, t: float,
+                state: np.ndarray) -> float:
+    """The time from t until the ball's distance g, decaying from (t_mid, g(mid)) to
+    (t, g(state)) at the rate λ = ln(g(mid)/g(state)) / (t − t_mid), reaches BALL_AIM times its
+    radius; inf when it does not decay. `_attracting_ball` checks next after the shortest of
+    these waits, within [longest / BALL_SHORTEST, longest]."""
+    g_mid, g = ball.gap(mid), ball.gap(state)
+    if not (g_mid > g > 0 and t > t_mid):
+        return np.inf
+    return float(np.log(g / (BALL_AIM * ball.radius)) / (np.log(g_mid / g) / (t - t_mid)))
+
+
+def _blowup_scale(p: Params) -> float:
+    """Size of Σ beyond which the attention term would dominate a blow-up: ‖A‖₂/c for general V
+    (`natural_scale`), ‖A‖₂/‖G₋‖₂ for scalar V with G₋ the negative part of G (at least
+    eps‖G‖₂: the rounding of G), 0 for G = 0."""
+    if p.value_scalars is None:
+        return natural_scale(p)
+    g = np.linalg.eigvalsh(p.G)
+    neg = max(-g[0], EPS * np.abs(g).max(), 0.0)
+    return float(drift_spectrum(p)[1] / neg) if neg > 0 else 0.0
+
+
+def _candidates(p: Params, final: np.ndarray, scalar: bool) -> list[Equilibrium]:
+    try:
+        if scalar and p.d <= ENUMERATION_MAX_D:
+            return equilibria(p, which="all")
+        if scalar:
+            return [*equilibria(p), _zero_equilibrium(p)]
+        return equilibria(p, which="all", starts=[final])
+    except SolverError:
+        return []
+
+
+def _classify_final(p: Params, cov0: np.ndarray, base: dict, run: _Run, scalar: bool,
+                    blow_scale: float) -> Certificate | None:
+    mid, final, horizon = run.mid, run.final, run.t_end
+    label = "closed-form" if scalar else "Runge–Kutta"
+    candidates = _candidates(p, final, scalar)
+    for eq in candidates:
+        loc = _local(p, eq.cov) if eq.stable else None
+        if loc is not None and _level(loc.P, eq.cov, final, loc.radius) <= \
+                BASIN_SAFETY * loc.rho_max:
+            return _converged(p, eq.cov, base, "numerical", exact=False, glob=False, rate=None,
+                              equilibrium=eq, loc=loc, final_cov=final, horizon=horizon,
+                              reason=f"{label} integration to t = {horizon:.6g} ends inside a "
+                                     f"sublevel set of the Lyapunov function hᵀPh certified to "
+                                     f"lie in the basin of the stable equilibrium of rank "
+                                     f"{eq.rank} (local certificate plus bounded integration).")
+    scale = max(np.linalg.norm(cov0), np.linalg.norm(final))
+    for eq in candidates:
+        gap_end = np.linalg.norm(final - eq.cov)
+        if gap_end <= CLOSE_RTOL * scale and gap_end < 0.5 * np.linalg.norm(mid - eq.cov):
+            return _converged(p, eq.cov, base, "numerical", exact=False, glob=False, rate=None,
+                              equilibrium=eq, local=False, final_cov=final, horizon=horizon,
+                              reason=f"{label} integration to t = {horizon:.6g} approaches the "
+                                     f"equilibrium of rank {eq.rank} (distance {gap_end:.2g}, "
+                                     f"halved since t/2), but no Lyapunov sublevel set around it "
+                                     f"is certified to hold the final state (it may be unstable "
+                                     f"off the rank-{psd_rank(cov0)} stratum, which Σ keeps).")
+    tr0, trm, trf = np.trace(cov0), np.trace(mid), np.trace(final)
+    # growth is evidence only past the blow-up scale, where the quadratic term would have turned
+    # exponential growth into a blow-up if it were going to
+    if trf >= GROWTH_FACTOR * max(tr0, blow_scale) and trf >= GROWTH_FACTOR ** 0.5 * trm:
+        rate = float(np.log(trf / trm) / (horizon / 2))
+        return Certificate("grows", None, None, rate, None, False, False,
+                           f"{label} integration to t = {horizon:.6g}: tr Σ grew by "
+                           f"{trf / tr0:.3g} at an exponential rate ≈ {rate:.3g} without a "
+                           f"finite-time blow-up (numerical evidence).", horizon=horizon,
+                           final_cov=final, **base)
+    return None
+
+
+@dataclass(frozen=True)
+class _Run:
+    """Bounded integration: the state at t_end (≤ horizon) and at about t_end/2, or blow-up."""
+
+    t_end: float
+    mid: np.ndarray
+    final: np.ndarray
+    blowup_time: float | None = None
+    blowup_direction: np.ndarray | None = None
+    failure: str | None = None
+
+
+class _BudgetExhausted(Exception):
+    """More than MAX_RHS_EVALUATIONS right-hand-side evaluations in one integration."""
+
+
+class _Integrator:
+    """Integrate Σ alone (b = 0, m = 0: Σ does not depend on the mean) with `flow` in segments of
+    length ≤ SEGMENT_NORM_TIME/‖A‖₂ (the flow is a semigroup), projecting each segment's end onto
+    the PSD cone against rounding. `advance(t)` continues to time t and stops early at blow-up,
+    when the work budget is spent, or once tr Σ leaves
+    [tr Σ0 / GROWTH_STOP, GROWTH_STOP · max(tr Σ0, scale)]. The layer p is integrated without b;
+    by "rk" from d = FACTOR_MIN_D on with its dense heads of low rank through their factors
+    (`state.lowrank.factored_layer`, as `flow` does for a layer it is given: the counted
+    right-hand side below is a callable, which `flow` does not rewrite). Only the segments' mid
+    and end states are formed (no dense output: DOP853's continuous extension costs 3
+    right-hand sides per step); `rtol` is flow's relative tolerance (None: its default)."""
+
+    def __init__(self, p: Params, cov0: np.ndarray, method: str, scale: float = 0.0,
+                 rtol: float | None = None):
+        if method == "rk" and p.d >= FACTOR_MIN_D:
+            bare = factored_layer(p, bias=False)
+        else:
+            bare = Params(p.A, heads=p.heads)
+        self.calls = 0
+        self.tolerances: dict[str, Any] = {} if rtol is None else {"rtol": rtol}
+
+        def counted(_t):  # the time-varying form of `flow` lets the right-hand side be counted
+            self.calls += 1
+            if self.calls > MAX_RHS_EVALUATIONS:
+                raise _BudgetExhausted
+            return bare
+
+        self.layer = bare if method == "exact" else counted
+        self.method, self.d = method, bare.d
+        self.tr0 = float(np.trace(cov0))
+        self.top = GROWTH_STOP * min(max(self.tr0, scale), MAX_GROWTH * self.tr0)
+        norm = drift_spectrum(p)[1]
+        self.seg = SEGMENT_NORM_TIME / norm if norm > 0 else np.inf
+        self.t, self.S = 0.0, cov0
+        self.times, self.states = [0.0], [cov0]
+        self.stopped = False
+
+    def advance(self, until: float) -> _Run:
+        while self.t < until * (1 - 1e-12) and not self.stopped:
+            h = min(self.seg, until - self.t)
+            try:
+                traj = flow(self.layer, Gaussian(np.zeros(self.d), self.S), h,
+                            method=self.method, t_eval=[0.0, h / 2, h], dense_output=False,
+                            **self.tolerances)
+            except _BudgetExhausted:
+                self.stopped = True
+                return _Run(self.t, self.states[-1], self.S, failure=(
+                    f"the Runge–Kutta integration used its budget of {MAX_RHS_EVALUATIONS} "
+                    f"right-hand-side evaluations by t = {self.t:.6g} (tr Σ = "
+                    f"{np.trace(self.S):.3g}): the flow is stiff there, typically Σ growing "
+                    f"along a direction where the attention term degenerates"))
+            except (SolverError, ValueError, LinAlgError, ArithmeticError) as exc:
+                self.stopped = True  # the flow could not continue (InvalidInputError included)
+                return _Run(self.t, self.states[-1], self.S, failure=(
+                    f"the {self.method} integration failed after t = {self.t:.6g} "
+                    f"(tr Σ = {np.trace(self.S):.3g}): {exc}"))
+            if traj.blowup_time is not None:
+                self.stopped = True
+                T = self.t + float(traj.blowup_time)
+                return _Run(T, self.states[-1], traj.cov[-1], T, traj.blowup_direction)
+            self.times += [self.t + h / 2, self.t + h]
+            self.t += h
+            self.S = _psd_part(traj.cov[-1])
+            self.states += [traj.cov[1], self.S]
+            tr = np.trace(self.S)
+            if not (self.tr0 / GROWTH_STOP < tr < self.top):
+                self.stopped = True
+        i = int(np.argmin(np.abs(np.array(self.times) - self.t / 2)))
+        return _Run(self.t, self.states[i], self.S)
+
+
+def _psd_part(S: np.ndarray) -> np.ndarray:
+    S = 0.5 * (S + S.T)
+    e, U = np.linalg.eigh(S)
+    return S if e[0] >= 0 else (U * np.clip(e, 0.0, None)) @ U.T
+
+
+def _rate_scale(p: Params, cov0: np.ndarray) -> float:
+    """max(‖A‖₂, c‖Σ0‖₂): the fastest rate the linear or the quadratic term can start with."""
+    quadratic = quadratic_constant(p) * float(np.linalg.norm(cov0, 2))
+    return max(drift_spectrum(p)[1], quadratic, float(np.finfo(float).tiny))
+
+
+def _horizon(p: Params, cov0: np.ndarray) -> float:
+    """HORIZON_RATES / min|Re λ(A)|, within [1, MAX_NORM_TIME] / rate scale (`_rate_scale`)."""
+    scale = _rate_scale(p, cov0)
+    slow = float(np.min(np.abs(drift_spectrum(p)[0].real)))
+    t = HORIZON_RATES / slow if slow > 0 else np.inf
+    return float(min(max(t, 1.0 / scale), MAX_NORM_TIME / scale))
