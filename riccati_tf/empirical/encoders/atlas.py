@@ -1,26 +1,46 @@
-"""Stability atlas of an encoder: the SPEC §5 sign conditions of every head and the regime of
-every layer's attention flow.
+"""Stability atlas of an encoder: the regime of every layer's actual attention flow and
+per-head numbers that carry information for low-rank heads (SPEC §5).
 
-Per layer ℓ and head h:
+Per layer ℓ, from Σ0 = the predicted covariance the layer's attention acts on
+(`predict_moments`), the multi-head, general-V covariance flow
 
-- inertia (n+, n0, n−) of sym(V_h) and of sym(B_h) (eigenvalues within INERTIA_RTOL·max|λ| of
-  zero count as zero; a head of size d_h < d has n0 ≥ d − 2d_h, so it is never definite);
-- `sign`: "opposite" when one symmetric part is positive and the other negative semidefinite
-  (the bounded case of SPEC §5: G = −v(B + Bᵀ) ⪰ 0), "same" when both are of one sign (G ⪯ 0:
-  blow-up), "indefinite" otherwise;
-- the scalar fit v_h = tr V_h / d, its relative distance ‖V_h − v_h I‖_F / ‖V_h‖_F, and
-  G_h = −v_h (B_h + B_hᵀ).
+    Σ̇ = AΣ + ΣAᵀ + Σ_h (V_hΣB_hΣ + ΣB_hᵀΣV_hᵀ),   B_h = s W_K,hᵀW_Q,h,  V_h = W_O,hW_V,h,
 
-Per layer, the continuous-depth attention flow with every head replaced by its scalar fit,
-Σ̇ = AΣ + ΣAᵀ − ΣGΣ with G = Σ_h G_h, from Σ0 = the predicted covariance the layer's attention
-acts on (`predict_moments`): the inertia of G (G ⪰ 0: no blow-up ever; G ⪯ 0: blow-up for
-A = 0), its regime and blow-up time (`blowup.flow_regime`) with A = 0 and
-with A = E[J_MLP], the feed-forward block's mean Jacobian at its input Gaussian (up to
-`horizon`). The LayerNorms are not part of this flow.
+with the heads kept factored (`EncoderLayer.params`), once with A = 0 and once with A = E[J_MLP]
+(the feed-forward block's mean Jacobian at its input Gaussian), is classified up to the horizon
+by `blowup.layer_regime` (`riccati_tf.certify` for d ≤ CERTIFY_MAX_D, else `riccati_tf.flow`
+with method "rk"): "blows_up" with T* ≤ horizon, or NO_BLOWUP with T* None; the evidence
+(which method decided, its tolerance, tr Σ growth, a blow-up found after the horizon) is kept.
+The scalar fit V_h ≈ v_hI, v_h = tr V_h/d, is a labelled extra column (`scalar_regime`,
+`scalar_blowup_time`, the closed form of `blowup.flow_regime` with A = 0, same horizon rule);
+on trained weights ‖V_h − v_hI‖_F/‖V_h‖_F ≈ 0.99, so it is a caricature.
+
+Per head h (rank r = d_h ≪ d, so sym(V_h) and sym(B_h) have inertia (≤ r, ≥ d − 2r, ≤ r) and are
+never definite):
+
+- signed spectral mass Σλ/Σ|λ| ∈ [−1, 1] of sym(V_h) (`v_mass`) and of sym(B_h) (`b_mass`),
+  from the 2r×2r matrix R C Rᵀ, [O, Wᵀ] = Q R, C = ½[[0, I], [I, 0]] (sym(OW) = [O, Wᵀ] C
+  [O, Wᵀ]ᵀ), 0 for a zero matrix; their inertias (`v_inertia`, `b_inertia`) and the SPEC §5 sign
+  class (`sign`) are kept;
+- `trace_rate`: its contribution 2 tr(V_hΣ0B_hΣ0) to d tr Σ/dt at the input moments (A = 0:
+  the sum over h is d tr Σ/dt at t = 0);
+- `growth_rate`: γ_h = max Re λ of M_h = V_hΣ0B_h restricted to its range. The head alone,
+  frozen at the input moments, moves tokens by ẋ = M_hx; M_h = O_h(W_hΣ0K_hᵀ)Q_h maps R^d into
+  range O_h, on which (in the basis O_h) it acts as X_h = W_hΣ0K_hᵀQ_hO_h (d_h×d_h); the other
+  d − d_h eigenvalues are 0. The fastest mode of the head's own subspace grows like e^{γ_h t}
+  (its variance like e^{2γ_h t}); γ_h < 0: the head contracts its subspace.
+
+Reproducing a T* by hand: `atlas_inputs.npz` (`Atlas.inputs`, written beside atlas.json) holds
+`cov0` (L, d, d), `mean0` (L, d), `mlp_jacobian` (L, d, d) and `horizon`. With
+`encoder = extract(model)` and `p = encoder.layers[ℓ].params()`, integrate
+Σ̇ = AΣ + ΣAᵀ + Σ_h (V_hΣB_hΣ + ΣB_hᵀΣV_hᵀ) from cov0[ℓ] with A = 0 (or mlp_jacobian[ℓ])
+and V_h, B_h = p.heads[h] (e.g. solve_ivp DOP853 with an event on tr Σ): its blow-up time is
+blowup_time[ℓ] (blowup_time_mlp[ℓ]) when that is ≤ horizon.
 """
 
 from __future__ import annotations
 
+import io
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -28,24 +48,26 @@ from typing import Any
 import numpy as np
 
 from ...errors import InvalidInputError
+from ...state.params import Params
 from ...state.validation import as_time
-from .blowup import flow_regime
+from .blowup import NO_BLOWUP, LayerRegime, flow_regime, layer_regime
 from .factors import Encoder, HeadFactors
 from .propagation import MomentPrediction, predict_moments
 
-__all__ = ["DEFAULT_HORIZON", "INERTIA_RTOL", "SIGNS", "Atlas", "atlas"]
+__all__ = ["DEFAULT_HORIZON", "INERTIA_RTOL", "SIGNS", "Atlas", "atlas", "head_numbers"]
 
 #: eigenvalues within INERTIA_RTOL·max|λ| of zero count as zero in an inertia
 INERTIA_RTOL = 1e-9
-#: horizon (in layers of unit depth) of the flow with A = E[J_MLP]
+#: horizon (in layers of unit depth) up to which every layer's flow is classified
 DEFAULT_HORIZON = 10.0
 SIGNS = ("opposite", "same", "indefinite")
 
 
 @dataclass(frozen=True, eq=False)
 class Atlas:
-    """The stability atlas of an encoder: SPEC §5 sign conditions per head and the regime of
-    every layer's attention flow Σ̇ = AΣ + ΣAᵀ − ΣGΣ, G = Σ_h G_h (module docstring).
+    """The stability atlas of an encoder: per layer the regime of its multi-head, general-V
+    attention flow Σ̇ = AΣ + ΣAᵀ + Σ_h (V_hΣB_hΣ + ΣB_hᵀΣV_hᵀ) up to the horizon, per head
+    the signed spectral masses, trace rates and growth rates (module docstring).
 
     Parameters
     ----------
@@ -62,23 +84,48 @@ class Atlas:
     b_inertia : (L, H, 3) ndarray of int
         (n+, n0, n−) of sym(B_h).
     sign : (L, H) ndarray of str
-        One of SIGNS: "opposite" (bounded case of SPEC §5), "same" (blow-up) or "indefinite".
+        One of SIGNS: "opposite" (bounded case of SPEC §5), "same" (blow-up) or "indefinite"
+        (every head of rank < d/2).
     scalar_v : (L, H) ndarray of float
         The scalar fit v_h = tr V_h / d.
     scalar_distance : (L, H) ndarray of float
         ‖V_h − v_h I‖_F / ‖V_h‖_F.
     g_inertia : (L, 3) ndarray of int
-        (n+, n0, n−) of G = Σ_h G_h, G_h = −v_h (B_h + B_hᵀ).
+        (n+, n0, n−) of the scalar fit's G = −Σ_h v_h (B_h + B_hᵀ).
     regime : (L,) ndarray of str
-        The regime of the flow with A = 0 ("blows_up", "collapses" or "converges").
+        The regime of the flow with A = 0 up to the horizon: "blows_up" or NO_BLOWUP
+        ("converges", "collapses" or "grows" where `certify` decided for all t).
     blowup_time : (L,) ndarray of float
-        T* with A = 0 (NaN for none).
+        T* ≤ horizon with A = 0 (NaN for none before the horizon).
     regime_mlp : (L,) ndarray of str
-        The regime with A = E[J_MLP] up to the horizon ("blows_up" or "bounded").
+        The regime with A = E[J_MLP], as regime.
     blowup_time_mlp : (L,) ndarray of float
-        T* with A = E[J_MLP] (NaN for none).
+        T* with A = E[J_MLP] (NaN for none before the horizon).
     horizon : float
-        The horizon of the flow with A = E[J_MLP].
+        The horizon of every classification.
+    decisions : tuple of (LayerRegime, LayerRegime)
+        Per layer the evidence of the two classifications (A = 0, A = E[J_MLP]): method
+        ("certify" or "rk"), tolerance, tr Σ growth, a blow-up after the horizon.
+    scalar_regime : (L,) ndarray of str
+        The scalar fit's regime with A = 0 ("blows_up" with T* ≤ horizon, else NO_BLOWUP).
+    scalar_blowup_time : (L,) ndarray of float
+        Its T* (NaN for none before the horizon).
+    v_mass : (L, H) ndarray of float
+        Signed spectral mass Σλ/Σ|λ| of sym(V_h).
+    b_mass : (L, H) ndarray of float
+        Signed spectral mass of sym(B_h).
+    trace_rate : (L, H) ndarray of float
+        2 tr(V_hΣ0B_hΣ0): head h's share of d tr Σ/dt at the input moments.
+    growth_rate : (L, H) ndarray of float
+        γ_h = max Re λ(V_hΣ0B_h) on the head's range.
+    input_trace : (L,) ndarray of float
+        tr Σ0 of each layer.
+    mean0 : (L, d) ndarray
+        The input means the attention acts on.
+    cov0 : (L, d, d) ndarray
+        The input covariances Σ0 (the flows' starts).
+    mlp_jacobian : (L, d, d) ndarray
+        E[J_MLP] (the drift A of the second classification).
 
     Raises
     ------
@@ -108,8 +155,8 @@ class Atlas:
     ...                   False)
     >>> result = atlas(encoder)
     >>> print(result.summary().splitlines()[1])
-    layer 1: heads 0 opposite, 1 same, 0 indefinite; ‖V − vI‖/‖V‖ mean 0.000; inertia of G
-    (0, 0, 2); A = 0: blows_up at T* = 0.5; A = E[J_MLP]: blows_up at T* = 0.5
+    layer 1: tr Σ0 = 2; A = 0: blows_up at T* = 0.5 (certify); A = E[J_MLP]: blows_up at
+    T* = 0.5 (certify); scalar fit: blows_up at T* = 0.5; ‖V − vI‖/‖V‖ mean 0.000
     """
 
     model: str
@@ -127,37 +174,74 @@ class Atlas:
     regime_mlp: np.ndarray
     blowup_time_mlp: np.ndarray
     horizon: float
+    decisions: tuple[tuple[LayerRegime, LayerRegime], ...]
+    scalar_regime: np.ndarray
+    scalar_blowup_time: np.ndarray
+    v_mass: np.ndarray
+    b_mass: np.ndarray
+    trace_rate: np.ndarray
+    growth_rate: np.ndarray
+    input_trace: np.ndarray
+    mean0: np.ndarray
+    cov0: np.ndarray
+    mlp_jacobian: np.ndarray
 
     def to_json(self) -> dict[str, Any]:
-        """JSON-ready numbers (NaN blow-up times become None)."""
+        """JSON-ready numbers (NaN blow-up times become None); the input moments are in
+        `inputs` (atlas_inputs.npz), not here."""
         def times(t: np.ndarray) -> list[float | None]:
             return [None if np.isnan(x) else float(x) for x in t]
 
         return {"model": self.model, "family": self.family, "d": self.d,
-                "position_free": self.position_free, "v_inertia": self.v_inertia.tolist(),
-                "b_inertia": self.b_inertia.tolist(), "sign": self.sign.tolist(),
+                "position_free": self.position_free, "horizon": self.horizon,
+                "regime": self.regime.tolist(), "blowup_time": times(self.blowup_time),
+                "regime_mlp": self.regime_mlp.tolist(),
+                "blowup_time_mlp": times(self.blowup_time_mlp),
+                "evidence": [{"attention": a.to_json(), "attention_mlp": m.to_json()}
+                             for a, m in self.decisions],
+                "input_trace": self.input_trace.tolist(),
+                "v_mass": self.v_mass.tolist(), "b_mass": self.b_mass.tolist(),
+                "trace_rate": self.trace_rate.tolist(),
+                "growth_rate": self.growth_rate.tolist(),
+                "v_inertia": self.v_inertia.tolist(), "b_inertia": self.b_inertia.tolist(),
+                "sign": self.sign.tolist(),
+                "scalar_fit": {"regime": self.scalar_regime.tolist(),
+                               "blowup_time": times(self.scalar_blowup_time),
+                               "v": self.scalar_v.tolist(),
+                               "distance": self.scalar_distance.tolist(),
+                               "g_inertia": self.g_inertia.tolist()},
                 "scalar_v": self.scalar_v.tolist(),
                 "scalar_distance": self.scalar_distance.tolist(),
-                "g_inertia": self.g_inertia.tolist(), "regime": self.regime.tolist(),
-                "blowup_time": times(self.blowup_time),
-                "regime_mlp": self.regime_mlp.tolist(),
-                "blowup_time_mlp": times(self.blowup_time_mlp), "horizon": self.horizon}
+                "g_inertia": self.g_inertia.tolist()}
+
+    def inputs(self) -> bytes:
+        """atlas_inputs.npz: `mean0` (L, d), `cov0` (L, d, d), `mlp_jacobian` (L, d, d),
+        `horizon` — the starts and drifts of every flow (module docstring: how to reproduce a
+        T* from them)."""
+        buffer = io.BytesIO()
+        np.savez(buffer, mean0=self.mean0, cov0=self.cov0, mlp_jacobian=self.mlp_jacobian,
+                 horizon=np.float64(self.horizon))
+        return buffer.getvalue()
 
     def summary(self) -> str:
-        """One line per layer: sign counts, the mean scalar-fit distance, the two regimes."""
-        def when(r: str, t: float) -> str:
-            return f"{r} at T* = {t:.4g}" if r == "blows_up" else r
+        """One line per layer: tr Σ0, the two regimes with who decided, the scalar fit."""
+        def when(r: str, t: float, method: str | None = None) -> str:
+            by = f" ({method})" if method else ""
+            return (f"{r} at T* = {t:.4g}" if r == "blows_up" else
+                    f"no blow-up before {self.horizon:.4g}" if r == NO_BLOWUP else r) + by
 
         lines = [f"{self.model} ({self.family}, d = {self.d}"
                  f"{', position-free part' if self.position_free else ''}): "
-                 f"{self.sign.shape[1]} heads × {self.sign.shape[0]} layers"]
-        for i in range(self.sign.shape[0]):
-            counts = ", ".join(f"{np.sum(self.sign[i] == s)} {s}" for s in SIGNS)
-            lines.append(f"layer {i + 1}: heads {counts}; ‖V − vI‖/‖V‖ mean "
-                         f"{self.scalar_distance[i].mean():.3f}; inertia of G "
-                         f"{tuple(int(n) for n in self.g_inertia[i])}; A = 0: "
-                         f"{when(self.regime[i], self.blowup_time[i])}; A = E[J_MLP]: "
-                         f"{when(self.regime_mlp[i], self.blowup_time_mlp[i])}")
+                 f"{self.sign.shape[1]} heads × {self.sign.shape[0]} layers, multi-head "
+                 f"general-V flow up to the horizon {self.horizon:.4g}"]
+        for i, (a, m) in enumerate(self.decisions):
+            lines.append(f"layer {i + 1}: tr Σ0 = {self.input_trace[i]:.4g}; A = 0: "
+                         f"{when(self.regime[i], self.blowup_time[i], a.method)}; "
+                         f"A = E[J_MLP]: "
+                         f"{when(self.regime_mlp[i], self.blowup_time_mlp[i], m.method)}; "
+                         f"scalar fit: "
+                         f"{when(self.scalar_regime[i], self.scalar_blowup_time[i])}; "
+                         f"‖V − vI‖/‖V‖ mean {self.scalar_distance[i].mean():.3f}")
         return "\n".join(lines)
 
 
@@ -177,14 +261,108 @@ def sign_class(v: tuple[int, int, int], b: tuple[int, int, int]) -> str:
     return "indefinite" if sv * sb == 0 else "opposite" if sv != sb else "same"
 
 
-def _head_row(head: HeadFactors, d: int) -> tuple[tuple[int, int, int], tuple[int, int, int],
-                                                  str, float, float, np.ndarray]:
-    V, B = head.V, head.B
-    vi, bi = inertia(0.5 * (V + V.T)), inertia(0.5 * (B + B.T))
-    v = float(np.trace(V) / d)
-    norm = np.linalg.norm(V)
-    dist = float(np.linalg.norm(V - v * np.eye(d)) / norm) if norm > 0 else 0.0
-    return vi, bi, sign_class(vi, bi), v, dist, -v * (B + B.T)
+def _sym_spectrum(left: np.ndarray, right: np.ndarray) -> np.ndarray:
+    """The eigenvalues of sym(left @ right) (left d×k, right k×d), zeros included: from the
+    2k×2k matrix R C Rᵀ, [left, rightᵀ] = QR, C = ½[[0, I], [I, 0]], when 2k < d."""
+    d, k = left.shape
+    if 2 * k >= d:
+        M = left @ right
+        return np.linalg.eigvalsh(0.5 * (M + M.T))
+    R = np.linalg.qr(np.hstack([left, right.T]), mode="r")
+    RC = 0.5 * np.hstack([R[:, k:], R[:, :k]])  # R C
+    lam = np.linalg.eigvalsh(0.5 * (RC @ R.T + (RC @ R.T).T))
+    return np.concatenate([lam, np.zeros(d - 2 * k)])
+
+
+def _mass(lam: np.ndarray) -> float:
+    total = float(np.sum(np.abs(lam)))
+    return float(np.sum(lam)) / total if total > 0 else 0.0
+
+
+def _inertia_of(lam: np.ndarray) -> tuple[int, int, int]:
+    tol = INERTIA_RTOL * (np.max(np.abs(lam)) if lam.size else 0.0)
+    return int(np.sum(lam > tol)), int(np.sum(np.abs(lam) <= tol)), int(np.sum(lam < -tol))
+
+
+def head_numbers(head: HeadFactors, cov0: np.ndarray) -> dict[str, Any]:
+    """Per-head numbers of the atlas at the input covariance Σ0 (module docstring).
+
+    With Q = sW_Q, K = W_K, W = W_V, O = W_O (B_h = KᵀQ, V_h = OW):
+
+    - v_mass, b_mass: the signed spectral masses Σλ/Σ|λ| of sym(V_h) and sym(B_h);
+    - trace_rate = 2 tr(V_hΣ0B_hΣ0) = 2 tr((WΣ0Kᵀ)(QΣ0O)), the head's share of d tr Σ/dt;
+    - growth_rate = max Re λ(X), X = WΣ0KᵀQO: M_h = V_hΣ0B_h restricted to range O;
+    - v_inertia, b_inertia, sign, scalar_v = tr V_h/d, scalar_distance = ‖V_h − vI‖_F/‖V_h‖_F.
+
+    Parameters
+    ----------
+    head : HeadFactors
+        The head.
+    cov0 : (d, d) ndarray
+        Σ0 (not validated).
+
+    Returns
+    -------
+    dict
+        The numbers above, by name.
+
+    Raises
+    ------
+    ValueError
+        From numpy when the shapes do not match.
+
+    See Also
+    --------
+    atlas : tabulates them for every head.
+
+    References
+    ----------
+    .. [1] riccati_tf theory, SPEC §5 "Time-invariant parameters: equilibria, stability,
+       blow-up".
+
+    Examples
+    --------
+    A rank-one head V_h = B_h = e1e1ᵀ on Σ0 = I: masses 1, trace rate 2, growth rate 1.
+
+    >>> import numpy as np
+    >>> from riccati_tf.empirical.encoders import HeadFactors
+    >>> from riccati_tf.empirical.encoders.atlas import head_numbers
+    >>> e = np.array([[1.0, 0.0, 0.0]])
+    >>> z = np.zeros(1)
+    >>> n = head_numbers(HeadFactors(e, z, e, z, e, z, e.T, 1.0), np.eye(3))
+    >>> n["v_mass"], n["b_mass"], n["trace_rate"], n["growth_rate"], n["v_inertia"]
+    (1.0, 1.0, 2.0, 1.0, (1, 2, 0))
+    """
+    d = cov0.shape[0]
+    Q, K, W, O = head.scale * head.W_Q, head.W_K, head.W_V, head.W_O
+    lam_v, lam_b = _sym_spectrum(O, W), _sym_spectrum(K.T, Q)
+    vi, bi = _inertia_of(lam_v), _inertia_of(lam_b)
+    WSK = (W @ cov0) @ K.T
+    QSO = (Q @ cov0) @ O
+    X = WSK @ (Q @ O)
+    trace_v = float(np.trace(W @ O))
+    norm_v = float(np.sqrt(max(np.sum((O.T @ O) * (W @ W.T)), 0.0)))  # ‖OW‖_F
+    v = trace_v / d
+    dist2 = norm_v ** 2 - 2 * v * trace_v + v * v * d  # ‖V − vI‖_F² = ‖V‖² − tr(V)²/d
+    return {"v_mass": _mass(lam_v), "b_mass": _mass(lam_b),
+            "trace_rate": float(2.0 * np.sum(WSK * QSO.T)),
+            "growth_rate": float(np.max(np.linalg.eigvals(X).real)),
+            "v_inertia": vi, "b_inertia": bi, "sign": sign_class(vi, bi), "scalar_v": v,
+            "scalar_distance": float(np.sqrt(max(dist2, 0.0)) / norm_v) if norm_v > 0 else 0.0}
+
+
+def _scalar_fit(heads: tuple[HeadFactors, ...], numbers: list[dict[str, Any]],
+                cov0: np.ndarray, horizon: float) -> tuple[tuple[int, int, int], str, float]:
+    """The scalar fit's G = −Σ_h v_h (B_h + B_hᵀ), its inertia and the closed-form A = 0
+    regime (T* > horizon: NO_BLOWUP)."""
+    G = np.zeros_like(cov0)
+    for h, n in zip(heads, numbers, strict=True):
+        B = h.B
+        G -= n["scalar_v"] * (B + B.T)
+    r = flow_regime(G, cov0)
+    if r.blowup_time is not None and r.blowup_time <= horizon:
+        return inertia(G), "blows_up", float(r.blowup_time)
+    return inertia(G), NO_BLOWUP, np.nan
 
 
 def atlas(source: Any, *, prediction: MomentPrediction | None = None,
@@ -192,10 +370,12 @@ def atlas(source: Any, *, prediction: MomentPrediction | None = None,
           progress: Callable[[int, int], None] | None = None) -> Atlas:
     """The stability atlas (module docstring) of a transformers encoder or an extracted Encoder.
 
-    Per head the inertias of sym(V_h) and sym(B_h), their SPEC §5 sign class and the scalar fit
-    v_h = tr V_h / d; per layer the flow Σ̇ = AΣ + ΣAᵀ − ΣGΣ with G = −Σ_h v_h (B_h + B_hᵀ)
-    from the predicted covariance Σ0 the layer's attention acts on, with A = 0 (for all t) and
-    with A = E[J_MLP] (up to `horizon`), evaluated in closed form (`blowup.flow_regime`).
+    Per layer, the flow Σ̇ = AΣ + ΣAᵀ + Σ_h (V_hΣB_hΣ + ΣB_hᵀΣV_hᵀ) of its factored heads
+    from the predicted covariance Σ0 its attention acts on, with A = 0 and with A = E[J_MLP],
+    classified up to `horizon` by `blowup.layer_regime` (certify or the rk flow, with the
+    evidence); per head the signed spectral masses of sym(V_h) and sym(B_h), the trace rate
+    2 tr(V_hΣ0B_hΣ0) and the growth rate on the head's range; the scalar fit as an extra
+    column.
 
     Parameters
     ----------
@@ -206,14 +386,14 @@ def atlas(source: Any, *, prediction: MomentPrediction | None = None,
     position_free : bool, optional
         Passed to `extract` for a model.
     horizon : float, optional
-        The horizon of the flow with A = E[J_MLP], > 0 (default DEFAULT_HORIZON).
+        The horizon of every classification, > 0 (default DEFAULT_HORIZON).
     progress : callable (int, int) -> None, optional
         Called as progress(ℓ, L) after each layer.
 
     Returns
     -------
     Atlas
-        The per-head signs and fits and the per-layer regimes and blow-up times.
+        The per-layer regimes with their evidence and the per-head numbers.
 
     Raises
     ------
@@ -222,14 +402,15 @@ def atlas(source: Any, *, prediction: MomentPrediction | None = None,
         prediction has another number of layers than the encoder, or a predicted covariance is
         not symmetric positive semidefinite.
     SolverError
-        If the flow with A = E[J_MLP] overflows or needs more than `blowup.MAX_STEPS` steps
-        to reach the horizon (or the default prediction overflows).
+        If an rk integration fails (budget, overflow without a blow-up), or the default
+        prediction overflows.
 
     See Also
     --------
     Atlas : the fields.
     plot_atlas : its figure.
     riccati_tf.certify : certified regimes of a single Params.
+    riccati_tf.flow : the rk integration.
 
     References
     ----------
@@ -239,7 +420,8 @@ def atlas(source: Any, *, prediction: MomentPrediction | None = None,
 
     Examples
     --------
-    One head with B = V = I on N(0, I): G = −2I, so Σ(t) = (1 − 2t)⁻¹ I blows up at T* = 1/2.
+    One head with B = V = I on N(0, I): Σ(t) = (1 − 2t)⁻¹ I blows up at T* = 1/2; with a horizon
+    of 0.4 no blow-up is reported.
 
     >>> import numpy as np
     >>> from riccati_tf.empirical.encoders import (Encoder, EncoderLayer, HeadFactors,
@@ -251,8 +433,11 @@ def atlas(source: Any, *, prediction: MomentPrediction | None = None,
     >>> encoder = Encoder((EncoderLayer((head,), z, None, norm, mlp, "pre"),), "bert", None,
     ...                   False)
     >>> result = atlas(encoder)
-    >>> result.sign.tolist(), result.regime.tolist(), result.blowup_time.tolist()
-    ([['same']], ['blows_up'], [0.5])
+    >>> result.regime.tolist(), np.round(result.blowup_time, 9).tolist()
+    (['blows_up'], [0.5])
+    >>> short = atlas(encoder, horizon=0.4)
+    >>> short.regime.tolist(), short.blowup_time.tolist(), short.decisions[0][0].beyond
+    (['no_blowup_before_horizon'], [nan], 0.5)
     """
     horizon = as_time("horizon", horizon)
     if isinstance(source, Encoder):
@@ -266,28 +451,37 @@ def atlas(source: Any, *, prediction: MomentPrediction | None = None,
     if prediction.n_layers != len(encoder.layers):
         raise InvalidInputError(f"the prediction has {prediction.n_layers} layers, the encoder "
                                 f"{len(encoder.layers)}")
-    d = encoder.d
-    rows, regimes, g_inertia = [], [], []
+    rows: list[list[dict[str, Any]]] = []
+    decisions: list[tuple[LayerRegime, LayerRegime]] = []
+    scalar: list[tuple[tuple[int, int, int], str, float]] = []
     for i, layer in enumerate(encoder.layers):
-        heads = [_head_row(h, d) for h in layer.heads]
-        G = np.sum([r[5] for r in heads], axis=0)
-        g_inertia.append(inertia(G))
         cov0 = prediction.attention_covs[i]
-        regimes.append((flow_regime(G, cov0),
-                        flow_regime(G, cov0, prediction.mlp_jacobians[i], horizon)))
-        rows.append(heads)
+        numbers = [head_numbers(h, cov0) for h in layer.heads]
+        rows.append(numbers)
+        scalar.append(_scalar_fit(layer.heads, numbers, cov0, horizon))
+        heads = list(layer.params().factors)
+        decisions.append(tuple(  # type: ignore[arg-type]
+            layer_regime(Params(A, heads=heads), cov0, horizon)
+            for A in (np.zeros_like(cov0), prediction.mlp_jacobians[i])))
         if progress is not None:
             progress(i + 1, len(encoder.layers))
 
-    def table(k: int, dtype: type = float) -> np.ndarray:
-        return np.array([[r[k] for r in heads] for heads in rows], dtype=dtype)
+    def table(key: str, dtype: type = float) -> np.ndarray:
+        return np.array([[n[key] for n in numbers] for numbers in rows], dtype=dtype)
 
-    def time(r: Any) -> float:
-        return np.nan if r.blowup_time is None else r.blowup_time
+    def times(k: int) -> np.ndarray:
+        return np.array([np.nan if d[k].blowup_time is None else d[k].blowup_time
+                         for d in decisions])
 
-    return Atlas(name, encoder.family, d, encoder.position_free, table(0, int), table(1, int),
-                 table(2, object).astype(str), table(3), table(4), np.array(g_inertia),
-                 np.array([r[0].regime for r in regimes]),
-                 np.array([time(r[0]) for r in regimes]),
-                 np.array([r[1].regime for r in regimes]),
-                 np.array([time(r[1]) for r in regimes]), float(horizon))
+    return Atlas(name, encoder.family, encoder.d, encoder.position_free,
+                 table("v_inertia", int), table("b_inertia", int),
+                 table("sign", object).astype(str), table("scalar_v"),
+                 table("scalar_distance"), np.array([s[0] for s in scalar]),
+                 np.array([d[0].regime for d in decisions]), times(0),
+                 np.array([d[1].regime for d in decisions]), times(1), float(horizon),
+                 tuple(decisions), np.array([s[1] for s in scalar]),
+                 np.array([s[2] for s in scalar]), table("v_mass"), table("b_mass"),
+                 table("trace_rate"), table("growth_rate"),
+                 np.array([float(np.trace(c)) for c in prediction.attention_covs]),
+                 np.array(prediction.attention_means), np.array(prediction.attention_covs),
+                 np.array(prediction.mlp_jacobians))

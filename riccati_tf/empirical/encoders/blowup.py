@@ -1,7 +1,16 @@
-"""Regime and blow-up time of a scalar-V attention flow at encoder sizes (SPEC §5 closed form).
+"""Regime and blow-up time of an encoder layer's attention flow at encoder sizes (SPEC §5).
 
-With V_h ≈ v_h I the covariance of the continuous-depth flow Σ̇ = AΣ + ΣAᵀ − ΣGΣ,
-G = −Σ_h v_h (B_h + B_hᵀ), from Σ0 = L0L0ᵀ is
+`layer_regime`: the actual multi-head, general-V covariance flow
+
+    Σ̇ = AΣ + ΣAᵀ + Σ_h (V_hΣB_hΣ + ΣB_hᵀΣV_hᵀ),   Σ(0) = Σ0,
+
+of a layer whose heads are kept factored (`riccati_tf.Head`), decided up to a horizon by
+`riccati_tf.certify` (d ≤ CERTIFY_MAX_D) or by `riccati_tf.flow` with method "rk" (DOP853 with
+the blow-up event, Sundman's time near the pole), with the evidence of whichever decided.
+
+`flow_regime`: the scalar fit V_h ≈ v_h I of the same flow in closed form (the atlas keeps it
+as a labelled extra column). With V_h ≈ v_h I the covariance of the continuous-depth flow
+Σ̇ = AΣ + ΣAᵀ − ΣGΣ, G = −Σ_h v_h (B_h + B_hᵀ), from Σ0 = L0L0ᵀ is
 
     Σ(t) = e^{At} L0 (I + L0ᵀ W(t) L0)⁻¹ L0ᵀ e^{Aᵀt},   W(t) = ∫_0^t e^{Aᵀu} G e^{Au} du,
 
@@ -34,9 +43,27 @@ import numpy as np
 
 from ...errors import SolverError
 from ...flows.exact import growth_step, step_length, van_loan
+from ...flows.integrate import flow
+from ...stability.certificates import certify
+from ...state.params import Gaussian, Params
 from ...state.validation import as_covariance, as_matrix, as_time
 
-__all__ = ["MAX_STEPS", "FlowRegime", "flow_regime"]
+__all__ = ["CERTIFY_MAX_D", "HORIZON_MARGIN", "LAYER_RTOL", "MAX_STEPS", "NO_BLOWUP",
+           "FlowRegime", "LayerRegime", "flow_regime", "layer_regime"]
+
+#: `layer_regime` asks `riccati_tf.certify` up to this d (it answers for all t, with a
+#: certificate; at d = 384 one layer takes about 20 s), `riccati_tf.flow` (method "rk") beyond
+CERTIFY_MAX_D = 16
+#: relative tolerance of the rk integrations of `layer_regime` (DOP853's rtol; T* is located to
+#: about this relative accuracy or better: on a d = 384, 12-head layer rtol 1e-7 and 1e-10 give
+#: T* within 7e-11 of each other, with 1 056 and 2 268 right-hand sides)
+LAYER_RTOL = 1e-7
+#: the rk run goes HORIZON_MARGIN·horizon past the horizon, so that a blow-up just after it is
+#: followed to its time instead of leaving the end state undecidable (flow refuses an end
+#: state within reach of a pole); a second margin of twice that when the first lands on one
+HORIZON_MARGIN = 1e-3
+#: the regime of a layer whose covariance does not blow up before the horizon
+NO_BLOWUP = "no_blowup_before_horizon"
 
 #: eigenvalues of K = L0ᵀGL0 within SIGN_RTOL·max|g| of zero count as zero
 SIGN_RTOL = 1e-10
@@ -224,3 +251,181 @@ def flow_regime(G: np.ndarray, cov0: np.ndarray, A: np.ndarray | None = None,
     if A is None:
         return _without_drift(G, L0)
     return _with_drift(as_matrix("A", A, d), G, L0, horizon)
+
+
+@dataclass(frozen=True)
+class LayerRegime:
+    """The regime of a layer's attention flow up to a horizon, the result of `layer_regime`.
+
+    Parameters
+    ----------
+    regime : str
+        "blows_up" (T* ≤ horizon) or NO_BLOWUP; where `certify` decided without a blow-up, its
+        regime for all t ("converges", "collapses" or "grows") instead of NO_BLOWUP.
+    blowup_time : float or None
+        T* ≤ horizon, else None (a blow-up after the horizon is not reported).
+    method : str
+        "certify" or "rk": what decided.
+    evidence : str
+        certify's theorem ("closed_form_root", "numerical", …; its certificate passed
+        `Certificate.check`), or "event" for the rk run's blow-up event / "horizon" for a run
+        that reached the horizon.
+    tolerance : float or None
+        The rk run's relative tolerance (T* to about this relative accuracy); None for certify.
+    trace_growth : float or None
+        tr Σ(horizon)/tr Σ0 of the rk run without a blow-up before the horizon, else None.
+    beyond : float or None
+        T* of a blow-up found after the horizon (within the run's margin, or by `certify`),
+        else None: evidence only, not a regime inside the horizon.
+    reason : str
+        The evidence in words: certify's reason, or the rk run's status.
+
+    Raises
+    ------
+    dataclasses.FrozenInstanceError
+        On assignment to a field.
+
+    See Also
+    --------
+    layer_regime : produces it.
+
+    References
+    ----------
+    .. [1] riccati_tf theory, SPEC §5 "Time-invariant parameters: equilibria, stability,
+       blow-up".
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from riccati_tf import Params
+    >>> from riccati_tf.empirical.encoders.blowup import layer_regime
+    >>> r = layer_regime(Params(np.zeros((1, 1)), B=1.0, V=1.0), np.eye(1), 10.0)
+    >>> r.regime, round(r.blowup_time, 9), r.method
+    ('blows_up', 0.5, 'certify')
+    """
+
+    regime: str
+    blowup_time: float | None
+    method: str
+    evidence: str
+    tolerance: float | None
+    trace_growth: float | None
+    beyond: float | None
+    reason: str
+
+    def to_json(self) -> dict:
+        """The fields as JSON-ready numbers and strings."""
+        return {"regime": self.regime, "blowup_time": self.blowup_time, "method": self.method,
+                "evidence": self.evidence, "tolerance": self.tolerance,
+                "trace_growth": self.trace_growth,
+                "beyond_horizon": self.beyond, "reason": self.reason}
+
+
+def _by_certify(params: Params, cov0: np.ndarray, horizon: float) -> LayerRegime | None:
+    c = certify(params, Gaussian(np.zeros(params.d), cov0))
+    tol = None
+    if c.regime == "blows_up" and c.blowup_time is not None:
+        T = float(c.blowup_time)
+        if T <= horizon:
+            return LayerRegime("blows_up", T, "certify", c.theorem, tol, None, None, c.reason)
+        return LayerRegime(NO_BLOWUP, None, "certify", c.theorem, tol, None, T, c.reason)
+    if c.regime in ("converges", "collapses", "grows"):
+        return LayerRegime(c.regime, None, "certify", c.theorem, tol, None, None, c.reason)
+    return None  # undetermined: the rk run decides up to the horizon
+
+
+def _by_flow(params: Params, cov0: np.ndarray, horizon: float, rtol: float) -> LayerRegime:
+    g = Gaussian(np.zeros(params.d), cov0)
+    for k in (1, 2):
+        end = horizon * (1.0 + k * HORIZON_MARGIN)
+        try:
+            tr = flow(params, g, end, method="rk", t_eval=[horizon], rtol=rtol,
+                      dense_output=False)
+        except SolverError as exc:  # the end state within reach of a pole: move the end
+            if k == 2 or "blow-up" not in str(exc):
+                raise
+            continue
+        break
+    if tr.status == "blowup" and tr.blowup_time is not None:
+        T = float(tr.blowup_time)
+        if T <= horizon:
+            return LayerRegime("blows_up", T, "rk", "event", rtol, None, None,
+                               f"DOP853 (rtol {rtol:.0e}) reached the blow-up event at "
+                               f"T* = {T:.10g}")
+        return LayerRegime(NO_BLOWUP, None, "rk", "event", rtol, None, T,
+                           f"DOP853 (rtol {rtol:.0e}): blow-up at {T:.10g}, after the "
+                           f"horizon {horizon:.6g}")
+    growth = float(np.trace(tr.cov[-1]) / np.trace(cov0))
+    return LayerRegime(NO_BLOWUP, None, "rk", "horizon", rtol, growth, None,
+                       f"DOP853 (rtol {rtol:.0e}) reached the horizon {horizon:.6g} with "
+                       f"tr Σ/tr Σ0 = {growth:.4g}")
+
+
+def layer_regime(params: Params, cov0: np.ndarray, horizon: float, *,
+                 rtol: float = LAYER_RTOL) -> LayerRegime:
+    """The regime of Σ̇ = AΣ + ΣAᵀ + Σ_h (V_hΣB_hΣ + ΣB_hᵀΣV_hᵀ) from Σ0 up to the horizon.
+
+    Blow-up at T* ≤ horizon is "blows_up" with T*; anything else is NO_BLOWUP (T* None), or
+    `certify`'s regime for all t where it decided one. Up to d = CERTIFY_MAX_D `certify`
+    decides (its "undetermined" falls through to the rk run); beyond, `flow` with method "rk"
+    and dense_output=False, from m0 = 0 (the covariance does not depend on the mean) to
+    horizon·(1 + HORIZON_MARGIN), T* from its blow-up event.
+
+    Parameters
+    ----------
+    params : Params
+        The layer: A and the heads (factored `Head` entries are integrated through their
+        factors); b is irrelevant for Σ.
+    cov0 : (d, d) ndarray, symmetric positive semidefinite
+        Σ0.
+    horizon : float
+        The horizon, > 0.
+    rtol : float, optional
+        DOP853's relative tolerance (default LAYER_RTOL).
+
+    Returns
+    -------
+    LayerRegime
+        The regime, T* and the evidence (which method decided, its tolerance).
+
+    Raises
+    ------
+    InvalidInputError
+        If cov0 is not a finite symmetric positive semidefinite (d, d) matrix or horizon is
+        not a positive finite number.
+    SolverError
+        If the rk integration fails (budget, overflow without a blow-up) or cannot decide
+        on which side of the end a pole lies twice in a row.
+
+    See Also
+    --------
+    flow_regime : the scalar-V closed form.
+    riccati_tf.certify : certified regimes for all t.
+    riccati_tf.flow : the rk integration.
+
+    References
+    ----------
+    .. [1] riccati_tf theory, SPEC §5 "Time-invariant parameters: equilibria, stability,
+       blow-up".
+
+    Examples
+    --------
+    σ̇ = 2σ² from σ0 = 1 blows up at T* = 1/2, inside a horizon of 10 but not of 0.4:
+
+    >>> import numpy as np
+    >>> from riccati_tf import Params
+    >>> from riccati_tf.empirical.encoders.blowup import layer_regime
+    >>> p = Params(np.zeros((1, 1)), B=1.0, V=1.0)
+    >>> layer_regime(p, np.eye(1), 10.0).regime
+    'blows_up'
+    >>> r = layer_regime(p, np.eye(1), 0.4)
+    >>> r.regime, r.blowup_time, r.beyond
+    ('no_blowup_before_horizon', None, 0.5)
+    """
+    horizon = as_time("horizon", horizon)
+    cov0 = as_covariance("cov0", cov0, params.d)
+    if params.d <= CERTIFY_MAX_D:
+        decided = _by_certify(params, cov0, horizon)
+        if decided is not None:
+            return decided
+    return _by_flow(params, cov0, horizon, rtol)
