@@ -24,12 +24,14 @@ def _integer_ticks(*axes: Any) -> None:
 
 
 def plot_atlas(result: Atlas) -> Figure:
-    """The stability atlas as heat maps and blow-up times.
+    """The stability atlas: per-head heat maps and per-layer blow-up times.
 
-    Heat maps (layers × heads) of the signature balance (n+ − n−)/(n+ + n−) of sym(V_h) and of
-    sym(B_h) (SPEC §5: opposite signs bound the flow, equal signs blow it up) and of
-    ‖V_h − v_hI‖_F/‖V_h‖_F, and the blow-up times T* per layer (A = 0 and A = E[J_MLP]; none
-    drawn where there is none).
+    Heat maps (layers × heads) of the signed spectral mass Σλ/Σ|λ| of sym(V_h) and of sym(B_h)
+    (graded where the inertia of a rank-d_h head is always (d_h, d − 2d_h, d_h)), of each
+    head's share 2 tr(V_hΣ0B_hΣ0)/tr Σ0 of the relative rate d ln tr Σ/dt at the layer's input
+    moments, and of its growth rate γ_h on its own range; and per layer the blow-up time T* of
+    the multi-head flow with A = 0 and with A = E[J_MLP] and of the scalar fit (open markers),
+    up to the horizon (dashed; none drawn where there is no blow-up before it).
 
     Parameters
     ----------
@@ -39,7 +41,7 @@ def plot_atlas(result: Atlas) -> Figure:
     Returns
     -------
     matplotlib.figure.Figure
-        Four panels with their colour bars, built without pyplot.
+        Five panels with their colour bars, built without pyplot.
 
     Raises
     ------
@@ -67,34 +69,39 @@ def plot_atlas(result: Atlas) -> Figure:
     >>> norm = LayerNormParams(np.ones(2), z, 1e-5)
     >>> encoder = Encoder((EncoderLayer((head,), z, None, norm, mlp, "pre"),), "bert", None,
     ...                   False)
-    >>> result = atlas(encoder)
-    >>> fig = plot_atlas(result)
-    >>> [ax.get_title() for ax in fig.axes[:4]][3]
-    'blow-up time T* (none: not drawn)'
+    >>> fig = plot_atlas(atlas(encoder))
+    >>> [ax.get_title() for ax in fig.axes[:5]][4]
+    'blow-up time T* before the horizon'
     """
-    fig, axes = new_figure(1, 4, figsize=(16.0, 3.6))
+    fig, axes = new_figure(1, 5, figsize=(20.0, 3.8))
+    share = result.trace_rate / np.maximum(result.input_trace, np.finfo(float).tiny)[:, None]
 
-    def balance(n):
-        return (n[..., 0] - n[..., 2]) / np.maximum(n[..., 0] + n[..., 2], 1)
+    def spread(x: np.ndarray) -> float:
+        top = float(np.max(np.abs(x))) if x.size else 0.0
+        return top if top > 0 else 1.0
 
-    maps = [(balance(result.v_inertia), "sym(V_h): (n+ − n−)/(n+ + n−)", "RdBu", -1, 1),
-            (balance(result.b_inertia), "sym(B_h): (n+ − n−)/(n+ + n−)", "RdBu", -1, 1),
-            (result.scalar_distance, "‖V_h − v_h I‖_F / ‖V_h‖_F", "viridis", 0, 1)]
-    for ax, (data, title, cmap, lo, hi) in zip(axes, maps, strict=False):
-        image = ax.imshow(data, cmap=cmap, vmin=lo, vmax=hi, aspect="auto", origin="lower",
+    maps = [(result.v_mass, "sym(V_h): Σλ/Σ|λ|", 1.0),
+            (result.b_mass, "sym(B_h): Σλ/Σ|λ|", 1.0),
+            (share, "2 tr(V_hΣ0B_hΣ0) / tr Σ0", spread(share)),
+            (result.growth_rate, "γ_h = max Re λ(V_hΣ0B_h)", spread(result.growth_rate))]
+    for ax, (data, title, top) in zip(axes, maps, strict=False):
+        image = ax.imshow(data, cmap="RdBu_r", vmin=-top, vmax=top, aspect="auto",
+                          origin="lower",
                           extent=(0.5, data.shape[1] + 0.5, 0.5, data.shape[0] + 0.5))
         ax.set(title=title, xlabel="head", ylabel="layer")
         _integer_ticks(ax.xaxis, ax.yaxis)
         fig.colorbar(image, ax=ax)
     layers = np.arange(1, result.regime.size + 1)
-    ax = axes[3]
-    ax.plot(layers, result.blowup_time, "o", label="A = 0")
-    ax.plot(layers, result.blowup_time_mlp, "s", label="A = E[J_MLP]")
-    ax.set(title="blow-up time T* (none: not drawn)", xlabel="layer", ylabel="T*")
+    ax = axes[4]
+    ax.plot(layers, result.blowup_time, "o", label="multi-head, A = 0")
+    ax.plot(layers, result.blowup_time_mlp, "s", label="multi-head, A = E[J_MLP]")
+    ax.plot(layers, result.scalar_blowup_time, "D", mfc="none", color="0.4",
+            label="scalar fit v_h I, A = 0")
+    ax.axhline(result.horizon, ls="--", color="0.5", label=f"horizon {result.horizon:.3g}")
+    ax.set(title="blow-up time T* before the horizon", xlabel="layer", ylabel="T*")
     _integer_ticks(ax.xaxis)
-    if np.any(np.isfinite(result.blowup_time)) or np.any(np.isfinite(result.blowup_time_mlp)):
-        ax.set_yscale("log")
-    ax.legend()
+    ax.set_yscale("log")
+    ax.legend(fontsize="small")
     fig.tight_layout()
     return fig
 
