@@ -1,10 +1,11 @@
 """What the command line and the report show of a real encoder: the atlas and the comparison
 with the model, as text, JSON, PNG figures and an HTML fragment.
 
-`write_atlas` is the `atlas` subcommand (atlas.json, atlas.png); `analyse` runs extraction,
-prediction, atlas and comparison once; `report_parts` is the body, figures, numbers and files of
-a report section. A model is a folder saved with save_pretrained (`encoders.loading.load_model`)
-or, when no folder is given, a small random BERT encoder (`DEFAULT_SHAPE`).
+`write_atlas` is the `atlas` subcommand (atlas.json, atlas.png, atlas_inputs.npz); `analyse`
+runs extraction, prediction, atlas and comparison once; `report_parts` is the body, figures,
+numbers and files of a report section. A model is a folder saved with save_pretrained
+(`encoders.loading.load_model`) or, when no folder is given, a small random BERT encoder
+(`DEFAULT_SHAPE`).
 """
 
 from __future__ import annotations
@@ -95,18 +96,22 @@ def write_atlas(model_path: str | None, out_dir: str | Path, *, position_free: b
                 horizon: float = DEFAULT_HORIZON,
                 progress: Callable[[int, int], None] | None = None
                 ) -> tuple[Atlas, dict[str, Any]]:
-    """The atlas of the model in model_path (None: DEFAULT_SHAPE) → out_dir/atlas.json and
-    out_dir/atlas.png, never over a file riccati-tf did not write (`riccati_tf.io.files`); returns
-    the Atlas and its numbers (with the two paths)."""
+    """The atlas of the model in model_path (None: DEFAULT_SHAPE) → out_dir/atlas.json,
+    out_dir/atlas.png and out_dir/atlas_inputs.npz (the per-layer input moments and drifts every
+    T* starts from, `Atlas.inputs`), never over a file riccati-tf did not write
+    (`riccati_tf.io.files`); returns the Atlas and its numbers (with the three paths)."""
+    names = ("atlas.png", "atlas.json", "atlas_inputs.npz")
     folder = OutputFolder.open(out_dir)
-    folder.check(("atlas.png", "atlas.json"))
+    folder.check(names)
     model = load(model_path)
     result = atlas(model, position_free=position_free, horizon=horizon, progress=progress)
     numbers = {**result.to_json(), "model_path": model_path,
                "figure": str(folder.path / "atlas.png"),
-               "json": str(folder.path / "atlas.json")}
+               "json": str(folder.path / "atlas.json"),
+               "inputs": str(folder.path / "atlas_inputs.npz")}
     folder.write({"atlas.png": figure_png(plot_atlas(result)),
-                  "atlas.json": json.dumps(numbers, indent=1, allow_nan=False).encode()})
+                  "atlas.json": json.dumps(numbers, indent=1, allow_nan=False).encode(),
+                  "atlas_inputs.npz": result.inputs()})
     return result, numbers
 
 
