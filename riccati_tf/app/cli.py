@@ -625,8 +625,9 @@ def cmd_probe(args: argparse.Namespace, _spec: dict | None) -> Outcome:
 
 
 def cmd_atlas(args: argparse.Namespace, _spec: dict | None) -> Outcome:
-    """Per head: inertia of sym(V_h), sym(B_h) and the scalar fit; per layer: the regime and T*
-    of the attention flow (SPEC §5), for a saved encoder (encoders.atlas)."""
+    """Per layer: the regime and T* of the multi-head, general-V attention flow up to the
+    horizon (A = 0 and A = E[J_MLP], with who decided); per head: signed spectral masses, trace
+    and growth rates, the scalar fit as an extra column (SPEC §5, encoders.atlas)."""
     from ..empirical.encoders import tty_progress
     from ..empirical.encoders.outputs import write_atlas
 
@@ -636,7 +637,7 @@ def cmd_atlas(args: argparse.Namespace, _spec: dict | None) -> Outcome:
     except ImportError as exc:
         raise _models_extra(exc) from None
     text = (result.summary() + f"\nfigure and numbers written to {numbers['figure']}, "
-            f"{numbers['json']}")
+            f"{numbers['json']}; input moments to {numbers['inputs']}")
     return numbers, text, None
 
 
@@ -703,8 +704,9 @@ COMMANDS: dict[str, tuple[str, Callable, bool]] = {
                   "empirical moments", cmd_particles, True),
     "probe": ("feed Gaussian tokens to a saved Transformer encoder; per-layer Gaussianity",
               cmd_probe, False),
-    "atlas": ("stability atlas of a saved Transformer encoder: per-head sign conditions, "
-              "per-layer regime and blow-up time of the attention flow", cmd_atlas, False),
+    "atlas": ("stability atlas of a saved Transformer encoder: per-layer regime and blow-up "
+              "time of the multi-head attention flow up to the horizon, per-head spectral "
+              "masses and growth rates", cmd_atlas, False),
     "prescribed": ("particles vs the Gaussian flow: bounded (opposite signs) vs blow-up "
                    "(equal signs)", cmd_prescribed, False),
     "relu-drift": ("drift away from Gaussianity under a ReLU feed-forward layer", cmd_relu_drift,
@@ -829,16 +831,17 @@ def build_parser() -> argparse.ArgumentParser:
                        help="analyse the position-free part of rotary attention (ModernBERT; "
                             "refused without this flag)")
     atlas.add_argument("--horizon", type=float, default=DEFAULT_HORIZON, metavar="T",
-                       help="depth up to which each layer's attention flow is classified "
-                            "(default %(default)s)")
+                       help="depth up to which each layer's attention flow is classified; a "
+                            "blow-up after it is not reported (default %(default)s)")
     for name in ("probe", "atlas"):
         sub.choices[name].add_argument(
             "--model", metavar="PATH", default=None,
             help="folder saved with save_pretrained (BERT, RoBERTa, ModernBERT, ViT, DeiT); "
                  "default: a randomly initialised encoder (nothing is downloaded)")
     sub.choices["atlas"].add_argument("--out", default="report", metavar="DIR",
-                                      help="output folder for atlas.png and atlas.json "
-                                           "(default %(default)s; created if missing)")
+                                      help="output folder for atlas.png, atlas.json and "
+                                           "atlas_inputs.npz (default %(default)s; created "
+                                           "if missing)")
     for name in ("probe", "prescribed", "relu-drift"):
         sub.choices[name].add_argument("--seed", type=_integer, default=0,
                                        help="random seed (default %(default)s; 0 ≤ seed ≤ "
