@@ -380,10 +380,12 @@ def model_section(opts: Options) -> Section:
             f"floor of exactly Gaussian clouds (grey, {1 - c['alpha'] / 2:.3g} quantile); "
             f"within it at {sum(c['consistent'])} of {len(c['consistent'])} layers."),
         "model_atlas.png": (
-            f"Stability atlas of {c['model']}: per layer and head, the signature balance of "
-            "sym(V_h) and of sym(B_h) and the distance of V_h to a multiple of the identity "
-            "(heat maps); right: each layer's blow-up time T* of the scalar-V attention flow, "
-            "with A = 0 and with A = E[J_MLP] (absent where there is none).")}
+            f"Stability atlas of {c['model']}: per layer and head, the signed spectral mass "
+            "Σλ/Σ|λ| of sym(V_h) and of sym(B_h), the head's share 2 tr(V_hΣ0B_hΣ0)/tr Σ0 of "
+            "d ln tr Σ/dt and its growth rate on its own range (heat maps); right: each "
+            "layer's blow-up time T* of the multi-head attention flow with A = 0 and with "
+            "A = E[J_MLP], and of the scalar fit (open markers), up to the horizon (dashed; "
+            "absent where there is no blow-up before it).")}
     return Section("model", title, parts.body, parts.figures, parts.numbers, parts.files,
                    captions)
 

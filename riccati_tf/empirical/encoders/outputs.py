@@ -128,8 +128,9 @@ def report_parts(model_path: str | None, *, quick: bool = False, seed: int = 0) 
             f"with the model's own hidden states for {c.n_tokens} tokens in {len(c.lengths)} "
             f"sequence(s) of at most {max(c.lengths)} (position limit {c.position_limit}); "
             "the errors on random directions stand next to the sampling floor of exactly "
-            "Gaussian clouds of the same size. The atlas gives every head's sign condition "
-            "(SPEC §5) and every layer's scalar-V attention flow."
+            "Gaussian clouds of the same size. The atlas gives every layer's multi-head, "
+            "general-V attention flow (SPEC §5) up to the horizon and per-head spectral "
+            "masses and growth rates; the scalar fit V_h ≈ v_hI only as an extra column."
             + (" Attention is position dependent in this model (rotary embeddings): the "
                "analysis uses its position-free part." if c.position_free else "")
             + f"</p><pre>{html.escape(analysis.summary())}</pre>")
