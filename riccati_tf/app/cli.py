@@ -641,6 +641,33 @@ def cmd_atlas(args: argparse.Namespace, _spec: dict | None) -> Outcome:
     return numbers, text, None
 
 
+def cmd_compare(args: argparse.Namespace, _spec: dict | None) -> Outcome:
+    """Predicted moments against a saved encoder's own hidden states, one layer at a time and
+    chained, with the baselines no_change, no_attention and oracle and the validity map of the
+    attention formula (encoders.compare)."""
+    from ..empirical.encoders import compare, plot_comparison, tty_progress
+    from ..empirical.encoders.outputs import load
+    from ..io.figures import figure_png
+    from ..io.files import OutputFolder
+
+    folder = OutputFolder.open(args.out)
+    folder.check(("comparison.png", "comparison.json"))
+    try:
+        model = load(args.model)
+        result = compare(model, n_tokens=args.n_tokens, seed=args.seed,
+                         position_free=args.position_free, progress=tty_progress("compare"))
+    except ImportError as exc:
+        raise _models_extra(exc) from None
+    numbers = {**result.to_json(), "model_path": args.model,
+               "figure": str(folder.path / "comparison.png"),
+               "json": str(folder.path / "comparison.json")}
+    folder.write({"comparison.png": figure_png(plot_comparison(result)),
+                  "comparison.json": json.dumps(numbers, indent=1, allow_nan=False).encode()})
+    text = (result.summary() + f"\nfigure and numbers written to {numbers['figure']}, "
+            f"{numbers['json']}")
+    return numbers, text, None
+
+
 def cmd_prescribed(args: argparse.Namespace, _spec: dict | None) -> Outcome:
     from .experiments import run_prescribed
 
@@ -707,6 +734,9 @@ COMMANDS: dict[str, tuple[str, Callable, bool]] = {
     "atlas": ("stability atlas of a saved Transformer encoder: per-layer regime and blow-up "
               "time of the multi-head attention flow up to the horizon, per-head spectral "
               "masses and growth rates", cmd_atlas, False),
+    "compare": ("predicted hidden-state moments of a saved Transformer encoder against the "
+                "model, one layer at a time and chained, with baselines and the validity map "
+                "of the attention formula", cmd_compare, False),
     "prescribed": ("particles vs the Gaussian flow: bounded (opposite signs) vs blow-up "
                    "(equal signs)", cmd_prescribed, False),
     "relu-drift": ("drift away from Gaussianity under a ReLU feed-forward layer", cmd_relu_drift,
@@ -720,7 +750,7 @@ COMMANDS: dict[str, tuple[str, Callable, bool]] = {
 PLOTTING = ("flow", "layers", "certify", "steer", "particles", "sweep")
 #: subcommands that print their numbers as JSON with --json
 JSON_OUTPUT = ("derive", "flow", "layers", "equilibria", "certify", "steer", "particles",
-               "sweep", "probe", "atlas", "prescribed", "relu-drift")
+               "sweep", "probe", "atlas", "compare", "prescribed", "relu-drift")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -833,7 +863,18 @@ def build_parser() -> argparse.ArgumentParser:
     atlas.add_argument("--horizon", type=float, default=DEFAULT_HORIZON, metavar="T",
                        help="depth up to which each layer's attention flow is classified; a "
                             "blow-up after it is not reported (default %(default)s)")
-    for name in ("probe", "atlas"):
+    comp = sub.choices["compare"]
+    comp.add_argument("--n-tokens", type=_integer, default=2048, metavar="N",
+                      help="Gaussian tokens fed to the encoder, cut into sequences of at most "
+                           "the model's position limit (default %(default)s)")
+    comp.add_argument("--seed", type=_integer, default=0,
+                      help="random seed (default %(default)s)")
+    comp.add_argument("--position-free", action="store_true",
+                      help="predict the position-free part of rotary attention (ModernBERT)")
+    comp.add_argument("--out", default="report", metavar="DIR",
+                      help="output folder for comparison.png and comparison.json (default "
+                           "%(default)s; created if missing)")
+    for name in ("probe", "atlas", "compare"):
         sub.choices[name].add_argument(
             "--model", metavar="PATH", default=None,
             help="folder saved with save_pretrained (BERT, RoBERTa, ModernBERT, ViT, DeiT); "

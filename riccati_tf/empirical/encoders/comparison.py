@@ -13,10 +13,35 @@ cloud N(m_ℓ, Σ_ℓ) of the same n, simulated (n_sim clouds projected on Θ, n
 R^d). A layer is `consistent` when both projected errors are within the (1 − α/2) quantile of
 their floors: in k dimensions n ≫ k and the test has power against O(√(k/n)) deviations that
 the d-dimensional errors (dominated by sampling noise of order √(d/n)) cannot see.
+
+Against baselines (`Baselines`). Each layer ℓ ≥ 1 is predicted in two modes, "one_layer" (from
+the measured moments (m̂_{ℓ−1}, Ĉ_{ℓ−1}) of the previous layer) and "chained" (from the input
+moments (m_0, Σ_0) onwards), by four methods:
+
+- prediction:   the Gaussian closures of `predict_moments` (one layer: `layer_moments` at the
+  measured moments);
+- no_change:    (m_ℓ, Σ_ℓ) = (m_{ℓ−1}, Σ_{ℓ−1});
+- no_attention: the layer with its attention sublayer removed (heads and output bias), pushed
+  through the same closures;
+- oracle:       n tokens of the Gaussian N(m_{ℓ−1}, Σ_{ℓ−1}) in sequences of the measured
+  lengths, pushed through the real layer and moment-matched: the best any Gaussian
+  moment-matching can do.
+
+Each error is normalised by the measured moments,
+
+    cov error  e = ‖Ĉ_ℓ − Σ_ℓ‖_F / ‖Ĉ_ℓ‖_F,    mean error  ‖m̂_ℓ − m_ℓ‖ / √tr Ĉ_ℓ,
+
+and reported raw and floor-corrected, √max(e² − f², 0): for an error that is a bias plus an
+independent sampling error, E e² = bias² + f², with f² the mean square of the same error of an
+exact Gaussian sample of the measured moments at the same n (one sample for the three
+deterministic methods; two independent samples for the oracle, which is itself sampled). The
+top-k eigenvalues and the trace of every predicted Σ_ℓ stand beside the measured ones, and the
+validity map of the attention formula (`validity`) says where the N → ∞ limit does not apply.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -27,17 +52,192 @@ from numpy.typing import ArrayLike, NDArray
 from ...errors import InvalidInputError
 from ...state.params import Gaussian
 from ...state.validation import as_count, as_covariance, as_time, as_vector
+from .closures import GATED_SAMPLES
 from .extraction import extract, position_limit
-from .propagation import MomentPrediction, predict_moments
+from .factors import Encoder, EncoderLayer
+from .forward import layer_forward
+from .hermite import DEFAULT_TERMS
+from .propagation import MomentPrediction, layer_moments, predict_moments
 from .sequences import sequence_lengths, split
+from .validity import ValidityMap, validity_map
 
-__all__ = ["DEFAULT_DIRECTIONS", "DEFAULT_SIMS", "DEFAULT_SIMS_FULL", "Comparison", "compare"]
+__all__ = ["DEFAULT_DIRECTIONS", "DEFAULT_SIMS", "DEFAULT_SIMS_FULL", "DEFAULT_TOP", "METHODS",
+           "MODES", "Baselines", "Comparison", "MethodErrors", "compare", "measure"]
 
 #: random directions of the projected comparison
 DEFAULT_DIRECTIONS = 4
 #: simulated Gaussian clouds for the projected floors and for the d-dimensional floors
 DEFAULT_SIMS = 200
 DEFAULT_SIMS_FULL = 10
+#: eigenvalues of the predicted and measured covariances reported per layer
+DEFAULT_TOP = 5
+#: the prediction and its baselines (module docstring)
+METHODS = ("prediction", "no_change", "no_attention", "oracle")
+#: one layer from the measured previous layer; chained from the input onwards
+MODES = ("one_layer", "chained")
+
+
+@dataclass(frozen=True, eq=False)
+class MethodErrors:
+    """The errors of one method against the measured moments, per mode and layer ℓ = 0..L.
+
+    Row 0 of every array is the mode "one_layer" (each layer from the measured moments of the
+    previous one), row 1 "chained" (from the input moments onwards); column ℓ = 0 is the input
+    itself (both modes predict the input moments there).
+
+    Parameters
+    ----------
+    cov : (2, L+1) ndarray
+        ‖Ĉ_ℓ − Σ_ℓ‖_F / ‖Ĉ_ℓ‖_F.
+    cov_corrected : (2, L+1) ndarray
+        √max(cov² − f², 0) with f the method's floor.
+    mean : (2, L+1) ndarray
+        ‖m̂_ℓ − m_ℓ‖ / √tr Ĉ_ℓ.
+    mean_corrected : (2, L+1) ndarray
+        The same with the floor subtracted.
+    top : (2, L+1, k) ndarray
+        The k largest eigenvalues of the predicted Σ_ℓ.
+    trace : (2, L+1) ndarray
+        tr Σ_ℓ.
+
+    Raises
+    ------
+    dataclasses.FrozenInstanceError
+        On assignment to a field.
+
+    See Also
+    --------
+    Baselines : the four methods and the measured spectrum.
+
+    References
+    ----------
+    .. [1] riccati_tf theory, SPEC §7 "Validation against real Transformers".
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from riccati_tf.empirical.encoders.comparison import MethodErrors
+    >>> z = np.zeros((2, 3))
+    >>> errors = MethodErrors(z, z, z, z, np.zeros((2, 3, 1)), z)
+    >>> sorted(errors.to_json()), sorted(errors.to_json()["chained"])
+    (['chained', 'one_layer'], ['cov', 'cov_corrected', 'mean', 'mean_corrected', 'top', 'trace'])
+    """
+
+    cov: np.ndarray
+    cov_corrected: np.ndarray
+    mean: np.ndarray
+    mean_corrected: np.ndarray
+    top: np.ndarray
+    trace: np.ndarray
+
+    def to_json(self) -> dict[str, Any]:
+        """{mode: {quantity: per-layer list}} (NaN where a method could not be run)."""
+        return {mode: {name: _finite_or_none(getattr(self, name)[i])
+                       for name in ("cov", "cov_corrected", "mean", "mean_corrected", "top",
+                                    "trace")}
+                for i, mode in enumerate(MODES)}
+
+
+def _finite_or_none(a: np.ndarray) -> Any:
+    """a.tolist() with NaN as None (JSON has no NaN)."""
+    return np.where(np.isfinite(a), a, None).tolist()
+
+
+@dataclass(frozen=True, eq=False)
+class Baselines:
+    """The prediction and the baselines against the measured moments (module docstring).
+
+    Parameters
+    ----------
+    methods : dict of str to MethodErrors
+        The errors of "prediction", "no_change", "no_attention" and "oracle" (METHODS).
+    measured_top : (L+1, k) ndarray
+        The k largest eigenvalues of the measured Ĉ_ℓ.
+    measured_trace : (L+1,) ndarray
+        tr Ĉ_ℓ.
+    floor : dict of str to (L+1,) ndarray
+        The RMS errors of exact Gaussian samples of the measured moments at the same n: "cov"
+        and "mean" of one sample against the moments (the floor of the deterministic methods),
+        "cov_two" and "mean_two" of one sample against another (the oracle's floor).
+    oracle_layers : str
+        What the oracle pushed its samples through: "model" (the model's own layer modules) or
+        "factors" (`layer_forward` on the extracted factors; for a position-free extraction
+        that is the position-free layer, not the model's).
+
+    Raises
+    ------
+    dataclasses.FrozenInstanceError
+        On assignment to a field.
+
+    See Also
+    --------
+    Comparison : carries it.
+
+    References
+    ----------
+    .. [1] riccati_tf theory, SPEC §7 "Validation against real Transformers".
+
+    Examples
+    --------
+    >>> from riccati_tf.empirical.encoders import compare
+    >>> from riccati_tf.empirical.encoders.tiny import tiny_encoder
+    >>> model = tiny_encoder("bert", hidden_size=8, n_heads=2, n_layers=1, max_positions=64)
+    >>> b = compare(model, n_tokens=256, n_sim=50, n_sim_full=2).baselines
+    >>> sorted(b.methods), b.methods["oracle"].cov.shape, b.oracle_layers
+    (['no_attention', 'no_change', 'oracle', 'prediction'], (2, 2), 'model')
+    """
+
+    methods: dict[str, MethodErrors]
+    measured_top: np.ndarray
+    measured_trace: np.ndarray
+    floor: dict[str, np.ndarray]
+    oracle_layers: str
+
+    def to_json(self) -> dict[str, Any]:
+        """The four methods under their names (METHODS), the measured spectrum and the floors."""
+        return {**{name: self.methods[name].to_json() for name in METHODS},
+                "measured": {"top": self.measured_top.tolist(),
+                             "trace": self.measured_trace.tolist()},
+                "floor": {k: v.tolist() for k, v in self.floor.items()},
+                "oracle_layers": self.oracle_layers}
+
+    def table(self) -> str:
+        """The covariance errors per layer, raw and floor-corrected, and the spectra."""
+        lines = ["covariance error ‖Ĉ_ℓ − Σ_ℓ‖_F / ‖Ĉ_ℓ‖_F per layer, raw (floor-corrected "
+                 "√(e² − f²)); f = RMS error of an exact Gaussian sample of the measured "
+                 "moments at the same n (the oracle's: of two samples)"]
+        for i, mode in enumerate(MODES):
+            title = ("one layer (from the measured layer ℓ − 1)" if mode == "one_layer"
+                     else "chained (from the input onwards)")
+            rows = [["layer", "floor", "floor(2)", *METHODS, "best"]]
+            for ell in range(1, self.measured_trace.size):
+                values = {m: (self.methods[m].cov[i, ell], self.methods[m].cov_corrected[i, ell])
+                          for m in METHODS}
+                finite = {m: v[0] for m, v in values.items() if np.isfinite(v[0])}
+                rows.append([str(ell), f"{self.floor['cov'][ell]:.3g}",
+                             f"{self.floor['cov_two'][ell]:.3g}",
+                             *(f"{v[0]:.3g} ({v[1]:.3g})" if np.isfinite(v[0]) else "—"
+                               for v in values.values()),
+                             min(finite, key=lambda m: finite[m]) if finite else "—"])
+            lines += [f"{title}:", _aligned(rows)]
+        k = self.measured_top.shape[1]
+        rows = [["layer", "tr measured", *(f"tr {m}" for m in METHODS),
+                 f"λ1..λ{k} measured", "λ1..λ" + str(k) + " prediction"]]
+        for ell in range(self.measured_trace.size):
+            rows.append([str(ell), f"{self.measured_trace[ell]:.4g}",
+                         *(f"{self.methods[m].trace[0, ell]:.4g}/"
+                           f"{self.methods[m].trace[1, ell]:.4g}" for m in METHODS),
+                         " ".join(f"{v:.3g}" for v in self.measured_top[ell]),
+                         " ".join(f"{v:.3g}" for v in self.methods["prediction"].top[1, ell])])
+        lines += ["trace of Σ_ℓ (one layer/chained) and the top eigenvalues (prediction "
+                  "chained):", _aligned(rows)]
+        return "\n".join(lines)
+
+
+def _aligned(rows: list[list[str]]) -> str:
+    widths = [max(len(r[j]) for r in rows) for j in range(len(rows[0]))]
+    return "\n".join("  ".join(c.rjust(w) for c, w in zip(r, widths, strict=True)).rstrip()
+                     for r in rows)
 
 
 @dataclass(frozen=True, eq=False)
@@ -74,6 +274,11 @@ class Comparison:
         Both projected errors are within the 1 − α/2 quantile of their floors.
     prediction : MomentPrediction
         The prediction measured.
+    baselines : Baselines or None, optional
+        The prediction one layer at a time and chained against no_change, no_attention and
+        oracle, normalised by the measured moments (None when the layers were not available).
+    validity : ValidityMap or None, optional
+        Where the N → ∞ attention formula applies to the measured sequences (None as above).
 
     Raises
     ------
@@ -114,28 +319,82 @@ class Comparison:
     floors: dict[str, np.ndarray]
     consistent: np.ndarray
     prediction: MomentPrediction
+    baselines: Baselines | None = None
+    validity: ValidityMap | None = None
 
     def to_json(self) -> dict[str, Any]:
-        """JSON-ready numbers."""
-        return {"model": self.model, "n_tokens": self.n_tokens, "sequences": len(self.lengths),
-                "lengths": list(self.lengths), "position_limit": self.position_limit,
-                "position_free": self.position_free, "seed": self.seed, "alpha": self.alpha,
-                "directions": self.directions,
-                "errors": {k: v.tolist() for k, v in self.errors.items()},
-                "floors": {k: v.tolist() for k, v in self.floors.items()},
-                "consistent": self.consistent.tolist()}
+        """JSON-ready numbers: the projected test ("errors", "floors", "consistent"), the
+        methods under their names ("prediction", "no_change", "no_attention", "oracle", with
+        "measured" and "floor"; absent without baselines) and "validity"."""
+        out = {"model": self.model, "n_tokens": self.n_tokens, "sequences": len(self.lengths),
+               "lengths": list(self.lengths), "position_limit": self.position_limit,
+               "position_free": self.position_free, "seed": self.seed, "alpha": self.alpha,
+               "directions": self.directions,
+               "errors": {k: v.tolist() for k, v in self.errors.items()},
+               "floors": {k: v.tolist() for k, v in self.floors.items()},
+               "consistent": self.consistent.tolist()}
+        if self.baselines is not None:
+            out.update(self.baselines.to_json())
+        if self.validity is not None:
+            out["validity"] = self.validity.to_json()
+        if self.baselines is not None:
+            out["diagnosis"] = self.diagnosis()
+        return out
+
+    def diagnosis(self) -> list[str]:
+        """Per layer ℓ = 1..L: whether the one-layer prediction beats no_change and
+        no_attention (raw covariance errors), and where it does not, what the validity map
+        and the oracle say about why (empty without baselines)."""
+        if self.baselines is None:
+            return []
+        methods = self.baselines.methods
+        out = []
+        for ell in range(1, self.consistent.size):
+            e = {m: float(methods[m].cov[0, ell]) for m in METHODS}
+            versus = (f"prediction {e['prediction']:.3g} vs no_change {e['no_change']:.3g}, "
+                      f"no_attention {e['no_attention']:.3g}, oracle {e['oracle']:.3g}")
+            flag = self.validity is not None and bool(self.validity.layer_flagged[ell - 1])
+            if e["prediction"] < min(e["no_change"], e["no_attention"]):
+                verdict = "the prediction beats both baselines"
+            elif flag:
+                assert self.validity is not None
+                v = self.validity
+                heads = np.flatnonzero(v.flagged[ell - 1]) + 1
+                verdict = (f"the prediction loses; the attention formula is flagged (heads "
+                           f"{heads.tolist()}, median effective tokens "
+                           f"{np.nanmin(v.effective_tokens[ell - 1]):.3g}–"
+                           f"{np.nanmax(v.effective_tokens[ell - 1]):.3g}, attention output "
+                           f"bias {v.layer_bias[ell - 1]:.3g} vs floor "
+                           f"{v.layer_floor[ell - 1]:.3g})")
+            else:
+                kappa = self.prediction.norm_kappa[ell - 1]
+                verdict = ("the prediction loses with the attention formula clear: the loss is "
+                           "in the LayerNorm / feed-forward closures (LayerNorm κ "
+                           + ", ".join(f"{k:.3g}" for k in kappa if np.isfinite(k))
+                           + f"); a Gaussian through the real layer reaches {e['oracle']:.3g}")
+            out.append(f"layer {ell}: {versus}: {verdict}")
+        return out
 
     def summary(self) -> str:
-        """One line per layer: errors against their floors and the verdict."""
+        """The errors of the prediction and the baselines per layer (one layer and chained,
+        raw and floor-corrected), the spectra, the validity map and the projected test."""
         n = len(self.lengths)
         lines = [f"{self.model}: {self.n_tokens} tokens in {n} sequence{'s' * (n > 1)} of "
                  f"length {min(self.lengths)}–{max(self.lengths)} (position limit "
                  f"{self.position_limit}); floors at the {1 - self.alpha / 2:.3g} quantile"]
+        if self.baselines is not None:
+            lines.append(self.baselines.table())
+        if self.validity is not None:
+            lines.append(self.validity.summary())
+        lines += self.diagnosis()
+        lines.append(f"on {self.directions} random directions (errors relative to the "
+                     f"prediction; within the floor's {1 - self.alpha / 2:.3g} quantile: "
+                     f"consistent):")
         for i, ok in enumerate(self.consistent):
             parts = [f"{k} {self.errors[k][i]:.3g} (floor {self.floors[k][i, 1]:.3g})"
                      for k in self.errors]
             lines.append(f"layer {i}: " + ", ".join(parts)
-                         + f" → {'consistent' if ok else 'deviates'}")
+                         + f" → {'consistent' if ok else 'beyond the floor'}")
         return "\n".join(lines)
 
 
@@ -191,14 +450,235 @@ def pooled_hidden(captures: list[tuple[list[np.ndarray], list[Any], list[Any]]]
     return [np.vstack(layer) for layer in zip(*(c[0] for c in captures), strict=True)]
 
 
+LayerRunner = Callable[[int, np.ndarray, tuple[int, ...]], np.ndarray]
+
+
+class _Stop(Exception):
+    """Ends a forward pass once the layer of interest has run."""
+
+
+def model_layer_runner(model: Any) -> LayerRunner:
+    """run(i, tokens, lengths): the tokens (the sequences stacked) through the model's own layer
+    i, sequence by sequence (the layer's input is replaced by a hook; the forward pass stops
+    after it)."""
+    import torch
+
+    from .loading import dummy_inputs, layer_list
+
+    layers = layer_list(model)
+    embeddings = getattr(model, "embeddings", None)
+    if embeddings is None:
+        raise InvalidInputError(f"{type(model).__name__} has no `embeddings` module to feed")
+    dtype = next(model.parameters()).dtype
+
+    def one(i: int, seq: np.ndarray) -> np.ndarray:
+        x = torch.tensor(seq[None], dtype=dtype)
+        out: list[np.ndarray] = []
+
+        def replace_input(_module, args, kwargs):
+            if args:
+                return (x, *args[1:]), kwargs
+            return args, {**kwargs, "hidden_states": x}
+
+        def keep(_module, _args, output):
+            value = output[0] if isinstance(output, tuple | list) else output
+            out.append(value[0].detach().to(torch.float64).cpu().numpy())
+            raise _Stop
+
+        handles = [embeddings.register_forward_hook(lambda _m, _a, _o: x),
+                   layers[i].register_forward_pre_hook(replace_input, with_kwargs=True),
+                   layers[i].register_forward_hook(keep)]
+        try:
+            with torch.inference_mode():
+                model(**dummy_inputs(model, seq.shape[0]))
+        except _Stop:
+            pass
+        finally:
+            for handle in handles:
+                handle.remove()
+        return out[0]
+
+    def run(i: int, tokens: np.ndarray, lengths: tuple[int, ...]) -> np.ndarray:
+        return np.vstack([one(i, seq) for seq in split(tokens, lengths)])
+
+    return run
+
+
+def factor_layer_runner(encoder: Encoder) -> LayerRunner:
+    """run(i, tokens, lengths): the tokens through `layer_forward` of the extracted layer i,
+    sequence by sequence."""
+    def run(i: int, tokens: np.ndarray, lengths: tuple[int, ...]) -> np.ndarray:
+        return np.vstack([layer_forward(encoder.layers[i], seq) for seq in split(tokens, lengths)])
+
+    return run
+
+
+def _without_attention(layer: EncoderLayer) -> EncoderLayer:
+    """The layer with its attention sublayer removed (no heads, no output bias)."""
+    return dataclasses.replace(layer, heads=(), out_bias=np.zeros(layer.d))
+
+
+def _sample(mean: np.ndarray, cov: np.ndarray, n: int, rng: np.random.Generator) -> np.ndarray:
+    lam, U = np.linalg.eigh(0.5 * (cov + cov.T))
+    return mean + (rng.standard_normal((n, mean.size)) * np.sqrt(np.clip(lam, 0.0, None))) @ U.T
+
+
+def _moments(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    return x.mean(axis=0), np.cov(x, rowvar=False)
+
+
+def _relative_errors(m_hat: np.ndarray, C_hat: np.ndarray, m: np.ndarray, C: np.ndarray
+                     ) -> tuple[float, float]:
+    """(‖Ĉ − C‖_F/‖Ĉ‖_F, ‖m̂ − m‖/√tr Ĉ): normalised by the measured moments."""
+    tiny = np.finfo(float).tiny
+    return (float(np.linalg.norm(C_hat - C) / max(np.linalg.norm(C_hat), tiny)),
+            float(np.linalg.norm(m_hat - m) / np.sqrt(max(np.trace(C_hat), tiny))))
+
+
+def _baseline_floor(m: np.ndarray, C: np.ndarray, n: int, n_sim: int,
+                    rng: np.random.Generator) -> NDArray[np.float64]:
+    """RMS over n_sim of (cov, mean) errors of one Gaussian sample of N(m, C) of size n against
+    (m, C), and of one against another (normalised by the first sample's moments)."""
+    sims = []
+    for _ in range(n_sim):
+        m1, C1 = _moments(_sample(m, C, n, rng))
+        m2, C2 = _moments(_sample(m, C, n, rng))
+        sims.append((*_relative_errors(m1, C1, m, C), *_relative_errors(m1, C1, m2, C2)))
+    return np.sqrt(np.mean(np.square(sims), axis=0))
+
+
+def _top(C: np.ndarray, k: int) -> np.ndarray:
+    return np.linalg.eigvalsh(0.5 * (C + C.T))[::-1][:k]
+
+
+def baselines(hidden: list[np.ndarray], prediction: MomentPrediction, encoder: Encoder,
+              run_layer: LayerRunner, lengths: tuple[int, ...], *, top: int = DEFAULT_TOP,
+              n_sim: int = DEFAULT_SIMS_FULL, seed: int = 0, oracle_layers: str = "model"
+              ) -> Baselines:
+    """The prediction and the baselines one layer at a time and chained (module docstring)."""
+    n = hidden[0].shape[0]
+    L = len(encoder.layers)
+    k = min(top, encoder.d)
+    rng = np.random.default_rng([seed, 3])
+    measured = [_moments(x) for x in hidden]
+    stripped = [_without_attention(layer) for layer in encoder.layers]
+
+    def closure(layer: EncoderLayer, m: np.ndarray, C: np.ndarray
+                ) -> tuple[np.ndarray, np.ndarray]:
+        return layer_moments(layer, m, 0.5 * (C + C.T), terms=DEFAULT_TERMS,
+                             gated_samples=GATED_SAMPLES, seed=0).out
+
+    def oracle(i: int, m: np.ndarray, C: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        out = run_layer(i, _sample(m, C, n, rng), lengths)
+        if not np.all(np.isfinite(out)):
+            return np.full_like(m, np.nan), np.full_like(C, np.nan)
+        return _moments(out)
+
+    steps: dict[str, Callable[[int, np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]] = {
+        "prediction": lambda i, m, C: closure(encoder.layers[i], m, C),
+        "no_change": lambda i, m, C: (m, C),
+        "no_attention": lambda i, m, C: closure(stripped[i], m, C),
+        "oracle": oracle}
+    source = (prediction.means[0], prediction.covs[0])
+    moments: dict[str, list[list[tuple[np.ndarray, np.ndarray]]]] = {}
+    for name, step in steps.items():
+        one, chain = [source], [source]
+        for i in range(L):
+            one.append(step(i, *measured[i]))
+            chain.append(chain[-1] if not np.all(np.isfinite(chain[-1][1]))
+                         else step(i, *chain[-1]))
+        moments[name] = [one, chain]
+    floors = np.array([_baseline_floor(m, C, n, n_sim, rng) for m, C in measured])
+    floor = {"cov": floors[:, 0], "mean": floors[:, 1], "cov_two": floors[:, 2],
+             "mean_two": floors[:, 3]}
+    methods = {}
+    for name in METHODS:
+        f_cov = floor["cov_two"] if name == "oracle" else floor["cov"]
+        f_mean = floor["mean_two"] if name == "oracle" else floor["mean"]
+        cov, mean = np.empty((2, L + 1)), np.empty((2, L + 1))
+        tops, traces = np.full((2, L + 1, k), np.nan), np.full((2, L + 1), np.nan)
+        for r, run in enumerate(moments[name]):
+            for ell, ((m, C), (m_hat, C_hat)) in enumerate(zip(run, measured, strict=True)):
+                if not (np.all(np.isfinite(m)) and np.all(np.isfinite(C))):
+                    cov[r, ell] = mean[r, ell] = np.nan
+                    continue
+                cov[r, ell], mean[r, ell] = _relative_errors(m_hat, C_hat, m, C)
+                tops[r, ell], traces[r, ell] = _top(C, k), np.trace(C)
+        with np.errstate(invalid="ignore"):
+            methods[name] = MethodErrors(
+                cov, np.sqrt(np.clip(cov ** 2 - f_cov ** 2, 0.0, None)),
+                mean, np.sqrt(np.clip(mean ** 2 - f_mean ** 2, 0.0, None)), tops, traces)
+    return Baselines(methods, np.array([_top(C, k) for _, C in measured]),
+                     np.array([np.trace(C) for _, C in measured]), floor, oracle_layers)
+
+
 def measure(hidden: list[np.ndarray], prediction: MomentPrediction, *,
             lengths: tuple[int, ...], position_limit: int | None = None, model: str = "model",
             seed: int = 0, directions: int = DEFAULT_DIRECTIONS, n_sim: int = DEFAULT_SIMS,
-            n_sim_full: int = DEFAULT_SIMS_FULL, alpha: float = 0.05) -> Comparison:
-    """The comparison of captured hidden states (L+1 arrays (n, d), the tokens of all sequences
-    pooled, e.g. `pooled_hidden`) with a prediction (module docstring); lengths and
-    position_limit describe how the tokens were cut, model names it; seed draws Θ and the
-    floors."""
+            n_sim_full: int = DEFAULT_SIMS_FULL, alpha: float = 0.05,
+            encoder: Encoder | None = None, run_layer: LayerRunner | None = None,
+            top: int = DEFAULT_TOP) -> Comparison:
+    """The comparison of captured hidden states with a prediction, its baselines and the
+    validity map of the attention formula (module docstring).
+
+    Parameters
+    ----------
+    hidden : list of (n, d) ndarray
+        The L+1 captured layers, the tokens of all sequences pooled (e.g. `pooled_hidden`).
+    prediction : MomentPrediction
+        The chained prediction (`predict_moments`).
+    lengths : tuple of int
+        The lengths of the sequences the tokens were cut into.
+    position_limit : int or None, optional
+        The model's position limit (reported).
+    model : str, optional
+        The model's name (reported).
+    seed : int, optional
+        Draws Θ, the floors and the oracle's tokens (default 0).
+    directions, n_sim, n_sim_full, alpha : optional
+        As in `compare`.
+    encoder : Encoder, optional
+        The extracted layers, for the one-layer prediction, the baselines and the validity map
+        (default prediction.encoder; without either only the projected test is made).
+    run_layer : callable (i, tokens, lengths) -> ndarray, optional
+        Pushes tokens through layer i for the oracle (default: `layer_forward` on the
+        extracted factors; `compare` passes the model's own layers).
+    top : int, optional
+        Eigenvalues reported per covariance, ≥ 1 (default DEFAULT_TOP).
+
+    Returns
+    -------
+    Comparison
+        The errors, floors, verdicts, baselines and validity map per layer.
+
+    Raises
+    ------
+    InvalidInputError
+        If the hidden states do not match the prediction, a count, seed or alpha is out of
+        range, or the lengths do not add up to the tokens.
+
+    See Also
+    --------
+    compare : draws the tokens and runs the model.
+
+    References
+    ----------
+    .. [1] riccati_tf theory, SPEC §7 "Validation against real Transformers".
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from riccati_tf.empirical.encoders import extract, predict_moments
+    >>> from riccati_tf.empirical.encoders.comparison import capture_sequences, measure
+    >>> from riccati_tf.empirical.encoders.comparison import pooled_hidden
+    >>> from riccati_tf.empirical.encoders.tiny import tiny_encoder
+    >>> model = tiny_encoder("bert", hidden_size=8, n_heads=2, n_layers=1, max_positions=64)
+    >>> x = np.random.default_rng(0).standard_normal((128, 8))
+    >>> hidden = pooled_hidden(capture_sequences(model, x, (64, 64)))
+    >>> result = measure(hidden, predict_moments(extract(model)), lengths=(64, 64), n_sim=20)
+    >>> result.baselines.oracle_layers, result.validity.flagged.shape
+    ('factors', (1, 2))
+    """
     n, d = hidden[0].shape
     if len(hidden) != prediction.means.shape[0] or prediction.means.shape[1] != d:
         raise InvalidInputError(f"{len(hidden)} captured layers of dimension {d} do not match the "
@@ -226,8 +706,21 @@ def measure(hidden: list[np.ndarray], prediction: MomentPrediction, *,
     floors = {k_: np.array(v) for k_, v in floor_rows.items()}
     consistent = ((errors["mean_k"] <= floors["mean_k"][:, 1])
                   & (errors["cov_k"] <= floors["cov_k"][:, 1]))
-    return Comparison(model, n, tuple(lengths), position_limit, prediction.position_free, seed,
-                      alpha, k, errors, floors, consistent, prediction)
+    lengths = tuple(int(v) for v in lengths)
+    if sum(lengths) != n:
+        raise InvalidInputError(f"the sequence lengths add up to {sum(lengths)}, not to the "
+                                f"{n} captured tokens")
+    top = as_count("top", top)
+    encoder = prediction.encoder if encoder is None else encoder
+    base, valid = None, None
+    if encoder is not None:
+        oracle_layers = "model" if run_layer is not None else "factors"
+        runner = run_layer if run_layer is not None else factor_layer_runner(encoder)
+        base = baselines(hidden, prediction, encoder, runner, lengths, top=top,
+                         n_sim=n_sim_full, seed=seed, oracle_layers=oracle_layers)
+        valid = validity_map(encoder, hidden, lengths, seed=seed) if min(lengths) >= 2 else None
+    return Comparison(model, n, lengths, position_limit, prediction.position_free, seed,
+                      alpha, k, errors, floors, consistent, prediction, base, valid)
 
 
 def compare(model: Any, *, n_tokens: int, seed: int = 0, mean0: ArrayLike | None = None,
@@ -235,14 +728,21 @@ def compare(model: Any, *, n_tokens: int, seed: int = 0, mean0: ArrayLike | None
             directions: int = DEFAULT_DIRECTIONS, n_sim: int = DEFAULT_SIMS,
             n_sim_full: int = DEFAULT_SIMS_FULL, alpha: float = 0.05,
             prediction: MomentPrediction | None = None,
-            progress: Callable[[int, int], None] | None = None) -> Comparison:
-    """Measured hidden-state moments of `model` against `predict_moments` (module docstring).
+            progress: Callable[[int, int], None] | None = None,
+            top: int = DEFAULT_TOP) -> Comparison:
+    """Measured hidden-state moments of `model` against `predict_moments` and baselines.
 
     Tokens x_i ~ N(mean0, cov0) replace the embedding output, cut into sequences within the
-    model's position limit; for every layer the measured mean and covariance are compared with
-    (m_ℓ, Σ_ℓ), in R^d and on k random directions, each error next to its sampling floor. A
-    layer is consistent when both projected errors are within the 1 − α/2 quantile of their
-    floors.
+    model's position limit. For every layer ℓ the measured (m̂_ℓ, Ĉ_ℓ) are set against the
+    prediction and the baselines no_change, no_attention and oracle, one layer at a time (from
+    (m̂_{ℓ−1}, Ĉ_{ℓ−1})) and chained (from (mean0, cov0)):
+
+        ‖Ĉ_ℓ − Σ_ℓ‖_F / ‖Ĉ_ℓ‖_F,   ‖m̂_ℓ − m_ℓ‖ / √tr Ĉ_ℓ,
+
+    raw and with the sampling floor subtracted (√(e² − f²)), next to the top eigenvalues and
+    traces; `validity_map` says where the N → ∞ attention formula applies (module docstring).
+    On k random directions a layer is consistent when both projected errors are within the
+    1 − α/2 quantile of their floors.
 
     Parameters
     ----------
@@ -270,11 +770,16 @@ def compare(model: Any, *, n_tokens: int, seed: int = 0, mean0: ArrayLike | None
         Reuse one (else extracted and predicted here).
     progress : callable (int, int) -> None, optional
         Called as progress(i, n) after each of the n sequences.
+    top : int, optional
+        Eigenvalues reported per covariance, ≥ 1 (default DEFAULT_TOP).
 
     Returns
     -------
     Comparison
-        The errors, floors and verdicts per layer.
+        The errors, floors and verdicts per layer; the prediction one layer at a time and
+        chained against the baselines no_change, no_attention and oracle (the oracle through
+        the model's own layers), normalised by the measured moments, raw and floor-corrected;
+        the spectra; the validity map of the attention formula.
 
     Raises
     ------
@@ -317,6 +822,10 @@ def compare(model: Any, *, n_tokens: int, seed: int = 0, mean0: ArrayLike | None
     lengths = sequence_lengths(n_tokens, limit)
     tokens = source.sample(n_tokens, np.random.default_rng(seed))
     hidden = pooled_hidden(capture_sequences(model, tokens, lengths, progress))
+    encoder = prediction.encoder
+    if encoder is None:
+        encoder = extract(model, position_free=prediction.position_free)
     return measure(hidden, prediction, lengths=lengths, position_limit=limit,
                    model=type(model).__name__, seed=seed, directions=directions, n_sim=n_sim,
-                   n_sim_full=n_sim_full, alpha=alpha)
+                   n_sim_full=n_sim_full, alpha=alpha, encoder=encoder,
+                   run_layer=model_layer_runner(model), top=top)

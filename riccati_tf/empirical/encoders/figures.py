@@ -107,11 +107,15 @@ def plot_atlas(result: Atlas) -> Figure:
 
 
 def plot_comparison(result: Comparison) -> Figure:
-    """The moment comparison per layer: projected errors against their sampling floors.
+    """The moment comparison over depth: the prediction and its baselines against the model.
 
-    Per layer, the projected mean error ‖Θᵀ(m̂ − m_ℓ)‖ / √tr ΘᵀΣ_ℓΘ and covariance error
-    ‖Ĉ_k − ΘᵀΣ_ℓΘ‖_F / ‖ΘᵀΣ_ℓΘ‖_F of the prediction against their sampling floors (median and
-    the verdict's 1 − α/2 quantile).
+    With baselines (`Comparison.baselines`), three panels over the layers ℓ: the covariance
+    error ‖Ĉ_ℓ − Σ_ℓ‖_F / ‖Ĉ_ℓ‖_F one layer at a time (from the measured layer ℓ − 1) and
+    chained (from the input onwards) for the prediction, no_change, no_attention and oracle, with
+    the sampling floor shaded (layers the validity map flags are marked); and tr Σ_ℓ and the top
+    eigenvalue predicted (one layer and chained) against the measured ones. A fourth panel
+    (always) shows the projected covariance error ‖Ĉ_k − ΘᵀΣ_ℓΘ‖_F / ‖ΘᵀΣ_ℓΘ‖_F against its
+    floor (median and the verdict's 1 − α/2 quantile).
 
     Parameters
     ----------
@@ -121,12 +125,12 @@ def plot_comparison(result: Comparison) -> Figure:
     Returns
     -------
     matplotlib.figure.Figure
-        Two panels, built without pyplot.
+        Four panels (one without baselines), built without pyplot.
 
     Raises
     ------
     KeyError
-        If result.errors or result.floors lacks "mean_k" or "cov_k".
+        If result.errors or result.floors lacks "cov_k".
 
     See Also
     --------
@@ -143,22 +147,55 @@ def plot_comparison(result: Comparison) -> Figure:
     >>> from riccati_tf.empirical.encoders.tiny import tiny_encoder
     >>> model = tiny_encoder("bert", hidden_size=8, n_heads=2, n_layers=1, max_positions=64)
     >>> fig = plot_comparison(compare(model, n_tokens=256, n_sim=50, n_sim_full=2))
-    >>> [ax.get_title() for ax in fig.axes]
-    ['mean error on k directions', 'covariance error on k directions']
+    >>> [ax.get_title() for ax in fig.axes][:3]
+    ['one layer: covariance error', 'chained: covariance error', 'trace and top eigenvalue']
     """
-    fig, axes = new_figure(1, 2, figsize=(10.0, 3.6))
+    base = result.baselines
+    fig, axes = new_figure(1, 4 if base is not None else 1,
+                           figsize=(19.0 if base is not None else 5.0, 3.8), squeeze=False)
+    axes = list(axes[0])
     layers = np.arange(result.consistent.size)
-    for ax, name, title in zip(axes, ("mean_k", "cov_k"),
-                               ("mean error on k directions", "covariance error on k directions"),
-                               strict=True):
-        floor = result.floors[name]
-        ax.fill_between(layers, 0, floor[:, 1], color="0.85",
-                        label=f"Gaussian floor ({1 - result.alpha / 2:.3g} quantile)")
-        ax.plot(layers, floor[:, 0], "--", color="0.5", label="floor median")
-        ax.plot(layers, result.errors[name], "o-", label="measured vs predicted")
-        ax.set(title=title, xlabel="layer", ylabel="relative error")
+    if base is not None:
+        styles = {"prediction": ("o-", "C0"), "no_change": ("s--", "C1"),
+                  "no_attention": ("^--", "C2"), "oracle": ("d:", "C3")}
+        flagged = (np.array([], dtype=int) if result.validity is None
+                   else np.flatnonzero(result.validity.layer_flagged) + 1)
+        for ax, row, title in zip(axes[:2], (0, 1), ("one layer: covariance error",
+                                                    "chained: covariance error"), strict=True):
+            ax.fill_between(layers[1:], 0, base.floor["cov"][1:], color="0.85",
+                            label="sampling floor (RMS)")
+            for name, (style, colour) in styles.items():
+                ax.plot(layers[1:], base.methods[name].cov[row, 1:], style, color=colour,
+                        label=name)
+            if flagged.size:
+                top = np.nanmax([base.methods[m].cov[row, 1:] for m in styles])
+                ax.plot(flagged, np.full(flagged.size, 1.05 * top), "kx",
+                        label="validity flag")
+            ax.set(title=title, xlabel="layer", ylabel="‖Ĉ − Σ‖_F / ‖Ĉ‖_F")
+            _integer_ticks(ax.xaxis)
+            ax.legend(fontsize="small")
+        ax = axes[2]
+        pred = base.methods["prediction"]
+        ax.plot(layers, base.measured_trace, "ko-", label="tr measured")
+        ax.plot(layers, pred.trace[0], "C0s--", label="tr predicted, one layer")
+        ax.plot(layers, pred.trace[1], "C0^:", label="tr predicted, chained")
+        ax.plot(layers, base.measured_top[:, 0], "o-", color="0.5", label="λ1 measured")
+        ax.plot(layers, pred.top[0, :, 0], "C1s--", label="λ1 predicted, one layer")
+        ax.plot(layers, pred.top[1, :, 0], "C1^:", label="λ1 predicted, chained")
+        ax.set(title="trace and top eigenvalue", xlabel="layer", ylabel="value")
+        if np.all(base.measured_top[:, 0] > 0):
+            ax.set_yscale("log")
         _integer_ticks(ax.xaxis)
         ax.legend(fontsize="small")
+    ax = axes[-1]
+    floor = result.floors["cov_k"]
+    ax.fill_between(layers, 0, floor[:, 1], color="0.85",
+                    label=f"Gaussian floor ({1 - result.alpha / 2:.3g} quantile)")
+    ax.plot(layers, floor[:, 0], "--", color="0.5", label="floor median")
+    ax.plot(layers, result.errors["cov_k"], "o-", label="measured vs predicted")
+    ax.set(title="covariance error on k directions", xlabel="layer", ylabel="relative error")
+    _integer_ticks(ax.xaxis)
+    ax.legend(fontsize="small")
     fig.suptitle(f"{result.model}: {result.n_tokens} tokens in {len(result.lengths)} sequences")
     fig.tight_layout()
     return fig

@@ -12,9 +12,12 @@ Gaussian closure gives its mean, covariance and mean Jacobian E[J] (`closures`).
 where J_a = E[∇LN_a], J_f = E[∇LN_f] are the mean Jacobians of the pre-norm LayerNorm closures
 (identity for post-norm; Cov(x, LN(x)) = Σ_x Jᵀ by Stein's lemma) and E[J] that of the
 feed-forward block; a post-norm layer applies the LayerNorm closures to r and to z. The
-attention part is exact for a Gaussian input (N → ∞); the LayerNorm and the feed-forward
-closures carry the errors their modules document, recorded per layer (`norm_kappa`,
-`mlp_bound`). Layer ℓ's output is taken as Gaussian for layer ℓ + 1 (moment matching).
+attention part is the N → ∞ limit of the softmax average on a Gaussian cloud (SPEC §2): on a
+sequence of n tokens it is a ratio of sums that reaches this limit only when many tokens share
+the softmax weight (`validity` measures where it does, SPEC §7); the LayerNorm and the
+feed-forward closures carry the errors their modules document, recorded per layer
+(`norm_kappa`, `mlp_bound`). Layer ℓ's output is taken as Gaussian for layer ℓ + 1 (moment
+matching).
 """
 
 from __future__ import annotations
@@ -57,6 +60,9 @@ class MomentPrediction:
         The feed-forward closure's relative covariance error bound.
     position_free : bool
         The encoder's attention was reduced to its position-free part.
+    encoder : Encoder or None, optional
+        The layers predicted (kept so that a comparison can predict each layer from measured
+        moments and run its baselines; None when not given).
 
     Raises
     ------
@@ -91,6 +97,7 @@ class MomentPrediction:
     norm_kappa: np.ndarray
     mlp_bound: np.ndarray
     position_free: bool
+    encoder: Encoder | None = None
 
     @property
     def n_layers(self) -> int:
@@ -144,7 +151,8 @@ def predict_moments(encoder: Encoder, mean0: ArrayLike | None = None,
     """Gaussian moments (m_ℓ, Σ_ℓ), ℓ = 0..L, pushed through every layer of an encoder.
 
     From tokens N(mean0, cov0) at the input of the first layer, each layer maps x ~ N(m, Σ)
-    through the attention sublayer, exactly affine on a Gaussian (SPEC §2),
+    through the attention sublayer, affine on a Gaussian in the N → ∞ limit (SPEC §2; on n
+    tokens the limit holds only where `validity.validity_map` finds it),
 
         E r = E x + M E y + c,   Cov r = Σ_x + Σ_x J_aᵀ Mᵀ + M J_a Σ_x + M Σ_y Mᵀ,
 
@@ -236,4 +244,4 @@ def predict_moments(encoder: Encoder, mean0: ArrayLike | None = None,
         raise SolverError("the predicted moments overflow float64 within the encoder's depth")
     return MomentPrediction(np.array(means), np.array(covs), np.array(att_m), np.array(att_S),
                             np.array(jac), np.array(kappa), np.array(bound),
-                            encoder.position_free)
+                            encoder.position_free, encoder)

@@ -1,0 +1,386 @@
+"""Where the N → ∞ attention formula applies to sequences of n tokens (SPEC §7, last bullet).
+
+On a Gaussian cloud y ~ N(m, Σ) head h of an encoder layer is the affine map of SPEC §2 (in value
+space, before W_O),
+
+    u_h(y) = W_V (m + Σ(B_h y + β_h)) + b_V,   Cov u_h = P_h Σ P_hᵀ,   P_h = W_V Σ B_h,
+
+but a sequence of n tokens computes the ratio of sums
+
+    û_h(y_i) = Σ_j e^{s_ij} (W_V y_j + b_V) / Σ_j e^{s_ij},   s_ij = ⟨B_h y_i + β_h, y_j⟩,
+
+which tends to u_h(y_i) only when many tokens share the softmax weight. For a query whose logits
+have standard deviation σ over the sequence, the weights are log-normal and the effective number
+of attended tokens exp(H(softmax row)) is about n e^{−σ²/2}: the limit needs σ² ≪ 2 log n.
+Per layer ℓ and head h this module records, on the tokens the attention of layer ℓ acts on
+(after a pre-norm):
+
+- the logit spread σ: the median over queries i of the standard deviation of s_ij over j;
+- the effective count exp(H): the median over queries of exp(−Σ_j p_ij log p_ij);
+- the finite-n bias: n-token sequences drawn from the Gaussian with those tokens' moments (the
+  lengths the model saw), the head's output covariance Ĉ_h against the formula C_h = P_hΣP_hᵀ,
+  ‖Ĉ_h − C_h‖_F / ‖C_h‖_F (in the metric of W_O: the distance of the d-dimensional outputs),
+  next to its Monte-Carlo floor, the same distance for the formula's own affine map u_h
+  evaluated on the same draws (sampling noise alone). The bias contains both finite-n effects:
+  the ratio of sums on log-normal weights and the fluctuation of each sequence's empirical
+  measure about N(m, Σ) (e.g. the sequence-level shift W_V Σ̂_s β_h of a query bias). Its impact
+  on the layer is the floor-corrected excess √(‖Ĉ_h − C_h‖² − floor²) relative to ‖Σ‖_F, the
+  covariance of the tokens the attention acts on. The whole attention output Σ_h W_O û_h is
+  measured the same way (`layer_bias`, `layer_impact`).
+
+A head is flagged (the N → ∞ formula does not apply) when its bias exceeds bias_factor times its
+floor and its impact exceeds min_impact (a detectable and material error), or its median
+effective count is below min_effective; a layer is flagged when its whole attention output is,
+or any head is.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from scipy.special import log_softmax
+
+from ...errors import InvalidInputError
+from ...state.validation import as_count, as_seed, as_time
+from .factors import Encoder, EncoderLayer, HeadFactors
+from .sequences import split
+
+__all__ = ["DEFAULT_BIAS_FACTOR", "DEFAULT_MIN_EFFECTIVE", "DEFAULT_MIN_IMPACT",
+           "DEFAULT_REPEATS", "ValidityMap",
+           "validity_map"]
+
+#: a head is flagged when its finite-n bias exceeds this multiple of its Monte-Carlo floor
+DEFAULT_BIAS_FACTOR = 3.0
+#: ... with an excess above this fraction of ‖Σ‖_F (the attention input's covariance)
+DEFAULT_MIN_IMPACT = 0.02
+#: ... or when the median effective number of attended tokens is below this
+DEFAULT_MIN_EFFECTIVE = 8.0
+#: independent Gaussian draws (of all sequences) behind each bias and floor
+DEFAULT_REPEATS = 2
+
+
+@dataclass(frozen=True, eq=False)
+class ValidityMap:
+    """Where the N → ∞ attention formula applies, per layer ℓ = 1..L and head (module docstring).
+
+    Parameters
+    ----------
+    lengths : tuple of int
+        The sequence lengths n the tokens were cut into.
+    logit_spread : (L, H) ndarray
+        σ: median over queries of the standard deviation of the logits s_ij over j.
+    effective_tokens : (L, H) ndarray
+        Median over queries of exp(H(softmax row)).
+    bias : (L, H) ndarray
+        ‖Ĉ_h − C_h‖_F / ‖C_h‖_F of the head's output on n-token Gaussian sequences (RMS over
+        the draws).
+    floor : (L, H) ndarray
+        The same distance for the formula's affine map on the same draws (RMS): sampling
+        noise alone.
+    impact : (L, H) ndarray
+        √max(‖Ĉ_h − C_h‖² − floor², 0) / ‖Σ‖_F: the excess relative to the covariance of the
+        attention's input tokens.
+    layer_bias : (L,) ndarray
+        The bias of the whole attention output Σ_h W_O,h û_h.
+    layer_floor : (L,) ndarray
+        Its floor.
+    layer_impact : (L,) ndarray
+        Its impact.
+    flagged : (L, H) ndarray of bool
+        (bias > bias_factor · floor and impact > min_impact) or effective_tokens <
+        min_effective.
+    layer_flagged : (L,) ndarray of bool
+        The same for the whole attention output, or any head flagged.
+    bias_factor : float
+        The factor of the criterion.
+    min_effective : float
+        The least effective count of the criterion.
+    min_impact : float
+        The least material impact of the criterion.
+    repeats : int
+        Gaussian draws of all sequences behind each bias.
+
+    Raises
+    ------
+    dataclasses.FrozenInstanceError
+        On assignment to a field.
+
+    See Also
+    --------
+    validity_map : produces it.
+    riccati_tf.empirical.encoders.compare : carries one (`Comparison.validity`).
+
+    References
+    ----------
+    .. [1] riccati_tf theory, SPEC §7 "Validation against real Transformers".
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from riccati_tf.empirical.encoders import extract
+    >>> from riccati_tf.empirical.encoders.tiny import tiny_encoder
+    >>> from riccati_tf.empirical.encoders.validity import validity_map
+    >>> encoder = extract(tiny_encoder("vit", hidden_size=8, n_heads=2, n_layers=1))
+    >>> x = np.random.default_rng(0).standard_normal((512, 8))
+    >>> vm = validity_map(encoder, [x], (256, 256))
+    >>> vm.logit_spread.shape, vm.flagged.tolist()
+    ((1, 2), [[False, False]])
+    """
+
+    lengths: tuple[int, ...]
+    logit_spread: np.ndarray
+    effective_tokens: np.ndarray
+    bias: np.ndarray
+    floor: np.ndarray
+    impact: np.ndarray
+    layer_bias: np.ndarray
+    layer_floor: np.ndarray
+    layer_impact: np.ndarray
+    flagged: np.ndarray
+    layer_flagged: np.ndarray
+    bias_factor: float
+    min_effective: float
+    min_impact: float
+    repeats: int
+
+    @property
+    def criterion(self) -> str:
+        """The flag's rule in words."""
+        return (f"flagged: finite-n bias > {self.bias_factor:g} × its Monte-Carlo floor with an "
+                f"excess > {self.min_impact:g} ‖Σ‖_F, or median effective count exp(H) < "
+                f"{self.min_effective:g}")
+
+    def to_json(self) -> dict[str, Any]:
+        """JSON-ready numbers (per layer lists, per head inner lists)."""
+        return {"lengths": list(self.lengths), "criterion": self.criterion,
+                "bias_factor": self.bias_factor, "min_effective": self.min_effective,
+                "min_impact": self.min_impact, "repeats": self.repeats,
+                "logit_spread": self.logit_spread.tolist(),
+                "effective_tokens": self.effective_tokens.tolist(),
+                "bias": self.bias.tolist(), "floor": self.floor.tolist(),
+                "impact": self.impact.tolist(), "layer_bias": self.layer_bias.tolist(),
+                "layer_floor": self.layer_floor.tolist(),
+                "layer_impact": self.layer_impact.tolist(),
+                "flagged": self.flagged.tolist(), "layer_flagged": self.layer_flagged.tolist()}
+
+    def summary(self) -> str:
+        """One line per layer: ranges over heads, the attention output's bias and the flags."""
+        n = (f"{min(self.lengths)}" if min(self.lengths) == max(self.lengths)
+             else f"{min(self.lengths)}–{max(self.lengths)}")
+        lines = [f"validity of the N → ∞ attention formula at n = {n} tokens per sequence "
+                 f"({self.criterion})"]
+        for i in range(self.bias.shape[0]):
+            s, e, f = self.logit_spread[i], self.effective_tokens[i], self.flagged[i]
+            lines.append(
+                f"layer {i + 1}: logit spread {s.min():.3g}–{s.max():.3g}, effective tokens "
+                f"{e.min():.3g}–{e.max():.3g}, head bias/floor {np.min(self.bias[i]):.3g}–"
+                f"{np.max(self.bias[i]):.3g} / {np.min(self.floor[i]):.3g}–"
+                f"{np.max(self.floor[i]):.3g}, impact ≤ {np.max(self.impact[i]):.3g}; "
+                f"attention output bias {self.layer_bias[i]:.3g} (floor "
+                f"{self.layer_floor[i]:.3g}, impact {self.layer_impact[i]:.3g}); "
+                + (f"flagged: heads {[int(h) + 1 for h in np.flatnonzero(f)]}"
+                   if f.any() else ("flagged: attention output" if self.layer_flagged[i]
+                                    else "clear")))
+        return "\n".join(lines)
+
+
+def attention_inputs(layer: EncoderLayer, x: np.ndarray) -> np.ndarray:
+    """The tokens the attention of the layer acts on: LN_attn(x) for a pre-norm layer, x else."""
+    if layer.placement == "pre" and layer.attn_norm is not None:
+        return layer.attn_norm(x)
+    return x
+
+
+def _row_statistics(h: HeadFactors, y: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(logit std per row, exp(H) per row, softmax weights) of head h on one sequence y."""
+    logits = h.scale * (y @ h.W_Q.T + h.b_Q) @ (y @ h.W_K.T + h.b_K).T
+    logp = log_softmax(logits, axis=1)
+    p = np.exp(logp)
+    entropy = -np.sum(p * logp, axis=1)
+    return logits.std(axis=1), np.exp(entropy), p
+
+
+def _metric(W_O: np.ndarray) -> np.ndarray:
+    """G^{1/2} for G = W_Oᵀ W_O: ‖W_O D W_Oᵀ‖_F = ‖G^{1/2} D G^{1/2}‖_F for D in value space."""
+    lam, U = np.linalg.eigh(W_O.T @ W_O)
+    return (U * np.sqrt(np.clip(lam, 0.0, None))) @ U.T
+
+
+def _relative(C_hat: np.ndarray, C: np.ndarray) -> float:
+    scale = np.linalg.norm(C)
+    if scale == 0.0:
+        return 0.0 if np.linalg.norm(C_hat) == 0.0 else float("inf")
+    return float(np.linalg.norm(C_hat - C) / scale)
+
+
+def _bias_layer(layer: EncoderLayer, mean: np.ndarray, cov: np.ndarray,
+                lengths: tuple[int, ...], rng: np.random.Generator
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """One Gaussian draw of all sequences: per head and (last entry) for the whole attention
+    output, the squared distances ‖Ĉ − C‖_F² of the finite-n output and of the formula's own
+    affine map on the same draws (the Monte-Carlo floor), and ‖C‖_F² (in R^d)."""
+    lam, U = np.linalg.eigh(cov)
+    root = U * np.sqrt(np.clip(lam, 0.0, None))
+    y = mean + rng.standard_normal((sum(lengths), mean.size)) @ root.T
+    heads = layer.heads
+    finite = [np.empty((y.shape[0], h.d_h)) for h in heads]
+    start = 0
+    for seq in split(y, lengths):
+        stop = start + seq.shape[0]
+        for k, h in enumerate(heads):
+            p = _row_statistics(h, seq)[2]
+            finite[k][start:stop] = p @ (seq @ h.W_V.T + h.b_V)
+        start = stop
+    n = len(heads)
+    bias, floor, size = np.empty(n + 1), np.empty(n + 1), np.empty(n + 1)
+    total_finite, total_formula = np.zeros_like(y), np.zeros_like(y)
+    C_total = np.zeros_like(cov)
+    for k, h in enumerate(heads):
+        P = h.scale * (h.W_V @ cov @ h.W_K.T) @ h.W_Q  # W_V Σ B_h
+        formula = y @ P.T  # the affine map up to its constant
+        R = _metric(h.W_O)
+        C = R @ P @ cov @ P.T @ R
+        bias[k] = np.linalg.norm(R @ np.cov(finite[k], rowvar=False) @ R - C) ** 2
+        floor[k] = np.linalg.norm(R @ np.cov(formula, rowvar=False) @ R - C) ** 2
+        size[k] = np.linalg.norm(C) ** 2
+        total_finite += finite[k] @ h.W_O.T
+        total_formula += formula @ h.W_O.T
+        C_total += (h.W_O @ P) @ cov @ (h.W_O @ P).T
+    bias[n] = np.linalg.norm(np.cov(total_finite, rowvar=False) - C_total) ** 2
+    floor[n] = np.linalg.norm(np.cov(total_formula, rowvar=False) - C_total) ** 2
+    size[n] = np.linalg.norm(C_total) ** 2
+    return bias, floor, size, np.linalg.norm(cov) ** 2 * np.ones(n + 1)
+
+
+def validity_map(encoder: Encoder, inputs: list[np.ndarray], lengths: tuple[int, ...], *,
+                 seed: int = 0, repeats: int = DEFAULT_REPEATS,
+                 bias_factor: float = DEFAULT_BIAS_FACTOR,
+                 min_effective: float = DEFAULT_MIN_EFFECTIVE,
+                 min_impact: float = DEFAULT_MIN_IMPACT) -> ValidityMap:
+    """Logit spread, effective count and finite-n bias of every head's attention formula.
+
+    For layer ℓ and head h, on the tokens x the layer receives (inputs[ℓ − 1], cut into
+    sequences by lengths; after the pre-norm LN_attn where there is one): σ, the median over
+    queries i of std_j s_ij with s_ij = ⟨B_h y_i + β_h, y_j⟩, and the median of
+    exp(H(softmax_j s_ij)); then, on sequences of the same lengths drawn from N(m, Σ) with
+    those tokens' moments, the bias ‖Ĉ_h − P_hΣP_hᵀ‖_F / ‖P_hΣP_hᵀ‖_F (P_h = W_V Σ B_h, in the
+    metric of W_O) of the finite-n output against the N → ∞ formula, its Monte-Carlo floor and
+    its impact relative to ‖Σ‖_F (module docstring).
+
+    Parameters
+    ----------
+    encoder : Encoder
+        The extracted layers (`extract`).
+    inputs : list of (N, d) ndarray
+        inputs[ℓ] the tokens entering layer ℓ + 1 (at least L arrays; more are ignored), the
+        sequences stacked.
+    lengths : tuple of int
+        The lengths of the sequences, summing to N.
+    seed : int, optional
+        The seed of the Gaussian draws (default 0).
+    repeats : int, optional
+        Independent draws of all sequences, ≥ 1 (default DEFAULT_REPEATS).
+    bias_factor : float, optional
+        Flag a head whose bias exceeds this multiple of its floor, > 0 (default 3).
+    min_effective : float, optional
+        Flag a head whose median effective count is below this, ≥ 0 (default 8).
+    min_impact : float, optional
+        ... and one whose floor-corrected excess exceeds this fraction of ‖Σ‖_F while its bias
+        exceeds bias_factor times its floor, ≥ 0 (default 0.02).
+
+    Returns
+    -------
+    ValidityMap
+        The per-head numbers and flags.
+
+    Raises
+    ------
+    InvalidInputError
+        If encoder is not an Encoder, there are fewer than L inputs, an input does not have
+        the encoder's d columns or N = Σ lengths rows, a sequence has fewer than 2 tokens, or
+        a count or factor is out of range.
+
+    See Also
+    --------
+    ValidityMap : the fields and the criterion.
+    riccati_tf.empirical.encoders.compare : the prediction against the model, with this map.
+
+    References
+    ----------
+    .. [1] riccati_tf theory, SPEC §7 "Validation against real Transformers".
+    .. [2] riccati_tf theory, SPEC §2 "Gaussian invariance and the moment equations".
+
+    Examples
+    --------
+    One head with B = c I on N(0, I) tokens in R^2: the logit spread is about c |y_i|, so a
+    large c leaves few effective tokens and flags the head.
+
+    >>> import numpy as np
+    >>> from riccati_tf.empirical.encoders import (Encoder, EncoderLayer, HeadFactors,
+    ...     LayerNormParams, MLPParams)
+    >>> from riccati_tf.empirical.encoders.validity import validity_map
+    >>> I, z = np.eye(2), np.zeros(2)
+    >>> def encoder(c):
+    ...     head = HeadFactors(c * I, z, I, z, I, z, I, 1.0)
+    ...     norm = LayerNormParams(np.ones(2), z, 1e-5)
+    ...     layer = EncoderLayer((head,), z, None, norm, MLPParams(I, z, I, z, "relu"), "post")
+    ...     return Encoder((layer,), "bert", None, False)
+    >>> x = np.random.default_rng(0).standard_normal((2048, 2))
+    >>> weak, strong = (validity_map(encoder(c), [x], (512,) * 4) for c in (0.1, 6.0))
+    >>> bool(weak.flagged[0, 0]), bool(strong.flagged[0, 0])
+    (False, True)
+    >>> bool(strong.effective_tokens[0, 0] < 8 < weak.effective_tokens[0, 0])
+    True
+    """
+    if not isinstance(encoder, Encoder):
+        raise InvalidInputError(f"encoder must be an Encoder (from extract), got "
+                                f"{type(encoder).__name__}")
+    seed = as_seed("seed", seed)
+    repeats = as_count("repeats", repeats)
+    bias_factor = as_time("bias_factor", bias_factor)
+    min_effective = as_time("min_effective", min_effective, allow_zero=True)
+    min_impact = as_time("min_impact", min_impact, allow_zero=True)
+    lengths = tuple(int(n) for n in lengths)
+    if not lengths or min(lengths) < 2:
+        raise InvalidInputError(f"every sequence needs at least 2 tokens for a softmax "
+                                f"average, got lengths {lengths}")
+    L, d = len(encoder.layers), encoder.d
+    if len(inputs) < L:
+        raise InvalidInputError(f"{len(inputs)} input arrays for {L} layers")
+    rng = np.random.default_rng([seed, 2])
+    n_heads = max(len(layer.heads) for layer in encoder.layers)
+    shape = (L, n_heads)
+    spread, effective = np.full(shape, np.nan), np.full(shape, np.nan)
+    bias, floor = np.full(shape, np.nan), np.full(shape, np.nan)
+    impact = np.full(shape, np.nan)
+    layer_bias, layer_floor, layer_impact = (np.full(L, np.nan) for _ in range(3))
+    for i, (layer, x) in enumerate(zip(encoder.layers, inputs, strict=False)):
+        x = np.asarray(x, dtype=float)
+        if x.shape != (sum(lengths), d):
+            raise InvalidInputError(f"the input of layer {i + 1} has shape {x.shape}, expected "
+                                    f"({sum(lengths)}, {d}) (the sequences stacked)")
+        y = attention_inputs(layer, x)
+        for k, h in enumerate(layer.heads):
+            rows = [_row_statistics(h, seq)[:2] for seq in split(y, lengths)]
+            spread[i, k] = np.median(np.concatenate([r[0] for r in rows]))
+            effective[i, k] = np.median(np.concatenate([r[1] for r in rows]))
+        draws = np.array([_bias_layer(layer, y.mean(axis=0), np.cov(y, rowvar=False), lengths,
+                                      rng) for _ in range(repeats)])
+        b, f, c, s_in = (np.sqrt(np.mean(draws[:, j], axis=0)) for j in range(4))
+        tiny = np.finfo(float).tiny
+        nh = len(layer.heads)
+        bias[i, :nh], layer_bias[i] = b[:nh] / np.maximum(c[:nh], tiny), b[nh] / max(c[nh], tiny)
+        floor[i, :nh], layer_floor[i] = (f[:nh] / np.maximum(c[:nh], tiny),
+                                         f[nh] / max(c[nh], tiny))
+        excess = np.sqrt(np.clip(b ** 2 - f ** 2, 0.0, None)) / np.maximum(s_in, tiny)
+        impact[i, :nh], layer_impact[i] = excess[:nh], excess[nh]
+    with np.errstate(invalid="ignore"):
+        flagged = (((bias > bias_factor * floor) & (impact > min_impact))
+                   | (effective < min_effective))
+        layer_flagged = (((layer_bias > bias_factor * layer_floor) & (layer_impact > min_impact))
+                         | flagged.any(axis=1))
+    return ValidityMap(lengths, spread, effective, bias, floor, impact, layer_bias, layer_floor,
+                       layer_impact, flagged, layer_flagged, float(bias_factor),
+                       float(min_effective), float(min_impact), repeats)
