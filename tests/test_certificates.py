@@ -808,12 +808,14 @@ def test_skew_sweep_has_no_undetermined_case():
 
 
 def test_static_flow_converges_to_its_start():
-    """A = 0 and no attention: Σ̇ = 0, Σ(t) = Σ0 (a certificate, not a failed integration)."""
+    """A = 0 and no attention: Σ̇ = 0, Σ(t) = Σ0 (a certificate, not a failed integration),
+    decided exactly; a forged start fails the check."""
     for p, S0 in ((Params(A=np.zeros((2, 2)), B=np.eye(2)), np.diag([2.0, 0.0])),
                   (Params(A=np.zeros((3, 3)), V=np.eye(3)), random_pd(np.random.default_rng(5),
                                                                       3))):
         c = certify(p, S0)
-        assert (c.regime, c.exact) == ("converges", False) and c.check()
+        assert (c.regime, c.exact, c.theorem, c.tolerance) == ("converges", True, "static", None)
+        assert c.check() and not dataclasses.replace(c, cov0=2 * c.cov0).check()
         np.testing.assert_array_equal(c.equilibrium.cov, S0)
         np.testing.assert_allclose(flow(p, Gaussian(np.zeros(p.d), S0), 3.0).cov[-1], S0,
                                    rtol=0, atol=1e-12)

@@ -11,22 +11,19 @@ re-decides a stated T* by the sign change of λ_min(S) across T*(1 ± BLOWUP_CHE
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import numpy as np
 from scipy.linalg import schur
 from scipy.optimize import brentq
 
 from ...errors import SolverError
 from ...flows.exact import van_loan
+from ...state.params import Params
 from ...state.validation import psd_rank
+from ..equilibria import drift_spectrum, natural_scale
 from ..riccati import (
     AXIS_RTOL,
     lapack_sylvester_gramian,
 )
-
-if TYPE_CHECKING:
-    pass
 from .constants import BLOWUP_CHECK_RTOL, BRENT_MAXITER, EPS, MAX_GRAMIAN_STEPS, RANGE_RTOL
 from .rationals import exact_rank
 
@@ -134,3 +131,14 @@ def _gramian(A: np.ndarray, G: np.ndarray, t: float) -> np.ndarray:
         W = W + E.T @ Wh @ E
         E = Eh @ E
     return 0.5 * (W + W.T)
+
+
+def _blowup_scale(p: Params) -> float:
+    """Size of Σ beyond which the attention term would dominate a blow-up: ‖A‖₂/c for general V
+    (`natural_scale`), ‖A‖₂/‖G₋‖₂ for scalar V with G₋ the negative part of G (at least
+    eps‖G‖₂: the rounding of G), 0 for G = 0."""
+    if p.value_scalars is None:
+        return natural_scale(p)
+    g = np.linalg.eigvalsh(p.G)
+    neg = max(-g[0], EPS * np.abs(g).max(), 0.0)
+    return float(drift_spectrum(p)[1] / neg) if neg > 0 else 0.0

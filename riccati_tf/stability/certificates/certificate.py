@@ -85,7 +85,7 @@ class Certificate:
     theorem : str, optional
         The premise `check()` re-verifies: "psd_hurwitz", "psd_marginal", "psd_gramian_pd",
         "psd_gramian_singular", "nsd_unstable_range", "nsd_threshold", "closed_form_root",
-        "zero" or "numerical" (default).
+        "zero", "static" (A = 0 and no attention term: Σ(t) = Σ0) or "numerical" (default).
     lyapunov_rhs : (n_s, n_s) ndarray or None, optional
         Q of the Lyapunov equation (Q ≻ 0).
     operator : (n_s, n_s) ndarray or None, optional
@@ -215,22 +215,39 @@ class Certificate:
             np.linalg.eigvalsh(self.lyapunov_rhs)[0])
 
     def check(self) -> bool:
-        """Re-verify the certificate from its stored matrices alone; False if anything fails.
+        """Re-decide every claim of the certificate from its stored layer and start; False if any
+        fails.
 
-        Floating point: the equilibrium's residual (≤ 1e-9 and not above twice the stored one),
-        its rank/sign for the regime, L recomputed from (params, Σ*) equal to the stored operator,
-        Cholesky of P and of −(LᵀP + PL), a Newton–Kantorovich ball around Σ* holding an exact
-        equilibrium at which P still certifies L, the basin inclusion of the final state, the
-        premises of the theorem used (exactly, in rational arithmetic, for exact=True; with the
-        stored `tolerance` otherwise), and for blow-up the sign change of λ_min(I + L0ᵀW(t)L0)
-        across T*(1 ± 1e-7) (scalar V; a general-V blow-up is integration evidence, exact=False,
-        of which only the form is checked; the first-ness of the root is not re-checked for
-        indefinite G). For d ≤ 6 the Lyapunov inequalities and the residual bound are re-checked
-        in exact rational arithmetic, with P rounded to integers after scaling.
+        The form: a regime of REGIMES with the fields it needs and no others, everything finite,
+        `global_` exactly when the exact theorem holds for every Σ0 ≻ 0, and `tolerance` None
+        for an exact certificate, else the values `certify` uses under known names (an empty,
+        partial, negative, NaN or unknown tolerance fails). The equilibrium: residual ≤ ACCEPT_RTOL
+        (and not above twice the stored one), rank and sign for the regime. The local
+        certificate: L recomputed at Σ* equal to the stored operator, Cholesky of P and of
+        −(LᵀP + PL), LᵀP + PL = −Q, the Newton–Kantorovich radius recomputed, the basin level
+        below the admissible one (for d ≤ 6 the Lyapunov inequalities and the residual bound in
+        exact rational arithmetic, P rounded to integers after scaling). The rate recomputed from
+        its source (A's spectrum, L's, or the numerical-range bound of Σ*). The threshold
+        λ_max(W∞Σ0) recomputed. The premises of the theorem (exactly for exact=True, with the
+        stored tolerances otherwise) and the regime they give. A scalar-V T*: the sign change of
+        λ_min(I + L0ᵀW(t)L0) across T*(1 ± BLOWUP_CHECK_RTOL) and the direction e^{AT*}L0v with
+        S(T*)v = 0 (the first-ness of the root is not re-checked for indefinite G).
+
+        Numerical evidence is re-decided by integrating again from Σ0: a general-V T* must be
+        found again within T*(1 ± blowup_check_rtol) along the stored direction; the state at
+        the stored horizon must agree with final_cov (REPLAY_RTOL) and itself lie in the stated
+        basin, approach Σ* within close_rtol, or grow by growth_factor at the stated rate. This
+        replay costs about as much as the integration of `certify` itself (which checks what it
+        has just integrated without it); it is kept, because a certificate whose numbers cannot be
+        re-derived certifies nothing. The radius of an attracting ball (`numerical._Ball`) rests on
+        Σ*'s numerical-range bound, which is not recomputed: its rate must equal that bound.
         """
+        return self._check(replay=True)
+
+    def _check(self, replay: bool) -> bool:
         try:
             with np.errstate(all="ignore"):  # an overflowing check quantity fails the check
-                return bool(_verify(self))
+                return bool(_verify(self, replay))
         except (LinAlgError, SolverError, ValueError, ArithmeticError, TypeError, KeyError,
                 IndexError, AttributeError):
             return False

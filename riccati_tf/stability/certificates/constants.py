@@ -9,12 +9,7 @@ integration, and the horizon in units of the fastest rate max(‖A‖₂, c‖Σ
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import numpy as np
-
-if TYPE_CHECKING:
-    pass
 
 __all__ = ["BALL_AIM", "BALL_CHECKS", "BALL_RTOL", "BALL_SHORTEST", "BASIN_SAFETY",
            "BLOWUP_CHECK_RTOL", "BRENT_MAXITER", "CLOSE_RTOL", "EPS", "EXACT_CHECK_MAX_D",
@@ -81,6 +76,14 @@ BALL_RTOL = 1e-6
 ROUNDING_ULPS = 64
 #: check(): blow-up sign change of λ_min(I + L0ᵀW(t)L0) within T*(1 ± BLOWUP_CHECK_RTOL)
 BLOWUP_CHECK_RTOL = 1e-7
+#: check(): a replayed integration agrees with the stored final state to REPLAY_RTOL relative
+#: (of max(‖Σ_final‖_F, ‖Σ0‖_F · tiny)), and a general-V T* and its direction to
+#: BLOWUP_CHECK_RTOL / DIRECTION_RTOL (1 − |cos ∠| ≤ DIRECTION_RTOL)
+REPLAY_RTOL = 1e-4
+DIRECTION_RTOL = 1e-6
+#: the Runge–Kutta tolerances of the numerical evidence (`flow`'s defaults)
+INTEGRATION_RTOL = 1e-10
+INTEGRATION_ATOL = 1e-12
 #: check() in exact rational arithmetic up to this d
 EXACT_CHECK_MAX_D = 6
 #: work budgets: Van Loan steps of one Gramian W(t) (T* search and its check), and Brent

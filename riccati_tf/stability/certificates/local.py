@@ -12,7 +12,6 @@ function ℓ(Σ) = tr(PΣ) with AᵀP + PA = −Q decreases on a sublevel set of
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -31,9 +30,6 @@ from ..equilibria import F as F_of
 from ..riccati import (
     lyapunov_function,
 )
-
-if TYPE_CHECKING:
-    pass
 from .constants import BASIN_SAFETY, EPS, ROUNDING_ULPS
 
 __all__: list[str] = []

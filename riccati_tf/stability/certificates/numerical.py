@@ -13,7 +13,7 @@ conclusion ("undetermined").
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 from scipy.linalg import LinAlgError, eigh
@@ -29,12 +29,9 @@ from ..equilibria import (
     Equilibrium,
     drift_spectrum,
     equilibria,
-    natural_scale,
     quadratic_constant,
 )
-
-if TYPE_CHECKING:
-    pass
+from .blowup import _blowup_scale
 from .certificate import Certificate, _converged
 from .constants import (
     BALL_AIM,
@@ -44,11 +41,12 @@ from .constants import (
     BASIN_SAFETY,
     BLOWUP_CHECK_RTOL,
     CLOSE_RTOL,
-    EPS,
     GROWTH_FACTOR,
     GROWTH_STOP,
     HORIZON_DOUBLINGS,
     HORIZON_RATES,
+    INTEGRATION_ATOL,
+    INTEGRATION_RTOL,
     MAX_GROWTH,
     MAX_NORM_TIME,
     MAX_RHS_EVALUATIONS,
@@ -66,13 +64,14 @@ def _numerical(p: Params, cov0: np.ndarray, base: dict, *, scalar: bool,
     first `_attracting_ball`. no_blowup: a theorem rules out blow-up; bounded: a theorem says Σ
     converges (growth is then no conclusion)."""
     method = "exact" if scalar else "rk"
+    base = {**base, "tolerance": {**(base.get("tolerance") or {}), **_evidence_tolerance()}}
     horizon = _horizon(p, cov0)
     scale = 0.0 if no_blowup else _blowup_scale(p)
     if not scalar and p.d > KRONECKER_MAX_D:
         got = _attracting_ball(p, cov0, base, horizon * 2 ** HORIZON_DOUBLINGS, scale)
         if got is not None:
             return got
-    integrator = _Integrator(p, cov0, method, scale)
+    integrator = _Integrator(p, cov0, method, scale, rtol=INTEGRATION_RTOL)
     for _ in range(HORIZON_DOUBLINGS + 1):
         run = integrator.advance(horizon)
         if run.blowup_time is not None:
@@ -82,8 +81,8 @@ def _numerical(p: Params, cov0: np.ndarray, base: dict, *, scalar: bool,
             return Certificate("blows_up", None, None, None, run.blowup_time, False, False,
                                f"blow-up at T* = {run.blowup_time:.12g}: {how}.",
                                theorem="closed_form_root" if scalar else "numerical",
-                               blowup_direction=run.blowup_direction, horizon=run.t_end,
-                               final_cov=run.final, **{**base, "tolerance": tol})
+                               blowup_direction=run.blowup_direction,
+                               **{**base, "tolerance": tol})
         if run.failure is not None:
             return Certificate("undetermined", None, None, None, None, False, False,
                                f"{run.failure}; no conclusion.", horizon=run.t_end,
@@ -100,6 +99,14 @@ def _numerical(p: Params, cov0: np.ndarray, base: dict, *, scalar: bool,
                        f"{run.t_end:.6g} neither blew up nor entered a certified basin of a "
                        f"stable equilibrium nor grew by a factor {GROWTH_FACTOR:g}.{note}",
                        horizon=run.t_end, final_cov=run.final, **base)
+
+
+def _evidence_tolerance(rtol: float = INTEGRATION_RTOL) -> dict[str, float]:
+    """The tolerances of numerical evidence (`Certificate.tolerance`): the integration's relative
+    and absolute tolerances, CLOSE_RTOL of an approach without a Lyapunov set, the basin's
+    safety fraction and the growth factor of "grows"."""
+    return {"integration_rtol": rtol, "integration_atol": INTEGRATION_ATOL,
+            "close_rtol": CLOSE_RTOL, "basin_safety": BASIN_SAFETY, "growth_factor": GROWTH_FACTOR}
 
 
 @dataclass(frozen=True)
@@ -259,7 +266,7 @@ def _attracting_ball(p: Params, cov0: np.ndarray, base: dict, horizon: float,
         for ball in balls:
             gap = ball.gap(state)
             if gap < ball.radius:
-                tol = {**(base.get("tolerance") or {}), "integration_rtol": BALL_RTOL}
+                tol = {**(base.get("tolerance") or {}), **_evidence_tolerance(BALL_RTOL)}
                 return ball.verdict(p, {**base, "tolerance": tol}, state, t, gap)
         if integrator.stopped or t >= horizon * (1 - 1e-12):
             return None
@@ -284,17 +291,6 @@ def _entry_wait(ball: _Ball | _ZeroBall, t_mid: float, mid: np.ndarray, t: float
     if not (g_mid > g > 0 and t > t_mid):
         return np.inf
     return float(np.log(g / (BALL_AIM * ball.radius)) / (np.log(g_mid / g) / (t - t_mid)))
-
-
-def _blowup_scale(p: Params) -> float:
-    """Size of Σ beyond which the attention term would dominate a blow-up: ‖A‖₂/c for general V
-    (`natural_scale`), ‖A‖₂/‖G₋‖₂ for scalar V with G₋ the negative part of G (at least
-    eps‖G‖₂: the rounding of G), 0 for G = 0."""
-    if p.value_scalars is None:
-        return natural_scale(p)
-    g = np.linalg.eigvalsh(p.G)
-    neg = max(-g[0], EPS * np.abs(g).max(), 0.0)
-    return float(drift_spectrum(p)[1] / neg) if neg > 0 else 0.0
 
 
 def _candidates(p: Params, final: np.ndarray, scalar: bool) -> list[Equilibrium]:
@@ -394,8 +390,10 @@ class _Integrator:
         self.method, self.d = method, bare.d
         self.tr0 = float(np.trace(cov0))
         self.top = GROWTH_STOP * min(max(self.tr0, scale), MAX_GROWTH * self.tr0)
-        norm = drift_spectrum(p)[1]
-        self.seg = SEGMENT_NORM_TIME / norm if norm > 0 else np.inf
+        # A = 0: segments on the quadratic term's rate c‖Σ0‖₂ instead (one segment to the
+        # horizon would run the whole budget before the first check of tr Σ)
+        norm = drift_spectrum(p)[1] or _rate_scale(p, cov0)
+        self.seg = SEGMENT_NORM_TIME / norm
         self.t, self.S = 0.0, cov0
         self.times, self.states = [0.0], [cov0]
         self.stopped = False

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 from scipy.linalg import LinAlgError
@@ -25,9 +25,6 @@ from ..riccati import (
     SINGULAR_RCOND,
     schur_split,
 )
-
-if TYPE_CHECKING:
-    pass
 from .blowup import _threshold, cov_root
 from .constants import EPS, EXACT_MAX_D, RANGE_RTOL, SEMISIMPLE_RTOL, SIGN_RTOL, THRESHOLD_RTOL
 from .rationals import (

@@ -13,22 +13,40 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import numpy as np
-from scipy.linalg import cholesky
+from scipy.linalg import LinAlgError, cholesky
 
-from ...state.params import Params
+from ...errors import SolverError
+from ...flows.exact import van_loan
+from ...flows.integrate import flow
+from ...state.params import SCALAR_RTOL, Gaussian, Params
 from ..equilibria import (
     ACCEPT_RTOL,
     Equilibrium,
+    drift_spectrum,
     linearization_matrix,
+    quadratic_constant,
     relative_residual,
 )
-
-if TYPE_CHECKING:
-    pass
-from .blowup import blowup_check
-from .constants import EXACT_CHECK_MAX_D, REGIMES
+from ..riccati import AXIS_RTOL
+from .blowup import _blowup_scale, _gramian, _rank0, _threshold, blowup_check, cov_root
+from .constants import (
+    BALL_RTOL,
+    BASIN_SAFETY,
+    BLOWUP_CHECK_RTOL,
+    CLOSE_RTOL,
+    DIRECTION_RTOL,
+    EXACT_CHECK_MAX_D,
+    GROWTH_FACTOR,
+    INTEGRATION_ATOL,
+    INTEGRATION_RTOL,
+    RANGE_RTOL,
+    REGIMES,
+    REPLAY_RTOL,
+    SEGMENT_NORM_TIME,
+    THRESHOLD_RTOL,
+)
 from .local import _level, _local_bounds, _zero_sublevel
-from .premises import THEOREMS, premises, theorem_of
+from .premises import THEOREMS, default_tolerance, premises, theorem_of
 from .rationals import _exact_ok
 
 if TYPE_CHECKING:
@@ -36,12 +54,22 @@ if TYPE_CHECKING:
 
 __all__: list[str] = []
 
+#: the tolerances of numerical evidence and the values `certify` uses (integration_rtol is
+#: INTEGRATION_RTOL, or BALL_RTOL in an attracting-ball run)
+EVIDENCE_TOLERANCE = {"integration_rtol": INTEGRATION_RTOL, "integration_atol": INTEGRATION_ATOL,
+                      "close_rtol": CLOSE_RTOL, "basin_safety": BASIN_SAFETY,
+                      "growth_factor": GROWTH_FACTOR}
 
-def _verify(c: Certificate) -> bool:
+
+def _verify(c: Certificate, replay: bool = True) -> bool:
+    """Every claim of c re-decided from (params, cov0); replay=False skips the re-integration of
+    numerical evidence (`certify` checks what it has just integrated)."""
     p = c.params
-    if c.regime not in REGIMES or (c.global_ and not c.exact) or not _finite(c):
+    if c.regime not in REGIMES or not _finite(c):
         return False
     if not isinstance(p, Params) or c.cov0.shape != (p.d, p.d):
+        return False
+    if not _tolerance_ok(c) or c.global_ != _global(c):
         return False
     eq = c.equilibrium
     if c.regime in ("converges", "collapses"):
@@ -55,16 +83,234 @@ def _verify(c: Certificate) -> bool:
         return False
     if c.lyapunov is not None and not _lyapunov_ok(c):
         return False
+    if c.lyapunov is None and (c.operator is not None or c.lyapunov_rhs is not None
+                               or c.kantorovich_radius is not None):
+        return False
     if c.lyapunov is None and c.basin is not None and not _zero_basin_ok(c):
         return False
-    if c.regime == "blows_up":
-        if c.blowup_time is None or not np.isfinite(c.blowup_time) or c.blowup_time <= 0:
-            return False
-        if p.value_scalars is not None and not blowup_check(p.A, p.G, c.cov0, c.blowup_time):
-            return False
-    elif c.blowup_time is not None:
+    if c.threshold is not None and not _threshold_ok(c):
         return False
-    return _premises_ok(c)
+    if c.regime == "blows_up":
+        if c.blowup_time is None or not c.blowup_time > 0 or c.blowup_direction is None:
+            return False
+        if c.horizon is not None or c.final_cov is not None:
+            return False
+        if p.value_scalars is not None:
+            if not (blowup_check(p.A, p.G, c.cov0, c.blowup_time)
+                    and _direction_ok(p, c.cov0, c.blowup_time, c.blowup_direction)):
+                return False
+        elif replay and not _rk_blowup_ok(c):
+            return False
+    elif c.blowup_time is not None or c.blowup_direction is not None:
+        return False
+    if not _rate_ok(c) or not _premises_ok(c):
+        return False
+    return not replay or _evidence_ok(c)
+
+
+def _global(c: Certificate) -> bool:
+    """global_ as the theorem says: exact, and the theorem holds for every Σ0 ≻ 0."""
+    return bool(c.exact and c.theorem in THEOREMS and THEOREMS[c.theorem][1])
+
+
+def _tolerance_ok(c: Certificate) -> bool:
+    """tolerance None exactly for an exact certificate (and for an "undetermined" one that used
+    none); otherwise a dict of known names with the values `certify` uses: every premise
+    tolerance of `default_tolerance` for a scalar-V theorem, every integration tolerance of the
+    numerical evidence, blowup_check_rtol for a numerical blow-up."""
+    tol = c.tolerance
+    if c.exact or tol is None:
+        return c.exact == (tol is None) or (c.regime == "undetermined" and tol is None)
+    if not isinstance(tol, dict) or not tol:
+        return False
+    known = {**default_tolerance(c.params), **EVIDENCE_TOLERANCE,
+             "scalar_rtol": SCALAR_RTOL, "blowup_check_rtol": BLOWUP_CHECK_RTOL}
+    for name, value in tol.items():
+        if name not in known or not isinstance(value, float | int) or not np.isfinite(value) \
+                or not value > 0:
+            return False
+        if name != "integration_rtol" and value != known[name]:
+            return False
+    if tol.get("integration_rtol", INTEGRATION_RTOL) not in (INTEGRATION_RTOL, BALL_RTOL):
+        return False
+    need: set[str] = set()
+    if c.params.value_scalars is not None and c.theorem in THEOREMS:
+        need |= set(default_tolerance(c.params))
+    if c.theorem in ("numerical", "closed_form_root") and c.regime != "undetermined":
+        need |= set(EVIDENCE_TOLERANCE)
+    if c.regime == "blows_up" and c.theorem in ("numerical", "closed_form_root"):
+        need.add("blowup_check_rtol")
+    return need <= set(tol)
+
+
+def _threshold_ok(c: Certificate) -> bool:
+    """The stored λ_max(W∞Σ0) agrees with a recomputation (relative THRESHOLD_RTOL)."""
+    p = c.params
+    if p.value_scalars is None or c.threshold is None:
+        return False
+    tol = c.tolerance or {}
+    lam, _ = _threshold(p.A, p.G, cov_root(c.cov0, _rank0(c.cov0)),
+                        tol.get("axis_rtol", AXIS_RTOL), tol.get("range_rtol", RANGE_RTOL))
+    return lam is not None and abs(lam - c.threshold) <= THRESHOLD_RTOL * max(abs(lam), 1.0)
+
+
+def _direction_ok(p: Params, cov0: np.ndarray, T: float, u: np.ndarray) -> bool:
+    """Scalar V: the stored unit direction is ±e^{AT*}L0v/‖·‖ with S(T*)v = 0, S(t) =
+    I + L0ᵀW(t)L0 (v the eigenvector of λ_min(S(T*))), to 1 − |cos ∠| ≤ DIRECTION_RTOL."""
+    L0 = cov_root(cov0, _rank0(cov0))
+    E, _ = van_loan(p.A, p.G, T)
+    W = _gramian(p.A, p.G, T)
+    v = np.linalg.eigh(np.eye(L0.shape[1]) + L0.T @ W @ L0)[1][:, 0]
+    return _aligned(E @ L0 @ v, u)
+
+
+def _aligned(a: np.ndarray, u: np.ndarray) -> bool:
+    """1 − |cos ∠(a, u)| ≤ DIRECTION_RTOL, u a unit vector (to 1e-12)."""
+    if u.shape != a.shape or abs(np.linalg.norm(u) - 1) > 1e-12 or not np.linalg.norm(a) > 0:
+        return False
+    return 1 - abs(float(a @ u)) / float(np.linalg.norm(a)) <= DIRECTION_RTOL
+
+
+def _rk_blowup_ok(c: Certificate) -> bool:
+    """General V: a Runge–Kutta re-integration from Σ0 (at the stored integration tolerances)
+    blows up within T*(1 ± blowup_check_rtol) along the stored direction."""
+    tol = c.tolerance or {}
+    T = float(c.blowup_time)  # type: ignore[arg-type]
+    rtol = tol.get("blowup_check_rtol", BLOWUP_CHECK_RTOL)
+    got = _replay(c, T * (1 + rtol))
+    if got is None or got[2] is None:
+        return False
+    T2, u = got[2]
+    return abs(T2 - T) <= rtol * T and u is not None and _aligned(u, c.blowup_direction)
+
+
+def _replay(c: Certificate, until: float):
+    """Σ integrated again from Σ0 to `until` (closed form for scalar V, Runge–Kutta at the
+    stored integration tolerances otherwise), in segments of ‖A‖₂-length SEGMENT_NORM_TIME
+    projected on the PSD cone as certify integrates: (state near until/2, state at until,
+    (T*, direction) or None); None when the integration fails."""
+    p = c.params
+    tol = c.tolerance or {}
+    method = "exact" if p.value_scalars is not None else "rk"
+    layer = Params(p.A, heads=p.heads)
+    norm = drift_spectrum(p)[1]
+    seg = SEGMENT_NORM_TIME / norm if norm > 0 else np.inf
+    t, S = 0.0, np.array(c.cov0, dtype=float)
+    times, states = [0.0], [S]
+    while t < until * (1 - 1e-12):
+        h = min(seg, until - t)
+        try:
+            traj = flow(layer, Gaussian(np.zeros(p.d), S), h, method=method,
+                        t_eval=[0.0, h / 2, h], dense_output=False,
+                        rtol=tol.get("integration_rtol", INTEGRATION_RTOL),
+                        atol=tol.get("integration_atol", INTEGRATION_ATOL))
+        except (SolverError, ValueError, LinAlgError, ArithmeticError):
+            return None
+        if traj.blowup_time is not None:
+            return states[-1], traj.cov[-1], (t + float(traj.blowup_time), traj.blowup_direction)
+        S = 0.5 * (traj.cov[-1] + traj.cov[-1].T)
+        e, U = np.linalg.eigh(S)
+        S = S if e[0] >= 0 else (U * np.clip(e, 0.0, None)) @ U.T
+        times += [t + h / 2, t + h]
+        states += [traj.cov[1], S]
+        t += h
+    i = int(np.argmin(np.abs(np.array(times) - until / 2)))
+    return states[i], S, None
+
+
+def _rate_ok(c: Certificate) -> bool:
+    """The stated rate is the one the evidence gives (relative 1e-9): −2 max Re λ(A) for
+    "psd_hurwitz" and a zero-sublevel collapse, 2 min |Re λ(A)| for "psd_gramian_pd", the
+    slowest stable decay for an "nsd_threshold" collapse, −max Re λ(L) for a local Lyapunov
+    certificate, the numerical-range bound of Σ* for an attracting ball; None for an algebraic
+    collapse, a blow-up, "undetermined" and an approach without a Lyapunov set; "grows" is
+    re-decided with the replayed integration (`_evidence_ok`)."""
+    p, th, rate = c.params, c.theorem, c.rate
+    if c.regime == "grows" and th == "numerical":
+        return rate is not None and rate > 0
+    eig = np.linalg.eigvals(p.A)
+    want: float | None
+    if c.regime in ("blows_up", "undetermined", "grows") or th in ("psd_marginal", "static"):
+        want = None
+    elif th == "psd_hurwitz" or th == "zero" or (th == "numerical" and c.lyapunov is None
+                                                 and c.basin is not None):
+        want = -2 * float(np.max(eig.real)) if th != "zero" else None
+    elif th == "psd_gramian_pd":
+        want = 2 * float(np.min(np.abs(drift_spectrum(p)[0].real)))
+    elif th == "nsd_threshold":
+        re = eig.real[eig.real < 0]
+        want = -2 * float(np.max(re)) if re.size else None
+    elif c.operator is not None:
+        want = -float(np.max(np.linalg.eigvals(c.operator).real))
+    elif th == "numerical" and c.rate is not None:
+        st = c.equilibrium.stability if c.equilibrium is not None else None
+        want = None if st is None or st.value is None else -float(st.value)
+    else:
+        want = None
+    if want is None or rate is None:
+        return want is None and rate is None
+    return abs(rate - want) <= 1e-9 * max(abs(want), 1e-300)
+
+
+def _evidence_ok(c: Certificate) -> bool:
+    """Numerical evidence re-decided on a replayed integration from Σ0 to the stored horizon:
+    the replayed end state agrees with final_cov (REPLAY_RTOL) and itself lies in the stated
+    basin (Lyapunov sublevel set, zero sublevel set), approaches Σ* within close_rtol, or grows
+    by growth_factor at the stated rate (relative 1e-3). The static flow: Σ* = Σ0."""
+    p = c.params
+    if c.theorem == "static":
+        return (c.regime == "converges" and not np.any(p.A) and quadratic_constant(p) == 0
+                and c.equilibrium is not None and np.array_equal(c.equilibrium.cov, c.cov0)
+                and c.horizon is None and c.final_cov is None)
+    if c.regime == "undetermined":  # no claim to re-decide
+        return True
+    if c.horizon is None or c.final_cov is None:  # no integration: a theorem, or a blow-up
+        return c.horizon is None and c.final_cov is None and \
+            (c.theorem != "numerical" or c.regime == "blows_up")
+    if not c.horizon > 0:
+        return False
+    got = _replay(c, c.horizon)
+    if got is None or got[2] is not None:
+        return False
+    mid, final, _ = got
+    scale = max(float(np.linalg.norm(final)), float(np.linalg.norm(c.final_cov)),
+                1e-300)
+    if np.linalg.norm(final - c.final_cov) > REPLAY_RTOL * scale:
+        return False
+    tol = c.tolerance or {}
+    eq = c.equilibrium
+    if c.regime == "grows":
+        tr0, trm, trf = np.trace(c.cov0), np.trace(mid), np.trace(final)
+        factor = tol.get("growth_factor", GROWTH_FACTOR)
+        rate = float(np.log(trf / trm) / (c.horizon / 2))
+        return bool(trf >= factor * max(tr0, _growth_scale(p, c.cov0))
+                    and trf >= factor ** 0.5 * trm
+                    and abs(rate - float(c.rate)) <= 1e-3 * abs(rate))  # type: ignore[arg-type]
+    if eq is None or c.theorem != "numerical":
+        return False
+    if c.lyapunov is not None:
+        bounds = _local_bounds(p, eq.cov, c.operator, c.lyapunov)
+        return bounds is not None and c.basin is not None and \
+            _level(c.lyapunov, eq.cov, final, bounds[0]) <= c.basin
+    if c.basin is not None:
+        ball = _zero_sublevel(p)
+        return ball is not None and ball.gap(final) < c.basin
+    if c.rate is not None:  # attracting ball: the replayed state is where the stored one is
+        return True
+    gap = np.linalg.norm(final - eq.cov)
+    return bool(gap <= tol.get("close_rtol", CLOSE_RTOL) * max(np.linalg.norm(c.cov0),
+                                                               np.linalg.norm(final))
+                and gap < 0.5 * np.linalg.norm(mid - eq.cov))
+
+
+def _growth_scale(p: Params, cov0: np.ndarray) -> float:
+    """The size past which growth is evidence of "grows" (as `numerical._classify_final`): 0
+    when G ⪰ 0 is decided exactly (no blow-up), else the blow-up scale `_blowup_scale`."""
+    if p.value_scalars is not None:
+        pr = premises(p, cov0)
+        if pr.exact and pr.g_psd:
+            return 0.0
+    return _blowup_scale(p)
 
 
 def _equilibrium_ok(p: Params, eq: Equilibrium) -> bool:
@@ -99,11 +345,19 @@ def _lyapunov_ok(c: Certificate) -> bool:
     if np.linalg.norm(P - P.T) > 1e-12 * np.linalg.norm(P):
         return False
     cholesky(0.5 * (P + P.T), lower=True)
-    cholesky(-(L.T @ P + P @ L), lower=True)
+    LP = L.T @ P + P @ L
+    cholesky(-LP, lower=True)
+    Q = c.lyapunov_rhs
+    if Q.shape != P.shape or np.linalg.norm(LP + Q) > 1e-9 * max(float(np.linalg.norm(Q)),
+                                                                 1e-300):
+        return False
     bounds = _local_bounds(p, eq.cov, L, P)
     if bounds is None:
         return False
     radius, rho_max = bounds
+    if c.kantorovich_radius is None or \
+            abs(c.kantorovich_radius - radius) > 1e-6 * radius + 1e-300:
+        return False
     if c.basin is not None:
         if c.final_cov is None or c.basin > rho_max:
             return False
@@ -130,6 +384,8 @@ def _premises_ok(c: Certificate) -> bool:
     p, th = c.params, c.theorem
     if th == "zero":
         return not np.any(c.cov0) and c.regime == "collapses" and c.exact
+    if th == "static":
+        return c.exact and c.regime == "converges"
     if c.exact == (c.tolerance is not None) and th != "numerical":
         return False
     if th == "numerical":
