@@ -11,8 +11,10 @@ from .figures import plot_atlas, plot_comparison
 from .progress import tty_progress
 from .propagation import MomentPrediction, predict_moments
 from .sequences import sequence_lengths
+from .validity import ValidityMap, validity_map
 
 __all__ = ["Atlas", "Comparison", "Encoder", "EncoderLayer", "HeadFactors", "LayerNormParams",
-           "MLPParams", "MomentPrediction", "atlas", "compare", "extract", "plot_atlas",
-           "plot_comparison",
-           "position_limit", "predict_moments", "sequence_lengths", "tty_progress"]
+           "MLPParams", "MomentPrediction", "ValidityMap", "atlas", "compare", "extract",
+           "plot_atlas", "plot_comparison",
+           "position_limit", "predict_moments", "sequence_lengths", "tty_progress",
+           "validity_map"]
