@@ -1054,3 +1054,42 @@ def test_layer_caches_return_what_a_fresh_computation_does():
     assert st == linearization_stability(p, cont)
     _, other = decide_stability(p, cont + 1e-6 * np.eye(48))
     assert other is not st and other.value != st.value
+
+
+@pytest.mark.parametrize("general", [False, True], ids=["scalar-numerical", "general-V"])
+def test_numerical_certificates_list_every_tolerance_and_the_cli_agrees(tmp_path, capsys,
+                                                                       general):
+    """exact=False ⇒ `tolerance` names every tolerance the verdict used (the integration's rtol
+    and atol, the approach and growth thresholds, the blow-up check; the premises' for scalar V),
+    and `riccati-tf certify` prints the same ones, never "none", next to "exact no"."""
+    import json
+
+    from riccati_tf.app.cli import main
+
+    if general:
+        spec = {"params": {"A": [[-0.3, 0.2], [0.0, -0.2]], "B": [[0.5, 0.1], [0.0, 0.3]],
+                           "V": [[0.4, 0.1], [-0.2, 0.3]]},
+                "initial": {"mean": [0.0, 0.0], "cov": [[1.0, 0.3], [0.3, 0.5]]}}
+    else:  # indefinite G: no theorem, the closed form decides
+        spec = {"params": {"A": [[0.1, 0.0], [0.0, 0.1]], "B": [[-0.5, 0.0], [0.0, 0.5]],
+                           "V": [[1.0, 0.0], [0.0, 1.0]]},
+                "initial": {"mean": [0.0, 0.0], "cov": [[1.0, 0.3], [0.3, 1.0]]}}
+    p = Params(**{k: np.array(v, dtype=float) for k, v in spec["params"].items()})
+    cert = certify(p, np.array(spec["initial"]["cov"]))
+    assert not cert.exact and cert.check()
+    assert {"integration_rtol", "integration_atol", "close_rtol", "basin_safety",
+            "growth_factor"} <= set(cert.tolerance)
+    if cert.regime == "blows_up":
+        assert "blowup_check_rtol" in cert.tolerance
+    path = tmp_path / "spec.json"
+    path.write_text(json.dumps(spec))
+    assert main(["certify", str(path), "--json"]) == 0
+    got = json.loads(capsys.readouterr().out)
+    assert got["exact"] is False and got["tolerance"] == cert.tolerance and got["check"]
+    assert main(["certify", str(path)]) == 0
+    out = capsys.readouterr().out
+    rows = {line.split()[0]: line for line in out.splitlines() if line.strip()}
+    assert "none" not in rows["tolerance"] and "exact rational" not in rows["tolerance"]
+    for name, value in cert.tolerance.items():
+        assert f"{name} = " in rows["tolerance"], name
+    assert "floating point" in rows["exact"]
