@@ -11,7 +11,8 @@ so that (Mehler) E[f(u_i)] = â_i0 and, for i ≠ j,
 
 The series is cut after K terms (DEFAULT_TERMS). The diagonal is the exact variance
 E[f(u_i)²] − E[f(u_i)]², and the cut-off error of every off-diagonal entry is bounded by
-Cauchy–Schwarz with the computable tails t_i = Var f(u_i) − Σ_{k ≤ K} â_ik² ≥ 0:
+Cauchy–Schwarz with the computable tails t_i = Var f(u_i) − Σ_{k ≤ K} â_ik² ≥ 0 (plus its
+rounding, 4(K + 2) eps E f(u_i)², so that a tail below rounding is not taken as zero):
 
     |error_ij| ≤ |ρ_ij|^{K+1} √(t_i t_j).
 
@@ -106,7 +107,8 @@ class ActivationMoments:
     coeffs : (I, K) ndarray
         The coefficients â_ik for k = 1..K.
     tails : (I,) ndarray
-        t_i = Var f(u_i) − Σ_{k ≤ K} â_ik² ≥ 0, the variance beyond the cut-off.
+        t_i = Var f(u_i) − Σ_{k ≤ K} â_ik² ≥ 0, the variance beyond the cut-off, plus the
+        rounding of that difference, 4(K + 2) eps E f(u_i)² (an upper bound).
 
     Raises
     ------
@@ -290,7 +292,10 @@ def activation_moments(activation: str, mu: np.ndarray, sigma: np.ndarray,
     mean, second, slope, curvature, a = _MOMENTS[activation](mu, sigma, terms)
     variance = np.maximum(second - mean**2, 0.0)
     coeffs = a[:, 1:]
-    tails = np.maximum(variance - np.sum(coeffs**2, axis=1), 0.0)
+    # the difference rounds at ~(K + 2) eps E f(u)²: a tail below that is not known to be
+    # smaller, so the bound keeps the rounding (a clipped 0 would claim an exact series)
+    rounding = 4 * (coeffs.shape[1] + 2) * np.finfo(float).eps * (variance + mean**2)
+    tails = np.maximum(variance - np.sum(coeffs**2, axis=1), 0.0) + rounding
     return ActivationMoments(mean, variance, slope, curvature, coeffs, tails)
 
 
