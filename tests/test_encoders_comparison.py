@@ -154,3 +154,22 @@ def test_prediction_beats_the_baselines_where_the_validity_map_is_clear():
         assert wins or flags[ell - 1], (ell, e)  # clear ⇒ wins; loses ⇒ flagged
         assert ("beats both baselines" in line) == wins
         assert wins or "flagged" in line
+
+
+@pytest.mark.slow
+def test_prediction_beats_the_baselines_inside_the_limit():
+    """A BERT (d = 48, 4 heads, 2 layers, weights N(0, 0.15²)) on N(0, I) tokens, 2048 in 4
+    sequences of 512: logit spreads about 1, a few hundred effective tokens, the validity map
+    clear at both layers, and there the one-layer prediction beats no_change and no_attention
+    (attention moves the covariance by more than the closures' error)."""
+    model = tiny_encoder("bert", hidden_size=48, n_heads=4, n_layers=2, initializer_range=0.15,
+                         seed=2)
+    result = compare(model, n_tokens=2048, seed=1, n_sim=20, n_sim_full=4)
+    assert not result.validity.layer_flagged.any()
+    assert np.all(result.validity.effective_tokens > 100)
+    methods = result.baselines.methods
+    for ell in (1, 2):
+        e = {name: methods[name].cov[0, ell] for name in METHODS}
+        assert e["prediction"] < min(e["no_change"], e["no_attention"]), (ell, e)
+        assert methods["prediction"].cov_corrected[0, ell] \
+            < methods["no_attention"].cov_corrected[0, ell]

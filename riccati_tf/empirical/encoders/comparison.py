@@ -58,7 +58,7 @@ from .factors import Encoder, EncoderLayer
 from .forward import layer_forward
 from .hermite import DEFAULT_TERMS
 from .propagation import MomentPrediction, layer_moments, predict_moments
-from .sequences import sequence_lengths, split
+from .sequences import Inputs, sequence_lengths, split
 from .validity import ValidityMap, validity_map
 
 __all__ = ["DEFAULT_DIRECTIONS", "DEFAULT_SIMS", "DEFAULT_SIMS_FULL", "DEFAULT_TOP", "METHODS",
@@ -140,7 +140,7 @@ class MethodErrors:
 
 def _finite_or_none(a: np.ndarray) -> Any:
     """a.tolist() with NaN as None (JSON has no NaN)."""
-    return np.where(np.isfinite(a), a, None).tolist()
+    return np.where(np.isfinite(a), a, np.array(None, dtype=object)).tolist()
 
 
 @dataclass(frozen=True, eq=False)
@@ -196,9 +196,9 @@ class Baselines:
     def to_json(self) -> dict[str, Any]:
         """The four methods under their names (METHODS), the measured spectrum and the floors."""
         return {**{name: self.methods[name].to_json() for name in METHODS},
-                "measured": {"top": self.measured_top.tolist(),
-                             "trace": self.measured_trace.tolist()},
-                "floor": {k: v.tolist() for k, v in self.floor.items()},
+                "measured": {"top": _finite_or_none(self.measured_top),
+                             "trace": _finite_or_none(self.measured_trace)},
+                "floor": {k: _finite_or_none(v) for k, v in self.floor.items()},
                 "oracle_layers": self.oracle_layers}
 
     def table(self) -> str:
@@ -639,7 +639,7 @@ def measure(hidden: list[np.ndarray], prediction: MomentPrediction, *,
         As in `compare`.
     encoder : Encoder, optional
         The extracted layers, for the one-layer prediction, the baselines and the validity map
-        (default prediction.encoder; without either only the projected test is made).
+        (e.g. prediction.encoder); without it only the projected test is made.
     run_layer : callable (i, tokens, lengths) -> ndarray, optional
         Pushes tokens through layer i for the oracle (default: `layer_forward` on the
         extracted factors; `compare` passes the model's own layers).
@@ -675,7 +675,9 @@ def measure(hidden: list[np.ndarray], prediction: MomentPrediction, *,
     >>> model = tiny_encoder("bert", hidden_size=8, n_heads=2, n_layers=1, max_positions=64)
     >>> x = np.random.default_rng(0).standard_normal((128, 8))
     >>> hidden = pooled_hidden(capture_sequences(model, x, (64, 64)))
-    >>> result = measure(hidden, predict_moments(extract(model)), lengths=(64, 64), n_sim=20)
+    >>> prediction = predict_moments(extract(model))
+    >>> result = measure(hidden, prediction, lengths=(64, 64), n_sim=20,
+    ...                  encoder=prediction.encoder)
     >>> result.baselines.oracle_layers, result.validity.flagged.shape
     ('factors', (1, 2))
     """
@@ -711,7 +713,6 @@ def measure(hidden: list[np.ndarray], prediction: MomentPrediction, *,
         raise InvalidInputError(f"the sequence lengths add up to {sum(lengths)}, not to the "
                                 f"{n} captured tokens")
     top = as_count("top", top)
-    encoder = prediction.encoder if encoder is None else encoder
     base, valid = None, None
     if encoder is not None:
         oracle_layers = "model" if run_layer is not None else "factors"
@@ -729,7 +730,7 @@ def compare(model: Any, *, n_tokens: int, seed: int = 0, mean0: ArrayLike | None
             n_sim_full: int = DEFAULT_SIMS_FULL, alpha: float = 0.05,
             prediction: MomentPrediction | None = None,
             progress: Callable[[int, int], None] | None = None,
-            top: int = DEFAULT_TOP) -> Comparison:
+            top: int = DEFAULT_TOP, inputs: Inputs | None = None) -> Comparison:
     """Measured hidden-state moments of `model` against `predict_moments` and baselines.
 
     Tokens x_i ~ N(mean0, cov0) replace the embedding output, cut into sequences within the
@@ -772,6 +773,10 @@ def compare(model: Any, *, n_tokens: int, seed: int = 0, mean0: ArrayLike | None
         Called as progress(i, n) after each of the n sequences.
     top : int, optional
         Eigenvalues reported per covariance, ≥ 1 (default DEFAULT_TOP).
+    inputs : Inputs, optional
+        The tokens to feed instead (`loading.model_inputs`: text, token ids, hidden states or
+        Gaussian tokens, in their own sequences); their moments replace mean0 and cov0, and
+        n_tokens is theirs.
 
     Returns
     -------
@@ -811,6 +816,10 @@ def compare(model: Any, *, n_tokens: int, seed: int = 0, mean0: ArrayLike | None
     ((64, 64, 64, 64), [True, True])
     """
     d = model.config.hidden_size
+    if inputs is not None:
+        if not isinstance(inputs, Inputs) or inputs.tokens.shape[1] != d:
+            raise InvalidInputError(f"inputs must be Inputs of dimension {d} (model_inputs)")
+        n_tokens, mean0, cov0 = inputs.n_tokens, inputs.mean, inputs.cov
     n_tokens = as_count("n_tokens", n_tokens, minimum=2)
     seed = as_count("seed", seed, minimum=0)
     source = Gaussian(np.zeros(d) if mean0 is None else as_vector("mean0", mean0, d),
@@ -819,8 +828,9 @@ def compare(model: Any, *, n_tokens: int, seed: int = 0, mean0: ArrayLike | None
         prediction = predict_moments(extract(model, position_free=position_free),
                                      source.mean, source.cov)
     limit = position_limit(model)
-    lengths = sequence_lengths(n_tokens, limit)
-    tokens = source.sample(n_tokens, np.random.default_rng(seed))
+    lengths = sequence_lengths(n_tokens, limit) if inputs is None else inputs.lengths
+    tokens = (source.sample(n_tokens, np.random.default_rng(seed)) if inputs is None else
+              inputs.tokens)
     hidden = pooled_hidden(capture_sequences(model, tokens, lengths, progress))
     encoder = prediction.encoder
     if encoder is None:

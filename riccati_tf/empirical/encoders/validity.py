@@ -153,16 +153,19 @@ class ValidityMap:
                 f"{self.min_effective:g}")
 
     def to_json(self) -> dict[str, Any]:
-        """JSON-ready numbers (per layer lists, per head inner lists)."""
+        """JSON-ready numbers (per layer lists, per head inner lists; None where not finite)."""
+        def listed(a: np.ndarray) -> Any:
+            return np.where(np.isfinite(a), a, np.array(None, dtype=object)).tolist()
+
         return {"lengths": list(self.lengths), "criterion": self.criterion,
                 "bias_factor": self.bias_factor, "min_effective": self.min_effective,
                 "min_impact": self.min_impact, "repeats": self.repeats,
-                "logit_spread": self.logit_spread.tolist(),
-                "effective_tokens": self.effective_tokens.tolist(),
-                "bias": self.bias.tolist(), "floor": self.floor.tolist(),
-                "impact": self.impact.tolist(), "layer_bias": self.layer_bias.tolist(),
-                "layer_floor": self.layer_floor.tolist(),
-                "layer_impact": self.layer_impact.tolist(),
+                "logit_spread": listed(self.logit_spread),
+                "effective_tokens": listed(self.effective_tokens),
+                "bias": listed(self.bias), "floor": listed(self.floor),
+                "impact": listed(self.impact), "layer_bias": listed(self.layer_bias),
+                "layer_floor": listed(self.layer_floor),
+                "layer_impact": listed(self.layer_impact),
                 "flagged": self.flagged.tolist(), "layer_flagged": self.layer_flagged.tolist()}
 
     def summary(self) -> str:
