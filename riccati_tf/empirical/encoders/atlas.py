@@ -268,7 +268,7 @@ def _sym_spectrum(left: np.ndarray, right: np.ndarray) -> np.ndarray:
     if 2 * k >= d:
         M = left @ right
         return np.linalg.eigvalsh(0.5 * (M + M.T))
-    R = np.linalg.qr(np.hstack([left, right.T]), mode="r")
+    R: np.ndarray = np.linalg.qr(np.hstack([left, right.T]), mode="r")  # type: ignore[assignment]
     RC = 0.5 * np.hstack([R[:, k:], R[:, :k]])  # R C
     lam = np.linalg.eigvalsh(0.5 * (RC @ R.T + (RC @ R.T).T))
     return np.concatenate([lam, np.zeros(d - 2 * k)])
@@ -459,7 +459,7 @@ def atlas(source: Any, *, prediction: MomentPrediction | None = None,
         numbers = [head_numbers(h, cov0) for h in layer.heads]
         rows.append(numbers)
         scalar.append(_scalar_fit(layer.heads, numbers, cov0, horizon))
-        heads = list(layer.params().factors)
+        heads = [h for h in layer.params().factors if h is not None]  # all factored
         decisions.append(tuple(  # type: ignore[arg-type]
             layer_regime(Params(A, heads=heads), cov0, horizon)
             for A in (np.zeros_like(cov0), prediction.mlp_jacobians[i])))
