@@ -173,3 +173,27 @@ def test_prediction_beats_the_baselines_inside_the_limit():
         assert e["prediction"] < min(e["no_change"], e["no_attention"]), (ell, e)
         assert methods["prediction"].cov_corrected[0, ell] \
             < methods["no_attention"].cov_corrected[0, ell]
+
+
+def test_compare_command_writes_the_table_figure_and_numbers(tmp_path, capsys):
+    """riccati-tf compare on a saved encoder: the table on stdout, comparison.json with the four
+    methods and the validity map, comparison.png; a second run into a folder holding a file it
+    did not write refuses to overwrite it."""
+    from riccati_tf.app.cli import main
+
+    folder = tmp_path / "model"
+    tiny_encoder("bert", hidden_size=16, n_heads=4, n_layers=2, max_positions=128,
+                 initializer_range=0.1).save_pretrained(folder)
+    out = tmp_path / "out"
+    assert main(["compare", "--model", str(folder), "--out", str(out), "--n-tokens", "256"]) == 0
+    text = capsys.readouterr().out
+    assert "one layer (from the measured layer ℓ − 1)" in text and "comparison.json" in text
+    stored = json.loads((out / "comparison.json").read_text())
+    assert set(METHODS) <= set(stored) and stored["validity"]["lengths"] == [128, 128]
+    assert stored["prediction"]["chained"]["cov"][0] is not None
+    assert (out / "comparison.png").read_bytes()[:4] == b"\x89PNG"
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "comparison.json").write_text("my notes")
+    assert main(["compare", "--model", str(folder), "--out", str(other)]) == 2
+    assert (other / "comparison.json").read_text() == "my notes"
