@@ -585,8 +585,11 @@ def baselines(hidden: list[np.ndarray], prediction: MomentPrediction, encoder: E
         one, chain = [source], [source]
         for i in range(L):
             one.append(step(i, *measured[i]))
-            chain.append(chain[-1] if not np.all(np.isfinite(chain[-1][1]))
-                         else step(i, *chain[-1]))
+            if name != "prediction":
+                chain.append(chain[-1] if not np.all(np.isfinite(chain[-1][1]))
+                             else step(i, *chain[-1]))
+        if name == "prediction":  # the chained prediction is the one measured
+            chain = list(zip(prediction.means, prediction.covs, strict=True))
         moments[name] = [one, chain]
     floors = np.array([_baseline_floor(m, C, n, n_sim, rng) for m, C in measured])
     floor = {"cov": floors[:, 0], "mean": floors[:, 1], "cov_two": floors[:, 2],
