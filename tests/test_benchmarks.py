@@ -6,6 +6,7 @@ from __future__ import annotations
 import importlib
 from pathlib import Path
 
+import numpy as np
 import pytest
 from threadpoolctl import threadpool_info
 
@@ -37,3 +38,24 @@ def test_pin_one_thread_limits_every_loaded_blas():
         assert "scipy.linalg" in BLAS_LIBRARIES
     finally:
         limiter.restore_original_limits()
+
+
+def test_multihead_family_is_of_real_shape():
+    from benchmarks.multihead import KINDS, layer
+
+    for kind in KINDS:
+        p = layer(24, kind)
+        assert len(p.heads) == 12 and all(h is not None and h.Q.shape == (2, 24)
+                                          for h in p.factors)
+        top = max(np.linalg.eigvals(p.A).real, default=0.0)
+        assert {"zero": top == 0, "hurwitz": top < 0, "antistable": top > 0}[kind]
+
+
+@pytest.mark.slow
+def test_multihead_quick_run_agrees_with_dop853(capsys):
+    from benchmarks.multihead import main
+
+    main(["--quick"])
+    out = capsys.readouterr().out
+    assert "# equilibria: median" in out and "# certify: median" in out
+    assert out.count("agrees (") == 9 and "DISAGREES" not in out

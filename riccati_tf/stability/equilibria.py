@@ -15,7 +15,8 @@ equation AΣ + ΣAᵀ − ΣGΣ = 0, one for each A-invariant subspace R on whic
 T_Rᵀ P + P T_R = G_R is invertible (Σ = U_R P⁻¹ U_Rᵀ, a covariance iff P ≻ 0); the stable one is
 the stabilizing solution (riccati.bernoulli); the mean equilibrium's Hurwitz test is read off
 its Schur split (`scalar_mean_hurwitz`). General V: Newton's method on F from several starts,
-including continuation from the scalar case V_h(s) = (1 − s) v̄_h I + s V_h, v̄_h = tr V_h / d;
+including continuation from the scalar case V_h(s) = (1 − s) v̄_h I + s V_h, v̄_h = tr V_h / d,
+and the state where the covariance flow settles;
 beyond d = 30 inexact Newton–Krylov (GMRES on L matrix-free, preconditioned by a Lyapunov solve
 from one Schur form per step, exact line search), O(H d³) a Krylov iteration.
 """
@@ -33,8 +34,9 @@ from scipy.linalg import LinAlgError, eigh_tridiagonal, schur, solve_triangular
 from scipy.sparse.linalg import ArpackNoConvergence, LinearOperator, eigs
 
 from ..errors import InvalidInputError, SolverError
-from ..state.lowrank import value_factors
-from ..state.params import Params
+from ..flows.integrate import flow
+from ..state.lowrank import FACTOR_MIN_D, factored_layer, value_factors
+from ..state.params import Gaussian, Params
 from ..state.validation import ReadOnlyArrays, as_count, as_covariance
 from .riccati import (
     AXIS_RTOL,
@@ -56,6 +58,8 @@ __all__ = ["ACCEPT_RTOL", "DENSE_SPECTRUM_MAX_D", "ENUMERATION_MAX_D", "KRONECKE
 
 #: assemble L as a dense n_s × n_s matrix up to this d; matrix-free Krylov methods beyond
 KRONECKER_MAX_D = 30
+#: `linearization_matrix` applies L to the basis of Sym(d) from this d on (the Kronecker form below)
+OPERATOR_COLUMNS_D = 16
 #: `which="all"` (invariant-subspace enumeration) is offered up to this d
 ENUMERATION_MAX_D = 10
 #: Newton stops at this relative residual ‖F(Σ)‖ / (‖AΣ‖ + Σ_h ‖V_hΣB_hΣ‖)
@@ -99,6 +103,20 @@ ARNOLDI_MAXITER = 500
 #: θ > 0 (the bound is then not negative), or after LANCZOS_MAXITER products (inconclusive)
 LANCZOS_RTOL = 1e-2
 LANCZOS_MAXITER = 150
+#: the stable-equilibrium search integrates the flow from magnitude(params)·I (`_settled`) until
+#: the relative residual of F is below SETTLE_RTOL, at rk's rtol SETTLE_INTEGRATION_RTOL, within
+#: SETTLE_SEGMENTS segments and SETTLE_RHS_BUDGET right-hand sides, while tr Σ stays above
+#: 1/SETTLE_RANGE of its start (below: Σ heads for 0) and below SETTLE_GROWTH times it
+SETTLE_RTOL = 5e-2
+SETTLE_INTEGRATION_RTOL = 1e-4
+SETTLE_SEGMENTS = 32
+SETTLE_RHS_BUDGET = 2000
+SETTLE_RANGE = 1e3
+SETTLE_GROWTH = 1e12
+#: the continuation from scalar V makes at most CONTINUATION_SOLVES Newton solves (accepted or
+#: halved s-steps) of at most CONTINUATION_MAXITER steps each
+CONTINUATION_SOLVES = 16
+CONTINUATION_MAXITER = 12
 #: beyond d = 30 each Newton step is scaled by the exact line search on this many points of (0, 1]
 LINE_SEARCH_POINTS = 100
 #: relative_residual multiplies factors with entries below 2^UNSCALED_EXPONENT in magnitude (and
@@ -445,9 +463,14 @@ def linearization_matrix(params: Params, cov: np.ndarray) -> np.ndarray:
 
         vec(L(H)) = [M ⊗ I + I ⊗ M + Σ_h (V_h ⊗ (B_hΣ)ᵀ + (ΣB_hᵀ) ⊗ V_h)] vec(H)   (row-major vec),
 
-    restricted to Sym(d): L_s = Nᵀ L_full N with N = sym_basis(d).
+    restricted to Sym(d): L_s = Nᵀ L_full N with N = sym_basis(d); from d = OPERATOR_COLUMNS_D
+    on, column by column as L(E_k) of the orthonormal basis (`linearization_operator`, factored
+    heads in O(s_h d²)): 5× faster at d = 24 than the d² × d² Kronecker matrix.
     """
     d = params.d
+    if d >= OPERATOR_COLUMNS_D:
+        op = linearization_operator(params, cov)
+        return np.column_stack([op.matvec(e) for e in np.eye(op.shape[0])])
     eye = np.eye(d)
     M = params.M(cov)
     full = np.kron(M, eye) + np.kron(eye, M)
@@ -933,18 +956,28 @@ def newton(params: Params, cov0: np.ndarray, *, maxiter: int = NEWTON_MAXITER,
     """
     if not isinstance(params, Params):
         raise InvalidInputError(f"params must be a riccati_tf.Params, got {type(params).__name__}")
-    d = params.d
-    cov = as_covariance("cov0", cov0, d)
+    cov = as_covariance("cov0", cov0, params.d)
     maxiter = as_count("maxiter", maxiter, minimum=1)
     budget = _KrylovBudget(as_count("krylov_budget", krylov_budget, minimum=1))
+    return _newton(params, cov, maxiter, budget)
+
+
+def _newton(params: Params, cov: np.ndarray, maxiter: int,
+            budget: _KrylovBudget) -> tuple[np.ndarray, float, int] | None:
+    """`newton` from any symmetric Σ0, unvalidated: Newton's method works on Sym(d), and an
+    internal start (a continuation iterate, the end of an integration) may sit slightly outside
+    the PSD cone without being anyone's input; only the equilibria it reaches are tested for
+    Σ ⪰ 0 (`_general`)."""
+    d = params.d
+    cov = 0.5 * (cov + cov.T)
     start = float(np.abs(cov).max(initial=0.0))
-    bound = 1e8 * max(magnitude(params), float(np.linalg.norm(cov0)))
+    bound = 1e8 * max(magnitude(params), float(np.linalg.norm(cov)))
     at = None
     for it in range(1, maxiter + 1):
         at = products(params, cov) if at is None else at
         res = at.residual
         if res <= NEWTON_RTOL:
-            if d > KRONECKER_MAX_D:  # a polishing step would cost a full GMRES solve
+            if d > KRONECKER_MAX_D or res == 0.0:  # (a GMRES solve; nothing to polish at 0)
                 return cov, res, it - 1
             return (*_polish(params, cov, res), it - 1)
         forcing = max(min(FORCING_MAX, res), NEWTON_RTOL / (10 * res))
@@ -1124,11 +1157,14 @@ def _continuation(params: Params, axis_rtol: float) -> np.ndarray | None:
     # beyond d = 30 each Newton solve is costly: first try the whole way in one solve
     cov, s = start[0].cov, 0.0
     h = 1.0 if params.d > KRONECKER_MAX_D else CONTINUATION_STEP
-    while s < 1.0:
+    for _ in range(CONTINUATION_SOLVES):
+        if s >= 1.0:
+            break
         t = min(1.0, s + h)
-        try:
-            got = newton(_scalar_part(params, t), cov, maxiter=25)
-        except KrylovBudgetSpent:  # this step is too long for the budget: a shorter one
+        try:  # the iterate may have left the PSD cone on the way: it is no one's input
+            got = _newton(_scalar_part(params, t), cov, CONTINUATION_MAXITER,
+                          _KrylovBudget(KRYLOV_BUDGET))
+        except (KrylovBudgetSpent, LinAlgError):  # too long a step for the budget: a shorter one
             got = None
         if got is None:
             h /= 2
@@ -1137,12 +1173,68 @@ def _continuation(params: Params, axis_rtol: float) -> np.ndarray | None:
             continue
         cov, s = got[0], t
         h = min(2 * h, CONTINUATION_STEP)
+    if s < 1.0:  # the budget of solves is spent before s = 1
+        return None
     cov.setflags(write=False)
     return cov
 
 
+class _Unsettled(Exception):
+    """The search integration spent its SETTLE_RHS_BUDGET right-hand-side evaluations."""
+
+
+@lru_cache(maxsize=4)
+def _settled(params: Params) -> np.ndarray | None:
+    """Where the covariance flow settles from Σ0 = magnitude(params)·I: the state at which the
+    relative residual of F falls below SETTLE_RTOL, integrated by rk (rtol SETTLE_INTEGRATION_RTOL,
+    dense heads of low rank through their factors) in segments of 2^k/max(‖A‖₂, c‖Σ0‖₂), at most
+    SETTLE_SEGMENTS of them and SETTLE_RHS_BUDGET right-hand sides (the state of the last segment
+    that ended when the budget runs out: explicit steps are slow near a stiff equilibrium); None
+    when Σ(t) blows up, tr Σ grows by SETTLE_GROWTH or shrinks by SETTLE_RANGE. A stable
+    equilibrium attracts the flow, so this start lies in its basin when Σ0 does; Newton takes it
+    from there. Cached per layer (read-only result)."""
+    d = params.d
+    bare = factored_layer(params, bias=False) if d >= FACTOR_MIN_D else \
+        Params(params.A, heads=params.heads)
+    calls = [0]
+
+    def counted(_t: float) -> Params:
+        calls[0] += 1
+        if calls[0] > SETTLE_RHS_BUDGET:
+            raise _Unsettled
+        return bare
+    S = magnitude(params) * np.eye(d)
+    tr0 = float(np.trace(S))
+    rate = max(drift_spectrum(params)[1], quadratic_constant(params) * magnitude(params))
+    if not (np.isfinite(rate) and rate > 0 and tr0 > 0):
+        return None
+    h = 1.0 / rate
+    for k in range(SETTLE_SEGMENTS):
+        h *= 2  # c bounds the quadratic rate loosely: segments double, the budget caps the work
+        try:
+            traj = flow(counted, Gaussian(np.zeros(d), S), h, method="rk", t_eval=[0.0, h],
+                        dense_output=False, rtol=SETTLE_INTEGRATION_RTOL)
+        except _Unsettled:  # stiff near a stable equilibrium, typically: Newton from here
+            S.setflags(write=False)
+            return S if k > 0 else None
+        except (SolverError, ValueError, LinAlgError, ArithmeticError):
+            return None
+        if traj.blowup_time is not None:
+            return None
+        S = 0.5 * (traj.cov[-1] + traj.cov[-1].T)
+        tr = float(np.trace(S))
+        if not (tr0 / SETTLE_RANGE < tr < SETTLE_GROWTH * tr0):
+            return None
+        if products(params, S).residual <= SETTLE_RTOL:
+            S.setflags(write=False)
+            return S
+    return None
+
+
 def _general(params: Params, which: str, starts: Iterable[np.ndarray],
              axis_rtol: float) -> list[Equilibrium]:
+    """Newton's method from Σ = 0, the continuation, the given starts, the state where the flow
+    settles (`_settled`) and, for which="all" (d ≤ 30), RANDOM_STARTS fixed random starts."""
     d = params.d
     scale = magnitude(params)
     candidates: list[tuple[np.ndarray, str]] = [(np.zeros((d, d)), "newton[zero]")]
@@ -1151,13 +1243,21 @@ def _general(params: Params, which: str, starts: Iterable[np.ndarray],
         candidates.append((cont, "newton[continuation]"))
     for S in starts:
         candidates.append((S, "newton[given start]"))
+    settled = _settled(params)
+    if settled is not None:
+        candidates.append((settled, "newton[flow]"))
     rng = np.random.default_rng(0)
-    for _ in range(RANDOM_STARTS if d <= KRONECKER_MAX_D else 0):
+    for _ in range(RANDOM_STARTS if d <= KRONECKER_MAX_D and which == "all" else 0):
         R = rng.standard_normal((d, d))
         candidates.append((scale * (R @ R.T) / d, "newton[random start]"))
     found: list[Equilibrium] = []
     for S0, how in candidates:
-        got = newton(params, S0)
+        try:
+            got = _newton(params, S0, NEWTON_MAXITER, _KrylovBudget(KRYLOV_BUDGET))
+        except KrylovBudgetSpent:
+            if how != "newton[flow]":
+                raise
+            continue  # the search's own start: no equilibrium from it within the budget
         if got is None or not is_psd(got[0]):
             continue
         cov = got[0]
@@ -1199,17 +1299,22 @@ def equilibria(params: Params, *, which: str = "stable", starts: Iterable[ArrayL
     riccati.bernoulli_scaling, so the verdict does not depend on the magnitudes of A and G.
 
     General V (either value of which): Newton's method on F from Σ = 0, continuation from the
-    scalar case V_h(s) = (1 − s) v̄_h I + s V_h (v̄_h = tr V_h / d), the given `starts` and
-    (d ≤ KRONECKER_MAX_D = 30) RANDOM_STARTS fixed random starts (seed 0): the distinct PSD
-    equilibria found, not a proof that there are no others; beyond d = 30 inexact
+    scalar case V_h(s) = (1 − s) v̄_h I + s V_h (v̄_h = tr V_h / d), the given `starts`, the
+    state where the covariance flow from magnitude·I settles (a stable equilibrium attracts
+    the flow: rk at rtol 1e-4 until the relative residual of F is ≤ SETTLE_RTOL) and, for
+    which="all" (d ≤ KRONECKER_MAX_D = 30), RANDOM_STARTS fixed random starts (seed 0): the
+    distinct PSD equilibria found, not a proof that there are no others; beyond d = 30 inexact
     Newton–Krylov (GMRES on L matrix-free, preconditioned by a Lyapunov solve). which="stable"
-    keeps those with L Hurwitz.
+    keeps those with L Hurwitz. Iterates of the search may leave the PSD cone (Newton works on
+    Sym(d)); only the equilibria reached are tested for Σ ⪰ 0.
 
     Accepted residual: ACCEPT_RTOL = 1e-9 (Newton aims at NEWTON_RTOL = 1e-13; a Bernoulli
     solution above it is Newton-polished). Budgets: NEWTON_MAXITER Newton steps per start,
-    continuation steps ≥ CONTINUATION_MIN_STEP, RANDOM_STARTS starts, and beyond d = 30
-    KRYLOV_BUDGET GMRES iterations per Newton solve (a continuation step that spends it is
-    halved instead).
+    CONTINUATION_SOLVES Newton solves of CONTINUATION_MAXITER steps for the continuation (steps
+    ≥ CONTINUATION_MIN_STEP), SETTLE_RHS_BUDGET right-hand sides and SETTLE_SEGMENTS segments
+    for the flow, RANDOM_STARTS starts, and beyond d = 30 KRYLOV_BUDGET GMRES iterations per
+    Newton solve (a continuation step that spends it is halved instead; the flow's start that
+    spends it is dropped).
 
     Parameters
     ----------
