@@ -11,7 +11,12 @@ pytest.importorskip("transformers")
 from riccati_tf.app.experiments import probe_table, run_probe  # noqa: E402
 from riccati_tf.empirical import gaussianity  # noqa: E402
 from riccati_tf.empirical import probe as probing  # noqa: E402
-from riccati_tf.empirical.encoders.loading import capture, dummy_inputs, load_model  # noqa: E402
+from riccati_tf.empirical.encoders.loading import (  # noqa: E402
+    capture,
+    dummy_inputs,
+    load_model,
+    model_inputs,
+)
 from riccati_tf.empirical.encoders.tiny import tiny_encoder  # noqa: E402
 from riccati_tf.errors import InvalidInputError  # noqa: E402
 from riccati_tf.io.serialize import to_jsonable  # noqa: E402
@@ -65,9 +70,15 @@ def test_deit_layers_applied_by_hand_agree(tmp_path):
             np.testing.assert_allclose(mine, h[0].double().numpy(), rtol=1e-6, atol=1e-6)
 
 
+def standard(model, n_tokens=N_TOKENS):
+    """N(0, I) input tokens (the probe's default matches the embedding output's moments)."""
+    return model_inputs(model, n_tokens=n_tokens, gaussian="standard")
+
+
 def test_probe_flags_the_nonlinear_layers(saved):
     _, path = saved
-    res = probing.probe(load_model(path), n_tokens=N_TOKENS, n_null=N_NULL)
+    model = load_model(path)
+    res = probing.probe(model, n_null=N_NULL, inputs=standard(model))
     assert res.layers.tolist() == [0, 1, 2]
     assert not res.reject[0]  # the input tokens are exactly Gaussian
     assert res.reject[1:].all()  # σ = 0.5 weights: GELU / ReLU-like layers are far from affine
@@ -78,8 +89,8 @@ def test_probe_flags_the_nonlinear_layers(saved):
 
 def test_probe_of_a_near_identity_encoder_stays_gaussian():
     # σ = 1e-4 weights: every layer is the identity up to 1e-4 and the cloud stays Gaussian
-    res = probing.probe(probing.tiny_model("modernbert", initializer_range=1e-4), n_tokens=N_TOKENS,
-                       n_null=N_NULL)
+    model = probing.tiny_model("modernbert", initializer_range=1e-4)
+    res = probing.probe(model, n_null=N_NULL, inputs=standard(model))
     assert not res.reject.any()
     np.testing.assert_allclose(res.stats["kurtosis"], res.stats["kurtosis"][0], rtol=1e-4)
 
@@ -101,7 +112,12 @@ def test_run_probe_writes_per_layer_curves(saved, tmp_path):
     assert all(len(v) == 3 for v in stored["stats"].values())
     assert stored["model_path"] == path
     table = probe_table(numbers).splitlines()
-    assert len(table) == 2 + 3 and table[2].split()[-1] == "accepted"  # layer 0: the input
+    # a header, the inputs, the column names and one line per layer
+    assert len(table) == 3 + 3 and table[3].split()[-1] == "accepted"  # layer 0: the input
+    assert table[1].startswith("inputs: gaussian N(")
+    # DeiT reads pixels: no embedding table to match, N(0, I) with a note
+    if stored["model"] == "DeiTModel":
+        assert stored["inputs"]["source"] == "N(0, I)" and stored["inputs"]["notes"]
 
 
 def test_bad_inputs_are_refused(tmp_path):
@@ -138,7 +154,8 @@ def _drawn(ax):
 def test_figure_band_agrees_with_the_verdict(saved):
     _, path = saved
     # 200 null samples: the two-sided kurtosis test can reject (its interval is bounded)
-    res = probing.probe(load_model(path), n_tokens=N_TOKENS, n_null=200, predict=False)
+    model = load_model(path)
+    res = probing.probe(model, n_null=200, predict=False, inputs=standard(model))
     assert np.all(np.isfinite(res.band_low["kurtosis"]) & np.isfinite(res.band_high["kurtosis"]))
     fig = probing.plot_probe(res)
     outside_any = np.zeros(res.layers.size, bool)
@@ -206,9 +223,11 @@ def test_tiny_model_builds_bert_and_roberta():
 
 def test_probe_table_quotes_the_result(saved):
     _, path = saved
-    res = probing.probe(load_model(path), n_tokens=N_TOKENS, n_null=200)
+    model = load_model(path)
+    res = probing.probe(model, n_null=200, inputs=standard(model))
     numbers = to_jsonable(res.as_dict())  # as probe.json holds it: unbounded edges are None
-    header, _, *rows = probing.probe_table(numbers).splitlines()
+    header, fed, _, *rows = probing.probe_table(numbers).splitlines()
+    assert fed == f"inputs: gaussian N(0, I): {N_TOKENS} tokens in 1 sequence of {N_TOKENS} tokens"
     assert "on 8 random directions of R^32" in header and "1 sequence" in header
     assert len(rows) == 3
     for i, row in enumerate(rows):

@@ -616,6 +616,34 @@ def particles_text(run: ParticleRun, ref: Trajectory, rel: np.ndarray) -> str:
             + f"\nlargest relative error {_g(np.nanmax(rel))}; --json prints every step")
 
 
+def _add_input_arguments(p: argparse.ArgumentParser) -> None:
+    """--text, --tokens, --hidden and --input of the model subcommands."""
+    files = p.add_mutually_exclusive_group()
+    files.add_argument("--text", metavar="FILE", default=None,
+                       help="real input: passages one a line, tokenized with the tokenizer "
+                            "saved in the model folder; each passage its own sequence")
+    files.add_argument("--tokens", metavar="FILE", default=None,
+                       help="real input: a .npy of token ids (one row a sequence, or an object "
+                            "array of ragged sequences)")
+    files.add_argument("--hidden", metavar="FILE", default=None,
+                       help="real input: a .npz of hidden states of the embedding output "
+                            "(arrays (n, d) or (S, n, d), one sequence each)")
+    p.add_argument("--input", choices=("data", "matched", "standard"), default=None,
+                   help="data: the file's tokens (the default with a file); matched: Gaussian "
+                        "tokens with the moments of the file, else of the embedding output "
+                        "over the embedding tables (the default without a file); standard: "
+                        "N(0, I)")
+
+
+def _inputs(args: argparse.Namespace) -> dict[str, Any]:
+    """The input keywords of model_inputs from --text/--tokens/--hidden/--input."""
+    files = {k: getattr(args, k, None) for k in ("text", "tokens", "hidden")}
+    choice = getattr(args, "input", None)
+    if choice == "data" and not any(v is not None for v in files.values()):
+        raise InvalidInputError("--input data needs a file: --text, --tokens or --hidden")
+    return {**files, "gaussian": None if choice in (None, "data") else choice}
+
+
 def _models_extra(exc: ImportError) -> InvalidInputError:
     return InvalidInputError(f"{exc}; install the extra: pip install 'riccati-tf[models]'")
 
@@ -625,7 +653,7 @@ def cmd_probe(args: argparse.Namespace, _spec: dict | None) -> Outcome:
 
     try:
         numbers = run_probe(args.model, args.out, n_tokens=args.n_tokens, seed=args.seed,
-                            n_null=args.n_null, progress=True)
+                            n_null=args.n_null, progress=True, **_inputs(args))
     except ImportError as exc:
         raise _models_extra(exc) from None
     text = (probe_table(numbers) + f"\nfigure and numbers written to "
@@ -642,10 +670,12 @@ def cmd_atlas(args: argparse.Namespace, _spec: dict | None) -> Outcome:
 
     try:
         result, numbers = write_atlas(args.model, args.out, position_free=args.position_free,
-                                      horizon=args.horizon, progress=tty_progress("atlas"))
+                                      horizon=args.horizon, progress=tty_progress("atlas"),
+                                      **_inputs(args))
     except ImportError as exc:
         raise _models_extra(exc) from None
-    text = (result.summary() + f"\nfigure and numbers written to {numbers['figure']}, "
+    text = (f"moments from: {numbers['input_tokens']['description']}\n" + result.summary()
+            + f"\nfigure and numbers written to {numbers['figure']}, "
             f"{numbers['json']}; input moments to {numbers['inputs']}")
     return numbers, text, None
 
@@ -655,25 +685,33 @@ def cmd_compare(args: argparse.Namespace, _spec: dict | None) -> Outcome:
     chained, with the baselines no_change, no_attention and oracle and the validity map of the
     attention formula (encoders.compare)."""
     from ..empirical.encoders import compare, plot_comparison, tty_progress
+    from ..empirical.encoders.extraction import check_model
+    from ..empirical.encoders.loading import model_inputs
     from ..empirical.encoders.outputs import load
+    from ..empirical.encoders.sequences import check_input_files
     from ..io.figures import figure_png
     from ..io.files import OutputFolder
+    from ..state.validation import as_count
 
     folder = OutputFolder.open(args.out)
     folder.check(("comparison.png", "comparison.json"))
+    as_count("--n-tokens", args.n_tokens, minimum=2)
+    check_input_files(**_inputs(args))
     try:
         model = load(args.model)
-        result = compare(model, n_tokens=args.n_tokens, seed=args.seed,
+        check_model(model)
+        inputs = model_inputs(model, n_tokens=args.n_tokens, seed=args.seed, **_inputs(args))
+        result = compare(model, n_tokens=args.n_tokens, seed=args.seed, inputs=inputs,
                          position_free=args.position_free, progress=tty_progress("compare"))
     except ImportError as exc:
         raise _models_extra(exc) from None
-    numbers = {**result.to_json(), "model_path": args.model,
+    numbers = {**result.to_json(), "inputs": inputs.to_json(), "model_path": args.model,
                "figure": str(folder.path / "comparison.png"),
                "json": str(folder.path / "comparison.json")}
     folder.write({"comparison.png": figure_png(plot_comparison(result)),
                   "comparison.json": json.dumps(numbers, indent=1, allow_nan=False).encode()})
-    text = (result.summary() + f"\nfigure and numbers written to {numbers['figure']}, "
-            f"{numbers['json']}")
+    text = (f"inputs: {inputs.describe()}\n" + result.summary()
+            + f"\nfigure and numbers written to {numbers['figure']}, {numbers['json']}")
     return numbers, text, None
 
 
@@ -888,6 +926,7 @@ def build_parser() -> argparse.ArgumentParser:
             "--model", metavar="PATH", default=None,
             help="folder saved with save_pretrained (BERT, RoBERTa, ModernBERT, ViT, DeiT); "
                  "default: a randomly initialised encoder (nothing is downloaded)")
+        _add_input_arguments(sub.choices[name])
     sub.choices["atlas"].add_argument("--out", default="report", metavar="DIR",
                                       help="output folder for atlas.png, atlas.json and "
                                            "atlas_inputs.npz (default %(default)s; created "
@@ -909,8 +948,9 @@ def build_parser() -> argparse.ArgumentParser:
                      help="output folder (default %(default)s)")
     rep.add_argument("--quick", action="store_true", help="smaller, faster run (≤ 1 minute)")
     rep.add_argument("--model", metavar="PATH", default=None,
-                     help="Transformer folder (save_pretrained) for the probe; default: a random "
-                          "DeiT-tiny-shaped encoder")
+                     help="Transformer folder (save_pretrained) analysed by the probe and the "
+                          "model section; default: encoders with random weights (a DeiT-tiny "
+                          "shape and a small BERT), named as such in the report")
     return parser
 
 

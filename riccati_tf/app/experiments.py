@@ -645,15 +645,20 @@ def run_relu_drift(out_dir: str | Path, *, n_tokens: int = 2000, seed: int = 0, 
 
 
 def run_probe(model_path: str | None, out_dir: str | Path, *, n_tokens: int | None = None,
-              seed: int = 0, n_null: int = 200, progress: bool = False) -> dict:
+              seed: int = 0, n_null: int = 200, progress: bool = False,
+              text: str | Path | None = None, tokens: str | Path | None = None,
+              hidden: str | Path | None = None, gaussian: str | None = None) -> dict:
     """Experiment 3: Gaussianity of a Transformer encoder, layer by layer → probe.png, probe.json.
 
-    Gaussian tokens x_i ~ N(0, I_d) are fed at the embedding output of the encoder and the
-    Gaussianity statistics of each layer's hidden states are tested against a Monte-Carlo null
-    of exactly Gaussian clouds (`riccati_tf.empirical.probe.probe`), with the attention
-    sublayers' affine residual and the Gaussian moment prediction of SPEC §2. The arguments and
-    out_dir are checked before the model is built; the figure and the numbers are written into
-    out_dir, never over a file riccati-tf did not write.
+    Tokens are fed at the embedding output of the encoder — real ones (a text file tokenized
+    with the folder's tokenizer, token ids, hidden states), or Gaussian ones matched to the
+    moments of the embedding output (N(0, I) on request; `encoders.loading.model_inputs`) — and
+    the Gaussianity statistics of each layer's hidden states are tested against a Monte-Carlo
+    null of exactly Gaussian clouds (`riccati_tf.empirical.probe.probe`), with the attention
+    sublayers' affine residual and the Gaussian moment prediction of SPEC §2 from the inputs'
+    moments. The arguments, the input files and out_dir are checked before the model is
+    loaded, and the model (`encoders.extraction.check_model`) before it is run; the figure and
+    the numbers are written into out_dir, never over a file riccati-tf did not write.
 
     Parameters
     ----------
@@ -664,14 +669,21 @@ def run_probe(model_path: str | None, out_dir: str | Path, *, n_tokens: int | No
     out_dir : str or pathlib.Path
         The output folder (created if missing).
     n_tokens : int, optional
-        Tokens, cut into sequences within the model's position limit; default
-        `riccati_tf.empirical.probe.DEFAULT_TOKENS`.
+        Gaussian tokens, cut into sequences within the model's position limit; default
+        `riccati_tf.empirical.probe.DEFAULT_TOKENS` (a file's tokens otherwise).
     seed : int, default 0
         Seed of the tokens, the projection, the random directions and the null.
     n_null : int, default 200
         Gaussian samples of the null, 1 ≤ n_null ≤ gaussianity.MAX_NULL.
     progress : bool, default False
         A progress bar (stages "model", "probe") on a terminal's stderr.
+    text, tokens, hidden : str or pathlib.Path, optional
+        At most one input file (`encoders.loading.model_inputs`): passages one a line, a .npy
+        of token ids, a .npz of hidden states of the embedding output; the first sequences up
+        to probe.MAX_TOKENS tokens are used.
+    gaussian : {"matched", "standard"}, optional
+        Gaussian tokens instead, matched to the file's or the embedding output's moments, or
+        N(0, I) (default: the file's tokens when one is given, else "matched").
 
     Returns
     -------
@@ -684,7 +696,9 @@ def run_probe(model_path: str | None, out_dir: str | Path, *, n_tokens: int | No
     ------
     InvalidInputError
         An argument out of its range, an out_dir that cannot be written or holds a file
-        riccati-tf did not write, a model folder that cannot be loaded.
+        riccati-tf did not write, an input file that is missing, empty or malformed, a model
+        folder that cannot be loaded or is wrong (`check_model`: one line naming the model and
+        the cause).
     ImportError
         When torch or transformers is not installed.
 
@@ -715,17 +729,24 @@ def run_probe(model_path: str | None, out_dir: str | Path, *, n_tokens: int | No
     ...         print(str(exc).split(",")[0])
     n_tokens must be ≥ 2
     """
-    from ..empirical.encoders.loading import load_model
-    from ..empirical.probe import DEFAULT_TOKENS, check_probe_arguments, probe, tiny_model
+    from ..empirical import probe as probing
+    from ..empirical.encoders.extraction import check_model
+    from ..empirical.encoders.loading import load_model, model_inputs
+    from ..empirical.encoders.sequences import check_input_files
 
-    n_tokens = DEFAULT_TOKENS if n_tokens is None else n_tokens
+    n_tokens = probing.DEFAULT_TOKENS if n_tokens is None else n_tokens
     check_output_folder(out_dir)
-    check_probe_arguments(n_tokens=n_tokens, seed=seed, n_null=n_null)
+    probing.check_probe_arguments(n_tokens=n_tokens, seed=seed, n_null=n_null)
+    check_input_files(text=text, tokens=tokens, hidden=hidden, gaussian=gaussian)
     with stages(("model", "probe"), "probe", progress) as done:
-        model = (tiny_model("deit", hidden_size=192, n_layers=12, n_heads=3, seed=seed)
+        model = (probing.tiny_model("deit", hidden_size=192, n_layers=12, n_heads=3, seed=seed)
                  if model_path is None else load_model(model_path))
+        check_model(model)
+        inputs = model_inputs(model, text=text, tokens=tokens, hidden=hidden,
+                              gaussian=gaussian, n_tokens=n_tokens, seed=seed,
+                              max_tokens=probing.MAX_TOKENS)
         done("model")
-        res = probe(model, n_tokens=n_tokens, seed=seed, n_null=n_null)
+        res = probing.probe(model, seed=seed, n_null=n_null, inputs=inputs)
         done("probe")
     numbers = res.as_dict()
     numbers["model_path"] = model_path

@@ -315,8 +315,10 @@ def _probe_paragraph(probe: dict) -> str:
     cut = ("one sequence (the model has no position limit)" if limit is None else
            f"{n_seq} sequence{'s' * (n_seq > 1)} of at most {max(lengths)} tokens (position "
            f"limit {limit}; attention acts within each)")
+    model = (f"{probe['model']} in {probe['model_path']}" if probe.get("model_path") else
+             f"{probe['model']} with random weights: no trained model was given")
     return ("<p>Model probe: Gaussian tokens through a Transformer encoder "
-            f"({html.escape(str(probe['model']))}), {probe['n_tokens']} tokens in {cut}. "
+            f"({html.escape(str(model))}), {probe['n_tokens']} tokens in {cut}. "
             "The statistics are "
             f"computed {space} and calibrated by a Monte-Carlo null; a layer is accepted as "
             f"Gaussian when no statistic is outside the interval its test accepts (Bonferroni, "
@@ -370,17 +372,20 @@ def model_section(opts: Options) -> Section:
     from ..empirical.encoders.outputs import report_parts
 
     parts = report_parts(opts.model, quick=opts.quick)
-    c = parts.numbers["comparison"]
+    c, name = parts.numbers["comparison"], parts.numbers["model_description"]
+    if parts.numbers["random_weights"]:
+        title = ("A random-weight encoder (no model given): moment prediction and stability "
+                 "atlas (SPEC §2, §5, §7)")
     captions = {
         "model_comparison.png": (
-            f"Predicted against measured moments of {c['model']}: per layer, the relative error "
+            f"Predicted against measured moments of {name}: per layer, the relative error "
             f"of the mean (left) and of the covariance (right) on {c['directions']} random "
             f"directions between the Gaussian moment prediction and the model's hidden states "
             f"for {c['n_tokens']} tokens in {c['sequences']} sequences, against the sampling "
             f"floor of exactly Gaussian clouds (grey, {1 - c['alpha'] / 2:.3g} quantile); "
             f"within it at {sum(c['consistent'])} of {len(c['consistent'])} layers."),
         "model_atlas.png": (
-            f"Stability atlas of {c['model']}: per layer and head, the signed spectral mass "
+            f"Stability atlas of {name}: per layer and head, the signed spectral mass "
             "Σλ/Σ|λ| of sym(V_h) and of sym(B_h), the head's share 2 tr(V_hΣ0B_hΣ0)/tr Σ0 of "
             "d ln tr Σ/dt and its growth rate on its own range (heat maps); right: each "
             "layer's blow-up time T* of the multi-head attention flow with A = 0 and with "

@@ -7,7 +7,11 @@ query/key/value projections and the same columns of the output projection (trans
 `view(…, n_heads, d_h)` layout); ModernBERT's fused Wqkv stacks the three projections.
 
 What is refused (InvalidInputError), because Params would not mean what the model computes:
-a causal (decoder) or cross-attention BERT; an activation outside ACTIVATIONS; and, unless
+a model without encoder layers; a parameter holding NaN or Inf (named); a LayerNorm with
+ε ≤ 0 (it divides by √(var + ε)); a head whose logits can exceed MAX_LOGIT on the tokens its
+attention sees (`logit_bound`: far beyond any trained model, and where the Gaussian moments of
+the head overflow float64); a causal (decoder) or cross-attention BERT; an activation outside
+ACTIVATIONS; and, unless
 `position_free=True`, ModernBERT, whose rotary position embeddings rotate queries and keys by
 the token index (and whose local layers see only a window of positions): the logit between
 tokens i and j is ⟨R_i W_Q x_i, R_j W_K x_j⟩ with rotations R, so no single B_h describes it.
@@ -29,8 +33,8 @@ from ...errors import InvalidInputError
 from .factors import Encoder, EncoderLayer, HeadFactors, LayerNormParams, MLPParams
 from .loading import layer_list
 
-__all__ = ["ACTIVATION_NAMES", "BERT_FAMILY", "FAMILIES", "ROTARY_FAMILY", "VIT_FAMILY",
-           "extract", "position_limit"]
+__all__ = ["ACTIVATION_NAMES", "BERT_FAMILY", "FAMILIES", "MAX_LOGIT", "ROTARY_FAMILY",
+           "VIT_FAMILY", "check_model", "extract", "logit_bound", "position_limit"]
 
 BERT_FAMILY = ("bert", "roberta", "xlm-roberta")
 VIT_FAMILY = ("vit", "deit")
@@ -39,6 +43,41 @@ FAMILIES = BERT_FAMILY + VIT_FAMILY + ROTARY_FAMILY
 #: transformers activation names → ACTIVATIONS
 ACTIVATION_NAMES = {"relu": "relu", "gelu": "gelu", "gelu_new": "gelu_tanh",
                     "gelu_pytorch_tanh": "gelu_tanh", "gelu_fast": "gelu_tanh"}
+#: the largest attention logit bound accepted (`logit_bound`; a trained encoder's is ≲ 1e5)
+MAX_LOGIT = 1e15
+
+
+class _UnboundedLogits(InvalidInputError):
+    """A head whose logit bound exceeds MAX_LOGIT."""
+
+
+def _model_name(model: Any) -> str:
+    """The class name and, for a model loaded from a folder, the folder."""
+    path = getattr(model, "name_or_path", "") or ""
+    return type(model).__name__ + (f" ({path})" if path else "")
+
+
+def _check_parameters(model: Any, name: str) -> None:
+    """Every parameter finite and every LayerNorm's ε > 0, else InvalidInputError naming the
+    first offender (its parameter or module name)."""
+    import torch
+
+    for pname, param in model.named_parameters():
+        t = param.detach()
+        bad = ~torch.isfinite(t)
+        if bool(bad.any()):
+            first = tuple(int(i) for i in torch.nonzero(bad)[0])
+            raise InvalidInputError(
+                f"model {name}: parameter {pname} holds {int(bad.sum())} NaN or infinite "
+                f"entr{'ies' if int(bad.sum()) > 1 else 'y'} of {t.numel()} (first at "
+                f"{first}): the layer it belongs to computes no finite output")
+    for mname, module in model.named_modules():
+        eps = getattr(module, "eps", None)
+        if (isinstance(eps, float | int) and hasattr(module, "weight")
+                and not (np.isfinite(eps) and eps > 0)):
+            raise InvalidInputError(
+                f"model {name}: {mname}.eps = {eps:g} (config.layer_norm_eps): a LayerNorm "
+                f"divides by √(var + ε), which needs ε > 0")
 
 
 def _array(t: Any) -> NDArray[np.float64]:
@@ -183,6 +222,143 @@ def position_limit(model: Any) -> int | None:
     return limit
 
 
+def _norm_radius(norm: LayerNormParams | None) -> float:
+    """r with ‖γ ⊙ u + β‖ ≤ r for every LayerNorm output (‖u‖² = d var/(var + ε) ≤ d)."""
+    if norm is None:
+        return float("nan")
+    return float(np.max(np.abs(norm.gamma)) * np.sqrt(norm.gamma.size)
+                 + np.linalg.norm(norm.beta))
+
+
+def logit_bound(encoder: Encoder, input_norm: LayerNormParams | None = None) -> np.ndarray:
+    """A bound on every attention logit of every head, over all tokens its attention can see.
+
+    Attention of a layer acts on LayerNorm outputs γ ⊙ u + β with ‖u‖ ≤ √d (the layer's own
+    pre-norm, else the previous layer's last norm, else `input_norm`, the embedding output's
+    norm), so ‖x‖ ≤ r = ‖γ‖_∞ √d + ‖β‖ and
+
+        |s ⟨W_Q x + b_Q, W_K y + b_K⟩| ≤ s (‖W_Q‖₂ r + ‖b_Q‖)(‖W_K‖₂ r + ‖b_K‖).
+
+    Parameters
+    ----------
+    encoder : Encoder
+        The extracted layers.
+    input_norm : LayerNormParams, optional
+        The LayerNorm of the embedding output (None: the first layer's bound is NaN unless it
+        has its own pre-norm).
+
+    Returns
+    -------
+    (L, H) ndarray
+        The bound per layer and head (NaN where the input is not a known LayerNorm output).
+
+    See Also
+    --------
+    extract : refuses a model whose bound exceeds MAX_LOGIT.
+
+    References
+    ----------
+    .. [1] riccati_tf theory, SPEC §1 "The model: a Transformer as a flow of measures".
+
+    Examples
+    --------
+    Unit gains in d = 4 give r = 2; W_Q = W_K = 3·e₁ᵀ with s = 1 gives 3r · 3r = 36:
+
+    >>> import numpy as np
+    >>> from riccati_tf.empirical.encoders import (Encoder, EncoderLayer, HeadFactors,
+    ...     LayerNormParams, MLPParams)
+    >>> from riccati_tf.empirical.encoders.extraction import logit_bound
+    >>> z, W = np.zeros(4), 3 * np.eye(1, 4)
+    >>> head = HeadFactors(W, np.zeros(1), W, np.zeros(1), W, np.zeros(1), W.T, 1.0)
+    >>> norm = LayerNormParams(np.ones(4), z, 1e-5)
+    >>> mlp = MLPParams(np.zeros((4, 4)), z, np.eye(4), z, "relu")
+    >>> layer = EncoderLayer((head,), z, norm, norm, mlp, "pre")
+    >>> logit_bound(Encoder((layer,), "vit", None, False)).tolist()
+    [[36.0]]
+    """
+    rows = []
+    previous = input_norm
+    for layer in encoder.layers:
+        seen = layer.attn_norm if layer.placement == "pre" and layer.attn_norm else previous
+        r = _norm_radius(seen)
+        rows.append([h.scale * (np.linalg.norm(h.W_Q, 2) * r + np.linalg.norm(h.b_Q))
+                     * (np.linalg.norm(h.W_K, 2) * r + np.linalg.norm(h.b_K))
+                     for h in layer.heads])
+        previous = layer.mlp_norm if layer.placement == "post" else None
+    width = max((len(row) for row in rows), default=0)
+    return np.array([row + [np.nan] * (width - len(row)) for row in rows], dtype=float)
+
+
+def _embedding_norm(base: Any) -> LayerNormParams | None:
+    """The LayerNorm at the end of the embeddings (BERT: LayerNorm, ModernBERT: norm)."""
+    embeddings = getattr(base, "embeddings", None)
+    for attr in ("LayerNorm", "norm"):
+        module = getattr(embeddings, attr, None)
+        if module is not None and hasattr(module, "eps"):
+            return _layer_norm(module, base.config.hidden_size)
+    return None
+
+
+def check_model(model: Any) -> None:
+    """Refuse a model folder that is wrong, with one line naming the model and the cause.
+
+    A model without encoder layers, a parameter holding NaN or Inf, a LayerNorm with ε ≤ 0,
+    and (for a family `extract` supports) a head whose `logit_bound` exceeds MAX_LOGIT: what
+    makes every analysis of the model meaningless, checked before any is run.
+
+    Parameters
+    ----------
+    model : transformers.PreTrainedModel
+        The loaded encoder.
+
+    Raises
+    ------
+    InvalidInputError
+        Naming the model (class and folder), the parameter, module, layer or head, and why.
+
+    See Also
+    --------
+    extract : makes the same checks.
+
+    References
+    ----------
+    .. [1] riccati_tf theory, SPEC §7 "Validation against real Transformers".
+
+    Examples
+    --------
+    >>> import torch
+    >>> from riccati_tf.empirical.encoders.extraction import check_model
+    >>> from riccati_tf.errors import InvalidInputError
+    >>> from riccati_tf.empirical.encoders.tiny import tiny_encoder
+    >>> model = tiny_encoder("bert", hidden_size=8, n_heads=2, n_layers=1)
+    >>> check_model(model)
+    >>> with torch.no_grad():
+    ...     model.encoder.layer[0].output.LayerNorm.weight[3] = float("nan")
+    >>> try:
+    ...     check_model(model)
+    ... except InvalidInputError as exc:
+    ...     print(str(exc).split(" holds")[0])
+    model BertModel: parameter encoder.layer.0.output.LayerNorm.weight
+    """
+    base = getattr(model, "base_model", model)
+    name = _model_name(model)
+    try:
+        modules = layer_list(base)
+    except InvalidInputError:
+        raise InvalidInputError(f"model {name} has no list of encoder layers") from None
+    if not modules:
+        raise InvalidInputError(f"model {name} has no encoder layer (config.num_hidden_layers = "
+                                f"{getattr(base.config, 'num_hidden_layers', None)})")
+    _check_parameters(base, name)
+    if getattr(base.config, "model_type", None) in FAMILIES:
+        try:
+            extract(model, position_free=True)
+        except _UnboundedLogits:
+            raise
+        except InvalidInputError:  # a family refusal: the model is not wrong, only unsupported
+            pass
+
+
 def extract(model: Any, *, position_free: bool = False) -> Encoder:
     """The factored parameters of every layer of a transformers encoder (module docstring).
 
@@ -208,8 +384,10 @@ def extract(model: Any, *, position_free: bool = False) -> Encoder:
     ------
     InvalidInputError
         For an unsupported family; a causal (decoder) or cross-attention BERT; ModernBERT
-        without position_free=True; an activation outside ACTIVATION_NAMES; a parameter holding
-        NaN or Inf; a model without a layer list.
+        without position_free=True; an activation outside ACTIVATION_NAMES; a model without a
+        layer list or without layers; a parameter holding NaN or Inf or a LayerNorm with
+        ε ≤ 0 (each named); a head whose `logit_bound` exceeds MAX_LOGIT (named). The message
+        names the model.
 
     See Also
     --------
@@ -254,7 +432,24 @@ def extract(model: Any, *, position_free: bool = False) -> Encoder:
             f"and restricts local layers to a window: its logits ⟨R_i W_Q x_i, R_j W_K x_j⟩ are "
             f"not ⟨B x_i, x_j⟩ for any B. Pass position_free=True to extract the position-free "
             f"part (R = I, global attention)")
+    name = _model_name(model)
+    modules = layer_list(base)
+    if not modules:
+        raise InvalidInputError(f"model {name} has no encoder layer (config.num_hidden_layers = "
+                                f"{getattr(config, 'num_hidden_layers', None)})")
+    _check_parameters(base, name)
     build = (_bert_layer if family in BERT_FAMILY else
              _vit_layer if family in VIT_FAMILY else _modernbert_layer)
-    layers = tuple(build(layer, config) for layer in layer_list(base))
-    return Encoder(layers, family, position_limit(base), family in ROTARY_FAMILY)
+    encoder = Encoder(tuple(build(layer, config) for layer in modules), family,
+                      position_limit(base), family in ROTARY_FAMILY)
+    bound = logit_bound(encoder, _embedding_norm(base))
+    if np.any(bound > MAX_LOGIT):
+        i, h = np.argwhere(bound > MAX_LOGIT)[0]
+        head = encoder.layers[i].heads[h]
+        raise _UnboundedLogits(
+            f"model {name}: layer {i + 1} head {h + 1} has attention logits up to "
+            f"{bound[i, h]:.3g} on its LayerNorm-output inputs (‖W_Q‖₂ = "
+            f"{np.linalg.norm(head.W_Q, 2):.3g}, ‖W_K‖₂ = {np.linalg.norm(head.W_K, 2):.3g}), "
+            f"beyond MAX_LOGIT = {MAX_LOGIT:g}: its softmax is a hard maximum and its Gaussian "
+            f"moments overflow float64")
+    return encoder

@@ -12,7 +12,7 @@ import numpy as np
 
 from ...errors import InvalidInputError
 from ...state.validation import as_count
-from .sequences import Inputs
+from .sequences import GAUSSIAN_INPUTS, Inputs, check_input_files
 
 __all__ = ["EMBEDDING_SAMPLE", "GAUSSIAN_INPUTS", "MAX_HIDDEN", "capture", "embedding_moments",
            "load_model", "load_tokenizer", "model_inputs"]
@@ -93,12 +93,19 @@ def load_model(path: str | Path) -> Any:
     if not ok:
         raise InvalidInputError(f"model path {str(path)!r} is not a directory holding a saved "
                                 f"transformers model (config.json and weights)")
+    from transformers.utils import logging as hf_logging
+
+    shown = hf_logging.is_progress_bar_enabled()
+    hf_logging.disable_progress_bar()  # its bar on stderr, terminal or not; restored below
     try:
         model = AutoModel.from_pretrained(path, local_files_only=True).eval()
     except Exception as exc:  # a foreign folder: whatever fails is the folder's fault
         detail = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         raise InvalidInputError(f"model path {str(path)!r}: transformers could not load it "
                                 f"({type(exc).__name__}: {detail})") from None
+    finally:
+        if shown:
+            hf_logging.enable_progress_bar()
     hidden = getattr(model.config, "hidden_size", None)
     if not isinstance(hidden, int) or not 1 <= hidden <= MAX_HIDDEN:
         raise InvalidInputError(f"model path {str(path)!r}: hidden_size {hidden!r} is not an "
@@ -244,9 +251,6 @@ EMBEDDING_SAMPLE = 8192
 #: the files of a saved tokenizer (one of them must be in the model folder to read text)
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "vocab.txt", "vocab.json",
                    "spiece.model", "sentencepiece.bpe.model", "tokenizer.model")
-#: how Gaussian input tokens are drawn (`model_inputs`): "matched" to the embedding output's
-#: moments, or "standard" N(0, I)
-GAUSSIAN_INPUTS = ("matched", "standard")
 
 
 def _name(model: Any) -> str:
@@ -519,13 +523,9 @@ def model_inputs(model: Any, *, text: str | Path | None = None,
         within_limit,
     )
 
+    check_input_files(text=text, tokens=tokens, hidden=hidden, gaussian=gaussian)
     given = {k: v for k, v in (("text", text), ("tokens", tokens), ("hidden", hidden))
              if v is not None}
-    if len(given) > 1:
-        raise InvalidInputError(f"give at most one of text, tokens and hidden, got "
-                                f"{' and '.join(given)}")
-    if gaussian is not None and gaussian not in GAUSSIAN_INPUTS:
-        raise InvalidInputError(f"gaussian must be one of {GAUSSIAN_INPUTS}, got {gaussian!r}")
     seed = as_count("seed", seed, minimum=0)
     d = int(model.config.hidden_size)
     limit = position_limit(model)

@@ -5,7 +5,7 @@ with the model, as text, JSON, PNG figures and an HTML fragment.
 runs extraction, prediction, atlas and comparison once; `report_parts` is the body, figures,
 numbers and files of a report section. A model is a folder saved with save_pretrained
 (`encoders.loading.load_model`) or, when no folder is given, a small random BERT encoder
-(`DEFAULT_SHAPE`).
+(`DEFAULT_SHAPE`), which the report names as such ("random weights", `model_description`).
 """
 
 from __future__ import annotations
@@ -20,11 +20,14 @@ from typing import Any
 
 from ...io.figures import figure_png
 from ...io.files import OutputFolder
+from ...state.validation import as_time
 from .atlas import DEFAULT_HORIZON, Atlas, atlas
 from .comparison import Comparison, compare
-from .extraction import ROTARY_FAMILY, extract
+from .extraction import ROTARY_FAMILY, check_model, extract
 from .figures import plot_atlas, plot_comparison
+from .loading import model_inputs
 from .propagation import predict_moments
+from .sequences import Inputs, check_input_files
 
 __all__ = ["DEFAULT_SHAPE", "FULL_TOKENS", "QUICK_TOKENS"]
 
@@ -41,12 +44,15 @@ class ModelAnalysis:
 
     atlas: Atlas
     comparison: Comparison
+    inputs: Inputs | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {"atlas": self.atlas.to_json(), "comparison": self.comparison.to_json()}
+        return {"atlas": self.atlas.to_json(), "comparison": self.comparison.to_json(),
+                "inputs": None if self.inputs is None else self.inputs.to_json()}
 
     def summary(self) -> str:
-        return self.atlas.summary() + "\n" + self.comparison.summary()
+        fed = "" if self.inputs is None else f"inputs: {self.inputs.describe()}\n"
+        return fed + self.atlas.summary() + "\n" + self.comparison.summary()
 
 
 @dataclass(frozen=True, eq=False)
@@ -70,6 +76,19 @@ def load(model_path: str | None, *, seed: int = 0) -> Any:
     return load_model(model_path)
 
 
+def model_description(model_path: str | None, model: Any) -> str:
+    """What the report names: the folder and the model's class, layers, heads and d; or, for
+    no folder, that the DEFAULT_SHAPE encoder has random weights."""
+    config = model.config
+    shape = (f"{type(model).__name__}, d = {config.hidden_size}, "
+             f"{config.num_attention_heads} heads, {config.num_hidden_layers} layers")
+    if model_path is None:
+        return (f"random weights: a {shape} with N(0, "
+                f"{DEFAULT_SHAPE['initializer_range']:g}²) weights built here (no trained model "
+                f"given)")
+    return f"{model_path} ({shape})"
+
+
 def _position_free(model: Any, position_free: bool | None) -> bool:
     """None: the position-free part exactly when the family has position-dependent attention."""
     if position_free is None:
@@ -79,33 +98,50 @@ def _position_free(model: Any, position_free: bool | None) -> bool:
 
 def analyse(model: Any, *, n_tokens: int = FULL_TOKENS, seed: int = 0,
             position_free: bool | None = None, horizon: float = DEFAULT_HORIZON,
-            progress: Callable[[int, int], None] | None = None) -> ModelAnalysis:
-    """Extraction, moment prediction from N(0, I), atlas and comparison with the model on
-    n_tokens Gaussian tokens. position_free=None takes the position-free part of a rotary
+            progress: Callable[[int, int], None] | None = None,
+            inputs: Inputs | None = None) -> ModelAnalysis:
+    """Extraction, moment prediction from the inputs' moments, atlas and comparison with the
+    model on the inputs (default: n_tokens Gaussian tokens matched to the embedding output,
+    `loading.model_inputs`). position_free=None takes the position-free part of a rotary
     family (and says so in every output)."""
+    if inputs is None:
+        inputs = model_inputs(model, n_tokens=n_tokens, seed=seed)
     encoder = extract(model, position_free=_position_free(model, position_free))
-    prediction = predict_moments(encoder, progress=progress)
+    prediction = predict_moments(encoder, inputs.mean, inputs.cov, progress=progress)
     result = atlas(encoder, prediction=prediction, horizon=horizon)
     result = dataclasses.replace(result, model=type(model).__name__)
     comparison = compare(model, n_tokens=n_tokens, seed=seed, prediction=prediction,
-                         progress=progress)
-    return ModelAnalysis(result, comparison)
+                         progress=progress, inputs=inputs)
+    return ModelAnalysis(result, comparison, inputs)
 
 
 def write_atlas(model_path: str | None, out_dir: str | Path, *, position_free: bool = False,
                 horizon: float = DEFAULT_HORIZON,
-                progress: Callable[[int, int], None] | None = None
+                progress: Callable[[int, int], None] | None = None,
+                text: str | Path | None = None, tokens: str | Path | None = None,
+                hidden: str | Path | None = None, gaussian: str | None = None
                 ) -> tuple[Atlas, dict[str, Any]]:
     """The atlas of the model in model_path (None: DEFAULT_SHAPE) → out_dir/atlas.json,
     out_dir/atlas.png and out_dir/atlas_inputs.npz (the per-layer input moments and drifts every
     T* starts from, `Atlas.inputs`), never over a file riccati-tf did not write
-    (`riccati_tf.io.files`); returns the Atlas and its numbers (with the three paths)."""
+    (`riccati_tf.io.files`); returns the Atlas and its numbers (with the three paths). The
+    moments are predicted from those of the inputs (`loading.model_inputs`: a text, token-id
+    or hidden-state file, else the embedding output over the embedding tables, or N(0, I) for
+    gaussian="standard"; "input_tokens" in the numbers); out_dir, horizon and the files are
+    checked before the model is loaded, the model (`check_model`) before it is analysed."""
     names = ("atlas.png", "atlas.json", "atlas_inputs.npz")
     folder = OutputFolder.open(out_dir)
     folder.check(names)
+    horizon = as_time("horizon", horizon)
+    check_input_files(text=text, tokens=tokens, hidden=hidden, gaussian=gaussian)
     model = load(model_path)
-    result = atlas(model, position_free=position_free, horizon=horizon, progress=progress)
-    numbers = {**result.to_json(), "model_path": model_path,
+    check_model(model)
+    fed = model_inputs(model, text=text, tokens=tokens, hidden=hidden, gaussian=gaussian,
+                       n_tokens=2, seed=0)
+    prediction = predict_moments(extract(model, position_free=position_free), fed.mean, fed.cov)
+    result = atlas(model, prediction=prediction, position_free=position_free, horizon=horizon,
+                   progress=progress)
+    numbers = {**result.to_json(), "model_path": model_path, "input_tokens": fed.to_json(),
                "figure": str(folder.path / "atlas.png"),
                "json": str(folder.path / "atlas.json"),
                "inputs": str(folder.path / "atlas_inputs.npz")}
@@ -119,11 +155,22 @@ def report_parts(model_path: str | None, *, quick: bool = False, seed: int = 0) 
     """The model section of the report: what SPEC §7 predicts for a real encoder and what the
     model does (module docstring)."""
     model = load(model_path, seed=seed)
+    check_model(model)
     analysis = analyse(model, n_tokens=QUICK_TOKENS if quick else FULL_TOKENS, seed=seed)
     c = analysis.comparison
-    body = ("<p>A real encoder layer by layer. Each layer's Params are extracted (heads kept "
+    name = model_description(model_path, model)
+    fed = analysis.inputs
+    body = (f"<p><b>Model analysed:</b> {html.escape(name)}.</p>"
+            + ("<p><b>Random weights.</b> No trained model was given (riccati-tf report "
+               "--model DIR analyses a folder saved with save_pretrained): the numbers below "
+               "describe a randomly initialised encoder and say nothing about trained ones "
+               "(its heads are near-random matrices, so ‖V_h − v_hI‖/‖V_h‖ ≈ 1 and "
+               "near-identity layers keep Gaussian input Gaussian by construction).</p>"
+               if model_path is None else "")
+            + "<p>The encoder layer by layer. Each layer's Params are extracted (heads kept "
             "factored: B_h = W_K,hᵀW_Q,h/√d_h, V_h = W_O,hW_V,h); the Gaussian moments of "
-            "N(0, I) tokens are pushed through the attention sublayers exactly (SPEC §2) and "
+            f"the inputs ({html.escape(fed.describe() if fed is not None else 'N(0, I)')}) "
+            "are pushed through the attention sublayers exactly (SPEC §2) and "
             "through the LayerNorms and feed-forward blocks by Gaussian closures, and compared "
             f"with the model's own hidden states for {c.n_tokens} tokens in {len(c.lengths)} "
             f"sequence(s) of at most {max(c.lengths)} (position limit {c.position_limit}); "
@@ -136,6 +183,7 @@ def report_parts(model_path: str | None, *, quick: bool = False, seed: int = 0) 
             + f"</p><pre>{html.escape(analysis.summary())}</pre>")
     figures = {"model_atlas.png": figure_png(plot_atlas(analysis.atlas)),
                "model_comparison.png": figure_png(plot_comparison(c))}
-    numbers = {**analysis.to_json(), "model_path": model_path}
+    numbers = {**analysis.to_json(), "model_path": model_path, "model_description": name,
+               "random_weights": model_path is None}
     files = {"model.json": json.dumps(numbers, indent=1, allow_nan=False).encode()}
     return ReportParts(body, figures, numbers, files)

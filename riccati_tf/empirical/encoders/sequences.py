@@ -20,8 +20,8 @@ import numpy as np
 from ...errors import InvalidInputError
 from ...state.validation import as_count
 
-__all__ = ["INPUT_KINDS", "Inputs", "data_inputs", "read_hidden", "read_passages",
-           "read_token_ids", "sequence_lengths"]
+__all__ = ["GAUSSIAN_INPUTS", "INPUT_KINDS", "Inputs", "check_input_files", "data_inputs",
+           "read_hidden", "read_passages", "read_token_ids", "sequence_lengths"]
 
 
 def sequence_lengths(n_tokens: int, limit: int | None) -> tuple[int, ...]:
@@ -78,6 +78,9 @@ def split(tokens: np.ndarray, lengths: tuple[int, ...]) -> list[np.ndarray]:
 
 #: where the tokens at the embedding output come from (`Inputs.kind`)
 INPUT_KINDS = ("text", "tokens", "hidden", "gaussian")
+#: how Gaussian input tokens are drawn (`loading.model_inputs`): "matched" to the embedding
+#: output's moments, or "standard" N(0, I)
+GAUSSIAN_INPUTS = ("matched", "standard")
 
 
 def _frozen(*arrays: np.ndarray) -> None:
@@ -483,3 +486,22 @@ def read_hidden(path: str | Path) -> list[np.ndarray]:
                                     f"adding up to the rows of the single (n, d) array")
         out = split(out[0], tuple(int(v) for v in lengths))
     return out
+
+
+def check_input_files(*, text: str | Path | None = None, tokens: str | Path | None = None,
+                      hidden: str | Path | None = None, gaussian: str | None = None) -> None:
+    """The checks of `loading.model_inputs` that need no model: at most one of text, tokens
+    and hidden, each an existing file, and gaussian None or in GAUSSIAN_INPUTS (run before a
+    model is loaded). Raises InvalidInputError naming the option."""
+    given = [k for k, v in (("text", text), ("tokens", tokens), ("hidden", hidden))
+             if v is not None]
+    if len(given) > 1:
+        raise InvalidInputError(f"give at most one of text, tokens and hidden, got "
+                                f"{' and '.join(given)}")
+    if gaussian is not None and gaussian not in GAUSSIAN_INPUTS:
+        raise InvalidInputError(f"gaussian must be one of {GAUSSIAN_INPUTS}, got {gaussian!r}")
+    for name, value, what in (("text", text, "one passage a line"),
+                              ("tokens", tokens, ".npy of token ids"),
+                              ("hidden", hidden, ".npz of hidden states")):
+        if value is not None:
+            _path(name, value, what)
