@@ -1,8 +1,11 @@
-"""Gaussian tokens through a real Transformer encoder, layer by layer (SPEC §7).
+"""Gaussian or real tokens through a real Transformer encoder, layer by layer (SPEC §7).
 
-N tokens x_i ~ N(0, I_d) (d = hidden size) replace the output of the encoder's embedding module
-(a forward hook). A model with a position limit (config.max_position_embeddings, e.g. 512 for
-BERT) sees them as ⌈N / limit⌉ sequences of at most the limit (`encoders.sequences`), each its
+N tokens replace the output of the encoder's embedding module (a forward hook): by default
+x_i ~ N(m, C) with (m, C) the moments of the model's embedding output over its embedding tables
+(d = hidden size; N(0, I_d) on request or for a model that reads pixels), or real inputs (text,
+token ids, hidden states; `encoders.loading.model_inputs`), which keep their own sequences. A
+model with a position limit (config.max_position_embeddings, e.g. 512 for BERT) sees Gaussian
+tokens as ⌈N / limit⌉ sequences of at most the limit (`encoders.sequences`), each its
 own empirical measure; forward hooks capture every layer's hidden states h^ℓ and every attention
 sublayer's input z and output a, and the hidden states of all sequences are pooled.
 
@@ -28,9 +31,9 @@ when a sequence has n_s ≤ d + 1 points (the fit is exact). (Rotary position em
 ModernBERT, make attention depend on the token index and ρ need not vanish.)
 
 Moments: the Gaussian moment prediction of `encoders` (`predict_moments` of the extracted
-layers, N(0, I) input) is measured against the same pooled hidden states (`encoders.comparison`)
-and stored as `ProbeResult.prediction` (None, with the reason, for a family `extract` does not
-support).
+layers from the inputs' moments (m, C)) is measured against the same pooled hidden states
+(`encoders.comparison`) and stored as `ProbeResult.prediction` (None, with the reason, for a
+family `extract` does not support).
 
 Works with `transformers` encoders that have an `embeddings` module and a list of encoder
 layers whose attention module's class name ends in "Attention" (`encoders.loading`: loading,
@@ -50,6 +53,7 @@ from numpy.typing import NDArray
 from ..errors import InvalidInputError
 from ..state.validation import as_count, as_seed, as_time
 from .encoders.loading import MAX_HIDDEN, require_transformers
+from .encoders.sequences import Inputs
 from .gaussianity import MAX_NULL, TESTS, acceptance_band, check_alpha, directions, normality_test
 
 if TYPE_CHECKING:
@@ -132,6 +136,8 @@ class ProbeResult:
         supported or it was not requested.
     prediction_note : str
         Why prediction is None ("" otherwise).
+    inputs : Inputs, optional
+        The tokens fed (text, token ids, hidden states or Gaussian; their source and notes).
 
     Raises
     ------
@@ -179,6 +185,7 @@ class ProbeResult:
     residual_scale: float
     prediction: Comparison | None
     prediction_note: str
+    inputs: Inputs | None = None
 
     @property
     def level(self) -> float:
@@ -202,7 +209,8 @@ class ProbeResult:
                 "attention_residual": self.attention_residual.tolist(),
                 "residual_scale": self.residual_scale,
                 "prediction": None if self.prediction is None else self.prediction.to_json(),
-                "prediction_note": self.prediction_note}
+                "prediction_note": self.prediction_note,
+                "inputs": None if self.inputs is None else self.inputs.to_json()}
 
 
 def tiny_model(family: str = "deit", *, hidden_size: int = 32, n_layers: int = 2,
@@ -350,7 +358,8 @@ def projection(d: int, k: int, seed: int) -> NDArray[np.float64] | None:
 
 
 def _prediction(model: Any, hidden: list[np.ndarray], lengths: tuple[int, ...],
-                limit: int | None, *, seed: int, alpha: float) -> tuple[Comparison | None, str]:
+                limit: int | None, *, seed: int, alpha: float, inputs: Inputs
+                ) -> tuple[Comparison | None, str]:
     """(Comparison, "") of the moment prediction against the pooled hidden states, or
     (None, reason) when `encoders.extract` refuses the model."""
     from .encoders import extract, predict_moments
@@ -362,12 +371,14 @@ def _prediction(model: Any, hidden: list[np.ndarray], lengths: tuple[int, ...],
         encoder = extract(model, position_free=position_free)
     except InvalidInputError as exc:
         return None, f"no moment prediction: {exc}"
-    return measure(hidden, predict_moments(encoder), lengths=lengths, position_limit=limit,
-                   model=type(model).__name__, seed=seed, alpha=alpha), ""
+    return measure(hidden, predict_moments(encoder, inputs.mean, inputs.cov), lengths=lengths,
+                   position_limit=limit, model=type(model).__name__, seed=seed,
+                   alpha=alpha), ""
 
 
 def probe(model: Any, *, n_tokens: int = DEFAULT_TOKENS, seed: int = 0, n_null: int = 200,
-          alpha: float = 0.05, predict: bool = True) -> ProbeResult:
+          alpha: float = 0.05, predict: bool = True, inputs: Inputs | None = None
+          ) -> ProbeResult:
     """Gaussianity of each layer's hidden states for Gaussian tokens fed at the embedding output.
 
     Tokens x_i ~ N(0, I_d) replace the embedding output, cut into sequences within the model's
@@ -392,6 +403,10 @@ def probe(model: Any, *, n_tokens: int = DEFAULT_TOKENS, seed: int = 0, n_null: 
         The level of each layer's test, in (0, 1) (default 0.05).
     predict : bool, optional
         Also measure the moment prediction (`ProbeResult.prediction`; default True).
+    inputs : Inputs, optional
+        The tokens to feed (`encoders.loading.model_inputs`: text, token ids, hidden states,
+        or Gaussian tokens); n_tokens is then theirs. Default: n_tokens Gaussian tokens
+        matched to the moments of the model's embedding output (`model_inputs`).
 
     Returns
     -------
@@ -439,22 +454,28 @@ def probe(model: Any, *, n_tokens: int = DEFAULT_TOKENS, seed: int = 0, n_null: 
     >>> bool(result.attention_residual[0] < 0.01 < 0.9 < result.residual_scale)
     True
     """
-    from .encoders import position_limit, sequence_lengths
+    from .encoders import position_limit
     from .encoders.comparison import capture_sequences, pooled_hidden
+    from .encoders.loading import model_inputs
 
     config = getattr(model, "config", None)
     d = getattr(config, "hidden_size", None)
     if not isinstance(d, int) or not 1 <= d <= MAX_HIDDEN:
         raise InvalidInputError(f"model must be a transformers encoder with an integer "
                                 f"config.hidden_size in [1, {MAX_HIDDEN}], got {d!r}")
+    if inputs is not None:
+        if not isinstance(inputs, Inputs) or inputs.tokens.shape[1] != d:
+            raise InvalidInputError(f"inputs must be Inputs of dimension {d} (model_inputs)")
+        n_tokens = inputs.n_tokens
     check_probe_arguments(n_tokens=n_tokens, seed=seed, n_null=n_null, alpha=alpha)
     k = tested_dimension(n_tokens, d)
     if n_tokens <= k + 1:
         raise InvalidInputError(f"n_tokens = {n_tokens} must exceed {k + 1}: the statistics "
                                 f"in {k} dimensions need more points than dimensions + 1")
     limit = position_limit(model)
-    lengths = sequence_lengths(n_tokens, limit)
-    tokens = np.random.default_rng(seed).standard_normal((n_tokens, d))
+    if inputs is None:
+        inputs = model_inputs(model, n_tokens=n_tokens, seed=seed)
+    lengths, tokens = inputs.lengths, inputs.tokens
     captures = capture_sequences(model, tokens, lengths)
     hidden = pooled_hidden(captures)
     theta = projection(d, k, seed)
@@ -472,7 +493,8 @@ def probe(model: Any, *, n_tokens: int = DEFAULT_TOKENS, seed: int = 0, n_null: 
         residual.append(np.nan if pairs[0][0] is None else
                         pooled_affine_residual(*map(list, zip(*pairs, strict=True))))
     comparison, note = ((None, "not requested") if not predict else
-                        _prediction(model, hidden, lengths, limit, seed=seed, alpha=alpha))
+                        _prediction(model, hidden, lengths, limit, seed=seed, alpha=alpha,
+                                    inputs=inputs))
     return ProbeResult(
         type(model).__name__, n_tokens, d, seed, alpha, lengths, limit, k, theta is not None,
         np.arange(len(hidden)), np.array([t.stats.rank for t in tests]),
@@ -483,7 +505,7 @@ def probe(model: Any, *, n_tokens: int = DEFAULT_TOKENS, seed: int = 0, n_null: 
         {name: band[:, 1] for name, band in bands.items()},
         per_layer(lambda t, name: t.null.quantile(name, 0.5)),
         per_layer(lambda t, name: t.null.quantile(name, 0.95)),
-        np.array(residual), residual_scale(lengths, d), comparison, note)
+        np.array(residual), residual_scale(lengths, d), comparison, note, inputs)
 
 
 def _edge(value: float | None) -> str:
@@ -503,12 +525,15 @@ def probe_table(numbers: dict[str, Any]) -> str:
         if numbers["projected"] else f"in R^{numbers['hidden_size']}")
     level = numbers["alpha"] / len(TESTS)
     scale = numbers["residual_scale"]
-    lines = [f"{numbers['model']}: {numbers['n_tokens']} Gaussian tokens in {n_seq} sequence"
+    fed = (numbers.get("inputs") or {}).get("kind", "gaussian")
+    lines = [f"{numbers['model']}: {numbers['n_tokens']} "
+             f"{'Gaussian tokens' if fed == 'gaussian' else fed + ' tokens'} in {n_seq} sequence"
              f"{'s' * (n_seq > 1)} of ≤ {max(numbers['lengths'])} (position limit "
              f"{numbers['position_limit']}), tested {space}; accepted intervals at "
              f"α/{len(TESTS)} = {level:.3g}; ρ_free = "
              f"{'none' if scale is None or not np.isfinite(scale) else f'{scale:.3f}'}"
              + (f" (figure: {numbers['figure']})" if "figure" in numbers else ""),
+             *([f"inputs: {numbers['inputs']['description']}"] if numbers.get("inputs") else []),
              f"{'layer':>5} {'energy':>9} {'accepts ≤':>9} {'kurtosis':>9} "
              f"{'accepts':>19} {'min p':>7} {'moments':>8} {'Gaussian?':>9} {'attn ρ':>7}"]
     stats, low, high = numbers["stats"], numbers["band_low"], numbers["band_high"]
@@ -571,7 +596,8 @@ def plot_probe(result: ProbeResult) -> Figure:
     space = (f"in R^{result.hidden_size}" if not result.projected else
              f"on {result.dimension} random directions of R^{result.hidden_size}")
     n_seq = len(result.lengths)
-    fig.suptitle(f"{result.model}: {result.n_tokens} Gaussian tokens in {n_seq} sequence"
+    fed = "Gaussian" if result.inputs is None or not result.inputs.real else result.inputs.kind
+    fig.suptitle(f"{result.model}: {result.n_tokens} {fed} tokens in {n_seq} sequence"
                  f"{'s' * (n_seq > 1)} of ≤ {max(result.lengths)}, tested {space} "
                  f"(Bonferroni, α = {result.alpha:g}: a layer is rejected when any of "
                  f"{', '.join(TESTS)} is outside its bar)")
