@@ -167,10 +167,9 @@ def plot_comparison(result: Comparison) -> Figure:
             for name, (style, colour) in styles.items():
                 ax.plot(layers[1:], base.methods[name].cov[row, 1:], style, color=colour,
                         label=name)
-            if flagged.size:
-                top = np.nanmax([base.methods[m].cov[row, 1:] for m in styles])
-                ax.plot(flagged, np.full(flagged.size, 1.05 * top), "kx",
-                        label="validity flag")
+            if flagged.size:  # along the top edge of the panel
+                ax.plot(flagged, np.full(flagged.size, 0.97), "kx",
+                        transform=ax.get_xaxis_transform(), label="validity map flags the layer")
             ax.set(title=title, xlabel="layer", ylabel="‖Ĉ − Σ‖_F / ‖Ĉ‖_F")
             _integer_ticks(ax.xaxis)
             ax.legend(fontsize="small")
