@@ -394,3 +394,100 @@ def test_end_state_too_close_to_a_blowup_is_refused():
         _run(p, g, T * (1 - 1e-12))
     res = _run(p, g, T * (1 - 1e-6))
     assert res.blowup_time is None
+
+
+def _near_degenerate(seed, d, g_small, t_final=60.0, negative=0.0):
+    """A = Q diag(a) Qᵀ anti-stable and G = Q diag(g, g_small) Qᵀ sharing its eigenvectors, so
+    that (A, G) is nearly unobservable along the last one: Σ grows there to about 2a/g_small
+    (or, with `negative` = −|g| < 0 on another direction, blows up), and the float G's rounding
+    (eps‖G‖, against g_small) decides Σ along it. Returns (Params, Gaussian)."""
+    rng = np.random.default_rng(seed)
+    Q, _ = np.linalg.qr(rng.standard_normal((d, d)))
+    g = rng.uniform(0.5, 2.0, d - 1)
+    if negative:
+        g[0] = negative
+    G = Q @ np.diag(np.r_[g, g_small]) @ Q.T
+    low, high = (0.8, 1.6) if negative else (0.2, 1.0)
+    A = Q @ np.diag(rng.uniform(low, high, d)) @ Q.T
+    return (Params(A=A, B=0.5 * (G + G.T), V=-0.5 * np.eye(d)),
+            Gaussian(np.zeros(d), random_cov(rng, d) + 0.1 * np.eye(d)))
+
+
+def mp_closed_form(p, cov0, t, dps=120):
+    """Σ(t) = e^{At}Σ0(I + W(t)Σ0)⁻¹e^{Aᵀt} in dps digits on the floats of p.A, p.G and Σ0
+    (W(t) from the Van Loan block exponential in mpmath)."""
+    d = p.d
+    with mp.workdps(dps):
+        block = mp.matrix(np.block([[-p.A.T, p.G], [np.zeros((d, d)), p.A]]).tolist())
+        F = mp.expm(block * mp.mpf(t))
+        E, W = F[d:, d:], F[d:, d:].T * F[:d, d:]
+        S0 = mp.matrix(cov0.tolist())
+        S = E * S0 * mp.inverse(mp.eye(d) + W * S0) * E.T
+        return np.array(S.tolist(), dtype=float)
+
+
+@pytest.mark.parametrize("seed, d, g_small", [
+    (1, 2, 1e-6), (2, 3, 1e-7), (3, 4, 1e-8), (4, 2, 1e-9), (5, 3, 1e-10), (6, 4, 1e-12),
+    (7, 2, 1e-12), (8, 3, 1e-14)])
+def test_end_state_on_near_degenerate_g_is_accurate_or_refused(seed, d, g_small):
+    """At t = 60 Σ has grown to ~2a/g_small along the direction where G nearly vanishes; the
+    rounding of G there moves Σ(60) by about eps‖G‖/g_small relative (it was returned 2.8e-6 …
+    0.2 off with status "completed"). Against the closed form in 120 digits on the package's
+    own float G: the returned state is within its error estimate and 1e-6, or SolverError."""
+    p, g = _near_degenerate(seed, d, g_small)
+    try:
+        tr = flow(p, g, 60.0, t_eval=[0.0, 60.0], method="exact")
+    except SolverError as exc:
+        assert g_small <= 1e-8 and "determined by the data" in str(exc)
+        return
+    ref = mp_closed_form(p, g.cov, 60.0)
+    res = _run(p, g, 60.0)
+    error = np.linalg.norm(tr.cov[-1] - ref) / np.linalg.norm(ref)
+    assert np.linalg.norm(ref, 2) > 0.1 / g_small  # the ill-conditioned regime is reached
+    assert error <= min(max(res.error_estimate, 1e-12), 1e-6)
+
+
+@pytest.mark.parametrize("g_small", [1e-10, 1e-12, 1e-14])
+def test_a_state_determined_only_to_1e_minus_4_is_refused(g_small):
+    """The quoted magnitudes: Σ(60) is fixed by the float data only to ≥ 1e-5 relative here
+    (G ∓ 8·d·eps·‖G‖ move it that far), and the closed form in 120 digits differs from what the
+    flow would return by more than 1e-6: SolverError, never "completed"."""
+    p, g = _near_degenerate(11, 3, g_small)
+    with pytest.raises(SolverError, match="determined by the data"):
+        flow(p, g, 60.0, method="exact")
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_end_state_at_095_tstar_on_near_degenerate_g(seed):
+    """A blow-up driven by a small negative eigenvalue of G while G's smallest |eigenvalue| is
+    ±1e-14: at 0.95 T* the state is within 1e-6 of the 120-digit closed form, or SolverError."""
+    rng = np.random.default_rng(100 + seed)
+    d = 2 + seed % 3
+    p, g = _near_degenerate(100 + seed, d, (-1) ** seed * 1e-14,
+                            negative=-10 ** rng.uniform(-8, -5))
+    try:
+        T = flow(p, g, 60.0, t_eval=[0.0, 60.0], method="exact").blowup_time
+        assert T is not None
+        tr = flow(p, g, 0.95 * T, t_eval=[0.0, 0.95 * T], method="exact")
+    except SolverError:
+        return
+    ref = mp_closed_form(p, g.cov, 0.95 * T)
+    assert tr.status == "completed"
+    assert np.linalg.norm(tr.cov[-1] - ref) / np.linalg.norm(ref) <= 1e-6
+
+
+def test_states_within_rounding_reach_of_the_blowup_are_not_returned():
+    """σ̇ = 4σ + 2σ² from σ0 = 0.1 blows up at T* = ln(21)/4; flow's default grid on [0, 2T*]
+    has a point 1 ulp before T* (σ ≈ 4.6e15 there, fixed by the data to no digit: it was
+    returned). Every state returned is within 1e-6 of the closed form in 50 digits, and none
+    lies within rounding reach of T*."""
+    p, g = Params(A=2.0, B=-1.0, V=-1.0), Gaussian([0.0], [[0.1]])
+    T = np.log(21.0) / 4
+    tr = flow(p, g, 2 * T, method="exact")
+    assert tr.status == "blowup" and abs(tr.blowup_time - T) <= 1e-14 * T
+    with mp.workdps(50):
+        for t, S in zip(tr.t, tr.cov[:, 0, 0], strict=True):
+            e = mp.exp(4 * mp.mpf(float(t)))
+            sigma = mp.mpf("0.1") * e / (1 - mp.mpf("0.05") * (e - 1))
+            assert abs(S / sigma - 1) <= 1e-6
+    assert T - tr.t[-1] > 1e-9 * T

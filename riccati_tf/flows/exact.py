@@ -55,13 +55,27 @@ What the flow refuses to guess (each refusal is a SolverError with a sentence):
   returned only when the brackets agree (no blow-up by t_final, or T* to BLOWUP_RTOL).
 - Overflow. A state that leaves the floating-point range is not a blow-up (S(s) stayed
   non-singular): it is reported as a SolverError naming exponential growth.
+- Ill-conditioned states. A step rounds W(h) by about ω = G_ROUNDING·eps·‖W(h)‖_F, which
+  moves Σ_{k+1} = E L S⁻¹ LᵀEᵀ by −E Y δW Y Eᵀ, between ∓ω‖Y‖₂ Σ_{k+1} (Y = L S⁻¹ Lᵀ,
+  ‖Y‖₂ ≤ tr Y = ‖C⁻¹Lᵀ‖_F² for S = CCᵀ, and tr Y ≤ tr Σ_k when G ⪰ 0 since then S ⪰ I): a
+  relative error of at most ω tr Y, large where Σ is large along directions in which G nearly
+  vanishes (there S ≈ I while ‖Σ‖‖G‖ ≫ ‖A‖). The sum of these along the steps, plus the
+  sensitivity ‖D‖/‖Σ*‖ of a settled equilibrium (A_c D + D A_cᵀ = Σ* δG Σ*), each amplified by
+  (T* − t_k)/(T* − t) ahead of a blow-up at T*, bounds the error to first order (otherwise an
+  earlier error is not amplified: with G ⪰ 0 the step's linearisation Φ = E(I + Σ_k W)⁻¹
+  gives Φ Σ_k Φᵀ ⪯ Σ_{k+1}). Above CONDITION_CHECK the states are recomputed with G ∓ Δ
+  (`_conditioning`: Δ = δ as for the brackets above on the coupled coordinates); their largest
+  relative distance from the returned states is the error estimate, and a flow whose estimate
+  exceeds ACCURACY_RTOL raises SolverError: no smaller step helps, the data fix Σ(t) no better
+  in double precision. States of a blow-up trajectory whose estimate exceeds ACCURACY_RTOL lie
+  within rounding reach of T* and are not returned.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 
 import numpy as np
@@ -125,11 +139,18 @@ MEAN_JUMP_RTOL = 1e-6
 #: bracketing blow-up times accepted as determined
 G_ROUNDING = 8.0
 BLOWUP_RTOL = 1e-8
+#: the accuracy promise: a state whose estimated relative error exceeds ACCURACY_RTOL is not
+#: returned (SolverError)
+ACCURACY_RTOL = 1e-6
 #: an end state shortly before a blow-up, after n covariance steps: relative error
 #: ≈ NEAR_BLOWUP_ROUNDING·eps·n^{3/4}·T*/(T* − t), refused above NEAR_BLOWUP_RTOL (the same limit
 #: as rk's, riccati_tf.flows.integrate)
 NEAR_BLOWUP_ROUNDING = 8.0
-NEAR_BLOWUP_RTOL = 1e-6
+NEAR_BLOWUP_RTOL = ACCURACY_RTOL
+#: conditioning (see `_conditioning`): where the first-order rounding bound accumulated along
+#: the steps exceeds CONDITION_CHECK, the states are recomputed with G ∓ δP and their spread is
+#: the error estimate (refused above ACCURACY_RTOL)
+CONDITION_CHECK = 1e-8
 
 
 class _BudgetSpent(SolverError):
@@ -293,6 +314,15 @@ class ExactResult:
         the one-exponential closed form ("collapse"); None when stepped to the end.
     settled_by : {"equilibrium", "collapse"} or None, optional
         Which certificate ended the stepping.
+    error_estimate : float, optional
+        Estimated relative error of the returned states that the conditioning of the data
+        causes (covariances relative to each state, means relative to the largest returned
+        mean): the first-order bound on the effect of G's rounding accumulated along the steps
+        and the rounding estimate near a blow-up, or, where the bound exceeded
+        CONDITION_CHECK, the spread of the states under G ∓ Δ (module docstring,
+        "Ill-conditioned states"). `exact_flow` returns it at most ACCURACY_RTOL. Each step's
+        own rounding, about eps·κ relative with κ ≤ STEP_KAPPA the Van Loan conditioning of
+        the step, comes on top.
 
     Raises
     ------
@@ -336,6 +366,8 @@ class ExactResult:
     #: one-exponential closed form ("collapse"), and which; None when stepped to the end
     settled_time: float | None = None
     settled_by: str | None = None
+    #: estimated relative error of the states (see the class docstring)
+    error_estimate: float = 0.0
 
 
 class _Propagator:
@@ -353,6 +385,10 @@ class _Propagator:
             eig, vec = np.linalg.eigh(G)
             self.G_minus = (vec * np.clip(-eig, 0.0, None)) @ vec.T
             self.monotone = not np.any(eig > 0)  # G ⪯ 0: λ_min(S(s)) decreases with s
+        #: G ⪰ 0 as computed (W(s) ⪰ 0, S(s) ⪰ I)
+        self.semidefinite = not np.any(self.G_minus)
+        #: ‖W(H)‖_F per step length H (the rounding scale of a step)
+        self.w_norms: dict[float, float] = {}
         self.c, self.w, self.a = gauss_tableau(GAUSS_STAGES)
         self.eig = gauss_eigen(GAUSS_STAGES)
         self._cache: dict[tuple, tuple[np.ndarray, ...]] = {}
@@ -385,6 +421,13 @@ class _Propagator:
 
     def at(self, s: float) -> tuple[np.ndarray, ...]:
         return self._get(("at", s), lambda: van_loan(self.A, self.G, s))
+
+    def w_norm(self, H: float) -> float:
+        """‖W(H)‖_F (cached)."""
+        if H not in self.w_norms:
+            flat = self.at(H)[1].ravel()
+            self.w_norms[H] = math.sqrt(float(flat @ flat))
+        return self.w_norms[H]
 
     def w_minus(self, s: float) -> np.ndarray:
         return self._get(("minus", s), lambda: van_loan(self.A, self.G_minus, s))[1]
@@ -547,8 +590,14 @@ def _step_rule(A: np.ndarray) -> tuple[float, float]:
 
 def _sqrt_update(EL: np.ndarray, W: np.ndarray, L: np.ndarray) -> np.ndarray:
     """L⁺ = E L C⁻ᵀ with C Cᵀ = I + Lᵀ W L (lower Cholesky), given EL = E L."""
+    return _sqrt_factor(EL, W, L)[0]
+
+
+def _sqrt_factor(EL: np.ndarray, W: np.ndarray, L: np.ndarray
+                 ) -> tuple[np.ndarray, np.ndarray | None]:
+    """(L⁺, C) of `_sqrt_update`; C is None when L has no column."""
     if not L.shape[1]:
-        return EL
+        return EL, None
     S = L.T @ (W @ L)
     S.flat[:: S.shape[0] + 1] += 1.0
     C, info = lapack.dpotrf(S, lower=1, clean=1)  # NaN/Inf also end in info != 0
@@ -556,9 +605,12 @@ def _sqrt_update(EL: np.ndarray, W: np.ndarray, L: np.ndarray) -> np.ndarray:
         if not np.all(np.isfinite(S)):
             raise SolverError("I + LᵀW(h)L overflows: Σ has left the floating-point range "
                               "(exponential growth, not a blow-up)")
-        raise SolverError("I + LᵀW(h)L lost definiteness although no blow-up was located in "
-                          "the step")
-    return lapack.dtrtrs(C, EL.T, lower=1)[0].T
+        rounding = EPS * np.linalg.norm(W) * float(np.vdot(L, L))
+        raise SolverError(f"I + LᵀW(h)L lost definiteness in a step where no blow-up was "
+                          f"located: its rounding, about eps‖W(h)‖‖Σ‖ = {rounding:.2g}, is not "
+                          f"small beside 1, so Σ is not determined by the data here (it is large "
+                          f"along directions where G nearly vanishes)")
+    return lapack.dtrtrs(C, EL.T, lower=1)[0].T, C
 
 
 @dataclass(frozen=True)
@@ -653,21 +705,30 @@ def _stages_direct(prop: _Propagator, K: np.ndarray, m: np.ndarray, b: np.ndarra
 def _advance(prop: _Propagator, L: np.ndarray, m: np.ndarray, H: float,
              law: _MeanLaw | None, norm_start: float | None = None,
              budget: _Budget | None = None,
-             t: float = 0.0) -> tuple[np.ndarray, np.ndarray, int, float | None]:
+             t: float = 0.0) -> tuple[np.ndarray, np.ndarray, int, float | None, float]:
     """Advance (m, L) by one covariance step H; returns (m, L, collocation steps taken, ‖K‖₂ at
-    the end). Without a mean law (m ≡ 0) only the covariance moves.
+    the end, tr Y). Without a mean law (m ≡ 0) only the covariance moves.
 
     Σ at t + H comes from one square-root update, with or without a mean. The mean is advanced
     by `_mean_over`, which sizes its sub-steps from ‖K‖₂ at both ends (‖K‖₂ at the start is the
-    previous step's end value when given)."""
+    previous step's end value when given). tr Y ≥ ‖Y‖₂ (Y = L S⁻¹ Lᵀ, S = CCᵀ) bounds the
+    step's rounding amplification (module docstring, "Ill-conditioned states"): with G ⪰ 0,
+    S ⪰ I and Y ⪯ LLᵀ, so tr Y ≤ ‖L‖_F² is used; otherwise tr Y = ‖C⁻¹Lᵀ‖_F²."""
     E, W = prop.at(H)
-    L_end = _sqrt_update(E @ L, W, L)
+    L_end, C = _sqrt_factor(E @ L, W, L)
+    if C is None:
+        trace_Y = 0.0
+    elif prop.semidefinite:
+        trace_Y = float(np.vdot(L, L))
+    else:
+        Z = lapack.dtrtrs(C, L.T, lower=1)[0]
+        trace_Y = float(np.vdot(Z, Z))
     if law is None:
-        return m, L_end, 1, None
+        return m, L_end, 1, None, trace_Y
     norm_start = law.norm_K(L) if norm_start is None else norm_start
     norm_end = law.norm_K(L_end)
     m, count = _mean_over(prop, L, m, H, law, (norm_start, norm_end), 0, budget, t)
-    return m, L_end, count, norm_end
+    return m, L_end, count, norm_end, trace_Y
 
 
 def _mean_over(prop: _Propagator, L: np.ndarray, m: np.ndarray, H: float, law: _MeanLaw,
@@ -851,6 +912,24 @@ def _settled_equilibrium(A: np.ndarray, G: np.ndarray, L: np.ndarray, S: np.ndar
     return out
 
 
+def _equilibrium_sensitivity(A: np.ndarray, G: np.ndarray, star: np.ndarray) -> float:
+    """‖G‖_F ‖D‖_F / ‖Σ*‖_F for the first-order change D of the equilibrium Σ* under G → G + εI
+    per unit ε: A_c D + D A_cᵀ = Σ*Σ*, A_c = A − Σ*G, on the range U of Σ* (where a settled Σ*
+    lives; A_U = Uᵀ A_c U must be Hurwitz there, else inf). Any δG with −I ⪯ δG ⪯ I moves Σ* by
+    at most ‖D‖ (−D ⪯ dΣ* ⪯ D: the inverse Lyapunov operator of a Hurwitz A_U is monotone)."""
+    norm_S = float(np.linalg.norm(star))
+    if norm_S == 0.0:
+        return 0.0
+    eig, vec = np.linalg.eigh(star)
+    U = vec[:, eig > star.shape[0] * EPS * eig[-1]]
+    A_U = U.T @ (A - star @ G) @ U
+    if not np.all(np.isfinite(A_U)) or not np.linalg.eigvals(A_U).real.max() < 0:
+        return np.inf
+    M = U.T @ star @ U
+    D = solve_continuous_lyapunov(A_U, M @ M)
+    return float(np.linalg.norm(G) * np.linalg.norm(D) / norm_S)
+
+
 @dataclass
 class _Collapse:
     """A Hurwitz, G ⪰ 0 (SPEC §5, the collapse regime Σ → 0): W(s) = W∞ − E_sᵀ W∞ E_s with
@@ -965,18 +1044,20 @@ def _check_finite(L: np.ndarray, m: np.ndarray, t: float) -> None:
 
 
 def _near_blowup(A: np.ndarray, G: np.ndarray, S: np.ndarray, t_final: float,
-                 n_steps: int) -> None:
-    """Refuse an end state within reach of a blow-up after t_final. When the quadratic term
-    drives ≥ 99 % of d tr Σ/dt, T* ≈ t_final + tr Σ/(d tr Σ/dt), Σ ~ 1/(T* − t), and the rounding
-    of each of the n covariance steps moves T* by about eps·T*: Σ(t_final) is then known to about
-    NEAR_BLOWUP_ROUNDING·eps·n^{3/4}·T*/(T* − t_final) relative (measured against mpmath in the
-    scalar case: between 0.1 and 1 times eps·n^{3/4}·T*/gap for n = 1 … 1000), and refused when
-    that exceeds NEAR_BLOWUP_RTOL. (S: the last state returned, at t_final here.)"""
+                 n_steps: int) -> tuple[float, float | None]:
+    """Refuse an end state within reach of a blow-up after t_final, else return its rounding
+    estimate and the estimated T* ((0, None) when no blow-up is near). When the quadratic
+    term drives ≥ 99 % of d tr Σ/dt, T* ≈ t_final + tr Σ/(d tr Σ/dt), Σ ~ 1/(T* − t), and the
+    rounding of each of the n covariance steps moves T* by about eps·T*: Σ(t_final) is then
+    known to about NEAR_BLOWUP_ROUNDING·eps·n^{3/4}·T*/(T* − t_final) relative (measured against
+    mpmath in the scalar case: between 0.1 and 1 times eps·n^{3/4}·T*/gap for n = 1 … 1000),
+    and refused when that exceeds NEAR_BLOWUP_RTOL. (S: the last state returned, at t_final
+    here.)"""
     n = float(np.trace(S))
     quad = -float(np.trace(S @ G @ S))
     rate = 2 * float(np.trace(A @ S)) + quad
     if not (n > 0 and rate > 0 and quad >= 0.99 * rate):
-        return
+        return 0.0, None
     remaining = n / rate
     error = NEAR_BLOWUP_ROUNDING * EPS * max(n_steps, 1) ** 0.75 * (t_final + remaining) / \
         remaining
@@ -985,6 +1066,53 @@ def _near_blowup(A: np.ndarray, G: np.ndarray, S: np.ndarray, t_final: float,
             f"t_final = {t_final:.12g} lies within {remaining:.3g} of a blow-up at "
             f"T* ≈ {t_final + remaining:.12g}: Σ(t) ~ 1/(T* − t) there, and rounding makes the "
             f"end state uncertain by about {error:.2g} relative (> {NEAR_BLOWUP_RTOL:g})")
+    return error, t_final + remaining
+
+
+@dataclass
+class _Rounding:
+    """The first-order rounding bound along a flow (module docstring, "Ill-conditioned
+    states"): the errors ε_k made by the steps ending at t_k, as Σ ε_k and Σ ε_k t_k. Ahead of a
+    blow-up at T*, Σ ~ 1/(T* − t) carries an error made at t_k to t amplified by
+    (T* − t_k)/(T* − t)."""
+
+    total: float = 0.0
+    moment: float = 0.0
+
+    def add(self, error: float, t: float) -> None:
+        self.total += error
+        self.moment += error * t
+
+    def at(self, T: float, t: float) -> float:
+        """The bound at t < T* = T: Σ ε_k (T − t_k)/(T − t)."""
+        return _amplified(self.total, self.moment, T, t)
+
+
+def _amplified(total: float, moment: float, T: float, t: float) -> float:
+    """Σ ε_k (T − t_k)/(T − t) from Σ ε_k and Σ ε_k t_k (inf at t ≥ T)."""
+    gap = T - t
+    return max(T * total - moment, 0.0) / gap if gap > 0 else np.inf
+
+
+def _before_blowup(T: float, out_t: list[float], out_e: list[tuple[float, float, int]]
+                   ) -> tuple[float, int]:
+    """(error estimate, number of outputs kept) for the states of a flow that blows up at T*.
+
+    A state at t < T* carries the rounding errors ε_k of the steps before it, each amplified
+    by (T* − t_k)/(T* − t) since Σ ~ 1/(T* − t) (`_Rounding`), and T* itself is located to
+    about eps·T* per step: its estimate is Σ ε_k (T* − t_k)/(T* − t) +
+    NEAR_BLOWUP_ROUNDING·eps·n^{3/4}·T*/(T* − t) after n covariance steps (as in
+    `_near_blowup`). The estimates grow towards T*; the states from the first one above
+    ACCURACY_RTOL on lie within rounding reach of T* and are not kept."""
+    worst = 0.0
+    for k, (t, (total, moment, n)) in enumerate(zip(out_t, out_e, strict=True)):
+        gap = T - t
+        error = _amplified(total, moment, T, t) + (
+            NEAR_BLOWUP_ROUNDING * EPS * max(n, 1) ** 0.75 * T / gap if gap > 0 else np.inf)
+        if not error <= ACCURACY_RTOL:
+            return worst, k
+        worst = max(worst, error)
+    return worst, len(out_t)
 
 
 def _refuse_early(A: np.ndarray, L: np.ndarray, law: _MeanLaw | None,
@@ -1033,11 +1161,16 @@ def _run(A: np.ndarray, G: np.ndarray, law: _MeanLaw | None, m0: np.ndarray, L0:
     settled = None  # (time, kind, L, m, K)
     norm_K = None
     S_prev, wait, waited = None, 0, 0
+    # first-order rounding bound (module docstring, "Ill-conditioned states"): ω = w_round·‖W(H)‖_F
+    bound, w_round = _Rounding(), G_ROUNDING * EPS
+
+    out_e: list[tuple[float, float, int]] = []  # (Σε_k, Σε_k t_k, covariance steps) at outputs
 
     def keep(t: float, mean: np.ndarray, cov: np.ndarray) -> None:
         out_t.append(t)
         out_m.append(mean)
         out_S.append(cov)
+        out_e.append((bound.total, bound.moment, n_cov))
 
     def try_settle(L, H):
         """("collapse", None), ("equilibrium", Σ*) or None after a step (module docstring)."""
@@ -1072,6 +1205,7 @@ def _run(A: np.ndarray, G: np.ndarray, law: _MeanLaw | None, m0: np.ndarray, L0:
         knots = knots[1:]
     if collapse is not None and collapse.ready(L, law):
         settled = (0.0, "collapse", L, m, None)
+        bound.add(w_round, 0.0)
     elif r and t_final / h0 + (MEAN_STEP_COST * law.norm_Av * t_final / MEAN_THETA if law
                                else 0) > max_steps:
         _refuse_early(A, L, law, collapse, h0, t_final, budget)
@@ -1093,7 +1227,8 @@ def _run(A: np.ndarray, G: np.ndarray, law: _MeanLaw | None, m0: np.ndarray, L0:
                         blowup_time = min(t + root, t_final)  # t + root rounds up at most
                         blowup_dir = u / np.linalg.norm(u)
                         break
-                m, L, count, norm_K = _advance(prop, L, m, H, law, norm_K, budget, t)
+                m, L, count, norm_K, trace_Y = _advance(prop, L, m, H, law, norm_K, budget, t)
+                bound.add(w_round * prop.w_norm(H) * trace_Y, t_start + (k + 1) * H)
                 n_steps += count
                 n_cov += 1
                 k += 1
@@ -1105,6 +1240,8 @@ def _run(A: np.ndarray, G: np.ndarray, law: _MeanLaw | None, m0: np.ndarray, L0:
                         kind, star = found
                         K = None if law is None or star is None else law.Av + star @ law.Bbar
                         settled = (t, kind, L if star is None else star, m, K)
+                        bound.add(w_round * (1.0 if star is None else _equilibrium_sensitivity(
+                            A, G, star)), t)
                         break
             if blowup_time is not None:
                 break
@@ -1128,12 +1265,38 @@ def _run(A: np.ndarray, G: np.ndarray, law: _MeanLaw | None, m0: np.ndarray, L0:
         t = knot
         if knot in wanted:
             keep(knot, m.copy(), L @ L.T)
+    estimate = bound.total
     if check_end and can_blow_up and blowup_time is None and settled is None and out_t:
-        _near_blowup(A, G, out_S[-1], out_t[-1], n_cov)  # the last state returned
+        error, T = _near_blowup(A, G, out_S[-1], out_t[-1], n_cov)  # the last state
+        estimate = error + (bound.at(T, out_t[-1]) if T is not None else estimate)
+    elif check_end and blowup_time is not None and out_t:
+        estimate, kept = _before_blowup(blowup_time, out_t, out_e)
+        del out_t[kept:], out_m[kept:], out_S[kept:]
     return ExactResult(np.array(out_t), np.array(out_m).reshape(-1, d),
                        np.array(out_S).reshape(-1, d, d), blowup_time, blowup_dir, n_steps,
                        None if settled is None else settled[0],
-                       None if settled is None else settled[1])
+                       None if settled is None else settled[1], estimate)
+
+
+def _coupled(A: np.ndarray, G: np.ndarray) -> np.ndarray | None:
+    """The coordinates coupled to others through A or G (a boolean mask), None when there is
+    none: an uncoupled coordinate evolves on its own, its W_ii = G_ii∫e^{2A_ii s}ds computed to
+    relative accuracy."""
+    d = G.shape[0]
+    if d > 1 and np.count_nonzero(A) == d * d:  # a dense A couples every coordinate
+        return np.ones(d, dtype=bool)
+    off = A != 0
+    off |= G != 0
+    off.flat[:: d + 1] = False
+    coupled = off.any(axis=0)
+    coupled |= off.any(axis=1)
+    return coupled if coupled.any() else None
+
+
+def _g_rounding(G: np.ndarray) -> float:
+    """δ = G_ROUNDING·d·eps·‖G‖_F, the rounding level of G's eigenvalues."""
+    flat = G.ravel()
+    return G_ROUNDING * G.shape[0] * EPS * math.sqrt(float(flat @ flat))
 
 
 def _rounding_band(A: np.ndarray, G: np.ndarray
@@ -1146,22 +1309,13 @@ def _rounding_band(A: np.ndarray, G: np.ndarray
     so only the coupled block of G carries the uncertainty δ = G_ROUNDING·d·eps·‖G‖_F. The band
     is [−δ/BLOWUP_RTOL, δ]."""
     d = G.shape[0]
-    if d > 1 and np.count_nonzero(A) == d * d:  # a dense A couples every coordinate
-        coupled = np.ones(d, dtype=bool)
-    else:
-        off = A != 0
-        off |= G != 0
-        off.flat[:: d + 1] = False
-        coupled = off.any(axis=0)
-        coupled |= off.any(axis=1)
-        if not coupled.any():
-            return None, None
-    everywhere = bool(coupled.all())
-    flat = G.ravel()
-    norm = math.sqrt(float(flat @ flat))
-    if norm == 0.0:
+    coupled = _coupled(A, G)
+    if coupled is None:
         return None, None
-    delta = G_ROUNDING * d * EPS * norm
+    everywhere = bool(coupled.all())
+    delta = _g_rounding(G)
+    if delta == 0.0:
+        return None, None
     Gc = G.copy() if everywhere else G[np.ix_(coupled, coupled)]
     Gc.flat[:: Gc.shape[0] + 1] -= 2 * delta
     if _positive_definite(Gc):
@@ -1278,6 +1432,8 @@ def exact_flow(A: np.ndarray, G: np.ndarray, vbar: float, Bbar: np.ndarray, b: n
                        check_end=True)
             if band is not None:
                 _bracket(A, G, L0, band, res, t_final, max_steps)
+            if res.error_estimate > CONDITION_CHECK:
+                res = _conditioning(A, G, law, mean0, L0, res, t_out, t_final, max_steps)
         except (np.linalg.LinAlgError, FloatingPointError, OverflowError) as exc:
             raise SolverError(f"the exact flow failed in its linear algebra ({exc}): the data "
                               f"are out of the range it can handle (overflow or NaN)") from None
@@ -1394,3 +1550,67 @@ def _bracket(A: np.ndarray, G: np.ndarray, L0: np.ndarray, band: tuple[np.ndarra
             f"{high:.10g}]" if high is not None else f"beyond t_final = {t_final:.6g}]")
         raise SolverError(f"the blow-up at T* ≈ {T:.10g} is not determined by the data: {where}, "
                           f"and G ∓ δI move it over {span}")
+
+
+def _conditioning(A: np.ndarray, G: np.ndarray, law: _MeanLaw | None, m0: np.ndarray,
+                  L0: np.ndarray, res: ExactResult, t_out: np.ndarray, t_final: float,
+                  max_steps: int) -> ExactResult:
+    """`res` with the spread of its states under G → G ∓ Δ as error estimate (module docstring,
+    "Ill-conditioned states"), or SolverError when that exceeds ACCURACY_RTOL.
+
+    Δ is diagonal: δ = G_ROUNDING·d·eps·‖G‖_F on the coordinates coupled through A or G (as for
+    the blow-up brackets), G_ROUNDING·d·eps·|G_ii| on an uncoupled one (whose W_ii is computed
+    to relative accuracy). The rounding of a step perturbs W(h) by no more than what G ∓ Δ adds,
+    and Σ(t) is Loewner-monotone in G, so the two runs bracket the covariance of every G' that
+    rounding cannot tell from G. The estimate is the largest relative distance of either run
+    from `res` (covariances relative to their own state, means relative to the largest mean),
+    plus the rounding estimate near a blow-up after t_final. States of a flow that blows up
+    past which either run has blown up already are not kept (they lie within the uncertainty
+    of T*); for a flow that does not, such a state is refused."""
+    d = A.shape[0]
+    near = 0.0
+    if res.blowup_time is None and res.settled_by is None and np.any(
+            np.linalg.eigvalsh(G) < 0) and res.t.size:
+        near = _near_blowup(A, G, res.cov[-1], float(res.t[-1]), res.n_steps)[0]
+    coupled = _coupled(A, G)
+    delta = _g_rounding(G)
+    shift = G_ROUNDING * d * EPS * np.abs(np.diag(G))
+    if coupled is not None:
+        shift[coupled] = delta
+    if not shift.any():
+        return res
+    runs = [_run(A, G + sign * np.diag(shift), law, m0, L0, t_out, t_final, max_steps)
+            for sign in (-1.0, 1.0)]
+    n = min(res.t.size, *(run.t.size for run in runs))
+    if n < res.t.size:
+        if res.blowup_time is None:
+            T = min(run.blowup_time for run in runs if run.t.size == n)
+            raise SolverError(
+                f"G changed by rounding-level amounts (G ∓ Δ, Δ ≤ {shift.max():.2g} on the "
+                f"diagonal) blows up at T* ≈ {T:.10g}, before t = {res.t[n]:.10g}: the states "
+                f"from there on are not determined by the data")
+        res = replace(res, t=res.t[:n], mean=res.mean[:n], cov=res.cov[:n])
+    worst, at = 0.0, float(res.t[-1]) if n else 0.0
+    scale_m = float(np.abs(res.mean).max()) if n else 0.0
+    for run in runs:
+        diff = run.cov[:n] - res.cov[:n]
+        size = np.sqrt(np.sum(res.cov ** 2, axis=(1, 2)))
+        gap = np.sqrt(np.sum(diff ** 2, axis=(1, 2)))
+        rel = np.divide(gap, size, out=np.where(gap > 0, np.inf, 0.0), where=size > 0)
+        if scale_m > 0:
+            rel = np.maximum(rel, np.abs(run.mean[:n] - res.mean).max(axis=1) / scale_m)
+        k = int(np.argmax(rel)) if n else 0
+        if n and rel[k] > worst:
+            worst, at = float(rel[k]), float(res.t[k])
+    estimate = worst + near
+    if not estimate <= ACCURACY_RTOL:
+        eig = np.abs(np.linalg.eigvalsh(G))
+        norm_S = float(np.linalg.norm(res.cov[int(np.searchsorted(res.t, at))], 2))
+        raise SolverError(
+            f"the state at t = {at:.6g} is determined by the data only to about {estimate:.2g} "
+            f"relative (> {ACCURACY_RTOL:g}): changing G by rounding-level amounts (G ∓ Δ, "
+            f"Δ ≤ {shift.max():.2g} on the diagonal) moves it that far, since Σ is large "
+            f"(‖Σ‖₂ = {norm_S:.3g}) along directions where G nearly vanishes (smallest "
+            f"|eigenvalue| {eig.min():.2g} against ‖G‖_F = {np.linalg.norm(G):.3g}); no step "
+            f"size can fix this in double precision")
+    return replace(res, error_estimate=estimate)

@@ -627,7 +627,9 @@ def flow(params: Params | Callable[[float], Params], gaussian: Gaussian, t_final
     t_final is so close to T* that the end state, Σ ~ 1/(T* − t), is known only to more than
     NEAR_BLOWUP_RTOL relative (rk: rtol·T*/(T* − t_final); exact: about
     eps·n^{3/4}·T*/(T* − t_final) after n steps) or rk cannot tell on which side of t_final T*
-    lies: then SolverError. A returned trajectory holds finite states only.
+    lies: then SolverError. Before a blow-up, exact returns no state within rounding reach of
+    T* (an estimated error above NEAR_BLOWUP_RTOL). A returned trajectory holds finite states
+    only.
 
     Parameters
     ----------
@@ -682,7 +684,10 @@ def flow(params: Params | Callable[[float], Params], gaussian: Gaussian, t_final
         When the work budget is spent (or provably would be, before any work), a state leaves
         the floating-point range without a blow-up, t_final lies too close to T* for the end
         state to be known (see Blow-up above), rk cannot tell whether T* precedes t_final,
-        or rounding in G decides whether (or when) Σ blows up.
+        rounding in G decides whether (or when) Σ blows up, or (exact) the states are not
+        determined by the data to NEAR_BLOWUP_RTOL relative: rounding-level changes of G move
+        them further (Σ large along directions where G nearly vanishes; see
+        `riccati_tf.flows.exact`, "Ill-conditioned states").
 
     See Also
     --------
