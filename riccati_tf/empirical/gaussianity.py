@@ -73,7 +73,7 @@ __all__ = ["GRAM_BLOCK", "MARGINAL_DIRECTIONS", "MARGINAL_FAMILIES", "MAX_DIRECT
            "MAX_GRAM_BLOCK", "MAX_NULL", "MAX_NULL_SAMPLE", "MIN_MARGINAL_N", "N_DIRECTIONS",
            "RANK_RTOL", "TESTS", "GaussianityStats", "MarginalTest", "NormalityTest",
            "NullDistribution", "acceptance_band", "holm", "marginal_test", "normality_test",
-           "null_distribution", "statistics"]
+           "null_distribution", "statistics", "tail_p_value"]
 
 #: directions of the sliced Wasserstein distance
 N_DIRECTIONS = 64
@@ -681,16 +681,19 @@ def normality_test(x: ArrayLike, *, alpha: float = 0.05, n_null: int = 200, seed
 
 
 
-def holm(p_values: ArrayLike) -> NDArray[np.float64]:
-    """Holm's step-down adjusted p-values: with p_(1) ≤ … ≤ p_(m),
-    p̃_(i) = max_{k ≤ i} min(1, (m − k + 1) p_(k)); rejecting every p̃ ≤ α controls the
-    family-wise error at α under any dependence.
+def holm(p_values: ArrayLike, weights: ArrayLike | None = None) -> NDArray[np.float64]:
+    """Holm's step-down adjusted p-values, optionally weighted: with the hypotheses ordered by
+    p_i/w_i and W_k the total weight of those not yet rejected before step k,
+    p̃_(k) = max_{j ≤ k} min(1, p_(j) W_j / w_(j)) (equal weights: (m − k + 1) p_(k)). Rejecting
+    every p̃ ≤ α controls the family-wise error at α under any dependence.
 
     Parameters
     ----------
     p_values : array_like of float
-        The p-values, any shape (NaN: an untestable hypothesis, adjusted to NaN and not
-        counted in m).
+        The p-values, any shape (NaN: an untestable hypothesis, adjusted to NaN and given no
+        weight).
+    weights : array_like of float, optional
+        Positive weights of the same shape (default: equal); only their ratios matter.
 
     Returns
     -------
@@ -700,7 +703,7 @@ def holm(p_values: ArrayLike) -> NDArray[np.float64]:
     Raises
     ------
     InvalidInputError
-        If a p-value is outside [0, 1].
+        If a p-value is outside [0, 1] or a weight is not positive and finite.
 
     See Also
     --------
@@ -716,17 +719,51 @@ def holm(p_values: ArrayLike) -> NDArray[np.float64]:
     >>> from riccati_tf.empirical.gaussianity import holm
     >>> holm([0.01, 0.04, 0.03, 0.2]).round(3).tolist()
     [0.04, 0.09, 0.09, 0.2]
+    >>> holm([0.01, 0.04], weights=[3.0, 1.0]).round(4).tolist()  # 0.01·4/3, then 0.04·1/1
+    [0.0133, 0.04]
     """
     p = np.asarray(p_values, dtype=float)
     if np.any((p < 0) | (p > 1)):
         raise InvalidInputError("p-values must lie in [0, 1]")
-    flat = p.ravel()
+    w = np.ones(p.shape) if weights is None else np.asarray(weights, dtype=float)
+    if w.shape != p.shape or not np.all(np.isfinite(w) & (w > 0)):
+        raise InvalidInputError("weights must be positive finite numbers, one per p-value")
+    flat, wf = p.ravel(), w.ravel()
     valid = np.flatnonzero(~np.isnan(flat))
     out = np.full(flat.shape, np.nan)
-    order = valid[np.argsort(flat[valid], kind="stable")]
-    m = order.size
-    out[order] = np.minimum(1.0, np.maximum.accumulate((m - np.arange(m)) * flat[order]))
+    order = valid[np.argsort(flat[valid] / wf[valid], kind="stable")]
+    remaining = np.cumsum(wf[order][::-1])[::-1]  # W_k
+    out[order] = np.minimum(1.0, np.maximum.accumulate(flat[order] * remaining / wf[order]))
     return out.reshape(p.shape)
+
+
+def tail_p_value(null: np.ndarray, observed: float, two_sided: bool) -> float:
+    """The Monte-Carlo p-value (1 + #{null ≥ observed})/(1 + n_null) (two-sided: doubled, the
+    smaller side), refined beyond the simulated range, where the count is 0 and the p-value
+    cannot go below 1/(1 + n_null): there the tail of a law fitted to the null's mean and
+    variance (two-sided: normal; one-sided, positive statistics: gamma) is used when smaller.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from riccati_tf.empirical.gaussianity import tail_p_value
+    >>> null = np.random.default_rng(0).gamma(4.0, 1.0, 200)
+    >>> tail_p_value(null, 2.0, False) > 0.5, tail_p_value(null, 40.0, False) < 1e-9
+    (True, True)
+    """
+    p = _mc_p_value(null, observed, two_sided)
+    if not (observed > null.max() or (two_sided and observed < null.min())):
+        return p
+    m, v = float(np.mean(null)), float(np.var(null, ddof=1))
+    if not v > 0:
+        return p
+    if two_sided:
+        fitted = 2 * stats.norm.sf(abs(observed - m) / np.sqrt(v))
+    elif null.min() >= 0 and m > 0:
+        fitted = stats.gamma.sf(observed, m * m / v, scale=v / m)
+    else:
+        fitted = stats.norm.sf((observed - m) / np.sqrt(v))
+    return float(min(p, fitted))
 
 
 @dataclass(frozen=True, eq=False)

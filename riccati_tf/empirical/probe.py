@@ -14,9 +14,16 @@ points in rank r to have power (with n ≈ d the whitened cloud of any distribut
 When n ≥ FULL_RATIO · d they are computed in R^d; otherwise on the projection x ↦ Θᵀx onto
 k = PROJECTED_DIMENSION orthonormal random directions Θ (d × k, drawn from the seed and shared
 by all layers): a Gaussian cloud projects to a Gaussian, and k ≪ n. Each is calibrated against
-its Monte-Carlo null of the same (n, rank), and a layer is rejected when the smallest of the
-len(TESTS) p-values is below α/len(TESTS) (Bonferroni); `acceptance_band` turns the same rule
-into each statistic's accepted interval (a statistic outside it ⇔ a rejection).
+its Monte-Carlo null of the same (n, rank); `acceptance_band` gives each statistic's accepted
+interval at α/len(TESTS) for that layer alone. Those statistics average over directions and miss
+a single heavy-tailed coordinate, so every layer is also tested coordinate by coordinate and on
+MARGINAL_DIRECTIONS random directions in R^d (`gaussianity.marginal_test`: skewness and excess
+kurtosis against their exact finite-n nulls), which names heavy-tailed coordinates (massive
+activations). The verdict corrects across everything: weighted Holm over all layers and all
+p-values at family-wise level α, each layer weighing 1, half on its len(TESTS) multivariate
+p-values (Monte-Carlo, with a fitted tail beyond the simulated range: `tail_p_value`) and half
+on its 2(d + L) marginal ones; a layer is rejected when one of its adjusted p-values is ≤ α.
+Gaussian input tokens are layer 0 itself: it is rejected with probability at most α.
 
 Attention: the theory says attention acts on a Gaussian cloud N(m, Σ) as the affine map
 z ↦ V(m + Σ B z) (SPEC §2), one map per sequence (its own empirical measure). The relative
@@ -54,7 +61,18 @@ from ..errors import InvalidInputError
 from ..state.validation import as_count, as_seed, as_time
 from .encoders.loading import MAX_HIDDEN, require_transformers
 from .encoders.sequences import Inputs
-from .gaussianity import MAX_NULL, TESTS, acceptance_band, check_alpha, directions, normality_test
+from .gaussianity import (
+    MAX_NULL,
+    MIN_MARGINAL_N,
+    TESTS,
+    acceptance_band,
+    check_alpha,
+    directions,
+    holm,
+    marginal_test,
+    normality_test,
+    tail_p_value,
+)
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -119,7 +137,8 @@ class ProbeResult:
     p_values : dict of str to (L+1,) ndarray
         The Monte-Carlo p-values of TESTS per layer.
     reject : (L+1,) ndarray of bool
-        `normality_test` at alpha (Bonferroni over TESTS).
+        Whether the layer is rejected by the weighted Holm procedure over all layers and all
+        p-values (TESTS and the marginal tests; module docstring) at family-wise level alpha.
     band_low, band_high : dict of str to (L+1,) ndarray
         The accepted interval of each statistic (`acceptance_band`; −inf below a one-sided
         statistic; for "third" and "fourth", which the decision does not use, the interval a
@@ -138,6 +157,15 @@ class ProbeResult:
         Why prediction is None ("" otherwise).
     inputs : Inputs, optional
         The tokens fed (text, token ids, hidden states or Gaussian; their source and notes).
+    adjusted_p : (L+1,) ndarray, optional
+        The smallest Holm-adjusted p-value of each layer (reject ⇔ adjusted_p ≤ alpha).
+    max_kurtosis : (L+1,) ndarray, optional
+        The largest excess kurtosis of a coordinate (Gaussian: about ±5√(24/n)).
+    heavy_tailed : tuple of tuple of int, optional
+        Per layer, the coordinates rejected as heavy-tailed (`marginal_test`), by decreasing
+        kurtosis.
+    n_directions : int, optional
+        The random directions of the marginal tests (0: not run, n < MIN_MARGINAL_N).
 
     Raises
     ------
@@ -186,6 +214,10 @@ class ProbeResult:
     prediction: Comparison | None
     prediction_note: str
     inputs: Inputs | None = None
+    adjusted_p: np.ndarray | None = None
+    max_kurtosis: np.ndarray | None = None
+    heavy_tailed: tuple[tuple[int, ...], ...] = ()
+    n_directions: int = 0
 
     @property
     def level(self) -> float:
@@ -210,7 +242,13 @@ class ProbeResult:
                 "residual_scale": self.residual_scale,
                 "prediction": None if self.prediction is None else self.prediction.to_json(),
                 "prediction_note": self.prediction_note,
-                "inputs": None if self.inputs is None else self.inputs.to_json()}
+                "inputs": None if self.inputs is None else self.inputs.to_json(),
+                "correction": "holm", "n_directions": self.n_directions,
+                "adjusted_p": (None if self.adjusted_p is None
+                               else np.asarray(self.adjusted_p).tolist()),
+                "max_kurtosis": (None if self.max_kurtosis is None
+                                 else np.asarray(self.max_kurtosis).tolist()),
+                "heavy_tailed": [list(c) for c in self.heavy_tailed]}
 
 
 def tiny_model(family: str = "deit", *, hidden_size: int = 32, n_layers: int = 2,
@@ -481,6 +519,7 @@ def probe(model: Any, *, n_tokens: int = DEFAULT_TOKENS, seed: int = 0, n_null: 
     theta = projection(d, k, seed)
     tests = [normality_test(h if theta is None else h @ theta, alpha=alpha, n_null=n_null,
                             seed=seed) for h in hidden]
+    adjusted, marginals = _corrected(tests, hidden, alpha=alpha, seed=seed)
 
     def per_layer(fn: Callable[[Any, str], Any]) -> dict[str, np.ndarray]:
         return {name: np.array([fn(t, name) for t in tests]) for name in REPORTED}
@@ -500,12 +539,41 @@ def probe(model: Any, *, n_tokens: int = DEFAULT_TOKENS, seed: int = 0, n_null: 
         np.arange(len(hidden)), np.array([t.stats.rank for t in tests]),
         per_layer(lambda t, name: getattr(t.stats, name)),
         {name: np.array([t.p_values[name] for t in tests]) for name in TESTS},
-        np.array([t.reject for t in tests]),
+        adjusted <= alpha,
         {name: band[:, 0] for name, band in bands.items()},
         {name: band[:, 1] for name, band in bands.items()},
         per_layer(lambda t, name: t.null.quantile(name, 0.5)),
         per_layer(lambda t, name: t.null.quantile(name, 0.95)),
-        np.array(residual), residual_scale(lengths, d), comparison, note, inputs)
+        np.array(residual), residual_scale(lengths, d), comparison, note, inputs,
+        adjusted_p=adjusted, max_kurtosis=np.array(
+            [np.nan if m is None else np.nanmax(m.kurtosis["coordinate"], initial=-np.inf)
+             for m in marginals]),
+        heavy_tailed=tuple(() if m is None else m.heavy_tailed for m in marginals),
+        n_directions=0 if marginals[0] is None else marginals[0].kurtosis["direction"].size)
+
+
+def _corrected(tests: list[Any], hidden: list[np.ndarray], *, alpha: float, seed: int
+               ) -> tuple[NDArray[np.float64], list[Any]]:
+    """(the smallest Holm-adjusted p-value of each layer, each layer's `marginal_test` or None)
+    with Holm's procedure over every layer's len(TESTS) Monte-Carlo p-values and its marginal
+    p-values together (module docstring)."""
+    marginals = [marginal_test(h, alpha=alpha, seed=seed)
+                 if h.shape[0] >= MIN_MARGINAL_N and np.ptp(h, axis=0).max() > 0 else None
+                 for h in hidden]
+    blocks, weights = [], []
+    for t, m in zip(tests, marginals, strict=True):
+        mc = [tail_p_value(t.null.values[name], getattr(t.stats, name), name in TWO_SIDED)
+              for name in TESTS]
+        rest = [] if m is None else [v.ravel() for v in m.p_values.values()]
+        size = sum(v.size for v in rest)
+        blocks.append(np.concatenate([mc, *rest]))
+        # each layer weighs 1; half of it on the multivariate tests, half on the marginal ones
+        share = 0.5 if size else 1.0
+        weights.append(np.concatenate([np.full(len(TESTS), share / len(TESTS)),
+                                       np.full(size, 0.5 / max(size, 1))]))
+    flat = holm(np.concatenate(blocks), np.concatenate(weights))
+    cuts = np.cumsum([b.size for b in blocks])[:-1]
+    return np.array([np.nanmin(b) for b in np.split(flat, cuts)]), marginals
 
 
 def _edge(value: float | None) -> str:
