@@ -7,6 +7,11 @@ N(m + Σ(B_h y_i + β_h), Σ), so the attention output is the affine map
                       c = Σ_h V_h (m + Σ β_h) + Σ_h W_O,h b_V,h + b_O,
 
 computed from the factors (V_h Σ B_h = s W_O (W_V Σ W_Kᵀ) W_Q: O(d² d_h) per head).
+
+This is the attention of the Gaussian measure itself (the N → ∞ limit). A sequence of n tokens
+computes a ratio of sums over its own tokens, which approaches the map only while many tokens
+share each softmax row; `validity.validity_map` measures the logit spread, the effective number
+of attended tokens and the finite-n bias of this map per head (SPEC §7).
 """
 
 from __future__ import annotations
@@ -27,7 +32,8 @@ def gaussian_attention(layer: EncoderLayer, mean: np.ndarray, cov: np.ndarray
 
         M = Σ_h V_h Σ B_h,   c = Σ_h V_h (m + Σ β_h) + Σ_h W_O,h b_V,h + b_O,
 
-    computed from the factors in O(d² d_h) per head (module docstring).
+    computed from the factors in O(d² d_h) per head (module docstring). This is the N → ∞
+    limit; on n tokens it holds where `validity.validity_map` finds it.
 
     Parameters
     ----------
