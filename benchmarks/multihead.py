@@ -24,7 +24,7 @@ import numpy as np
 from scipy.integrate import solve_ivp
 from scipy.linalg import solve_continuous_lyapunov
 
-from riccati_tf import Head, Params, certify, equilibria
+from riccati_tf import Certificate, Head, Params, certify, equilibria
 
 from ._timing import pin_one_thread
 
@@ -48,7 +48,7 @@ def layer(d: int, kind: str, seed: int = 0) -> Params:
     return Params(A, heads=heads)
 
 
-def reference(p: Params, cov0: np.ndarray, t_final: float):
+def reference(p: Params, cov0: np.ndarray, t_final: float) -> tuple[float | None, np.ndarray]:
     """DOP853 of Σ̇ = AΣ + ΣAᵀ + Σ_h (O_h(V_hΣK_hᵀ)(Q_hΣ) + transpose) from the factors, to
     t_final or until tr Σ reaches 1e10 tr Σ0: (that time or None, Σ at the end)."""
     d = p.d
@@ -64,7 +64,7 @@ def reference(p: Params, cov0: np.ndarray, t_final: float):
 
     def big(_t, y):
         return float(np.trace(y.reshape(d, d))) - 1e10 * tr0
-    big.terminal = True
+    big.terminal = True  # type: ignore[attr-defined]  # solve_ivp stops at the event
     sol = solve_ivp(rhs, (0.0, t_final), cov0.ravel(), method="DOP853", rtol=1e-12,
                     atol=1e-14 * tr0, events=big)
     T = float(sol.t_events[0][0]) if sol.t_events[0].size else None
@@ -108,7 +108,7 @@ def timed(fn):
     return out, time.process_time() - start
 
 
-def agreement(p: Params, cov0: np.ndarray, cert) -> str:
+def agreement(p: Params, cov0: np.ndarray, cert: Certificate) -> str:
     """The verdict against DOP853, in words with the error."""
     if cert.regime == "blows_up":
         T, _ = reference(p, cov0, 2 * cert.blowup_time)

@@ -116,6 +116,8 @@ SETTLE_GROWTH = 1e12
 #: the continuation from scalar V makes at most CONTINUATION_SOLVES Newton solves (accepted or
 #: halved s-steps) of at most CONTINUATION_MAXITER steps each
 CONTINUATION_SOLVES = 16
+#: beyond d = 30 (each solve up to KRYLOV_BUDGET GMRES iterations) at most this many
+CONTINUATION_SOLVES_KRYLOV = 6
 CONTINUATION_MAXITER = 12
 #: beyond d = 30 each Newton step is scaled by the exact line search on this many points of (0, 1]
 LINE_SEARCH_POINTS = 100
@@ -1157,7 +1159,8 @@ def _continuation(params: Params, axis_rtol: float) -> np.ndarray | None:
     # beyond d = 30 each Newton solve is costly: first try the whole way in one solve
     cov, s = start[0].cov, 0.0
     h = 1.0 if params.d > KRONECKER_MAX_D else CONTINUATION_STEP
-    for _ in range(CONTINUATION_SOLVES):
+    for _ in range(CONTINUATION_SOLVES if params.d <= KRONECKER_MAX_D else
+                   CONTINUATION_SOLVES_KRYLOV):
         if s >= 1.0:
             break
         t = min(1.0, s + h)
