@@ -1090,6 +1090,78 @@ def test_numerical_certificates_list_every_tolerance_and_the_cli_agrees(tmp_path
     out = capsys.readouterr().out
     rows = {line.split()[0]: line for line in out.splitlines() if line.strip()}
     assert "none" not in rows["tolerance"] and "exact rational" not in rows["tolerance"]
-    for name, value in cert.tolerance.items():
+    for name in cert.tolerance:
         assert f"{name} = " in rows["tolerance"], name
     assert "floating point" in rows["exact"]
+
+
+def _near_degenerate(g_first: float, a: np.ndarray) -> Params:
+    """d = 8 (numerical premises): A = diag(a), G = diag(g_first, 1, …, 1) through V = −½I,
+    B = G (G = −v(B + Bᵀ))."""
+    d = a.size
+    return Params(np.diag(a), B=np.diag([g_first] + [1.0] * (d - 1)), V=-0.5 * np.eye(d))
+
+
+def test_near_degenerate_negative_eigenvalue_of_g_is_a_blowup_not_growth():
+    """G's smallest eigenvalue −1.01e-14 lies within the sign tolerance of 0, and A's unstable
+    mode sits on it: G + δI (unseen mode: "grows") and G − δI (indefinite: no theorem) disagree,
+    so no theorem decides; the float G blows up at T* = ½ ln(1 + 2/ε) (σ̇₁ = 2σ₁ + εσ₁²),
+    recomputed here in 50-digit arithmetic from the package's own float G."""
+    p = _near_degenerate(-1.01e-14, np.array([1.0] + [-1.0] * 7))
+    cert = certify(p, np.eye(8))
+    assert cert.regime != "grows" and "rules out blow-up" not in cert.reason
+    with mp.workdps(50):
+        eps = -mp.mpf(float(p.G[0, 0]))
+        T = float(mp.log(1 + 2 / eps) / 2)
+    assert cert.regime == "blows_up" and cert.blowup_time == pytest.approx(T, rel=1e-9)
+    assert cert.check()
+
+
+def test_near_degenerate_positive_eigenvalue_of_g_names_no_absent_unseen_mode():
+    """G's smallest eigenvalue +1.04e-14 with A anti-stable: (A, G) is observable and Σ stays
+    bounded (σ₁ → 2a₁/g₁ ≈ 1e14), so no "grows" and no reason naming an unstable unobservable
+    mode; a "converges" verdict must be the diagonal limit diag(2a_i/g_i)."""
+    a = np.linspace(0.5, 1.5, 8)
+    p = _near_degenerate(1.04e-14, a)
+    cert = certify(p, np.eye(8))
+    assert cert.regime != "grows" and "unobservable" not in cert.reason
+    assert cert.check()
+    if cert.regime == "converges":
+        g = np.diag(p.G)
+        np.testing.assert_allclose(np.diag(cert.equilibrium.cov), 2 * a / g, rtol=1e-6)
+
+
+def test_clear_sign_of_g_keeps_its_theorem_beyond_the_exact_dimension():
+    """The bracket G ± δI changes nothing when G's eigenvalues are far from 0: d = 8, G ≻ 0,
+    A anti-stable converges by the theorem (numerical premises)."""
+    p = _near_degenerate(0.5, np.linspace(0.5, 1.5, 8))
+    cert = certify(p, np.eye(8))
+    assert (cert.regime, cert.theorem, cert.exact) == ("converges", "psd_gramian_pd", False)
+    assert cert.check()
+
+
+def test_a_huge_general_v_start_is_followed_down_to_the_layers_time_scale():
+    """Σ0 = 1e150·Σ0' on a general-V layer that converges from Σ0': the quadratic term first
+    pulls Σ down at rate c‖Σ(t)‖ (‖Σ(t)‖ ~ 1/(ct)), then A's time scale takes over; the horizon
+    is A's, not MAX_NORM_TIME/(c‖Σ0‖) ≈ 1e-147, and the verdict and Σ* are those of the
+    moderate start, with the same kind of evidence."""
+    p, S0 = random_case(np.random.default_rng(100), "opposite-antistable", 3, perturb=0.3)
+    base = certify(p, S0)
+    huge = certify(p, 1e150 * S0)
+    assert base.regime == huge.regime == "converges"
+    assert huge.horizon > 1.0 and huge.check()
+    np.testing.assert_allclose(huge.equilibrium.cov, base.equilibrium.cov, rtol=1e-8, atol=1e-10)
+    assert (huge.lyapunov is None) == (base.lyapunov is None)
+
+
+@pytest.mark.slow
+def test_the_huge_start_end_state_against_dop853():
+    """The end state of the Σ0 = 1e150·Σ0' certificate against DOP853 from the huge start."""
+    p, S0 = random_case(np.random.default_rng(100), "opposite-antistable", 3, perturb=0.3)
+    huge = certify(p, 1e150 * S0)
+    with np.errstate(all="ignore"):  # scipy's first-step estimate overflows at 1e150
+            sol = solve_ivp(lambda t, y: np.asarray(
+            moment_arrays(p, np.zeros(3), y.reshape(3, 3))[1]).ravel(), (0.0, huge.horizon),
+            (1e150 * S0).ravel(), method="DOP853", rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(sol.y[:, -1].reshape(3, 3), huge.final_cov, rtol=1e-5,
+                               atol=1e-8)

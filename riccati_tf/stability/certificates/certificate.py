@@ -105,12 +105,15 @@ class Certificate:
     kantorovich_radius : float or None, optional
         Radius around the stored Σ* in which an exact equilibrium exists (Newton–Kantorovich).
     tolerance : dict of str to float, or None, optional
-        For a numerical (exact=False) scalar-V certificate, the tolerances (name → value) with
-        which its premises were decided (`default_tolerance`: sign_rtol, axis_rtol,
+        For a numerical (exact=False) certificate, every tolerance (name → value) that decided
+        it: the premises' of a scalar-V theorem (`default_tolerance`: sign_rtol, axis_rtol,
         semisimple_rtol, rank_rtol, singular_rcond, range_rtol, threshold_rtol and, for V scalar
-        only within SCALAR_RTOL, scalar_rtol); `check()` re-decides them with the same values.
-        None for an exact certificate, every premise of which `check()` re-decides in rational
-        arithmetic.
+        only within SCALAR_RTOL, scalar_rtol), and those of numerical evidence
+        (integration_rtol and integration_atol of the integration, close_rtol, basin_safety,
+        growth_factor, and blowup_check_rtol for a blow-up); `check()` re-decides the claims
+        with the same values and refuses any other (an empty, partial, negative, NaN or unknown
+        tolerance). None for an exact certificate, every premise of which `check()` re-decides
+        in rational arithmetic, and for an "undetermined" one that used none.
 
     Raises
     ------

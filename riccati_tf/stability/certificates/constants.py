@@ -45,8 +45,8 @@ HORIZON_DOUBLINGS = 2
 #: segments have ‖A‖₂ · length ≤ SEGMENT_NORM_TIME: the linear part alone grows tr Σ by at most
 #: e^{2·8} < 1e8 per segment, below the growth that triggers `flow`'s blow-up test
 SEGMENT_NORM_TIME = 8.0
-#: a bounded integration stops once tr Σ leaves [tr Σ0 / GROWTH_STOP, GROWTH_STOP · max(tr Σ0,
-#: blow-up scale)] (`_blowup_scale`)
+#: a bounded integration stops once tr Σ leaves [min(tr Σ0, blow-up scale) / GROWTH_STOP,
+#: GROWTH_STOP · max(tr Σ0, blow-up scale)] (`_blowup_scale`)
 GROWTH_STOP = 1e12
 #: ... and never beyond MAX_GROWTH · GROWTH_STOP · tr Σ0 (far from overflow)
 MAX_GROWTH = 1e100

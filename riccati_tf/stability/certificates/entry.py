@@ -32,7 +32,7 @@ from .certificate import Certificate, _converged
 from .constants import MAX_NORM_TIME
 from .local import _zero_equilibrium
 from .numerical import _numerical, _rate_scale
-from .premises import THEOREMS, Premises, premises, theorem_of
+from .premises import THEOREMS, Premises, bracket_agrees, premises, theorem_of
 
 __all__ = ["certify"]
 
@@ -205,6 +205,8 @@ def _certify(p: Params, cov0: np.ndarray, base: dict) -> Certificate:
                 f"borderline of the G ⪯ 0 threshold: λ_max(W∞Σ0) = 1 ({how}); at the borderline "
                 f"I + W(t)Σ0 becomes singular only as t → ∞.", threshold=pr.threshold, **base)
         return _numerical(p, cov0, base, scalar=True, no_blowup=pr.g_psd and pr.exact)
+    if not bracket_agrees(p, cov0, pr):  # a premise within rounding of its boundary
+        return _numerical(p, cov0, base, scalar=True)
     theorem, regime = got
     glob = THEOREMS[theorem][1] and pr.exact
     A, d = p.A, p.d

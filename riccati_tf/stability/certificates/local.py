@@ -158,3 +158,20 @@ def _zero_sublevel(p: Params) -> _ZeroSublevel | None:
     eq = _zero_equilibrium(p)
     assert eq.spectral_abscissa is not None  # 2 max Re λ(A), < 0 here
     return _ZeroSublevel(eq, P, radius, mu, kappa, rate, -eq.spectral_abscissa)
+
+
+def _approaches(cov: np.ndarray, mid: np.ndarray, final: np.ndarray, close_rtol: float,
+                scale: float) -> bool:
+    """An integration approaches the equilibrium Σ* = cov without a Lyapunov set: the end state
+    is within close_rtol·scale of Σ*, the distance halved since the middle state, and so is the
+    part Π Σ Π on ker Σ* (Π its orthogonal projector): a state that keeps its size off the range
+    of a singular Σ* does not approach it, however small that size is next to `scale`."""
+    gap_end = float(np.linalg.norm(final - cov))
+    if not (gap_end <= close_rtol * scale and gap_end < 0.5 * np.linalg.norm(mid - cov)):
+        return False
+    e, U = np.linalg.eigh(cov)
+    K = U[:, e <= cov.shape[0] * EPS * max(float(np.abs(e).max()), 0.0)]
+    if K.shape[1] == 0:
+        return True
+    off_end = float(np.linalg.norm(K.T @ final @ K))
+    return off_end == 0.0 or off_end < 0.5 * float(np.linalg.norm(K.T @ mid @ K))

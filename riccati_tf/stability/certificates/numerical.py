@@ -52,7 +52,7 @@ from .constants import (
     MAX_RHS_EVALUATIONS,
     SEGMENT_NORM_TIME,
 )
-from .local import _level, _local, _zero_equilibrium, _zero_sublevel, _ZeroSublevel
+from .local import _approaches, _level, _local, _zero_equilibrium, _zero_sublevel, _ZeroSublevel
 
 __all__: list[str] = []
 
@@ -319,10 +319,12 @@ def _classify_final(p: Params, cov0: np.ndarray, base: dict, run: _Run, scalar: 
                                      f"sublevel set of the Lyapunov function hᵀPh certified to "
                                      f"lie in the basin of the stable equilibrium of rank "
                                      f"{eq.rank} (local certificate plus bounded integration).")
-    scale = max(np.linalg.norm(cov0), np.linalg.norm(final))
-    for eq in candidates:
+    scale = float(max(np.linalg.norm(cov0), np.linalg.norm(final)))
+    # the nearest first: a far-off equilibrium within CLOSE_RTOL of a large state is not the one
+    # the state approaches
+    for eq in sorted(candidates, key=lambda e: float(np.linalg.norm(final - e.cov))):
         gap_end = np.linalg.norm(final - eq.cov)
-        if gap_end <= CLOSE_RTOL * scale and gap_end < 0.5 * np.linalg.norm(mid - eq.cov):
+        if _approaches(eq.cov, mid, final, CLOSE_RTOL, scale):
             return _converged(p, eq.cov, base, "numerical", exact=False, glob=False, rate=None,
                               equilibrium=eq, local=False, final_cov=final, horizon=horizon,
                               reason=f"{label} integration to t = {horizon:.6g} approaches the "
@@ -364,12 +366,13 @@ class _Integrator:
     length ≤ SEGMENT_NORM_TIME/‖A‖₂ (the flow is a semigroup), projecting each segment's end onto
     the PSD cone against rounding. `advance(t)` continues to time t and stops early at blow-up,
     when the work budget is spent, or once tr Σ leaves
-    [tr Σ0 / GROWTH_STOP, GROWTH_STOP · max(tr Σ0, scale)]. The layer p is integrated without b;
-    by "rk" from d = FACTOR_MIN_D on with its dense heads of low rank through their factors
-    (`state.lowrank.factored_layer`, as `flow` does for a layer it is given: the counted
-    right-hand side below is a callable, which `flow` does not rewrite). Only the segments' mid
-    and end states are formed (no dense output: DOP853's continuous extension costs 3
-    right-hand sides per step); `rtol` is flow's relative tolerance (None: its default)."""
+    [min(tr Σ0, scale) / GROWTH_STOP, GROWTH_STOP · max(tr Σ0, scale)] (scale 0: tr Σ0). The
+    layer p is integrated without b; by "rk" from d = FACTOR_MIN_D on with its dense heads of
+    low rank through their factors (`state.lowrank.factored_layer`, as `flow` does for a layer
+    it is given: the counted right-hand side below is a callable, which `flow` does not
+    rewrite). Only the segments' mid and end states are formed (no dense output: DOP853's
+    continuous extension costs 3 right-hand sides per step); `rtol` is flow's relative
+    tolerance (None: its default)."""
 
     def __init__(self, p: Params, cov0: np.ndarray, method: str, scale: float = 0.0,
                  rtol: float | None = None):
@@ -390,6 +393,8 @@ class _Integrator:
         self.method, self.d = method, bare.d
         self.tr0 = float(np.trace(cov0))
         self.top = GROWTH_STOP * min(max(self.tr0, scale), MAX_GROWTH * self.tr0)
+        # a start far above the blow-up scale first falls to it: collapse is judged below both
+        self.bottom = min(self.tr0, scale if scale > 0 else self.tr0) / GROWTH_STOP
         # A = 0: segments on the quadratic term's rate c‖Σ0‖₂ instead (one segment to the
         # horizon would run the whole budget before the first check of tr Σ)
         norm = drift_spectrum(p)[1] or _rate_scale(p, cov0)
@@ -426,7 +431,7 @@ class _Integrator:
             self.S = _psd_part(traj.cov[-1])
             self.states += [traj.cov[1], self.S]
             tr = np.trace(self.S)
-            if not (self.tr0 / GROWTH_STOP < tr < self.top):
+            if not (self.bottom < tr < self.top):
                 self.stopped = True
         i = int(np.argmin(np.abs(np.array(self.times) - self.t / 2)))
         return _Run(self.t, self.states[i], self.S)
@@ -445,8 +450,17 @@ def _rate_scale(p: Params, cov0: np.ndarray) -> float:
 
 
 def _horizon(p: Params, cov0: np.ndarray) -> float:
-    """HORIZON_RATES / min|Re λ(A)|, within [1, MAX_NORM_TIME] / rate scale (`_rate_scale`)."""
+    """HORIZON_RATES / min|Re λ(A)|, at least 1 / rate scale (`_rate_scale`) and at most
+    MAX_NORM_TIME / ‖A‖₂ (MAX_NORM_TIME / rate scale for A = 0).
+
+    The cap is the linear part's: the quadratic one does not set it. A start far above the
+    natural scale (Σ0 = 1e150 I) first decays at the quadratic rate c‖Σ(t)‖₂, as
+    ‖Σ(t)‖ ~ 1/(ct), which the adaptive steps follow in a number of steps logarithmic in ‖Σ0‖,
+    and reaches the natural scale ‖A‖₂/c after a time of order 1/‖A‖₂ — the time scale of A,
+    on which the flow then settles. Capping the horizon at MAX_NORM_TIME/(c‖Σ0‖₂) would stop
+    it near t = 1e-147."""
     scale = _rate_scale(p, cov0)
+    norm = drift_spectrum(p)[1]
     slow = float(np.min(np.abs(drift_spectrum(p)[0].real)))
     t = HORIZON_RATES / slow if slow > 0 else np.inf
-    return float(min(max(t, 1.0 / scale), MAX_NORM_TIME / scale))
+    return float(min(max(t, 1.0 / scale), MAX_NORM_TIME / (norm if norm > 0 else scale)))

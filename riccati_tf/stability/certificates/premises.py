@@ -274,3 +274,26 @@ def theorem_of(pr: Premises, d: int) -> tuple[str, str] | None:
     if pr.g_nsd and pr.range_stable and pr.threshold_sign:
         return "nsd_threshold", "blows_up" if pr.threshold_sign > 0 else "collapses"
     return None
+
+
+def _shifted(p: Params, shift: float) -> Params:
+    """The scalar-V layer with the same A and G + shift·I (one head V = I, B = −(G + shift·I)/2)."""
+    G = p.G + shift * np.eye(p.d)
+    return Params(p.A, B=-0.5 * G, V=np.eye(p.d))
+
+
+def bracket_agrees(p: Params, cov0: np.ndarray, pr: Premises) -> bool:
+    """For numerical premises whose verdict is "grows" or "converges": the same (theorem,
+    regime) holds for G + δI and for G − δI, δ = 2 sign_rtol max|λ(G)| — the floating-point G
+    may stand for either, since the sign of an eigenvalue of G within sign_rtol of 0 is not
+    decided by the data. Σ(t) is monotone in G (a larger G gives a smaller Σ(t)), so an answer
+    shared by both sides is the answer of every G between them. True for exact premises and for
+    other verdicts."""
+    got = theorem_of(pr, p.d)
+    if pr.exact or got is None or got[1] not in ("grows", "converges"):
+        return True
+    tol = dict(pr.tolerance or {})
+    g = np.linalg.eigvalsh(p.G)
+    delta = 2 * tol["sign_rtol"] * max(float(np.abs(g).max()), np.finfo(float).tiny)
+    return all(theorem_of(premises(_shifted(p, s * delta), cov0, tol), p.d) == got
+               for s in (1.0, -1.0))

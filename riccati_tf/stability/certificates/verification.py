@@ -45,8 +45,8 @@ from .constants import (
     SEGMENT_NORM_TIME,
     THRESHOLD_RTOL,
 )
-from .local import _level, _local_bounds, _zero_sublevel
-from .premises import THEOREMS, default_tolerance, premises, theorem_of
+from .local import _approaches, _level, _local_bounds, _zero_sublevel
+from .premises import THEOREMS, bracket_agrees, default_tolerance, premises, theorem_of
 from .rationals import _exact_ok
 
 if TYPE_CHECKING:
@@ -181,10 +181,12 @@ def _rk_blowup_ok(c: Certificate) -> bool:
     if got is None or got[2] is None:
         return False
     T2, u = got[2]
-    return abs(T2 - T) <= rtol * T and u is not None and _aligned(u, c.blowup_direction)
+    return abs(T2 - T) <= rtol * T and u is not None and c.blowup_direction is not None \
+        and _aligned(u, c.blowup_direction)
 
 
-def _replay(c: Certificate, until: float):
+def _replay(c: Certificate, until: float) -> tuple[
+        np.ndarray, np.ndarray, tuple[float, np.ndarray | None] | None] | None:
     """Σ integrated again from Σ0 to `until` (closed form for scalar V, Runge–Kutta at the
     stored integration tolerances otherwise), in segments of ‖A‖₂-length SEGMENT_NORM_TIME
     projected on the PSD cone as certify integrates: (state near until/2, state at until,
@@ -288,7 +290,7 @@ def _evidence_ok(c: Certificate) -> bool:
                     and abs(rate - float(c.rate)) <= 1e-3 * abs(rate))  # type: ignore[arg-type]
     if eq is None or c.theorem != "numerical":
         return False
-    if c.lyapunov is not None:
+    if c.lyapunov is not None and c.operator is not None:
         bounds = _local_bounds(p, eq.cov, c.operator, c.lyapunov)
         return bounds is not None and c.basin is not None and \
             _level(c.lyapunov, eq.cov, final, bounds[0]) <= c.basin
@@ -297,10 +299,8 @@ def _evidence_ok(c: Certificate) -> bool:
         return ball is not None and ball.gap(final) < c.basin
     if c.rate is not None:  # attracting ball: the replayed state is where the stored one is
         return True
-    gap = np.linalg.norm(final - eq.cov)
-    return bool(gap <= tol.get("close_rtol", CLOSE_RTOL) * max(np.linalg.norm(c.cov0),
-                                                               np.linalg.norm(final))
-                and gap < 0.5 * np.linalg.norm(mid - eq.cov))
+    return _approaches(eq.cov, mid, final, tol.get("close_rtol", CLOSE_RTOL),
+                       max(float(np.linalg.norm(c.cov0)), float(np.linalg.norm(final))))
 
 
 def _growth_scale(p: Params, cov0: np.ndarray) -> float:
@@ -400,7 +400,8 @@ def _premises_ok(c: Certificate) -> bool:
     if th not in THEOREMS:
         return False
     pr = premises(p, c.cov0, c.tolerance)
-    if pr.exact != c.exact or theorem_of(pr, p.d) != (th, c.regime):
+    if pr.exact != c.exact or theorem_of(pr, p.d) != (th, c.regime) or \
+            not bracket_agrees(p, c.cov0, pr):
         return False
     if c.global_ and not THEOREMS[th][1]:
         return False
