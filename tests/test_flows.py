@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from scipy.linalg import solve_continuous_lyapunov
 
 from riccati_tf import Gaussian, Head, Params, flow
 from riccati_tf.errors import InvalidInputError, SolverError
@@ -502,3 +503,34 @@ def test_rk_sundman_run_through_growth_that_turns_into_decay(sundman_runs):
     assert trace.max() > 20 * trace[0] and trace[-1] < 0.1 * trace.max()
     np.testing.assert_array_equal(rk.t, ex.t)
     assert rel_err(rk.cov, ex.cov) <= 1e-8 and rel_err(rk.mean, ex.mean) <= 1e-8
+
+
+@pytest.mark.parametrize("t_final", [1e50, 1e100, 1e300, np.finfo(float).max])
+def test_exact_converging_layers_reach_any_horizon(t_final):
+    """Horizons beyond 1e40 failed with "the mean grows past the floating-point range ...
+    α(K) = −1": scipy's expm of the settled drift K·τ (K Hurwitz, τ = 1e50) is not finite for
+    non-normal K. The README's converging layer with a bias, and a collapsing layer with a
+    non-normal A: Σ(t_final) = Σ* = P*⁻¹ (AᵀP* + P*A = G) resp. 0, m(t_final) = −K⁻¹b."""
+    p = Params(A=0.5 * np.eye(2) + np.array([[0.0, 0.3], [-0.1, 0.0]]), B=np.eye(2),
+               V=-np.eye(2), b=[0.4, -0.2])
+    tr = flow(p, Gaussian([1.0, 0.0], [[1.0, 0.3], [0.3, 0.5]]), t_final)
+    star = np.linalg.inv(solve_continuous_lyapunov(p.A.T, p.G))
+    assert tr.status == "completed" and rel_err(tr.cov[-1], star) < 1e-12
+    K = p.A - np.eye(2) - star
+    assert rel_err(tr.mean[-1], -np.linalg.solve(K, p.b)) < 1e-12
+    A = np.array([[-0.5, 2.0], [0.0, -0.3]])
+    p = Params(A=A, B=np.array([[1.0, 0.2], [0.2, 0.5]]), V=-np.eye(2), b=[1.0, -1.0])
+    tr = flow(p, Gaussian([1.0, 2.0], [[1.0, 0.3], [0.3, 0.5]]), t_final, t_eval=[0, t_final])
+    assert np.all(tr.cov[-1] == 0)
+    assert rel_err(tr.mean[-1], -np.linalg.solve(A - np.eye(2), p.b)) < 1e-13
+
+
+def test_exact_mean_growth_names_a_nonnegative_abscissa():
+    """Scalar heads with Σ* = 2aI/g: K = A + vI + vΣ*B = vI, so v = 0.5 > 0 makes the mean grow
+    like e^{t/2} once Σ settles; past 1e308 the error names α(K) = 0.5 ≥ 0 (growth), and a
+    decaying mean (α < 0) is never reported as growth."""
+    p = Params(A=np.eye(2), B=-np.eye(2), V=0.5 * np.eye(2))
+    with pytest.raises(SolverError, match=r"α\(K\) = 0\.5 ≥ 0 .*exponential growth"):
+        flow(p, Gaussian([1.0, 0.0], np.eye(2)), 1e4, method="exact")
+    tr = flow(p, Gaussian([1.0, 0.0], np.eye(2)), 100.0, t_eval=[90.0, 100.0], method="exact")
+    assert rel_err(tr.mean[-1], np.exp(5.0) * tr.mean[0]) < 1e-12  # settled: ṁ = m/2

@@ -974,7 +974,7 @@ class _Collapse:
         norm_L2 = float(np.sum(L * L))
         tau = h
         while tau <= 2 * horizon:
-            bound = float(np.linalg.norm(expm(self.A * tau), 2)) ** 2 * norm_L2
+            bound = float(np.linalg.norm(_expm_long(self.A, tau), 2)) ** 2 * norm_L2
             if self.norm_W * bound <= 1.0 and (law is None or law.norm_Bbar * bound * self.norm_X
                                                <= SETTLE_ROUNDING * L.shape[0] * EPS):
                 return tau
@@ -986,7 +986,7 @@ class _Collapse:
         d, r = L.shape
         if not r:
             return np.zeros((d, d))
-        E = expm(self.A * tau)
+        E = _expm_long(self.A, tau)
         EL = E @ L
         W = self.W_inf - E.T @ self.W_inf @ E
         S = EL @ np.linalg.solve(np.eye(r) + L.T @ W @ L, EL.T)
@@ -995,7 +995,8 @@ class _Collapse:
 
 def _mean_jump(law: _MeanLaw | None, K: np.ndarray | None, m: np.ndarray, tau: float,
                t: float, settle_tol: float, norm_S: float) -> np.ndarray:
-    """m(t + τ) for ṁ = K m + b with a constant K: the last column of expm([[K, b], [0, 0]] τ).
+    """m(t + τ) for ṁ = K m + b with a constant K: m* + e^{Kτ}(m − m*) for Hurwitz K (e^{Kτ} by
+    `_expm_long`, any τ), else the last column of expm([[K, b], [0, 0]] τ).
 
     settle_tol: the relative accuracy of Σ* beyond rounding (0 after Newton's correction).
     Refused when the rounding in K — about c·eps·‖A_v‖ + (settle_tol + c·eps)‖Σ*‖‖B̄‖ — would be
@@ -1018,17 +1019,45 @@ def _mean_jump(law: _MeanLaw | None, K: np.ndarray | None, m: np.ndarray, tau: f
             f"{dK * horizon:.2g}: the mean cannot be vouched for")
     if alpha < 0:  # m(t + τ) = m* + e^{Kτ}(m − m*), m* = −K⁻¹b: no squaring of the affine part
         m_star = -np.linalg.solve(K, law.b)
-        out = m_star + expm(K * tau) @ (m - m_star)
+        out = m_star + _expm_long(K, tau) @ (m - m_star)
     else:
         M = np.zeros((d + 1, d + 1))
         M[:d, :d], M[:d, d] = K * tau, law.b * tau
         F = expm(M)
         out = F[:d, :d] @ m + F[:d, d]
     if not np.all(np.isfinite(out)):
+        if alpha < 0:  # m(t + τ) − m* decays: m* itself (or the transient) is out of range
+            raise SolverError(
+                f"the mean converges after t = {t:.6g} (ṁ = Km + b, spectral abscissa "
+                f"α(K) = {alpha:.3g} < 0: decay to m* = −K⁻¹b), but m* or the transient "
+                f"e^{{Kτ}}(m − m*) lies beyond the floating-point range (‖K⁻¹‖‖b‖ or the "
+                f"non-normal growth of e^{{Kτ}} overflows)")
         raise SolverError(f"the mean grows past the floating-point range after t = {t:.6g} "
-                          f"(ṁ = Km + b with spectral abscissa α(K) = {alpha:.3g} over "
+                          f"(ṁ = Km + b with spectral abscissa α(K) = {alpha:.3g} ≥ 0 over "
                           f"τ = {tau:.3g}); this is exponential growth, not a blow-up")
     return out
+
+
+#: `_expm_long`: e^{Mτ} from expm of M τ/2^j with ‖M τ/2^j‖₁ ≤ LONG_EXPM_NORM, squared j times
+LONG_EXPM_NORM = 1.0
+
+
+def _expm_long(M: np.ndarray, tau: float) -> np.ndarray:
+    """e^{Mτ} for any τ ≥ 0, by squaring: E = expm(M τ/2^j) with ‖M‖₁τ/2^j ≤ LONG_EXPM_NORM,
+    then E ← E² j times (τ/2^j is exact in binary), stopping once E underflows to 0 (M Hurwitz
+    over a long τ: e^{Mτ} = 0 in floating point). scipy's expm of a huge non-normal Hurwitz
+    Mτ (triangular, ‖Mτ‖ = 1e50) returns NaN instead, from inf·0 in its exact treatment of the
+    superdiagonal; the squares here stay within sup_s ‖e^{Ms}‖ until they underflow."""
+    norm_M = float(np.abs(M).sum(axis=0).max()) if M.size else 0.0
+    if not norm_M * tau > LONG_EXPM_NORM:
+        return expm(M * tau)
+    j = math.ceil(math.log2(norm_M) + math.log2(tau) - math.log2(LONG_EXPM_NORM))
+    E = expm(M * math.ldexp(tau, -j))
+    for _ in range(j):
+        E = E @ E
+        if not E.any() or not np.all(np.isfinite(E)):
+            break
+    return E
 
 
 # --- the flow ------------------------------------------------------------------------------
