@@ -586,8 +586,10 @@ def _edge(value: float | None) -> str:
 def probe_table(numbers: dict[str, Any]) -> str:
     """The per-layer numbers of `ProbeResult.as_dict` (as written to probe.json) as a text table:
     a line on the sequences and the tested space, a header, one line per layer with the energy
-    and kurtosis against the interval their tests accept, the smallest p-value, whether the
-    moment prediction is within its sampling floor, the verdict and the attention residual ρ."""
+    and kurtosis against the interval their tests accept, the layer's smallest Holm-adjusted
+    p-value (the verdict rejects when it is ≤ α; the smallest raw p-value for numbers without
+    it), whether the moment prediction is within its sampling floor, the verdict and the
+    attention residual ρ."""
     n_seq, space = numbers["sequences"], (
         f"on {numbers['dimension']} random directions of R^{numbers['hidden_size']}"
         if numbers["projected"] else f"in R^{numbers['hidden_size']}")
@@ -603,12 +605,14 @@ def probe_table(numbers: dict[str, Any]) -> str:
              + (f" (figure: {numbers['figure']})" if "figure" in numbers else ""),
              *([f"inputs: {numbers['inputs']['description']}"] if numbers.get("inputs") else []),
              f"{'layer':>5} {'energy':>9} {'accepts ≤':>9} {'kurtosis':>9} "
-             f"{'accepts':>19} {'min p':>7} {'moments':>8} {'Gaussian?':>9} {'attn ρ':>7}"]
+             f"{'accepts':>19} {'Holm p':>7} {'moments':>8} {'Gaussian?':>9} {'attn ρ':>7}"]
     stats, low, high = numbers["stats"], numbers["band_low"], numbers["band_high"]
     residual = [None, *numbers["attention_residual"]]
     prediction = numbers.get("prediction")
     for i, layer in enumerate(numbers["layers"]):
-        p_min = min(numbers["p_values"][name][i] for name in numbers["p_values"])
+        adjusted = numbers.get("adjusted_p")
+        p_min = (adjusted[i] if adjusted is not None else
+                 min(numbers["p_values"][name][i] for name in numbers["p_values"]))
         rho = "" if residual[i] is None or not np.isfinite(residual[i]) else f"{residual[i]:.3f}"
         moments = ("—" if prediction is None else
                    "ok" if prediction["consistent"][i] else "deviates")
