@@ -9,17 +9,87 @@ a temporary folder and loaded back as the CLI loads a model. Timed, with one BLA
 - the probe as `riccati-tf probe` runs it (`models.probe`: Gaussianity statistics with their
   simulated nulls, the affine residual of attention and the moment prediction) with N = 4096
   tokens (budget BUDGET_PROBE_S).
+
+Then the command line on real text: a trained-like encoder of the same shape
+(`encoders.tiny.trained_like_encoder`: embedding-output trace 100, logit spreads 2–12, attention
+blow-up times 0.4–5) saved with its WordPiece tokenizer (`save_encoder`), and a text file of
+TEXT_PASSAGES passages; `riccati-tf probe --model DIR --text FILE` and `riccati-tf atlas --model
+DIR --text FILE` with their defaults otherwise, each timed as a subprocess with one thread
+(OMP_NUM_THREADS, OPENBLAS_NUM_THREADS, MKL_NUM_THREADS = 1; torch reads OMP_NUM_THREADS), against
+BUDGET_CLI_PROBE_S and BUDGET_CLI_ATLAS_S. `--cli-only` skips the first part.
 """
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import tempfile
 import time
+from pathlib import Path
 
 from benchmarks._timing import pin_one_thread
 
 D, HEADS, LAYERS, POSITIONS, N_TOKENS = 384, 12, 6, 512, 4096
 BUDGET_ATLAS_S, BUDGET_PROBE_S = 60.0, 120.0
+#: passages of the text file and the budgets of the two commands on it
+TEXT_PASSAGES = 64
+BUDGET_CLI_PROBE_S, BUDGET_CLI_ATLAS_S = 120.0, 60.0
+
+
+def _text(path: Path, seed: int = 0) -> None:
+    """TEXT_PASSAGES passages of 12–40 words of the tokenizer's vocabulary, one a line."""
+    import numpy as np
+
+    from riccati_tf.empirical.encoders.tiny import wordpiece_vocab
+
+    words = [w for w in wordpiece_vocab() if w.isalpha() and len(w) > 1]
+    rng = np.random.default_rng(seed)
+    lines = [" ".join(rng.choice(words, int(rng.integers(12, 41)))) + "."
+             for _ in range(TEXT_PASSAGES)]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+def _timed(args: list[str]) -> tuple[float, str]:
+    """Wall time of `riccati-tf args` in a subprocess with one thread, and its output."""
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1",
+           "MKL_NUM_THREADS": "1"}
+    start = time.perf_counter()
+    run = subprocess.run([sys.executable, "-m", "riccati_tf.app.cli", *args], env=env,
+                         capture_output=True, text=True, check=False)
+    elapsed = time.perf_counter() - start
+    if run.returncode:
+        raise RuntimeError(f"riccati-tf {' '.join(args)} exited {run.returncode}: {run.stderr}")
+    return elapsed, run.stdout
+
+
+def cli_on_text() -> bool:
+    """`riccati-tf probe/atlas --model DIR --text FILE` on a saved trained-like encoder; prints
+    the times and returns whether both are within budget."""
+    from riccati_tf.empirical.encoders.tiny import save_encoder, trained_like_encoder
+
+    with tempfile.TemporaryDirectory() as tmp:
+        folder, text = Path(tmp) / "model", Path(tmp) / "text.txt"
+        start = time.perf_counter()
+        save_encoder(trained_like_encoder(D, HEADS, LAYERS, max_positions=POSITIONS), folder)
+        built = time.perf_counter() - start
+        _text(text)
+        t_probe, out_probe = _timed(["probe", "--model", str(folder), "--text", str(text),
+                                     "--out", str(Path(tmp) / "probe")])
+        t_atlas, out_atlas = _timed(["atlas", "--model", str(folder), "--text", str(text),
+                                     "--out", str(Path(tmp) / "atlas")])
+    print(f"trained-like BertModel d={D}, {HEADS} heads, {LAYERS} layers, built and saved with "
+          f"its tokenizer in {built:.1f} s")
+    print(out_probe.splitlines()[1] if len(out_probe.splitlines()) > 1 else out_probe)
+    print(f"riccati-tf probe --model DIR --text FILE: {t_probe:.1f} s (budget "
+          f"{BUDGET_CLI_PROBE_S:.0f} s)")
+    print(f"riccati-tf atlas --model DIR --text FILE: {t_atlas:.1f} s (budget "
+          f"{BUDGET_CLI_ATLAS_S:.0f} s)")
+    print(out_atlas)
+    ok = t_probe <= BUDGET_CLI_PROBE_S and t_atlas <= BUDGET_CLI_ATLAS_S
+    print(f"within budget: probe {t_probe <= BUDGET_CLI_PROBE_S}, atlas "
+          f"{t_atlas <= BUDGET_CLI_ATLAS_S}")
+    return ok
 
 
 def _saved_model(folder: str):
@@ -38,6 +108,13 @@ def _saved_model(folder: str):
 
 def main() -> None:
     import torch
+
+    if "--cli-only" in sys.argv[1:]:
+        _limiter, line = pin_one_thread()
+        torch.set_num_threads(1)
+        print(line + "; torch threads 1")
+        cli_on_text()
+        return
 
     from riccati_tf.empirical.encoders import extract, predict_moments
     from riccati_tf.empirical.encoders.atlas import atlas
@@ -72,6 +149,7 @@ def main() -> None:
     print(comparison.summary())
     print(f"within budget: atlas {t3 - t0 <= BUDGET_ATLAS_S}, probe "
           f"{t5 - t4 <= BUDGET_PROBE_S}")
+    cli_on_text()
 
 
 if __name__ == "__main__":

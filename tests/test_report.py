@@ -127,6 +127,39 @@ def test_quick_report(quick_report):
     assert not re.findall(r'<img alt="[^"]*\.png"', page)  # no figure is named by its file
     probe = summary["validation"]["probe"]
     assert probe["n_tokens"] == sum(probe["lengths"]) and probe["dimension"] <= 8
+    # no model given: the section says which encoder it ran and that its weights are random
+    assert model["random_weights"] is True and model["model_path"] is None
+    assert "random weights" in model["model_description"] and "BertModel" in section
+    assert "<b>Random weights.</b>" in section and "random-weight encoder" in page
+    assert "random weights: no trained model was given" in page  # the validation section's probe
+
+
+@pytest.mark.slow
+def test_report_model_analyses_the_given_folder(tmp_path, monkeypatch, capsys):
+    pytest.importorskip("torch")
+    pytest.importorskip("transformers")
+    from riccati_tf.app import report
+    from riccati_tf.empirical.encoders.tiny import tiny_encoder
+
+    folder = tmp_path / "encoder"
+    tiny_encoder("bert", hidden_size=16, n_heads=2, n_layers=2, initializer_range=0.1,
+                 seed=2).save_pretrained(folder)
+    section = report.model_section(report.Options(tmp_path / "out", True, str(folder)))
+    assert section.numbers["model_path"] == str(folder)
+    assert section.numbers["random_weights"] is False
+    assert f"<b>Model analysed:</b> {folder} (BertModel, d = 16, 2 heads, 2 layers)" in section.body
+    assert "Random weights" not in section.body and "random-weight" not in section.title
+    assert len(section.numbers["atlas"]["regime"]) == 2
+    # `riccati-tf report --model DIR` hands the folder to the report
+    seen = {}
+
+    def fake(out, *, quick, model):
+        seen.update(out=out, quick=quick, model=model)
+        return tmp_path / "index.html"
+
+    monkeypatch.setattr(report, "write_report", fake)
+    assert main(["report", "--model", str(folder), "--out", str(tmp_path / "r"), "--quick"]) == 0
+    assert seen == {"out": str(tmp_path / "r"), "quick": True, "model": str(folder)}
 
 
 def _axes_fraction(ax, y: float) -> float:

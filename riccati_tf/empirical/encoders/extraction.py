@@ -252,6 +252,11 @@ def logit_bound(encoder: Encoder, input_norm: LayerNormParams | None = None) -> 
     (L, H) ndarray
         The bound per layer and head (NaN where the input is not a known LayerNorm output).
 
+    Raises
+    ------
+    AttributeError
+        If encoder is not an Encoder (its layers are read as given).
+
     See Also
     --------
     extract : refuses a model whose bound exceeds MAX_LOGIT.

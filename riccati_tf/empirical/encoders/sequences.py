@@ -490,9 +490,40 @@ def read_hidden(path: str | Path) -> list[np.ndarray]:
 
 def check_input_files(*, text: str | Path | None = None, tokens: str | Path | None = None,
                       hidden: str | Path | None = None, gaussian: str | None = None) -> None:
-    """The checks of `loading.model_inputs` that need no model: at most one of text, tokens
-    and hidden, each an existing file, and gaussian None or in GAUSSIAN_INPUTS (run before a
-    model is loaded). Raises InvalidInputError naming the option."""
+    """The checks of `loading.model_inputs` that need no model, run before a model is loaded.
+
+    At most one of text, tokens and hidden, each an existing file, and gaussian None or in
+    GAUSSIAN_INPUTS.
+
+    Parameters
+    ----------
+    text, tokens, hidden : str or pathlib.Path, optional
+        The input files (`loading.model_inputs`).
+    gaussian : {"matched", "standard"}, optional
+        The Gaussian inputs asked for.
+
+    Raises
+    ------
+    InvalidInputError
+        Naming the option: more than one file, a path that is not a file, an unknown gaussian.
+
+    See Also
+    --------
+    riccati_tf.empirical.encoders.loading.model_inputs : reads the files for a model.
+
+    References
+    ----------
+    .. [1] riccati_tf theory, SPEC §7 "Validation against real Transformers".
+
+    Examples
+    --------
+    >>> from riccati_tf.empirical.encoders.sequences import check_input_files
+    >>> check_input_files(gaussian="standard")
+    >>> check_input_files(text="no/such/file.txt")
+    Traceback (most recent call last):
+        ...
+    riccati_tf.errors.InvalidInputError: text 'no/such/file.txt' is not a file (one passage a line)
+    """
     given = [k for k, v in (("text", text), ("tokens", tokens), ("hidden", hidden))
              if v is not None]
     if len(given) > 1:

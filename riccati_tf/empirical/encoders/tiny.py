@@ -150,6 +150,11 @@ def wordpiece_vocab() -> tuple[str, ...]:
     tuple of str
         The vocabulary, index = token id.
 
+    Raises
+    ------
+    None
+        The vocabulary is built from constants: nothing is raised.
+
     See Also
     --------
     trained_like_encoder : the model whose embedding table has one row per token.
