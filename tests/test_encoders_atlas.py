@@ -4,6 +4,7 @@ integration (small layers, and a saved d = 384, 12-head, 6-layer encoder with tr
 weights), the horizon rule, the scalar-V closed form against `riccati_tf.certify`."""
 
 import io
+import itertools
 import json
 
 import numpy as np
@@ -162,16 +163,22 @@ def reference_blowup(heads, cov0, A=None, t_max=np.inf, growth=1e8, rtol=1e-10):
     (V_h, B_h), or raw factors (W_Q·s, W_K, W_V, W_O) applied as W_O(W_VΣW_Kᵀ)(sW_QΣ)."""
     d = cov0.shape[0]
     tr0 = float(np.trace(cov0))
+    dense = [h for h in heads if len(h) == 2]
+    raw = [h for h in heads if len(h) == 4]
+    if raw:  # stacked: W_V Σ, s W_Q Σ and W_O (…) as three products of d rows
+        Qs, Ks, Ws, Os = (np.concatenate(x, axis=a) for x, a in zip(zip(*raw, strict=True),
+                                                                     (0, 0, 0, 1), strict=True))
+        rows = np.cumsum([0] + [h[0].shape[0] for h in raw])
+        blocks = [slice(int(i), int(j)) for i, j in itertools.pairwise(rows)]
 
     def field(S):
         out = np.zeros((d, d)) if A is None else A @ S
-        for h in heads:
-            if len(h) == 2:
-                V, B = h
-                out += V @ S @ B @ S
-            else:
-                Q, K, W, O = h
-                out += O @ ((W @ S @ K.T) @ (Q @ S))
+        for V, B in dense:
+            out += V @ S @ B @ S
+        if raw:
+            WS, QS = Ws @ S, Qs @ S
+            inner = np.vstack([(WS[r] @ Ks[r].T) @ QS[r] for r in blocks])
+            out += Os @ inner
         return out + out.T
 
     def rhs(_t, y):
@@ -202,7 +209,7 @@ def _random_heads(rng, d, n_heads, r, q_scale=1.0):
 @pytest.mark.parametrize("seed", range(3))
 def test_layer_regime_matches_an_independent_integration(seed):
     """d = 24 > CERTIFY_MAX_D: rk decides; T* of the factored heads against DOP853 at rtol 1e-10
-    on the dense V_h = OW, B_h = KᵀQ, with A = 0 and with a random drift."""
+    on the raw factors (A = 0) and on the dense V_h = OW, B_h = KᵀQ (a random drift A)."""
     rng = np.random.default_rng(seed)
     d = 24
     assert d > CERTIFY_MAX_D
@@ -213,7 +220,8 @@ def test_layer_regime_matches_an_independent_integration(seed):
     for A in (None, 0.3 * rng.standard_normal((d, d)) / np.sqrt(d)):
         p = Params(np.zeros((d, d)) if A is None else A,
                    heads=[Head(Q, K, W, O) for Q, K, W, O in heads])
-        ref = reference_blowup(dense, cov0, A, t_max=50.0)
+        # the reference's raw-factor path (A = 0) and its dense path (A ≠ 0)
+        ref = reference_blowup(heads if A is None else dense, cov0, A, t_max=50.0)
         ours = layer_regime(p, cov0, 50.0)
         assert ours.method == "rk" and np.isfinite(ref)
         assert ours.regime == "blows_up"
