@@ -53,6 +53,7 @@ from ...state.validation import as_time
 from .blowup import NO_BLOWUP, LayerRegime, flow_regime, layer_regime
 from .factors import Encoder, HeadFactors
 from .propagation import MomentPrediction, predict_moments
+from .sequences import Inputs
 
 __all__ = ["DEFAULT_HORIZON", "INERTIA_RTOL", "SIGNS", "Atlas", "atlas", "head_numbers"]
 
@@ -367,7 +368,8 @@ def _scalar_fit(heads: tuple[HeadFactors, ...], numbers: list[dict[str, Any]],
 
 def atlas(source: Any, *, prediction: MomentPrediction | None = None,
           position_free: bool = False, horizon: float = DEFAULT_HORIZON,
-          progress: Callable[[int, int], None] | None = None) -> Atlas:
+          progress: Callable[[int, int], None] | None = None,
+          inputs: Inputs | None = None) -> Atlas:
     """The stability atlas (module docstring) of a transformers encoder or an extracted Encoder.
 
     Per layer, the flow Σ̇ = AΣ + ΣAᵀ + Σ_h (V_hΣB_hΣ + ΣB_hᵀΣV_hᵀ) of its factored heads
@@ -389,6 +391,9 @@ def atlas(source: Any, *, prediction: MomentPrediction | None = None,
         The horizon of every classification, > 0 (default DEFAULT_HORIZON).
     progress : callable (int, int) -> None, optional
         Called as progress(ℓ, L) after each layer.
+    inputs : Inputs, optional
+        Without a prediction, predict from these inputs' moments (`loading.model_inputs`:
+        text, token ids, hidden states or Gaussian tokens) instead of N(0, I).
 
     Returns
     -------
@@ -447,7 +452,8 @@ def atlas(source: Any, *, prediction: MomentPrediction | None = None,
 
         encoder, name = extract(source, position_free=position_free), type(source).__name__
     if prediction is None:
-        prediction = predict_moments(encoder)
+        prediction = (predict_moments(encoder) if inputs is None else
+                      predict_moments(encoder, inputs.mean, inputs.cov))
     if prediction.n_layers != len(encoder.layers):
         raise InvalidInputError(f"the prediction has {prediction.n_layers} layers, the encoder "
                                 f"{len(encoder.layers)}")
