@@ -743,6 +743,34 @@ def tail_p_value(null: np.ndarray, observed: float, two_sided: bool) -> float:
     cannot go below 1/(1 + n_null): there the tail of a law fitted to the null's mean and
     variance (two-sided: normal; one-sided, positive statistics: gamma) is used when smaller.
 
+    Parameters
+    ----------
+    null : (n_null,) ndarray of float
+        The null values of the statistic (e.g. `NullDistribution.values[name]`).
+    observed : float
+        The observed statistic.
+    two_sided : bool
+        Whether the statistic is tested on both sides.
+
+    Returns
+    -------
+    float
+        The p-value.
+
+    Raises
+    ------
+    ValueError
+        From numpy for an empty null.
+
+    See Also
+    --------
+    normality_test : the Monte-Carlo p-values it refines.
+    holm : the correction that needs p-values below 1/(1 + n_null).
+
+    References
+    ----------
+    .. [1] riccati_tf theory, SPEC §7 "Validation against real Transformers".
+
     Examples
     --------
     >>> import numpy as np

@@ -202,7 +202,8 @@ class MLPMoments:
 
 
 def _tilted_integrals(mu: np.ndarray, C: np.ndarray, eps: float, h: float
-                      ) -> tuple[tuple[np.ndarray, ...], tuple[np.ndarray, ...], float]:
+                      ) -> tuple[tuple[np.ndarray, np.ndarray, float, np.ndarray],
+                                 tuple[np.ndarray, np.ndarray], float]:
     """((E z/√q, E zzᵀ/q, E q^{-1/2}, E zzᵀ/q^{3/2}), (E z/√q, E zzᵀ/q) of the rule of step
     2h, the largest end-of-range share of an integrand) for z ~ N(μ, C), q = |z|²/d + ε, by
     the trapezoidal rule of step h (module docstring)."""
