@@ -70,6 +70,7 @@ from ..stability.certificates import (
     THEOREMS,
     Premises,
     blowup_check,
+    bracket_agrees,
     cov_root,
     default_tolerance,
     premises,
@@ -853,7 +854,7 @@ def _classify(A: np.ndarray, G: np.ndarray, cov0: np.ndarray, quadratic: npt.Arr
     blow: list[int] = []
     for i in np.flatnonzero(~zero):
         if prem[i] is not None:
-            _settle(table, i, prem[i], A[i], G[i], fast.a_eigenvalues[i],
+            _settle(table, i, prem[i], A[i], G[i], covs[i], fast.a_eigenvalues[i],
                     fast.g_eigenvalues[i], blow, bool(zero_ok[i]),
                     0.0 if c is None else float(c[i]))
     if blow:
@@ -888,11 +889,11 @@ class _Table:
 
 
 def _settle(table: _Table, i: int | np.integer, pr: Premises, A: np.ndarray, G: np.ndarray,
-            eig: np.ndarray, g_eig: np.ndarray, blow: list[int], zero_ok: bool = False,
-            c: float = 0.0) -> None:
+            cov0: np.ndarray, eig: np.ndarray, g_eig: np.ndarray, blow: list[int],
+            zero_ok: bool = False, c: float = 0.0) -> None:
     """certify's branch for premises `pr` (certificates.theorem_of and `_certify`) on layer i
-    (A, G; eigenvalues eig of A, g_eig of G), except that a blow-up waits for its T*
-    (`_blowups`), a convergence needs the stabilizing solution certify will find
+    (A, G, start Σ0 = cov0; eigenvalues eig of A, g_eig of G), except that a blow-up waits for
+    its T* (`_blowups`), a convergence needs the stabilizing solution certify will find
     (`stabilizing_found`), and anything integrated is left to certify.
 
     Numerical premises (d > EXACT_MAX_D: decided with certify's tolerances, exact False) settle
@@ -903,7 +904,8 @@ def _settle(table: _Table, i: int | np.integer, pr: Premises, A: np.ndarray, G: 
     numerical "psd_gramian_pd" verdicts unless the same holds at Σ* (c: the case's quadratic
     constant); a numerical blow-up is kept only where G is negative definite beyond eigvalsh's
     rounding (`_provably_nd`), so that T* is the first root of a monotone function, as for an
-    exact premise."""
+    exact premise. A numerical "grows" or "converges" that G ∓ δI do not share
+    (`certificates.bracket_agrees`) is left to certify, which then decides by the closed form."""
     d = A.shape[-1]
     got = theorem_of(pr, d)
     if got is None:
@@ -911,6 +913,8 @@ def _settle(table: _Table, i: int | np.integer, pr: Premises, A: np.ndarray, G: 
             table.set(i, "undetermined", "numerical", False, False, threshold=pr.threshold)
         return
     theorem, regime = got
+    if not bracket_agrees(Params(A, B=-0.5 * G, V=np.eye(d)), cov0, pr):
+        return
     glob = THEOREMS[theorem][1] and pr.exact
     local = not pr.exact and d <= KRONECKER_MAX_D  # certify's local Lyapunov evidence decides
     re = eig.real

@@ -62,6 +62,7 @@ from .premises import (
     THEOREMS,
     Premises,
     _numerical_premises,
+    bracket_agrees,
     default_tolerance,
     premises,
     theorem_of,
