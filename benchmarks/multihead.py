@@ -12,7 +12,7 @@ to 1e-6 relative for "blows_up", Σ(t) against Σ* to 1e-8 relative to ‖Σ0‖
 certificate's horizon plus 40/rate for "converges"/"collapses". Targets: median ≤ 60 units per
 call of each, none over 300. One BLAS thread (threadpoolctl).
 
-Run: python -m benchmarks.multihead [--quick]
+Run: python -m benchmarks.multihead [--quick] [--d D ...]
 """
 
 from __future__ import annotations
@@ -130,11 +130,12 @@ def agreement(p: Params, cov0: np.ndarray, cert: Certificate) -> str:
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="d ≤ 96 only")
+    parser.add_argument("--d", type=int, nargs="+", help="these d only (default: the family's)")
     args = parser.parse_args(argv)
     limiter, line = pin_one_thread()
     print(line)
     units: dict[str, list[float]] = {"equilibria": [], "certify": []}
-    for d in QUICK if args.quick else DIMENSIONS:
+    for d in args.d or (QUICK if args.quick else DIMENSIONS):
         rng = np.random.default_rng(d)
         M = -np.eye(d) + 0.1 * rng.standard_normal((d, d)) / np.sqrt(d)
         Q = rng.standard_normal((d, d))
