@@ -46,6 +46,7 @@ from ..io.spec import (
     check_keys,
     field,
     load_spec,
+    one_line,
     parse_choice,
     parse_gaussian,
     parse_number,
@@ -804,7 +805,7 @@ class _Parser(argparse.ArgumentParser):
     """argparse with errors on one line (`riccati-tf flow: error: ...`), exit 2."""
 
     def error(self, message: str) -> Any:
-        text = " ".join(str(message).split())
+        text = one_line(str(message))
         self.exit(EXIT_INVALID, f"{self.prog}: error: {text} (see {self.prog} --help)\n")
 
 
@@ -966,7 +967,8 @@ def _stdout_to_devnull() -> None:
 
 
 def _say(args: argparse.Namespace, kind: str, exc: object) -> None:
-    text = " ".join(str(exc).split()) or type(exc).__name__
+    # one line; control and bidirectional characters (from spec keys, paths) escaped
+    text = one_line(str(exc)) or type(exc).__name__
     if sys.stderr is None:  # started with stderr closed (2>&-): print(file=None) is stdout
         return
     try:

@@ -512,8 +512,9 @@ class _ExactDense:
 
 
 def _default_grid(t_final: float, t_eval: npt.ArrayLike | None) -> npt.NDArray[np.float64]:
-    if t_eval is None:
-        return np.linspace(0.0, t_final, DEFAULT_OUTPUTS)
+    if t_eval is None:  # distinct times in [0, t_final] only: among subnormals the spacing
+        # t_final/100 rounds to whole spacings, so times coincide or pass t_final
+        return np.unique(np.minimum(np.linspace(0.0, t_final, DEFAULT_OUTPUTS), t_final))
     return as_time_grid("t_eval", t_eval, t_final)
 
 
@@ -646,7 +647,8 @@ def flow(params: Params | Callable[[float], Params], gaussian: Gaussian, t_final
         matrices, else "rk").
     t_eval : (k,) array_like of float, optional
         Output times, strictly increasing in [0, t_final] (default DEFAULT_OUTPUTS = 101
-        equally spaced).
+        equally spaced, the distinct ones among them when t_final is so small that some
+        coincide in floating point).
     rtol : float, optional
         Relative tolerance of "rk", in (0, 1) (default 1e-10).
     atol : float, optional

@@ -15,17 +15,19 @@ in between leaves every file recognised as riccati-tf's.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import os
 import secrets
+import stat
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import InvalidInputError
 
-__all__ = ["MARKER", "OutputFolder"]
+__all__ = ["MARKER", "OutputFolder", "read_regular"]
 
 #: the marker of an output folder
 MARKER = ".riccati-tf-files.json"
@@ -37,11 +39,95 @@ def sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def read_or_none(path: str | Path) -> bytes | None:
-    """The bytes of the file at path, or None when there is none (an unreadable one is an
-    InvalidInputError)."""
+#: what a path that is not a regular file is, by its st_mode (`read_regular`)
+FILE_KINDS = ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a named pipe (FIFO)"),
+              (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+              (stat.S_ISSOCK, "a socket"))
+
+
+def read_regular(path: str | Path, limit: int | None = None) -> bytes:
+    """The bytes of the regular file at path, at most limit + 1 of them when a limit is given.
+
+    The file is opened without blocking (O_NONBLOCK: opening a named pipe with no writer would
+    wait for one for ever) and read only when fstat calls it a regular file: a folder, a named
+    pipe, a character or block device (/dev/zero, a terminal) or a socket is refused before a
+    byte is read, with an OSError whose strerror names the kind ("a named pipe (FIFO), not a
+    regular file"). Symbolic links are followed to what they name.
+
+    Parameters
+    ----------
+    path : str or pathlib.Path
+        The file.
+    limit : int, optional
+        Read at most limit + 1 bytes (a caller refusing files larger than limit sees that they
+        are); None reads the whole file.
+
+    Returns
+    -------
+    bytes
+        The file's content (its first limit + 1 bytes).
+
+    Raises
+    ------
+    OSError
+        When the path cannot be opened (missing, no permission, a NUL in its name) or is not
+        a regular file.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> from pathlib import Path
+    >>> from riccati_tf.io.files import read_regular
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     _ = (Path(tmp) / "a.json").write_bytes(b"[1, 2]")
+    ...     os.mkfifo(Path(tmp) / "pipe")
+    ...     print(read_regular(Path(tmp) / "a.json"), read_regular(Path(tmp) / "a.json", 2))
+    ...     try:
+    ...         read_regular(Path(tmp) / "pipe")
+    ...     except OSError as exc:
+    ...         print(exc.strerror)
+    b'[1, 2]' b'[1,'
+    a named pipe (FIFO), not a regular file
+    """
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
     try:
-        return Path(path).read_bytes()
+        fd = os.open(path, flags)
+    except ValueError:  # "embedded null byte": no file has such a name
+        raise OSError(errno.EINVAL, "the path holds a NUL character", str(path)) from None
+    except OSError as exc:  # a socket cannot be opened at all (ENXIO): name its kind
+        try:
+            mode = os.stat(path).st_mode
+        except OSError:
+            raise exc from None
+        _refuse_kind(path, mode)
+        raise
+    try:
+        _refuse_kind(path, os.fstat(fd).st_mode)
+        chunks, left = [], (None if limit is None else limit + 1)
+        while left is None or left > 0:
+            chunk = os.read(fd, 1 << 20 if left is None else min(left, 1 << 20))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            if left is not None:
+                left -= len(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
+def _refuse_kind(path: str | Path, mode: int) -> None:
+    """OSError naming the kind of what `path` is (FILE_KINDS) unless it is a regular file."""
+    if not stat.S_ISREG(mode):
+        kind = next((name for test, name in FILE_KINDS if test(mode)), "not a file")
+        raise OSError(errno.EINVAL, f"{kind}, not a regular file", str(path))
+
+
+def read_or_none(path: str | Path) -> bytes | None:
+    """The bytes of the regular file at path, or None when there is none (an unreadable one,
+    or one that is not a regular file, is an InvalidInputError; `read_regular`)."""
+    try:
+        return read_regular(path)
     except FileNotFoundError:
         return None
     except OSError as exc:

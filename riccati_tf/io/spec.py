@@ -9,6 +9,8 @@ matrix, got shape (2, 3)`). Strings are never evaluated: numbers and lists only.
 
 Reading is strict and bounded, whatever the file holds:
 
+- a regular file (a folder, named pipe, device or socket is refused before anything is read:
+  a FIFO without a writer would block for ever, /dev/zero never ends; `files.read_regular`);
 - at most MAX_SPEC_BYTES bytes of UTF-8 text (a byte-order mark is allowed), not empty;
 - JSON as RFC 8259 has it: no NaN / Infinity literals, no key twice in one object;
 - YAML by the YAML 1.2 core schema (``1e3``, ``1E3``, ``.5``, ``-2e-3`` are floats, ``0o17`` and
@@ -34,6 +36,7 @@ import json
 import math
 import re
 import sys
+import unicodedata
 from collections.abc import Callable, Iterable, Iterator
 from functools import cache
 from pathlib import Path
@@ -41,9 +44,10 @@ from typing import Any, ClassVar, TypeVar
 
 from ..errors import InvalidInputError
 from ..state.params import Gaussian, Params
+from .files import read_regular
 
 __all__ = ["MAX_DIM", "MAX_HEADS", "MAX_SPEC_BYTES", "MAX_SPEC_DEPTH",
-           "MAX_SPEC_NODES", "MAX_YAML_ALIASES", "load_spec"]
+           "MAX_SPEC_NODES", "MAX_YAML_ALIASES", "escape_controls", "load_spec", "one_line"]
 
 _T = TypeVar("_T")
 
@@ -63,8 +67,78 @@ MAX_HEADS = 32
 FLOAT_MAX = sys.float_info.max
 
 
+#: Unicode categories escaped in messages (`escape_controls`): controls (C0, DEL, C1), format
+#: characters (bidirectional overrides and isolates, zero-width ones, the byte-order mark),
+#: surrogates, private use, unassigned code points, line and paragraph separators
+ESCAPED_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"})
+
+
+def escape_controls(text: str) -> str:
+    r"""`text` with every control, format, bidirectional, private-use, unassigned and separator
+    character written as its escape (\x00, \u202e, \n), so that a message quoting a spec's keys
+    or a path shows them instead of acting on the terminal.
+
+    A key or file name from a spec may hold NUL, ESC (terminal escape sequences), a line break
+    or the right-to-left override U+202E (which displays the rest of the line reversed); each
+    character of a category in ESCAPED_CATEGORIES is replaced by its Python escape, every
+    other character (letters of any script, mathematical symbols, the space) is kept.
+
+    Parameters
+    ----------
+    text : str
+        The message.
+
+    Returns
+    -------
+    str
+        The message with those characters escaped.
+
+    Examples
+    --------
+    >>> from riccati_tf.io.spec import escape_controls
+    >>> print(escape_controls("params.\u202eevil\x00\x1b[31m: unknown field; Σ ⪰ 0"))
+    params.\u202eevil\x00\x1b[31m: unknown field; Σ ⪰ 0
+    """
+    if text.isprintable():  # nothing to escape (the common case)
+        return text
+    return "".join(c.encode("unicode_escape").decode("ascii")
+                   if unicodedata.category(c) in ESCAPED_CATEGORIES else c for c in text)
+
+
+def one_line(text: str) -> str:
+    r"""`text` as one line for a terminal: runs of ASCII whitespace (spaces, tabs, line breaks
+    of the message's own layout) become one space, and every other control, format,
+    bidirectional or separator character is escaped (`escape_controls`), U+0085 and U+2028
+    included, so that nothing quoted from a spec or an argument is lost or acts on the terminal.
+
+    Parameters
+    ----------
+    text : str
+        The message.
+
+    Returns
+    -------
+    str
+        One line.
+
+    Examples
+    --------
+    >>> from riccati_tf.io.spec import one_line
+    >>> print(one_line("unrecognized arguments:\n  --bogus ‮"))
+    unrecognized arguments: --bogus ‮
+    """
+    return escape_controls(_ASCII_SPACE.sub(" ", text).strip(" "))
+
+
+_ASCII_SPACE = re.compile(r"[ \t\n\r\f\v]+")
+
+
 class SpecError(InvalidInputError):
-    """A spec that lacks a field or holds an invalid value; the message names the field."""
+    """A spec that lacks a field or holds an invalid value; the message names the field (with
+    control and bidirectional characters of keys and paths escaped, `escape_controls`)."""
+
+    def __init__(self, message: str = "", *args: object) -> None:
+        super().__init__(escape_controls(str(message)), *args)
 
 
 def brief(value: object, width: int = 60) -> str:
@@ -290,7 +364,8 @@ def load_spec(path: str | Path) -> dict:
     Raises
     ------
     SpecError
-        (an InvalidInputError) naming the file and the problem: it cannot be read, is larger
+        (an InvalidInputError) naming the file and the problem: it cannot be read or is not a
+        regular file (a folder, named pipe, device or socket), is larger
         than MAX_SPEC_BYTES, is not UTF-8, is empty, is not valid JSON / YAML, breaks one of the
         limits above (the message names the field), or its top level is not a mapping.
 
@@ -331,8 +406,7 @@ def load_spec(path: str | Path) -> dict:
     """
     path = Path(path)
     try:
-        with open(path, "rb") as fh:
-            raw = fh.read(MAX_SPEC_BYTES + 1)
+        raw = read_regular(path, MAX_SPEC_BYTES)  # a FIFO or device is refused, not waited on
     except OSError as exc:
         raise SpecError(f"{path}: cannot read the spec file "
                         f"({exc.strerror or type(exc).__name__})") from None

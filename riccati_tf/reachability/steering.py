@@ -24,8 +24,10 @@ Scales. The moment equations are equivariant under (m, Σ, B, b) ↦ (m·2^−f,
 (A and V unchanged). Verification and shooting run in such a `Frame` (powers of two, exact), so
 that states of every representable magnitude are integrated with tolerances relative to their
 size, and norms are taken on arrays scaled by powers of two (no overflow near 1e308, no loss in
-the subnormal range). A plan whose controls leave float64 (B(t) = Σ(t)⁺/s for Σ ~ 1e-315, b ~ Δm/T
-for a tiny T) is refused with SolverError.
+the subnormal range). The constructive routes' controls scale like 1/T (A = log P/τ, b ~ Δm/T,
+V = s(log Φ1/T − A)): a depth T too short for them to be representable is an InvalidInputError
+that names the shortest depth; a plan whose controls leave float64 otherwise (B(t) = Σ(t)⁺/s for
+Σ ~ 1e-315) is refused with SolverError.
 """
 
 from __future__ import annotations
@@ -299,14 +301,29 @@ def transport(cov0: np.ndarray, cov1: np.ndarray, r: int) -> Transport:
     return Transport(Phi, Omega, log_P, r, float(residual))
 
 
-def phase_bias(A: np.ndarray, tau: float, m_start: np.ndarray, m_end: np.ndarray) -> np.ndarray:
+def _too_short(what: str, size: float, span: float, t_final: float,
+               phases: int = 1) -> InvalidInputError:
+    """The refusal of a depth too short for a control `what` = G/span (entries of G up to
+    `size`) to be representable in float64, for t_final split into `phases` phases of length
+    span. It names the shortest t_final, phases·size/(largest float) (at least one subnormal
+    spacing per phase)."""
+    floor = phases * max(size / np.finfo(float).max, np.finfo(float).smallest_subnormal)
+    return InvalidInputError(
+        f"t_final = {t_final:.3g} is too short for this transport: {what} over a phase of "
+        f"length {span:.3g} (entries of the numerator up to {size:.3g}) leaves the float64 "
+        f"range; the controls scale like 1/t_final, which must be at least about {floor:.3g}")
+
+
+def phase_bias(A: np.ndarray, tau: float, m_start: np.ndarray, m_end: np.ndarray,
+               t_final: float | None = None, phases: int = 1) -> np.ndarray:
     """b with m_end = e^{Aτ} m_start + (∫_0^τ e^{As} ds) b; the integral is the top-right block
     of expm([[A, I], [0, 0]] τ), so a singular A needs no inversion. SolverError when the
-    integral is singular or b leaves float64."""
+    integral is singular; InvalidInputError when A or b leaves float64 (b ∝ 1/τ: the phase, one
+    of `phases` of t_final, is too short for the distance between the means)."""
     d = A.shape[0]
     if not np.all(np.isfinite(A)):
-        raise SolverError("the generator A of a phase leaves the float64 range: the depth T is "
-                          "too short for this transport")
+        raise InvalidInputError(f"t_final is too short for this transport: the generator A of a "
+                                f"phase of length {tau:.3g} leaves the float64 range")
     block = np.zeros((2 * d, 2 * d))
     with np.errstate(over="ignore", invalid="ignore"):
         block[:d, :d], block[:d, d:] = A * tau, np.eye(d)  # ∫_0^τ e^{As} ds = τ ∫_0^1 e^{Aτu} du
@@ -317,10 +334,11 @@ def phase_bias(A: np.ndarray, tau: float, m_start: np.ndarray, m_end: np.ndarray
         if not _cond(J) <= 1e12:
             raise SolverError("∫_0^τ e^{As} ds is singular: A has an eigenvalue 2πik/τ, k ≠ 0")
         k = scale_exponent(J)
-        b = np.ldexp(np.linalg.solve(np.ldexp(J, -k), m_end - E @ m_start), -k) / tau
+        shift = np.ldexp(np.linalg.solve(np.ldexp(J, -k), m_end - E @ m_start), -k)
+        b = shift / tau if tau > 0 else np.where(shift == 0, 0.0, np.inf)
     if not np.all(np.isfinite(b)):
-        raise SolverError("the bias b of a phase leaves the float64 range: the means are too far "
-                          "apart for the depth T")
+        raise _too_short("the bias b (the distance of the means)", float(np.abs(shift).max()),
+                         tau, phases * tau if t_final is None else t_final, phases)
     return b
 
 
@@ -810,9 +828,12 @@ def _polar_phases(tr: Transport, T: float, m0: np.ndarray, m1: np.ndarray
     m_mid = 0.5 * m0 + 0.5 * m1
     out = []
     for j, (gen, ma, mb) in enumerate([(tr.log_P, m0, m_mid), (tr.log_Q, m_mid, m1)]):
-        with np.errstate(over="ignore"):
-            A = gen / tau
-        out.append((A, phase_bias(A, tau, ma, mb), j * tau, (j + 1) * tau, ma))
+        with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
+            A = gen / tau if tau > 0 else np.where(gen == 0, 0.0, np.inf)
+        if not np.all(np.isfinite(A)):
+            raise _too_short(f"the generator A = log {'PQ'[j]}/τ", float(np.abs(gen).max()),
+                             tau, T, 2)
+        out.append((A, phase_bias(A, tau, ma, mb, T, 2), j * tau, (j + 1) * tau, ma))
     return out
 
 
@@ -859,12 +880,17 @@ def _attention_plan(start: Gaussian, target: Gaussian, T: float, r: int, tol: fl
     if V is None:
         K = tr.log()
         _check_mean_conditioning([(K, start.mean)], start, target, tol)
+        size = float(np.abs(K).max()) if K.size else 0.0
         with np.errstate(over="ignore", invalid="ignore"):
             K = K / T
             V = temperature * (K - A)
-        if not (np.all(np.isfinite(K)) and np.all(np.isfinite(V))):
-            raise SolverError("the attention value matrix V = s (log(Φ1)/T − A) leaves the "
-                              "float64 range (temperature or 1/T too large)")
+        if not np.all(np.isfinite(K)):
+            raise _too_short("the generator log(Φ1)/t_final", size, T, T)
+        if not np.all(np.isfinite(V)):
+            raise InvalidInputError(
+                f"the attention value matrix V = s (log(Φ1)/t_final − A) leaves the float64 "
+                f"range: temperature s = {temperature:.3g} times ‖log(Φ1)/t_final − A‖ is too "
+                f"large (a smaller temperature or a longer t_final)")
         b_path = phase_bias(K, T, start.mean, target.mean)
         pieces: tuple[TrackingPiece, ...] = (
             TrackingPiece(0.0, T, K, A, V, np.eye(d) / temperature, L0, start.mean, b_path),)
@@ -1193,8 +1219,10 @@ def steer(start: Gaussian, target: Gaussian, t_final: float | None = None, *,
         If start or target is not a Gaussian, they live in different dimensions, d exceeds
         `MAX_DIMENSION`, t_final is missing (or given twice), not positive, not finite or above
         `MAX_HORIZON`, tol or temperature is not positive and finite, n_pieces is out of range,
-        check_accessibility is not a bool, controls is not a registered configuration, or
-        `fixed` names a control or an unknown parameter or has a bad shape or non-finite entries.
+        check_accessibility is not a bool, controls is not a registered configuration,
+        `fixed` names a control or an unknown parameter or has a bad shape or non-finite
+        entries, or t_final is too short for the constructive route's controls (∝ 1/t_final)
+        to be representable in float64 (the message names the shortest t_final).
     RankMismatchError
         If rank Σ0 ≠ rank Σ1: the rank is invariant under every control (SPEC §3).
     UnreachableError

@@ -31,14 +31,28 @@ def add_sweep_arguments(sub: argparse._SubParsersAction) -> None:
     sweep.add_argument("--scheduler", metavar="ADDR", default="local",
                        help="tcp://HOST:PORT of a running Dask scheduler; 'local' (default): a "
                             "LocalCluster sized to this machine; 'inprocess': no Dask")
-    sweep.add_argument("--workers", metavar="N", type=int, default=None,
-                       help="worker processes of the LocalCluster (default: one per CPU)")
+    sweep.add_argument("--workers", metavar="N", type=_positive_count, default=None,
+                       help="worker processes of the LocalCluster, ≥ 1 (default: one per CPU)")
     plot = sub.choices["sweep-plot"]
     plot.add_argument("results", help="a sweep's results folder, or its results.parquet")
     plot.add_argument("--out", metavar="FILE", required=True, help="PNG file to write")
     plot.add_argument("--x", metavar="AXIS", default=None, help="horizontal axis (default: "
                       "the spec's plot.x, else its first axis)")
     plot.add_argument("--y", metavar="AXIS", default=None, help="vertical axis")
+
+
+def _positive_count(text: str) -> int:
+    """The integer ≥ 1 that `text` spells (argparse type of --workers; argparse reports an
+    ArgumentTypeError on one line, exit 2): a count below 1 is refused whether or not the sweep
+    has work left (a finished store accepted --workers -3 and exited 0)."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be an integer ≥ 1 (worker processes), "
+                                         f"got {text!r}")
+    return value
 
 
 def default_out(spec_path: str) -> Path:

@@ -888,3 +888,130 @@ cases_of(AREA, "error", {
     "schedule t_eval beyond t_final": ("t_eval", _sched(
         {"t_end": 1.0, "params": PARAMS}, t_eval=[0.0, 2.0])),
 }, lambda item: refused(item[0], "flow", item[1]))
+
+
+# ------------------------------------------------- tiny depths, non-regular spec files, control
+# ------------------------------------------------- characters in what a refusal quotes
+
+
+def steer_tiny_depth(T: float) -> None:
+    """steer over a depth of a few subnormal spacings: the controls (A = log P/τ, b ~ Δm/τ) leave
+    float64, which is the input's problem (exit 2 naming t_final and the shortest depth), not a
+    numerical failure (it exited 3); where the depth suffices, the plan equals the library's."""
+    spec = spec_of("steer", T=T)
+    code, out, err = run("steer", spec, "--json")
+    if code == 0:
+        got = json.loads(out)
+        ref = steer(Gaussian(**INITIAL), Gaussian(**TARGET), T)
+        assert got["success"] is True and got["route"] == ref.route
+        close(got["residual"], ref.residual, tol=1e-6, what="steer residual")
+        return
+    clean(code, out, err, ("t_final", "too short", "at least"), exit_code=2)
+
+
+cases_of(AREA, "either", {f"steer over a depth of {T:g}": T
+                          for T in (5e-324, 1e-323, 1e-320, 1e-310, 2.2e-308, 4e-309)},
+         steer_tiny_depth)
+
+
+def _fifo(tmp: Path) -> str:
+    os.mkfifo(tmp / "spec.json")
+    return str(tmp / "spec.json")
+
+
+def _socket(tmp: Path) -> str:
+    import socket
+
+    path = tmp / "spec.sock"
+    sock = socket.socket(socket.AF_UNIX)
+    sock.bind(str(path))  # the file stays after the socket object is collected
+    sock.close()
+    return str(path)
+
+
+def _link_to_fifo(tmp: Path) -> str:
+    os.mkfifo(tmp / "pipe")
+    (tmp / "spec.yaml").symlink_to(tmp / "pipe")
+    return str(tmp / "spec.yaml")
+
+
+NOT_REGULAR = {
+    "spec path is a named pipe without a writer": ("a named pipe (FIFO)", _fifo),
+    "spec path is a link to a named pipe": ("a named pipe (FIFO)", _link_to_fifo),
+    "spec path is a socket": ("a socket", _socket),
+    "spec path is /dev/zero": ("a character device", lambda tmp: "/dev/zero"),
+    "spec path is /dev/null": ("a character device", lambda tmp: "/dev/null"),
+    "spec path is a folder (no trailing slash)": ("a folder", lambda tmp: str(tmp)),
+}
+
+
+def spec_not_regular(item) -> None:
+    """A spec path that is not a regular file is refused at once (exit 2, one line naming the
+    path and its kind), before a byte is read: opening a FIFO with no writer blocked for ever,
+    /dev/zero never ends."""
+    kind, make = item
+    with tempfile.TemporaryDirectory() as tmp:
+        path = make(Path(tmp))
+        if not os.path.exists(path):
+            raise CleanError(f"{path} does not exist on this machine")
+        clean(*run_cli(["flow", path]), ("cannot read", "not a regular file", kind))
+
+
+cases_of(AREA, "error", NOT_REGULAR, spec_not_regular, timeout=10)
+
+#: characters that act on a terminal or reorder what it shows: C0 controls, DEL, C1 controls,
+#: bidirectional embeddings, overrides and isolates, marks, zero-width and separator characters
+CONTROL_CHARACTERS = ("\x00", "\x07", "\x08", "\x1b", "\x7f", "\x85", "\x9b", "\u061c",
+                      "\u200b", "\u200e", "\u200f", "\u202a", "\u202b", "\u202c", "\u202d",
+                      "\u202e", "\u2028", "\u2029", "\u2066", "\u2067", "\u2068", "\u2069",
+                      "\ufeff", "\ue000", "\U000e0001")
+
+
+def _escaped_line(err: str, ch: str) -> None:
+    """The refusal's one line holds no character of ESCAPED_CATEGORIES and shows `ch` escaped."""
+    import unicodedata
+
+    from riccati_tf.io.spec import ESCAPED_CATEGORIES
+
+    line = err.rstrip("\n")
+    raw = [f"U+{ord(c):04X}" for c in line if unicodedata.category(c) in ESCAPED_CATEGORIES]
+    assert not raw, f"the message echoes {raw} raw: {line!r}"
+    assert ch.encode("unicode_escape").decode("ascii") in line, f"{ch!r} not shown: {line!r}"
+
+
+def control_character_in_a_key(ch: str) -> None:
+    """A misspelled key holding `ch` is refused naming it, the character escaped (it was echoed
+    raw: a right-to-left override reversed the rest of the line, ESC started a terminal
+    sequence, NUL ended C strings)."""
+    spec = spec_of("flow", params={**PARAMS, f"B{ch}x": 1.0})
+    code, out, err = run("flow", spec)
+    assert code == 2, f"exit {code}: {err!r}"
+    _escaped_line(err, ch)
+    clean(code, out, err, "unknown field")
+
+
+def control_character_in_a_path(ch: str) -> None:
+    """A missing spec file whose name holds `ch` (a NUL cannot be part of any file name): the
+    refusal names the path, escaped."""
+    code, out, err = run_cli(["flow", f"/nonexistent/sp{ch}ec.json"])
+    assert code == 2, f"exit {code}: {err!r}"
+    _escaped_line(err, ch)
+    clean(code, out, err, "cannot read")
+
+
+def control_character_in_an_option(ch: str) -> None:
+    """An unknown option holding `ch` (argparse's own refusal): escaped too."""
+    code, out, err = run("flow", spec_of("flow"), f"--bogus{ch}")
+    assert code == 2, f"exit {code}: {err!r}"
+    _escaped_line(err, ch)
+    clean(code, out, err, "unrecognized arguments")
+
+
+for _ch in CONTROL_CHARACTERS:
+    _label = f"U+{ord(_ch):04X}"
+    case(AREA, "error", name=f"control character {_label} in a spec key")(
+        lambda ch=_ch: control_character_in_a_key(ch))
+    case(AREA, "error", name=f"control character {_label} in the spec path")(
+        lambda ch=_ch: control_character_in_a_path(ch))
+    case(AREA, "error", name=f"control character {_label} in an option")(
+        lambda ch=_ch: control_character_in_an_option(ch))

@@ -985,3 +985,77 @@ def budget_layers_huge_depth_refused():
 @case(AREA, "error")
 def budget_max_steps_must_be_a_count():
     flow(Params(A=-I2), Gaussian([0, 0], I2), 1.0, max_steps=0.5)
+
+
+# ---------------------------------------------------------------- tiny horizons, huge horizons,
+# ---------------------------------------------------------------- ill-conditioned G
+
+
+TINY_TIMES = (5e-324, 1e-323, 2.5e-322, 4.9e-322, 1e-321, 1e-310, 2.2e-308)
+GENERAL_V = Params(A=[[-0.3, 0.2], [0.0, -0.2]], B=[[0.5, 0.1], [0.0, 0.3]],
+                   V=[[0.4, 0.1], [-0.2, 0.3]], b=[0.3, -0.1])
+
+
+def tiny_horizon_case(spec):
+    """flow on [0, t_final] with t_final a few subnormal spacings: the default grid of 101 equally
+    spaced times collapses to a few distinct ones (5e-324: 0 and 5e-324 only), which scipy refused
+    as "t_eval not properly sorted". The states are the start to rounding (Σ(t) = Σ0 + O(t)),
+    the times strictly increasing in [0, t_final], and the dense output answers inside."""
+    t_final, method, dense = spec
+    p = GENERAL_V if method == "rk" else scalar_v([[-0.3, 0.2], [0.0, -0.2]], [[1.0, 0.2],
+                                                                              [0.2, 0.6]])
+    g = Gaussian([1.0, -0.5], S0_REPORT)
+    tr = flow(p, g, t_final, method=method, dense_output=dense)
+    assert tr.t[0] == 0.0 and tr.t[-1] == t_final and np.all(np.diff(tr.t) > 0), tr.t
+    assert tr.status == "completed"
+    close(tr.cov, np.broadcast_to(g.cov, tr.cov.shape), 1e-15, "Σ(t) = Σ0")
+    close(tr.mean, np.broadcast_to(g.mean, tr.mean.shape), 1e-15, "m(t) = m0")
+    if dense:
+        close(tr(t_final / 2).cov, g.cov, 1e-15, "dense Σ(t_final/2)")
+
+
+cases_of(AREA, "result", {
+    f"tiny_horizon_{t:g}_{method}{'' if dense else '_no_dense'}": (t, method, dense)
+    for t in TINY_TIMES for method in ("exact", "rk") for dense in (True, False)
+}, tiny_horizon_case, timeout=20)
+
+
+def huge_horizon_case(t_final):
+    """The README's converging layer (with a bias) to t_final ≥ 1e50: the settled drift K·τ
+    went through scipy's expm, NaN for non-normal K at τ = 1e50, reported as the mean growing
+    "with α(K) = −1". Σ(t_final) = Σ* = P*⁻¹ (mpmath) and m(t_final) = −K⁻¹b."""
+    A = 0.5 * I2 + np.array([[0.0, 0.3], [-0.1, 0.0]])
+    p = Params(A=A, B=I2, V=-I2, b=[0.4, -0.2])
+    tr = flow(p, Gaussian([1.0, 0.0], S0_REPORT), t_final)
+    star = mp_equilibrium(A, g_of(p))
+    assert tr.status == "completed"
+    close(tr.cov[-1], star, 1e-12, "Σ(t_final) = Σ*")
+    close(tr.mean[-1], -np.linalg.solve(A - I2 - star, p.b), 1e-12, "m(t_final) = m*")
+
+
+cases_of(AREA, "result", {f"huge_horizon_exact_{t:g}": t
+                          for t in (1e50, 1e100, 1e300, np.finfo(float).max)},
+         huge_horizon_case, timeout=20)
+
+
+def ill_conditioned_case(spec):
+    """A = Q diag(a) Qᵀ anti-stable and G = Q diag(g, g_small) Qᵀ sharing its eigenvectors: Σ
+    grows to ~2a/g_small along the last one, where the float G's rounding (eps‖G‖) is not small
+    beside g_small. The exact flow returned Σ(60) 2.8e-6 … 0.2 off the closed form (mpmath, on
+    the floats of G as given) with status "completed"; now within 1e-6, or a SolverError."""
+    seed, d, g_small, t = spec
+    rng = np.random.default_rng(seed)
+    Q = rotation(d, seed)
+    A = Q @ np.diag(rng.uniform(0.2, 1.0, d)) @ Q.T
+    G = Q @ np.diag(np.r_[rng.uniform(0.5, 2.0, d - 1), g_small]) @ Q.T
+    p = scalar_v(A, 0.5 * (G + G.T), v=-0.5)
+    S0 = S0_REPORT if d == 2 else np.eye(d) + 0.2 * np.ones((d, d))
+    tr = flow(p, Gaussian(np.zeros(d), S0), t, t_eval=[0.0, t], method="exact")
+    close(tr.cov[-1], mp_cov(A, g_of(p), S0, t), 1e-6, f"Σ({t:g})")
+
+
+cases_of(AREA, "either", {
+    f"ill_conditioned_g_{g:g}_t{t:g}_d{d}": (seed, d, g, t)
+    for seed, d, g, t in [(1, 2, 1e-10, 60.0), (2, 3, 1e-12, 60.0), (3, 2, 1e-14, 60.0),
+                          (4, 3, 1e-7, 60.0), (5, 2, 1e-12, 20.0)]
+}, ill_conditioned_case, timeout=30)

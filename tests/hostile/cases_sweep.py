@@ -388,3 +388,33 @@ cases_of(AREA, "error", {
     "sweep-plot --out below a regular file": ("{tmp}/data.csv/phase.png", "data.csv"),
     "sweep-plot --out onto a folder": ("{tmp}/sweep", "is a folder"),
 }, sweep_plot_out)
+
+
+def workers_below_one(item) -> None:
+    """`sweep --workers N` with N < 1 (or not an integer) is refused, exit 2 naming --workers,
+    whether the store has work left or is complete (a complete one ran nothing and exited 0,
+    so the bad count was never looked at); the finished store is left as it was."""
+    workers, finished = item
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "sweep"
+        if finished:
+            run_sweep(BASE, out)
+        before = sorted((p.name, p.stat().st_mtime_ns) for p in out.rglob("*")) \
+            if finished else None
+        path = Path(tmp) / "spec.json"
+        path.write_text(json.dumps(BASE))
+        try:
+            judge(*run_cli(["sweep", str(path), "--out", str(out), "--workers", workers]))
+        except CleanError as exc:
+            names(exc, "--workers")
+            raise
+        finally:
+            if finished:
+                assert sorted((p.name, p.stat().st_mtime_ns) for p in out.rglob("*")) == \
+                    before, "the finished store was changed"
+
+
+cases_of(AREA, "error", {
+    f"sweep --workers {n} on a {'finished' if done else 'new'} store": (n, done)
+    for n in ("-3", "0", "-1", "-0", "1.5", "two") for done in (True, False)
+}, workers_below_one, timeout=60)
