@@ -73,6 +73,14 @@ def read_regular(path: str | Path, limit: int | None = None) -> bytes:
         When the path cannot be opened (missing, no permission, a NUL in its name) or is not
         a regular file.
 
+    See Also
+    --------
+    riccati_tf.io.spec.load_spec : reads spec files through it.
+
+    References
+    ----------
+    .. [1] POSIX.1-2017, open(): O_NONBLOCK on a FIFO; fstat(): st_mode and S_ISREG.
+
     Examples
     --------
     >>> import os, tempfile

@@ -93,6 +93,20 @@ def escape_controls(text: str) -> str:
     str
         The message with those characters escaped.
 
+    Raises
+    ------
+    TypeError
+        Never for a str (text is not checked otherwise).
+
+    See Also
+    --------
+    one_line : one terminal line of a message, with this escaping.
+
+    References
+    ----------
+    .. [1] The Unicode Standard, §4.5 "General Category"; Unicode Standard Annex #9
+       "Unicode Bidirectional Algorithm" (the override U+202E and the isolates).
+
     Examples
     --------
     >>> from riccati_tf.io.spec import escape_controls
@@ -120,6 +134,20 @@ def one_line(text: str) -> str:
     -------
     str
         One line.
+
+    Raises
+    ------
+    TypeError
+        Never for a str (text is not checked otherwise).
+
+    See Also
+    --------
+    escape_controls : the escaping.
+    riccati_tf.app.cli.main : prints every refusal through it.
+
+    References
+    ----------
+    .. [1] The Unicode Standard, §4.5 "General Category".
 
     Examples
     --------
