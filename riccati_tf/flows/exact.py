@@ -1613,7 +1613,8 @@ def _conditioning(A: np.ndarray, G: np.ndarray, law: _MeanLaw | None, m0: np.nda
     n = min(res.t.size, *(run.t.size for run in runs))
     if n < res.t.size:
         if res.blowup_time is None:
-            T = min(run.blowup_time for run in runs if run.t.size == n)
+            T = min(run.blowup_time for run in runs
+                    if run.t.size == n and run.blowup_time is not None)
             raise SolverError(
                 f"G changed by rounding-level amounts (G ∓ Δ, Δ ≤ {shift.max():.2g} on the "
                 f"diagonal) blows up at T* ≈ {T:.10g}, before t = {res.t[n]:.10g}: the states "
