@@ -6,7 +6,7 @@ BIN    := $(VENV)/bin
 export OPENBLAS_NUM_THREADS = 1
 export OMP_NUM_THREADS = 1
 
-.PHONY: report test test-slow bench lint typecheck browser clean docs
+.PHONY: report test test-slow test-long bench lint typecheck browser clean docs
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -47,13 +47,18 @@ browser:
 # The whole suite: the docstring examples (doctests), the slow checks (the documentation build
 # with warnings as errors, long integrations) included.
 test: lint typecheck browser $(VENV)/.docs
-	$(BIN)/python -m pytest -q -m "slow or not slow"
+	$(BIN)/python -m pytest -q -m "not long"
 
 test-slow: $(VENV)/.test
 	$(BIN)/python -m pytest -q -m slow
 
+# the checks that take tens of minutes on one core (real-size encoders, hundreds of random
+# layers); not part of `make test`
+test-long: $(VENV)/.test
+	$(BIN)/python -m pytest -q -m long
+
 bench: $(VENV)/.test
-	for b in flows symbolic bernoulli equilibria certify factored particles sweep encoders; do $(BIN)/python -m benchmarks.$$b; done
+	for b in flows symbolic bernoulli equilibria certify multihead factored particles sweep encoders; do $(BIN)/python -m benchmarks.$$b; done
 
 # The documentation site: warnings are errors; the notebooks run at every build.
 docs: $(VENV)/.docs

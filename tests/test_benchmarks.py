@@ -51,7 +51,7 @@ def test_multihead_family_is_of_real_shape():
         assert {"zero": top == 0, "hurwitz": top < 0, "antistable": top > 0}[kind]
 
 
-@pytest.mark.slow
+@pytest.mark.long
 def test_multihead_quick_run_agrees_with_dop853(capsys):
     from benchmarks.multihead import main
 

@@ -327,7 +327,7 @@ def _raw_heads(model, i, n_heads=12):
             for r in (slice(h * d_h, (h + 1) * d_h) for h in range(n_heads))]
 
 
-@pytest.mark.slow
+@pytest.mark.long
 def test_trained_like_blowup_times_match_an_independent_integration(trained_like_atlas):
     """Every layer's reported T* (A = 0 and A = E[J_MLP]) against DOP853 at rtol 1e-10 on the
     field from the torch weights and the saved input moments, to 1e-6; nothing reported

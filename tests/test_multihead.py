@@ -79,7 +79,7 @@ def test_valid_layers_are_never_refused():
         assert_not_refused(*random_layer(rng))
 
 
-@pytest.mark.slow
+@pytest.mark.long
 def test_valid_layers_up_to_d96_are_never_refused():
     rng = np.random.default_rng(96)
     for _ in range(500):
