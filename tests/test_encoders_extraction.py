@@ -8,8 +8,8 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
 from riccati_tf.empirical.encoders import extract, position_limit  # noqa: E402
+from riccati_tf.empirical.encoders.extraction import layer_list  # noqa: E402
 from riccati_tf.empirical.encoders.forward import attention_sublayer, layer_forward  # noqa: E402
-from riccati_tf.empirical.encoders.loading import layer_list  # noqa: E402
 from riccati_tf.empirical.encoders.tiny import tiny_encoder  # noqa: E402
 from riccati_tf.errors import InvalidInputError  # noqa: E402
 

@@ -463,7 +463,8 @@ def model_layer_runner(model: Any) -> LayerRunner:
     after it)."""
     import torch
 
-    from .loading import dummy_inputs, layer_list
+    from .extraction import layer_list
+    from .loading import dummy_inputs
 
     layers = layer_list(model)
     embeddings = getattr(model, "embeddings", None)

@@ -31,7 +31,6 @@ from numpy.typing import NDArray
 
 from ...errors import InvalidInputError
 from .factors import Encoder, EncoderLayer, HeadFactors, LayerNormParams, MLPParams
-from .loading import layer_list
 
 __all__ = ["ACTIVATION_NAMES", "BERT_FAMILY", "FAMILIES", "MAX_LOGIT", "ROTARY_FAMILY",
            "VIT_FAMILY", "check_model", "extract", "logit_bound", "position_limit"]
@@ -164,6 +163,18 @@ def _modernbert_layer(layer: Any, config: Any) -> EncoderLayer:
         layer.attn_norm, d)
     mlp = _mlp(layer.mlp.Wi, layer.mlp.Wo, _activation(config.hidden_activation), True)
     return EncoderLayer(heads, _bias(att.Wo, d), norm, _layer_norm(layer.mlp_norm, d), mlp, "pre")
+
+
+def layer_list(model: Any) -> list[Any]:
+    """The encoder layers of a transformers encoder (BERT/RoBERTa/ViT/DeiT: encoder.layer;
+    ModernBERT: layers)."""
+    for path in ("encoder.layer", "layers", "encoder.layers"):
+        obj = model
+        for name in path.split("."):
+            obj = getattr(obj, name, None)
+        if obj is not None:
+            return list(obj)
+    raise InvalidInputError(f"{type(model).__name__} has no list of encoder layers")
 
 
 def position_limit(model: Any) -> int | None:

@@ -113,18 +113,6 @@ def load_model(path: str | Path) -> Any:
     return model
 
 
-def layer_list(model: Any) -> list[Any]:
-    """The encoder layers of a transformers encoder (BERT/RoBERTa/ViT/DeiT: encoder.layer;
-    ModernBERT: layers)."""
-    for path in ("encoder.layer", "layers", "encoder.layers"):
-        obj = model
-        for name in path.split("."):
-            obj = getattr(obj, name, None)
-        if obj is not None:
-            return list(obj)
-    raise InvalidInputError(f"{type(model).__name__} has no list of encoder layers")
-
-
 def attention_child(layer: Any) -> Any:
     """The module computing the attention sublayer: a descendant whose class name ends in
     "SelfAttention" (BERT, RoBERTa: softmax attention alone, without the residual and the
@@ -203,6 +191,8 @@ def capture(model: Any, tokens: np.ndarray) -> tuple[list[np.ndarray], list[Any]
     (3, (16, 8), (16, 8), True)
     """
     import torch
+
+    from .extraction import layer_list
 
     embeddings = getattr(model, "embeddings", None)
     if embeddings is None:
