@@ -5,6 +5,7 @@ tokenizer (`save_encoder`)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -183,7 +184,7 @@ def _logit_spread(x: np.ndarray, Wq: np.ndarray, bq: np.ndarray, Wk: np.ndarray,
 
 
 def _field(Wq: np.ndarray, Wk: np.ndarray, Wv: np.ndarray, Wo: np.ndarray, n_heads: int,
-           scale: float):
+           scale: float) -> Callable[[np.ndarray], np.ndarray]:
     """Σ ↦ Σ_h V_hΣB_hΣ + (…)ᵀ with B_h = s W_K,hᵀW_Q,h, V_h = W_O,hW_V,h, kept factored."""
     d_h = Wq.shape[0] // n_heads
     blocks = [slice(h * d_h, (h + 1) * d_h) for h in range(n_heads)]
@@ -199,7 +200,8 @@ def _field(Wq: np.ndarray, Wk: np.ndarray, Wv: np.ndarray, Wo: np.ndarray, n_hea
     return f
 
 
-def _blowup_time(field, cov0: np.ndarray, t_max: float) -> float:
+def _blowup_time(field: Callable[[np.ndarray], np.ndarray], cov0: np.ndarray,
+                 t_max: float) -> float:
     """T* of Σ̇ = field(Σ) (quadratic, homogeneous) from cov0, integrated in the time
     σ with dt/dσ = tr Σ0/tr Σ until tr Σ grows 10³-fold, then T* − t ≈ tr Σ / (d tr Σ/dt)
     (the 1/(T* − t) growth of a quadratic blow-up; ~1e-5 relative); inf when t passes t_max
@@ -216,11 +218,11 @@ def _blowup_time(field, cov0: np.ndarray, t_max: float) -> float:
 
     def grown(_s, y):
         return float(np.log(np.trace(y[:-1].reshape(d, d)) / tr0)) - np.log(1e3)
-    grown.terminal = True
+    grown.terminal = True  # type: ignore[attr-defined]
 
     def late(_s, y):
         return y[-1] - t_max
-    late.terminal = True
+    late.terminal = True  # type: ignore[attr-defined]
 
     sol = solve_ivp(rhs, (0.0, np.inf), np.concatenate([cov0.ravel(), [0.0]]), "DOP853",
                     rtol=1e-4, atol=1e-8 * tr0, events=(grown, late))
