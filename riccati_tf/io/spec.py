@@ -152,8 +152,8 @@ def one_line(text: str) -> str:
     Examples
     --------
     >>> from riccati_tf.io.spec import one_line
-    >>> print(one_line("unrecognized arguments:\n  --bogus ‮"))
-    unrecognized arguments: --bogus ‮
+    >>> print(one_line("unrecognized arguments:\n  --bogus\u2028\u202e"))
+    unrecognized arguments: --bogus\u2028\u202e
     """
     return escape_controls(_ASCII_SPACE.sub(" ", text).strip(" "))
 

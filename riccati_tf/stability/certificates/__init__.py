@@ -70,4 +70,5 @@ from .premises import (
 from .rationals import _exact_ok, _half_planes, _q, _sym_inertia, exact_rank
 from .verification import _premises_ok, _verify
 
-__all__ = ["EXACT_MAX_D", "REGIMES", "Certificate", "certify"]
+# Certificate and certify are documented where riccati_tf exports them
+__all__ = ["EXACT_MAX_D", "REGIMES"]

@@ -32,7 +32,7 @@ from .constants import BASIN_SAFETY
 from .local import _Local, _local, _zero_equilibrium
 from .verification import _verify
 
-__all__ = ["Certificate"]
+__all__: list[str] = []  # Certificate is documented as riccati_tf.Certificate
 
 
 @dataclass(frozen=True, eq=False)
