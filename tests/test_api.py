@@ -3,7 +3,10 @@ imports, and the entry points share one calling convention (Gaussian argument, t
 
 import importlib.util
 import inspect
+import os
 import re
+import subprocess
+import sys
 import warnings
 from pathlib import Path
 
@@ -47,6 +50,21 @@ def test_readme_python_blocks_run(capsys):
     assert "Certificate(regime='converges', exact=True" in out
     assert "ControlPlan(route='polar', controls='affine', d=2, t_final=1, pieces=2" in out
     assert "array(" not in out
+
+
+def test_readme_python_blocks_type_check_strictly(tmp_path):
+    # a user's script type-checks against the package as installed (py.typed): lists, tuples
+    # and ints where arrays are expected, Optional results narrowed (mypy --strict; the
+    # package's own modules are checked by `make typecheck`, not reported here)
+    script = tmp_path / "readme_example.py"
+    script.write_text("\n".join(_python_blocks(_readme())), encoding="utf-8")
+    run = subprocess.run(
+        [sys.executable, "-m", "mypy", "--strict", "--follow-imports=silent",
+         "--no-incremental", "--cache-dir", str(tmp_path / "cache"), str(script)],
+        cwd=tmp_path, capture_output=True, text=True, check=False,
+        env={**os.environ, "MYPYPATH": str(README.parent)})
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "Success" in run.stdout
 
 
 def test_readme_module_table_names_import():

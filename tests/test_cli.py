@@ -645,3 +645,31 @@ def test_console_entry_after_a_sweep_exits_cleanly(tmp_path):
     assert got.returncode == 0, got.stderr
     assert (tmp_path / "out" / "manifest.json").exists()
     assert '"collapses": 3' in got.stdout  # the summary, flushed before the process ends
+
+
+@pytest.mark.parametrize("code", [
+    "import riccati_tf",
+    "from riccati_tf.app.cli import main; main(['--help'])",
+    "from riccati_tf.app.cli import main; main(['atlas', '--help'])",
+])
+def test_help_and_import_load_no_solver_library(code):
+    # `riccati-tf --help` is the first thing a newcomer runs: it must not wait for SciPy,
+    # SymPy, python-control, matplotlib or torch (the solvers load on first use)
+    probe = (f"import sys\ntry:\n    {code}\nexcept SystemExit:\n    pass\n"
+             "heavy = ('scipy', 'sympy', 'control', 'matplotlib', 'torch', 'pyarrow')\n"
+             "print(sorted(m for m in heavy if m in sys.modules))")
+    run = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                         check=True)
+    assert run.stdout.strip().splitlines()[-1] == "[]"
+
+
+def test_lazy_names_are_the_modules_objects():
+    import riccati_tf
+    from riccati_tf.flows.integrate import flow as flow_function
+    from riccati_tf.stability.certificates import certify
+
+    assert riccati_tf.flow is flow_function and riccati_tf.certify is certify
+    assert set(riccati_tf.__all__) <= set(dir(riccati_tf))
+    assert riccati_tf.stability.riccati.bernoulli is riccati_tf.stability.bernoulli
+    with pytest.raises(AttributeError, match="no attribute 'flows_'"):
+        riccati_tf.flows_  # noqa: B018

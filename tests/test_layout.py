@@ -11,7 +11,7 @@ import pytest
 PACKAGE = Path(__file__).resolve().parents[1] / "riccati_tf"
 #: the layers, lowest first: a module may import from its own layer and the ones before it
 LAYERS = (
-    {"errors", "display"},
+    {"errors", "display", "lazy"},
     {"state"},
     {"io"},
     {"flows"},

@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from riccati_tf import Gaussian, Params, moment_rhs
+from riccati_tf import Gaussian, Head, Params, moment_rhs
 from riccati_tf.errors import InvalidInputError, SolverError
 from riccati_tf.state.validation import (
     MAX_TIME_POINTS,
@@ -78,6 +78,36 @@ def test_params_missing_pieces_are_zero():
     assert p.value_scalars == (0.0,)
     with pytest.raises(ValueError):
         p.A[0, 0] = 5.0  # frozen arrays
+
+
+@pytest.mark.parametrize("kwargs", [
+    {"B": np.eye(3), "V": -np.eye(3)},
+    {"V": np.ones((3, 3))},
+    {"heads": [(np.eye(3), np.eye(3)), (np.zeros((3, 3)), np.eye(3))]},
+    {"heads": [Head(np.ones((1, 3)), np.ones((1, 3)), np.ones((1, 3)), np.ones((3, 1)))]},
+    {"heads": Params(np.eye(3), heads=[(np.eye(3), np.eye(3))] * 2).heads},
+    {"b": [1.0, 2.0, 3.0]},
+])
+def test_params_without_a_has_zero_drift(kwargs):
+    # missing pieces are zero, A included: d comes from what is given
+    p = Params(**kwargs)
+    assert p.d == 3 and np.array_equal(p.A, np.zeros((3, 3)))
+    g = Gaussian(np.ones(3), np.eye(3) + 0.5)
+    full = Params(np.zeros((3, 3)), **kwargs)
+    assert all(np.array_equal(x, y) for x, y in zip(moment_rhs(p, g), moment_rhs(full, g),
+                                                    strict=True))
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({}, "gives the dimension d"),
+    ({"heads": []}, "heads is empty"),
+    ({"heads": "ab"}, "list of"),
+    ({"heads": [(np.eye(2),)]}, "pair"),
+    ({"B": np.eye(2), "V": np.eye(3)}, "2×2"),
+])
+def test_params_without_a_refuses_what_has_no_dimension(kwargs, message):
+    with pytest.raises(InvalidInputError, match=message):
+        Params(**kwargs)
 
 
 def _writeable(x, seen=None):
@@ -213,7 +243,7 @@ def test_numbers_convert_to_the_nearest_float64(value, expected):
     (np.eye(2, dtype=bool), "boolean"),
     ([[True, 0.0], [0.0, 1.0]], "boolean"),
     ([[1.0, None], [0.0, 1.0]], "None at index \\(0, 1\\)"),
-    (None, "got None"),
+    (None, "gives the dimension d"),  # A = None is the default (zero), d unknown
     ([[1.0, 0.0], [1.0]], "rectangular"),
     ({"A": 1.0}, "dict"),
     ({1.0}, "set"),

@@ -56,7 +56,6 @@ from ..io.spec import (
 from ..state.params import Gaussian, Params
 from ..sweep.cli import add_sweep_arguments, cmd_sweep, cmd_sweep_plot
 from ..sweep.store import exit_process
-from .schedule import TRACKING_FIELDS, parse_schedule
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -245,6 +244,8 @@ def params_json(p: Params) -> dict:
 
 def piece_json(piece: Any) -> dict:
     """One piece of a ControlPlan as an entry of a flow spec's schedule."""
+    from .schedule import TRACKING_FIELDS
+
     out = {"t_start": piece.t0, "t_end": piece.t1}
     if hasattr(piece, "layer"):
         out["params"] = params_json(piece.layer)
@@ -372,6 +373,7 @@ def steer_figure(plan: ControlPlan) -> Figure:
 def cmd_flow(args: argparse.Namespace, spec: dict) -> Outcome:
     from ..flows import integrate as flows
     from .plotting import plot_covariance, plot_flow
+    from .schedule import parse_schedule
 
     check_keys(spec, ("params", "schedule", "initial", "t_final", "t_eval", "method", "rtol",
                       "atol"))
@@ -802,11 +804,18 @@ JSON_OUTPUT = ("derive", "flow", "layers", "equilibria", "certify", "steer", "pa
 
 
 class _Parser(argparse.ArgumentParser):
-    """argparse with errors on one line (`riccati-tf flow: error: ...`), exit 2."""
+    """argparse with errors on one line (`riccati-tf flow: error: ...`), exit 2, and an epilog
+    that may be a function, called when the help is shown (so that building the parser imports
+    nothing heavy)."""
 
     def error(self, message: str) -> Any:
         text = one_line(str(message))
         self.exit(EXIT_INVALID, f"{self.prog}: error: {text} (see {self.prog} --help)\n")
+
+    def format_help(self) -> str:
+        if callable(self.epilog):
+            self.epilog = self.epilog()
+        return super().format_help()
 
 
 def _integer(text: str) -> int:
@@ -828,11 +837,11 @@ def _steer_epilog() -> str:
     from ..reachability.lie import CONFIGURATIONS
 
     lines = [f"  {name:<18} {conf.summary}" for name, conf in CONFIGURATIONS.items()]
-    return ("spec fields: start {mean, cov}, target {mean, cov}, T (depth), controls (default "
-            "affine). controls:\n" + "\n".join(lines) + "\naffine and full: two constant "
-            "affine pieces (polar route); attention: tracking attention; the others: multiple "
-            f"shooting after a Lie-bracket rank test (d ≤ {STEER_SHOOTING_MAX_DIM}; "
-            f"d ≤ {STEER_MAX_DIM} otherwise).")
+    return ("spec fields: start {mean, cov}, target {mean, cov}, t_final (the depth; T is its "
+            "older name), controls (default affine). controls:\n" + "\n".join(lines) +
+            "\naffine and full: two constant affine pieces (polar route); attention: tracking "
+            "attention; the others: multiple shooting after a Lie-bracket rank test "
+            f"(d ≤ {STEER_SHOOTING_MAX_DIM}; d ≤ {STEER_MAX_DIM} otherwise).")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -870,11 +879,10 @@ def build_parser() -> argparse.ArgumentParser:
     >>> args.command, args.spec, args.json, args.plot
     ('certify', 'layer.json', True, None)
     """
-    from ..empirical.encoders.atlas import DEFAULT_HORIZON
-    from ..empirical.gaussianity import MAX_NULL
-    from ..empirical.probe import DEFAULT_TOKENS as PROBE_DEFAULT
-    from ..empirical.probe import MAX_TOKENS as PROBE_TOKENS
-    from .experiments import MAX_TOKENS as EXPERIMENT_TOKENS
+    from ..empirical.defaults import DEFAULT_HORIZON, MAX_NULL
+    from ..empirical.defaults import DEFAULT_TOKENS as PROBE_DEFAULT
+    from ..empirical.defaults import EXPERIMENT_MAX_TOKENS as EXPERIMENT_TOKENS
+    from ..empirical.defaults import MAX_TOKENS as PROBE_TOKENS
 
     parser = _Parser(
         prog="riccati-tf",
@@ -884,7 +892,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     for name, (help_text, _handler, needs_spec) in COMMANDS.items():
-        extra: dict[str, Any] = {"epilog": _steer_epilog(),
+        extra: dict[str, Any] = {"epilog": _steer_epilog,
                  "formatter_class": argparse.RawDescriptionHelpFormatter} if name == "steer" \
             else {}
         p = sub.add_parser(name, help=help_text, description=help_text, **extra)

@@ -30,6 +30,7 @@ import numpy as np
 from scipy.integrate import solve_ivp
 from scipy.stats import norm
 
+from ..empirical.defaults import EXPERIMENT_MAX_TOKENS
 from ..empirical.gaussianity import MAX_NULL, null_distribution
 from ..empirical.particles import FeedForward, empirical_moments, simulate
 from ..errors import InvalidInputError, SolverError
@@ -52,7 +53,7 @@ __all__ = ["GROWTH_LEVELS", "MAX_STEPS", "MAX_TOKENS", "plot_prescribed", "plot_
 #: levels K of tr Σ(t) / tr Σ(0) whose first crossing times are compared in the blow-up case
 GROWTH_LEVELS = (2.0, 4.0, 8.0, 16.0, 32.0)
 #: most tokens of experiments 1 and 2 (the N² softmax makes the top of the range take minutes)
-MAX_TOKENS = 20_000
+MAX_TOKENS = EXPERIMENT_MAX_TOKENS
 #: most RK4 steps of experiments 1 and 2
 MAX_STEPS = 10_000
 

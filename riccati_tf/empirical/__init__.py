@@ -4,7 +4,16 @@ probe of real Transformers (`probe`) and the moment propagation through whole en
 (`encoders`). torch and transformers are imported only by the functions that take a model.
 """
 
-from .gaussianity import normality_test
-from .particles import simulate
+from typing import TYPE_CHECKING
+
+from ..lazy import attach
+
+if TYPE_CHECKING:
+    from .gaussianity import normality_test
+    from .particles import simulate
 
 __all__ = ["normality_test", "simulate"]
+
+# loaded on first use (SciPy's statistics): the command line reads the defaults module alone
+__getattr__, __dir__ = attach(__name__, {"normality_test": ".gaussianity",
+                                         "simulate": ".particles"})

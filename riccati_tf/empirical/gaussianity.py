@@ -68,6 +68,7 @@ from scipy.special import gammaln, poch
 
 from ..errors import InvalidInputError
 from ..state.validation import as_cloud, as_count, as_seed, psd_factor
+from .defaults import MAX_NULL
 
 __all__ = ["GRAM_BLOCK", "MARGINAL_DIRECTIONS", "MARGINAL_FAMILIES", "MAX_DIRECTIONS",
            "MAX_GRAM_BLOCK", "MAX_NULL", "MAX_NULL_SAMPLE", "MIN_MARGINAL_N", "N_DIRECTIONS",
@@ -85,9 +86,9 @@ GRAM_BLOCK = 1024
 TESTS = ("skewness", "kurtosis", "energy", "sliced_w2")
 #: Poisson-mixture terms kept on each side of λ/2 when evaluating E|a − Z| (tail mass < 1e-30)
 _POISSON_SD = 12.0
-#: input bounds, checked before anything is allocated: Monte-Carlo null samples (n_null),
-#: sliced-W2 directions, rows of a Gram block, and n · rank of one simulated null sample
-MAX_NULL = 10_000
+#: input bounds, checked before anything is allocated (MAX_NULL, the Monte-Carlo null samples
+#: n_null, comes from `defaults`): sliced-W2 directions, rows of a Gram block, and n · rank of
+#: one simulated null sample
 MAX_DIRECTIONS = 10_000
 MAX_GRAM_BLOCK = 16_384
 MAX_NULL_SAMPLE = 10 ** 8

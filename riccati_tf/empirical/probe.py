@@ -59,6 +59,7 @@ from numpy.typing import NDArray
 
 from ..errors import InvalidInputError
 from ..state.validation import as_count, as_seed, as_time
+from .defaults import DEFAULT_TOKENS, MAX_TOKENS
 from .encoders.loading import MAX_HIDDEN, require_transformers
 from .encoders.sequences import Inputs
 from .gaussianity import (
@@ -87,10 +88,6 @@ REPORTED = (*TESTS, "third", "fourth")
 #: the two-sided test among TESTS (as in `gaussianity.normality_test`)
 TWO_SIDED = ("kurtosis",)
 FAMILIES = ("deit", "modernbert", "bert", "roberta")
-#: most Gaussian tokens fed to an encoder (all sequences together)
-MAX_TOKENS = 8192
-#: default number of Gaussian tokens: 4 sequences of a 512-position model, n ≫ k
-DEFAULT_TOKENS = 2048
 #: the statistics are computed in R^d when n ≥ FULL_RATIO · d, else on PROJECTED_DIMENSION
 #: random directions (module docstring)
 FULL_RATIO = 50

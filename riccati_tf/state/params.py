@@ -239,8 +239,9 @@ class Params(ReadOnlyArrays):
 
     Parameters
     ----------
-    A : (d, d) array_like of float
-        Feed-forward matrix, d ≥ 1 (a scalar for d = 1).
+    A : (d, d) array_like of float, optional
+        Feed-forward matrix, d ≥ 1 (a scalar for d = 1); default 0, with d read from B, V,
+        the first head or b.
     B : (d, d) array_like of float, optional
         Query–key matrix of a single head (default 0).
     V : (d, d) array_like of float, optional
@@ -301,8 +302,12 @@ class Params(ReadOnlyArrays):
     b: np.ndarray
     heads: HeadPairs
 
-    def __init__(self, A: np.ndarray, B: np.ndarray | None = None, V: np.ndarray | None = None,
-                 b: np.ndarray | None = None, heads: Sequence[HeadEntry] | None = None) -> None:
+    def __init__(self, A: npt.ArrayLike | None = None, B: npt.ArrayLike | None = None,
+                 V: npt.ArrayLike | None = None, b: npt.ArrayLike | None = None,
+                 heads: Sequence[Head | tuple[npt.ArrayLike, npt.ArrayLike]] | None = None
+                 ) -> None:
+        if A is None:
+            A = np.zeros((self._dimension(B, V, b, heads),) * 2)
         A = as_matrix("A", A)
         d = A.shape[0]
         entries: list[HeadEntry]
@@ -336,6 +341,27 @@ class Params(ReadOnlyArrays):
         object.__setattr__(self, "V", V)
         object.__setattr__(self, "b", b)
         object.__setattr__(self, "heads", HeadPairs(tuple(entries)))
+
+    @staticmethod
+    def _dimension(B: object, V: object, b: object, heads: object) -> int:
+        """d of a layer given without A (A = 0): from B, V, the first head or b; 1 for heads
+        that are not a readable sequence of pairs, which the checks of `heads` then refuse
+        with their own message."""
+        if B is not None or V is not None:
+            return as_matrix("B" if B is not None else "V", B if B is not None else V).shape[0]
+        if heads is not None:
+            if isinstance(heads, HeadPairs):
+                heads = list(heads._entries)
+            first = heads[0] if isinstance(heads, list | tuple) and heads else None
+            if isinstance(first, Head):
+                return first.d
+            if isinstance(first, tuple | list) and len(first) == 2:
+                return as_matrix("heads[0] V", first[0]).shape[0]
+            return 1
+        if b is not None:
+            return as_array("b", b, ndim=1).shape[0]
+        raise InvalidInputError("A is missing and nothing else gives the dimension d: give A, "
+                                "or B and V, heads or b")
 
     @staticmethod
     def _entry(h: int, pair: object, d: int) -> HeadEntry:
@@ -515,9 +541,11 @@ class Gaussian(ReadOnlyArrays):
     mean: np.ndarray
     cov: np.ndarray
 
-    def __post_init__(self) -> None:
-        cov = as_covariance("cov", self.cov)
-        mean = as_vector("mean", self.mean, cov.shape[0])
+    def __init__(self, mean: npt.ArrayLike, cov: npt.ArrayLike) -> None:
+        # written out (not generated) so that the types say what is accepted: array-likes, stored
+        # as read-only float64 arrays
+        cov = as_covariance("cov", cov)
+        mean = as_vector("mean", mean, cov.shape[0])
         cov.setflags(write=False)
         mean.setflags(write=False)
         object.__setattr__(self, "cov", cov)

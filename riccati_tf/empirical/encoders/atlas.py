@@ -50,6 +50,7 @@ import numpy as np
 from ...errors import InvalidInputError
 from ...state.params import Params
 from ...state.validation import as_time
+from ..defaults import DEFAULT_HORIZON
 from .blowup import NO_BLOWUP, LayerRegime, flow_regime, layer_regime
 from .factors import Encoder, HeadFactors
 from .propagation import MomentPrediction, predict_moments
@@ -59,8 +60,6 @@ __all__ = ["DEFAULT_HORIZON", "INERTIA_RTOL", "SIGNS", "Atlas", "atlas", "head_n
 
 #: eigenvalues within INERTIA_RTOL·max|λ| of zero count as zero in an inertia
 INERTIA_RTOL = 1e-9
-#: horizon (in layers of unit depth) up to which every layer's flow is classified
-DEFAULT_HORIZON = 10.0
 SIGNS = ("opposite", "same", "indefinite")
 
 
