@@ -4,7 +4,8 @@ The family: d = 24, 48, 96, 192, 384 (--quick: d ≤ 96), 12 heads of rank r = d
 `Head(Q, K, V, O)` factors with i.i.d. N(0, 1/d) entries (logits ⟨Qx, Ky⟩ of N(0, I) tokens have
 standard deviation ≈ √r, 1.4 … 5.7), and A = 0, Hurwitz (−I/2 + noise) or anti-stable
 (I/2 + noise), noise i.i.d. N(0, 0.01/d); Σ0 = I. Per d and kind: the CPU time of one
-`equilibria(params)` and one `certify(params, Σ0)` (every per-layer cache cleared first) in units
+`equilibria(params)` (run as `equilibrium_search`, whose work spent and completeness are printed)
+and one `certify(params, Σ0)` (every per-layer cache cleared first) in units
 of one scipy.linalg.solve_continuous_lyapunov of the same d timed in the same run, the regime,
 and its agreement with an independent integration: scipy's DOP853 (rtol 1e-12, atol 1e-14 tr Σ0)
 of the covariance ODE written out here from the factors — T* (the time tr Σ reaches 1e10 tr Σ0)
@@ -24,7 +25,8 @@ import numpy as np
 from scipy.integrate import solve_ivp
 from scipy.linalg import solve_continuous_lyapunov
 
-from riccati_tf import Certificate, Head, Params, certify, equilibria
+from riccati_tf import Certificate, Head, Params, certify
+from riccati_tf.stability.equilibria import equilibrium_search
 
 from ._timing import pin_one_thread
 
@@ -144,17 +146,25 @@ def main(argv: list[str] | None = None) -> None:
         print(f"# d = {d}: unit = one solve_continuous_lyapunov, {1e3 * unit:.3g} ms")
         for kind in KINDS:
             p, cov0 = layer(d, kind), np.eye(d)
-            eqs, t_eq = timed(lambda p=p: equilibria(p))
+            search, t_eq = timed(lambda p=p: equilibrium_search(p))
             cert, t_c = timed(lambda p=p, cov0=cov0: certify(p, cov0))
             units["equilibria"].append(t_eq / unit)
             units["certify"].append(t_c / unit)
-            found = ", ".join(f"rank {e.rank} stable {e.stable}" for e in eqs) or "none"
-            print(f"d = {d:3d} {kind:10s} equilibria {t_eq / unit:7.1f} units ({found}); "
+            found = ", ".join(f"rank {e.rank} stable {e.stable}" for e in search.equilibria) \
+                or "none"
+            w = search.spent
+            state = "undetermined" if search.undetermined else \
+                "complete" if search.complete else "searched"
+            print(f"d = {d:3d} {kind:10s} equilibria {t_eq / unit:7.1f} units ({found}; {state}, "
+                  f"{w.newton_iterations} Newton, {w.lyapunov_solves} Lyapunov, "
+                  f"{w.rhs_evaluations} rhs); "
                   f"certify {t_c / unit:7.1f} units, {cert.regime}"
                   + (f" T* = {cert.blowup_time:.10g}" if cert.blowup_time else "")
                   + f"; {agreement(p, cov0, cert)}", flush=True)
             if cert.regime == "undetermined":
                 print(f"#   reason: {cert.reason}")
+            if search.undetermined:
+                print(f"#   equilibria undetermined: {search.reason}")
     for name, values in units.items():
         med, top = float(np.median(values)), float(np.max(values))
         ok = med <= MEDIAN_TARGET and top <= MAX_TARGET

@@ -540,3 +540,178 @@ def test_newton_towards_the_zero_equilibrium_stops_at_zero(rng, d, monkeypatch):
     assert not np.any(cov) and res == 0.0
     assert it <= 6 and min(steps) >= np.finfo(float).tiny  # no subnormal iterate was formed
     assert np.all(np.abs(F(p, np.zeros((d, d)))) == 0.0)
+
+
+# ---------------------------------------------------------------- the search: budget, completeness
+
+
+def _rational(M: np.ndarray):
+    import sympy as sp
+
+    return sp.Matrix(M.shape[0], M.shape[1], [sp.Rational(int(x), 8) for x in np.ravel(8 * M)])
+
+
+def every_equilibrium_d2(p: Params) -> list[np.ndarray]:
+    """Every real solution Σ ∈ Sym(2) of F(Σ) = 0 (PSD or not) of a one-head layer with entries
+    in Z/8, independently of the package: a lexicographic Gröbner basis of the three entries of
+    F (sympy, exact rationals) in shape position [a − f(b, c), b − g(c), h(c)], the real roots
+    of h to 40 digits, back-substituted."""
+    import sympy as sp
+
+    a, b, c = sp.symbols("a b c")
+    S = sp.Matrix([[a, b], [b, c]])
+    (V, B), = p.heads
+    A, V, B = _rational(p.A), _rational(V), _rational(B)
+    Fm = A * S + S * A.T + V * S * B * S + S * B.T * S * V.T
+    g = sp.groebner([sp.expand(Fm[0, 0]), sp.expand(Fm[0, 1]), sp.expand(Fm[1, 1])], a, b, c,
+                    order="lex").exprs
+    assert len(g) == 3 and sp.degree(g[0], a) == 1 and sp.degree(g[1], b) == 1
+    assert not g[1].has(a) and not g[2].has(a) and not g[2].has(b)  # shape position
+    out = []
+    for r in sp.Poly(g[2], c).nroots(n=40, maxsteps=200):
+        if abs(sp.im(r)) > 1e-30:
+            continue
+        r = sp.re(r)
+        bv = sp.solve(g[1].subs(c, r), b)[0]
+        av = sp.solve(g[0].subs({c: r, b: bv}), a)[0]
+        out.append(np.array([[float(av), float(bv)], [float(bv), float(r)]]))
+    return out
+
+
+def psd_only(covs: list[np.ndarray]) -> list[np.ndarray]:
+    return [X for X in covs if np.linalg.eigvalsh(X)[0] >= -1e-9 * max(1.0, np.abs(X).max())]
+
+
+def matches(found, every) -> bool:
+    """Each equilibrium found is one of `every`, distinct ones distinct ones."""
+    hits = [min(range(len(every)), key=lambda k: np.linalg.norm(every[k] - e.cov)) for e in found]
+    return len(set(hits)) == len(hits) and all(
+        np.linalg.norm(every[k] - e.cov) <= 1e-8 * max(1.0, np.linalg.norm(every[k]))
+        for k, e in zip(hits, found, strict=True))
+
+
+def rational_layer(seed: int, scalar: bool) -> Params:
+    rng = np.random.default_rng(seed)
+    A, V, B = (np.round(8 * rng.standard_normal((2, 2))) / 8 for _ in range(3))
+    return Params(A, B=B, V=V[0, 0] * np.eye(2) if scalar else V)
+
+
+def test_general_V_search_is_never_called_complete_and_it_does_miss_equilibria():
+    """On d = 2 layers whose equilibria sympy lists exactly, every equilibrium that the search
+    finds is one of them, the flag says "not known complete" throughout, and on some layers the
+    search misses covariance equilibria (so the flag must not say complete)."""
+    from riccati_tf.stability.equilibria import equilibrium_search
+
+    missed = 0
+    for seed in range(8):
+        p = rational_layer(seed, scalar=False)
+        every = psd_only(every_equilibrium_d2(p))
+        r = equilibrium_search(p, which="all")
+        assert not r.undetermined and not r.complete
+        assert "nothing proves" in r.reason
+        assert matches(r.equilibria, every)
+        missed += len(every) - len(r.equilibria)
+    assert missed > 0
+
+
+def test_scalar_V_enumeration_is_complete_against_sympy():
+    """Scalar V: the flag says complete, and the list is exactly the PSD solutions of F = 0."""
+    from riccati_tf.stability.equilibria import equilibrium_search
+
+    for seed in (0, 1, 2, 3, 5, 6, 7, 8):  # seed 4: λ(A) = ±√3/4, refused (not isolated)
+        p = rational_layer(seed, scalar=True)
+        every = psd_only(every_equilibrium_d2(p))
+        r = equilibrium_search(p, which="all")
+        assert r.complete and not r.undetermined and "every invariant subspace" in r.reason
+        assert len(r.equilibria) == len(every) and matches(r.equilibria, every)
+        stable = equilibrium_search(p)
+        assert stable.complete
+        assert [e.stable for e in r.equilibria].count(True) == len(stable.equilibria)
+
+
+def test_no_equilibrium_is_stable_when_A_is_zero(rng):
+    """A = 0: F(cΣ) = c²F(Σ), so L(Σ*) = 2F(Σ*) = 0; "stable" is empty and complete, and every
+    equilibrium the full search finds has a singular L (dense spectrum)."""
+    from riccati_tf.stability.equilibria import equilibrium_search
+
+    d = 3
+    p = Params(np.zeros((d, d)), V=rng.standard_normal((d, d)), B=rng.standard_normal((d, d)))
+    r = equilibrium_search(p)
+    assert r.equilibria == () and r.complete and "A = 0" in r.reason
+    assert r.spent.newton_iterations == 0
+    for e in equilibrium_search(p, which="all").equilibria:
+        L = linearization_matrix(p, e.cov)
+        assert np.min(np.abs(np.linalg.eigvals(L))) <= 1e-8 * max(1.0, np.linalg.norm(L))
+
+
+def test_a_spent_budget_makes_the_search_undetermined():
+    from riccati_tf.stability.equilibria import (
+        DEFAULT_BUDGET,
+        EquilibriaUndetermined,
+        SearchBudget,
+        equilibrium_search,
+    )
+
+    V = -np.array([[1.0, 0.3], [0.0, 1.0]])
+    p = Params(np.diag([1.0, 5.0]), B=0.5 * np.eye(2), V=V)
+    small = SearchBudget(newton_iterations=3, seconds=None)
+    r = equilibrium_search(p, budget=small)
+    assert r.undetermined and not r.complete and r.budget == small
+    assert "3 Newton iterations are spent" in r.reason
+    assert r.spent.newton_iterations == 4  # the one that went over is counted
+    with pytest.raises(EquilibriaUndetermined, match="undetermined") as info:
+        equilibria(p, budget=small)
+    assert info.value.search.undetermined and isinstance(info.value, SolverError)
+    full = equilibrium_search(p)  # the default budget is ample
+    assert not full.undetermined and len(full.equilibria) == 1
+    assert 0 < full.spent.newton_iterations <= DEFAULT_BUDGET.newton_iterations
+    assert full.spent.seconds < DEFAULT_BUDGET.seconds
+    late = equilibrium_search(Params(np.diag([1.0, 6.0]), B=0.5 * np.eye(2), V=V),
+                              budget=SearchBudget(seconds=1e-9))
+    assert late.undetermined and "1e-09 seconds are spent" in late.reason
+
+
+def test_the_lyapunov_budget_of_newton_krylov():
+    from riccati_tf.stability.equilibria import SearchBudget, equilibrium_search
+
+    p = low_rank_value_layer(36, 12, seed=7)
+    r = equilibrium_search(p, budget=SearchBudget(lyapunov_solves=10))
+    assert r.undetermined and "10 Lyapunov solves are spent" in r.reason
+    assert r.spent.lyapunov_solves == 11
+    full = equilibrium_search(p)
+    assert not full.undetermined and full.spent.lyapunov_solves > 10
+    (eq,) = full.equilibria
+    assert eq.stable and eq.residual <= 1e-12
+
+
+def test_progress_is_reported_after_each_start():
+    from riccati_tf.stability.equilibria import equilibrium_search
+
+    V = -np.array([[1.0, 0.1], [0.0, 1.0]])
+    p = Params(np.diag([1.0, 2.5]), B=0.5 * np.eye(2), V=V)
+    calls = []
+    equilibrium_search(p, starts=[np.eye(2)], progress=lambda i, n: calls.append((i, n)))
+    assert calls == [(i, 4) for i in range(1, 5)]  # zero, continuation, the start, the flow
+    calls.clear()
+    equilibria(p, which="all", progress=lambda i, n: calls.append((i, n)))
+    assert calls == [(i, 7) for i in range(1, 8)]  # and four random starts
+
+
+@pytest.mark.parametrize("bad", [0, -1, 2.5, "5", None, True])
+def test_search_budget_and_progress_are_validated(bad):
+    from riccati_tf.stability.equilibria import SearchBudget
+
+    with pytest.raises(InvalidInputError, match="newton_iterations"):
+        SearchBudget(newton_iterations=bad)
+    if bad != 0:
+        with pytest.raises(InvalidInputError, match="lyapunov_solves"):
+            SearchBudget(lyapunov_solves=bad)
+    if bad is not None and bad != 2.5:
+        with pytest.raises(InvalidInputError, match="seconds"):
+            SearchBudget(seconds=bad)
+    p = Params(np.diag([1.0, 2.0]), B=np.eye(2), V=-np.array([[1.0, 0.1], [0.0, 1.0]]))
+    with pytest.raises(InvalidInputError, match="budget must be a SearchBudget"):
+        equilibria(p, budget={"seconds": 1.0})
+    if bad is not None:
+        with pytest.raises(InvalidInputError, match="progress must be"):
+            equilibria(p, progress=bad)

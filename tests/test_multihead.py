@@ -16,7 +16,13 @@ from scipy.integrate import solve_ivp
 
 from riccati_tf import Gaussian, Head, Params, certify, equilibria, flow
 from riccati_tf.errors import InvalidInputError, SolverError
-from riccati_tf.stability.equilibria import _settled, newton
+from riccati_tf.stability.equilibria import (
+    DEFAULT_BUDGET,
+    SearchBudget,
+    _settled,
+    equilibrium_search,
+    newton,
+)
 
 KINDS = ("hurwitz", "zero", "antistable")
 
@@ -151,3 +157,37 @@ def test_stable_equilibrium_is_where_dop853_settles(d):
     got = newton(p, start)
     assert got is not None
     assert np.linalg.norm(far - got[0]) <= 1e-8 * np.linalg.norm(far)
+
+
+@pytest.mark.parametrize("d", [24, 48])
+def test_real_shape_layers_are_answered_within_the_budget(d):
+    """benchmarks.multihead's family (12 heads of rank d/12 from i.i.d. Q, K, V, O; A = 0,
+    Hurwitz, anti-stable): the search ends within its default budget; A = 0 has no stable
+    equilibrium (a theorem: complete), and the Hurwitz layer's stable Σ* = 0 is where DOP853
+    goes from Σ0 = I."""
+    from benchmarks.multihead import layer
+
+    for kind in ("zero", "hurwitz", "antistable"):
+        p = layer(d, kind)
+        r = equilibrium_search(p)
+        assert not r.undetermined
+        assert r.spent.newton_iterations <= DEFAULT_BUDGET.newton_iterations
+        assert r.spent.lyapunov_solves <= DEFAULT_BUDGET.lyapunov_solves
+        if kind == "zero":
+            assert r.equilibria == () and r.complete
+        if kind == "hurwitz":
+            (eq,) = r.equilibria
+            assert eq.stable and not np.any(eq.cov)
+            far = dop853_end(p, np.eye(d), 40.0)
+            assert np.linalg.norm(far) <= 1e-10 * d
+
+
+def test_a_small_budget_stops_the_search_with_its_reason():
+    p = contracting_layer(20, 3)
+    r = equilibrium_search(p, budget=SearchBudget(newton_iterations=2))
+    assert r.undetermined and not r.complete and "2 Newton iterations are spent" in r.reason
+    assert r.spent.newton_iterations == 3
+    full = equilibrium_search(p)
+    assert not full.undetermined and len(full.equilibria) == 1
+    far = dop853_end(p, np.eye(20), 60.0)
+    assert np.linalg.norm(far - full.equilibria[0].cov) <= 1e-8 * np.linalg.norm(far)

@@ -8,9 +8,20 @@ regime of given layer parameters from its theorem's premises, with every toleran
 """
 
 from .certificates import Certificate, certify
-from .equilibria import Equilibrium, Stability, equilibria, linearization_stability
+from .equilibria import (
+    EquilibriaUndetermined,
+    Equilibrium,
+    EquilibriumSearch,
+    SearchBudget,
+    SearchWork,
+    Stability,
+    equilibria,
+    equilibrium_search,
+    linearization_stability,
+)
 from .riccati import LyapunovSolution, RiccatiSolution, bernoulli, care_g, lyapunov_function
 
-__all__ = ["Certificate", "Equilibrium", "LyapunovSolution", "RiccatiSolution", "Stability",
-           "bernoulli", "care_g", "certify", "equilibria", "linearization_stability",
-           "lyapunov_function"]
+__all__ = ["Certificate", "EquilibriaUndetermined", "Equilibrium", "EquilibriumSearch",
+           "LyapunovSolution", "RiccatiSolution", "SearchBudget", "SearchWork", "Stability",
+           "bernoulli", "care_g", "certify", "equilibria", "equilibrium_search",
+           "linearization_stability", "lyapunov_function"]

@@ -18,26 +18,32 @@ its Schur split (`scalar_mean_hurwitz`). General V: Newton's method on F from se
 including continuation from the scalar case V_h(s) = (1 − s) v̄_h I + s V_h, v̄_h = tr V_h / d,
 and the state where the covariance flow settles;
 beyond d = 30 inexact Newton–Krylov (GMRES on L matrix-free, preconditioned by a Lyapunov solve
-from one Schur form per step, exact line search), O(H d³) a Krylov iteration.
+from one Schur form per step, exact line search), O(H d³) a Krylov iteration. The search runs
+within a work budget (`SearchBudget`: Newton iterations, Lyapunov solves, seconds) and says
+what it spent, whether it ended, and whether its list is known to be complete
+(`equilibrium_search`, `EquilibriumSearch`).
 """
 
 from __future__ import annotations
 
 import itertools
+import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Generic, TypeVar
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
+from scipy.integrate import RK45
 from scipy.linalg import LinAlgError, eigh_tridiagonal, schur, solve_triangular
 from scipy.sparse.linalg import ArpackNoConvergence, LinearOperator, eigs
 
 from ..errors import InvalidInputError, SolverError
-from ..flows.integrate import flow
 from ..state.lowrank import FACTOR_MIN_D, factored_layer, value_factors
-from ..state.params import Gaussian, Params
-from ..state.validation import ReadOnlyArrays, as_count, as_covariance
+from ..state.moments import covariance_array
+from ..state.params import Params
+from ..state.validation import ReadOnlyArrays, as_count, as_covariance, as_time
 from .riccati import (
     AXIS_RTOL,
     NoStabilizingSolution,
@@ -52,9 +58,30 @@ from .riccati import (
     unscale_solution,
 )
 
-__all__ = ["ACCEPT_RTOL", "DENSE_SPECTRUM_MAX_D", "ENUMERATION_MAX_D", "KRONECKER_MAX_D",
-           "KRYLOV_BUDGET", "NEWTON_MAXITER", "NEWTON_RTOL", "RANDOM_STARTS", "RANK_RTOL",
-           "Equilibrium", "Stability", "equilibria", "linearization_stability"]
+__all__ = [
+    "ACCEPT_RTOL",
+    "DEFAULT_BUDGET",
+    "DENSE_SPECTRUM_MAX_D",
+    "ENUMERATION_MAX_D",
+    "KRONECKER_MAX_D",
+    "KRYLOV_BUDGET",
+    "NEWTON_MAXITER",
+    "NEWTON_RTOL",
+    "RANDOM_STARTS",
+    "RANK_RTOL",
+    "SEARCH_LYAPUNOV_SOLVES",
+    "SEARCH_NEWTON_ITERATIONS",
+    "SEARCH_SECONDS",
+    "EquilibriaUndetermined",
+    "Equilibrium",
+    "EquilibriumSearch",
+    "SearchBudget",
+    "SearchWork",
+    "Stability",
+    "equilibria",
+    "equilibrium_search",
+    "linearization_stability",
+]
 
 #: assemble L as a dense n_s × n_s matrix up to this d; matrix-free Krylov methods beyond
 KRONECKER_MAX_D = 30
@@ -103,16 +130,27 @@ ARNOLDI_MAXITER = 500
 #: θ > 0 (the bound is then not negative), or after LANCZOS_MAXITER products (inconclusive)
 LANCZOS_RTOL = 1e-2
 LANCZOS_MAXITER = 150
-#: the stable-equilibrium search integrates the flow from magnitude(params)·I (`_settled`) until
-#: the relative residual of F is below SETTLE_RTOL, at rk's rtol SETTLE_INTEGRATION_RTOL, within
-#: SETTLE_SEGMENTS segments and SETTLE_RHS_BUDGET right-hand sides, while tr Σ stays above
-#: 1/SETTLE_RANGE of its start (below: Σ heads for 0) and below SETTLE_GROWTH times it
+#: the stable-equilibrium search integrates the flow from magnitude(params)·I (`_settled`) step by
+#: step (RK45, rtol SETTLE_INTEGRATION_RTOL, atol that times tr Σ0 / d) until the relative
+#: residual of F is below SETTLE_RTOL, up to t = SETTLE_HORIZON / rate and SETTLE_RHS_BUDGET
+#: right-hand sides, while tr Σ stays above 1/SETTLE_RANGE of its start (below: Σ heads for 0)
+#: and below SETTLE_GROWTH times it (above: Σ runs away; on 150 random general-V layers of
+#: tests/test_multihead.py the flows that settled grew by at most 70 on the way)
 SETTLE_RTOL = 5e-2
-SETTLE_INTEGRATION_RTOL = 1e-4
-SETTLE_SEGMENTS = 32
+SETTLE_INTEGRATION_RTOL = 1e-3
+SETTLE_HORIZON = 2.0 ** 33
 SETTLE_RHS_BUDGET = 2000
 SETTLE_RANGE = 1e3
-SETTLE_GROWTH = 1e12
+SETTLE_GROWTH = 1e6
+#: the default work budget of one search (`SearchBudget`): Newton iterations over all starts,
+#: Lyapunov solves (the preconditioner of Newton–Krylov beyond d = 30, one per GMRES iteration)
+#: and wall-clock seconds. Measured: searches (both `which`) on 140 random general-V layers of
+#: tests/test_multihead.py (d ≤ 96) and its contracting and PSD-dominant layers spent at most
+#: 265 Newton iterations, 1692 Lyapunov solves and 3.2 s; benchmarks.multihead's family (d ≤ 384)
+#: spends none of the first two and at most 4 s
+SEARCH_NEWTON_ITERATIONS = 500
+SEARCH_LYAPUNOV_SOLVES = 5000
+SEARCH_SECONDS = 60.0
 #: the continuation from scalar V makes at most CONTINUATION_SOLVES Newton solves (accepted or
 #: halved s-steps) of at most CONTINUATION_MAXITER steps each
 CONTINUATION_SOLVES = 16
@@ -316,6 +354,294 @@ class Stability:
     tolerance: float
     reason: str
     quadratic: float | None = None
+
+
+# ---------------------------------------------------------------- the search's budget and result
+
+
+@dataclass(frozen=True)
+class SearchBudget:
+    """The work one search for equilibria may spend before it stops and says "undetermined".
+
+    Newton iterations are counted over all starts (the continuation's solves and the polishing
+    steps included); a Lyapunov solve is one application of the Newton–Krylov preconditioner
+    H ↦ M̃H + HM̃ᵀ = R beyond d = KRONECKER_MAX_D (one per GMRES iteration, on a Schur form of M̃
+    computed once per Newton step; the dense Newton steps of d ≤ 30 need none); seconds are
+    wall-clock seconds since the search began, checked at each of those and at each step of the
+    flow integration (`equilibria`'s search start "flow"). Each start's own caps (NEWTON_MAXITER,
+    KRYLOV_BUDGET, SETTLE_RHS_BUDGET) apply as well. The eigensolvers that decide stability
+    beyond d = DENSE_SPECTRUM_MAX_D run within their own budgets (`linearization_stability`).
+
+    Parameters
+    ----------
+    newton_iterations : int, optional
+        Newton iterations, ≥ 1 (default SEARCH_NEWTON_ITERATIONS = 500).
+    lyapunov_solves : int, optional
+        Lyapunov solves, ≥ 0 (default SEARCH_LYAPUNOV_SOLVES = 5000).
+    seconds : float or None, optional
+        Wall-clock seconds, > 0; None for no limit (default SEARCH_SECONDS = 60).
+
+    Raises
+    ------
+    InvalidInputError
+        A count that is not an integer in range (booleans and floats refused), seconds not a
+        finite positive number or None.
+    dataclasses.FrozenInstanceError
+        On assignment to a field.
+
+    See Also
+    --------
+    equilibrium_search : runs within it and reports what it spent (`SearchWork`).
+    equilibria : the equilibria alone; EquilibriaUndetermined when the budget runs out.
+
+    References
+    ----------
+    .. [1] riccati_tf theory, SPEC §5 "Time-invariant parameters: equilibria, stability,
+       blow-up".
+
+    Examples
+    --------
+    >>> from riccati_tf.stability.equilibria import SearchBudget
+    >>> SearchBudget()
+    SearchBudget(newton_iterations=500, lyapunov_solves=5000, seconds=60.0)
+    >>> SearchBudget(newton_iterations=20, seconds=None).seconds is None
+    True
+    """
+
+    newton_iterations: int = SEARCH_NEWTON_ITERATIONS
+    lyapunov_solves: int = SEARCH_LYAPUNOV_SOLVES
+    seconds: float | None = SEARCH_SECONDS
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "newton_iterations",
+                           as_count("newton_iterations", self.newton_iterations))
+        object.__setattr__(self, "lyapunov_solves",
+                           as_count("lyapunov_solves", self.lyapunov_solves, minimum=0))
+        if self.seconds is not None:
+            object.__setattr__(self, "seconds", as_time("seconds", self.seconds))
+
+
+#: `equilibria`'s and `equilibrium_search`'s default budget
+DEFAULT_BUDGET = SearchBudget()
+
+
+@dataclass(frozen=True)
+class SearchWork:
+    """The work one search for equilibria spent (the units of `SearchBudget`).
+
+    Parameters
+    ----------
+    newton_iterations : int
+        Newton iterations over all starts.
+    lyapunov_solves : int
+        Applications of the Newton–Krylov preconditioner (d > KRONECKER_MAX_D).
+    rhs_evaluations : int
+        Right-hand sides of the covariance flow evaluated by the search start "flow".
+    seconds : float
+        Wall-clock seconds.
+
+    Raises
+    ------
+    dataclasses.FrozenInstanceError
+        On assignment to a field.
+
+    See Also
+    --------
+    EquilibriumSearch : carries it as `spent`.
+    SearchBudget : the limits.
+
+    References
+    ----------
+    .. [1] riccati_tf theory, SPEC §5.
+
+    Examples
+    --------
+    >>> from riccati_tf.stability.equilibria import SearchWork
+    >>> SearchWork(3, 0, 0, 0.01).newton_iterations
+    3
+    """
+
+    newton_iterations: int
+    lyapunov_solves: int
+    rhs_evaluations: int
+    seconds: float
+
+
+@dataclass(frozen=True, eq=False)
+class EquilibriumSearch:
+    """The result of a search for the covariance equilibria F(Σ*) = 0, Σ* ⪰ 0 (SPEC §5), with
+    what it spent and what it can claim:
+
+        F(Σ) = A Σ + Σ Aᵀ + Σ_h (V_h Σ B_h Σ + Σ B_hᵀ Σ V_hᵀ).
+
+    Parameters
+    ----------
+    equilibria : tuple of Equilibrium
+        The equilibria found of the kind asked for (`which`), in the order found.
+    which : {"stable", "all"}
+        The kind asked for.
+    complete : bool
+        True only where it is proved that `equilibria` holds every covariance equilibrium of
+        that kind: scalar V, where the Bernoulli theory maps the equilibria one to one onto the
+        A-invariant subspaces on which P ≻ 0 (which="all": every subspace enumerated and none
+        left out; which="stable": the stable one is the unique stabilizing solution), and
+        which="stable" with A = 0 (F is homogeneous, L(Σ*) = 2F(Σ*) = 0: none is stable). False
+        for general V otherwise (Newton's method from finitely many starts proves nothing about the
+        equilibria it did not reach) and whenever the search was cut short.
+    undetermined : bool
+        The budget ran out before the search ended: `equilibria` holds what was found by then,
+        and an empty tuple says nothing about existence.
+    reason : str
+        Why the list is (or is not known to be) complete, or what ran out, in words.
+    budget : SearchBudget
+        The budget the search ran within.
+    spent : SearchWork
+        The work it spent.
+
+    Raises
+    ------
+    dataclasses.FrozenInstanceError
+        On assignment to a field.
+
+    See Also
+    --------
+    equilibrium_search : computes it.
+    equilibria : its list of equilibria alone.
+
+    References
+    ----------
+    .. [1] riccati_tf theory, SPEC §5 "Time-invariant parameters: equilibria, stability,
+       blow-up".
+
+    Examples
+    --------
+    Scalar V: the enumeration of the invariant subspaces is exhaustive.
+
+    >>> import numpy as np
+    >>> from riccati_tf import Params
+    >>> from riccati_tf.stability.equilibria import equilibrium_search
+    >>> p = Params(np.diag([1.0, 2.0]), B=0.5 * np.eye(2), V=-np.eye(2))
+    >>> r = equilibrium_search(p, which="all")
+    >>> len(r.equilibria), r.complete, r.undetermined
+    (4, True, False)
+    """
+
+    equilibria: tuple[Equilibrium, ...]
+    which: str
+    complete: bool
+    undetermined: bool
+    reason: str
+    budget: SearchBudget
+    spent: SearchWork
+
+    def __repr__(self) -> str:
+        state = "undetermined" if self.undetermined else \
+            "complete" if self.complete else "not known complete"
+        return (f"EquilibriumSearch({len(self.equilibria)} {self.which} equilibria, {state}, "
+                f"{self.spent.newton_iterations} Newton iterations, "
+                f"{self.spent.lyapunov_solves} Lyapunov solves, {self.spent.seconds:.3g} s)")
+
+
+class EquilibriaUndetermined(SolverError):
+    """`equilibria` spent its `SearchBudget` before its search ended.
+
+    A `SolverError`; `search` holds the `EquilibriumSearch` (what was found by then, the
+    reason and the work spent).
+
+    Parameters
+    ----------
+    search : EquilibriumSearch
+        The undetermined search.
+
+    Raises
+    ------
+    EquilibriaUndetermined
+        From `equilibria` when the search is undetermined.
+
+    See Also
+    --------
+    equilibrium_search : the same search, returning the undetermined result instead.
+
+    References
+    ----------
+    .. [1] riccati_tf theory, SPEC §5.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from riccati_tf import Params, equilibria
+    >>> from riccati_tf.stability.equilibria import EquilibriaUndetermined, SearchBudget
+    >>> p = Params(np.diag([1.0, 4.0]), B=0.5 * np.eye(2), V=-np.array([[1.0, 0.2], [0, 1]]))
+    >>> try:
+    ...     equilibria(p, budget=SearchBudget(newton_iterations=1))
+    ... except EquilibriaUndetermined as exc:
+    ...     print(exc.search.undetermined, exc.search.spent.newton_iterations)
+    True 2
+    """
+
+    def __init__(self, search: EquilibriumSearch) -> None:
+        super().__init__(f"the search for {search.which} equilibria is undetermined: "
+                         f"{search.reason}")
+        self.search = search
+
+
+class _BudgetSpent(Exception):
+    """The search's `SearchBudget` ran out (the message says which part); not a SolverError, so
+    that no solver's failure handling swallows it."""
+
+
+class _Work:
+    """The work of one search so far, against its budget (None: no limit)."""
+
+    def __init__(self, budget: SearchBudget | None = None) -> None:
+        self.budget = budget
+        self.newton = self.lyapunov = self.rhs = 0
+        self.start = time.perf_counter()
+
+    def charge(self, *, newton: int = 0, lyapunov: int = 0, rhs: int = 0) -> None:
+        """Count the work, then raise _BudgetSpent if a limit is exceeded."""
+        self.newton += newton
+        self.lyapunov += lyapunov
+        self.rhs += rhs
+        b = self.budget
+        if b is None:
+            return
+        if self.newton > b.newton_iterations:
+            raise _BudgetSpent(f"its {b.newton_iterations} Newton iterations are spent")
+        if self.lyapunov > b.lyapunov_solves:
+            raise _BudgetSpent(f"its {b.lyapunov_solves} Lyapunov solves are spent")
+        if b.seconds is not None and time.perf_counter() - self.start > b.seconds:
+            raise _BudgetSpent(f"its {b.seconds:g} seconds are spent")
+
+    def spent(self) -> SearchWork:
+        return SearchWork(self.newton, self.lyapunov, self.rhs, time.perf_counter() - self.start)
+
+
+_R = TypeVar("_R")
+
+
+class _PerLayer(Generic[_R]):
+    """A search stage remembered per key (the layer and hashable options; the last 4 keys): the
+    stage runs once per key with the caller's `_Work`, which is no part of the key. A stage
+    stopped by the budget raises and is not remembered (a larger budget may finish it).
+    certify asks `equilibria` of one layer from several starts."""
+
+    def __init__(self, stage: Callable[..., _R]) -> None:
+        self.stage = stage
+        self.slots = lru_cache(maxsize=4)(self._slot)
+
+    @staticmethod
+    def _slot(*_key: object) -> list:
+        return []
+
+    def __call__(self, *key: object, work: _Work | None = None) -> _R:
+        box = self.slots(*key)
+        if not box:
+            box.append(self.stage(*key, work=_Work() if work is None else work))
+        return box[0]
+
+    def cache_clear(self) -> None:
+        self.slots.cache_clear()
 
 
 # ---------------------------------------------------------------- symmetric coordinates and L
@@ -818,7 +1144,12 @@ def make_equilibrium(params: Params, cov: np.ndarray, method: str, *,
 # ---------------------------------------------------------------- scalar V: Bernoulli equation
 
 
-def _scalar_stable(params: Params, axis_rtol: float) -> list[Equilibrium]:
+def _scalar_stable(params: Params, axis_rtol: float,
+                   work: _Work | None = None) -> list[Equilibrium]:
+    """The stabilizing Bernoulli solution when it is a covariance, else none: the only
+    equilibrium with L Hurwitz, since L(H) = (A − ΣG)H + H(A − ΣG)ᵀ for scalar V. Polishing
+    Newton steps are charged to `work` (a new unlimited one by default)."""
+    work = _Work() if work is None else work
     try:
         sol = bernoulli(params.A, params.G, axis_rtol=axis_rtol)
     except NoStabilizingSolution:
@@ -830,7 +1161,7 @@ def _scalar_stable(params: Params, axis_rtol: float) -> list[Equilibrium]:
     eq = make_equilibrium(params, sol.X, method, abscissa=abscissa, rcond=sol.rcond,
                           rank=sol.rank,
                           mean_hurwitz=scalar_mean_hurwitz(params, sol.rank, sol.closed_loop))
-    got = _accepted(params, eq)
+    got = _accepted(params, eq, work)
     if got is None:
         raise SolverError(f"the stabilizing solution has relative residual {eq.residual:.3g} "
                           f"above the accepted {ACCEPT_RTOL:g} even after Newton polishing: the "
@@ -838,13 +1169,13 @@ def _scalar_stable(params: Params, axis_rtol: float) -> list[Equilibrium]:
     return [got]
 
 
-def _accepted(params: Params, eq: Equilibrium) -> Equilibrium | None:
+def _accepted(params: Params, eq: Equilibrium, work: _Work) -> Equilibrium | None:
     """eq if its relative residual is ≤ ACCEPT_RTOL, else polished by up to POLISH_STEPS Newton
     steps (keeping its rank, stability and method), or None if it still is not."""
     if eq.residual <= ACCEPT_RTOL:
         return eq
     try:
-        cov, res = _polish(params, eq.cov, eq.residual)
+        cov, res = _polish(params, eq.cov, eq.residual, work)
     except (LinAlgError, SolverError):
         return None
     if not res <= ACCEPT_RTOL:
@@ -892,14 +1223,17 @@ def _eigen_groups(A: np.ndarray, axis_rtol: float,
     return eig, groups
 
 
-def _scalar_all(params: Params, axis_rtol: float) -> list[Equilibrium]:
+def _scalar_all(params: Params, axis_rtol: float,
+                work: _Work) -> tuple[list[Equilibrium], list[str]]:
     """Every Bernoulli solution Σ = U₁P⁻¹U₁ᵀ with P ≻ 0, on the equation scaled as in
-    riccati.bernoulli_scaling (Σ = 2^k Σ̃; SolverError when a Σ is beyond the float range)."""
+    riccati.bernoulli_scaling (Σ = 2^k Σ̃; SolverError when a Σ is beyond the float range),
+    and the subspaces left out undecided (P numerically singular: |λ_min(P)| ≤ RANK_RTOL
+    |λ_max(P)|, or a solution not computable to ACCEPT_RTOL), in words."""
     d = params.d
     a, k = bernoulli_scaling(params.A, params.G)
     A, G = np.ldexp(params.A, -a), np.ldexp(params.G, k - a)
     eig, groups = _eigen_groups(A, axis_rtol, a)
-    out = []
+    out, left_out = [], []
     for size in range(len(groups) + 1):
         for chosen in itertools.combinations(range(len(groups)), size):
             members = [i for g in chosen for i in groups[g]]
@@ -920,17 +1254,24 @@ def _scalar_all(params: Params, axis_rtol: float) -> list[Equilibrium]:
             U1 = U[:, :r]
             P = lapack_sylvester_gramian(T[:r, :r], U1.T @ G @ U1)
             pe = np.linalg.eigvalsh(P)
-            if pe[0] <= RANK_RTOL * max(abs(pe[-1]), np.finfo(float).tiny):
-                continue  # P not positive definite: Σ = U₁P⁻¹U₁ᵀ is no covariance (or none)
+            gap = RANK_RTOL * max(abs(pe[-1]), np.finfo(float).tiny)
+            if pe[0] < -gap:
+                continue  # P indefinite: Σ = U₁P⁻¹U₁ᵀ is no covariance
+            if pe[0] <= gap:  # P singular to working accuracy: Σ huge or none, undecided
+                left_out.append(f"rank {r} (P numerically singular, λ_min/λ_max = "
+                                f"{pe[0] / pe[-1]:.2g})")
+                continue
             scaled = U1 @ np.linalg.solve(P, U1.T)
             closed = np.linalg.eigvals(A - scaled @ G)
             eq = _accepted(params, make_equilibrium(
                 params, unscale_solution(scaled, k), "invariant-subspace",
                 abscissa=float(np.ldexp(2.0 * np.max(closed.real), a)), rank=r,
-                rcond=float(pe[0] / pe[-1])))
-            if eq is not None:  # else not computable to the accepted residual: left out
+                rcond=float(pe[0] / pe[-1])), work)
+            if eq is None:
+                left_out.append(f"rank {r} (residual above ACCEPT_RTOL = {ACCEPT_RTOL:g})")
+            else:
                 out.append(eq)
-    return out
+    return out, left_out
 
 
 # ---------------------------------------------------------------- general V: Newton's method
@@ -960,7 +1301,7 @@ def newton(params: Params, cov0: np.ndarray, *, maxiter: int = NEWTON_MAXITER,
         raise InvalidInputError(f"params must be a riccati_tf.Params, got {type(params).__name__}")
     cov = as_covariance("cov0", cov0, params.d)
     maxiter = as_count("maxiter", maxiter, minimum=1)
-    budget = _KrylovBudget(as_count("krylov_budget", krylov_budget, minimum=1))
+    budget = _KrylovBudget(as_count("krylov_budget", krylov_budget, minimum=1), _Work())
     return _newton(params, cov, maxiter, budget)
 
 
@@ -981,7 +1322,8 @@ def _newton(params: Params, cov: np.ndarray, maxiter: int,
         if res <= NEWTON_RTOL:
             if d > KRONECKER_MAX_D or res == 0.0:  # (a GMRES solve; nothing to polish at 0)
                 return cov, res, it - 1
-            return (*_polish(params, cov, res), it - 1)
+            return (*_polish(params, cov, res, budget.work), it - 1)
+        budget.work.charge(newton=1)
         forcing = max(min(FORCING_MAX, res), NEWTON_RTOL / (10 * res))
         try:
             step = _newton_step(params, at, budget, forcing)
@@ -1023,9 +1365,11 @@ def exact_line_search(F0: np.ndarray, F1: np.ndarray) -> float:
     return float(t[np.argmin(phi)])
 
 
-def _polish(params: Params, cov: np.ndarray, res: float) -> tuple[np.ndarray, float]:
-    budget = _KrylovBudget(KRYLOV_BUDGET)
+def _polish(params: Params, cov: np.ndarray, res: float,
+            work: _Work) -> tuple[np.ndarray, float]:
+    budget = _KrylovBudget(KRYLOV_BUDGET, work)
     for _ in range(POLISH_STEPS):
+        work.charge(newton=1)
         try:
             step = _newton_step(params, products(params, cov), budget, GMRES_RTOL)
         except (LinAlgError, SolverError):
@@ -1043,16 +1387,19 @@ class KrylovBudgetSpent(SolverError):
 
 
 class _KrylovBudget:
-    """The GMRES iterations left to one Newton solve (KRYLOV_BUDGET by default)."""
+    """The GMRES iterations left to one Newton solve (KRYLOV_BUDGET by default), each one
+    Lyapunov solve charged to the search's `_Work` (a new unlimited one by default)."""
 
-    def __init__(self, total: int):
+    def __init__(self, total: int, work: _Work | None = None):
         self.total = self.left = total
+        self.work = _Work() if work is None else work
 
     def spend(self) -> None:
         if self.left <= 0:
             raise KrylovBudgetSpent(f"the Newton solve spent its budget of {self.total} GMRES "
                                     f"iterations (krylov_budget)")
         self.left -= 1
+        self.work.charge(lyapunov=1)
 
 
 def preconditioner_matrix(params: Params, at: Products) -> np.ndarray:
@@ -1145,13 +1492,12 @@ def _scalar_part(params: Params, s: float) -> Params:
     return Params(params.A, b=params.b, heads=heads)
 
 
-@lru_cache(maxsize=4)
-def _continuation(params: Params, axis_rtol: float) -> np.ndarray | None:
+def _continuation_stage(params: Params, axis_rtol: float, *, work: _Work) -> np.ndarray | None:
     """Track the stabilizing scalar-V equilibrium to the general V by Newton's method in s
-    (steps ≤ CONTINUATION_STEP; beyond d = 30 a first step straight to s = 1). Cached per layer
-    (read-only result): certify asks `equilibria` of one layer from several starts."""
+    (steps ≤ CONTINUATION_STEP; beyond d = 30 a first step straight to s = 1). Remembered per
+    layer (read-only result): certify asks `equilibria` of one layer from several starts."""
     try:
-        start = _scalar_stable(_scalar_part(params, 0.0), axis_rtol)
+        start = _scalar_stable(_scalar_part(params, 0.0), axis_rtol, work)
     except SolverError:
         return None
     if not start or start[0].rank == 0:
@@ -1166,7 +1512,7 @@ def _continuation(params: Params, axis_rtol: float) -> np.ndarray | None:
         t = min(1.0, s + h)
         try:  # the iterate may have left the PSD cone on the way: it is no one's input
             got = _newton(_scalar_part(params, t), cov, CONTINUATION_MAXITER,
-                          _KrylovBudget(KRYLOV_BUDGET))
+                          _KrylovBudget(KRYLOV_BUDGET, work))
         except (KrylovBudgetSpent, LinAlgError):  # too long a step for the budget: a shorter one
             got = None
         if got is None:
@@ -1182,85 +1528,89 @@ def _continuation(params: Params, axis_rtol: float) -> np.ndarray | None:
     return cov
 
 
-class _Unsettled(Exception):
-    """The search integration spent its SETTLE_RHS_BUDGET right-hand-side evaluations."""
+_continuation = _PerLayer(_continuation_stage)
 
 
-@lru_cache(maxsize=4)
-def _settled(params: Params) -> np.ndarray | None:
-    """Where the covariance flow settles from Σ0 = magnitude(params)·I: the state at which the
-    relative residual of F falls below SETTLE_RTOL, integrated by rk (rtol SETTLE_INTEGRATION_RTOL,
-    dense heads of low rank through their factors) in segments of 2^k/max(‖A‖₂, c‖Σ0‖₂), at most
-    SETTLE_SEGMENTS of them and SETTLE_RHS_BUDGET right-hand sides (the state of the last segment
-    that ended when the budget runs out: explicit steps are slow near a stiff equilibrium); None
-    when Σ(t) blows up, tr Σ grows by SETTLE_GROWTH or shrinks by SETTLE_RANGE. A stable
-    equilibrium attracts the flow, so this start lies in its basin when Σ0 does; Newton takes it
-    from there. Cached per layer (read-only result)."""
+def _settled_stage(params: Params, *, work: _Work) -> np.ndarray | None:
+    """Where the covariance flow settles from Σ0 = magnitude(params)·I: the first state, step by
+    step of RK45 (rtol SETTLE_INTEGRATION_RTOL, atol that times tr Σ0 / d: the search needs Σ to
+    the accuracy of its start's scale; dense heads of low rank through their factors), at which
+    the relative residual of F is ≤ SETTLE_RTOL; the state when SETTLE_RHS_BUDGET right-hand
+    sides are spent (explicit steps are slow near a stiff equilibrium); None when tr Σ falls
+    below tr Σ0 / SETTLE_RANGE (Σ heads for 0) or rises above SETTLE_GROWTH tr Σ0, when
+    t = SETTLE_HORIZON / rate passes (rate = max(‖A‖₂, c‖Σ0‖₂)), or when the integration fails.
+    A stable equilibrium attracts the flow, so this start lies in its basin when Σ0 does;
+    Newton takes it from there. Each right-hand side is charged to `work`. Remembered per layer
+    (read-only result)."""
     d = params.d
     bare = factored_layer(params, bias=False) if d >= FACTOR_MIN_D else \
         Params(params.A, heads=params.heads)
-    calls = [0]
 
-    def counted(_t: float) -> Params:
-        calls[0] += 1
-        if calls[0] > SETTLE_RHS_BUDGET:
-            raise _Unsettled
-        return bare
-    S = magnitude(params) * np.eye(d)
-    tr0 = float(np.trace(S))
+    def rhs(_t: float, y: np.ndarray) -> np.ndarray:
+        work.charge(rhs=1)
+        return covariance_array(bare, y.reshape(d, d)).ravel()
+    S0 = magnitude(params) * np.eye(d)
+    tr0 = float(np.trace(S0))
     rate = max(drift_spectrum(params)[1], quadratic_constant(params) * magnitude(params))
     if not (np.isfinite(rate) and rate > 0 and tr0 > 0):
         return None
-    h = 1.0 / rate
-    for k in range(SETTLE_SEGMENTS):
-        h *= 2  # c bounds the quadratic rate loosely: segments double, the budget caps the work
-        try:
-            traj = flow(counted, Gaussian(np.zeros(d), S), h, method="rk", t_eval=[0.0, h],
-                        dense_output=False, rtol=SETTLE_INTEGRATION_RTOL)
-        except _Unsettled:  # stiff near a stable equilibrium, typically: Newton from here
-            S.setflags(write=False)
-            return S if k > 0 else None
-        except (SolverError, ValueError, LinAlgError, ArithmeticError):
-            return None
-        if traj.blowup_time is not None:
-            return None
-        S = 0.5 * (traj.cov[-1] + traj.cov[-1].T)
-        tr = float(np.trace(S))
-        if not (tr0 / SETTLE_RANGE < tr < SETTLE_GROWTH * tr0):
-            return None
-        if products(params, S).residual <= SETTLE_RTOL:
-            S.setflags(write=False)
-            return S
+    stepper = RK45(rhs, 0.0, S0.ravel(), SETTLE_HORIZON / rate, rtol=SETTLE_INTEGRATION_RTOL,
+                   atol=SETTLE_INTEGRATION_RTOL * tr0 / d)
+    start = work.rhs
+    with np.errstate(over="ignore", invalid="ignore"):  # a runaway Σ is detected below
+        while stepper.status == "running":
+            stepper.step()
+            S = stepper.y.reshape(d, d)
+            tr = float(np.trace(S))
+            if stepper.status == "failed" or not tr0 / SETTLE_RANGE < tr < SETTLE_GROWTH * tr0:
+                return None
+            S = 0.5 * (S + S.T)
+            if products(params, S).residual <= SETTLE_RTOL or \
+                    work.rhs - start >= SETTLE_RHS_BUDGET:
+                S.setflags(write=False)
+                return S
     return None
 
 
-def _general(params: Params, which: str, starts: Iterable[np.ndarray],
-             axis_rtol: float) -> list[Equilibrium]:
+_settled = _PerLayer(_settled_stage)
+
+
+def _search_general(params: Params, which: str, starts: list[np.ndarray], axis_rtol: float,
+                    work: _Work,
+                    progress: Callable[[int, int], None] | None) -> tuple[list[Equilibrium],
+                                                                          str | None, str]:
     """Newton's method from Σ = 0, the continuation, the given starts, the state where the flow
-    settles (`_settled`) and, for which="all" (d ≤ 30), RANDOM_STARTS fixed random starts."""
+    settles (`_settled`) and, for which="all" (d ≤ 30), RANDOM_STARTS fixed random starts, in
+    this order, each start computed when its turn comes. Returns (the distinct PSD equilibria
+    of the kind asked for, None or what stopped the search, the starts tried in words);
+    progress(i, n) after start i of n."""
     d = params.d
     scale = magnitude(params)
-    candidates: list[tuple[np.ndarray, str]] = [(np.zeros((d, d)), "newton[zero]")]
-    cont = _continuation(params, axis_rtol)
-    if cont is not None:
-        candidates.append((cont, "newton[continuation]"))
-    for S in starts:
-        candidates.append((S, "newton[given start]"))
-    settled = _settled(params)
-    if settled is not None:
-        candidates.append((settled, "newton[flow]"))
     rng = np.random.default_rng(0)
-    for _ in range(RANDOM_STARTS if d <= KRONECKER_MAX_D and which == "all" else 0):
-        R = rng.standard_normal((d, d))
-        candidates.append((scale * (R @ R.T) / d, "newton[random start]"))
+    randoms = [rng.standard_normal((d, d))
+               for _ in range(RANDOM_STARTS if d <= KRONECKER_MAX_D and which == "all" else 0)]
+    plan: list[tuple[str, Callable[[], np.ndarray | None]]] = [
+        ("zero", lambda: np.zeros((d, d))),
+        ("continuation", lambda: _continuation(params, axis_rtol, work=work)),
+        *(("given start", lambda S=S: S) for S in starts),
+        ("flow", lambda: _settled(params, work=work)),
+        *(("random start", lambda R=R: scale * (R @ R.T) / d) for R in randoms)]
     found: list[Equilibrium] = []
-    for S0, how in candidates:
+    tried: list[str] = []
+    for i, (how, make_start) in enumerate(plan):
         try:
-            got = _newton(params, S0, NEWTON_MAXITER, _KrylovBudget(KRYLOV_BUDGET))
-        except KrylovBudgetSpent:
-            if how != "newton[flow]":
-                raise
-            continue  # the search's own start: no equilibrium from it within the budget
+            S0 = make_start()
+            got = None if S0 is None else _newton(params, S0, NEWTON_MAXITER,
+                                                  _KrylovBudget(KRYLOV_BUDGET, work))
+        except KrylovBudgetSpent as exc:
+            if how != "flow":
+                return found, f"Newton from the {how} start: {exc}", ", ".join(tried)
+            got = None  # the search's own start: no equilibrium from it within the budget
+        except _BudgetSpent as exc:
+            return found, f"{exc} at the {how} start ({i + 1} of {len(plan)})", ", ".join(tried)
+        tried.append(how if S0 is not None else f"{how} (none)")
+        if progress is not None:
+            progress(i + 1, len(plan))
         if got is None or not is_psd(got[0]):
             continue
         cov = got[0]
@@ -1270,17 +1620,177 @@ def _general(params: Params, which: str, starts: Iterable[np.ndarray],
             continue
         abscissa, stability = decide_stability(params, 0.5 * (cov + cov.T))
         if which == "all" or _verdict(abscissa, stability):
-            found.append(make_equilibrium(params, cov, how, abscissa=abscissa,
+            found.append(make_equilibrium(params, cov, f"newton[{how}]", abscissa=abscissa,
                                           stability=stability))
-    return found
+    return found, None, ", ".join(tried)
 
 
 # ---------------------------------------------------------------- entry point
 
 
+def _validated(params: object, which: object, starts: object, axis_rtol: object,
+               budget: object, progress: object) -> tuple[Params, str, list[np.ndarray], float]:
+    """The caller's arguments of `equilibria` / `equilibrium_search`, checked."""
+    if not isinstance(params, Params):
+        raise InvalidInputError(f"params must be a riccati_tf.Params, got {type(params).__name__}")
+    if which not in ("stable", "all"):
+        raise InvalidInputError(f"which must be 'stable' or 'all', got {which!r}")
+    rtol = as_rtol("axis_rtol", axis_rtol)
+    if isinstance(starts, str | bytes | dict | set | frozenset) or \
+            not hasattr(starts, "__iter__"):
+        raise InvalidInputError(f"starts must be a list of covariance matrices, got "
+                                f"{type(starts).__name__}")
+    if isinstance(starts, np.ndarray) and starts.ndim == 2:
+        raise InvalidInputError(f"starts must be a list of covariance matrices, got one "
+                                f"{starts.shape[0]}×{starts.shape[1]} array: pass [S] for a "
+                                f"single start (a (k, d, d) array is read as k starts)")
+    if not isinstance(budget, SearchBudget):
+        raise InvalidInputError(f"budget must be a SearchBudget, got {type(budget).__name__}")
+    if progress is not None and not callable(progress):
+        raise InvalidInputError(f"progress must be a callable (i, n) or None, got "
+                                f"{type(progress).__name__}")
+    covs = [as_covariance(f"starts[{i}]", S, params.d) for i, S in enumerate(starts)]
+    if which == "all" and params.value_scalars is not None and params.d > ENUMERATION_MAX_D:
+        raise InvalidInputError(f"which='all' enumerates 2^(number of eigenvalue groups) "
+                                f"invariant subspaces and is offered for d ≤ "
+                                f"{ENUMERATION_MAX_D}, got d = {params.d}")
+    return params, str(which), covs, rtol
+
+
+def _scalar_search(params: Params, which: str, axis_rtol: float,
+                   work: _Work) -> tuple[list[Equilibrium], bool, str]:
+    """Scalar V: (the equilibria, complete, reason)."""
+    if which == "stable":
+        found = _scalar_stable(params, axis_rtol, work)
+        return found, True, (
+            "scalar V: L(H) = (A − Σ*G)H + H(A − Σ*G)ᵀ is Hurwitz exactly when Σ* is the "
+            "stabilizing Bernoulli solution, which is unique" + (
+                "" if found else "; it does not exist or is no covariance, so no covariance "
+                                 "equilibrium is stable"))
+    found, left_out = _scalar_all(params, axis_rtol, work)
+    if left_out:
+        return found, False, (f"scalar V: every A-invariant subspace was enumerated, but "
+                              f"{len(left_out)} were left out undecided: "
+                              f"{'; '.join(left_out)}")
+    return found, True, ("scalar V (distinct eigenvalues of A, none on iℝ): the covariance "
+                         "equilibria are one to one the A-invariant subspaces on which P ≻ 0, "
+                         "and every invariant subspace was enumerated")
+
+
+@numerical_boundary
+def equilibrium_search(params: Params, *, which: str = "stable",
+                       starts: Iterable[ArrayLike] = (), axis_rtol: float = AXIS_RTOL,
+                       budget: SearchBudget = DEFAULT_BUDGET,
+                       progress: Callable[[int, int], None] | None = None) -> EquilibriumSearch:
+    """Search for the covariance equilibria Σ* ⪰ 0 of  AΣ + ΣAᵀ + Σ_h (V_hΣB_hΣ + ΣB_hᵀΣV_hᵀ) = 0
+    within a work budget, saying whether the list is known to be complete.
+
+    The search of `equilibria` (SPEC §5), for
+
+        F(Σ) = A Σ + Σ Aᵀ + Σ_h (V_h Σ B_h Σ + Σ B_hᵀ Σ V_hᵀ) = 0,      Σ ⪰ 0,
+
+    returned with its claim: `complete` (True only where a theorem makes the list exhaustive:
+    scalar V), `undetermined` (the budget ran out first: the list holds what was found by then)
+    and the work spent (`SearchWork`: Newton iterations, Lyapunov solves, right-hand sides of
+    the flow, seconds).
+
+    Parameters
+    ----------
+    params : Params
+        The time-invariant layer (A, heads (V_h, B_h), b).
+    which : {"stable", "all"}, optional
+        "stable" (default): the equilibria whose linearisation is Hurwitz; "all": every
+        covariance equilibrium found (scalar V: d ≤ ENUMERATION_MAX_D).
+    starts : iterable of (d, d) array_like, symmetric positive semidefinite, optional
+        Extra starting covariances for Newton's method (general V). Default: none.
+    axis_rtol : float, optional
+        Relative gap in (0, 1) from the imaginary axis for the eigenvalues of A (scalar V).
+        Default AXIS_RTOL = 1e-8.
+    budget : SearchBudget, optional
+        The work the search may spend (default DEFAULT_BUDGET: SEARCH_NEWTON_ITERATIONS = 500
+        Newton iterations, SEARCH_LYAPUNOV_SOLVES = 5000 Lyapunov solves, SEARCH_SECONDS = 60
+        wall-clock seconds).
+    progress : callable (int, int) -> None, optional
+        Called as progress(i, n) after start i of the n starts of the general-V search (the
+        package's progress callbacks, e.g. `riccati_tf.empirical.encoders.tty_progress`).
+        Default None.
+
+    Returns
+    -------
+    EquilibriumSearch
+        The equilibria found, complete, undetermined, the reason, the budget and the work
+        spent.
+
+    Raises
+    ------
+    InvalidInputError
+        As `equilibria`; budget not a SearchBudget; progress neither callable nor None.
+    SolverError
+        As `equilibria`, except that a spent budget gives an undetermined result instead.
+
+    See Also
+    --------
+    equilibria : the method in full; the list alone, EquilibriaUndetermined when undetermined.
+    SearchBudget : the limits.
+
+    References
+    ----------
+    .. [1] riccati_tf theory, SPEC §5 "Time-invariant parameters: equilibria, stability,
+       blow-up".
+
+    Examples
+    --------
+    A general V: Newton's method from its starts, which proves nothing about equilibria it did
+    not reach.
+
+    >>> import numpy as np
+    >>> from riccati_tf import Params
+    >>> from riccati_tf.stability.equilibria import SearchBudget, equilibrium_search
+    >>> V = -np.array([[1.0, 0.2], [0.0, 1.0]])
+    >>> p = Params(np.diag([1.0, 2.0]), B=0.5 * np.eye(2), V=V)
+    >>> r = equilibrium_search(p, which="all")
+    >>> r.complete, r.undetermined, len(r.equilibria) >= 2
+    (False, False, True)
+    >>> r.reason.startswith("general V: Newton's method")
+    True
+
+    A budget too small for the search of another layer: undetermined, with what ran out.
+
+    >>> q = Params(np.diag([1.0, 3.0]), B=0.5 * np.eye(2), V=V)
+    >>> r = equilibrium_search(q, budget=SearchBudget(newton_iterations=1))
+    >>> r.undetermined, r.complete, r.equilibria
+    (True, False, ())
+    >>> r.reason
+    'its 1 Newton iterations are spent at the continuation start (2 of 3); starts tried: zero'
+    """
+    params, which, covs, axis_rtol = _validated(params, which, starts, axis_rtol, budget,
+                                                progress)
+    work = _Work(budget)
+    stop: str | None = None
+    if params.value_scalars is not None:
+        try:
+            found, complete, reason = _scalar_search(params, which, axis_rtol, work)
+        except _BudgetSpent as exc:
+            found, complete, stop = [], False, str(exc)
+            reason = f"{stop} (scalar V: Newton polishing of a Bernoulli solution)"
+    elif which == "stable" and not np.any(params.A):
+        found, complete = [], True
+        reason = ("A = 0: F(cΣ) = c²F(Σ), so L(Σ*) = 2F(Σ*) = 0 at every equilibrium Σ* ≠ 0 "
+                  "and L = 0 at Σ* = 0: no equilibrium has L Hurwitz")
+    else:
+        found, stop, tried = _search_general(params, which, covs, axis_rtol, work, progress)
+        complete = False
+        reason = (f"{stop}; starts tried: {tried or 'none'}" if stop else
+                  f"general V: Newton's method from the starts ({tried}) finds equilibria one "
+                  f"at a time; nothing proves that there are no others")
+    return EquilibriumSearch(tuple(found), which, complete, stop is not None, reason, budget,
+                             work.spent())
+
+
 @numerical_boundary
 def equilibria(params: Params, *, which: str = "stable", starts: Iterable[ArrayLike] = (),
-               axis_rtol: float = AXIS_RTOL) -> list[Equilibrium]:
+               axis_rtol: float = AXIS_RTOL, budget: SearchBudget = DEFAULT_BUDGET,
+               progress: Callable[[int, int], None] | None = None) -> list[Equilibrium]:
     """Covariance equilibria Σ* ⪰ 0 of  AΣ + ΣAᵀ + Σ_h (V_hΣB_hΣ + ΣB_hᵀΣV_hᵀ) = 0.
 
     The equilibria of the covariance flow Σ̇ = F(Σ) of a time-invariant layer (SPEC §5):
@@ -1304,20 +1814,27 @@ def equilibria(params: Params, *, which: str = "stable", starts: Iterable[ArrayL
     General V (either value of which): Newton's method on F from Σ = 0, continuation from the
     scalar case V_h(s) = (1 − s) v̄_h I + s V_h (v̄_h = tr V_h / d), the given `starts`, the
     state where the covariance flow from magnitude·I settles (a stable equilibrium attracts
-    the flow: rk at rtol 1e-4 until the relative residual of F is ≤ SETTLE_RTOL) and, for
+    the flow: RK45 at rtol 1e-3, step by step until the relative residual of F is ≤
+    SETTLE_RTOL, given up once tr Σ shrinks by SETTLE_RANGE or grows by SETTLE_GROWTH) and, for
     which="all" (d ≤ KRONECKER_MAX_D = 30), RANDOM_STARTS fixed random starts (seed 0): the
-    distinct PSD equilibria found, not a proof that there are no others; beyond d = 30 inexact
-    Newton–Krylov (GMRES on L matrix-free, preconditioned by a Lyapunov solve). which="stable"
-    keeps those with L Hurwitz. Iterates of the search may leave the PSD cone (Newton works on
-    Sym(d)); only the equilibria reached are tested for Σ ⪰ 0.
+    distinct PSD equilibria found, not a proof that there are no others (with A = 0 and
+    which="stable" no search: F(cΣ) = c²F(Σ) gives L(Σ*) = 2F(Σ*) = 0, so none is stable);
+    beyond d = 30 inexact Newton–Krylov (GMRES on L matrix-free, preconditioned by a Lyapunov
+    solve). which="stable" keeps those with L Hurwitz. Iterates of the search may leave the PSD
+    cone (Newton works on Sym(d)); only the equilibria reached are tested for Σ ⪰ 0.
 
     Accepted residual: ACCEPT_RTOL = 1e-9 (Newton aims at NEWTON_RTOL = 1e-13; a Bernoulli
-    solution above it is Newton-polished). Budgets: NEWTON_MAXITER Newton steps per start,
-    CONTINUATION_SOLVES Newton solves of CONTINUATION_MAXITER steps for the continuation (steps
-    ≥ CONTINUATION_MIN_STEP), SETTLE_RHS_BUDGET right-hand sides and SETTLE_SEGMENTS segments
-    for the flow, RANDOM_STARTS starts, and beyond d = 30 KRYLOV_BUDGET GMRES iterations per
-    Newton solve (a continuation step that spends it is halved instead; the flow's start that
-    spends it is dropped).
+    solution above it is Newton-polished). Budgets: the search's `budget` (Newton iterations,
+    Lyapunov solves and seconds over the whole search; when it runs out,
+    EquilibriaUndetermined, whose `search` holds what was found and the work spent), and per
+    start NEWTON_MAXITER Newton steps, CONTINUATION_SOLVES Newton solves of
+    CONTINUATION_MAXITER steps for the continuation (steps ≥ CONTINUATION_MIN_STEP),
+    SETTLE_RHS_BUDGET right-hand sides for the flow, RANDOM_STARTS starts, and beyond d = 30
+    KRYLOV_BUDGET GMRES iterations per Newton solve (a continuation step that spends it is
+    halved instead; the flow's start that spends it is dropped; any other start that spends it
+    ends the search undetermined). Whether the list is known to be complete (scalar V: yes,
+    unless a subspace was left out undecided; general V: no) is said by
+    `equilibrium_search`, which runs the same search and returns its result instead of raising.
 
     Parameters
     ----------
@@ -1332,6 +1849,14 @@ def equilibria(params: Params, *, which: str = "stable", starts: Iterable[ArrayL
     axis_rtol : float, optional
         Relative gap in (0, 1): an eigenvalue of A with |Re λ| ≤ axis_rtol ‖A‖_F counts as on
         the imaginary axis (scalar V). Default AXIS_RTOL = 1e-8.
+    budget : SearchBudget, optional
+        The work the search may spend: Newton iterations, Lyapunov solves (Newton–Krylov's
+        preconditioner beyond d = 30) and wall-clock seconds (default DEFAULT_BUDGET =
+        SearchBudget(500, 5000, 60.0)).
+    progress : callable (int, int) -> None, optional
+        Called as progress(i, n) after start i of the n starts of the general-V search, as the
+        package's other long loops report (e.g.
+        `riccati_tf.empirical.encoders.tty_progress("starts")`). Default None.
 
     Returns
     -------
@@ -1345,20 +1870,23 @@ def equilibria(params: Params, *, which: str = "stable", starts: Iterable[ArrayL
         params not a Params; which not "stable" or "all"; axis_rtol outside (0, 1); starts not
         a list of d×d covariance matrices (shape, NaN/Inf, symmetry, positive semidefiniteness
         checked as by validation.as_covariance); which="all" for scalar V with
-        d > ENUMERATION_MAX_D.
+        d > ENUMERATION_MAX_D; budget not a SearchBudget; progress neither callable nor None.
+    EquilibriaUndetermined
+        A `SolverError`: the budget ran out before the search ended (its `search` holds the
+        equilibria found by then, the reason and the work spent).
     SolverError
         Scalar V: an eigenvalue of A within axis_rtol ‖A‖_F of iℝ (the stable/anti-stable
         split is not defined robustly); which="all": a repeated eigenvalue of A or two that sum
         to ≈ 0 (the invariant subspaces cannot be enumerated); the stabilizing solution not
         reaching ACCEPT_RTOL even after Newton polishing; an equilibrium beyond the float range.
-        General V beyond d = 30: a start that spends its KRYLOV_BUDGET GMRES iterations. Any
-        failure of floating point (LinAlgError, overflow).
+        Any failure of floating point (LinAlgError, overflow).
 
     See Also
     --------
     riccati_tf.certify : where Σ(t) goes from a given start, with checkable evidence.
     riccati_tf.stability.riccati.bernoulli : the stabilizing Bernoulli solution for scalar V.
     Equilibrium : one equilibrium with its evidence.
+    equilibrium_search : the same search with its budget, work spent and completeness.
 
     References
     ----------
@@ -1394,26 +1922,8 @@ def equilibria(params: Params, *, which: str = "stable", starts: Iterable[ArrayL
     array([[ 2.1669, -0.5074],
            [-0.5074,  3.9346]])
     """
-    if not isinstance(params, Params):
-        raise InvalidInputError(f"params must be a riccati_tf.Params, got {type(params).__name__}")
-    if which not in ("stable", "all"):
-        raise InvalidInputError(f"which must be 'stable' or 'all', got {which!r}")
-    axis_rtol = as_rtol("axis_rtol", axis_rtol)
-    if isinstance(starts, str | bytes | dict | set | frozenset) or \
-            not hasattr(starts, "__iter__"):
-        raise InvalidInputError(f"starts must be a list of covariance matrices, got "
-                                f"{type(starts).__name__}")
-    if isinstance(starts, np.ndarray) and starts.ndim == 2:
-        raise InvalidInputError(f"starts must be a list of covariance matrices, got one "
-                                f"{starts.shape[0]}×{starts.shape[1]} array: pass [S] for a "
-                                f"single start (a (k, d, d) array is read as k starts)")
-    covs = [as_covariance(f"starts[{i}]", S, params.d) for i, S in enumerate(starts)]
-    if params.value_scalars is not None:
-        if which == "stable":
-            return _scalar_stable(params, axis_rtol)
-        if params.d > ENUMERATION_MAX_D:
-            raise InvalidInputError(f"which='all' enumerates 2^(number of eigenvalue groups) "
-                                    f"invariant subspaces and is offered for d ≤ "
-                                    f"{ENUMERATION_MAX_D}, got d = {params.d}")
-        return _scalar_all(params, axis_rtol)
-    return _general(params, which, covs, axis_rtol)
+    search = equilibrium_search(params, which=which, starts=starts, axis_rtol=axis_rtol,
+                                budget=budget, progress=progress)
+    if search.undetermined:
+        raise EquilibriaUndetermined(search)
+    return list(search.equilibria)
