@@ -16,7 +16,9 @@ blow-up times 0.4–5) saved with its WordPiece tokenizer (`save_encoder`), and 
 TEXT_PASSAGES passages; `riccati-tf probe --model DIR --text FILE` and `riccati-tf atlas --model
 DIR --text FILE` with their defaults otherwise, each timed as a subprocess with one thread
 (OMP_NUM_THREADS, OPENBLAS_NUM_THREADS, MKL_NUM_THREADS = 1; torch reads OMP_NUM_THREADS), against
-BUDGET_CLI_PROBE_S and BUDGET_CLI_ATLAS_S. `--cli-only` skips the first part.
+BUDGET_CLI_PROBE_S and BUDGET_CLI_ATLAS_S (CPU seconds: the atlas's 12 flows, 6 layers × 2
+drifts, take about 500 right-hand sides of 3 d³ products each, `riccati_tf.flow` stopping at
+the pole once T* is bracketed to LAYER_RTOL = 1e-7). `--cli-only` skips the first part.
 """
 
 from __future__ import annotations
@@ -91,10 +93,10 @@ def cli_on_text() -> bool:
     print(f"riccati-tf atlas --model DIR --text FILE: {t_atlas:.1f} s wall, {c_atlas:.1f} s "
           f"CPU (budget {BUDGET_CLI_ATLAS_S:.0f} s)")
     print(out_atlas)
-    ok = t_probe <= BUDGET_CLI_PROBE_S and t_atlas <= BUDGET_CLI_ATLAS_S
-    print(f"within budget: probe {t_probe <= BUDGET_CLI_PROBE_S}, atlas "
-          f"{t_atlas <= BUDGET_CLI_ATLAS_S}")
-    return ok
+    # the budgets are CPU seconds on one core: wall time also counts waiting on a shared one
+    ok_probe, ok_atlas = c_probe <= BUDGET_CLI_PROBE_S, c_atlas <= BUDGET_CLI_ATLAS_S
+    print(f"within budget (CPU): probe {ok_probe}, atlas {ok_atlas}")
+    return ok_probe and ok_atlas
 
 
 def _saved_model(folder: str):

@@ -6,10 +6,12 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from scipy.integrate import solve_ivp
 from scipy.linalg import solve_continuous_lyapunov
 
 from riccati_tf import Gaussian, Head, Params, flow
 from riccati_tf.errors import InvalidInputError, SolverError
+from riccati_tf.flows.integrate import BLOWUP_EXTRAPOLATION
 
 from .cases import general_params, random_cov, random_gaussian, scalar_v_params
 
@@ -534,3 +536,169 @@ def test_exact_mean_growth_names_a_nonnegative_abscissa():
         flow(p, Gaussian([1.0, 0.0], np.eye(2)), 1e4, method="exact")
     tr = flow(p, Gaussian([1.0, 0.0], np.eye(2)), 100.0, t_eval=[90.0, 100.0], method="exact")
     assert rel_err(tr.mean[-1], np.exp(5.0) * tr.mean[0]) < 1e-12  # settled: ṁ = m/2
+
+
+# --- the pole stop of rk without dense output (integrate._PoleWatch) ------------------------
+
+def _pole_checks(tr, T, rtol):
+    """The stop's claims against the true T*: a blow-up, T* inside (t_reached, T_upper], the
+    extrapolation bound u = T_upper − blowup_time within the requested tolerance, the reported
+    time within u plus the integration's error (DOP853's global error, a few rtol·T*: 10 rtol·T*
+    allowed)."""
+    assert tr.status == "blowup" and tr.blowup_kind == "singularity"
+    lo, hi = tr.blowup_bracket
+    u = hi - tr.blowup_time
+    assert lo < T <= hi + 10 * rtol * T
+    # the pole stop's u ≤ rtol·T, or (tr Σ reached 1e8 times its start first) the blow-up
+    # event's u = BLOWUP_EXTRAPOLATION of the remaining time
+    assert 0 < u <= max(rtol * tr.blowup_time, BLOWUP_EXTRAPOLATION * (hi - lo))
+    assert abs(tr.blowup_time - T) <= u + 10 * rtol * T
+    return lo, u
+
+
+@pytest.mark.parametrize("s0", [0.3, 1.0, 7.0])
+def test_rk_pole_stop_on_the_scalar_riccati_pole(s0, sundman_runs):
+    """σ̇ = 2σ² (A = 0, V = B = 1): 1/σ = 1/σ0 − 2t is linear, so Newton's T_k = t_k + σ/σ̇ is
+    exact, T* = 1/(2σ0): the run stops as soon as the estimates span a POLE_SPAN-fold fall of
+    the remaining time, far before the 1e8-fold growth of the blow-up event."""
+    T = 1 / (2 * s0)
+    tr = flow(Params(0.0, B=1.0, V=1.0), Gaussian([0.0], [[s0]]), 2 * T, method="rk",
+              dense_output=False)
+    lo, _ = _pole_checks(tr, T, 1e-10)
+    assert sundman_runs
+    assert T / (T - lo) < 1e3  # σ(lo)/σ0: the growth where it stopped
+
+
+def _rotated_riccati(seed, d=4):
+    """Σ̇ = AΣ + ΣAᵀ + 2vΣBΣ with A = Q diag(a) Qᵀ, B = Q diag(b) Qᵀ, Σ0 = Q diag(σ0) Qᵀ: d
+    scalar Riccatis σ̇ = 2aσ + kσ², k = 2vb, in the rotated basis, T* = min over those that
+    blow up of ln(1 + 2a/(kσ0))/(2a), evaluated in mpmath."""
+    import mpmath
+
+    rng = np.random.default_rng(seed)
+    Q = np.linalg.qr(rng.standard_normal((d, d)))[0]
+    a, b = rng.uniform(-1, 1, d), rng.uniform(0.2, 2, d)
+    s0, v = rng.uniform(0.2, 3, d), 0.7
+    rot = lambda x: (Q * x) @ Q.T  # noqa: E731
+    p = Params(rot(a), B=rot(b), V=v * np.eye(d), b=rng.standard_normal(d))
+    g = Gaussian(rng.standard_normal(d), rot(s0))
+    with mpmath.workdps(40):
+        times = []
+        for ai, bi, si in zip(a, b, s0, strict=True):
+            r, k = 2 * mpmath.mpf(ai), 2 * v * mpmath.mpf(bi)
+            x = r / (k * si)
+            if x > -1:  # σ reaches the pole (x ≤ −1: it settles at −r/k)
+                times.append(mpmath.log1p(x) / r)
+        return p, g, float(min(times))
+
+
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("rtol", [1e-6, 1e-10])
+def test_rk_pole_stop_against_the_closed_form(seed, rtol, sundman_runs):
+    """Rotated decoupled Riccati flows (mpmath T*), the mean integrated too: the stop's bracket
+    holds, at rtol 1e-6 and 1e-10."""
+    p, g, T = _rotated_riccati(seed)
+    tr = flow(p, g, 2 * T, method="rk", rtol=rtol, dense_output=False)
+    _pole_checks(tr, T, rtol)
+    assert sundman_runs
+
+
+def _dop853_blowup(p, cov0, t_max, growth=1e8):
+    """T* of the covariance flow by solve_ivp's DOP853 at rtol 1e-12 in t, the event at
+    tr Σ = growth·tr Σ0 and T* = t + tr Σ / tr Σ̇ there (written out without the package)."""
+    d = cov0.shape[0]
+
+    def field(S):
+        M = p.A + sum(V @ S @ B for V, B in p.heads)
+        return M @ S + S @ M.T
+
+    def grown(_t, y):
+        return np.trace(y.reshape(d, d)) - growth * np.trace(cov0)
+    grown.terminal, grown.direction = True, 1
+    sol = solve_ivp(lambda _t, y: field(y.reshape(d, d)).ravel(), (0.0, t_max), cov0.ravel(),
+                    method="DOP853", rtol=1e-12, atol=1e-14, events=grown)
+    if sol.status != 1:
+        return np.inf
+    S = sol.y_events[0][0].reshape(d, d)
+    return float(sol.t_events[0][0] + np.trace(S) / np.trace(field(S)))
+
+
+def test_rk_pole_stop_on_random_general_v_layers(sundman_runs):
+    """Multi-head layers with general V_h (no closed form), d = 3..8: where DOP853 at rtol 1e-12
+    finds a blow-up before the horizon, rk without dense output reports it inside its bracket
+    (at rtol 1e-7 and 1e-10); where it finds none, rk reports none. Layers on which rk spends
+    its budget (max_steps 2000; Σ growing along a degenerate direction, as before the pole stop)
+    claim nothing and are counted out."""
+    rng = np.random.default_rng(11)
+    seen = []
+    for _ in range(24):
+        d = int(rng.integers(3, 9))
+        heads = [(rng.standard_normal((d, d)) / np.sqrt(d),
+                  rng.standard_normal((d, d)) / np.sqrt(d)) for _ in range(int(rng.integers(1, 4)))]
+        p = Params(0.5 * rng.standard_normal((d, d)) / np.sqrt(d), heads=heads)
+        g = Gaussian(np.zeros(d), random_cov(rng, d))
+        for rtol in (1e-7, 1e-10):
+            try:
+                tr = flow(p, g, 5.0, method="rk", rtol=rtol, dense_output=False, max_steps=2000)
+            except SolverError as exc:
+                assert "budget" in str(exc)
+                continue
+            T = _dop853_blowup(p, g.cov, 5.0)
+            seen.append(np.isfinite(T))
+            if np.isfinite(T):
+                _pole_checks(tr, T, rtol)
+            else:
+                assert tr.status == "completed" and tr.blowup_bracket is None
+    assert sum(seen) >= 30
+
+
+def test_rk_pole_stop_leaves_flows_without_blowup_alone(monkeypatch):
+    """A flow whose trace grows through a Sundman run and then decays (the near miss of a pole)
+    and one that settles: no blow-up claimed, and the states are those of the run without the
+    pole stop (the watch never stopping), to the bit."""
+    import riccati_tf.flows.integrate as integrate
+
+    grows_then_decays = (
+        Params([[-1.0113, 2.4678], [-2.9591, -0.919]], B=[[-1.1424, 2.7073], [2.7073, -0.3777]],
+               V=0.67 * np.eye(2), b=[0.15, -0.45]),
+        Gaussian([0.2, -1.0], [[2.3, 0.5], [0.5, 1.7]]))
+    settles = (Params(-np.eye(2), B=np.eye(2), V=0.5 * np.eye(2)), Gaussian([1.0, 0.0], np.eye(2)))
+    runs = [flow(p, g, 5.0, method="rk", dense_output=False)
+            for p, g in (grows_then_decays, settles)]
+    monkeypatch.setattr(integrate._PoleWatch, "bracket", lambda *a: None)
+    for tr, (p, g) in zip(runs, (grows_then_decays, settles), strict=True):
+        ref = flow(p, g, 5.0, method="rk", dense_output=False)
+        assert tr.status == ref.status == "completed" and tr.blowup_bracket is None
+        assert np.array_equal(tr.cov, ref.cov) and np.array_equal(tr.mean, ref.mean)
+
+
+def test_rk_sundman_run_matches_solve_ivp_on_the_same_steps():
+    """The Sundman run drives scipy's DOP853 stepper itself: with the pole stop off its outputs
+    equal those of solve_ivp on the same augmented system (z = (t, y), events at the output
+    times) to rounding."""
+    import riccati_tf.flows.integrate as integrate
+
+    p = Params(0.3 * np.eye(2), B=np.eye(2), V=np.eye(2))
+    y0 = np.eye(2).ravel()
+    rhs = integrate._rk_rhs(p, 2, 10**6, False)
+    event = integrate._TraceEvent(0, 2, float(np.log(1e8 * 2)))
+    t0, grid = 0.05, np.linspace(0.05, 0.25, 5)
+    never = integrate._PoleWatch(0.0, 0.0, lambda t, y: 0.0)
+    ours = integrate._sundman_solve(rhs, t0, grid[-1], y0, grid[1:], event, 1e-9,
+                                    np.full(4, 1e-12), never, t0)
+
+    def f(_s, z):
+        w = 2.0 / (z[1] + z[4])  # s_ref / tr Σ
+        return np.concatenate([[w], w * rhs(z[0], z[1:])])
+
+    def at(tk):
+        def g(_s, z):
+            return z[0] - tk
+        g.direction, g.terminal = 1, tk == grid[-1]
+        return g
+    sol = solve_ivp(f, (0.0, 1e8), np.concatenate([[t0], y0]), method="DOP853", rtol=1e-9,
+                    atol=np.concatenate([[1e-2 * 1e-9 * t0], np.full(4, 1e-12)]),
+                    events=[at(tk) for tk in grid[1:]])
+    ref = np.array([z[0][1:] for z in sol.y_events])
+    assert ours.status == 0 and np.allclose(ours.t, grid[1:], rtol=0, atol=1e-15)
+    assert np.max(np.abs(ours.y.T - ref)) <= 1e-14 * np.abs(ref).max()

@@ -19,7 +19,8 @@ from typing import Any, NamedTuple, SupportsIndex, overload
 
 import numpy as np
 import numpy.typing as npt
-from scipy.integrate import solve_ivp
+from scipy.integrate import DOP853, solve_ivp
+from scipy.optimize import brentq
 
 from ..display import html_table, number
 from ..errors import InvalidInputError, SolverError
@@ -41,13 +42,27 @@ BLOWUP_GROWTH = 1e8
 #: growth the extrapolated remaining time is off by about that share.
 BLOWUP_QUADRATIC_SHARE = 0.99
 BLOWUP_EXTRAPOLATION = 0.02
-#: rk without dense output: a first trace event at SUNDMAN_GROWTH times the starting scale; where
-#: the quadratic terms drive at least SUNDMAN_SHARE of the growth there, the run goes on in
-#: Sundman's time σ, dt/dσ = s_ref / tr Σ (`_sundman_solve`), in which Σ ~ 1/(T* − t) grows
-#: exponentially instead of through a pole: DOP853 keeps a steady step in σ on the way to the
-#: blow-up event, where in t its steps shrink with T* − t and about every other one is rejected
+#: rk without dense output runs in Sundman's time σ, dt/dσ = s_ref / tr Σ (`_sundman_solve`), in
+#: which Σ ~ 1/(T* − t) grows exponentially instead of through a pole (DOP853 keeps a steady step
+#: in σ, where in t its steps shrink with T* − t and about every other one is rejected), from the
+#: start where the quadratic terms drive at least SUNDMAN_SHARE of d tr Σ/dt > 0 at t = 0, else
+#: from the first trace event at SUNDMAN_GROWTH, 4, 16, 256, 65 536 times the starting scale
+#: (the growth squared each time, while below BLOWUP_GROWTH) where they do
 SUNDMAN_GROWTH = 2.0
 SUNDMAN_SHARE = 0.5
+#: The pole stop of a Sundman run: after each DOP853 step, with s = tr Σ and ṡ = tr Σ̇ (exact,
+#: from the step's last right-hand side), T_k = t_k + r_k, r_k = s/ṡ (Newton's step on 1/s, whose
+#: error is O((T* − t)^p)). The run stops at the first step k whose estimates agree over the last
+#: POLE_SPAN-fold fall of the remaining time: u_k = max |T_i − T_k| over the steps i since the
+#: last one with r_i ≥ POLE_SPAN r_k, plus 4 eps T_k, at most rtol·T_k, with T_k + u_k ≤ t_final
+#: and the quadratic terms driving ≥ BLOWUP_QUADRATIC_SHARE of ṡ at every step of that record
+#: (`_PoleWatch`). T* ∈ [t_k, T_k + u_k] (`Trajectory.blowup_bracket`). The bound: with the
+#: error of Newton's estimate a power C(T* − t)^p, p ≥ 1, of the remaining time (p = 2 at a
+#: simple pole of a Riccati flow, p ≈ 1.3 measured on trained-like multi-head layers, p = 1 for
+#: s ~ (T* − t)^−α, α ≠ 1), |T_k − T*| = |T_j − T_k| q/(1 − q) with q = (r_k/r_j)^p ≤ 1/4, so
+#: u_k ≥ 3 |T_k − T*|. The integration's own error in T* (about rtol·T*, up to a few times that)
+#: comes on top
+POLE_SPAN = 4.0
 #: rk near a blow-up after t_final: Σ(t) ~ 1/(T* − t), so an error ≈ rtol·T* in the blow-up time
 #: is a relative error ≈ rtol·T*/(T* − t_final) in the end state; above this rk refuses (exact
 #: refuses the same way with eps for rtol, riccati_tf.flows.exact.NEAR_BLOWUP_RTOL)
@@ -70,6 +85,8 @@ RK_RATE_MAX = 2.0 ** 20
 DEFAULT_OUTPUTS = 101
 #: the smallest trace the rk blow-up event takes the logarithm of
 TINY = np.finfo(float).tiny
+#: the machine epsilon: events are located to 4 EPS (as solve_ivp locates them)
+EPS = np.finfo(float).eps
 #: the smallest per-entry atol of the covariance (`_scaled_atol`): 1024 subnormal spacings
 ATOL_FLOOR = 1024 * np.finfo(float).smallest_subnormal
 
@@ -169,7 +186,10 @@ class Trajectory:
         How the states were computed: the closed form for scalar value matrices, DOP853, or
         discrete layers.
     blowup_direction : (d,) ndarray of float or None, optional
-        The unit direction along which Σ(t) diverges at a singularity; None otherwise.
+        The unit direction along which Σ(t) diverges at a singularity: "exact", the limit
+        direction at T*; "rk", the top eigenvector of Σ at the last state reached,
+        t = blowup_bracket[0] (a general-V blow-up's direction can keep turning up to T*).
+        None otherwise.
     rtol, atol : float or None, optional
         The tolerances of "rk"; None for methods exact up to rounding.
     blowup_kind : {"singularity", "overflow"} or None, optional
@@ -179,6 +199,13 @@ class Trajectory:
     dense : optional
         What ``tr(t)`` needs between the stored times, set by `flow` (None for `layers`, for
         ``flow(..., dense_output=False)`` and for a Trajectory built directly).
+    blowup_bracket : (float, float) or None, optional
+        "rk" at a singularity: (t_reached, T_upper) with t_reached ≤ T* ≤ T_upper — t_reached
+        the last time the integration reached (Σ finite there), T_upper = blowup_time + u with
+        u the derived bound of the extrapolation error |T* − blowup_time| (the pole stop of
+        `flow`, or BLOWUP_EXTRAPOLATION of the remaining time at the blow-up event); the
+        integration's own error, about rtol·T*, comes on top. None otherwise ("exact" locates T*
+        to rounding).
 
     Raises
     ------
@@ -236,6 +263,7 @@ class Trajectory:
     atol: float | None = None
     blowup_kind: str | None = None
     dense: _RkDense | _ExactDense | None = field(default=None, metadata={"serialize": False})
+    blowup_bracket: tuple[float, float] | None = None
 
     def __len__(self) -> int:
         """The number of states."""
@@ -611,10 +639,16 @@ def flow(params: Params | Callable[[float], Params], gaussian: Gaussian, t_final
     method; long horizons end early once the state provably settles; the mean by
     error-controlled Gauss collocation (see `riccati_tf.flows.exact`). "rk": DOP853 on the full
     system with a blow-up event (tr Σ beyond 1e8 tr Σ0, the quadratic terms driving ≥ 99 % of
-    its growth: T* = t + tr Σ/(d tr Σ/dt)); without dense output, once tr Σ has doubled under
-    mostly quadratic growth, in Sundman's time σ, dt/dσ ∝ 1/tr Σ, which turns the pole into
-    exponential growth at a steady step; rtol/atol apply, atol capped for Σ_ij at
-    rtol·√((Σ0)_ii (Σ0)_jj) so that variances below atol are resolved relative to their size.
+    its growth: T* = t + tr Σ/(d tr Σ/dt)). Without dense output, where the quadratic terms
+    drive most of the growth of tr Σ (from the start, or once tr Σ has doubled, quadrupled, ...),
+    in Sundman's time σ, dt/dσ ∝ 1/tr Σ, which turns the pole into exponential growth at a
+    steady step, with a pole stop: after every step T_k = t_k + tr Σ/(d tr Σ/dt) (Newton's step
+    on 1/tr Σ, error O((T* − t_k)^p), p ≥ 1), and the run ends once these estimates agree to
+    u ≤ rtol·T_k over a 4-fold fall of the remaining time, T* then bracketed in
+    [t_k, T_k + u] (`Trajectory.blowup_bracket`; u ≥ 3|T_k − T*| for errors that are powers of
+    T* − t, see POLE_SPAN), long before the 1e8-fold growth. rtol/atol apply, atol capped for
+    Σ_ij at rtol·√((Σ0)_ii (Σ0)_jj) so that variances below atol are resolved relative to their
+    size.
     From d = FACTOR_MIN_D on, a time-invariant layer's dense heads whose V_h has numerical rank
     ≤ d/2 are integrated through pivoted-QR factors of V_h (and of B_h where its rank is ≤ d/2
     too; `riccati_tf.state.lowrank.factored_layer`: each factored matrix within FACTOR_RTOL =
@@ -936,16 +970,22 @@ def _rk_run(params_fn: Params | Callable[[float], Params], gaussian: Gaussian,
     loosen = 1.0 if with_mean else math.sqrt((d + d * d) / (d * d))
     atol_vec = loosen * _scaled_atol(gaussian, atol, rtol)[d - k:]
     scale = float(np.trace(gaussian.cov))
-    # Python floats: overflow to inf without a warning. The early event (no dense output: the
-    # pieces of a Sundman run are not functions of t) decides whether to go on in σ
+    # Python floats: overflow to inf without a warning. Without dense output (the pieces of a
+    # Sundman run are not functions of t) the run is in σ from the start where the quadratic
+    # terms drive the growth of tr Σ there, else the early event decides whether to go on in σ
     early = not dense_output and scale > 0
+    start = _blowup_estimate(params_at(0.0), d, 0.0, full(y), SUNDMAN_SHARE) if early else None
+    sundman = start is not None
+    early = early and not sundman
+    # t's scale in a run in σ from t = 0: tr Σ/(d tr Σ/dt) there (≈ T*), at most t_final
+    t_start = 0.0 if start is None else min(start[0], t_final)
     threshold = (SUNDMAN_GROWTH if early else BLOWUP_GROWTH) * scale
-    sundman = False
     t0 = 0.0
     ts: list[np.ndarray] = []
     ys: list[np.ndarray] = []
     pieces: list[Any] = []  # the continuous extension (OdeSolution) of each run
     blowup_time: float | None = None
+    bracket: tuple[float, float] | None = None
     direction: np.ndarray | None = None
     pending = None  # a blow-up estimated near or after t_final: (T_est, uncertainty)
     unit = _time_unit(y, _finite_start(rhs, t0, y), t_final)
@@ -953,6 +993,9 @@ def _rk_run(params_fn: Params | Callable[[float], Params], gaussian: Gaussian,
     def scaled(tau: float, y: np.ndarray) -> np.ndarray:  # dy/dτ = unit · f(unit τ, y)
         return unit * rhs(unit * tau, y)
     rhs_tau = rhs if unit == 1.0 else scaled
+
+    def linear_rate(tau: float, y: np.ndarray) -> float:  # 2 tr(AΣ) per unit of τ
+        return 2.0 * unit * float(np.vdot(params_at(unit * tau).A, y[k:].reshape(d, d).T))
 
     while True:
         log_threshold = float(np.log(threshold)) if scale > 0 else 0.0  # no event when Σ0 = 0
@@ -964,7 +1007,9 @@ def _rk_run(params_fn: Params | Callable[[float], Params], gaussian: Gaussian,
             with np.errstate(over="ignore", invalid="ignore"):  # overflow is detected below
                 if sundman:
                     sol = _sundman_solve(rhs_tau, t0 / unit, t_final / unit, y, grid / unit,
-                                         event, loosen * rtol, atol_vec)
+                                         event, loosen * rtol, atol_vec,
+                                         _PoleWatch(rtol, t_final / unit, linear_rate),
+                                         (t0 if t0 > 0 else t_start) / unit)
                 else:
                     sol = solve_ivp(rhs_tau, (t0 / unit, t_final / unit), y, method="DOP853",
                                     t_eval=grid / unit, rtol=loosen * rtol, atol=atol_vec,
@@ -998,15 +1043,20 @@ def _rk_run(params_fn: Params | Callable[[float], Params], gaussian: Gaussian,
                 _check_near_blowup(params_at, d, full(Y[:, -1]), T_sol[-1], rtol, pending)
             break
         t0, y = sol.t_events[0][0] * unit, sol.y_events[0][0]
-        if early:  # the early event: on in σ where the quadratic terms drive the growth
-            early, threshold = False, BLOWUP_GROWTH * scale
+        pole = sol.pole if isinstance(sol, _SundmanResult) else None
+        if early:  # the early event: on in σ where the quadratic terms drive the growth, else
+            # the same test at the squared growth while that stays below BLOWUP_GROWTH
             sundman = _blowup_estimate(params_at(t0), d, t0, full(y), SUNDMAN_SHARE) is not None
+            growth = threshold / scale
+            early = not sundman and growth * growth < BLOWUP_GROWTH
+            threshold = (growth * growth if early else BLOWUP_GROWTH) * scale
             continue
-        estimate = _blowup_estimate(params_at(t0), d, t0, full(y))
+        estimate = (_blowup_estimate(params_at(t0), d, t0, full(y)) if pole is None else
+                    (pole[0] * unit, pole[1] * unit, y[k:].reshape(d, d)))
         if estimate is not None:
             T_est, u, cov = estimate
             if T_est + u <= t_final:  # a blow-up before t_final, beyond its uncertainty
-                blowup_time = T_est
+                blowup_time, bracket = T_est, (t0, T_est + u)
                 _, vec = np.linalg.eigh(0.5 * (cov + cov.T))
                 direction = vec[:, -1]
                 break
@@ -1019,12 +1069,14 @@ def _rk_run(params_fn: Params | Callable[[float], Params], gaussian: Gaussian,
     return Trajectory(t, mean, cov, "completed" if blowup_time is None else "blowup",
                       blowup_time, "rk", direction, rtol, atol,
                       None if blowup_time is None else "singularity",
-                      _RkDense(tuple(pieces), with_mean, unit) if dense_output else None)
+                      _RkDense(tuple(pieces), with_mean, unit) if dense_output else None,
+                      bracket)
 
 
 @dataclass(frozen=True)
 class _SundmanResult:
-    """The fields of solve_ivp's result that `_rk_run` reads, from `_sundman_solve`."""
+    """The fields of solve_ivp's result that `_rk_run` reads, from `_sundman_solve`, and the
+    pole stop's (T_est, u) (`_PoleWatch`) when the run ended there."""
 
     t: np.ndarray
     y: np.ndarray
@@ -1033,23 +1085,60 @@ class _SundmanResult:
     y_events: list[np.ndarray]
     message: str
     sol: None = None
+    pole: tuple[float, float] | None = None
+
+
+class _PoleWatch:
+    """The pole stop (POLE_SPAN): `bracket` is called after every step of a Sundman run with the
+    state y at time t and its derivative dy; it returns (T_k, u_k) once the estimates
+    T_i = t_i + tr Σ_i / tr Σ̇_i of the steps since the last one with POLE_SPAN times the
+    remaining time agree to u_k ≤ tol·T_k and T_k + u_k ≤ t_end (a pole after t_end is not
+    where the run stops), else None. Only steps whose growth is driven by the quadratic terms
+    (d tr Σ/dt > 0, 2 tr(AΣ) at most 1 − BLOWUP_QUADRATIC_SHARE of it; `linear` gives 2 tr(AΣ))
+    count: any other step starts the record afresh."""
+
+    def __init__(self, tol: float, t_end: float,
+                 linear: Callable[[float, np.ndarray], float]) -> None:
+        self.tol, self.t_end, self.linear = tol, t_end, linear
+        self.estimates: list[tuple[float, float]] = []  # (remaining time, T) of the record
+
+    def bracket(self, t: float, y: np.ndarray, dy: np.ndarray,
+                trace: Callable[[np.ndarray], float]) -> tuple[float, float] | None:
+        s, ds = trace(y), trace(dy)
+        if not (math.isfinite(s) and math.isfinite(ds) and ds > 0
+                and self.linear(t, y) <= (1.0 - BLOWUP_QUADRATIC_SHARE) * ds):
+            self.estimates.clear()
+            return None
+        r = s / ds
+        T = t + r
+        far = [i for i, (ri, _) in enumerate(self.estimates) if ri >= POLE_SPAN * r]
+        self.estimates.append((r, T))
+        if not far:
+            return None
+        del self.estimates[:far[-1]]
+        u = max(abs(Ti - T) for _, Ti in self.estimates) + 4 * np.finfo(float).eps * T
+        return (T, u) if u <= self.tol * T and T + u <= self.t_end else None
 
 
 def _sundman_solve(rhs: Callable[[float, np.ndarray], np.ndarray], t0: float, t1: float,
                    y0: np.ndarray, grid: np.ndarray, event: _TraceEvent, rtol: float,
-                   atol: np.ndarray) -> _SundmanResult:
+                   atol: np.ndarray, pole: _PoleWatch, t_scale: float) -> _SundmanResult:
     """DOP853 from (t0, y0) to t1 in Sundman's time σ: z = (t, y),
 
         dz/dσ = (s_ref / s) (1, f(t, y)),   s = tr Σ(y),  s_ref = s(y0),
 
     the same trajectory with dt/dσ = s_ref/s: where s grows like 1/(T* − t), y grows like
-    e^{σ/(T* − t0)} and the steps in σ stay steady. Terminal events: `event` (tr Σ rising
-    through its threshold) and t = t1; the grid times in (t0, t1) are non-terminal events
-    t = t_k, whose states (DOP853's continuous extension at the located σ) are the outputs, as
-    is t1's when it is a grid time. t is integrated with relative tolerance rtol and absolute
-    1e-2·rtol·t0. status: 0 when t1 is reached, 1 at the trace event (t_events[0], y_events[0]
-    in t and y), −1 on failure; the σ-span 2 (t1 − t0) threshold / s_ref (the length in σ of
-    [t0, t1] while s stays below the threshold) bounds the run."""
+    e^{σ/(T* − t0)} and the steps in σ stay steady. scipy's DOP853 stepper is driven step by
+    step as solve_ivp drives it, with its events: `event` (tr Σ rising through its threshold)
+    and t = t1 end the run, the grid times in (t0, t1) are outputs (DOP853's continuous
+    extension at the σ where t = t_k, located by Brent's method to 4 eps as solve_ivp does), as
+    is t1's when it is a grid time; after each step the pole stop (`_PoleWatch`, with tr Σ̇
+    from the step's last right-hand side) may end the run. t is integrated with relative
+    tolerance rtol and absolute 1e-2·rtol·t_scale (t_scale > 0: t0, or the time scale of a run
+    from t0 = 0). status: 0 when t1 is reached, 1 at the trace event or the pole stop
+    (t_events[0], y_events[0] in t and y; `pole` set for the latter), −1 on failure; the σ-span
+    2 (t1 − t0) threshold / s_ref (the length in σ of [t0, t1] while s stays below the
+    threshold) bounds the run."""
     s_ref = event.trace(y0)
 
     def f(_sigma: float, z: np.ndarray) -> np.ndarray:
@@ -1059,38 +1148,72 @@ def _sundman_solve(rhs: Callable[[float, np.ndarray], np.ndarray], t0: float, t1
         out[1:] = w * rhs(float(z[0]), z[1:])
         return out
 
-    def on_trace(sigma: float, z: np.ndarray) -> float:
-        return event(sigma, z[1:])
+    def level(z: np.ndarray) -> float:  # rises through 0 at the trace threshold
+        return event(0.0, z[1:])
 
-    def at_time(tk: float) -> Callable[[float, np.ndarray], float]:
-        def g(_sigma: float, z: np.ndarray) -> float:
+    def at_time(tk: float) -> Callable[[np.ndarray], float]:  # rises through 0 at t = tk
+        def g(z: np.ndarray) -> float:
             return float(z[0]) - tk
-        g.direction = 1  # type: ignore[attr-defined]
-        g.terminal = tk == t1  # type: ignore[attr-defined]
         return g
 
-    on_trace.terminal = True  # type: ignore[attr-defined]
-    on_trace.direction = 1  # type: ignore[attr-defined]
+    to_end = at_time(t1)
+
     times = [float(tk) for tk in grid if tk < t1]
-    events = [on_trace, at_time(t1), *(at_time(tk) for tk in times)]
     span = 2.0 * (t1 - t0) * math.exp(min(event.log_threshold, 700.0)) / s_ref
-    sol = solve_ivp(f, (0.0, span), np.concatenate([[t0], y0]), method="DOP853", rtol=rtol,
-                    atol=np.concatenate([[1e-2 * rtol * abs(t0)], atol]), events=events)
-    reached = [(tk, ye[0]) for tk, te, ye in zip(times, sol.t_events[2:], sol.y_events[2:],
-                                                  strict=True) if te.size]
-    if sol.t_events[1].size and np.any(grid == t1):
-        reached.append((t1, sol.y_events[1][0]))
-    t = np.array([tk for tk, _ in reached])
-    Y = np.array([z[1:] for _, z in reached]).T.reshape(y0.size, -1)
-    none = [np.zeros(0)], [np.zeros((0, y0.size))]
-    if sol.status == 1 and sol.t_events[0].size:
-        z = sol.y_events[0][0]
-        return _SundmanResult(t, Y, 1, [z[:1]], [z[1:][None]], sol.message)
-    if sol.status == 1:
-        return _SundmanResult(t, Y, 0, *none, sol.message)
-    return _SundmanResult(t, Y, -1, *none,
-                          sol.message if sol.status == -1 else
-                          f"Sundman's time σ ran to {span:.3g} before t = {t1:.6g}")
+    solver = DOP853(f, 0.0, np.concatenate([[t0], y0]), span, rtol=rtol,
+                    atol=np.concatenate([[1e-2 * rtol * t_scale], atol]))
+    t_out: list[float] = []
+    y_out: list[np.ndarray] = []
+
+    def result(status: int, message: str, end: np.ndarray | None = None,
+               at_pole: tuple[float, float] | None = None) -> _SundmanResult:
+        Y = np.array(y_out).T.reshape(y0.size, -1)
+        if end is None:
+            return _SundmanResult(np.array(t_out), Y, status, [np.zeros(0)],
+                                  [np.zeros((0, y0.size))], message)
+        return _SundmanResult(np.array(t_out), Y, status, [end[:1]], [end[1:][None]], message,
+                              pole=at_pole)
+
+    ends = (level, to_end)
+    before = [g(solver.y) for g in ends]
+    while solver.status == "running":
+        message = solver.step()
+        if solver.status == "failed":
+            return result(-1, message or "DOP853 failed")
+        z, a, b = solver.y, solver.t_old, solver.t
+        after = [g(z) for g in ends]
+        rising = [(g, i) for i, (g, x, x_new) in enumerate(zip(ends, before, after, strict=True))
+                  if x <= 0 <= x_new]  # solve_ivp's test for events rising through 0
+        before = after
+        reached = [tk for tk in times if tk <= z[0]]
+        if not (rising or reached):  # solver.f: dz/dσ at the step's end (DOP853's FSAL stage)
+            stop = pole.bracket(float(z[0]), z[1:], solver.f[1:] / solver.f[0], event.trace)
+            if stop is not None:
+                return result(1, "pole", z, stop)
+            continue
+        sol = solver.dense_output()
+        found = sorted([(_event_root(g, sol, a, b), i) for g, i in rising] +
+                       [(_event_root(at_time(tk), sol, a, b), 2 + j)
+                        for j, tk in enumerate(reached)])
+        for x, i in found:
+            zx = sol(x)
+            if i >= 2:  # a grid time
+                t_out.append(reached[i - 2])
+                y_out.append(zx[1:])
+                continue
+            if i == 1 and np.any(grid == t1):
+                t_out.append(t1)
+                y_out.append(zx[1:])
+            return result(1, "trace event", zx) if i == 0 else result(0, "t1 reached")
+        del times[:len(reached)]
+    return result(-1, f"Sundman's time σ ran to {span:.3g} before t = {t1:.6g}")
+
+
+def _event_root(g: Callable[[np.ndarray], float], sol: Callable[[float], np.ndarray], a: float,
+                b: float) -> float:
+    """Where g(state) crosses 0 inside the step [a, b], on its continuous extension `sol`:
+    Brent's method to 4 eps, as solve_ivp locates events."""
+    return float(brentq(lambda x: g(sol(x)), a, b, xtol=4 * EPS, rtol=4 * EPS))
 
 
 def _finite_start(rhs: Callable[[float, np.ndarray], np.ndarray], t0: float,

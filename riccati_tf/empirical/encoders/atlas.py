@@ -94,7 +94,7 @@ class Atlas:
         (n+, n0, n−) of the scalar fit's G = −Σ_h v_h (B_h + B_hᵀ).
     regime : (L,) ndarray of str
         The regime of the flow with A = 0 up to the horizon: "blows_up" or NO_BLOWUP
-        ("converges", "collapses" or "grows" where `certify` decided for all t).
+        ("converges", "collapses", "grows" or "bounded" where `certify` decided for all t).
     blowup_time : (L,) ndarray of float
         T* ≤ horizon with A = 0 (NaN for none before the horizon).
     regime_mlp : (L,) ndarray of str

@@ -5,8 +5,9 @@
     Σ̇ = AΣ + ΣAᵀ + Σ_h (V_hΣB_hΣ + ΣB_hᵀΣV_hᵀ),   Σ(0) = Σ0,
 
 of a layer whose heads are kept factored (`riccati_tf.Head`), decided up to a horizon by
-`riccati_tf.certify` (d ≤ CERTIFY_MAX_D) or by `riccati_tf.flow` with method "rk" (DOP853 with
-the blow-up event, Sundman's time near the pole), with the evidence of whichever decided.
+`riccati_tf.certify` (d ≤ CERTIFY_MAX_D) or by `riccati_tf.flow` with method "rk" (DOP853 in
+Sundman's time towards the pole, stopped once T* is bracketed to LAYER_RTOL relative), with the
+evidence of whichever decided.
 
 `flow_regime`: the scalar fit V_h ≈ v_h I of the same flow in closed form (the atlas keeps it
 as a labelled extra column). With V_h ≈ v_h I the covariance of the continuous-depth flow
@@ -54,11 +55,13 @@ __all__ = ["CERTIFY_MAX_D", "HORIZON_MARGIN", "LAYER_RTOL", "MAX_STEPS", "NO_BLO
 #: `layer_regime` asks `riccati_tf.certify` up to this d (it answers for all t, with a
 #: certificate; at d = 384 one layer takes about 20 s), `riccati_tf.flow` (method "rk") beyond
 CERTIFY_MAX_D = 16
-#: relative tolerance of the rk integrations of `layer_regime` (DOP853's rtol). Measured against
-#: DOP853 at rtol 1e-10 with the event at 1e8·tr Σ0: rtol 1e-7 locates T* to 1e-9–1e-7 relative
-#: (d = 24, 4 heads; σ̇ = 2σ²), and costs 1 056 right-hand sides on a d = 384, 12-head layer
-#: against 2 268 at 1e-10
-LAYER_RTOL = 1e-8
+#: relative tolerance of the rk integrations of `layer_regime` (DOP853's rtol, and the pole
+#: stop's: `riccati_tf.flow` stops once T* is bracketed to u ≤ rtol·T*). The atlas promises T*
+#: to 1e-6 relative; measured on the 12 flows of the d = 384, 12-head, 6-layer trained-like
+#: encoder (benchmarks.encoders) against rtol 1e-8 run to the 1e8-fold growth event: rtol 1e-7
+#: is off by 0.7e-8–1.4e-8 (70× below 1e-6; the bound u ≤ 1e-7 10× below) at 420–590
+#: right-hand sides a flow, rtol 1e-6 by up to 1.2e-7 (a margin under 10×)
+LAYER_RTOL = 1e-7
 #: the rk run goes HORIZON_MARGIN·horizon past the horizon, so that a blow-up just after it is
 #: followed to its time instead of leaving the end state undecidable (flow refuses an end
 #: state within reach of a pole); a second margin of twice that when the first lands on one
@@ -262,15 +265,15 @@ class LayerRegime:
     ----------
     regime : str
         "blows_up" (T* ≤ horizon) or NO_BLOWUP; where `certify` decided without a blow-up, its
-        regime for all t ("converges", "collapses" or "grows") instead of NO_BLOWUP.
+        regime for all t ("converges", "collapses", "grows" or "bounded") instead of NO_BLOWUP.
     blowup_time : float or None
         T* ≤ horizon, else None (a blow-up after the horizon is not reported).
     method : str
         "certify" or "rk": what decided.
     evidence : str
         certify's theorem ("closed_form_root", "numerical", …; its certificate passed
-        `Certificate.check`), or "event" for the rk run's blow-up event / "horizon" for a run
-        that reached the horizon.
+        `Certificate.check`), or "event" for the rk run's blow-up (the pole stop's bracket, or the
+        blow-up event) / "horizon" for a run that reached the horizon.
     tolerance : float or None
         The rk run's relative tolerance (T* to about this relative accuracy); None for certify.
     trace_growth : float or None
@@ -280,6 +283,10 @@ class LayerRegime:
         else None: evidence only, not a regime inside the horizon.
     reason : str
         The evidence in words: certify's reason, or the rk run's status.
+    bracket : (float, float) or None, optional
+        The rk run's bracket of T* (`riccati_tf.Trajectory.blowup_bracket`: a time the run
+        reached, and T* plus the bound of its extrapolation error) where it found a blow-up (also
+        after the horizon), else None.
 
     Raises
     ------
@@ -313,13 +320,15 @@ class LayerRegime:
     trace_growth: float | None
     beyond: float | None
     reason: str
+    bracket: tuple[float, float] | None = None
 
     def to_json(self) -> dict:
         """The fields as JSON-ready numbers and strings."""
         return {"regime": self.regime, "blowup_time": self.blowup_time, "method": self.method,
                 "evidence": self.evidence, "tolerance": self.tolerance,
                 "trace_growth": self.trace_growth,
-                "beyond_horizon": self.beyond, "reason": self.reason}
+                "beyond_horizon": self.beyond, "reason": self.reason,
+                "bracket": None if self.bracket is None else [float(x) for x in self.bracket]}
 
 
 def _by_certify(params: Params, cov0: np.ndarray, horizon: float) -> LayerRegime | None:
@@ -330,7 +339,7 @@ def _by_certify(params: Params, cov0: np.ndarray, horizon: float) -> LayerRegime
         if T <= horizon:
             return LayerRegime("blows_up", T, "certify", c.theorem, tol, None, None, c.reason)
         return LayerRegime(NO_BLOWUP, None, "certify", c.theorem, tol, None, T, c.reason)
-    if c.regime in ("converges", "collapses", "grows"):
+    if c.regime in ("converges", "collapses", "grows", "bounded"):
         return LayerRegime(c.regime, None, "certify", c.theorem, tol, None, None, c.reason)
     return None  # undetermined: the rk run decides up to the horizon
 
@@ -349,13 +358,17 @@ def _by_flow(params: Params, cov0: np.ndarray, horizon: float, rtol: float) -> L
         break
     if tr.status == "blowup" and tr.blowup_time is not None:
         T = float(tr.blowup_time)
+        bracket = tr.blowup_bracket
+        within = ("" if bracket is None else
+                  f" (reached t = {bracket[0]:.10g}; |T* − {T:.10g}| ≤ {bracket[1] - T:.2g} "
+                  f"by the pole's extrapolation)")
         if T <= horizon:
             return LayerRegime("blows_up", T, "rk", "event", rtol, None, None,
-                               f"DOP853 (rtol {rtol:.0e}) reached the blow-up event at "
-                               f"T* = {T:.10g}")
+                               f"DOP853 (rtol {rtol:.0e}) bracketed the blow-up at "
+                               f"T* = {T:.10g}{within}", bracket)
         return LayerRegime(NO_BLOWUP, None, "rk", "event", rtol, None, T,
-                           f"DOP853 (rtol {rtol:.0e}): blow-up at {T:.10g}, after the "
-                           f"horizon {horizon:.6g}")
+                           f"DOP853 (rtol {rtol:.0e}): blow-up at {T:.10g}{within}, after the "
+                           f"horizon {horizon:.6g}", bracket)
     growth = float(np.trace(tr.cov[-1]) / np.trace(cov0))
     return LayerRegime(NO_BLOWUP, None, "rk", "horizon", rtol, growth, None,
                        f"DOP853 (rtol {rtol:.0e}) reached the horizon {horizon:.6g} with "
@@ -370,7 +383,8 @@ def layer_regime(params: Params, cov0: np.ndarray, horizon: float, *,
     `certify`'s regime for all t where it decided one. Up to d = CERTIFY_MAX_D `certify`
     decides (its "undetermined" falls through to the rk run); beyond, `flow` with method "rk"
     and dense_output=False, from m0 = 0 (the covariance does not depend on the mean) to
-    horizon·(1 + HORIZON_MARGIN), T* from its blow-up event.
+    horizon·(1 + HORIZON_MARGIN), T* where the run brackets the pole to rtol relative (its
+    pole stop; `LayerRegime.bracket`).
 
     Parameters
     ----------
