@@ -2,8 +2,9 @@
 
 For each kind of certificate (exact theorems and numerical evidence; scalar V converging,
 collapsing, blowing up and growing; general V converging on a local Lyapunov set, collapsing into
-the zero sublevel set, blowing up) the genuine certificate passes its check, and each field
-changed in turn with `dataclasses.replace` to a value that states something false fails it."""
+the zero sublevel set, blowing up; bounded with an exact or a numerical witness S) the genuine
+certificate passes its check, and each field changed in turn with `dataclasses.replace` to a value
+that states something false fails it."""
 
 from dataclasses import replace
 
@@ -11,6 +12,7 @@ import numpy as np
 import pytest
 
 from riccati_tf import Params, certify, flow
+from riccati_tf.stability.certificates.local import _zero_equilibrium
 from riccati_tf.state.params import Gaussian
 from tests.test_certificates import _stable_48, random_case
 
@@ -69,8 +71,10 @@ BLOWUP = {
     "regime grows": lambda c: replace(c, regime="grows", blowup_time=None,
                                       blowup_direction=None),
     "regime collapses": lambda c: replace(c, regime="collapses"),
-    "rolled blowup_direction": lambda c: replace(c, blowup_direction=np.roll(
-        c.blowup_direction, 1)),
+    # scalar V: the direction rolled; general V, which states none: a direction set
+    "rolled blowup_direction": lambda c: replace(c, blowup_direction=np.eye(c.params.d)[0] if
+                                                 c.blowup_direction is None else
+                                                 np.roll(c.blowup_direction, 1)),
     "rate 1": lambda c: replace(c, rate=1.0),
     "horizon set": lambda c: replace(c, horizon=c.blowup_time),
 }
@@ -79,6 +83,60 @@ EVIDENCE = {
     "horizon halved": lambda c: replace(c, horizon=c.horizon / 2),
     "final_cov x2": lambda c: replace(c, final_cov=2 * c.final_cov),
     "Σ0 x100": lambda c: replace(c, cov0=100 * c.cov0),
+}
+
+
+def _sym(d, i, j, x):
+    E = np.zeros((d, d))
+    E[i, j] = E[j, i] = x
+    return E
+
+
+def _with_heads(c, heads):
+    return replace(c, params=Params(c.params.A, heads=heads))
+
+
+#: forgeries of a "bounded" certificate: every field (reason is prose, mean0 is not a claim)
+BOUNDED = {
+    "regime converges": lambda c: replace(c, regime="converges"),
+    "regime collapses": lambda c: replace(c, regime="collapses"),
+    "regime undetermined": lambda c: replace(c, regime="undetermined"),
+    "equilibrium set": lambda c: replace(c, equilibrium=_zero_equilibrium(c.params)),
+    "lyapunov negated": lambda c: replace(c, lyapunov=-c.lyapunov),
+    "lyapunov perturbed": lambda c: replace(c, lyapunov=c.lyapunov + _sym(c.params.d, 0, 1, 0.1)),
+    "lyapunov None": lambda c: replace(c, lyapunov=None),
+    "lyapunov_rhs + I": lambda c: replace(c, lyapunov_rhs=c.lyapunov_rhs + np.eye(c.params.d)),
+    "lyapunov_rhs None": lambda c: replace(c, lyapunov_rhs=None),
+    "rate 1": lambda c: replace(c, rate=1.0),
+    "blowup_time 1": lambda c: replace(c, blowup_time=1.0),
+    "theorem psd_marginal": lambda c: replace(c, theorem="psd_marginal"),
+    "theorem numerical": lambda c: replace(c, theorem="numerical"),
+    "operator set": lambda c: replace(c, operator=np.eye(c.params.d)),
+    "blowup_direction set": lambda c: replace(c, blowup_direction=np.eye(c.params.d)[0]),
+    "threshold set": lambda c: replace(c, threshold=0.5),
+    "horizon set": lambda c: replace(c, horizon=1.0),
+    "final_cov set": lambda c: replace(c, final_cov=c.cov0),
+    "basin set": lambda c: replace(c, basin=1.0),
+    "kantorovich_radius set": lambda c: replace(c, kantorovich_radius=1e-3),
+    "bound halved": lambda c: replace(c, bound=c.bound / 2),
+    "bound x2": lambda c: replace(c, bound=2 * c.bound),
+    "bound x(1 - 1e-6)": lambda c: replace(c, bound=c.bound * (1 - 1e-6)),
+    "bound None": lambda c: replace(c, bound=None),
+    "Σ0 x2": lambda c: replace(c, cov0=2 * c.cov0),
+    "A + 0.1 I": lambda c: replace(c, params=Params(c.params.A + 0.1 * np.eye(c.params.d),
+                                                   heads=c.params.heads)),
+    "A plus a nilpotent part": lambda c: replace(c, params=Params(
+        c.params.A + np.abs(c.params.A).max() * np.diag(np.ones(c.params.d - 1), 1),
+        heads=c.params.heads)),
+    "head with G ≺ 0": lambda c: _with_heads(c, [(np.eye(c.params.d), np.eye(c.params.d))]),
+    "non-scalar head": lambda c: _with_heads(
+        c, [(np.diag(np.arange(1.0, c.params.d + 1)), np.eye(c.params.d))]),
+}
+BOUNDED_TOLERANCES = {
+    "lyapunov_rtol 0.5": lambda c: _tol(c, lyapunov_rtol=0.5),
+    "semisimple_rtol missing": lambda c: _without(c, "semisimple_rtol"),
+    "unknown key": lambda c: _tol(c, made_up_rtol=1e-3),
+    "tolerance None": lambda c: replace(c, tolerance=None),
 }
 
 
@@ -141,6 +199,18 @@ KINDS = {
         {**COMMON, **EVIDENCE, **TOLERANCES, "regime grows": CONVERGES["regime grows"],
          "rate x10": CONVERGES["rate x10"], "rate -1": CONVERGES["rate -1"],
          "basin x100": lambda c: replace(c, basin=100 * c.basin), "A negated": _negated_A}),
+    "exact bounded (rotation, S = I)": (
+        lambda: certify(Params(np.array([[0.0, -1.0, 0.0], [1.0, 0.0, 0.0], [0.0, 0.0, 0.0]])),
+                        np.array([[1.0, 0.2, 0.0], [0.2, 2.0, 0.1], [0.0, 0.1, 0.5]])),
+        ("bounded", "lyapunov_stable", True), {**COMMON, **BOUNDED}),
+    "exact bounded (integer S = diag(3, 1))": (
+        lambda: certify(Params(np.array([[0.0, 1.0], [-3.0, 0.0]])),
+                        np.array([[1.0, 0.3], [0.3, 2.0]])),
+        ("bounded", "lyapunov_stable", True), {**COMMON, **BOUNDED}),
+    "numerical bounded": (
+        lambda: certify(Params(np.array([[0.0, -1.0, 0.3], [1.0, 0.0, 0.3], [0.0, 0.0, -1.0]])),
+                        np.eye(3) + 0.1),
+        ("bounded", "lyapunov_stable", False), {**COMMON, **BOUNDED, **BOUNDED_TOLERANCES}),
     "general V blows up": (
         lambda: _general("same-unstable"), ("blows_up", "numerical", False),
         {**COMMON, **BLOWUP, **TOLERANCES}),

@@ -2,6 +2,8 @@
 re-verification (`check`) and tampering, the linearised StateSpace."""
 
 import dataclasses
+import json
+import time
 from fractions import Fraction
 
 import mpmath as mp
@@ -11,6 +13,7 @@ import sympy
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.integrate import solve_ivp
+from scipy.linalg import expm
 
 from riccati_tf import Gaussian, Params, certify, equilibria, flow
 from riccati_tf.errors import InvalidInputError, SolverError
@@ -123,8 +126,10 @@ def reference(p, S0, cert) -> Reference:
         T = 1.5 * cert.blowup_time
     elif cert.regime == "grows":
         T = 8.0 / unseen_rate(p)  # the fastest unseen anti-stable mode grows e^{16}-fold
+    elif cert.rate:  # a certified basin may be entered early: then 40 time constants more
+        T = min(2 * (cert.horizon or 0.0) + 40.0 / cert.rate, 200.0)
     else:
-        T = min(2 * (cert.horizon or 40.0 / cert.rate), 200.0)
+        T = min(2 * cert.horizon, 200.0)
     grid = np.linspace(0, T, 401)
     try:
         traj = flow(p, Gaussian(np.zeros(p.d), S0), T, method="rk", t_eval=grid, rtol=1e-11,
@@ -1165,3 +1170,154 @@ def test_the_huge_start_end_state_against_dop853():
             (1e150 * S0).ravel(), method="DOP853", rtol=1e-10, atol=1e-12)
     np.testing.assert_allclose(sol.y[:, -1].reshape(3, 3), huge.final_cov, rtol=1e-5,
                                atol=1e-8)
+
+
+# --- the bounded regime -------------------------------------------------------------------------
+
+def _rotation(d=4):
+    """Block-diagonal rotations at frequencies 1, 2, …: A skew, e^{At} orthogonal."""
+    A = np.zeros((d, d))
+    for k in range(d // 2):
+        A[2 * k, 2 * k + 1], A[2 * k + 1, 2 * k] = -(k + 1.0), k + 1.0
+    return A
+
+
+def _rotation_start(d=4):
+    S0 = np.diag(np.arange(1.0, d + 1))
+    S0[0, -1] = S0[-1, 0] = 0.4
+    return S0
+
+
+def test_a_pure_rotation_is_bounded_at_once():
+    """A skew without attention: Σ(t) = e^{At}Σ0e^{Aᵀt} is periodic; certify says "bounded"
+    exactly with S = I and the bound λ_max(Σ0), well under 0.5 s of CPU time (it used to
+    integrate to t = 40 000 and give up)."""
+    certify(Params(_rotation(2)), np.eye(2))  # imports and first-call caches
+    p, S0 = Params(_rotation()), _rotation_start()
+    t0 = time.process_time()
+    c = certify(p, S0)
+    spent = time.process_time() - t0
+    assert (c.regime, c.theorem, c.exact, c.global_) == ("bounded", "lyapunov_stable", True, True)
+    assert spent < 0.5, spent
+    assert c.tolerance is None and c.rate is None and c.equilibrium is None
+    np.testing.assert_array_equal(c.lyapunov, np.eye(4))
+    np.testing.assert_array_equal(c.lyapunov_rhs, np.zeros((4, 4)))
+    assert np.linalg.eigvalsh(S0)[-1] <= c.bound <= np.linalg.eigvalsh(S0)[-1] * (1 + 1e-8)
+    assert c.check()
+
+
+def _expm_flow(A, S0, times):
+    return [expm(A * t) @ S0 @ expm(A * t).T for t in times]
+
+
+BOUNDED_CASES = {
+    # name: (layer, Σ0, exact)
+    "rotation d=4": (Params(_rotation()), _rotation_start(), True),
+    "rotation, V = 0 head": (Params(_rotation(), B=np.eye(4), V=np.zeros((4, 4))),
+                             _rotation_start(), True),
+    "rotation, scalar V and skew B (G = 0)": (Params(_rotation(), B=_rotation(), V=np.eye(4)),
+                                              _rotation_start(), True),
+    "non-skew centre, S = diag(3, 1)": (Params(np.array([[0.0, 1.0], [-3.0, 0.0]])),
+                                        np.array([[1.0, 0.3], [0.3, 2.0]]), True),
+    "rotation plus a coupled stable mode": (
+        Params(np.array([[0.0, -1.0, 0.3], [1.0, 0.0, 0.3], [0.0, 0.0, -1.0]])),
+        np.eye(3) + 0.1, False),
+    "skew d = 10 (beyond the rational check)": (
+        Params(_rotation(10), heads=[(np.arange(100.0).reshape(10, 10), np.zeros((10, 10)))]),
+        _rotation_start(10), True),
+}
+
+
+@pytest.mark.parametrize("name", list(BOUNDED_CASES))
+def test_the_bound_holds_on_the_closed_form(name):
+    """λ_max(Σ(t)) ≤ bound along Σ(t) = e^{At}Σ0e^{Aᵀt} (scipy expm, independent of certify)
+    over several periods, and tr(SΣ(t)) never increases."""
+    p, S0, exact = BOUNDED_CASES[name]
+    c = certify(p, S0)
+    assert (c.regime, c.theorem, c.exact, c.global_) == ("bounded", "lyapunov_stable", exact,
+                                                         exact), c.reason
+    assert c.check() and (c.tolerance is None) == exact
+    times = np.linspace(0.0, 30.0, 301)
+    states = _expm_flow(p.A, S0, times)
+    top = max(np.linalg.eigvalsh(S)[-1] for S in states)
+    assert top <= c.bound * (1 + 1e-12)
+    assert c.bound <= top * 10  # not a vacuous bound: within cond(S) of the attained maximum
+    levels = np.array([np.vdot(c.lyapunov, S) for S in states])
+    assert np.all(np.diff(levels) <= 1e-9 * levels[0])
+
+
+def test_bounded_with_g_psd_against_dop853():
+    """Scalar V with G = diag(0, 0, 2) ⪰ 0, unobservable rotation: no SPEC §5 theorem applies, the
+    attention term only shrinks Σ (Σ(t) ⪯ e^{At}Σ0e^{Aᵀt}), so the rotation's bound holds; checked
+    on a DOP853 integration of the full Riccati flow."""
+    A = np.zeros((3, 3))
+    A[:2, :2] = _rotation(2)
+    p = Params(A, B=np.diag([0.0, 0.0, 1.0]), V=-np.eye(3))
+    S0 = np.array([[2.0, 0.5, 0.3], [0.5, 1.0, 0.2], [0.3, 0.2, 1.5]])
+    c = certify(p, S0)
+    assert (c.regime, c.theorem, c.exact) == ("bounded", "lyapunov_stable", True) and c.check()
+    sol = solve_ivp(lambda t, y: np.asarray(moment_arrays(p, np.zeros(3), y.reshape(3, 3))[1])
+                    .ravel(), (0.0, 40.0), S0.ravel(), method="DOP853", rtol=1e-11,
+                    atol=1e-13, t_eval=np.linspace(0, 40, 401))
+    tops = [np.linalg.eigvalsh(y.reshape(3, 3))[-1] for y in sol.y.T]
+    assert max(tops) <= c.bound * (1 + 1e-9)
+
+
+def test_a_jordan_block_on_the_axis_is_not_bounded():
+    """A = [[0, 1], [0, 0]]: Σ(t) = e^{At}Σ0e^{Aᵀt} grows like t², so no witness S exists; certify
+    does not say "bounded", and the rotation's certificate moved onto this layer fails."""
+    J = Params(np.array([[0.0, 1.0], [0.0, 0.0]]))
+    c = certify(J, np.eye(2))
+    assert c.regime != "bounded" and c.check()
+    grow = _expm_flow(J.A, np.eye(2), [0.0, 100.0])
+    assert np.trace(grow[1]) > 1e3 * np.trace(grow[0])
+    rot = certify(Params(_rotation(2)), np.eye(2))
+    assert rot.regime == "bounded"
+    assert not dataclasses.replace(rot, params=J).check()
+
+
+def test_hurwitz_and_observable_layers_keep_their_verdicts():
+    """The bounded branch only answers what no theorem decided: Hurwitz A still collapses, and
+    G ≻ 0 with a rotation still collapses algebraically ("psd_marginal")."""
+    c = certify(Params(_rotation(2) - 0.1 * np.eye(2)), np.eye(2))
+    assert (c.regime, c.theorem) == ("collapses", "psd_hurwitz")
+    c = certify(Params(_rotation(2), B=np.eye(2), V=-np.eye(2)), np.eye(2))
+    assert (c.regime, c.theorem) == ("collapses", "psd_marginal")
+
+
+def test_cli_certify_prints_bounded_for_a_rotation(tmp_path, capsys):
+    from riccati_tf.app.cli import main
+
+    spec = tmp_path / "rotation.json"
+    spec.write_text(json.dumps({"params": {"A": [[0.0, -1.0], [1.0, 0.0]]},
+                                "initial": {"mean": [0.0, 0.0], "cov": [[1.0, 0.0], [0.0, 2.0]]}}))
+    assert main(["certify", str(spec)]) == 0
+    out = capsys.readouterr().out
+    assert any(line.split() == ["regime", "bounded"] for line in out.splitlines()), out
+    assert main(["certify", str(spec), "--json"]) == 0
+    got = json.loads(capsys.readouterr().out)
+    assert got["regime"] == "bounded" and got["check"] is True
+
+
+@pytest.mark.parametrize("kind", ["opposite-antistable", "opposite-hurwitz", "same-unstable",
+                                  "same-hurwitz"])
+def test_huge_heads_answer_as_the_rescaled_start(kind):
+    """Heads (sV_h, B_h) from Σ0 and heads (V_h, B_h) from sΣ0 are one flow: Σ̃ = sΣ turns the
+    first into the second (the attention term is homogeneous of degree 2). With s = 1e150 the
+    equilibria sit near 1e-150, far below the integration's absolute tolerance, unless the
+    integration measures Σ in their units: the regime is the same, T* the same (to the blow-up
+    check's tolerance), s·Σ* the other Σ*, and both certificates pass their full check."""
+    p, S0 = random_case(np.random.default_rng(100), kind, 3, perturb=0.3)
+    s = 1e150
+    huge = certify(Params(p.A, heads=[(s * V, B) for V, B in p.heads]), S0)
+    twin = certify(p, s * S0)
+    assert huge.regime == twin.regime != "undetermined", (huge.reason, twin.reason)
+    assert huge.check() and twin.check()
+    if huge.regime == "blows_up":
+        assert huge.blowup_time < 1e-140
+        assert abs(huge.blowup_time - twin.blowup_time) <= 1e-7 * twin.blowup_time
+    else:
+        np.testing.assert_allclose(s * huge.equilibrium.cov, twin.equilibrium.cov, rtol=1e-8,
+                                   atol=1e-10 * np.abs(twin.equilibrium.cov).max())
+        np.testing.assert_allclose(s * huge.final_cov, twin.final_cov, rtol=1e-4,
+                                   atol=1e-8 * np.abs(twin.final_cov).max())

@@ -259,8 +259,9 @@ def test_certify_columns_merges_batched_and_per_case_rows():
     got = certify_columns(chunk)
     assert list(got["path"]) == ["batched" if h else "certify" for h in res.handled]
     assert list(got["regime"][res.handled]) == list(res.regime[res.handled])
-    assert all(r in ("converges", "collapses", "blows_up", "grows", "undetermined")
-               for r in got["regime"])
+    from riccati_tf.stability.certificates import REGIMES
+
+    assert set(got["regime"]) <= set(REGIMES)
 
 
 def test_non_scalar_values_go_to_certify():

@@ -210,6 +210,8 @@ def certificate_text(cert: Certificate, checked: bool | None = None) -> str:
             ["T*", _g(cert.blowup_time)],
             ["rate", _g(cert.rate)],
             ["threshold", _g(cert.threshold)],
+            ["bound", "—" if cert.bound is None else
+             f"λ_max(Σ(t)) ≤ {_g(cert.bound)} for all t ≥ 0"],
             ["residuals", "; ".join(r for r in residuals if r) or "—"],
             ["check()", "passed" if checked else "FAILED"]]
     if cert.blowup_direction is not None:
@@ -496,6 +498,7 @@ def cmd_certify(args: argparse.Namespace, spec: dict) -> Outcome:
     cert = certify(params, g0.cov, g0.mean)
     result = {k: getattr(cert, k) for k in ("regime", "exact", "theorem", "reason", "tolerance",
                                             "rate", "blowup_time", "blowup_direction",
+                                            "bound",
                                             "threshold", "equilibrium", "lyapunov_min_eig",
                                             "rhs_min_eig", "kantorovich_radius")}
     result["global"] = cert.global_

@@ -343,12 +343,15 @@ class Params(ReadOnlyArrays):
         object.__setattr__(self, "heads", HeadPairs(tuple(entries)))
 
     @staticmethod
-    def _dimension(B: object, V: object, b: object, heads: object) -> int:
+    def _dimension(B: npt.ArrayLike | None, V: npt.ArrayLike | None, b: npt.ArrayLike | None,
+                   heads: object) -> int:
         """d of a layer given without A (A = 0): from B, V, the first head or b; 1 for heads
         that are not a readable sequence of pairs, which the checks of `heads` then refuse
         with their own message."""
-        if B is not None or V is not None:
-            return as_matrix("B" if B is not None else "V", B if B is not None else V).shape[0]
+        if B is not None:
+            return as_matrix("B", B).shape[0]
+        if V is not None:
+            return as_matrix("V", V).shape[0]
         if heads is not None:
             if isinstance(heads, HeadPairs):
                 heads = list(heads._entries)

@@ -624,7 +624,8 @@ class BatchedCertificates:
     Parameters
     ----------
     regime : (n,) ndarray of str (object)
-        "converges", "collapses", "blows_up", "grows" or "undetermined"; "" where not handled.
+        "converges", "collapses", "blows_up", "grows" or "undetermined" ("bounded" is left to
+        `certify`); "" where not handled.
     theorem : (n,) ndarray of str (object)
         The SPEC §5 theorem the verdict rests on (certificates.THEOREMS); "" where not handled.
     exact : (n,) ndarray of bool

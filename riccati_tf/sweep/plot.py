@@ -22,8 +22,8 @@ if TYPE_CHECKING:
 __all__ = ["REGIME_COLORS", "phase_diagram", "plot_sweep"]
 
 REGIME_COLORS = {"converges": "#2a9d8f", "collapses": "#264653", "blows_up": "#e76f51",
-                 "grows": "#f4a261", "undetermined": "#b0b0b0", "completed": "#2a9d8f",
-                 "blowup": "#e76f51", "error": "#000000"}
+                 "grows": "#f4a261", "bounded": "#8ab17d", "undetermined": "#b0b0b0",
+                 "completed": "#2a9d8f", "blowup": "#e76f51", "error": "#000000"}
 
 
 def _category(columns: dict) -> tuple[str, np.ndarray]:

@@ -6,6 +6,8 @@ A certificate answers "where does Σ(t) go from Σ0?" with one of
     "collapses"     Σ(t) → 0
     "blows_up"      Σ(t) diverges at a finite T*
     "grows"         Σ(t) unbounded as t → ∞ without finite-time blow-up
+    "bounded"       Σ(t) stays below a stated bound for every t ≥ 0 (A Lyapunov stable, not
+                    Hurwitz, and the attention term −ΣGΣ with G ⪰ 0 or zero: marginally stable)
     "undetermined"  no theorem applies and the numerical evidence is not conclusive
 
 and ships the evidence: the equilibrium with its residual, the linearisation L in orthonormal
@@ -26,6 +28,8 @@ The modules, from the bottom of the import graph up:
     blowup         G ⪯ 0: the stable invariant subspace of A, λ_max(W∞Σ0), T* as the first root
                    of λ_min(I + L0ᵀW(t)L0) and its sign-change check
     premises       the premises of the SPEC §5 theorems and the theorem they establish
+    bounded        the bounded regime: the attention term decided exactly, a witness S ≻ 0 with
+                   AᵀS + SA ⪯ 0 (exact rationals or numerical), the bound on λ_max(Σ(t))
     local          local Lyapunov certificates: Newton–Kantorovich ball and basin level at Σ*,
                    the linear Lyapunov function tr(PΣ) of Σ* = 0 on the PSD cone
     verification   `Certificate.check()`: every stored claim re-decided

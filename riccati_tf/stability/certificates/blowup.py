@@ -19,12 +19,19 @@ from ...errors import SolverError
 from ...flows.exact import van_loan
 from ...state.params import Params
 from ...state.validation import psd_rank
-from ..equilibria import drift_spectrum, natural_scale
+from ..equilibria import drift_spectrum, natural_scale, quadratic_constant
 from ..riccati import (
     AXIS_RTOL,
     lapack_sylvester_gramian,
 )
-from .constants import BLOWUP_CHECK_RTOL, BRENT_MAXITER, EPS, MAX_GRAMIAN_STEPS, RANGE_RTOL
+from .constants import (
+    BLOWUP_CHECK_RTOL,
+    BRENT_MAXITER,
+    EPS,
+    MAX_GRAMIAN_STEPS,
+    RANGE_RTOL,
+    STATE_SCALE_BITS,
+)
 from .rationals import exact_rank
 
 __all__: list[str] = []
@@ -131,6 +138,33 @@ def _gramian(A: np.ndarray, G: np.ndarray, t: float) -> np.ndarray:
         W = W + E.T @ Wh @ E
         E = Eh @ E
     return 0.5 * (W + W.T)
+
+
+def state_scale(p: Params, cov0: np.ndarray, *, start: bool = False) -> float:
+    """The power of two σ in which a Runge–Kutta integration measures Σ: it integrates
+    Σ̂ = Σ/σ, which obeys the same flow with the heads (σV_h, B_h) (the quadratic term is
+    homogeneous of degree 2), from Σ0/σ — exact in floating point — and reports σΣ̂.
+
+    σ is 1 unless the size it aims at lies beyond 2^±STATE_SCALE_BITS: the natural scale ‖A‖₂/c
+    (`natural_scale`: the equilibria's size, so that they are O(1) next to the absolute
+    tolerance of the integration; heads of size 1e150 put them near 1e-150), or with start,
+    ‖Σ0‖₂ (a blow-up from a huge start, whose squares would overflow in natural units)."""
+    size = float(np.linalg.norm(cov0, 2)) if start else natural_scale(p)
+    if not (size > 0 and np.isfinite(size)):
+        return 1.0
+    k = int(np.round(np.log2(size)))
+    return float(np.ldexp(1.0, k)) if abs(k) > STATE_SCALE_BITS else 1.0
+
+
+def scaled_heads(p: Params, sigma: float) -> Params:
+    """The layer (A, (σV_h, B_h)) without bias: Σ/σ follows it when Σ follows p's."""
+    return Params(p.A, heads=p.heads if sigma == 1.0 else [(sigma * V, B) for V, B in p.heads])
+
+
+def _rate_scale(p: Params, cov0: np.ndarray) -> float:
+    """max(‖A‖₂, c‖Σ0‖₂): the fastest rate the linear or the quadratic term can start with."""
+    quadratic = quadratic_constant(p) * float(np.linalg.norm(cov0, 2))
+    return max(drift_spectrum(p)[1], quadratic, float(np.finfo(float).tiny))
 
 
 def _blowup_scale(p: Params) -> float:

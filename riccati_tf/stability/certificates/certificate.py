@@ -55,13 +55,15 @@ class Certificate:
     regime : str
         One of REGIMES: "converges" (Σ(t) → Σ* ≠ 0), "collapses" (Σ(t) → 0), "blows_up"
         (Σ(t) diverges at a finite T*), "grows" (unbounded as t → ∞ without finite-time
-        blow-up) or "undetermined" (no theorem applies and the numerical evidence is not
-        conclusive).
+        blow-up), "bounded" (λ_max(Σ(t)) ≤ `bound` for every t ≥ 0, A Lyapunov stable but not
+        Hurwitz: marginally stable, no convergence claimed) or "undetermined" (no theorem
+        applies and the numerical evidence is not conclusive).
     equilibrium : Equilibrium or None
         Σ* (converges / collapses), else None.
     lyapunov : (n_s, n_s) ndarray or None
         P ≻ 0 with Lᵀ P + P L = −Q in orthonormal symmetric coordinates, n_s = d(d+1)/2; None
-        where no local certificate is given.
+        where no local certificate is given. For "bounded" the (d, d) witness S ≻ 0 with
+        AᵀS + SA ⪯ 0 (integers for an exact certificate): tr(SΣ(t)) never increases.
     rate : float or None
         Decay rate −max Re λ(L) (or 2 min Re λ(A) from the closed form) for converges /
         collapses; the exponential growth rate for a numerical "grows"; None otherwise, and None
@@ -85,13 +87,19 @@ class Certificate:
     theorem : str, optional
         The premise `check()` re-verifies: "psd_hurwitz", "psd_marginal", "psd_gramian_pd",
         "psd_gramian_singular", "nsd_unstable_range", "nsd_threshold", "closed_form_root",
-        "zero", "static" (A = 0 and no attention term: Σ(t) = Σ0) or "numerical" (default).
+        "zero", "static" (A = 0 and no attention term: Σ(t) = Σ0), "lyapunov_stable" (the
+        bounded regime) or "numerical" (default).
     lyapunov_rhs : (n_s, n_s) ndarray or None, optional
-        Q of the Lyapunov equation (Q ≻ 0).
+        Q of the Lyapunov equation (Q ≻ 0); for "bounded" the (d, d) Q = −(AᵀS + SA) ⪰ 0.
     operator : (n_s, n_s) ndarray or None, optional
         L, the linearisation at Σ* in orthonormal symmetric coordinates.
     blowup_direction : (d,) ndarray or None, optional
-        Unit vector along which Σ(t) diverges at T* (blows_up).
+        Scalar V (blows_up): the unit vector e^{AT*}L0v/‖·‖ (S(T*)v = 0) along which Σ(t)
+        diverges at T*. None for general V: there the top eigenvector of Σ(t) keeps turning up
+        to T* (1 − |cos ∠| of 1e-3 to 4e-2 between the states at 1e8- and 1e12-fold growth of
+        tr Σ on random layers), so no state an integration reaches states the limit to a
+        precision `check()` could re-decide; `flow`'s Trajectory.blowup_direction gives the
+        direction at its last state.
     threshold : float or None, optional
         λ_max(W∞Σ0) for "nsd_threshold" (W∞ with Aᵀ W∞ + W∞ A + |G| = 0).
     horizon : float or None, optional
@@ -110,10 +118,14 @@ class Certificate:
         semisimple_rtol, rank_rtol, singular_rcond, range_rtol, threshold_rtol and, for V scalar
         only within SCALAR_RTOL, scalar_rtol), and those of numerical evidence
         (integration_rtol and integration_atol of the integration, close_rtol, basin_safety,
-        growth_factor, and blowup_check_rtol for a blow-up); `check()` re-decides the claims
+        growth_factor, and blowup_check_rtol for a blow-up; axis_rtol, semisimple_rtol and
+        lyapunov_rtol for a numerical "bounded"); `check()` re-decides the claims
         with the same values and refuses any other (an empty, partial, negative, NaN or unknown
         tolerance). None for an exact certificate, every premise of which `check()` re-decides
         in rational arithmetic, and for an "undetermined" one that used none.
+    bound : float or None, optional
+        "bounded" only: λ_max(Σ(t)) ≤ bound for every t ≥ 0, bound = λ_max(SΣ0)/λ_min(S)
+        (≤ cond(S) λ_max(Σ0)) from Σ(t) ⪯ e^{At}Σ0e^{Aᵀt} ⪯ λ_max(SΣ0) S⁻¹ (`bounded`).
 
     Raises
     ------
@@ -180,6 +192,7 @@ class Certificate:
     basin: float | None = None
     kantorovich_radius: float | None = None
     tolerance: dict[str, float] | None = None
+    bound: float | None = None
 
     def __repr__(self) -> str:
         """The verdict without the arrays (nothing is recomputed; call `check()` to verify)."""
@@ -193,6 +206,7 @@ class Certificate:
         rows = [("regime", self.regime), ("theorem", self.theorem), ("exact", self.exact),
                 ("global", self.global_), ("d", self.params.d), ("rate", number(self.rate)),
                 ("T*", number(self.blowup_time)), ("threshold λ_max(W∞Σ0)", number(self.threshold)),
+                ("bound sup λ_max(Σ(t))", number(self.bound)),
                 ("rank Σ*", None if eq is None else eq.rank), ("reason", self.reason)]
         return html_table("Certificate", rows)
 

@@ -12,15 +12,16 @@ from __future__ import annotations
 import numpy as np
 
 __all__ = ["BALL_AIM", "BALL_CHECKS", "BALL_RTOL", "BALL_SHORTEST", "BASIN_SAFETY",
-           "BLOWUP_CHECK_RTOL", "BRENT_MAXITER", "CLOSE_RTOL", "EPS", "EXACT_CHECK_MAX_D",
-           "EXACT_MAX_D", "GROWTH_FACTOR", "GROWTH_STOP", "HORIZON_DOUBLINGS", "HORIZON_RATES",
-           "MAX_GRAMIAN_STEPS", "MAX_GROWTH", "MAX_NORM_TIME", "MAX_RHS_EVALUATIONS", "P_BITS",
-           "RANGE_RTOL", "REGIMES", "ROUNDING_ULPS", "SEGMENT_NORM_TIME", "SEMISIMPLE_RTOL",
-           "SIGN_RTOL", "THRESHOLD_RTOL"]
+           "BLOWUP_CHECK_RTOL", "BOUND_RTOL", "BRENT_MAXITER", "CLOSE_RTOL", "EPS",
+           "EXACT_CHECK_MAX_D", "EXACT_MAX_D", "GROWTH_FACTOR", "GROWTH_STOP",
+           "HORIZON_DOUBLINGS", "HORIZON_RATES", "LYAPUNOV_RTOL", "MAX_GRAMIAN_STEPS",
+           "MAX_GROWTH", "MAX_NORM_TIME", "MAX_RHS_EVALUATIONS", "P_BITS", "RANGE_RTOL",
+           "REGIMES", "ROUNDING_ULPS", "SEGMENT_NORM_TIME", "SEMISIMPLE_RTOL", "SIGN_RTOL",
+           "STATE_SCALE_BITS", "THRESHOLD_RTOL"]
 
 
 #: the regimes a certificate can conclude, in `Certificate.regime`
-REGIMES = ("converges", "collapses", "blows_up", "grows", "undetermined")
+REGIMES = ("converges", "collapses", "blows_up", "grows", "bounded", "undetermined")
 EPS = float(np.finfo(float).eps)
 #: premises are decided exactly (rational arithmetic on the floats as given) up to this d; beyond
 #: it, and for value matrices that are scalar only within SCALAR_RTOL or a Σ0 that is PSD only
@@ -77,8 +78,8 @@ ROUNDING_ULPS = 64
 #: check(): blow-up sign change of λ_min(I + L0ᵀW(t)L0) within T*(1 ± BLOWUP_CHECK_RTOL)
 BLOWUP_CHECK_RTOL = 1e-7
 #: check(): a replayed integration agrees with the stored final state to REPLAY_RTOL relative
-#: (of max(‖Σ_final‖_F, ‖Σ0‖_F · tiny)), and a general-V T* and its direction to
-#: BLOWUP_CHECK_RTOL / DIRECTION_RTOL (1 − |cos ∠| ≤ DIRECTION_RTOL)
+#: (of max(‖Σ_final‖_F, ‖Σ0‖_F · tiny)), a general-V T* with the replay's to BLOWUP_CHECK_RTOL,
+#: and a scalar-V blow-up direction with the closed form's to DIRECTION_RTOL (1 − |cos ∠|)
 REPLAY_RTOL = 1e-4
 DIRECTION_RTOL = 1e-6
 #: the Runge–Kutta tolerances of the numerical evidence (`flow`'s defaults)
@@ -90,5 +91,13 @@ EXACT_CHECK_MAX_D = 6
 #: iterations locating T* inside one step
 MAX_GRAMIAN_STEPS = 4096
 BRENT_MAXITER = 200
+#: "bounded": the stated bound on λ_max(Σ(t)) is λ_max(SΣ0)/λ_min(S) times (1 + BOUND_RTOL/2),
+#: and check() accepts it within BOUND_RTOL of its recomputation
+BOUND_RTOL = 1e-8
+#: a numerical "bounded" witness S: λ_min(−(AᵀS + SA)) ≥ −LYAPUNOV_RTOL ‖A‖₂‖S‖₂
+LYAPUNOV_RTOL = 1e-8
+#: Runge–Kutta integrations measure Σ in a power of two σ when the natural scale ‖A‖₂/c (or, for a
+#: blow-up from a huge start, ‖Σ0‖₂) lies beyond 2^±STATE_SCALE_BITS (`blowup.state_scale`)
+STATE_SCALE_BITS = 60
 #: P is rounded to integers after scaling its largest entry to about 2^P_BITS
 P_BITS = 52

@@ -27,9 +27,10 @@ from ..equilibria import (
 from ..riccati import (
     numerical_failures,
 )
+from . import bounded
 from .blowup import _monotone_root, _rank0, cov_root
 from .certificate import Certificate, _converged
-from .constants import MAX_NORM_TIME
+from .constants import BOUND_RTOL, EXACT_MAX_D, MAX_NORM_TIME
 from .local import _zero_equilibrium
 from .numerical import _numerical, _rate_scale
 from .premises import THEOREMS, Premises, bracket_agrees, premises, theorem_of
@@ -41,8 +42,8 @@ def certify(params: Params, gaussian: Gaussian | ArrayLike,
             mean0: ArrayLike | None = None) -> Certificate:
     """Classify the covariance flow Σ̇ = AΣ + ΣAᵀ + Σ_h(V_hΣB_hΣ + ΣB_hᵀΣV_hᵀ) from Σ(0) = Σ0.
 
-    Decides where Σ(t) goes, "converges", "collapses", "blows_up", "grows" or "undetermined"
-    (REGIMES), and returns the verdict with its evidence (SPEC §5–§6).
+    Decides where Σ(t) goes, "converges", "collapses", "blows_up", "grows", "bounded" or
+    "undetermined" (REGIMES), and returns the verdict with its evidence (SPEC §5–§6).
 
     Scalar V (V_h = v_h I, G = −Σ_h v_h(B_h + B_hᵀ)): the flow is Σ̇ = A Σ + Σ Aᵀ − Σ G Σ with the
     closed form
@@ -55,7 +56,11 @@ def certify(params: Params, gaussian: Gaussian | ArrayLike,
     the stabilizing Bernoulli solution. G ⪯ 0: blow-up when G ≺ 0 and range Σ0 leaves the
     stable invariant subspace of A, else (range inside) iff λ_max(W∞Σ0) > 1; T* is the first
     root of λ_min(I + L0ᵀW(t)L0) (Σ0 = L0 L0ᵀ), non-increasing in t, by stepping and Brent's
-    method. Any other case: the closed form on a bounded horizon and then numerical evidence.
+    method. Attention term −ΣGΣ with G ⪰ 0 or zero (decided exactly; V_h = 0 or B_h = 0 heads
+    count as absent) and A Lyapunov stable but not Hurwitz: "bounded", Σ(t) ⪯ e^{At}Σ0e^{Aᵀt}
+    ⪯ λ_max(SΣ0)S⁻¹ for a witness S ≻ 0 with AᵀS + SA ⪯ 0 (S = I for skew A), answered without
+    integrating. Any other case: the closed form on a bounded horizon and then numerical
+    evidence.
     General V: a bounded Runge–Kutta integration and a local certificate at an equilibrium
     found by Newton's method (a sublevel set of hᵀ P h inside the basin of Σ*).
 
@@ -151,6 +156,13 @@ def certify(params: Params, gaussian: Gaussian | ArrayLike,
     ('converges', False, 1e-13, 1e-08)
     >>> c.check()
     True
+
+    A pure rotation (A skew, no attention): Σ(t) = e^{At}Σ0e^{Aᵀt} stays bounded by λ_max(Σ0)
+    without converging, with the witness S = I:
+
+    >>> c = certify(Params([[0.0, -1.0], [1.0, 0.0]]), np.diag([1.0, 3.0]))
+    >>> c.regime, c.theorem, c.exact, round(c.bound, 6), c.lyapunov.tolist(), c.check()
+    ('bounded', 'lyapunov_stable', True, 3.0, [[1.0, 0.0], [0.0, 1.0]], True)
     """
     if not isinstance(params, Params):
         raise InvalidInputError(f"params must be a riccati_tf.Params, got {type(params).__name__}")
@@ -192,7 +204,7 @@ def _certify(p: Params, cov0: np.ndarray, base: dict) -> Certificate:
                            "so Σ(t) = Σ0 for every t (Σ0 is one of a continuum of equilibria, not "
                            "attracting).", theorem="static", **base)
     if p.value_scalars is None:
-        return _numerical(p, cov0, base, scalar=False)
+        return _bounded(p, cov0, base) or _numerical(p, cov0, base, scalar=False)
     pr = premises(p, cov0)
     base = {**base, "tolerance": pr.tolerance}
     got = theorem_of(pr, p.d)
@@ -204,7 +216,8 @@ def _certify(p: Params, cov0: np.ndarray, base: dict) -> Certificate:
                 "undetermined", None, None, None, None, False, False,
                 f"borderline of the G ⪯ 0 threshold: λ_max(W∞Σ0) = 1 ({how}); at the borderline "
                 f"I + W(t)Σ0 becomes singular only as t → ∞.", threshold=pr.threshold, **base)
-        return _numerical(p, cov0, base, scalar=True, no_blowup=pr.g_psd and pr.exact)
+        return _bounded(p, cov0, base) or _numerical(p, cov0, base, scalar=True,
+                                                     no_blowup=pr.g_psd and pr.exact)
     if not bracket_agrees(p, cov0, pr):  # a premise within rounding of its boundary
         return _numerical(p, cov0, base, scalar=True)
     theorem, regime = got
@@ -249,6 +262,38 @@ def _certify(p: Params, cov0: np.ndarray, base: dict) -> Certificate:
                       reason=f"G ⪯ 0 and range Σ0 lies in the stable subspace of A, where "
                              f"λ_max(W∞Σ0) < 1 ({how}; ≈ {lam}): I + W(t)Σ0 stays invertible "
                              f"and Σ(t) → 0 (SPEC §5).")
+
+
+def _bounded(p: Params, cov0: np.ndarray, base: dict) -> Certificate | None:
+    """"bounded" (`bounded`) when the attention term is −ΣGΣ with G ⪰ 0 (decided exactly) and A is
+    Lyapunov stable but not Hurwitz — exactly skew, or decided exactly (d ≤ EXACT_MAX_D) or with
+    `bounded.TOLERANCE` — and a witness S passes the re-check; else None (the other branches
+    decide)."""
+    A = p.A
+    if bounded.attention_sign(p) is None:
+        return None
+    if not np.array_equal(A, -A.T) and \
+            not bounded.lyapunov_stable(A, None if p.d <= EXACT_MAX_D else bounded.TOLERANCE):
+        return None
+    got = bounded.witness(A)
+    if got is None:
+        return None
+    S, exact = got
+    bound = bounded.bound_of(S, cov0) * (1 + BOUND_RTOL / 2)
+    term = ("the attention term vanishes identically (decided exactly): Σ(t) = e^{At}Σ0e^{Aᵀt}"
+            if bounded.attention_sign(p) == "zero" else
+            "the attention term is −ΣGΣ with G ⪰ 0 (decided exactly): Σ(t) ⪯ e^{At}Σ0e^{Aᵀt}")
+    how = ("S ≻ 0 and AᵀS + SA ⪯ 0 verified in exact rational arithmetic" if exact else
+           "S ≻ 0 and AᵀS + SA ⪯ 0 within lyapunov_rtol, A's eigenvalues on iℝ semisimple and "
+           "none with Re λ > 0 within the tolerances in `tolerance`")
+    c = Certificate(
+        "bounded", None, S, None, None, exact, exact,
+        f"{term}; A is Lyapunov stable, not Hurwitz, with the witness S ({how}), so "
+        f"e^{{Aᵀt}}Se^{{At}} ⪯ S and Σ(t) ⪯ λ_max(SΣ0)S⁻¹: λ_max(Σ(t)) ≤ {bound:.6g} for every "
+        f"t ≥ 0 (marginally stable: bounded, no convergence claimed).",
+        theorem=bounded.THEOREM, lyapunov_rhs=-(A.T @ S + S @ A), bound=bound,
+        **{**base, "tolerance": None if exact else dict(bounded.TOLERANCE)})
+    return c if c._check(replay=False) else None
 
 
 def _stable_rate(A: np.ndarray) -> float | None:

@@ -14,8 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from scipy.linalg import LinAlgError, solve_continuous_lyapunov
 
-from ...errors import SolverError
 from ...state.params import Params
 from ..equilibria import (
     KRONECKER_MAX_D,
@@ -134,15 +134,19 @@ class _ZeroSublevel:
 
 
 def _zero_sublevel(p: Params) -> _ZeroSublevel | None:
-    """`_ZeroSublevel` of Σ* = 0 with Q = I (P by `riccati.lyapunov_function`), or None when A is
-    not Hurwitz or the rounding leaves μ or λ_min(P) not positive."""
+    """`_ZeroSublevel` of Σ* = 0 with Q = I (P from AᵀP + PA = −I by scipy's
+    solve_continuous_lyapunov, symmetrised), or None when A is not Hurwitz or the rounding
+    leaves μ or λ_min(P) not positive."""
     if not np.max(drift_spectrum(p)[0].real) < 0:
         return None
-    try:
-        P = lyapunov_function(p.A).P
-    except SolverError:
-        return None
     d = p.d
+    try:  # scipy's Bartels–Stewart: a d × d solve, without importing python-control
+        P = solve_continuous_lyapunov(p.A.T, -np.eye(d))
+    except (LinAlgError, ValueError):
+        return None
+    P = 0.5 * (P + P.T)
+    if not np.all(np.isfinite(P)):
+        return None
     slack = ROUNDING_ULPS * d * EPS
     norm_P = float(np.linalg.norm(P, 2))
     AP = p.A.T @ P

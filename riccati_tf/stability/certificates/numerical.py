@@ -29,9 +29,8 @@ from ..equilibria import (
     Equilibrium,
     drift_spectrum,
     equilibria,
-    quadratic_constant,
 )
-from .blowup import _blowup_scale
+from .blowup import _blowup_scale, _rate_scale, scaled_heads, state_scale
 from .certificate import Certificate, _converged
 from .constants import (
     BALL_AIM,
@@ -60,20 +59,39 @@ __all__: list[str] = []
 def _numerical(p: Params, cov0: np.ndarray, base: dict, *, scalar: bool,
                no_blowup: bool = False, bounded: bool = False) -> Certificate:
     """Bounded integration (closed form for scalar V, DOP853 otherwise), then a local
-    certificate at a nearby stable equilibrium, or growth/undetermined; general V beyond d = 30
-    first `_attracting_ball`. no_blowup: a theorem rules out blow-up; bounded: a theorem says Σ
-    converges (growth is then no conclusion)."""
+    certificate at a nearby stable equilibrium, or growth/undetermined; general V first
+    `_attracting_ball` (up to d = 30 only the zero sublevel set of a Hurwitz A, a d × d
+    certificate in place of the n_s × n_s one of `local`). General V integrates Σ in the units
+    of `blowup.state_scale` (heads of size 1e150 put the equilibria near 1e-150), and after a
+    failure once more in Σ0's units, where a blow-up from far above the natural scale is
+    followed without overflow. no_blowup: a theorem rules out blow-up; bounded: a theorem says
+    Σ converges (growth is then no conclusion)."""
     method = "exact" if scalar else "rk"
     base = {**base, "tolerance": {**(base.get("tolerance") or {}), **_evidence_tolerance()}}
     horizon = _horizon(p, cov0)
     scale = 0.0 if no_blowup else _blowup_scale(p)
-    if not scalar and p.d > KRONECKER_MAX_D:
-        got = _attracting_ball(p, cov0, base, horizon * 2 ** HORIZON_DOUBLINGS, scale)
+    if not scalar:  # d ≤ 30: the zero sublevel set (d × d) before any n_s × n_s certificate,
+        # up to the first horizon (the integration below, doubling it, decides the rest)
+        small = p.d <= KRONECKER_MAX_D
+        got = _attracting_ball(p, cov0, base, horizon * (1 if small else 2 ** HORIZON_DOUBLINGS),
+                               scale, zero_only=small)
         if got is not None:
             return got
-    integrator = _Integrator(p, cov0, method, scale, rtol=INTEGRATION_RTOL)
+    sigma = 1.0 if scalar else state_scale(p, cov0)
+    integrator = _Integrator(p, cov0, method, scale, rtol=INTEGRATION_RTOL, sigma=sigma)
     for _ in range(HORIZON_DOUBLINGS + 1):
         run = integrator.advance(horizon)
+        if run.failure is not None and not scalar:
+            run = _start_scale_blowup(p, cov0, scale, horizon, sigma) or run
+        if run.blowup_time is not None and run.uncertainty > BLOWUP_CHECK_RTOL * run.blowup_time:
+            # an estimate from a growth that is not a simple pole 1/(T* − t): too loose to state
+            return Certificate("undetermined", None, None, None, None, False, False,
+                               f"the Runge–Kutta integration blows up near t = "
+                               f"{run.blowup_time:.10g}, but locates T* only to ± "
+                               f"{run.uncertainty:.2g}, more than blowup_check_rtol = "
+                               f"{BLOWUP_CHECK_RTOL:g} relative (tr Σ does not grow like "
+                               f"c/(T* − t) there); no conclusion.",
+                               horizon=None, final_cov=None, **base)
         if run.blowup_time is not None:
             how = ("the first root of det(I + W(t)Σ0) located by the closed form" if scalar else
                    "the Runge–Kutta blow-up event (quadratic terms dominate d tr Σ/dt)")
@@ -81,7 +99,7 @@ def _numerical(p: Params, cov0: np.ndarray, base: dict, *, scalar: bool,
             return Certificate("blows_up", None, None, None, run.blowup_time, False, False,
                                f"blow-up at T* = {run.blowup_time:.12g}: {how}.",
                                theorem="closed_form_root" if scalar else "numerical",
-                               blowup_direction=run.blowup_direction,
+                               blowup_direction=run.blowup_direction if scalar else None,
                                **{**base, "tolerance": tol})
         if run.failure is not None:
             return Certificate("undetermined", None, None, None, None, False, False,
@@ -99,6 +117,18 @@ def _numerical(p: Params, cov0: np.ndarray, base: dict, *, scalar: bool,
                        f"{run.t_end:.6g} neither blew up nor entered a certified basin of a "
                        f"stable equilibrium nor grew by a factor {GROWTH_FACTOR:g}.{note}",
                        horizon=run.t_end, final_cov=run.final, **base)
+
+
+def _start_scale_blowup(p: Params, cov0: np.ndarray, scale: float, horizon: float,
+                        sigma: float) -> _Run | None:
+    """After a failed integration in the natural units σ: the blow-up found by integrating again
+    in the units of Σ0 (`blowup.state_scale` with start; a blow-up from a start far above the
+    natural scale overflows in natural units), or None (also when those units are the same)."""
+    start = state_scale(p, cov0, start=True)
+    if start == sigma:
+        return None
+    run = _Integrator(p, cov0, "rk", scale, rtol=INTEGRATION_RTOL, sigma=start).advance(horizon)
+    return run if run.blowup_time is not None else None
 
 
 def _evidence_tolerance(rtol: float = INTEGRATION_RTOL) -> dict[str, float]:
@@ -238,7 +268,7 @@ def _balls(p: Params, starts: tuple[np.ndarray, ...]) -> list[_Ball | _ZeroBall]
 
 
 def _attracting_ball(p: Params, cov0: np.ndarray, base: dict, horizon: float,
-                     scale: float) -> Certificate | None:
+                     scale: float, zero_only: bool = False) -> Certificate | None:
     """"converges" when Σ(t) enters the attracting ball r₋ < ‖R⁻¹(Σ − Σ*)R⁻¹‖_F < r₊ of a
     stable equilibrium Σ* = R² ≻ 0 whose stability the numerical-range bound decided
     (`_balls`), "collapses" when it enters the sublevel set tr(PΣ) < ρ of Σ* = 0 (Hurwitz A,
@@ -246,26 +276,28 @@ def _attracting_ball(p: Params, cov0: np.ndarray, base: dict, horizon: float,
     only until it does: the first check at a quarter segment of `_Integrator`, each later one
     where the distance, decaying at its rate over the last half segment, reaches BALL_AIM times
     the radius (`_entry_wait`). The balls: those of the continuation's equilibria, and the zero
-    sublevel set for Hurwitz A; without either, those of Newton from Σ0; with the zero set
-    alone, Newton runs later, from the state at the first check from which Σ(t), at its rate,
-    would not enter the set before the horizon. None when there is no ball, or the integration
-    up to `horizon` within its budget enters none."""
-    balls = _balls(p, ())
+    sublevel set for Hurwitz A; without either, those of Newton from the state at the first
+    check (a blow-up before it costs no Newton); with the zero set alone, Newton runs later,
+    from the state at the first check from which Σ(t), at its rate, would not enter the set
+    before the horizon. zero_only: the zero sublevel set alone, without Newton (d ≤ 30, where
+    the caller's integration finds other equilibria and their local certificates). None when
+    there is no ball, or the integration up to `horizon` within its budget enters none."""
     zero = _zero_ball(p)
-    if not balls and zero is None:
-        balls = _balls(p, (cov0,))
+    balls = [] if zero_only else _balls(p, ())
     if zero is not None:
         balls.append(zero)
-    if not balls:
+    later = not balls and not zero_only  # Newton from the state at the first check
+    if not (balls or later):
         return None
-    deferred = zero if len(balls) == 1 else None  # Newton from a later state, if Σ(t) stalls
-    integrator = _Integrator(p, cov0, "rk", scale, rtol=BALL_RTOL)
+    # Newton from a later state, if Σ(t) stalls
+    deferred = zero if balls == [zero] and not zero_only else None
+    integrator = _Integrator(p, cov0, "rk", scale, rtol=BALL_RTOL, sigma=state_scale(p, cov0))
     longest = integrator.seg / BALL_CHECKS
     state, t, wait = cov0, 0.0, longest
     while True:
         for ball in balls:
             gap = ball.gap(state)
-            if gap < ball.radius:
+            if gap < ball.radius and t > 0:  # the evidence is an integration (horizon > 0)
                 tol = {**(base.get("tolerance") or {}), **_evidence_tolerance(BALL_RTOL)}
                 return ball.verdict(p, {**base, "tolerance": tol}, state, t, gap)
         if integrator.stopped or t >= horizon * (1 - 1e-12):
@@ -274,6 +306,10 @@ def _attracting_ball(p: Params, cov0: np.ndarray, base: dict, horizon: float,
         if run.blowup_time is not None or run.failure is not None:
             return None
         state, t = run.final, run.t_end
+        if later:
+            balls, later = _balls(p, (state,)), False
+            if not balls:
+                return None
         t_mid, mid = integrator.times[-2], integrator.states[-2]
         if deferred is not None and t + _entry_wait(deferred, t_mid, mid, t, state) > horizon:
             balls, deferred = [*_balls(p, (state,)), *balls], None
@@ -355,6 +391,8 @@ class _Run:
     blowup_time: float | None = None
     blowup_direction: np.ndarray | None = None
     failure: str | None = None
+    #: |T* − blowup_time| ≤ uncertainty (`Trajectory.blowup_bracket`; 0 for the closed form)
+    uncertainty: float = 0.0
 
 
 class _BudgetExhausted(Exception):
@@ -372,14 +410,17 @@ class _Integrator:
     it is given: the counted right-hand side below is a callable, which `flow` does not
     rewrite). Only the segments' mid and end states are formed (no dense output: DOP853's
     continuous extension costs 3 right-hand sides per step); `rtol` is flow's relative
-    tolerance (None: its default)."""
+    tolerance (None: its default). `sigma` (a power of two, `blowup.state_scale`): Σ/σ is
+    integrated under the heads (σV_h, B_h), exactly equivalent, and the states are reported as
+    σ times it."""
 
     def __init__(self, p: Params, cov0: np.ndarray, method: str, scale: float = 0.0,
-                 rtol: float | None = None):
+                 rtol: float | None = None, sigma: float = 1.0):
+        layer = scaled_heads(p, sigma)
         if method == "rk" and p.d >= FACTOR_MIN_D:
-            bare = factored_layer(p, bias=False)
+            bare = factored_layer(layer, bias=False)
         else:
-            bare = Params(p.A, heads=p.heads)
+            bare = layer
         self.calls = 0
         self.tolerances: dict[str, Any] = {} if rtol is None else {"rtol": rtol}
 
@@ -390,8 +431,9 @@ class _Integrator:
             return bare
 
         self.layer = bare if method == "exact" else counted
-        self.method, self.d = method, bare.d
-        self.tr0 = float(np.trace(cov0))
+        self.method, self.d, self.sigma = method, bare.d, sigma
+        self.tr0 = float(np.trace(cov0)) / sigma
+        scale = scale / sigma
         self.top = GROWTH_STOP * min(max(self.tr0, scale), MAX_GROWTH * self.tr0)
         # a start far above the blow-up scale first falls to it: collapse is judged below both
         self.bottom = min(self.tr0, scale if scale > 0 else self.tr0) / GROWTH_STOP
@@ -399,7 +441,7 @@ class _Integrator:
         # horizon would run the whole budget before the first check of tr Σ)
         norm = drift_spectrum(p)[1] or _rate_scale(p, cov0)
         self.seg = SEGMENT_NORM_TIME / norm
-        self.t, self.S = 0.0, cov0
+        self.t, self.S = 0.0, cov0 / sigma  # Σ/σ; times and states hold Σ itself
         self.times, self.states = [0.0], [cov0]
         self.stopped = False
 
@@ -412,41 +454,38 @@ class _Integrator:
                             **self.tolerances)
             except _BudgetExhausted:
                 self.stopped = True
-                return _Run(self.t, self.states[-1], self.S, failure=(
+                return _Run(self.t, self.states[-1], self.states[-1], failure=(
                     f"the Runge–Kutta integration used its budget of {MAX_RHS_EVALUATIONS} "
                     f"right-hand-side evaluations by t = {self.t:.6g} (tr Σ = "
-                    f"{np.trace(self.S):.3g}): the flow is stiff there, typically Σ growing "
-                    f"along a direction where the attention term degenerates"))
+                    f"{np.trace(self.states[-1]):.3g}): the flow is stiff there, typically Σ "
+                    f"growing along a direction where the attention term degenerates"))
             except (SolverError, ValueError, LinAlgError, ArithmeticError) as exc:
                 self.stopped = True  # the flow could not continue (InvalidInputError included)
-                return _Run(self.t, self.states[-1], self.S, failure=(
+                return _Run(self.t, self.states[-1], self.states[-1], failure=(
                     f"the {self.method} integration failed after t = {self.t:.6g} "
-                    f"(tr Σ = {np.trace(self.S):.3g}): {exc}"))
+                    f"(tr Σ = {np.trace(self.states[-1]):.3g}): {exc}"))
             if traj.blowup_time is not None:
                 self.stopped = True
                 T = self.t + float(traj.blowup_time)
-                return _Run(T, self.states[-1], traj.cov[-1], T, traj.blowup_direction)
+                bracket = traj.blowup_bracket
+                return _Run(T, self.states[-1], self.sigma * traj.cov[-1], T,
+                            traj.blowup_direction, uncertainty=0.0 if bracket is None else
+                            float(bracket[1]) - float(traj.blowup_time))
             self.times += [self.t + h / 2, self.t + h]
             self.t += h
             self.S = _psd_part(traj.cov[-1])
-            self.states += [traj.cov[1], self.S]
+            self.states += [self.sigma * traj.cov[1], self.sigma * self.S]
             tr = np.trace(self.S)
             if not (self.bottom < tr < self.top):
                 self.stopped = True
         i = int(np.argmin(np.abs(np.array(self.times) - self.t / 2)))
-        return _Run(self.t, self.states[i], self.S)
+        return _Run(self.t, self.states[i], self.states[-1])
 
 
 def _psd_part(S: np.ndarray) -> np.ndarray:
     S = 0.5 * (S + S.T)
     e, U = np.linalg.eigh(S)
     return S if e[0] >= 0 else (U * np.clip(e, 0.0, None)) @ U.T
-
-
-def _rate_scale(p: Params, cov0: np.ndarray) -> float:
-    """max(‖A‖₂, c‖Σ0‖₂): the fastest rate the linear or the quadratic term can start with."""
-    quadratic = quadratic_constant(p) * float(np.linalg.norm(cov0, 2))
-    return max(drift_spectrum(p)[1], quadratic, float(np.finfo(float).tiny))
 
 
 def _horizon(p: Params, cov0: np.ndarray) -> float:

@@ -5,7 +5,8 @@ converges/collapses, T* exactly for blows_up, everything finite), the equilibriu
 within ACCEPT_RTOL, P ≻ 0 and −(LᵀP + PL) ≻ 0 with L recomputed at Σ* (in exact rational
 arithmetic for d ≤ EXACT_CHECK_MAX_D), the final state lies in the certified basin, a scalar-V T*
 is bracketed by the sign change of λ_min(I + L0ᵀW(t)L0) across T*(1 ± BLOWUP_CHECK_RTOL), and the
-premises of the cited theorem hold again (exactly, or with the stored tolerances).
+premises of the cited theorem hold again (exactly, or with the stored tolerances). A "bounded"
+certificate is re-decided by `bounded.bounded_ok`: the attention term, the witness S and the bound.
 """
 
 from __future__ import annotations
@@ -28,7 +29,18 @@ from ..equilibria import (
     relative_residual,
 )
 from ..riccati import AXIS_RTOL
-from .blowup import _blowup_scale, _gramian, _rank0, _threshold, blowup_check, cov_root
+from . import bounded
+from .blowup import (
+    _blowup_scale,
+    _gramian,
+    _rank0,
+    _rate_scale,
+    _threshold,
+    blowup_check,
+    cov_root,
+    scaled_heads,
+    state_scale,
+)
 from .constants import (
     BALL_RTOL,
     BASIN_SAFETY,
@@ -71,6 +83,8 @@ def _verify(c: Certificate, replay: bool = True) -> bool:
         return False
     if not _tolerance_ok(c) or c.global_ != _global(c):
         return False
+    if c.regime == "bounded" or c.theorem == bounded.THEOREM or c.bound is not None:
+        return c.regime == "bounded" and bounded.bounded_ok(c)
     eq = c.equilibrium
     if c.regime in ("converges", "collapses"):
         if eq is None or not _equilibrium_ok(p, eq):
@@ -91,12 +105,14 @@ def _verify(c: Certificate, replay: bool = True) -> bool:
     if c.threshold is not None and not _threshold_ok(c):
         return False
     if c.regime == "blows_up":
-        if c.blowup_time is None or not c.blowup_time > 0 or c.blowup_direction is None:
+        if c.blowup_time is None or not c.blowup_time > 0 or \
+                (c.blowup_direction is None) != (p.value_scalars is None):
             return False
         if c.horizon is not None or c.final_cov is not None:
             return False
         if p.value_scalars is not None:
             if not (blowup_check(p.A, p.G, c.cov0, c.blowup_time)
+                    and c.blowup_direction is not None
                     and _direction_ok(p, c.cov0, c.blowup_time, c.blowup_direction)):
                 return False
         elif replay and not _rk_blowup_ok(c):
@@ -109,8 +125,10 @@ def _verify(c: Certificate, replay: bool = True) -> bool:
 
 
 def _global(c: Certificate) -> bool:
-    """global_ as the theorem says: exact, and the theorem holds for every Σ0 ≻ 0."""
-    return bool(c.exact and c.theorem in THEOREMS and THEOREMS[c.theorem][1])
+    """global_ as the theorem says: exact, and the theorem holds for every Σ0 ≻ 0 (a Lyapunov
+    witness S bounds Σ(t) from every Σ0)."""
+    return bool(c.exact and ((c.theorem in THEOREMS and THEOREMS[c.theorem][1])
+                             or c.theorem == bounded.THEOREM))
 
 
 def _tolerance_ok(c: Certificate) -> bool:
@@ -123,7 +141,7 @@ def _tolerance_ok(c: Certificate) -> bool:
         return c.exact == (tol is None) or (c.regime == "undetermined" and tol is None)
     if not isinstance(tol, dict) or not tol:
         return False
-    known = {**default_tolerance(c.params), **EVIDENCE_TOLERANCE,
+    known = {**default_tolerance(c.params), **EVIDENCE_TOLERANCE, **bounded.TOLERANCE,
              "scalar_rtol": SCALAR_RTOL, "blowup_check_rtol": BLOWUP_CHECK_RTOL}
     for name, value in tol.items():
         if name not in known or not isinstance(value, float | int) or not np.isfinite(value) \
@@ -140,6 +158,8 @@ def _tolerance_ok(c: Certificate) -> bool:
         need |= set(EVIDENCE_TOLERANCE)
     if c.regime == "blows_up" and c.theorem in ("numerical", "closed_form_root"):
         need.add("blowup_check_rtol")
+    if c.theorem == bounded.THEOREM:
+        need |= set(bounded.TOLERANCE)
     return need <= set(tol)
 
 
@@ -173,31 +193,33 @@ def _aligned(a: np.ndarray, u: np.ndarray) -> bool:
 
 def _rk_blowup_ok(c: Certificate) -> bool:
     """General V: a Runge–Kutta re-integration from Σ0 (at the stored integration tolerances)
-    blows up within T*(1 ± blowup_check_rtol) along the stored direction."""
+    blows up within T*(1 ± blowup_check_rtol)."""
     tol = c.tolerance or {}
     T = float(c.blowup_time)  # type: ignore[arg-type]
     rtol = tol.get("blowup_check_rtol", BLOWUP_CHECK_RTOL)
-    got = _replay(c, T * (1 + rtol))
+    natural = state_scale(c.params, c.cov0)
+    got = _replay(c, T * (1 + rtol), natural)
+    start = state_scale(c.params, c.cov0, start=True)
+    if (got is None or got[2] is None) and start != natural:  # as certify: Σ0's units next
+        got = _replay(c, T * (1 + rtol), start)
     if got is None or got[2] is None:
         return False
-    T2, u = got[2]
-    return abs(T2 - T) <= rtol * T and u is not None and c.blowup_direction is not None \
-        and _aligned(u, c.blowup_direction)
+    return abs(got[2][0] - T) <= rtol * T
 
 
-def _replay(c: Certificate, until: float) -> tuple[
+def _replay(c: Certificate, until: float, sigma: float = 1.0) -> tuple[
         np.ndarray, np.ndarray, tuple[float, np.ndarray | None] | None] | None:
     """Σ integrated again from Σ0 to `until` (closed form for scalar V, Runge–Kutta at the
-    stored integration tolerances otherwise), in segments of ‖A‖₂-length SEGMENT_NORM_TIME
+    stored integration tolerances otherwise, measuring Σ in the units σ of
+    `blowup.state_scale` as certify does), in segments of ‖A‖₂-length SEGMENT_NORM_TIME
     projected on the PSD cone as certify integrates: (state near until/2, state at until,
     (T*, direction) or None); None when the integration fails."""
     p = c.params
     tol = c.tolerance or {}
     method = "exact" if p.value_scalars is not None else "rk"
-    layer = Params(p.A, heads=p.heads)
-    norm = drift_spectrum(p)[1]
-    seg = SEGMENT_NORM_TIME / norm if norm > 0 else np.inf
-    t, S = 0.0, np.array(c.cov0, dtype=float)
+    layer = scaled_heads(p, sigma)
+    seg = SEGMENT_NORM_TIME / (drift_spectrum(p)[1] or _rate_scale(p, c.cov0))  # as certify
+    t, S = 0.0, np.array(c.cov0, dtype=float) / sigma
     times, states = [0.0], [S]
     while t < until * (1 - 1e-12):
         h = min(seg, until - t)
@@ -209,7 +231,8 @@ def _replay(c: Certificate, until: float) -> tuple[
         except (SolverError, ValueError, LinAlgError, ArithmeticError):
             return None
         if traj.blowup_time is not None:
-            return states[-1], traj.cov[-1], (t + float(traj.blowup_time), traj.blowup_direction)
+            return sigma * states[-1], sigma * traj.cov[-1], (t + float(traj.blowup_time),
+                                                              traj.blowup_direction)
         S = 0.5 * (traj.cov[-1] + traj.cov[-1].T)
         e, U = np.linalg.eigh(S)
         S = S if e[0] >= 0 else (U * np.clip(e, 0.0, None)) @ U.T
@@ -217,7 +240,7 @@ def _replay(c: Certificate, until: float) -> tuple[
         states += [traj.cov[1], S]
         t += h
     i = int(np.argmin(np.abs(np.array(times) - until / 2)))
-    return states[i], S, None
+    return sigma * states[i], sigma * S, None
 
 
 def _rate_ok(c: Certificate) -> bool:
@@ -271,7 +294,7 @@ def _evidence_ok(c: Certificate) -> bool:
             (c.theorem != "numerical" or c.regime == "blows_up")
     if not c.horizon > 0:
         return False
-    got = _replay(c, c.horizon)
+    got = _replay(c, c.horizon, 1.0 if p.value_scalars is not None else state_scale(p, c.cov0))
     if got is None or got[2] is not None:
         return False
     mid, final, _ = got
@@ -372,7 +395,7 @@ def _finite(c: Certificate) -> bool:
     """No NaN/Inf in anything the certificate reports (the basin level may be +∞: with no
     attention term the whole space is the basin)."""
     arrays = [c.lyapunov, c.lyapunov_rhs, c.operator, c.blowup_direction, c.final_cov]
-    numbers = [c.rate, c.blowup_time, c.threshold, c.horizon, c.kantorovich_radius]
+    numbers = [c.rate, c.blowup_time, c.threshold, c.horizon, c.kantorovich_radius, c.bound]
     return all(a is None or np.all(np.isfinite(a)) for a in arrays) and \
         all(x is None or np.isfinite(x) for x in numbers) and \
         (c.basin is None or not np.isnan(c.basin))

@@ -1,0 +1,256 @@
+"""The bounded (marginally stable) regime: Σ(t) stays in a compact set for every t ≥ 0 (SPEC §8).
+
+When every head with V_h ≠ 0 and B_h ≠ 0 has V_h = v_h I exactly and G = −Σ_h v_h(B_h + B_hᵀ) over
+those heads is positive semidefinite exactly (G = 0 in particular: no attention, V_h = 0 or
+B_h = 0, or B_h skew), the attention term is −ΣGΣ with G ⪰ 0, and the closed form
+Σ(t) = e^{At}L0(I + L0ᵀW(t)L0)⁻¹L0ᵀe^{Aᵀt} with W(t) ⪰ 0 gives
+
+    Σ(t) ⪯ e^{At} Σ0 e^{Aᵀt}                 (equality for G = 0: the linear flow).
+
+A witness S ≻ 0 with AᵀS + SA ⪯ 0 (it exists iff A is Lyapunov stable: no Re λ > 0, the
+eigenvalues on iℝ semisimple) makes e^{Aᵀt}Se^{At} ⪯ S, hence e^{At}S⁻¹e^{Aᵀt} ⪯ S⁻¹, and with
+β ≥ λ_max(SΣ0) (so Σ0 ⪯ βS⁻¹)
+
+    Σ(t) ⪯ β S⁻¹ ⪯ (β / λ_min(S)) I   for every t ≥ 0,
+
+so λ_max(Σ(t)) ≤ bound = λ_max(SΣ0)/λ_min(S) (≤ cond(S) λ_max(Σ0)); tr(SΣ(t)) is non-increasing.
+`bounded` builds the certificate for a layer whose A is not Hurwitz (Hurwitz A collapses, which
+the theorems of SPEC §5 and the numerical evidence already say): S = I when A is exactly skew, else
+S from a block diagonalisation of A (centre part: Re(W⁻ᴴW⁻¹) from its eigenvectors; stable part:
+a Lyapunov solve), rounded to small-denominator rationals and scaled to integers, and verified in
+exact rational arithmetic (d ≤ EXACT_CHECK_MAX_D). When no rounding passes, the floating-point S is
+kept as numerical evidence (exact=False) with the tolerances axis_rtol and semisimple_rtol of the
+premises (no Re λ > 0, the axis eigenvalues semisimple, decided as `premises` decides them) and
+lyapunov_rtol: λ_min(−(AᵀS + SA)) ≥ −lyapunov_rtol ‖A‖₂‖S‖₂. `bounded_ok` re-decides all of it.
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+from math import lcm
+from typing import TYPE_CHECKING
+
+import numpy as np
+from scipy.linalg import (
+    LinAlgError,
+    cholesky,
+    eigh,
+    schur,
+    solve_continuous_lyapunov,
+    solve_sylvester,
+)
+
+from ...state.params import Params
+from ..riccati import AXIS_RTOL
+from .constants import (
+    BOUND_RTOL,
+    EXACT_CHECK_MAX_D,
+    EXACT_MAX_D,
+    LYAPUNOV_RTOL,
+    SEMISIMPLE_RTOL,
+)
+from .premises import _axis_semisimple, _q_axis_semisimple
+from .rationals import _half_planes, _q, _sym_inertia
+
+if TYPE_CHECKING:
+    from .certificate import Certificate
+
+__all__: list[str] = []
+
+#: the theorem of a "bounded" certificate
+THEOREM = "lyapunov_stable"
+#: the tolerances of a numerical (exact=False) bounded certificate
+TOLERANCE = {"axis_rtol": AXIS_RTOL, "semisimple_rtol": SEMISIMPLE_RTOL,
+             "lyapunov_rtol": LYAPUNOV_RTOL}
+#: denominators tried when rounding a floating-point S to rationals (then the float itself)
+_DENOMINATORS = (1, 10, 100, 1000, 10**4, 10**6, 10**9)
+#: the float λ_max(SΣ0) is taken this much larger before the exact re-check of βS ⪰ SΣ0S
+_EIG_MARGIN = 1e-11
+
+
+def attention_sign(p: Params) -> str | None:
+    """"zero" when the attention term vanishes identically, "psd" when it is −ΣGΣ with G ⪰ 0
+    (d ≤ EXACT_MAX_D), both decided exactly; None otherwise.
+
+    Heads with V_h = 0 or B_h = 0 contribute nothing; every other head must have V_h = v_h I
+    exactly, and G = −Σ v_h(B_h + B_hᵀ) over them is formed in rational arithmetic (heads with
+    B_h exactly skew contribute 0 and are skipped; beyond EXACT_MAX_D a G visibly non-zero in
+    floating point is rejected before any rational arithmetic)."""
+    d = p.d
+    active = [(float(V[0, 0]), B) for V, B in p.heads if np.any(V) and np.any(B)]
+    if any(np.any(V - V[0, 0] * np.eye(d)) for V, B in p.heads if np.any(V) and np.any(B)):
+        return None
+    active = [(v, B) for v, B in active if not np.array_equal(B, -B.T)]
+    if not active:
+        return "zero"
+    if d > EXACT_MAX_D:
+        G = sum(v * (B + B.T) for v, B in active)
+        size = sum(abs(v) * float(np.abs(B).max()) for v, B in active)
+        if np.abs(G).max() > 1e-8 * size:
+            return None
+    Gq = np.full((d, d), Fraction(0), dtype=object)
+    for v, B in active:
+        Bq = _q(B)
+        Gq = Gq - Fraction(v) * (Bq + Bq.T)
+    if not any(x != 0 for x in Gq.ravel()):
+        return "zero"
+    if d <= EXACT_MAX_D and _sym_inertia(Gq)[2] == 0:
+        return "psd"
+    return None
+
+
+def lyapunov_stable(A: np.ndarray, tol: dict | None) -> bool:
+    """A has no eigenvalue with Re λ > 0, at least one on iℝ, and those on iℝ are semisimple:
+    exactly (tol None, d ≤ EXACT_MAX_D: Routh–Hurwitz and `premises._q_axis_semisimple`), or with
+    tol's axis_rtol (|Re λ| ≤ axis_rtol ‖A‖_F on the axis) and semisimple_rtol."""
+    if tol is None:
+        Aq = _q(A)
+        _, axis, right = _half_planes(Aq)
+        return right == 0 and axis > 0 and _q_axis_semisimple(Aq, axis)
+    eig = np.linalg.eigvals(A)
+    atol = tol["axis_rtol"] * np.linalg.norm(A)
+    return bool(not np.any(eig.real > atol) and np.any(np.abs(eig.real) <= atol)
+                and _axis_semisimple(A, eig, atol, tol["semisimple_rtol"]))
+
+
+def witness(A: np.ndarray) -> tuple[np.ndarray, bool] | None:
+    """(S, exact): S ≻ 0 with AᵀS + SA ⪯ 0, verified exactly (exact) or within LYAPUNOV_RTOL, for
+    an A whose premises (`lyapunov_stable`) hold.
+
+    S = I when A is exactly skew (AᵀS + SA = 0 exactly at any d). Otherwise the floating-point
+    `_float_witness`, then for d ≤ EXACT_CHECK_MAX_D its roundings to rationals of denominator
+    ≤ D (D in _DENOMINATORS), scaled to integers below 2^53, each checked exactly; the first that
+    passes is S. None when not even the floating-point S passes."""
+    if np.array_equal(A, -A.T):
+        return np.eye(A.shape[0]), True
+    S = _float_witness(A)
+    if S is None:
+        return None
+    if A.shape[0] <= EXACT_CHECK_MAX_D:
+        for D in (*_DENOMINATORS, None):
+            Si = _integer_matrix(S / np.abs(S).max(), D)
+            if Si is not None and lyapunov_exact(A, Si):
+                return Si, True
+    return (S, False) if lyapunov_float(A, S, -(A.T @ S + S @ A), LYAPUNOV_RTOL) else None
+
+
+def _float_witness(A: np.ndarray) -> np.ndarray | None:
+    """S = Mᵀ diag(S_c, P_s) M with A = M⁻¹ diag(T_c, T_s) M: the ordered real Schur form (centre
+    eigenvalues |Re λ| ≤ AXIS_RTOL ‖A‖_F first) decoupled by a Sylvester solve, S_c = Re(W⁻ᴴW⁻¹)
+    from the eigenvectors W of T_c (T_cᵀS_c + S_cT_c = 0 when T_c is diagonalisable with its
+    eigenvalues on iℝ), P_s from T_sᵀP_s + P_sT_s = −I; normalised to ‖S‖₂ = 1."""
+    d = A.shape[0]
+    tol = AXIS_RTOL * np.linalg.norm(A)
+    try:
+        T, U, k = schur(A, output="real", sort=lambda re, _im: abs(re) <= tol)
+        Y = solve_sylvester(T[:k, :k], -T[k:, k:], -T[:k, k:])
+        Minv = np.eye(d)
+        Minv[:k, k:] = -Y
+        M = Minv @ U.T  # A = M⁻¹ diag(T_c, T_s) M
+        _, W = np.linalg.eig(T[:k, :k])
+        Wi = np.linalg.inv(W)
+        K = np.zeros((d, d))
+        K[:k, :k] = (Wi.conj().T @ Wi).real
+        if k < d:
+            K[k:, k:] = solve_continuous_lyapunov(T[k:, k:].T, -np.eye(d - k))
+        S = M.T @ K @ M
+    except (LinAlgError, ValueError):
+        return None
+    S = 0.5 * (S + S.T)
+    if not np.all(np.isfinite(S)):
+        return None
+    return S / np.linalg.norm(S, 2)
+
+
+def _integer_matrix(S: np.ndarray, D: int | None) -> np.ndarray | None:
+    """S rounded entrywise to the nearest fraction of denominator ≤ D (the float itself for None),
+    times the lcm of the denominators: an integer float matrix, symmetric; None beyond 2^53."""
+    fr = [Fraction(float(x)) if D is None else Fraction(float(x)).limit_denominator(D)
+          for x in np.ravel(S)]
+    m = lcm(*(f.denominator for f in fr))
+    ints = [int(f * m) for f in fr]
+    if max(map(abs, ints)) >= 2 ** 53:
+        return None
+    Si = np.array(ints, dtype=float).reshape(S.shape)
+    return Si if np.array_equal(Si, Si.T) else None
+
+
+def lyapunov_exact(A: np.ndarray, S: np.ndarray) -> bool:
+    """S ≻ 0 and AᵀS + SA ⪯ 0 in exact rational arithmetic on the floats as given (S = I with A
+    exactly skew is decided without it, at any d)."""
+    if np.array_equal(S, np.eye(S.shape[0])) and np.array_equal(A, -A.T):
+        return True
+    if S.shape[0] > EXACT_CHECK_MAX_D or not np.array_equal(S, S.T):
+        return False
+    Aq, Sq = _q(A), _q(S)
+    pos, _, _ = _sym_inertia(Sq)
+    return pos == S.shape[0] and _sym_inertia(Aq.T.dot(Sq) + Sq.dot(Aq))[0] == 0
+
+
+def lyapunov_float(A: np.ndarray, S: np.ndarray, Q: np.ndarray, rtol: float | None) -> bool:
+    """Cholesky of S, ‖AᵀS + SA + Q‖ ≤ 1e-9 ‖A‖₂‖S‖₂ and λ_min(Q) ≥ −rtol ‖A‖₂‖S‖₂ (rtol None:
+    the stored Q is only compared, its sign having been decided exactly)."""
+    if S.shape != A.shape or Q.shape != A.shape or not np.array_equal(S, S.T):
+        return False
+    try:
+        cholesky(S, lower=True)
+    except LinAlgError:
+        return False
+    scale = float(np.linalg.norm(A, 2) * np.linalg.norm(S, 2))
+    if np.linalg.norm(A.T @ S + S @ A + Q) > 1e-9 * scale:
+        return False
+    return rtol is None or bool(np.linalg.eigvalsh(0.5 * (Q + Q.T))[0] >= -rtol * scale)
+
+
+def bound_of(S: np.ndarray, cov0: np.ndarray) -> float:
+    """λ_max(SΣ0)/λ_min(S) (the eigenvalues of L_SᵀΣ0L_S, S = L_SL_Sᵀ), in floating point."""
+    Ls = cholesky(S, lower=True)
+    top = float(eigh(Ls.T @ cov0 @ Ls, eigvals_only=True)[-1])
+    return top / float(np.linalg.eigvalsh(S)[0])
+
+
+def _bound_exact(S: np.ndarray, cov0: np.ndarray, bound: float) -> bool:
+    """Σ0 ⪯ βS⁻¹ ⪯ bound·I in exact rational arithmetic, β = λ_max(SΣ0)(1 + _EIG_MARGIN) in
+    floating point: βS − SΣ0S ⪰ 0 and bound·S − βI ⪰ 0 (congruence by S^½)."""
+    Ls = cholesky(S, lower=True)
+    beta = float(eigh(Ls.T @ cov0 @ Ls, eigvals_only=True)[-1]) * (1 + _EIG_MARGIN)
+    Sq, Cq = _q(S), _q(cov0)
+    bq, Bq = Fraction(beta), Fraction(bound)
+    eye = np.diag([Fraction(1)] * S.shape[0])
+    return _sym_inertia(bq * Sq - Sq.dot(Cq).dot(Sq))[2] == 0 and \
+        _sym_inertia(Bq * Sq - bq * eye)[2] == 0
+
+
+def bounded_ok(c: Certificate) -> bool:
+    """The claims of a "bounded" certificate re-decided: only S (lyapunov), Q (lyapunov_rhs) and
+    the bound set among the optional fields; the attention term −ΣGΣ with G ⪰ 0 (exactly); S ≻ 0
+    and AᵀS + SA = −Q ⪯ 0 (exactly for exact=True, else within the stored lyapunov_rtol with the
+    premises re-decided at the stored axis_rtol and semisimple_rtol); the bound equal to
+    λ_max(SΣ0)/λ_min(S) recomputed (relative BOUND_RTOL) and Σ0 ⪯ βS⁻¹ ⪯ bound·I (exactly for
+    d ≤ EXACT_CHECK_MAX_D, else in floating point with the margin of BOUND_RTOL)."""
+    p, S, Q, bound = c.params, c.lyapunov, c.lyapunov_rhs, c.bound
+    if c.theorem != THEOREM or S is None or Q is None or bound is None:
+        return False
+    if any(x is not None for x in (c.equilibrium, c.rate, c.blowup_time, c.operator,
+                                   c.blowup_direction, c.threshold, c.horizon, c.final_cov,
+                                   c.basin, c.kantorovich_radius)):
+        return False
+    if attention_sign(p) is None:
+        return False
+    if c.exact:
+        if c.tolerance is not None or not lyapunov_exact(p.A, S):
+            return False
+        if not lyapunov_float(p.A, S, Q, None):
+            return False
+    else:
+        tol = c.tolerance
+        if tol is None or not set(TOLERANCE) <= set(tol) or \
+                not lyapunov_float(p.A, S, Q, tol["lyapunov_rtol"]) or \
+                not lyapunov_stable(p.A, tol):
+            return False
+    want = bound_of(S, c.cov0)
+    if not (want > 0 and abs(bound - want) <= BOUND_RTOL * want):
+        return False
+    if c.exact and p.d <= EXACT_CHECK_MAX_D:
+        return _bound_exact(S, c.cov0, bound)
+    return bool(want * (1 + BOUND_RTOL / 4) <= bound)
