@@ -12,10 +12,15 @@ import html
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["DIGITS", "LATEX_MAX_D", "html_table", "latex_matrix", "number"]
+__all__ = ["DIGITS", "LATEX_MAX_D", "REPR_DIGITS", "REPR_MAX_D", "array_text", "html_table",
+           "latex_matrix", "number"]
 
 #: matrices larger than this (d × d) are not written out in LaTeX (the display would not fit)
 LATEX_MAX_D = 8
+#: vectors and matrices of dimension d ≤ REPR_MAX_D are written out in reprs, in REPR_DIGITS
+#: significant digits (a repr stays one readable line)
+REPR_MAX_D = 4
+REPR_DIGITS = 6
 #: significant digits of the numbers in the displays
 DIGITS = 4
 
@@ -55,6 +60,52 @@ def number(x: float | None) -> str:
     ('3.142', '3.333e-08', 'None')
     """
     return "None" if x is None else f"{x:.{DIGITS}g}"
+
+
+def array_text(x: npt.ArrayLike, max_d: int = REPR_MAX_D) -> str | None:
+    """A vector or matrix as one line of nested lists in REPR_DIGITS significant digits, or None
+    when a dimension exceeds `max_d`.
+
+    Parameters
+    ----------
+    x : array_like of float, 1-D or 2-D
+        The vector (d,) or matrix (d, k).
+    max_d : int, optional
+        The largest dimension written out (default REPR_MAX_D = 4).
+
+    Returns
+    -------
+    str or None
+        ``[1, 0.5]`` or ``[[1, 0], [0, 2]]``; None for a larger array.
+
+    Raises
+    ------
+    ValueError
+        When `x` has more than two dimensions or is not real.
+
+    See Also
+    --------
+    number : one number in the displays' digits.
+
+    References
+    ----------
+    .. [1] NumPy's ``array_repr``, whose brackets this follows (without changing print options).
+
+    Examples
+    --------
+    >>> from riccati_tf.display import array_text
+    >>> array_text([[1.0, 1 / 3], [1 / 3, 2.0]]), array_text([0.0] * 5)
+    ('[[1, 0.333333], [0.333333, 2]]', None)
+    """
+    a = np.asarray(x, dtype=float) + 0.0  # −0.0 written as 0
+    if a.ndim not in (1, 2):
+        raise ValueError(f"array_text takes a vector or a matrix, got {a.ndim} dimensions")
+    if max(a.shape, default=0) > max_d:
+        return None
+    if a.ndim == 1:
+        return "[" + ", ".join(f"{v:.{REPR_DIGITS}g}" for v in a) + "]"
+    return "[" + ", ".join(f"[{', '.join(f'{v:.{REPR_DIGITS}g}' for v in row)}]"
+                           for row in a) + "]"
 
 
 def html_table(title: str, rows: list[tuple[str, object]]) -> str:

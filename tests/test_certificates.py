@@ -467,6 +467,12 @@ def test_linearization_statespace_is_the_jacobian(converging):
         J[:, k] = field(z0 + e) - field(z0 - e)  # exact for the quadratic moment field
     assert np.allclose(sys.A, J, atol=1e-12 * np.abs(J).max())
     assert sys.nstates == d + d * (d + 1) // 2 and sys.ninputs == d
+    # named coordinates: state k is the k-th entry of z0 (the mean, then Σ's coordinates)
+    assert sys.state_labels == ["m1", "m2", "m3", "Σ11", "√2·Σ12", "√2·Σ13", "Σ22", "√2·Σ23",
+                                "Σ33"] and sys.input_labels == ["b1", "b2", "b3"]
+    S = eq.cov
+    assert np.allclose(z0[d:], [S[0, 0], 2 ** 0.5 * S[0, 1], 2 ** 0.5 * S[0, 2], S[1, 1],
+                                2 ** 0.5 * S[1, 2], S[2, 2]])
     poles = np.sort_complex(sys.poles())
     expect = np.sort_complex(np.concatenate([np.linalg.eigvals(J[:d, :d]),
                                              np.linalg.eigvals(c.operator)]))

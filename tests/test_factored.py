@@ -186,7 +186,8 @@ def test_overflowing_factors_are_solver_errors():
     big = Head(1e200 * np.ones((1, d)), 1e200 * np.ones((1, d)), 1e200 * np.ones((1, d)),
                1e200 * np.ones((d, 1)))
     p, g = Params(-np.eye(d), heads=[big]), Gaussian(np.zeros(d), np.eye(d))
-    assert p.value_scalars is None and "Params(d=3" in repr(p)
+    # the repr shows the head by its ranks: it does not form the overflowing dense pair
+    assert p.value_scalars is None and "heads=[Head(r=1, s=1)]" in repr(p)
     with pytest.raises(SolverError, match="overflows"):
         p.heads[0]
     with pytest.raises(SolverError, match="overflows"):

@@ -80,6 +80,27 @@ def test_params_missing_pieces_are_zero():
         p.A[0, 0] = 5.0  # frozen arrays
 
 
+def test_small_reprs_show_the_numbers_and_read_back():
+    # d ≤ REPR_MAX_D: the repr is a constructor call with the arrays (6 digits), as numpy's is
+    from riccati_tf.display import REPR_MAX_D
+
+    rng = np.random.default_rng(3)
+    for d in range(1, REPR_MAX_D + 1):
+        X = rng.standard_normal((d, d))
+        g = Gaussian(rng.standard_normal(d), X @ X.T)
+        back = eval(repr(g), {"Gaussian": Gaussian})
+        np.testing.assert_allclose(back.cov, g.cov, rtol=1e-5, atol=1e-6 * np.abs(g.cov).max())
+        np.testing.assert_allclose(back.mean, g.mean, rtol=1e-5, atol=1e-6)
+        p = Params(rng.standard_normal((d, d)), B=X, V=-X.T, b=rng.standard_normal(d))
+        q = eval(repr(p), {"Params": Params})
+        for name in "ABVb":
+            np.testing.assert_allclose(getattr(q, name), getattr(p, name), rtol=1e-5, atol=1e-5)
+        assert "<td" in g._repr_html_() and "<td" in p._repr_html_()
+    big = Gaussian(np.zeros(REPR_MAX_D + 1), np.eye(REPR_MAX_D + 1))
+    assert repr(big) == f"Gaussian(d={REPR_MAX_D + 1}, rank={REPR_MAX_D + 1})"
+    assert repr(Params(np.eye(REPR_MAX_D + 1))).startswith(f"Params(d={REPR_MAX_D + 1}, heads=1")
+
+
 @pytest.mark.parametrize("kwargs", [
     {"B": np.eye(3), "V": -np.eye(3)},
     {"V": np.ones((3, 3))},

@@ -8,6 +8,7 @@ import pytest
 
 from riccati_tf.app import cli
 from riccati_tf.sweep import read_results
+from riccati_tf.sweep.cli import PROGRESS_STEP
 
 pytest.importorskip("pyarrow")
 
@@ -46,6 +47,25 @@ def test_sweep_and_sweep_plot(tmp_path, capsys, main):
     # resume: nothing left to compute
     assert main(["sweep", str(spec), "--scheduler", "inprocess", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["chunks_resumed"] == 3
+
+
+def test_sweep_summary_reads_as_text_and_logs_progress_sparsely(tmp_path, capsys, main):
+    # the summary names each regime with its count (no JSON dict, no empty notes list), and
+    # progress written to a log (stderr not a terminal) comes at every tenth of the chunks
+    spec = tmp_path / "phase.json"
+    spec.write_text(json.dumps({**SPEC, "chunk_size": 1}))
+    assert main(["sweep", str(spec), "--scheduler", "inprocess"]) == 0
+    out, err = capsys.readouterr()
+    assert "{" not in out and "[]" not in out and "notes" not in out
+    regimes = next(line for line in out.splitlines() if line.startswith("regimes"))
+    counts = {name: int(n) for name, n in
+              (item.rsplit(" ", 1) for item in regimes.split(None, 1)[1].split(", "))}
+    got = read_results(tmp_path / "phase.sweep").column("regime").to_pylist()
+    assert counts == {r: got.count(r) for r in set(got)}
+    progress = [ln for ln in err.splitlines() if ln.startswith("sweep: ") and "chunks" in ln]
+    # 25 calls (0 … 24 of 24 chunks): a line each on a terminal, in a log the first one, the
+    # last one and those a tenth apart
+    assert 5 <= len(progress) <= 1 / PROGRESS_STEP + 2 and progress[-1] == "sweep: 24/24 chunks"
 
 
 @pytest.mark.parametrize("spec, message", [

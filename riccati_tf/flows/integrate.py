@@ -136,7 +136,7 @@ class State(NamedTuple):
     >>> t, round(float(S[0, 0]), 6)
     (1.0, 0.135335)
     >>> tr[-1].gaussian()
-    Gaussian(d=1, rank=1)
+    Gaussian(mean=[0.367879], cov=[[0.135335]])
     """
 
     t: float | np.ndarray

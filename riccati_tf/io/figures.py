@@ -94,9 +94,10 @@ def _head(path: Path) -> bytes:
 
 
 def check_output_file(path: str | Path, what: str = "figure") -> Path:
-    """`path` as a PNG file that can be written: not a folder, not an existing file other than
-    a PNG image (a table, a text: never overwritten), and its nearest existing ancestor a folder
-    this process may write into (missing folders in between are created on writing). Raises
+    """`path` as a PNG file that can be written: a name ending in .png or without an extension
+    (out.pdf would get PNG bytes), not a folder, not an existing file other than a PNG image (a
+    table, a text: never overwritten), and its nearest existing ancestor a folder this process
+    may write into (missing folders in between are created on writing). Raises
     InvalidInputError naming the path and the reason; checked before anything is computed, so
     that a long run does not end on a path that cannot take its output."""
     path = Path(path)
@@ -111,6 +112,9 @@ def check_output_file(path: str | Path, what: str = "figure") -> Path:
             raise InvalidInputError(f"{what} path {path} cannot be written (permission denied)")
     except OSError as exc:
         raise InvalidInputError(f"{what} path {path}: {exc.strerror or exc}") from None
+    if path.suffix and path.suffix.lower() != ".png":
+        raise InvalidInputError(f"{what} path {path}: figures are written as PNG images; give a "
+                                f"name ending in .png (not {path.suffix})")
     check_creatable(path, f"{what} path {path}")
     return path
 

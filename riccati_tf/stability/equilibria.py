@@ -39,6 +39,7 @@ from scipy.integrate import RK45
 from scipy.linalg import LinAlgError, eigh_tridiagonal, schur, solve_triangular
 from scipy.sparse.linalg import ArpackNoConvergence, LinearOperator, eigs
 
+from ..display import array_text, html_table, number
 from ..errors import InvalidInputError, SolverError
 from ..state.lowrank import FACTOR_MIN_D, factored_layer, value_factors
 from ..state.moments import covariance_array
@@ -231,7 +232,8 @@ class Equilibrium(ReadOnlyArrays):
     >>> p = Params(np.diag([1.0, 2.0]), B=0.5 * np.eye(2), V=-np.eye(2), b=[1.0, 1.0])
     >>> eq = equilibria(p)[0]
     >>> eq
-    Equilibrium(rank=2, stable=True, abscissa=-2, residual=..., method='bernoulli-schur')
+    Equilibrium(cov=[[2, 0], [0, 4]], mean=[1, 1], rank=2, stable=True, abscissa=-2, residual=...,
+    method='bernoulli-schur')
     >>> np.round(eq.cov, 4)
     array([[2., 0.],
            [0., 4.]])
@@ -252,10 +254,23 @@ class Equilibrium(ReadOnlyArrays):
     stability: Stability | None = None
 
     def __repr__(self) -> str:
+        """Σ* (and m*) written out for d ≤ display.REPR_MAX_D, then the verdict."""
         top = "None" if self.spectral_abscissa is None else f"{self.spectral_abscissa:.3g}"
-        return (f"Equilibrium(rank={self.rank}, stable={self.stable}, "
+        cov = array_text(self.cov)
+        mean = None if self.mean is None else array_text(self.mean)
+        shown = "" if cov is None else f"cov={cov}, " + ("" if mean is None else
+                                                         f"mean={mean}, ")
+        return (f"Equilibrium({shown}rank={self.rank}, stable={self.stable}, "
                 f"abscissa={top}, residual={self.residual:.2g}, "
                 f"method={self.method!r})")
+
+    def _repr_html_(self) -> str:
+        return html_table("Equilibrium", [
+            ("Σ*", array_text(self.cov) or f"tr Σ* = {number(np.trace(self.cov))}"),
+            ("m*", "none" if self.mean is None else array_text(self.mean) or "…"),
+            ("rank", self.rank), ("stable", self.stable),
+            ("spectral abscissa", number(self.spectral_abscissa)),
+            ("residual", number(self.residual)), ("method", self.method)])
 
 
 @dataclass(frozen=True)

@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from ..display import array_text, html_table, number
 from ..errors import InvalidInputError, SolverError
 from .validation import (
     ReadOnlyArrays,
@@ -281,7 +282,9 @@ class Params(ReadOnlyArrays):
     >>> from riccati_tf import Params
     >>> p = Params(A=-np.eye(2), B=np.eye(2), V=0.5 * np.eye(2))
     >>> p
-    Params(d=2, heads=1, scalar_V=(0.5,))
+    Params(A=[[-1, 0], [0, -1]], b=[0, 0], B=[[1, 0], [0, 1]], V=[[0.5, 0], [0, 0.5]])
+    >>> p.value_scalars
+    (0.5,)
     >>> bool(np.allclose(p.G, -np.eye(2)))
     True
     >>> np.round(p.M(np.eye(2)), 4)
@@ -490,7 +493,31 @@ class Params(ReadOnlyArrays):
         return G
 
     def __repr__(self) -> str:
-        return f"Params(d={self.d}, heads={len(self._entries)}, scalar_V={self.value_scalars})"
+        """The matrices written out for d ≤ display.REPR_MAX_D, else d and the head count."""
+        A, b = array_text(self.A), array_text(self.b)
+        if A is None or b is None:
+            return (f"Params(d={self.d}, heads={len(self._entries)}, "
+                    f"scalar_V={self.value_scalars})")
+        heads = [f"Head(r={e.Q.shape[0]}, s={e.V.shape[0]})" if isinstance(e, Head) else
+                 f"(V={array_text(e[0])}, B={array_text(e[1])})" for e in self._entries]
+        if self.B is not None and self.V is not None:
+            tail = f"B={array_text(self.B)}, V={array_text(self.V)}"
+        else:
+            tail = f"heads=[{', '.join(heads)}]"
+        return f"Params(A={A}, b={b}, {tail})"
+
+    def _repr_html_(self) -> str:
+        rows: list[tuple[str, object]] = [
+            ("d", self.d), ("heads", len(self._entries)),
+            ("scalar V", "no" if self.value_scalars is None else
+             ", ".join(number(v) for v in self.value_scalars)),
+            ("A", array_text(self.A) or f"{self.d}×{self.d}"),
+            ("b", array_text(self.b) or f"length {self.d}")]
+        for h, e in enumerate(self._entries):
+            rows.append((f"head {h + 1}", f"Head(Q, K, V, O): rank {e.Q.shape[0]} / "
+                         f"{e.V.shape[0]}" if isinstance(e, Head) else
+                         f"V = {array_text(e[0]) or '…'}, B = {array_text(e[1]) or '…'}"))
+        return html_table("Params", rows)
 
 
 @dataclass(frozen=True, eq=False)
@@ -535,7 +562,9 @@ class Gaussian(ReadOnlyArrays):
     >>> from riccati_tf import Gaussian
     >>> g = Gaussian([0.0, 1.0], [[1.0, 1.0], [1.0, 1.0]])
     >>> g
-    Gaussian(d=2, rank=1)
+    Gaussian(mean=[0, 1], cov=[[1, 1], [1, 1]])
+    >>> g.rank()
+    1
     >>> x = g.sample(1000, rng=0)
     >>> x.shape, bool(np.allclose(x[:, 1] - x[:, 0], 1.0))
     ((1000, 2), True)
@@ -585,7 +614,21 @@ class Gaussian(ReadOnlyArrays):
         return self.mean + rng.standard_normal((n, self.d)) @ root.T
 
     def __repr__(self) -> str:
-        return f"Gaussian(d={self.d}, rank={self.rank()})"
+        """The mean and covariance written out for d ≤ display.REPR_MAX_D (a constructor call,
+        to display.REPR_DIGITS digits), else d and the rank."""
+        mean, cov = array_text(self.mean), array_text(self.cov)
+        if mean is None or cov is None:
+            return f"Gaussian(d={self.d}, rank={self.rank()})"
+        return f"Gaussian(mean={mean}, cov={cov})"
+
+    def _repr_html_(self) -> str:
+        eig = np.linalg.eigvalsh(self.cov)
+        norm = float(np.linalg.norm(self.mean))
+        return html_table("Gaussian", [
+            ("d", self.d), ("rank", self.rank()),
+            ("mean", array_text(self.mean) or f"‖m‖ = {number(norm)}"),
+            ("cov", array_text(self.cov) or f"tr Σ = {number(float(np.trace(self.cov)))}"),
+            ("eigenvalues of Σ", f"{number(float(eig[0]))} … {number(float(eig[-1]))}")])
 
 
 def check_dims(params: Params, gaussian: Gaussian) -> None:

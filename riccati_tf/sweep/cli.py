@@ -60,14 +60,40 @@ def default_out(spec_path: str) -> Path:
     return Path(spec_path).with_suffix(".sweep")
 
 
-def cmd_sweep(args: argparse.Namespace, spec: dict) -> tuple[dict[str, Any], Figure | None]:
-    """Run (or resume) the sweep of `spec`; print progress to stderr."""
+#: progress lines when stderr is not a terminal (a log): at every PROGRESS_STEP of the chunks
+PROGRESS_STEP = 0.1
+
+
+def sweep_text(result: dict[str, Any]) -> str:
+    """The summary `riccati-tf sweep` prints: where the results are, the work, and the count of
+    each regime (largest first); the notes only when there are some."""
+    counts = sorted(result["counts"].items(), key=lambda kv: (-kv[1], kv[0]))
+    lines = [f"results      {result['results']}",
+             f"configs      {result['n_configs']} in {result['n_chunks']} chunks "
+             f"({result['chunks_computed']} computed, {result['chunks_resumed']} resumed; "
+             f"{result['scheduler']}, {result['wall_time_s']:g} s)",
+             "regimes      " + (", ".join(f"{name} {n}" for name, n in counts) or "—")]
+    lines += [f"note         {note}" for note in result["notes"]]
+    return "\n".join(lines)
+
+
+def cmd_sweep(args: argparse.Namespace, spec: dict
+              ) -> tuple[dict[str, Any], str, Figure | None]:
+    """Run (or resume) the sweep of `spec`; progress on stderr (every chunk on a terminal, every
+    PROGRESS_STEP of them in a log)."""
     from .plot import diagram_inputs, phase_diagram
     from .runner import run_sweep
 
     out = Path(args.out) if args.out else default_out(args.spec)
+    terminal = sys.stderr is not None and sys.stderr.isatty()
+    shown = [-1.0]
 
     def progress(done: int, total: int) -> None:
+        if sys.stderr is None:  # started with stderr closed
+            return
+        if not terminal and done < total and done / total < shown[0] + PROGRESS_STEP:
+            return
+        shown[0] = done / total
         print(f"sweep: {done}/{total} chunks", file=sys.stderr, flush=True)
 
     def log(note: str) -> None:
@@ -81,7 +107,7 @@ def cmd_sweep(args: argparse.Namespace, spec: dict) -> tuple[dict[str, Any], Fig
               "wall_time_s": round(res.wall_time, 3), "analysis": res.analysis,
               "counts": res.counts, "notes": list(res.notes)}
     fig = phase_diagram(*diagram_inputs(res.out_dir)) if args.plot else None
-    return result, fig
+    return result, sweep_text(result), fig
 
 
 def cmd_sweep_plot(args: argparse.Namespace, _spec: dict | None) -> tuple[None, None]:

@@ -535,6 +535,9 @@ def out_file_is_left_as_it_was():
 
 cases_of(AREA, "error", {
     "flow --plot into a folder": ("--plot", "flow", ["--plot", "{tmp}"]),
+    "flow --plot out.pdf (PNG bytes under another extension)": ("ending in .png", "flow",
+                                                               ["--plot", "{tmp}/out.pdf"]),
+    "certify --plot out.SVG": ("ending in .png", "certify", ["--plot", "{tmp}/out.SVG"]),
     "layers --plot below a regular file": ("not a folder", "layers",
                                            ["--plot", "{tmp}/spec.json/fig.png"]),
     "certify --plot empty": ("--plot", "certify", ["--plot", ""]),

@@ -154,6 +154,8 @@ class Atlas:
     >>> encoder = Encoder((EncoderLayer((head,), z, None, norm, mlp, "pre"),), "bert", None,
     ...                   False)
     >>> result = atlas(encoder)
+    >>> result
+    Atlas(model='Encoder', d=2, layers=1, heads=1, horizon=10, regimes=[blows_up T*=0.5])
     >>> print(result.summary().splitlines()[1])
     layer 1: tr Σ0 = 2; A = 0: blows_up at T* = 0.5 (certify); A = E[J_MLP]: blows_up at
     T* = 0.5 (certify); scalar fit: blows_up at T* = 0.5; ‖V − vI‖/‖V‖ mean 0.000
@@ -185,6 +187,15 @@ class Atlas:
     mean0: np.ndarray
     cov0: np.ndarray
     mlp_jacobian: np.ndarray
+
+    def __repr__(self) -> str:
+        """The model, its shape and each layer's regime with A = 0 (no arrays: `summary()` and
+        `to_json()` give the numbers)."""
+        layers = ", ".join(r if np.isnan(t) else f"{r} T*={t:.4g}"
+                           for r, t in zip(self.regime, self.blowup_time, strict=True))
+        return (f"Atlas(model={self.model!r}, d={self.d}, layers={len(self.regime)}, "
+                f"heads={self.v_mass.shape[1] if self.v_mass.ndim == 2 else '?'}, "
+                f"horizon={self.horizon:g}, regimes=[{layers}])")
 
     def to_json(self) -> dict[str, Any]:
         """JSON-ready numbers (NaN blow-up times become None); the input moments are in

@@ -251,7 +251,7 @@ class Certificate:
         S(T*)v = 0 (the first-ness of the root is not re-checked for indefinite G).
 
         Numerical evidence is re-decided by integrating again from Σ0: a general-V T* must be
-        found again within T*(1 ± blowup_check_rtol) along the stored direction; the state at
+        found again within T*(1 ± blowup_check_rtol) (no direction is stated there); the state at
         the stored horizon must agree with final_cov (REPLAY_RTOL) and itself lie in the stated
         basin, approach Σ* within close_rtol, or grow by growth_factor at the stated rate. This
         replay costs about as much as the integration of `certify` itself (which checks what it
@@ -277,6 +277,9 @@ class Certificate:
             δṁ = K* δm + Σ_h V_h H B_h m* + u,    ḣ = L h,    K* = A + Σ_h V_h + Σ_h V_h Σ* B_h,
 
         linearised about m* (or m = 0 when K* is not Hurwitz and there is no mean equilibrium).
+        The states and outputs are named m1 … md, then Σ11, √2·Σ12, … (the orthonormal
+        coordinates of δΣ in np.triu_indices order: δΣ_ij times √2 off the diagonal), the inputs
+        b1 … bd (indices from 1, separated by commas from d = 10 on).
         """
         import control
 
@@ -296,7 +299,12 @@ class Certificate:
             coupling[:, k] = sum(V @ E @ B @ m for V, B in p.heads)
         Amat = np.block([[K, coupling], [np.zeros((n, d)), L]])
         Bmat = np.vstack([np.eye(d), np.zeros((n, d))])
-        return control.ss(Amat, Bmat, np.eye(d + n), np.zeros((d + n, d)))
+        sep = "," if d >= 10 else ""
+        names = [f"m{i + 1}" for i in range(d)] + [
+            f"Σ{i + 1}{sep}{j + 1}" if i == j else f"√2·Σ{i + 1}{sep}{j + 1}"
+            for i, j in zip(*np.triu_indices(d), strict=True)]
+        return control.ss(Amat, Bmat, np.eye(d + n), np.zeros((d + n, d)), states=names,
+                          outputs=names, inputs=[f"b{i + 1}" for i in range(d)])
 
 
 def _converged(p: Params, cov: np.ndarray, base: dict, theorem: str, *, exact: bool, glob: bool,
