@@ -12,8 +12,8 @@ import html
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["DIGITS", "LATEX_MAX_D", "REPR_DIGITS", "REPR_MAX_D", "array_text", "html_table",
-           "latex_matrix", "number"]
+__all__ = ["DIGITS", "LATEX_MAX_D", "REPR_DIGITS", "REPR_MAX_D", "REPR_SHORT_DIGITS",
+           "array_text", "html_table", "latex_matrix", "number", "repr_number"]
 
 #: matrices larger than this (d × d) are not written out in LaTeX (the display would not fit)
 LATEX_MAX_D = 8
@@ -21,11 +21,13 @@ LATEX_MAX_D = 8
 #: significant digits (a repr stays one readable line)
 REPR_MAX_D = 4
 REPR_DIGITS = 6
-#: significant digits of the numbers in the displays
-DIGITS = 4
+#: significant digits of the scalars in the one-line reprs of results (Certificate, ControlPlan)
+REPR_SHORT_DIGITS = 4
+#: significant digits of the numbers in the displays (the command line's summaries use the same)
+DIGITS = 6
 
 
-def number(x: float | None) -> str:
+def number(x: float | None, digits: int = DIGITS, missing: str = "—") -> str:
     """A number as text in DIGITS significant digits.
 
     Parameters
@@ -33,11 +35,15 @@ def number(x: float | None) -> str:
     x : float or None
         The number (any real scalar: Python, NumPy); None for a quantity that does not exist,
         e.g. the blow-up time of a flow without blow-up.
+    digits : int, optional
+        Significant digits (default DIGITS; the one-line reprs use REPR_SHORT_DIGITS).
+    missing : str, optional
+        The text for None (default "—"; the reprs write "None", as Python does).
 
     Returns
     -------
     str
-        ``f"{x:.4g}"`` (DIGITS = 4), or ``'None'`` for None.
+        ``f"{x:.6g}"`` (DIGITS = 6), or ``'—'`` for None (as the command line writes it).
 
     Raises
     ------
@@ -56,10 +62,46 @@ def number(x: float | None) -> str:
     Examples
     --------
     >>> from riccati_tf.display import number
-    >>> number(3.14159265), number(1e-7 / 3), number(None)
-    ('3.142', '3.333e-08', 'None')
+    >>> number(3.14159265), number(1e-7 / 3), number(None), number(None, missing="None")
+    ('3.14159', '3.33333e-08', '—', 'None')
     """
-    return "None" if x is None else f"{x:.{DIGITS}g}"
+    return missing if x is None else f"{x:.{digits}g}"
+
+
+def repr_number(x: float | None) -> str:
+    """A scalar as the one-line reprs of results write it: REPR_SHORT_DIGITS significant digits,
+    None as ``None``.
+
+    Parameters
+    ----------
+    x : float or None
+        The number, or None for a quantity that does not exist.
+
+    Returns
+    -------
+    str
+        ``number(x, REPR_SHORT_DIGITS, "None")``.
+
+    Raises
+    ------
+    ValueError, TypeError
+        As `number`.
+
+    See Also
+    --------
+    number : the displays' format.
+
+    References
+    ----------
+    .. [1] Python's ``repr(None)``.
+
+    Examples
+    --------
+    >>> from riccati_tf.display import repr_number
+    >>> repr_number(1 / 3), repr_number(None)
+    ('0.3333', 'None')
+    """
+    return number(x, REPR_SHORT_DIGITS, "None")
 
 
 def array_text(x: npt.ArrayLike, max_d: int = REPR_MAX_D) -> str | None:

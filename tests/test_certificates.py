@@ -16,6 +16,7 @@ from scipy.integrate import solve_ivp
 from scipy.linalg import expm
 
 from riccati_tf import Gaussian, Params, certify, equilibria, flow
+from riccati_tf.display import number
 from riccati_tf.errors import InvalidInputError, SolverError
 from riccati_tf.stability.certificates.constants import BALL_RTOL, REGIMES
 from riccati_tf.stability.certificates.rationals import _exact_ok
@@ -693,7 +694,7 @@ def test_reprs_are_compact_and_never_run_check(monkeypatch):
     # Σ* = P⁻¹ with AᵀP + PA = G = 2I: 0.5 I, written as a LaTeX matrix
     latex = c._repr_latex_()
     assert latex.count("0.5") == 3 and latex.count("&") == 6 and "pmatrix" in latex
-    assert blow.regime == "blows_up" and f"{blow.blowup_time:.4g}" in blow._repr_latex_()
+    assert blow.regime == "blows_up" and number(blow.blowup_time) in blow._repr_latex_()
     assert f"T*={blow.blowup_time:.4g}" in repr(blow)
     assert big._repr_latex_() is None and len(repr(big)) < 200  # no matrix beyond LATEX_MAX_D
 

@@ -198,11 +198,11 @@ def test_one_axis_phase_diagram_labels_both_panels():
 
 
 @pytest.mark.parametrize("values, rank, shown", [
-    ([0.6668, 14800.0], 2, "6.668 × 10<sup>−1</sup>, 1.480 × 10<sup>4</sup>"),
-    ([0.4796, 0.8969], 2, "0.4796, 0.8969"),
-    ([1.0, 2.0], 2, "1.000, 2.000"),
-    ([-3e-17, 1.7351234], 1, "0, 1.735 (rank 1)"),
-    ([2e-19, -1e-18, 1e-3], 1, "0, 0, 0.001000 (rank 1)"),
+    ([0.6668, 14800.0], 2, "1.480 × 10<sup>4</sup>, 6.668 × 10<sup>−1</sup>"),
+    ([0.4796, 0.8969], 2, "0.8969, 0.4796"),
+    ([1.0, 2.0], 2, "2.000, 1.000"),
+    ([-3e-17, 1.7351234], 1, "1.735, 0 (rank 1)"),
+    ([2e-19, -1e-18, 1e-3], 1, "0.001000, 0, 0 (rank 1)"),
     ([0.0, 0.0], 0, "0, 0 (rank 0)"),
 ])
 def test_eigenvalues_are_written_in_one_notation_with_exact_zeros(values, rank, shown):
@@ -219,7 +219,7 @@ def test_rank_deficient_final_covariance_shows_zeros_not_rounding_noise():
     u = np.array([[1.0], [2.0], [-0.5]])
     lam = np.linalg.eigvalsh(u @ u.T)
     assert np.count_nonzero(lam) == 3  # rounding noise in the two zero eigenvalues
-    assert eigenvalue_cell(lam, 1) == "0, 0, 5.250 (rank 1)"
+    assert eigenvalue_cell(lam, 1) == "5.250, 0, 0 (rank 1)"
 
 
 def test_probe_numbers_are_an_html_table(quick_report):

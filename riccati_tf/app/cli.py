@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 import numpy as np
 import numpy.typing as npt
 
+from ..display import DIGITS
 from ..errors import InvalidInputError, SolverError
 from ..io.serialize import to_jsonable
 from ..io.spec import (
@@ -101,8 +102,6 @@ PROGRESS_CHUNKS = 100
 #: that the replay's integration error stays well below the plan's tolerance DEFAULT_TOL = 1e-8:
 #: an open-loop tracking plan, B(t) = Σ(t)⁺R, amplifies integration errors)
 REPLAY_RTOL, REPLAY_ATOL = 1e-12, 1e-14
-#: significant digits of the numbers in human summaries (--json prints every digit)
-DIGITS = 6
 #: width of wrapped text in human summaries
 TEXT_WIDTH = 100
 #: rows of the particles summary table

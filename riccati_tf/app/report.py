@@ -161,12 +161,12 @@ def _scientific(value: float) -> str:
 
 
 def eigenvalue_cell(eigenvalues: npt.ArrayLike, rank: int) -> str:
-    """HTML of the eigenvalues of a PSD matrix of known rank r, in increasing order: the d − r
-    smallest are exactly 0 (their computed values are rounding noise) and written 0, the others
-    by `significant`; "(rank r)" follows when r < d."""
-    lam = np.sort(np.asarray(eigenvalues, dtype=float))
+    """HTML of the eigenvalues of a PSD matrix of known rank r, largest first (as the command
+    line lists them): the r largest by `significant`, then the d − r smallest, exactly 0 (their
+    computed values are rounding noise), written 0; "(rank r)" follows when r < d."""
+    lam = np.sort(np.asarray(eigenvalues, dtype=float))[::-1]
     d = lam.size
-    shown = np.concatenate([np.zeros(d - rank), lam[d - rank:]])
+    shown = np.concatenate([lam[:rank], np.zeros(d - rank)])
     return ", ".join(significant(shown.tolist())) + (f" (rank {rank})" if rank < d else "")
 
 

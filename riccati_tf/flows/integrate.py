@@ -630,41 +630,9 @@ def flow(params: Params | Callable[[float], Params], gaussian: Gaussian, t_final
 
     (multi-head: V Σ B → Σ_h V_h Σ B_h) from m(0) = gaussian.mean, Σ(0) = gaussian.cov.
 
-    Methods. "exact" (scalar value matrices V_h = v_h I only): the closed form of SPEC §5,
-
-        Σ(t) = e^{At} Σ0 (I + W(t) Σ0)⁻¹ e^{Aᵀt},   W(t) = ∫_0^t e^{Aᵀs} G e^{As} ds,
-
-    with G = −Σ_h v_h (B_h + B_hᵀ), evaluated in square-root form in steps (Van Loan block
-    exponentials); the blow-up time is the first root of det(I + W(t)Σ0), located by Brent's
-    method; long horizons end early once the state provably settles; the mean by
-    error-controlled Gauss collocation (see `riccati_tf.flows.exact`). "rk": DOP853 on the full
-    system with a blow-up event (tr Σ beyond 1e8 tr Σ0, the quadratic terms driving ≥ 99 % of
-    its growth: T* = t + tr Σ/(d tr Σ/dt)). Without dense output, where the quadratic terms
-    drive most of the growth of tr Σ (from the start, or once tr Σ has doubled, quadrupled, ...),
-    in Sundman's time σ, dt/dσ ∝ 1/tr Σ, which turns the pole into exponential growth at a
-    steady step, with a pole stop: after every step T_k = t_k + tr Σ/(d tr Σ/dt) (Newton's step
-    on 1/tr Σ, error O((T* − t_k)^p), p ≥ 1), and the run ends once these estimates agree to
-    u ≤ rtol·T_k over a 4-fold fall of the remaining time, T* then bracketed in
-    [t_k, T_k + u] (`Trajectory.blowup_bracket`; u ≥ 3|T_k − T*| for errors that are powers of
-    T* − t, see POLE_SPAN), long before the 1e8-fold growth. rtol/atol apply, atol capped for
-    Σ_ij at rtol·√((Σ0)_ii (Σ0)_jj) so that variances below atol are resolved relative to their
-    size.
-    From d = FACTOR_MIN_D on, a time-invariant layer's dense heads whose V_h has numerical rank
-    ≤ d/2 are integrated through pivoted-QR factors of V_h (and of B_h where its rank is ≤ d/2
-    too; `riccati_tf.state.lowrank.factored_layer`: each factored matrix within FACTOR_RTOL =
-    4 eps relative of the given one), so a right-hand side costs O(d² Σ_h r_h) instead of
-    O(H d³), as for `Head` factors; the factorisations cost about two DOP853 steps.
-    "auto": exact when it applies, else rk.
-
-    Blow-up. A finite-time blow-up at T* ≤ t_final ends the trajectory: status "blowup"
-    (blowup_kind "singularity"), states before T* only, and the unit direction along which
-    Σ(t) diverges. One after t_final is no blow-up: the state at t_final is returned, unless
-    t_final is so close to T* that the end state, Σ ~ 1/(T* − t), is known only to more than
-    NEAR_BLOWUP_RTOL relative (rk: rtol·T*/(T* − t_final); exact: about
-    eps·n^{3/4}·T*/(T* − t_final) after n steps) or rk cannot tell on which side of t_final T*
-    lies: then SolverError. Before a blow-up, exact returns no state within rounding reach of
-    T* (an estimated error above NEAR_BLOWUP_RTOL). A returned trajectory holds finite states
-    only.
+    "auto" integrates by the closed form ("exact") when every head's value matrix is scalar,
+    else by DOP853 ("rk"); a finite-time blow-up at T* ≤ t_final ends the trajectory (status
+    "blowup"). How each method works, and what a blow-up returns: Notes.
 
     Parameters
     ----------
@@ -719,7 +687,7 @@ def flow(params: Params | Callable[[float], Params], gaussian: Gaussian, t_final
     SolverError
         When the work budget is spent (or provably would be, before any work), a state leaves
         the floating-point range without a blow-up, t_final lies too close to T* for the end
-        state to be known (see Blow-up above), rk cannot tell whether T* precedes t_final,
+        state to be known (see Notes, Blow-up), rk cannot tell whether T* precedes t_final,
         rounding in G decides whether (or when) Σ blows up, or (exact) the states are not
         determined by the data to NEAR_BLOWUP_RTOL relative: rounding-level changes of G move
         them further (Σ large along directions where G nearly vanishes; see
@@ -731,6 +699,44 @@ def flow(params: Params | Callable[[float], Params], gaussian: Gaussian, t_final
     Trajectory : the result, its indexing and dense output.
     moment_rhs : the right-hand side (ṁ, Σ̇).
     certify : a certificate of where the flow goes (equilibrium or blow-up).
+
+    Notes
+    -----
+    Methods. "exact" (scalar value matrices V_h = v_h I only): the closed form of SPEC §5,
+
+        Σ(t) = e^{At} Σ0 (I + W(t) Σ0)⁻¹ e^{Aᵀt},   W(t) = ∫_0^t e^{Aᵀs} G e^{As} ds,
+
+    with G = −Σ_h v_h (B_h + B_hᵀ), evaluated in square-root form in steps (Van Loan block
+    exponentials); the blow-up time is the first root of det(I + W(t)Σ0), located by Brent's
+    method; long horizons end early once the state provably settles; the mean by
+    error-controlled Gauss collocation (see `riccati_tf.flows.exact`). "rk": DOP853 on the full
+    system with a blow-up event (tr Σ beyond 1e8 tr Σ0, the quadratic terms driving ≥ 99 % of
+    its growth: T* = t + tr Σ/(d tr Σ/dt)). Without dense output, where the quadratic terms
+    drive most of the growth of tr Σ (from the start, or once tr Σ has doubled, quadrupled, ...),
+    in Sundman's time σ, dt/dσ ∝ 1/tr Σ, which turns the pole into exponential growth at a
+    steady step, with a pole stop: after every step T_k = t_k + tr Σ/(d tr Σ/dt) (Newton's step
+    on 1/tr Σ, error O((T* − t_k)^p), p ≥ 1), and the run ends once these estimates agree to
+    u ≤ rtol·T_k over a 4-fold fall of the remaining time, T* then bracketed in
+    [t_k, T_k + u] (`Trajectory.blowup_bracket`; u ≥ 3|T_k − T*| for errors that are powers of
+    T* − t, see POLE_SPAN), long before the 1e8-fold growth. rtol/atol apply, atol capped for
+    Σ_ij at rtol·√((Σ0)_ii (Σ0)_jj) so that variances below atol are resolved relative to their
+    size.
+    From d = FACTOR_MIN_D on, a time-invariant layer's dense heads whose V_h has numerical rank
+    ≤ d/2 are integrated through pivoted-QR factors of V_h (and of B_h where its rank is ≤ d/2
+    too; `riccati_tf.state.lowrank.factored_layer`: each factored matrix within FACTOR_RTOL =
+    4 eps relative of the given one), so a right-hand side costs O(d² Σ_h r_h) instead of
+    O(H d³), as for `Head` factors; the factorisations cost about two DOP853 steps.
+    "auto": exact when it applies, else rk.
+
+    Blow-up. A finite-time blow-up at T* ≤ t_final ends the trajectory: status "blowup"
+    (blowup_kind "singularity"), states before T* only, and the unit direction along which
+    Σ(t) diverges. One after t_final is no blow-up: the state at t_final is returned, unless
+    t_final is so close to T* that the end state, Σ ~ 1/(T* − t), is known only to more than
+    NEAR_BLOWUP_RTOL relative (rk: rtol·T*/(T* − t_final); exact: about
+    eps·n^{3/4}·T*/(T* − t_final) after n steps) or rk cannot tell on which side of t_final T*
+    lies: then SolverError. Before a blow-up, exact returns no state within rounding reach of
+    T* (an estimated error above NEAR_BLOWUP_RTOL). A returned trajectory holds finite states
+    only.
 
     References
     ----------

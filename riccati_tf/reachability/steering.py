@@ -44,7 +44,7 @@ from numpy.typing import ArrayLike, NDArray
 from scipy.linalg import expm, logm
 from scipy.optimize import least_squares
 
-from ..display import html_table, latex_matrix, number
+from ..display import html_table, latex_matrix, number, repr_number
 from ..empirical.particles import ParticleRun, simulate
 from ..errors import InvalidInputError, RankMismatchError, SolverError, UnreachableError
 from ..flows.integrate import Trajectory, flow
@@ -612,8 +612,8 @@ class ControlPlan:
     def __repr__(self) -> str:
         """The plan without its arrays."""
         return (f"ControlPlan(route={self.route!r}, controls={self.controls!r}, d={self.start.d}, "
-                f"t_final={number(self.t_final)}, pieces={len(self.pieces)}, "
-                f"residual={number(self.residual)}, success={self.success})")
+                f"t_final={repr_number(self.t_final)}, pieces={len(self.pieces)}, "
+                f"residual={repr_number(self.residual)}, success={self.success})")
 
     def _repr_html_(self) -> str:
         rows = [("route", self.route), ("controls", self.controls), ("d", self.start.d),

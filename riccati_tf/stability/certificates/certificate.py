@@ -17,7 +17,7 @@ import numpy as np
 from numpy.typing import NDArray
 from scipy.linalg import LinAlgError
 
-from ...display import html_table, latex_matrix, number
+from ...display import html_table, latex_matrix, number, repr_number
 from ...errors import InvalidInputError, SolverError
 from ...state.params import Params
 from ..equilibria import (
@@ -198,8 +198,8 @@ class Certificate:
         """The verdict without the arrays (nothing is recomputed; call `check()` to verify)."""
         eq = "" if self.equilibrium is None else f", rank Σ*={self.equilibrium.rank}"
         return (f"Certificate(regime={self.regime!r}, exact={self.exact}, global_={self.global_}, "
-                f"theorem={self.theorem!r}, d={self.params.d}, rate={number(self.rate)}, "
-                f"T*={number(self.blowup_time)}{eq})")
+                f"theorem={self.theorem!r}, d={self.params.d}, rate={repr_number(self.rate)}, "
+                f"T*={repr_number(self.blowup_time)}{eq})")
 
     def _repr_html_(self) -> str:
         eq = self.equilibrium
