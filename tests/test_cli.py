@@ -673,3 +673,18 @@ def test_lazy_names_are_the_modules_objects():
     assert riccati_tf.stability.riccati.bernoulli is riccati_tf.stability.bernoulli
     with pytest.raises(AttributeError, match="no attribute 'flows_'"):
         riccati_tf.flows_  # noqa: B018
+
+
+def test_json_errors_are_json_and_debug_is_accepted_before_the_subcommand(tmp_path, capsys):
+    bad = {"params": PARAMS, "initial": {"mean": [0.0, 0.0], "cov": [[1.0, 0.0], [0.0, -1.0]]}}
+    code, out, err = run(tmp_path, capsys, bad, "certify", "--json")
+    assert code == 2 and out == ""
+    got = json.loads(err)  # one line: a JSON object like the results
+    assert got["command"] == "certify" and got["kind"] == "error"
+    assert "positive semidefinite" in got["message"]
+    code, _, err = run(tmp_path, capsys, bad, "certify")
+    assert code == 2 and err.startswith("riccati-tf certify: error: ")
+    path = tmp_path / "spec.json"
+    for argv in (["--debug", "certify", str(path)], ["certify", str(path), "--debug"]):
+        with pytest.raises(Exception, match="positive semidefinite"):  # the traceback's error
+            main(argv)

@@ -892,6 +892,9 @@ def build_parser() -> argparse.ArgumentParser:
                     "flows, certificates and reachability. Spec files are JSON or YAML with "
                     "matrices as nested lists.")
     parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
+    # also before the subcommand; a subcommand's own --debug would overwrite a shared dest
+    parser.add_argument("--debug", dest="debug_all", action="store_true",
+                        help="show tracebacks and warnings (also accepted after the subcommand)")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     for name, (help_text, _handler, needs_spec) in COMMANDS.items():
         extra: dict[str, Any] = {"epilog": _steer_epilog,
@@ -977,12 +980,16 @@ def _stdout_to_devnull() -> None:
 
 
 def _say(args: argparse.Namespace, kind: str, exc: object) -> None:
-    # one line; control and bidirectional characters (from spec keys, paths) escaped
+    # one line; control and bidirectional characters (from spec keys, paths) escaped; with
+    # --json a JSON object {"command", "kind", "message"}, as the results are
     text = one_line(str(exc)) or type(exc).__name__
     if sys.stderr is None:  # started with stderr closed (2>&-): print(file=None) is stdout
         return
+    line = (json.dumps({"command": args.command, "kind": kind, "message": text},
+                       ensure_ascii=False) if getattr(args, "json", False) else
+            f"riccati-tf {args.command}: {kind}: {text}")
     try:
-        print(f"riccati-tf {args.command}: {kind}: {text}", file=sys.stderr)
+        print(line, file=sys.stderr)
     except (OSError, ValueError):  # stderr closed meanwhile: nothing more to say
         pass
 
@@ -1103,6 +1110,7 @@ def main(argv: list[str] | None = None) -> int:
     2
     """
     args = build_parser().parse_args(argv)
+    args.debug = args.debug or args.debug_all
     try:
         with warnings.catch_warnings():
             if not args.debug:  # the contract is one line on stderr: numpy's warnings are
