@@ -644,7 +644,7 @@ def test_console_entry_after_a_sweep_exits_cleanly(tmp_path):
     got = subprocess.run(run, capture_output=True, text=True, timeout=300)
     assert got.returncode == 0, got.stderr
     assert (tmp_path / "out" / "manifest.json").exists()
-    assert '"collapses": 3' in got.stdout  # the summary, flushed before the process ends
+    assert "collapses 3" in got.stdout  # the summary, flushed before the process ends
 
 
 @pytest.mark.parametrize("code", [
