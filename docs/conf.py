@@ -80,6 +80,9 @@ nb_execution_mode = "force"
 nb_execution_timeout = 600
 nb_execution_raise_on_error = True
 nb_execution_show_tb = True
+#: Markdown that a notebook cell displays (IPython.display.Markdown) is parsed as MyST, whose
+#: syntax has pipe tables (myst-nb's default, CommonMark, has none: a table became a paragraph)
+nb_render_markdown_format = "myst"
 myst_enable_extensions = ["dollarmath", "amsmath"]
 myst_heading_anchors = 3
 
