@@ -20,9 +20,9 @@ SYMBOLS = {
     "Σ": r"\Sigma ", "Φ": r"\Phi ", "μ": r"\mu ", "τ": r"\tau ", "λ": r"\lambda ",
     "σ": r"\sigma ", "∇": r"\nabla ", "∂": r"\partial ", "∫": r"\int ", "∈": r"\in ",
     "⟨": r"\langle ", "⟩": r"\rangle ", "×": r"\times ", "−": "-", "·": r"\cdot ",
-    "⪰": r"\succeq ", "≻": r"\succ ", "≺": r"\prec ", "≲": r"\lesssim ", "‖": r"\|",
+    "⪰": r"\succeq ", "⪯": r"\preceq ", "≻": r"\succ ", "≺": r"\prec ", "≲": r"\lesssim ",
     "∞": r"\infty ", "~": r"\sim ", "→": r"\to ", "ᵀ": r"^{\top}", "⁻¹": "^{-1}", "⁺": "^{+}",
-    "²": "^{2}", "ᶜ": "^{c}",
+    "²": "^{2}", "ᶜ": "^{c}", "‖": r"\|",
 }
 DOTTED = {"Σ̇": r"\dot{\Sigma}", "Φ̇": r"\dot{\Phi}", "σ̇": r"\dot{\sigma}", "ṁ": r"\dot{m}",
           "ẋ": r"\dot{x}", "ż": r"\dot{z}", "Ṗ": r"\dot{P}"}
