@@ -385,3 +385,17 @@ def test_report_out_below_a_file_or_on_a_forged_marker(tmp_path, monkeypatch, ca
         assert len(capsys.readouterr().err.strip().splitlines()) == 1
     assert (tmp_path / "plain").read_text() == "x"
     assert _files(tmp_path / "forged") == {".riccati-tf-files.json": b'{"files": "all"}'}
+
+
+@pytest.mark.parametrize("missing, section_name", [("pyarrow", "sweep_section"),
+                                                   ("transformers", "model_section")])
+def test_a_section_without_its_optional_dependency_is_skipped_with_a_note(
+        tmp_path, monkeypatch, missing, section_name):
+    # a core install (no extras) still writes the report: the section says what to install
+    import sys
+
+    from riccati_tf.app import report
+
+    monkeypatch.setitem(sys.modules, missing, None)  # `import missing` raises ImportError
+    section = getattr(report, section_name)(report.Options(tmp_path / "out", True, None))
+    assert "skipped" in section.body and "pip install" in section.body and not section.figures

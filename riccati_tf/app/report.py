@@ -399,6 +399,13 @@ def sweep_section(opts: Options) -> Section:
     """Phase diagram of a batched parameter sweep (regimes over v and the spectrum of A)."""
     from ..sweep import report_section
 
+    try:  # the sweep stores its results with pyarrow (the optional extra riccati-tf[dask])
+        import pyarrow  # noqa: F401
+    except ImportError:
+        return Section("sweep", "Parameter sweep: a phase diagram (SPEC §5)",
+                       "<p>Sweep section skipped: pyarrow is not installed. Install the "
+                       "optional dependencies (pip install 'riccati-tf[dask]') to see the phase "
+                       "diagram of a batched sweep.</p>")
     section = report_section(opts.quick)
     n = section.numbers
     caption = (f"Phase diagram of {n['n_configs']} scalar-V layers on a {n['grid'][0]} × "
