@@ -1122,7 +1122,7 @@ class _PoleWatch:
         if not far:
             return None
         del self.estimates[:far[-1]]
-        u = max(abs(Ti - T) for _, Ti in self.estimates) + 4 * np.finfo(float).eps * T
+        u = max(abs(Ti - T) for _, Ti in self.estimates) + 4 * EPS * T
         return (T, u) if u <= self.tol * T and T + u <= self.t_end else None
 
 

@@ -30,6 +30,7 @@ from .constants import (
     EPS,
     MAX_GRAMIAN_STEPS,
     RANGE_RTOL,
+    SEGMENT_NORM_TIME,
     STATE_SCALE_BITS,
 )
 from .rationals import exact_rank
@@ -165,6 +166,21 @@ def _rate_scale(p: Params, cov0: np.ndarray) -> float:
     """max(‖A‖₂, c‖Σ0‖₂): the fastest rate the linear or the quadratic term can start with."""
     quadratic = quadratic_constant(p) * float(np.linalg.norm(cov0, 2))
     return max(drift_spectrum(p)[1], quadratic, float(np.finfo(float).tiny))
+
+
+def segment_length(p: Params, cov0: np.ndarray) -> float:
+    """The length of the segments in which certify integrates Σ (and check() replays it):
+    SEGMENT_NORM_TIME / ‖A‖₂, or for A = 0 SEGMENT_NORM_TIME over the quadratic term's rate
+    c‖Σ0‖₂ (one segment to the horizon would run the whole budget before the first check)."""
+    return SEGMENT_NORM_TIME / (drift_spectrum(p)[1] or _rate_scale(p, cov0))
+
+
+def psd_part(S: np.ndarray) -> np.ndarray:
+    """The symmetric part of S with its negative eigenvalues (rounding at a segment's end) set to
+    0: the state a segmented integration starts its next segment from."""
+    S = 0.5 * (S + S.T)
+    e, U = np.linalg.eigh(S)
+    return S if e[0] >= 0 else (U * np.clip(e, 0.0, None)) @ U.T
 
 
 def _blowup_scale(p: Params) -> float:

@@ -77,10 +77,10 @@ def attention_sign(p: Params) -> str | None:
     B_h exactly skew contribute 0 and are skipped; beyond EXACT_MAX_D a G visibly non-zero in
     floating point is rejected before any rational arithmetic)."""
     d = p.d
-    active = [(float(V[0, 0]), B) for V, B in p.heads if np.any(V) and np.any(B)]
-    if any(np.any(V - V[0, 0] * np.eye(d)) for V, B in p.heads if np.any(V) and np.any(B)):
+    present = [(V, B) for V, B in p.heads if np.any(V) and np.any(B)]
+    if any(np.any(V - V[0, 0] * np.eye(d)) for V, _ in present):
         return None
-    active = [(v, B) for v, B in active if not np.array_equal(B, -B.T)]
+    active = [(float(V[0, 0]), B) for V, B in present if not np.array_equal(B, -B.T)]
     if not active:
         return "zero"
     if d > EXACT_MAX_D:

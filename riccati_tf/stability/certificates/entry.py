@@ -270,7 +270,8 @@ def _bounded(p: Params, cov0: np.ndarray, base: dict) -> Certificate | None:
     `bounded.TOLERANCE` — and a witness S passes the re-check; else None (the other branches
     decide)."""
     A = p.A
-    if bounded.attention_sign(p) is None:
+    sign = bounded.attention_sign(p)  # G in rational arithmetic: decided once
+    if sign is None:
         return None
     if not np.array_equal(A, -A.T) and \
             not bounded.lyapunov_stable(A, None if p.d <= EXACT_MAX_D else bounded.TOLERANCE):
@@ -281,7 +282,7 @@ def _bounded(p: Params, cov0: np.ndarray, base: dict) -> Certificate | None:
     S, exact = got
     bound = bounded.bound_of(S, cov0) * (1 + BOUND_RTOL / 2)
     term = ("the attention term vanishes identically (decided exactly): Σ(t) = e^{At}Σ0e^{Aᵀt}"
-            if bounded.attention_sign(p) == "zero" else
+            if sign == "zero" else
             "the attention term is −ΣGΣ with G ⪰ 0 (decided exactly): Σ(t) ⪯ e^{At}Σ0e^{Aᵀt}")
     how = ("S ≻ 0 and AᵀS + SA ⪯ 0 verified in exact rational arithmetic" if exact else
            "S ≻ 0 and AᵀS + SA ⪯ 0 within lyapunov_rtol, A's eigenvalues on iℝ semisimple and "

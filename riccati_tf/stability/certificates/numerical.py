@@ -30,7 +30,7 @@ from ..equilibria import (
     drift_spectrum,
     equilibria,
 )
-from .blowup import _blowup_scale, _rate_scale, scaled_heads, state_scale
+from .blowup import _blowup_scale, _rate_scale, psd_part, scaled_heads, segment_length, state_scale
 from .certificate import Certificate, _converged
 from .constants import (
     BALL_AIM,
@@ -49,7 +49,6 @@ from .constants import (
     MAX_GROWTH,
     MAX_NORM_TIME,
     MAX_RHS_EVALUATIONS,
-    SEGMENT_NORM_TIME,
 )
 from .local import _approaches, _level, _local, _zero_equilibrium, _zero_sublevel, _ZeroSublevel
 
@@ -437,10 +436,7 @@ class _Integrator:
         self.top = GROWTH_STOP * min(max(self.tr0, scale), MAX_GROWTH * self.tr0)
         # a start far above the blow-up scale first falls to it: collapse is judged below both
         self.bottom = min(self.tr0, scale if scale > 0 else self.tr0) / GROWTH_STOP
-        # A = 0: segments on the quadratic term's rate c‖Σ0‖₂ instead (one segment to the
-        # horizon would run the whole budget before the first check of tr Σ)
-        norm = drift_spectrum(p)[1] or _rate_scale(p, cov0)
-        self.seg = SEGMENT_NORM_TIME / norm
+        self.seg = segment_length(p, cov0)
         self.t, self.S = 0.0, cov0 / sigma  # Σ/σ; times and states hold Σ itself
         self.times, self.states = [0.0], [cov0]
         self.stopped = False
@@ -473,19 +469,13 @@ class _Integrator:
                             float(bracket[1]) - float(traj.blowup_time))
             self.times += [self.t + h / 2, self.t + h]
             self.t += h
-            self.S = _psd_part(traj.cov[-1])
+            self.S = psd_part(traj.cov[-1])
             self.states += [self.sigma * traj.cov[1], self.sigma * self.S]
             tr = np.trace(self.S)
             if not (self.bottom < tr < self.top):
                 self.stopped = True
         i = int(np.argmin(np.abs(np.array(self.times) - self.t / 2)))
         return _Run(self.t, self.states[i], self.states[-1])
-
-
-def _psd_part(S: np.ndarray) -> np.ndarray:
-    S = 0.5 * (S + S.T)
-    e, U = np.linalg.eigh(S)
-    return S if e[0] >= 0 else (U * np.clip(e, 0.0, None)) @ U.T
 
 
 def _horizon(p: Params, cov0: np.ndarray) -> float:

@@ -34,11 +34,12 @@ from .blowup import (
     _blowup_scale,
     _gramian,
     _rank0,
-    _rate_scale,
     _threshold,
     blowup_check,
     cov_root,
+    psd_part,
     scaled_heads,
+    segment_length,
     state_scale,
 )
 from .constants import (
@@ -54,7 +55,6 @@ from .constants import (
     RANGE_RTOL,
     REGIMES,
     REPLAY_RTOL,
-    SEGMENT_NORM_TIME,
     THRESHOLD_RTOL,
 )
 from .local import _approaches, _level, _local_bounds, _zero_sublevel
@@ -218,7 +218,7 @@ def _replay(c: Certificate, until: float, sigma: float = 1.0) -> tuple[
     tol = c.tolerance or {}
     method = "exact" if p.value_scalars is not None else "rk"
     layer = scaled_heads(p, sigma)
-    seg = SEGMENT_NORM_TIME / (drift_spectrum(p)[1] or _rate_scale(p, c.cov0))  # as certify
+    seg = segment_length(p, c.cov0)  # as certify
     t, S = 0.0, np.array(c.cov0, dtype=float) / sigma
     times, states = [0.0], [S]
     while t < until * (1 - 1e-12):
@@ -233,9 +233,7 @@ def _replay(c: Certificate, until: float, sigma: float = 1.0) -> tuple[
         if traj.blowup_time is not None:
             return sigma * states[-1], sigma * traj.cov[-1], (t + float(traj.blowup_time),
                                                               traj.blowup_direction)
-        S = 0.5 * (traj.cov[-1] + traj.cov[-1].T)
-        e, U = np.linalg.eigh(S)
-        S = S if e[0] >= 0 else (U * np.clip(e, 0.0, None)) @ U.T
+        S = psd_part(traj.cov[-1])
         times += [t + h / 2, t + h]
         states += [traj.cov[1], S]
         t += h
