@@ -80,7 +80,9 @@ def exit_process(code: int) -> NoReturn:
     os._exit(code)
 
 
-def _pa() -> tuple[Any, Any]:
+def require_pyarrow() -> tuple[Any, Any]:
+    """(pyarrow, pyarrow.parquet), or InvalidInputError naming the extra to install (the store
+    and the report's sweep section ask here)."""
     try:
         import pyarrow as pa
         import pyarrow.parquet as pq
@@ -92,7 +94,7 @@ def _pa() -> tuple[Any, Any]:
 
 def table_from_columns(columns: dict[str, np.ndarray]) -> Any:
     """A pyarrow Table from {name: 1-D numpy array} (object arrays of str → string columns)."""
-    pa, _ = _pa()
+    pa, _ = require_pyarrow()
     arrays = {}
     for name, col in columns.items():
         col = np.asarray(col)
@@ -102,7 +104,7 @@ def table_from_columns(columns: dict[str, np.ndarray]) -> Any:
 
 
 def _table_bytes(table: Any) -> bytes:
-    pa, pq = _pa()
+    pa, pq = require_pyarrow()
     sink = pa.BufferOutputStream()
     pq.write_table(table, sink, compression="zstd")
     return sink.getvalue().to_pybytes()
@@ -110,7 +112,7 @@ def _table_bytes(table: Any) -> bytes:
 
 def _parse_table(data: bytes) -> Any:
     """The Parquet table in `data`, or None when the bytes are not a readable Parquet file."""
-    pa, pq = _pa()
+    pa, pq = require_pyarrow()
     try:
         return pq.read_table(io.BytesIO(data))
     except (pa.ArrowException, OSError, ValueError):
@@ -518,7 +520,7 @@ class ResultStore:
                                     f"{missing[0]}); run the sweep again to resume")
         if self.manifest["results"] is not None:
             return self.root / RESULTS
-        pa, _ = _pa()
+        pa, _ = require_pyarrow()
         table = pa.concat_tables([read_parquet(self.root / CHUNK_DIR / chunk_file(c))
                                   for c in range(self.n_chunks)])
         if not np.array_equal(table.column("config_id").to_numpy(),
@@ -584,7 +586,7 @@ def read_results(path: str | Path) -> Any:
     >>> table.column("v").to_pylist(), table.column("regime").to_pylist(), rows
     ([-1.0, 1.0], ['collapses', 'blows_up'], 2)
     """
-    pa, _ = _pa()
+    pa, _ = require_pyarrow()
     path = Path(path)
     if path.is_dir():
         manifest = read_manifest(path)
