@@ -6,7 +6,8 @@ standard deviation ≈ √r, 1.4 … 5.7), and A = 0, Hurwitz (−I/2 + noise) o
 (I/2 + noise), noise i.i.d. N(0, 0.01/d); Σ0 = I. Per d and kind: the CPU time of one
 `equilibria(params)` (run as `equilibrium_search`, whose work spent and completeness are printed)
 and one `certify(params, Σ0)` (every per-layer cache cleared first) in units
-of one scipy.linalg.solve_continuous_lyapunov of the same d timed in the same run, the regime,
+of one scipy.linalg.solve_continuous_lyapunov of the same d timed in the same run (before and
+after each layer's two calls, geometric mean: the unit follows the machine's load), the regime,
 and its agreement with an independent integration: scipy's DOP853 (rtol 1e-12, atol 1e-14 tr Σ0)
 of the covariance ODE written out here from the factors — T* (the time tr Σ reaches 1e10 tr Σ0)
 to 1e-6 relative for "blows_up", Σ(t) against Σ* to 1e-8 relative to ‖Σ0‖ at the
@@ -142,12 +143,14 @@ def main(argv: list[str] | None = None) -> None:
         M = -np.eye(d) + 0.1 * rng.standard_normal((d, d)) / np.sqrt(d)
         Q = rng.standard_normal((d, d))
         Q = Q @ Q.T
-        unit = lyapunov_unit(M, Q)
-        print(f"# d = {d}: unit = one solve_continuous_lyapunov, {1e3 * unit:.3g} ms")
+        before = lyapunov_unit(M, Q)
+        print(f"# d = {d}: unit = one solve_continuous_lyapunov, {1e3 * before:.3g} ms")
         for kind in KINDS:
             p, cov0 = layer(d, kind), np.eye(d)
             search, t_eq = timed(lambda p=p: equilibrium_search(p))
             cert, t_c = timed(lambda p=p, cov0=cov0: certify(p, cov0))
+            after = lyapunov_unit(M, Q)  # the unit around each pair of calls: load may drift
+            unit, before = float(np.sqrt(before * after)), after
             units["equilibria"].append(t_eq / unit)
             units["certify"].append(t_c / unit)
             found = ", ".join(f"rank {e.rank} stable {e.stable}" for e in search.equilibria) \

@@ -1007,9 +1007,8 @@ def test_every_rk_integration_of_certify_uses_the_factored_heads():
 
 
 def test_collapse_needs_no_newton_search_from_sigma0(monkeypatch):
-    """With the continuation finding no ball and A Hurwitz, the zero sublevel set alone guides
-    the integration: Newton from Σ0 is not run while Σ(t) heads into it (one `equilibria` call,
-    the continuation's)."""
+    """With A Hurwitz the zero sublevel set alone guides the integration: no equilibrium search
+    (neither the continuation nor Newton from Σ0) runs while Σ(t) heads into it."""
     import riccati_tf.stability.certificates.numerical as certificates
 
     calls = []
@@ -1018,13 +1017,31 @@ def test_collapse_needs_no_newton_search_from_sigma0(monkeypatch):
                         lambda p, **kw: calls.append(kw.get("starts", ())) or original(p, **kw))
     c = certify(_stable_48(), np.eye(48))
     assert c.regime == "collapses" and "tr(PΣ)" in c.reason
-    assert calls == [()]
+    assert calls == []
+
+
+def test_a_blowup_before_the_first_check_needs_no_search(monkeypatch):
+    """A real-shape layer (d = 48, 12 heads of rank 4, anti-stable A) that blows up before the
+    attracting-ball run's first check: no equilibrium search at all, and T* as DOP853 on the
+    factors gives it (benchmarks.multihead.reference) to 1e-8."""
+    import riccati_tf.stability.certificates.numerical as certificates
+    from benchmarks.multihead import layer, reference
+
+    calls = []
+    original = certificates.equilibria
+    monkeypatch.setattr(certificates, "equilibria",
+                        lambda p, **kw: calls.append(kw.get("starts", ())) or original(p, **kw))
+    p = layer(48, "antistable", seed=5)
+    c = certify(p, np.eye(48))
+    assert c.regime == "blows_up" and calls == []
+    T, _ = reference(p, np.eye(48), 2 * c.blowup_time)
+    assert T is not None and abs(T - c.blowup_time) <= 1e-8 * T
 
 
 def test_a_stalling_collapse_searches_from_the_current_state(monkeypatch):
     """When Σ(t), at its rate, would not enter the zero sublevel set before the horizon (here a
-    level shrunk to 1e-300), Newton runs once from the state at that check — not from Σ0 —
-    and the integration goes on."""
+    level shrunk to 1e-300), the equilibria are searched once, from the state at that check —
+    not from Σ0 — and the integration goes on."""
     import riccati_tf.stability.certificates.numerical as certificates
 
     original_ball = certificates._zero_ball
@@ -1035,8 +1052,8 @@ def test_a_stalling_collapse_searches_from_the_current_state(monkeypatch):
     monkeypatch.setattr(certificates, "_balls",
                         lambda p, starts: calls.append(starts) or original(p, starts))
     certificates._attracting_ball(_stable_48(), np.eye(48), {}, 50.0, 0.0)
-    assert len(calls) == 2 and calls[0] == ()
-    (state,) = calls[1]
+    assert len(calls) == 1
+    (state,) = calls[0]
     assert np.trace(state) < 0.5 * 48  # a later state of the collapse, not Σ0 = I
 
 
@@ -1328,3 +1345,24 @@ def test_huge_heads_answer_as_the_rescaled_start(kind):
                                    atol=1e-10 * np.abs(twin.equilibrium.cov).max())
         np.testing.assert_allclose(s * huge.final_cov, twin.final_cov, rtol=1e-4,
                                    atol=1e-8 * np.abs(twin.final_cov).max())
+
+
+def test_segments_without_drift_follow_the_attention_rate():
+    """A = 0: certify's segments last SEGMENT_NORM_TIME over ‖Σ_h V_hΣ0B_h‖₂, the rate at which
+    Σ starts to move (not over the 10–40× larger bound c‖Σ0‖₂); a rest point Σ0 (here heads
+    that annihilate it) falls back on the bound; with A ≠ 0 the segments follow ‖A‖₂."""
+    from benchmarks.multihead import layer
+    from riccati_tf.stability.certificates.blowup import _rate_scale, segment_length
+    from riccati_tf.stability.certificates.constants import SEGMENT_NORM_TIME
+
+    p = layer(24, "zero")
+    S0 = np.eye(24) + 0.1 * np.ones((24, 24))
+    rate = np.linalg.norm(sum(V @ S0 @ B for V, B in p.heads), 2)
+    assert segment_length(p, S0) == pytest.approx(SEGMENT_NORM_TIME / rate, rel=1e-12)
+    assert segment_length(p, S0) > 5 * SEGMENT_NORM_TIME / _rate_scale(p, S0)
+    e1 = np.eye(3)[:, :1]
+    rest = Params(np.zeros((3, 3)), B=np.eye(3) - e1 @ e1.T, V=np.eye(3))
+    S1 = e1 @ e1.T
+    assert segment_length(rest, S1) == SEGMENT_NORM_TIME / _rate_scale(rest, S1)
+    q = layer(24, "hurwitz")
+    assert segment_length(q, S0) == SEGMENT_NORM_TIME / np.linalg.norm(q.A, 2)

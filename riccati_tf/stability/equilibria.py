@@ -1045,9 +1045,26 @@ def drift_spectrum(params: Params) -> tuple[NDArray[np.complex128], float]:
 @lru_cache(maxsize=8)
 def quadratic_constant(params: Params) -> float:
     """c with ‖Σ_h (V_h H B_h H + H B_hᵀ H V_hᵀ)‖_F ≤ c ‖H‖_F²: c = 2 Σ_h ‖V_h‖₂ ‖B_h‖₂.
-    F(Σ* + H) = F(Σ*) + L(H) + that quadratic term, and ‖L_Σ − L_Σ'‖ ≤ 2c ‖Σ − Σ'‖_F."""
-    return float(2.0 * sum((np.linalg.norm(V, 2) * np.linalg.norm(B, 2)
-                            for V, B in params.heads), start=0.0))
+    F(Σ* + H) = F(Σ*) + L(H) + that quadratic term, and ‖L_Σ − L_Σ'‖ ≤ 2c ‖Σ − Σ'‖_F.
+    Factored heads are never formed (`head_norms`)."""
+    return float(2.0 * sum((v * b for v, b in head_norms(params)), start=0.0))
+
+
+def head_norms(params: Params, left: np.ndarray | None = None) -> list[tuple[float, float]]:
+    """(‖L V_h‖₂, ‖B_h‖₂) of every head, L = left (I when None). A head given as
+    `Head(Q, K, V, O)` (V_h = OV, B_h = KᵀQ) is never formed: ‖LOV‖₂ = ‖R V‖₂ and
+    ‖KᵀQ‖₂ = ‖R_K Q‖₂ with R, R_K the triangular factors of LO and Kᵀ (SVDs of r × d)."""
+    out = []
+    for h, f in enumerate(params.factors):
+        if f is None:
+            V, B = params.heads[h]
+            out.append((float(np.linalg.norm(V if left is None else left @ V, 2)),
+                        float(np.linalg.norm(B, 2))))
+        else:
+            LO = f.O if left is None else left @ f.O
+            out.append((float(np.linalg.norm(np.linalg.qr(LO, mode="r") @ f.V, 2)),
+                        float(np.linalg.norm(np.linalg.qr(f.K.T, mode="r") @ f.Q, 2))))
+    return out
 
 
 def natural_scale(params: Params) -> float:

@@ -170,9 +170,18 @@ def _rate_scale(p: Params, cov0: np.ndarray) -> float:
 
 def segment_length(p: Params, cov0: np.ndarray) -> float:
     """The length of the segments in which certify integrates Σ (and check() replays it):
-    SEGMENT_NORM_TIME / ‖A‖₂, or for A = 0 SEGMENT_NORM_TIME over the quadratic term's rate
-    c‖Σ0‖₂ (one segment to the horizon would run the whole budget before the first check)."""
-    return SEGMENT_NORM_TIME / (drift_spectrum(p)[1] or _rate_scale(p, cov0))
+    SEGMENT_NORM_TIME / ‖A‖₂, or for A = 0 SEGMENT_NORM_TIME over the rate at which the
+    attention term starts to move Σ, ‖Σ_h V_hΣ0B_h‖₂ (the field's linear part at Σ0), else
+    (Σ0 a rest point, or that rate out of the float range) over the bound c‖Σ0‖₂ of
+    `_rate_scale`. The bound c overestimates the rate of real heads by 10–40×: segments of its
+    length restart the integration a dozen times before a blow-up at T* = O(1/rate)."""
+    norm = drift_spectrum(p)[1]
+    if norm > 0:
+        return SEGMENT_NORM_TIME / norm
+    with np.errstate(over="ignore", invalid="ignore"):
+        M = p.M(cov0)
+        rate = float(np.linalg.norm(M, 2)) if np.all(np.isfinite(M)) else 0.0
+    return SEGMENT_NORM_TIME / (rate if 0 < rate < np.inf else _rate_scale(p, cov0))
 
 
 def psd_part(S: np.ndarray) -> np.ndarray:

@@ -21,6 +21,7 @@ from ..equilibria import (
     KRONECKER_MAX_D,
     Equilibrium,
     drift_spectrum,
+    head_norms,
     linearization_matrix,
     make_equilibrium,
     quadratic_constant,
@@ -156,7 +157,7 @@ def _zero_sublevel(p: Params) -> _ZeroSublevel | None:
     low = float(np.linalg.eigvalsh(P)[0]) - slack * norm_P
     if not (mu > 0 and low > 0):
         return None
-    kappa = 2 * sum(float(np.linalg.norm(P @ V, 2) * np.linalg.norm(B, 2)) for V, B in p.heads)
+    kappa = 2 * sum(v * b for v, b in head_norms(p, P))
     radius = BASIN_SAFETY * mu * low / kappa if kappa > 0 else np.inf
     rate = (1 - BASIN_SAFETY) * mu / norm_P
     eq = _zero_equilibrium(p)

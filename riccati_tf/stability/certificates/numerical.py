@@ -274,22 +274,20 @@ def _attracting_ball(p: Params, cov0: np.ndarray, base: dict, horizon: float,
     `_ZeroBall`), integrating (dense heads of low rank factored: `state.lowrank.factored_layer`)
     only until it does: the first check at a quarter segment of `_Integrator`, each later one
     where the distance, decaying at its rate over the last half segment, reaches BALL_AIM times
-    the radius (`_entry_wait`). The balls: those of the continuation's equilibria, and the zero
-    sublevel set for Hurwitz A; without either, those of Newton from the state at the first
-    check (a blow-up before it costs no Newton); with the zero set alone, Newton runs later,
-    from the state at the first check from which Σ(t), at its rate, would not enter the set
-    before the horizon. zero_only: the zero sublevel set alone, without Newton (d ≤ 30, where
+    the radius (`_entry_wait`). The balls: the zero sublevel set for Hurwitz A from the start;
+    those of the equilibria (`equilibria` with the state as a start: the continuation's and
+    Newton's from it) at the first check — a blow-up before it costs no search — or, with the
+    zero set, at the first check from which Σ(t), at its rate, would not enter the set before
+    the horizon. zero_only: the zero sublevel set alone, without Newton (d ≤ 30, where
     the caller's integration finds other equilibria and their local certificates). None when
     there is no ball, or the integration up to `horizon` within its budget enters none."""
     zero = _zero_ball(p)
-    balls = [] if zero_only else _balls(p, ())
-    if zero is not None:
-        balls.append(zero)
-    later = not balls and not zero_only  # Newton from the state at the first check
+    balls: list[_Ball | _ZeroBall] = [] if zero is None else [zero]
+    later = not balls and not zero_only  # the equilibria searched from the first check's state
     if not (balls or later):
         return None
-    # Newton from a later state, if Σ(t) stalls
-    deferred = zero if balls == [zero] and not zero_only else None
+    # with the zero set: searched from a later state, if Σ(t) stalls
+    deferred = zero if balls and not zero_only else None
     integrator = _Integrator(p, cov0, "rk", scale, rtol=BALL_RTOL, sigma=state_scale(p, cov0))
     longest = integrator.seg / BALL_CHECKS
     state, t, wait = cov0, 0.0, longest
