@@ -1,6 +1,9 @@
 """riccati_tf: the Gaussian (mean-field) dynamics of Transformers as a Riccati control system.
 
     ṁ = (A + V) m + V Σ B m + b,    Σ̇ = A Σ + Σ Aᵀ + V Σ B Σ + Σ Bᵀ Σ Vᵀ
+
+The mathematics and notation ("SPEC §n" in the docstrings) ship with the package:
+``importlib.resources.files("riccati_tf").joinpath("SPEC.md").read_text()``.
 """
 
 from typing import TYPE_CHECKING

@@ -61,7 +61,8 @@ class Options:
 class Section:
     """One part of the report: a title, an HTML body, PNG figures and the numbers it quotes;
     files: other files it adds to the folder {name: bytes}; captions: {figure name: what the
-    figure shows} (caption and alt text; a figure without one is described by the section)."""
+    figure shows} (caption and alt text; a figure without one is described by the section);
+    skipped: why the section was left out (an optional part missing), None when it ran."""
 
     key: str
     title: str
@@ -70,6 +71,7 @@ class Section:
     numbers: dict = field(default_factory=dict)
     files: dict[str, bytes] = field(default_factory=dict)
     captions: dict[str, str] = field(default_factory=dict)
+    skipped: str | None = None
 
     def caption(self, name: str) -> str:
         """The caption of figure `name` (its description, never its file name)."""
@@ -175,8 +177,8 @@ def proofs_section(opts: Options) -> Section:
     """Every derivation in proofs/ re-proved: symbolic simplification or exact rational points."""
     root = Path(__file__).resolve().parents[2]
     if not (root / "proofs" / "_verify.py").exists():
-        return Section("proofs", "Proofs (SPEC §2–§5)", "<p>proofs/ is not next to this "
-                       "installation (installed without the source tree); skipped.</p>")
+        why = "proofs/ is not next to this installation (installed without the source tree)"
+        return Section("proofs", "Proofs (SPEC §2–§5)", f"<p>{why}; skipped.</p>", skipped=why)
     sys.path.insert(0, str(root))
     try:
         import importlib
@@ -369,7 +371,7 @@ def model_section(opts: Options) -> Section:
     except ImportError as exc:
         return Section("model", title, f"<p>Model section skipped: {html.escape(str(exc))}. "
                        "Install the optional dependencies to see the moment prediction and the "
-                       "stability atlas of a real encoder.</p>")
+                       "stability atlas of a real encoder.</p>", skipped=str(exc))
     from ..empirical.encoders.outputs import report_parts
 
     parts = report_parts(opts.model, quick=opts.quick)
@@ -406,7 +408,8 @@ def sweep_section(opts: Options) -> Section:
     except InvalidInputError as exc:
         return Section("sweep", "Parameter sweep: a phase diagram (SPEC §5)",
                        f"<p>Sweep section skipped: {html.escape(str(exc))}. Install the "
-                       "optional dependencies to see the phase diagram of a batched sweep.</p>")
+                       "optional dependencies to see the phase diagram of a batched sweep.</p>",
+                       skipped=str(exc))
     section = report_section(opts.quick)
     n = section.numbers
     caption = (f"Phase diagram of {n['n_configs']} scalar-V layers on a {n['grid'][0]} × "
@@ -526,7 +529,7 @@ def write_report(out_dir: str | Path = "report", *, quick: bool = False,
 
     References
     ----------
-    .. [1] riccati_tf theory, SPEC §2–§7 (docs/SPEC.md).
+    .. [1] riccati_tf theory, SPEC §2–§7 (riccati_tf/SPEC.md, installed with the package).
 
     Examples
     --------
@@ -569,7 +572,8 @@ def write_report(out_dir: str | Path = "report", *, quick: bool = False,
             summary[section.key] = section.numbers
             files.update(section.figures)
             files.update(section.files)
-            say(f"      done in {time.perf_counter() - start:.1f} s")
+            say(f"      skipped: {section.skipped}" if section.skipped else
+                f"      done in {time.perf_counter() - start:.1f} s")
             bar.update()
     files[PAGE] = _page(sections).encode("utf-8")
     files[SUMMARY] = json.dumps(to_jsonable(summary), indent=2, allow_nan=False).encode("utf-8")
