@@ -990,7 +990,7 @@ def test_every_rk_integration_of_certify_uses_the_factored_heads():
     blow-up/growth run alike) step the layer with its low-rank dense heads factored, without
     b; below it, and for the closed form, the dense heads."""
     from benchmarks.equilibria import layer
-    from riccati_tf.stability.certificates.numerical import _Integrator
+    from riccati_tf.stability.certificates.integration import _Integrator
     from riccati_tf.state.lowrank import FACTOR_MIN_D
 
     for d, factored in ((FACTOR_MIN_D, True), (48, False)):

@@ -32,6 +32,7 @@ The modules, from the bottom of the import graph up:
                    AᵀS + SA ⪯ 0 (exact rationals or numerical), the bound on λ_max(Σ(t))
     local          local Lyapunov certificates: Newton–Kantorovich ball and basin level at Σ*,
                    the linear Lyapunov function tr(PΣ) of Σ* = 0 on the PSD cone
+    integration    the segmented integration of Σ that certify and check() share
     verification   `Certificate.check()`: every stored claim re-decided
     certificate    the `Certificate` dataclass
     numerical      numerical evidence: bounded integrations, attracting balls, growth
@@ -52,11 +53,11 @@ from .constants import (
 )
 from .entry import certify
 from .local import _level, _local, _local_bounds, _zero_equilibrium
+from .integration import _Integrator
 from .numerical import (
     _attracting_ball,
     _balls,
     _horizon,
-    _Integrator,
     _numerical,
     _quadratic_bound,
     _rate_scale,

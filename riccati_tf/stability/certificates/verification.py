@@ -14,12 +14,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import numpy as np
-from scipy.linalg import LinAlgError, cholesky
+from scipy.linalg import cholesky
 
-from ...errors import SolverError
 from ...flows.exact import van_loan
-from ...flows.integrate import flow
-from ...state.params import SCALAR_RTOL, Gaussian, Params
+from ...state.params import SCALAR_RTOL, Params
 from ..equilibria import (
     ACCEPT_RTOL,
     Equilibrium,
@@ -37,9 +35,6 @@ from .blowup import (
     _threshold,
     blowup_check,
     cov_root,
-    psd_part,
-    scaled_heads,
-    segment_length,
     state_scale,
 )
 from .constants import (
@@ -57,6 +52,7 @@ from .constants import (
     REPLAY_RTOL,
     THRESHOLD_RTOL,
 )
+from .integration import _Integrator
 from .local import _approaches, _level, _local_bounds, _zero_sublevel
 from .premises import THEOREMS, bracket_agrees, default_tolerance, premises, theorem_of
 from .rationals import _exact_ok
@@ -209,36 +205,22 @@ def _rk_blowup_ok(c: Certificate) -> bool:
 
 def _replay(c: Certificate, until: float, sigma: float = 1.0) -> tuple[
         np.ndarray, np.ndarray, tuple[float, np.ndarray | None] | None] | None:
-    """Σ integrated again from Σ0 to `until` (closed form for scalar V, Runge–Kutta at the
-    stored integration tolerances otherwise, measuring Σ in the units σ of
-    `blowup.state_scale` as certify does), in segments of ‖A‖₂-length SEGMENT_NORM_TIME
-    projected on the PSD cone as certify integrates: (state near until/2, state at until,
-    (T*, direction) or None); None when the integration fails."""
+    """Σ integrated again from Σ0 to `until` as certify integrates it (`integration._Integrator`:
+    closed form for scalar V, Runge–Kutta at the stored integration tolerances otherwise, in
+    the units σ of `blowup.state_scale`, segments projected on the PSD cone), without its stop
+    on the size of tr Σ: (state near until/2, state at until, (T*, direction) or None); None
+    when the integration fails."""
     p = c.params
     tol = c.tolerance or {}
-    method = "exact" if p.value_scalars is not None else "rk"
-    layer = scaled_heads(p, sigma)
-    seg = segment_length(p, c.cov0)  # as certify
-    t, S = 0.0, np.array(c.cov0, dtype=float) / sigma
-    times, states = [0.0], [S]
-    while t < until * (1 - 1e-12):
-        h = min(seg, until - t)
-        try:
-            traj = flow(layer, Gaussian(np.zeros(p.d), S), h, method=method,
-                        t_eval=[0.0, h / 2, h], dense_output=False,
-                        rtol=tol.get("integration_rtol", INTEGRATION_RTOL),
-                        atol=tol.get("integration_atol", INTEGRATION_ATOL))
-        except (SolverError, ValueError, LinAlgError, ArithmeticError):
-            return None
-        if traj.blowup_time is not None:
-            return sigma * states[-1], sigma * traj.cov[-1], (t + float(traj.blowup_time),
-                                                              traj.blowup_direction)
-        S = psd_part(traj.cov[-1])
-        times += [t + h / 2, t + h]
-        states += [traj.cov[1], S]
-        t += h
-    i = int(np.argmin(np.abs(np.array(times) - until / 2)))
-    return sigma * states[i], sigma * S, None
+    run = _Integrator(p, np.asarray(c.cov0, dtype=float),
+                      "exact" if p.value_scalars is not None else "rk",
+                      rtol=tol.get("integration_rtol", INTEGRATION_RTOL),
+                      atol=tol.get("integration_atol", INTEGRATION_ATOL), sigma=sigma,
+                      bounded=False).advance(until)
+    if run.failure is not None:
+        return None
+    blowup = None if run.blowup_time is None else (run.blowup_time, run.blowup_direction)
+    return run.mid, run.final, blowup
 
 
 def _rate_ok(c: Certificate) -> bool:
