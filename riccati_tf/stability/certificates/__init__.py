@@ -52,8 +52,8 @@ from .constants import (
     REGIMES,
 )
 from .entry import certify
-from .local import _level, _local, _local_bounds, _zero_equilibrium
 from .integration import _Integrator
+from .local import _level, _local, _local_bounds, _zero_equilibrium
 from .numerical import (
     _attracting_ball,
     _balls,
