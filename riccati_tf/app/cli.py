@@ -13,11 +13,13 @@ meant to reach it). Tracebacks and warnings only with --debug. A reader that clo
 filters do.
 
 Specs are read by `riccati_tf.io.spec` (strict JSON or YAML 1.2, bounded sizes, unknown keys
-refused at every level). Sizes that decide the cost of a run are bounded before anything is
-allocated, by the module constants below (each message names its constant). The output of
---plot and the folder of --out are checked before the computation; the result is printed
-before the figure is written, so a figure that then cannot be written (a full disk) still
-leaves the numbers on stdout, and the exit code is 2 with a line naming the path.
+refused at every level). Each subcommand's spec is described once, in `app.specs.SCHEMAS`: the
+top-level keys it accepts, the table of fields that ends its --help, and the example spec that
+`riccati-tf SUBCOMMAND --example` prints. Sizes that decide the cost of a run are bounded
+before anything is allocated, by the module constants below (each message names its constant).
+The output of --plot and the folder of --out are checked before the computation; the result is
+printed before the figure is written, so a figure that then cannot be written (a full disk)
+still leaves the numbers on stdout, and the exit code is 2 with a line naming the path.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ import textwrap
 import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import replace
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
@@ -57,6 +60,7 @@ from ..io.spec import (
 from ..state.params import Gaussian, Params
 from ..sweep.cli import add_sweep_arguments, cmd_sweep, cmd_sweep_plot
 from ..sweep.store import exit_process
+from .specs import SCHEMAS, example_text, render_fields
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -376,8 +380,7 @@ def cmd_flow(args: argparse.Namespace, spec: dict) -> Outcome:
     from .plotting import plot_covariance, plot_flow
     from .schedule import parse_schedule
 
-    check_keys(spec, ("params", "schedule", "initial", "t_final", "t_eval", "method", "rtol",
-                      "atol"))
+    check_keys(spec, SCHEMAS["flow"].names)
     if "params" in spec and "schedule" in spec:
         raise SpecError("schedule: give either params (constant in depth) or schedule "
                         "(piecewise constant), not both")
@@ -406,7 +409,7 @@ def cmd_layers(args: argparse.Namespace, spec: dict) -> Outcome:
     from ..flows.integrate import layers
     from .plotting import plot_covariance
 
-    check_keys(spec, ("params", "layers", "initial", "n_layers", "tau"))
+    check_keys(spec, SCHEMAS["layers"].names)
     g0 = parse_gaussian(field(spec, "initial"), "initial")
     n_layers = parse_number(spec, "n_layers", kind=int, minimum=1, maximum=MAX_LAYERS,
                             limit="cli.MAX_LAYERS")
@@ -437,7 +440,7 @@ def cmd_derive(args: argparse.Namespace, spec: dict) -> Outcome:
     from ..symbolic import transformer_system
     from ..symbolic.latex import system_latex
 
-    check_keys(spec, ("d", "heads", "kernel", "ffn"))
+    check_keys(spec, SCHEMAS["derive"].names)
     system = transformer_system(
         parse_number(spec, "d", kind=int, minimum=1, maximum=MAX_DIM, limit="spec.MAX_DIM"),
         heads=parse_number(spec, "heads", default=1, kind=int, minimum=1, maximum=MAX_HEADS,
@@ -468,7 +471,7 @@ def _repeated_eigenvalue(A: np.ndarray) -> complex | None:
 def cmd_equilibria(args: argparse.Namespace, spec: dict) -> Outcome:
     from ..stability.equilibria import equilibria
 
-    check_keys(spec, ("params", "which"))
+    check_keys(spec, SCHEMAS["equilibria"].names)
     params = parse_params(field(spec, "params"))
     which = parse_choice(spec, "which", ("stable", "all"), default="stable")
     try:
@@ -491,7 +494,7 @@ def cmd_certify(args: argparse.Namespace, spec: dict) -> Outcome:
     from ..stability.certificates import certify
     from .plotting import plot_covariance
 
-    check_keys(spec, ("params", "initial"))
+    check_keys(spec, SCHEMAS["certify"].names)
     params = parse_params(field(spec, "params"))
     g0 = parse_gaussian(field(spec, "initial"), "initial")
     cert = certify(params, g0.cov, g0.mean)
@@ -515,7 +518,7 @@ def cmd_steer(args: argparse.Namespace, spec: dict) -> Outcome:
     from ..reachability.lie import CONFIGURATIONS
     from ..reachability.steering import steer
 
-    check_keys(spec, ("start", "target", "t_final", "T", "controls"))
+    check_keys(spec, SCHEMAS["steer"].names)
     start = parse_gaussian(field(spec, "start"), "start")
     target = parse_gaussian(field(spec, "target"), "target")
     if "t_final" in spec and "T" in spec:
@@ -574,7 +577,7 @@ def cmd_particles(args: argparse.Namespace, spec: dict) -> Outcome:
     from ..state.validation import MAX_SEED
     from .plotting import plot_particles
 
-    check_keys(spec, ("params", "initial", "n_tokens", "seed", "t_final", "n_steps", "method"))
+    check_keys(spec, SCHEMAS["particles"].names)
     params = parse_params(field(spec, "params"))
     g0 = parse_gaussian(field(spec, "initial"), "initial")
     n_tokens = parse_number(spec, "n_tokens", kind=int, minimum=2, maximum=MAX_TOKENS,
@@ -835,24 +838,45 @@ def _version() -> str:
         return "unknown (not installed)"
 
 
-def _steer_epilog() -> str:
+def _spec_epilog(name: str) -> str:
+    """The --help epilog of a subcommand that reads a spec: the table of its fields
+    (`specs.render_fields`); for steer also its control configurations."""
+    text = render_fields(SCHEMAS[name])
+    if name != "steer":
+        return text
     from ..reachability.lie import CONFIGURATIONS
 
-    lines = [f"  {name:<18} {conf.summary}" for name, conf in CONFIGURATIONS.items()]
-    return ("spec fields: start {mean, cov}, target {mean, cov}, t_final (the depth; T is its "
-            "older name), controls (default affine). controls:\n" + "\n".join(lines) +
-            "\naffine and full: two constant affine pieces (polar route); attention: tracking "
-            "attention; the others: multiple shooting after a Lie-bracket rank test "
-            f"(d ≤ {STEER_SHOOTING_MAX_DIM}; d ≤ {STEER_MAX_DIM} otherwise).")
+    lines = [f"  {key:<18} {conf.summary}" for key, conf in CONFIGURATIONS.items()]
+    routes = textwrap.fill(
+        "affine and full: two constant affine pieces (polar route); attention: tracking "
+        "attention; the others: multiple shooting after a Lie-bracket rank test "
+        f"(d ≤ {STEER_SHOOTING_MAX_DIM}; d ≤ {STEER_MAX_DIM} otherwise).", TEXT_WIDTH - 8)
+    return text + "\n\ncontrols:\n" + "\n".join(lines) + "\n" + routes
+
+
+class _PrintExample(argparse.Action):
+    """--example: print the subcommand's example spec (`specs.example_text` of `const`) and
+    exit 0, as --version does (so no spec path is needed)."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, **kwargs: Any) -> None:
+        kwargs["default"] = argparse.SUPPRESS
+        super().__init__(option_strings, argparse.SUPPRESS, nargs=0, **kwargs)
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+                 values: Any, option_string: str | None = None) -> None:
+        parser._print_message(example_text(self.const), sys.stdout)
+        parser.exit()
 
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of `riccati-tf`: one subcommand per entry of COMMANDS.
 
-    Each subcommand that reads a spec takes it as its positional argument; those of
-    JSON_OUTPUT offer --json, those of PLOTTING offer --plot FILE, every one offers --debug.
-    Errors are one line ending in "(see PROG --help)", with exit code 2. The documentation's
-    command-line reference is generated from this parser.
+    Each subcommand that reads a spec takes it as its positional argument, offers --example
+    (print the example spec, exit 0) and ends its help with the table of the spec's fields
+    (`specs.render_fields`); those of JSON_OUTPUT offer --json, those of PLOTTING offer
+    --plot FILE, every one offers --debug. Errors are one line ending in "(see PROG --help)",
+    with exit code 2. The documentation's command-line reference is generated from this
+    parser.
 
     Returns
     -------
@@ -897,12 +921,16 @@ def build_parser() -> argparse.ArgumentParser:
                         help="show tracebacks and warnings (also accepted after the subcommand)")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     for name, (help_text, _handler, needs_spec) in COMMANDS.items():
-        extra: dict[str, Any] = {"epilog": _steer_epilog,
-                 "formatter_class": argparse.RawDescriptionHelpFormatter} if name == "steer" \
-            else {}
-        p = sub.add_parser(name, help=help_text, description=help_text, **extra)
-        if needs_spec:
-            p.add_argument("spec", help="spec file (.json, .yaml or .yml)")
+        if needs_spec:  # the epilog, the spec's fields laid out as written, is made when shown
+            epilog: Any = partial(_spec_epilog, name)  # (_Parser.format_help calls it)
+            p = sub.add_parser(name, help=help_text, description=textwrap.fill(help_text, 78),
+                               epilog=epilog,
+                               formatter_class=argparse.RawDescriptionHelpFormatter)
+            p.add_argument("spec", help="spec file (.json, .yaml or .yml; fields below)")
+            p.add_argument("--example", action=_PrintExample, const=name,
+                           help="print a complete example spec (YAML) and exit")
+        else:
+            p = sub.add_parser(name, help=help_text, description=help_text)
         if name in JSON_OUTPUT:
             p.add_argument("--json", action="store_true",
                            help="print every number as JSON (default: a summary)")
@@ -1073,7 +1101,8 @@ def main(argv: list[str] | None = None) -> int:
     Raises
     ------
     SystemExit
-        From argparse, for --help, --version and invalid arguments (code 2).
+        From argparse, for --help, --version, --example (code 0) and invalid arguments
+        (code 2).
     Exception
         Only with --debug: the error of the subcommand, with its traceback.
 
@@ -1085,7 +1114,7 @@ def main(argv: list[str] | None = None) -> int:
 
     References
     ----------
-    .. [1] riccati_tf theory, SPEC §2–§7 (docs/SPEC.md).
+    .. [1] riccati_tf theory, SPEC §2–§7 (riccati_tf/SPEC.md, installed with the package).
 
     Examples
     --------
