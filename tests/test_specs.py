@@ -143,6 +143,9 @@ def test_every_spec_reading_subcommand_has_a_schema_and_an_example():
     assert set(SCHEMAS) == {name for name, (_h, _f, needs_spec) in COMMANDS.items()
                             if needs_spec}
     assert {p.name for p in EXAMPLES.iterdir()} == {f"{name}.yaml" for name in SCHEMAS}
+    # the checkout's examples/specs/ is the package's folder (one copy, shipped in the wheel)
+    top = Path(__file__).parents[1] / "examples" / "specs"
+    assert top.resolve() == Path(str(EXAMPLES)).resolve()
     for name, schema in SCHEMAS.items():
         assert schema.command == name
         for path, f in walk(schema.fields):
