@@ -153,7 +153,10 @@ def test_every_spec_reading_subcommand_has_a_schema_and_an_example():
 
 
 @pytest.mark.parametrize("command", sorted(SCHEMAS))
-def test_the_loader_accepts_exactly_the_documented_keys(run, checked, command):
+def test_the_loader_accepts_exactly_the_documented_keys(run, checked, command, monkeypatch):
+    # the loaders' own key checks, level by level: the command line's check of all keys at
+    # once (key_problems, tested below) is switched off here
+    monkeypatch.setattr(cli, "key_problems", lambda schema, spec: [])
     schema = SCHEMAS[command]
     # top level: each documented key alone is accepted (then a field is missing or invalid)
     for key in schema.names:
@@ -259,3 +262,21 @@ def test_the_documentation_shows_the_fields_of_every_spec(monkeypatch):
     for name, schema in SCHEMAS.items():
         assert render_fields(schema) in cli_help.help_text(subs[name]), name
     assert "t_final" in cli_help.help_text(subs["flow"])
+
+
+def test_every_key_problem_is_reported_at_once(run):
+    """Misspelt and missing keys at every level in one line (values are checked one at a time,
+    by the parser, once the keys are right); a single problem reads as the parser says it."""
+    spec = {"params": {"A": [[0.5, 0], [0, 0.5]], "Bq": 1}, "initial": {"covv": 1},
+            "t_final": 1.0, "rtoll": 1e-9}
+    code, _, err = run("flow", spec)
+    assert code == 2 and len(err.strip().splitlines()) == 1
+    for problem in ("rtoll: unknown field; did you mean 'rtol'?",
+                    "params.Bq: unknown field; did you mean 'B'?",
+                    "initial.covv: unknown field; did you mean 'cov'?",
+                    "initial.mean: missing field", "initial.cov: missing field"):
+        assert problem in err, (problem, err)
+    assert "5 problems" in err
+    code, _, err = run("certify", {"params": {"A": [[1.0]]}, "initial": {"mean": [0], "cov": [[1]],
+                                                                      "metod": 1}})
+    assert code == 2 and err.strip().endswith("initial.metod: unknown field; allowed: cov, mean")

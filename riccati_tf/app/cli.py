@@ -60,7 +60,7 @@ from ..io.spec import (
 from ..state.params import Gaussian, Params
 from ..sweep.cli import add_sweep_arguments, cmd_sweep, cmd_sweep_plot
 from ..sweep.store import exit_process
-from .specs import SCHEMAS, example_text, render_fields
+from .specs import SCHEMAS, example_text, key_problems, render_fields
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -1038,6 +1038,9 @@ def _run(args: argparse.Namespace) -> int:
 
             check_output_file(plot, "--plot")
         spec = load_spec(args.spec) if needs_spec else None
+        problems = key_problems(SCHEMAS[args.command], spec) if needs_spec else []
+        if len(problems) > 1:  # every misspelt or missing key at once (values: one at a time)
+            raise SpecError(f"{len(problems)} problems: " + "; ".join(problems))
         out = handler(args, spec)
         result, text, figure = out if len(out) == 3 else (out[0], None, out[1])
         if result is not None:

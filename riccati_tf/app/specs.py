@@ -22,7 +22,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from importlib import resources
 
-__all__ = ["REQUIRED", "SCHEMAS", "Field", "SpecSchema", "example_text", "render_fields"]
+from ..io.spec import unknown_keys
+
+__all__ = ["REQUIRED", "SCHEMAS", "Field", "SpecSchema", "example_text", "key_problems",
+           "render_fields"]
 
 #: the default of a field that must be given
 REQUIRED = "required"
@@ -331,6 +334,56 @@ def _rows(fields: tuple[Field, ...], prefix: str = "") -> Iterator[tuple[str, Fi
         name = prefix + f.name
         yield name, f
         yield from _rows(f.fields, name + ("[]." if f.repeated else "."))
+
+
+def key_problems(schema: SpecSchema, spec: object) -> list[str]:
+    """Every unknown and every missing required key of a spec, at every level the schema
+    describes (``initial.covv: unknown field; did you mean 'cov'?``, ``t_final: missing
+    field``): the command line reports them all at once, not the first alone.
+
+    A mapping is checked where the spec holds one (a list of them for a repeated field); a
+    level whose fields include ``<axis>`` takes any key. Values are not checked here: the
+    subcommand's parser does that, one field at a time.
+
+    Parameters
+    ----------
+    schema : SpecSchema
+        The subcommand's schema.
+    spec : object
+        The spec as loaded (`riccati_tf.io.spec.load_spec`).
+
+    Returns
+    -------
+    list of str
+        One message per problem, in the order of the spec's keys and then the schema's fields;
+        empty when every key is known and every required one given.
+
+    Examples
+    --------
+    >>> from riccati_tf.app.specs import SCHEMAS, key_problems
+    >>> spec = {"params": {"A": [[0]], "Bq": 1}, "initial": {"mean": [0], "covv": 1}}
+    >>> for problem in key_problems(SCHEMAS["certify"], spec):
+    ...     print(problem)
+    params.Bq: unknown field; did you mean 'B'?
+    initial.covv: unknown field; did you mean 'cov'?
+    initial.cov: missing field
+    """
+    def check(fields: tuple[Field, ...], value: object, where: str) -> list[str]:
+        if not isinstance(value, dict) or any(f.name == "<axis>" for f in fields):
+            return []
+        known = {f.name: f for f in fields}
+        out = unknown_keys(value, known, where)
+        out += [f"{where}{f.name}: missing field" for f in fields
+                if f.default == REQUIRED and f.name not in value]
+        for name, f in known.items():
+            if f.fields and name in value:
+                items = value[name] if f.repeated and isinstance(value[name], list) else \
+                    [value[name]]
+                for i, item in enumerate(items):
+                    at = f"{where}{name}[{i}]." if f.repeated else f"{where}{name}."
+                    out += check(f.fields, item, at)
+        return out
+    return check(schema.fields, spec, "")
 
 
 def render_fields(schema: SpecSchema) -> str:

@@ -483,13 +483,21 @@ def check_keys(spec: dict, allowed: Iterable[str], where: str = "") -> None:
     """Refuse keys of `spec` outside `allowed`, naming the first one and the closest allowed key
     (``initial.metod: unknown field; did you mean 'method'?``). `where` is the prefix of the
     mapping ("" at the top level, "params." inside params)."""
+    for problem in unknown_keys(spec, allowed, where):
+        raise SpecError(problem)
+
+
+def unknown_keys(spec: dict, allowed: Iterable[str], where: str = "") -> list[str]:
+    """The message of `check_keys` for every key of `spec` outside `allowed`, in order."""
     allowed = tuple(allowed)
+    out = []
     for key in spec:
         if key not in allowed:
             close = difflib.get_close_matches(str(key), allowed, n=1, cutoff=0.6)
             hint = f"; did you mean {close[0]!r}?" if close else \
                 f"; allowed: {', '.join(sorted(allowed))}"
-            raise SpecError(f"{where}{key}: unknown field{hint}")
+            out.append(escape_controls(f"{where}{key}: unknown field{hint}"))
+    return out
 
 
 def check_mapping(spec: object, where: str, allowed: Iterable[str], what: str) -> dict:
