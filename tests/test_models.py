@@ -112,8 +112,11 @@ def test_run_probe_writes_per_layer_curves(saved, tmp_path):
     assert all(len(v) == 3 for v in stored["stats"].values())
     assert stored["model_path"] == path
     table = probe_table(numbers).splitlines()
-    # a header, the inputs, the column names and one line per layer
-    assert len(table) == 3 + 3 and table[3].split()[-1] == "accepted"  # layer 0: the input
+    # a header, the inputs, the column names, one line per layer, and a note on ∞ edges when
+    # the null samples are too few to bound an interval
+    unbounded = "∞" in "".join(table[3:6])
+    assert len(table) == 3 + 3 + unbounded and table[3].split()[-1] == "accepted"  # the input
+    assert not unbounded or table[6].startswith("∞: too few null samples")
     assert table[1].startswith("inputs: gaussian N(")
     # DeiT reads pixels: no embedding table to match, N(0, I) with a note
     if stored["model"] == "DeiTModel":
@@ -240,3 +243,24 @@ def test_probe_table_quotes_the_result(saved):
                                    rtol=1e-3)
         assert cells[8] == ("rejected" if res.reject[i] else "accepted")
         assert cells[7] == ("ok" if res.prediction.consistent[i] else "deviates")
+
+
+def test_probe_table_writes_unbounded_edges_as_infinity_and_no_none():
+    """With too few null samples the accepted intervals are unbounded: the table writes ∞ and
+    −∞ (and says why), never None or none, and a model without a position limit says so."""
+    model = probing.tiny_model("deit", hidden_size=16, n_layers=2, n_heads=2)
+    res = probing.probe(model, n_tokens=200, n_null=20)
+    numbers = to_jsonable(res.as_dict())
+    text = probing.probe_table(numbers)
+    assert "none" not in text.lower() or "no position limit" in text
+    assert "None" not in text and " none" not in text.replace("no position limit", "")
+    shown = [*numbers["band_high"]["energy"], *numbers["band_low"]["kurtosis"],
+             *numbers["band_high"]["kurtosis"]]  # energy's test is one-sided: no lower edge
+    unbounded = [v is None for v in shown]
+    assert any(unbounded) == ("∞: too few null samples" in text)
+    if numbers["position_limit"] is None:
+        assert "no position limit" in text
+    rows = text.splitlines()[3:3 + len(numbers["layers"])]
+    for i, row in enumerate(rows):
+        high = numbers["band_high"]["energy"][i]
+        assert row.split()[2] == ("∞" if high is None else f"{high:.4g}")

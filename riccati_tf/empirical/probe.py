@@ -50,6 +50,7 @@ DeiTModel). torch and transformers are imported inside the functions only.
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -573,10 +574,11 @@ def _corrected(tests: list[Any], hidden: list[np.ndarray], *, alpha: float, seed
     return np.array([np.nanmin(b) for b in np.split(flat, cuts)]), marginals
 
 
-def _edge(value: float | None) -> str:
-    """A band edge for the table (None, ±inf: unbounded)."""
+def _edge(value: float | None, side: int = 1) -> str:
+    """A band edge for the table: an unbounded one (None, ±inf) is ∞ on the upper side
+    (side = 1) and −∞ on the lower (side = −1)."""
     if value is None or not np.isfinite(value):
-        return "none"
+        return "∞" if side > 0 else "−∞"
     return f"{value:.4g}"
 
 
@@ -595,8 +597,10 @@ def probe_table(numbers: dict[str, Any]) -> str:
     fed = (numbers.get("inputs") or {}).get("kind", "gaussian")
     lines = [f"{numbers['model']}: {numbers['n_tokens']} "
              f"{'Gaussian tokens' if fed == 'gaussian' else fed + ' tokens'} in {n_seq} sequence"
-             f"{'s' * (n_seq > 1)} of ≤ {max(numbers['lengths'])} (position limit "
-             f"{numbers['position_limit']}), tested {space}; accepted intervals at "
+             f"{'s' * (n_seq > 1)} of ≤ {max(numbers['lengths'])} ("
+             + ("no position limit" if numbers["position_limit"] is None else
+                f"position limit {numbers['position_limit']}")
+             + f"), tested {space}; accepted intervals at "
              f"α/{len(TESTS)} = {level:.3g}; ρ_free = "
              f"{'none' if scale is None or not np.isfinite(scale) else f'{scale:.3f}'}"
              + (f" (figure: {numbers['figure']})" if "figure" in numbers else ""),
@@ -613,10 +617,14 @@ def probe_table(numbers: dict[str, Any]) -> str:
         rho = "" if residual[i] is None or not np.isfinite(residual[i]) else f"{residual[i]:.3f}"
         moments = ("—" if prediction is None else
                    "ok" if prediction["consistent"][i] else "deviates")
-        band = f"[{_edge(low['kurtosis'][i])}, {_edge(high['kurtosis'][i])}]"
+        band = f"[{_edge(low['kurtosis'][i], -1)}, {_edge(high['kurtosis'][i])}]"
         lines.append(f"{layer:>5} {stats['energy'][i]:>9.4g} {_edge(high['energy'][i]):>9} "
                      f"{stats['kurtosis'][i]:>9.4g} {band:>19} {p_min:>7.3f} {moments:>8} "
                      f"{'rejected' if numbers['reject'][i] else 'accepted':>9} {rho:>7}")
+    edges = [*high["energy"], *low["kurtosis"], *high["kurtosis"]]  # the edges shown
+    if any(v is None or not np.isfinite(v) for v in edges):
+        lines.append(f"∞: too few null samples for the test at α/{len(TESTS)} to reject on that "
+                     f"side (a larger n_null bounds it)")
     return "\n".join(lines)
 
 
@@ -627,7 +635,8 @@ def plot_probe(result: ProbeResult) -> Figure:
     pyplot)."""
     from ..io.figures import new_figure
 
-    fig, axes = new_figure(2, 4, figsize=(16, 7))
+    fig, axes = new_figure(2, 4, figsize=(16, 9))
+    fig.set_layout_engine("constrained")  # titles, labels and the suptitle kept apart
     for ax, name in zip(axes.flat, REPORTED, strict=False):
         stat, low, high = result.stats[name], result.band_low[name], result.band_high[name]
         # an unbounded side (below a one-sided test; too few null samples to reject) is drawn
@@ -666,8 +675,9 @@ def plot_probe(result: ProbeResult) -> Figure:
              f"on {result.dimension} random directions of R^{result.hidden_size}")
     n_seq = len(result.lengths)
     fed = "Gaussian" if result.inputs is None or not result.inputs.real else result.inputs.kind
-    fig.suptitle(f"{result.model}: {result.n_tokens} {fed} tokens in {n_seq} sequence"
-                 f"{'s' * (n_seq > 1)} of ≤ {max(result.lengths)}, tested {space} "
-                 f"(Bonferroni, α = {result.alpha:g}: a layer is rejected when any of "
-                 f"{', '.join(TESTS)} is outside its bar)")
+    fig.suptitle(textwrap.fill(
+        f"{result.model}: {result.n_tokens} {fed} tokens in {n_seq} sequence"
+        f"{'s' * (n_seq > 1)} of ≤ {max(result.lengths)}, tested {space} (Bonferroni, "
+        f"α = {result.alpha:g}: a layer is rejected when any of {', '.join(TESTS)} is outside "
+        f"its bar)", 110), fontsize=13)
     return fig

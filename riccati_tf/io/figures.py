@@ -176,8 +176,10 @@ def save_figure(fig: _MatplotlibFigure, path: str | Path) -> Path:
 
 
 def figure_png(fig: _MatplotlibFigure) -> bytes:
-    """The figure as PNG bytes (110 dpi, tight bounding box)."""
+    """The figure as PNG bytes (110 dpi, tight bounding box; laid out tightly unless the figure
+    has a layout engine of its own)."""
     buf = io.BytesIO()
-    fig.tight_layout()
+    if fig.get_layout_engine() is None:
+        fig.tight_layout()
     fig.savefig(buf, format="png", dpi=110, bbox_inches="tight")
     return buf.getvalue()

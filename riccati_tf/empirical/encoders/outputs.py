@@ -173,7 +173,9 @@ def report_parts(model_path: str | None, *, quick: bool = False, seed: int = 0) 
             "are pushed through the attention sublayers exactly (SPEC §2) and "
             "through the LayerNorms and feed-forward blocks by Gaussian closures, and compared "
             f"with the model's own hidden states for {c.n_tokens} tokens in {len(c.lengths)} "
-            f"sequence(s) of at most {max(c.lengths)} (position limit {c.position_limit}); "
+            f"sequence(s) of at most {max(c.lengths)} ("
+            + ("no position limit" if c.position_limit is None else
+               f"position limit {c.position_limit}") + "); "
             "the errors on random directions stand next to the sampling floor of exactly "
             "Gaussian clouds of the same size. The atlas gives every layer's multi-head, "
             "general-V attention flow (SPEC §5) up to the horizon and per-head spectral "
