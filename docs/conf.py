@@ -93,4 +93,6 @@ html_theme_options = {
     "navigation_with_keys": False,
     "show_toc_level": 2,
 }
-html_static_path: list[str] = []
+#: docstrings.css: the plain-text literal blocks of the API pages wrap (no horizontal scroll)
+html_static_path = ["_static"]
+html_css_files = ["docstrings.css"]

@@ -8,6 +8,7 @@ symbol in SPEC.md cannot be rendered wrong silently.
 """
 
 import re
+import unicodedata
 
 #: documents whose formulas are translated
 DOCUMENTS = ("SPEC",)
@@ -21,13 +22,36 @@ SYMBOLS = {
     "σ": r"\sigma ", "∇": r"\nabla ", "∂": r"\partial ", "∫": r"\int ", "∈": r"\in ",
     "⟨": r"\langle ", "⟩": r"\rangle ", "×": r"\times ", "−": "-", "·": r"\cdot ",
     "⪰": r"\succeq ", "⪯": r"\preceq ", "≻": r"\succ ", "≺": r"\prec ", "≲": r"\lesssim ",
-    "∞": r"\infty ", "~": r"\sim ", "→": r"\to ", "ᵀ": r"^{\top}", "⁻¹": "^{-1}", "⁺": "^{+}",
-    "²": "^{2}", "ᶜ": "^{c}", "‖": r"\|",
+    "∞": r"\infty ", "~": r"\sim ", "→": r"\to ", "ᵀ": r"^{\top}", "ᶜ": "^{c}", "‖": r"\|",
+    # the docstrings' symbols
+    "α": r"\alpha ", "β": r"\beta ", "γ": r"\gamma ", "δ": r"\delta ", "ε": r"\varepsilon ",
+    "ζ": r"\zeta ", "η": r"\eta ", "θ": r"\theta ", "κ": r"\kappa ", "ν": r"\nu ",
+    "ξ": r"\xi ", "π": r"\pi ", "ρ": r"\rho ", "φ": r"\varphi ", "χ": r"\chi ", "ψ": r"\psi ",
+    "ω": r"\omega ", "Γ": r"\Gamma ", "Δ": r"\Delta ", "Θ": r"\Theta ", "Λ": r"\Lambda ",
+    "Π": r"\Pi ", "Ψ": r"\Psi ", "Ω": r"\Omega ", "ℓ": r"\ell ",
+    "≤": r"\le ", "≥": r"\ge ", "≈": r"\approx ", "≠": r"\ne ", "⋚": r"\lesseqgtr ",
+    "∘": r"\circ ", "⊗": r"\otimes ", "⇒": r"\Rightarrow ", "↦": r"\mapsto ", "∩": r"\cap ",
+    "∪": r"\cup ", "⊆": r"\subseteq ", "⊂": r"\subset ", "∀": r"\forall ", "∃": r"\exists ",
+    "±": r"\pm ", "∓": r"\mp ", "∝": r"\propto ", "⋯": r"\cdots ", "∏": r"\prod ",
+    "½": r"\tfrac{1}{2}", "…": r"\ldots ", "–": "-",
 }
-DOTTED = {"Σ̇": r"\dot{\Sigma}", "Φ̇": r"\dot{\Phi}", "σ̇": r"\dot{\sigma}", "ṁ": r"\dot{m}",
-          "ẋ": r"\dot{x}", "ż": r"\dot{z}", "Ṗ": r"\dot{P}"}
-OPERATORS = ("softmax", "relu", "vech", "rank", "exp", "log", "det", "div", "Re", "min")
+#: combining accents (Σ̇, ṁ, m̂, b̄ and their precomposed forms) and their TeX
+ACCENTS = {"\u0307": "dot", "\u0302": "hat", "\u0304": "bar", "\u0303": "tilde"}
+#: superscript and subscript characters, written as ^{…} and _{…}
+SUPERSCRIPTS = str.maketrans("⁰¹²³⁴⁵⁶⁷⁸⁹⁻⁺", "0123456789-+")
+SUBSCRIPTS = str.maketrans("₀₁₂₃₄₅₆₇₈₉₋₊", "0123456789-+")
+OPERATORS = ("softmax", "relu", "vech", "vec", "rank", "expm", "exp", "log", "det", "div", "Re",
+             "min", "max", "diag", "tr", "Cov", "ker", "sqrt", "sup", "inf", "conj")
 GREEK_OR_LETTER = "ΣΦτμλσA-Za-z"
+#: ASCII that is code, not mathematics: a formula holding one of these is not translated
+CODE = re.compile(r"""[#"$%&\\`@]|->|==|\b__\w|\b\w+=\w""")
+#: a word of prose inside a formula ("in each phase", "(row-major vec)"): three letters or
+#: more (a capital at most first), or one of the short words; runs of them become \text{…}
+SHORT_WORDS = ("in", "on", "of", "at", "as", "if", "or", "is", "by", "to", "an", "be", "so", "up",
+               "go", "it", "no", "we")
+WORD = (r"(?:(?:[A-Z][a-z]{2,}|[a-z]{3,}|[A-Z]{3,})(?:'[a-z]+)?(?:-[A-Za-z]+)*|"
+        + "|".join(SHORT_WORDS) + ")")
+PROSE = re.compile(rf"( ?)(?<![\\{{\w_^])({WORD}(?:[ ,:]+{WORD})*)(?![A-Za-z0-9{{(])( ?)")
 
 
 def _error(message: str) -> Exception:
@@ -42,28 +66,75 @@ def _block_matrix(match: re.Match) -> str:
     return rf"\begin{{bmatrix}} {a} & {b} \\ {c} & {d} \end{{bmatrix}}"
 
 
+def _sum(match: re.Match) -> str:
+    """Σ_h, Σ_{k ≥ 1} as a sum when the term after it carries the index (Σ_h V_h, Σ_k a_k²);
+    else a covariance with a subscript (Σ_k Φᵀ, Σ_i / …)."""
+    index = re.match(r"\{?(\w+)", match[1])[1]
+    term = re.match(r"\s?(\S*)", match.string[match.end():])[1]
+    if any(re.search(rf"_\S*{i}", term) for i in index):
+        return r"\sum_{" + match[1].strip("{}") + "}"
+    return match[0]
+
+
+def _decomposed(c: str) -> str:
+    """A precomposed accented letter (ṁ, â) as letter + combining accent; others unchanged."""
+    nfd = unicodedata.normalize("NFD", c)
+    return nfd if set(nfd) & set(ACCENTS) else c
+
+
+def _accent(match: re.Match) -> str:
+    base = match[1]
+    return rf"\{ACCENTS[match[2]]}{{{SYMBOLS.get(base, base).strip()}}}"
+
+
+def _prose(match: re.Match) -> str:
+    before, words, after = match.groups()
+    if all(w in OPERATORS for w in re.split(r"[ ,:]+", words)):
+        return match[0]
+    return rf"\text{{{before}{words}{after}}}"
+
+
 def to_latex(text: str) -> str:
-    """The LaTeX of one plain-text SPEC formula (Unicode symbols, `_`/`^{}` sub/superscripts)."""
-    s = re.sub(r"\[\[(.+?), (.+?)\], \[(.+?), (.+?)\]\]", _block_matrix, text)
-    s = re.sub(r"Σ_([hj]) ", r"\\sum_{\1} ", s)             # Σ_h V_h …: a sum over heads
+    """The LaTeX of one plain-text SPEC formula (Unicode symbols, `_`/`^{}` sub/superscripts).
+
+    Words of prose inside it ("in each phase", "(equality for G = 0)") are set as text; code
+    (#, quotes, `->`, `name=value`) and a character without a translation raise."""
+    if CODE.search(text):
+        raise _error(f"code, not a formula: {text!r}")
+    s = "".join(_decomposed(c) for c in text)
+    s = re.sub("[⁰¹²³⁴⁵⁶⁷⁸⁹⁻⁺]+", lambda m: "^{" + m[0].translate(SUPERSCRIPTS) + "}", s)
+    s = re.sub("[₀₁₂₃₄₅₆₇₈₉₋₊]+", lambda m: "_{" + m[0].translate(SUBSCRIPTS) + "}", s)
+    s = re.sub(r"\b([A-Z][A-Z0-9]+(?:_[A-Z0-9]+)+)\b",         # a constant: STEP_KAPPA
+               lambda m: r"\mathrm{" + m[1].replace("_", r"\_") + "}", s)
+    s = re.sub(r"\[\[(.+?), (.+?)\], \[(.+?), (.+?)\]\]", _block_matrix, s)
+    s = re.sub(r"√\(([^()]*(?:\([^()]*\)[^()]*)*)\)", r"\\sqrt{\1}", s)
+    s = re.sub(r"√([\w!]+)", r"\\sqrt{\1}", s)
+    s = re.sub(r"Σ_([hijks]{1,2}|\{[^{}]*[=≤≥∈<>][^{}]*\})(?=[\s(])", _sum, s)
+    s = re.sub(r"Π_(\w)", r"\\prod_{\1}", s)
+    s = re.sub(r"∩_(\w)", r"\\bigcap_{\1}", s)
     s = s.replace("Σ u_i", r"\sum_i u_i").replace("∂t", r"\partial_t ")
     s = re.sub(r"_(max|min)\b", r"_{\\\1}", s)
-    s = re.sub(r"_([a-z]{2,})\b", r"_{\\text{\1}}", s)      # m_end, m_target
-    s = re.sub(rf"(?<![\w\\])([{GREEK_OR_LETTER}])(\d|k\b|k(?=ᵀ))", r"\1_{\2}", s)  # Σ0, Lk
+    s = re.sub(r"_([A-Za-z]),([a-z])(?![A-Za-z0-9])", r"_{\1,\2}", s)   # W_K,h: key of head h
+    s = re.sub(r"_([hijkls]{2,4})(?![A-Za-z0-9])", r"_{\1}", s)          # ρ_ij, T_ijkl: indices
+    s = re.sub(r"_([a-z]{2,})(?![A-Za-z0-9])", r"_{\\text{\1}}", s)      # m_end, m_target
+    s = re.sub(r"(?<![\w\\{_])([A-Za-z])(\d|k\b|k(?=ᵀ))", r"\1_{\2}", s)     # Lk, f0
+    s = re.sub(r"(?<!\\)([ΣΦτμλσ])(\d|k\b|k(?=ᵀ))", r"\1_{\2}", s)          # Σ0, SΣ0
     s = re.sub(r"([A-Za-zΣ∞])\*(ᵀ?)", lambda m: m[1] + ("^{*\\top}" if m[2] else "^{*}"), s)
     s = s.replace("W∞", r"W_{\infty}")
     s = re.sub(r"(?<![\^_\\\w])\{(.*)\}", r"\\{\1\\}", s)  # a set {…}, not a TeX group
     s = re.sub(r"\bR\^", r"\\mathbb{R}^", s)
     s = re.sub(r"\bN\(", r"\\mathcal{N}(", s)
-    s = re.sub(r"\bE\[", r"\\mathbb{E}[", s)
+    s = re.sub(r"(?<![A-Za-z\\])E\[", r"\\mathbb{E}[", s)
     s = re.sub(r"\b(SO|GL)\b", r"\\mathrm{\1}", s)
     s = re.sub(r"/scale\b", r"/\\text{scale}", s)
-    s = re.sub(rf"(?<![\\{{])\b({'|'.join(OPERATORS)})(?=\b|_)", r"\\operatorname{\1}", s)
-    for plain, tex in DOTTED.items():
-        s = s.replace(plain, tex)
+    s = re.sub(rf"(?<![\\\w])(?<!operatorname\{{)(?<!text\{{)({'|'.join(OPERATORS)})(?=\b|_)",
+               r"\\operatorname{\1}", s)
+    s = re.sub(f"(\\S)([{''.join(ACCENTS)}])", _accent, s)
     for plain, tex in SYMBOLS.items():
         s = s.replace(plain, tex)
-    s = re.sub(r"\^\{([^{}]*)\}\^\{([^{}]*)\}", r"^{\1\2}", s)   # X^{*}^{-1} → X^{*-1}
+    while re.search(r"\^\{([^{}]*)\}\^\{([^{}]*)\}", s):        # X^{*}^{-1} → X^{*-1}
+        s = re.sub(r"\^\{([^{}]*)\}\^\{([^{}]*)\}", r"^{\1\2}", s)
+    s = PROSE.sub(_prose, s)
     left = sorted({c for c in s if ord(c) > 127})
     if left:
         raise _error(f"no LaTeX for {left} in formula {text!r}")
