@@ -672,18 +672,18 @@ def test_rk_pole_stop_leaves_flows_without_blowup_alone(monkeypatch):
         assert np.array_equal(tr.cov, ref.cov) and np.array_equal(tr.mean, ref.mean)
 
 
-def test_sundman_error_is_held_normwise():
-    """In σ each block's absolute tolerance is rtol times its largest entry: the formula on a
-    state (t, m, vec Σ), and on a blow-up whose Σ has entries crossing zero the Sundman run's
-    states at t = T*(1 − 10^−k), k = 1 … 6, stay within the accuracy flow states near a
-    blow-up, rtol·T*/(T* − t) relative (norm-wise, against DOP853 at rtol 1e-13 in t), in
-    fewer steps than entry-by-entry control."""
+def test_sundman_steps_hold_each_entry_to_its_cauchy_schwarz_scale():
+    """In σ each Σ_ij's absolute tolerance is rtol·√(Σ_ii Σ_jj) at the current state (t and
+    the mean keep theirs): the formula on a state (t, m, vec Σ); and on a blow-up whose Σ has
+    entries crossing zero the Sundman run's states at t = T*(1 − 10^−k), k = 1 … 6, stay within
+    the accuracy flow states near a blow-up, rtol·T*/(T* − t) relative (against DOP853 at
+    rtol 1e-13 in t), in fewer steps than entry-by-entry control."""
     import riccati_tf.flows.integrate as integrate
 
-    z = np.array([7.0, 1.0, -3.0, 2.0, -50.0, 0.0, 4.0])  # t, m (2), vec Σ (2 × 2)
-    atol = np.full(6, 1e-12)
-    got = integrate._normwise_atol(np.full(7, 5.0), z, atol, 1e-8, 2)
-    assert np.allclose(got, [5.0, 3e-8, 3e-8, 5e-7, 5e-7, 5e-7, 5e-7], rtol=1e-15, atol=0)
+    z = np.array([7.0, 1.0, -3.0, 9.0, -5.0, -5.0, 4.0])  # t, m (2), vec Σ (2 × 2)
+    atol = np.array([1e-12, 1e-12, 1e-12, 1e-6, 1e-12, 1e-12])
+    got = integrate._sundman_atol(np.full(7, 5.0), z, atol, 1e-8, 2, 2)
+    assert np.allclose(got, [5.0, 5.0, 5.0, 9e-8, 1e-6, 6e-8, 4e-8], rtol=1e-15, atol=0)
 
     rng = np.random.default_rng(3)
     d = 4
@@ -708,14 +708,14 @@ def test_sundman_error_is_held_normwise():
         if atol_grows:
             ours = integrate._sundman_solve(counted, 0.0, grid[-1], y0, grid, event, 1e-9,
                                             np.full(d * d, 1e-12), never, 1.0)
-        else:  # entry by entry: the norm-wise floor switched off
-            keep = integrate._normwise_atol
-            integrate._normwise_atol = lambda current, *_: current
+        else:  # entry by entry: the floor switched off
+            keep = integrate._sundman_atol
+            integrate._sundman_atol = lambda current, *_: current
             try:
                 integrate._sundman_solve(counted, 0.0, grid[-1], y0, grid, event, 1e-9,
                                          np.full(d * d, 1e-12), never, 1.0)
             finally:
-                integrate._normwise_atol = keep
+                integrate._sundman_atol = keep
         steps.append(len(calls))
     ref = solve_ivp(lambda t, y: rhs(t, y), (0.0, grid[-1]), y0, method="DOP853", rtol=1e-13,
                     atol=1e-16, t_eval=grid)
@@ -730,8 +730,8 @@ def test_sundman_error_is_held_normwise():
 def test_rk_sundman_run_matches_solve_ivp_on_the_same_steps():
     """The Sundman run drives scipy's DOP853 stepper itself: with the pole stop off its outputs
     equal those of solve_ivp on the same augmented system (z = (t, y), events at the output
-    times) to rounding. atol 1e-7 lies above rtol·max|Σ_ij| throughout, so the norm-wise
-    tolerance (`_normwise_atol`) leaves it as solve_ivp has it."""
+    times) to rounding. atol 1e-7 lies above rtol·√(Σ_ii Σ_jj) throughout, so the step-by-step
+    tolerance (`_sundman_atol`) leaves it as solve_ivp has it."""
     import riccati_tf.flows.integrate as integrate
 
     p = Params(0.3 * np.eye(2), B=np.eye(2), V=np.eye(2))
