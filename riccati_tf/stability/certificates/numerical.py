@@ -299,6 +299,8 @@ def _attracting_ball(p: Params, cov0: np.ndarray, base: dict, horizon: float,
         if run.blowup_time is not None or run.failure is not None:
             return None
         state, t = run.final, run.t_end
+        if later and _attention_driven(p, state):  # heading for a pole: no search from here
+            return None
         if later:
             balls, later = _balls(p, (state,)), False
             if not balls:
@@ -314,7 +316,8 @@ def _attention_driven(p: Params, cov: np.ndarray) -> bool:
     """tr Σ grows at Σ and the attention terms drive at least SUNDMAN_SHARE of its growth:
     d tr Σ/dt = 2 tr(MΣ) > 0 with 2 tr(MΣ) − 2 tr(AΣ) ≥ SUNDMAN_SHARE · 2 tr(MΣ), where
     `flow` follows Σ towards a pole in Sundman time. Without a zero sublevel set, the attracting-
-    ball run is not started from such a state: the caller's integration decides."""
+    ball run neither starts from such a state nor searches equilibria from one at its first
+    check: the caller's integration decides."""
     M = p.M(cov)
     growth, linear = float(np.vdot(M, cov.T)), float(np.vdot(p.A, cov.T))
     return bool(growth > 0 and growth - linear >= SUNDMAN_SHARE * growth)
