@@ -30,9 +30,11 @@ report: $(VENV)/.report
 lint: $(VENV)/.test
 	$(BIN)/ruff check riccati_tf tests proofs benchmarks docs
 
-# mypy over the package (configuration in pyproject.toml); riccati_tf ships py.typed
+# mypy over the package (configuration in pyproject.toml; riccati_tf ships py.typed), then
+# mypy --strict on a user script made of the README's Python examples
 typecheck: $(VENV)/.test
 	$(BIN)/mypy
+	$(BIN)/python -m pytest -q -p no:cacheprovider tests/test_api.py -k type_check_strictly
 
 # The report's browser check needs a headless Chromium: installed from Debian's packages when
 # running as root with apt-get (skip with NO_BROWSER=1); without one that single test is skipped.
