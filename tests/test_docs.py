@@ -269,6 +269,39 @@ def test_no_page_shows_a_raw_markdown_table(site):
     assert "<table" in body
 
 
+#: an executed notebook's output cell on the site (myst-nb), up to the next cell or section
+OUTPUT = re.compile(r'<div class="cell_output[^"]*">(.*?)(?=<div class="cell |</section>|'
+                    r'<div class="cell_input)', re.S)
+
+
+def table_cells(output: str) -> list[str]:
+    """The cells of the tables in one output: <td>/<th> cells, and the fields of text lines
+    laid out as a table (three or more fields apart by runs of two or more spaces)."""
+    cells = [html.unescape(re.sub(r"<[^>]+>", "", c))
+             for c in re.findall(r"<t[dh][^>]*>(.*?)</t[dh]>", output, re.S)]
+    for pre in re.findall(r"<pre>(.*?)</pre>", output, re.S):
+        for line in html.unescape(re.sub(r"<[^>]+>", "", pre)).splitlines():
+            fields = re.split(r"\s{2,}", line.strip())
+            if len(fields) >= 3:
+                cells += fields
+    return cells
+
+
+@pytest.mark.slow
+def test_no_notebook_table_shows_a_missing_value_as_none(site):
+    """A number the code could not give is written as —, ∞ or in words in the notebooks'
+    tables (text tables and HTML tables of the executed outputs), never as Python's None or
+    nan (notebook 04's probe table once read "accepts ≤ none", "[none, none]")."""
+    seen = 0
+    for page in sorted((site / "notebooks").glob("*.html")):
+        for output in OUTPUT.findall(page.read_text()):
+            cells = table_cells(output)
+            seen += len(cells)
+            bad = [c for c in cells if re.search(r"\b(None|none|nan|NaN)\b", c)]
+            assert bad == [], (page.name, bad)
+    assert seen > 50  # the probe table of notebook 04 and the tables of 02 and 03 are read
+
+
 @pytest.mark.slow
 def test_flow_page_documents_flow(site):
     import riccati_tf
