@@ -635,7 +635,7 @@ def plot_probe(result: ProbeResult) -> Figure:
     pyplot)."""
     from ..io.figures import new_figure
 
-    fig, axes = new_figure(2, 4, figsize=(16, 9))
+    fig, axes = new_figure(4, 2, figsize=(11, 15))  # two columns: legible at a page's width
     fig.set_layout_engine("constrained")  # titles, labels and the suptitle kept apart
     for ax, name in zip(axes.flat, REPORTED, strict=False):
         stat, low, high = result.stats[name], result.band_low[name], result.band_high[name]
@@ -670,7 +670,7 @@ def plot_probe(result: ProbeResult) -> Figure:
     legend.axis("off")
     handles = axes.flat[0].get_legend_handles_labels()
     extra = ax.get_legend_handles_labels()
-    legend.legend(handles[0] + extra[0], handles[1] + extra[1], loc="center", fontsize=8)
+    legend.legend(handles[0] + extra[0], handles[1] + extra[1], loc="center", fontsize=10)
     space = (f"in R^{result.hidden_size}" if not result.projected else
              f"on {result.dimension} random directions of R^{result.hidden_size}")
     n_seq = len(result.lengths)
@@ -679,5 +679,5 @@ def plot_probe(result: ProbeResult) -> Figure:
         f"{result.model}: {result.n_tokens} {fed} tokens in {n_seq} sequence"
         f"{'s' * (n_seq > 1)} of ≤ {max(result.lengths)}, tested {space} (Bonferroni, "
         f"α = {result.alpha:g}: a layer is rejected when any of {', '.join(TESTS)} is outside "
-        f"its bar)", 110), fontsize=13)
+        f"its bar)", 80), fontsize=13)
     return fig
