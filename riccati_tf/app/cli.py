@@ -490,9 +490,7 @@ def cmd_equilibria(args: argparse.Namespace, spec: dict) -> Outcome:
 
 
 def cmd_certify(args: argparse.Namespace, spec: dict) -> Outcome:
-    from ..flows.integrate import flow
     from ..stability.certificates import certify
-    from .plotting import plot_covariance
 
     check_keys(spec, SCHEMAS["certify"].names)
     params = parse_params(field(spec, "params"))
@@ -506,11 +504,8 @@ def cmd_certify(args: argparse.Namespace, spec: dict) -> Outcome:
     result["global"] = cert.global_
     result["check"] = cert.check()
 
-    fig = None
-    if args.plot:
-        horizon = cert.blowup_time or cert.horizon or 10.0 / max(np.abs(params.A).max(), 1e-3)
-        fig = plot_covariance(flow(params, g0, horizon), title=f"certify: {cert.regime}",
-                              equilibrium=cert.equilibrium)
+    # the window follows the dynamics (Certificate.plot): up to T*, or until Σ* is reached
+    fig = cert.plot() if args.plot else None
     return result, certificate_text(cert, result["check"]), fig
 
 

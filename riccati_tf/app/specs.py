@@ -358,6 +358,21 @@ def key_problems(schema: SpecSchema, spec: object) -> list[str]:
         One message per problem, in the order of the spec's keys and then the schema's fields;
         empty when every key is known and every required one given.
 
+    Raises
+    ------
+    TypeError
+        When a key of the spec is not hashable against the schema's names (a loaded spec's
+        keys are strings); a value of the wrong kind (a list where a mapping belongs) is no
+        key problem and is left to the parser, which names the field.
+
+    See Also
+    --------
+    riccati_tf.io.spec.check_keys : the parsers' own check, level by level, first key only.
+
+    References
+    ----------
+    .. [1] riccati_tf README, "Command line" (the spec files of each subcommand).
+
     Examples
     --------
     >>> from riccati_tf.app.specs import SCHEMAS, key_problems

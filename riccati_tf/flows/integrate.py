@@ -15,7 +15,7 @@ import math
 import operator
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, NamedTuple, SupportsIndex, overload
+from typing import TYPE_CHECKING, Any, NamedTuple, SupportsIndex, overload
 
 import numpy as np
 import numpy.typing as npt
@@ -29,6 +29,10 @@ from ..state.moments import drift_arrays, moment_arrays
 from ..state.params import Gaussian, Params, check_dims
 from ..state.validation import as_array, as_count, as_time, as_time_grid, psd_rank
 from .exact import DEFAULT_MAX_STEPS, NEAR_BLOWUP_RTOL, exact_flow, exact_from
+
+if TYPE_CHECKING:
+    from ..io.figures import Figure
+    from ..stability.equilibria import Equilibrium
 
 __all__ = ["CALL_MAX_FLOATS", "DEFAULT_OUTPUTS", "LAYERS_DEFAULT_MAX", "LAYERS_MAX_FLOATS",
            "RK_DEFAULT_MAX_STEPS", "RK_NEAR_BLOWUP_RTOL", "TIME_ROUNDING", "State",
@@ -167,7 +171,7 @@ class Trajectory:
     are kept), ``for s in tr`` iterates over the states, ``len(tr)`` counts them. Dense output:
     ``tr(t)`` is the state at any time t of the flow's interval, between the stored times too
     (`Trajectory.__call__`). ``tr.d`` is the dimension, ``tr.gaussian(i)`` the i-th state as a
-    `riccati_tf.Gaussian`.
+    `riccati_tf.Gaussian`, ``tr.plot()`` a figure of the eigenvalues of Σ(t) (`Trajectory.plot`).
 
     Parameters
     ----------
@@ -277,6 +281,59 @@ class Trajectory:
     def gaussian(self, i: int = -1) -> Gaussian:
         """The state at index i as a validated Gaussian."""
         return Gaussian(self.mean[i], self.cov[i])
+
+    def plot(self, ax: Any = None, *, title: str = "",
+             equilibrium: Equilibrium | npt.ArrayLike | None = None) -> Figure:
+        """The eigenvalues λ1 ≥ … ≥ λr of Σ(t) at the stored times, drawn on a log scale.
+
+        `riccati_tf.io.plots.plot_covariance` of the trajectory: the r = rank Σ0 largest
+        eigenvalues (rank invariance, SPEC §3), a blow-up time T* as a dashed vertical line, an
+        equilibrium's eigenvalues as dotted horizontal lines. Only the stored states are drawn
+        (nothing is integrated); `riccati_tf.Certificate.plot` resolves a blow-up up to T*.
+        Built without pyplot: no global matplotlib state changes.
+
+        Parameters
+        ----------
+        ax : matplotlib.axes.Axes, optional
+            Draw into this Axes (default: a new one-panel figure).
+        title : str, default ""
+            The axes' title.
+        equilibrium : Equilibrium or (d, d) array_like, optional
+            An equilibrium Σ* (or its covariance) to mark.
+
+        Returns
+        -------
+        riccati_tf.io.figures.Figure
+            `ax`'s figure, or the new one.
+
+        Raises
+        ------
+        numpy.linalg.LinAlgError
+            For a state with non-finite entries (the symmetric eigensolver fails).
+
+        See Also
+        --------
+        riccati_tf.io.plots.plot_covariance : the drawing.
+        riccati_tf.Certificate.plot : the flow of a certificate over a window chosen for it.
+
+        References
+        ----------
+        .. [1] riccati_tf theory, SPEC §3 "Rank invariance" (the number of curves).
+
+        Examples
+        --------
+        Σ(t) = e^{−2t} Σ0 under A = −I:
+
+        >>> import numpy as np
+        >>> from riccati_tf import Gaussian, Params, flow
+        >>> tr = flow(Params(-np.eye(2)), Gaussian([0.0, 0.0], [[1.0, 0.0], [0.0, 2.0]]), 2.0)
+        >>> fig = tr.plot(title="decay")
+        >>> [line.get_label() for line in fig.axes[0].get_lines()]
+        ['λ1(Σ), final 0.03663', 'λ2(Σ), final 0.01832']
+        """
+        from ..io.plots import plot_covariance
+
+        return plot_covariance(self, title=title, ax=ax, equilibrium=equilibrium)
 
     @overload
     def __getitem__(self, index: slice) -> Trajectory: ...

@@ -19,16 +19,21 @@ from matplotlib.figure import Figure as _MatplotlibFigure
 from ..errors import InvalidInputError
 from .files import check_creatable
 
-__all__ = ["PANEL_SIZE", "new_figure", "save_figure"]
+__all__ = ["DPI", "PANEL_SIZE", "SCREEN_DPI", "new_figure", "save_figure"]
 
-#: size in inches of a one-panel figure
-PANEL_SIZE = (5.0, 3.4)
+#: size in inches of a one-panel figure: a column of a printed page, 1280 × 800 px at DPI
+PANEL_SIZE = (6.4, 4.0)
+#: resolution of the PNG files (`save_figure`, `figure_png`): print quality
+DPI = 200
+#: resolution of the image a notebook shows (`Figure._repr_png_`): a one-panel figure 640 px wide
+SCREEN_DPI = 100
+
 
 class Figure(_MatplotlibFigure):
     """A matplotlib Figure that Jupyter displays as a PNG image (no pyplot backend involved)."""
 
     def _repr_png_(self) -> bytes:
-        return figure_png(self)
+        return figure_png(self, dpi=SCREEN_DPI)
 
 
 def new_figure(nrows: int = 1, ncols: int = 1, *, figsize: tuple[float, float] = PANEL_SIZE,
@@ -62,7 +67,7 @@ def new_figure(nrows: int = 1, ncols: int = 1, *, figsize: tuple[float, float] =
 
     See Also
     --------
-    riccati_tf.app.plotting.plot_covariance : draws into such axes.
+    riccati_tf.io.plots.plot_covariance : draws into such axes.
     riccati_tf.sweep.plot.phase_diagram : a two-panel figure made with it.
 
     References
@@ -120,7 +125,7 @@ def check_output_file(path: str | Path, what: str = "figure") -> Path:
 
 
 def save_figure(fig: _MatplotlibFigure, path: str | Path) -> Path:
-    """Write a figure as a PNG file (110 dpi, tight bounding box), parent folders created.
+    """Write a figure as a PNG file (DPI = 200 dpi, tight bounding box), parent folders created.
 
     An existing PNG image at `path` is replaced; any other existing file is never overwritten.
 
@@ -175,11 +180,11 @@ def save_figure(fig: _MatplotlibFigure, path: str | Path) -> Path:
     return path
 
 
-def figure_png(fig: _MatplotlibFigure) -> bytes:
-    """The figure as PNG bytes (110 dpi, tight bounding box; laid out tightly unless the figure
-    has a layout engine of its own)."""
+def figure_png(fig: _MatplotlibFigure, dpi: float = DPI) -> bytes:
+    """The figure as PNG bytes (dpi: DPI = 200 for files, SCREEN_DPI in a notebook; tight bounding
+    box; laid out tightly unless the figure has a layout engine of its own)."""
     buf = io.BytesIO()
     if fig.get_layout_engine() is None:
         fig.tight_layout()
-    fig.savefig(buf, format="png", dpi=110, bbox_inches="tight")
+    fig.savefig(buf, format="png", dpi=dpi, bbox_inches="tight")
     return buf.getvalue()

@@ -52,6 +52,7 @@ from ..state.params import Gaussian, Params
 from ..state.validation import as_array, as_count, as_matrix, as_time, as_vector, scale_exponent
 
 if TYPE_CHECKING:
+    from ..io.figures import Figure
     from .lie import Accessibility, ControlSystem
 
 __all__ = [
@@ -523,8 +524,9 @@ class ControlPlan:
 
     from (m0, Σ0) at depth 0 to (m1, Σ1) at depth t_final (within `tolerance`, checked by
     `verify`). `params_at(t)` gives the layer at depth t, `integrate()` the moment trajectory
-    (piece by piece, never across a breakpoint), `particles(x0, ...)` the plan applied to a
-    token cloud; `T` is a read-only alias of t_final. Made by `steer`.
+    (piece by piece, never across a breakpoint), `plot()` the eigenvalues of Σ(t) along it,
+    `particles(x0, ...)` the plan applied to a token cloud; `T` is a read-only alias of
+    t_final. Made by `steer`.
 
     Parameters
     ----------
@@ -657,6 +659,59 @@ class ControlPlan:
         sub-intervals; max_steps DOP853 steps in all, a step of a tracking piece counting as
         its `cost` = 5)."""
         return self._run(rtol, atol, points_per_piece, max_steps)[2]
+
+    def plot(self, ax: Any = None) -> Figure:
+        """The eigenvalues of Σ(t) along the steered trajectory, the target's marked at T.
+
+        `riccati_tf.io.plots.plot_covariance` of `integrate()`: the r = rank Σ0 largest
+        eigenvalues of Σ(t) on a log scale (rank invariance, SPEC §3: rank Σ1 = r), the r
+        largest of Σ1 as crosses (×) at t = T, one in the colour of each curve, and the
+        breakpoints between the pieces as dotted vertical lines. Built without pyplot: no
+        global matplotlib state changes.
+
+        Parameters
+        ----------
+        ax : matplotlib.axes.Axes, optional
+            An Axes to draw into (None, the default, makes a figure of one panel).
+
+        Returns
+        -------
+        riccati_tf.io.figures.Figure
+            The figure of that Axes.
+
+        Raises
+        ------
+        SolverError
+            When `integrate` fails, leaves the PSD cone or spends its budget.
+
+        See Also
+        --------
+        integrate : the trajectory drawn.
+        riccati_tf.io.plots.plot_covariance : the drawing.
+
+        References
+        ----------
+        .. [1] riccati_tf theory, SPEC §4 "Reachability (time-varying controls)".
+
+        Examples
+        --------
+        Steering N(0, 1) to N(1, 4) on [0, 1]: one curve, ending at the cross at 4.
+
+        >>> import numpy as np
+        >>> from riccati_tf import Gaussian, steer
+        >>> start = Gaussian(np.zeros(1), np.eye(1))
+        >>> plan = steer(start, Gaussian(np.ones(1), 4 * np.eye(1)), 1.0)
+        >>> ax = plan.plot().axes[0]
+        >>> [line.get_label() for line in ax.get_lines() if not line.get_label().startswith("_")]
+        ['λ1(Σ), final 4', 'target λ(Σ1) = 4']
+        """
+        from ..io.plots import axes_of, plot_covariance
+
+        ax = axes_of(ax)
+        for t in self.breakpoints[1:-1]:
+            ax.axvline(t, color="0.6", ls=":", lw=1)
+        return plot_covariance(self.integrate(), ax=ax, target=self.target.cov,
+                               title=f"steering: {self.route} route, controls {self.controls}")
 
     def verify(self, *, rtol: float = VERIFY_RTOL, atol: float = VERIFY_ATOL,
                max_steps: int = VERIFY_MAX_STEPS) -> float:

@@ -53,7 +53,7 @@ def _edges(v: np.ndarray) -> np.ndarray:
 
 
 def phase_diagram(columns: dict[str, Any], x: str, y: str | None = None, *,
-                  title: str = "") -> Figure:
+                  title: str = "", ax: Any = None) -> Figure:
     """A matplotlib Figure of the regimes over axes x (and y) from a {column: values} mapping.
 
     Left panel: one colour per regime of SPEC §5 (REGIME_COLORS; or per flow status) — a
@@ -73,11 +73,15 @@ def phase_diagram(columns: dict[str, Any], x: str, y: str | None = None, *,
         The column on the vertical axis; None draws the strip over x alone.
     title : str, default ""
         The left panel's title (default: "<regime or status> over x × y").
+    ax : matplotlib.axes.Axes or sequence of two Axes, optional
+        Draw the regime panel into this Axes (one Axes: the T* panel is left out), or both
+        panels into a pair (default: a new two-panel figure).
 
     Returns
     -------
     riccati_tf.io.figures.Figure
-        The two-panel figure (not drawn through pyplot).
+        The figure drawn into: a new two-panel one unless `ax` is given (not drawn through
+        pyplot).
 
     Raises
     ------
@@ -120,35 +124,44 @@ def phase_diagram(columns: dict[str, Any], x: str, y: str | None = None, *,
     cmap = ListedColormap(colors)
     xv = np.asarray(columns[x], dtype=float)
     tstar = np.asarray(columns.get("blowup_time", np.full(xv.size, np.nan)), dtype=float)
-    fig, (ax, ax2) = new_figure(1, 2, figsize=(11.0, 4.6))
+    if ax is None:
+        fig, (ax, ax2) = new_figure(1, 2, figsize=(11.0, 4.6))
+    elif isinstance(ax, list | tuple | np.ndarray):
+        ax, ax2 = ax
+        fig = ax.figure
+    else:
+        fig, ax2 = ax.figure, None
     if y is None:
         ax.scatter(xv, codes, c=codes, cmap=cmap, vmin=-0.5, vmax=len(present) - 0.5, s=8)
         ax.set_yticks(range(len(present)), present)
         ax.set_ylabel(key)
-        ax2.semilogy(xv, tstar, ".", ms=3, color=REGIME_COLORS["blows_up"])
-        ax2.set_xlabel(x)
-        ax2.set_ylabel("blow-up time T*")
+        if ax2 is not None:
+            ax2.semilogy(xv, tstar, ".", ms=3, color=REGIME_COLORS["blows_up"])
+            ax2.set_xlabel(x)
+            ax2.set_ylabel("blow-up time T*")
     else:
         yv = np.asarray(columns[y], dtype=float)
         grid = _full_grid(xv, yv)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            log_tstar = np.log10(tstar)
         if grid is not None:
             xs, ys, index = grid
             ax.pcolormesh(_edges(xs), _edges(ys), codes[index], cmap=cmap, vmin=-0.5,
                           vmax=len(present) - 0.5)
-            with np.errstate(divide="ignore", invalid="ignore"):
-                img = ax2.pcolormesh(_edges(xs), _edges(ys), np.log10(tstar[index]),
-                                     cmap="magma_r")
+            if ax2 is not None:
+                img = ax2.pcolormesh(_edges(xs), _edges(ys), log_tstar[index], cmap="magma_r")
         else:
             ax.scatter(xv, yv, c=codes, cmap=cmap, vmin=-0.5, vmax=len(present) - 0.5, s=6,
                        linewidths=0)
-            with np.errstate(divide="ignore", invalid="ignore"):
-                img = ax2.scatter(xv, yv, c=np.log10(tstar), cmap="magma_r", s=6, linewidths=0)
+            if ax2 is not None:
+                img = ax2.scatter(xv, yv, c=log_tstar, cmap="magma_r", s=6, linewidths=0)
         ax.set_ylabel(y)
-        ax2.set_xlabel(x)
-        ax2.set_ylabel(y)
-        if np.any(np.isfinite(tstar)):
-            fig.colorbar(img, ax=ax2, label="log₁₀ T* (blow-up time)")
-        ax2.set_title("blow-up time")
+        if ax2 is not None:
+            ax2.set_xlabel(x)
+            ax2.set_ylabel(y)
+            if np.any(np.isfinite(tstar)):
+                fig.colorbar(img, ax=ax2, label="log₁₀ T* (blow-up time)")
+            ax2.set_title("blow-up time")
         counts = {c: int(np.sum(cat == c)) for c in present}
         ax.legend(handles=[Patch(color=col, label=f"{c} ({counts[c]})")
                            for c, col in zip(present, colors, strict=True)],

@@ -32,7 +32,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
@@ -44,6 +44,9 @@ from ..state.params import Gaussian, Params
 from .batched import classify_scalar, g_matrix, quadratic_constants, scalar_values
 from .family import ANALYSIS_COLUMNS, Chunk, Family, parse_family
 from .store import ResultStore, read_results
+
+if TYPE_CHECKING:
+    from ..io.figures import Figure
 
 __all__ = ["SweepResult", "certify_columns", "compute_chunk", "run_sweep"]
 
@@ -497,6 +500,64 @@ class SweepResult:
     def table(self) -> Any:
         """The results as a pyarrow Table (sorted by config_id), read from `results_path`."""
         return read_results(self.results_path)
+
+    def plot(self, ax: Any = None, *, x: str | None = None, y: str | None = None) -> Figure:
+        """The phase diagram of the sweep: the regime (or flow status) of every configuration
+        over two axes of the family, and log₁₀ T* of those that blow up.
+
+        `riccati_tf.sweep.plot.phase_diagram` of the results in `out_dir`: the regime of SPEC §5
+        (or the flow's status) of each configuration over the axes x and y (default: the spec's
+        ``plot: {x, y}`` recorded in the folder's manifest, else its first two axes) — a filled
+        map on a full grid, else a scatter — and the blow-up times in a second panel. Built
+        without pyplot: no global matplotlib state changes.
+
+        Parameters
+        ----------
+        ax : matplotlib.axes.Axes or sequence of two Axes, optional
+            Draw the regime panel into this Axes (the T* panel left out), or both panels into a
+            pair (default: a new two-panel figure).
+        x : str, optional
+            The horizontal axis (a column of the results).
+        y : str, optional
+            The vertical axis; default as for x.
+
+        Returns
+        -------
+        riccati_tf.io.figures.Figure
+            The figure drawn into.
+
+        Raises
+        ------
+        InvalidInputError
+            When the results cannot be read or x or y is not a column of them.
+
+        See Also
+        --------
+        riccati_tf.sweep.plot.phase_diagram : the drawing, from columns.
+        riccati_tf.sweep.plot.plot_sweep : the diagram of a results folder as a PNG file.
+
+        References
+        ----------
+        .. [1] riccati_tf theory, SPEC §5 (the regimes over a family of layers).
+
+        Examples
+        --------
+        A family over one axis, V = vI: a strip of regimes over v, T* on the right.
+
+        >>> import tempfile
+        >>> from riccati_tf.sweep import run_sweep
+        >>> spec = {"family": {"grid": {"v": [-1.0, -0.5, 0.5, 1.0]}},
+        ...         "params": {"A": [[0.2, 0], [0, -0.3]], "B": [[1, 0], [0, 1]], "v": {"v": 1}},
+        ...         "initial": {"cov": [[1, 0], [0, 1]]}}
+        >>> with tempfile.TemporaryDirectory() as folder:
+        ...     fig = run_sweep(spec, f"{folder}/strip").plot()
+        >>> [(ax.get_title(), ax.get_ylabel()) for ax in fig.axes]
+        [('regime over v', 'regime'), ('', 'blow-up time T*')]
+        """
+        from .plot import diagram_inputs, phase_diagram
+
+        columns, x, y = diagram_inputs(self.out_dir, x, y)
+        return phase_diagram(columns, x, y, ax=ax)
 
 
 def run_sweep(spec: dict, out_dir: str | Path, *, scheduler: str | None = None,

@@ -40,7 +40,16 @@ The modules, from the bottom of the import graph up:
 """
 
 # ruff: noqa: F401  (the names other modules and the tests import from the package)
-from .blowup import _gramian, _monotone_root, _rank0, _threshold, blowup_check, cov_root
+from .blowup import (
+    _gramian,
+    _horizon,
+    _monotone_root,
+    _rank0,
+    _rate_scale,
+    _threshold,
+    blowup_check,
+    cov_root,
+)
 from .certificate import Certificate, _converged
 from .constants import (
     BALL_RTOL,
@@ -57,10 +66,8 @@ from .local import _level, _local, _local_bounds, _zero_equilibrium
 from .numerical import (
     _attracting_ball,
     _balls,
-    _horizon,
     _numerical,
     _quadratic_bound,
-    _rate_scale,
     _zero_ball,
 )
 from .premises import (

@@ -28,7 +28,9 @@ from .constants import (
     BLOWUP_CHECK_RTOL,
     BRENT_MAXITER,
     EPS,
+    HORIZON_RATES,
     MAX_GRAMIAN_STEPS,
+    MAX_NORM_TIME,
     RANGE_RTOL,
     SEGMENT_NORM_TIME,
     STATE_SCALE_BITS,
@@ -166,6 +168,23 @@ def _rate_scale(p: Params, cov0: np.ndarray) -> float:
     """max(‖A‖₂, c‖Σ0‖₂): the fastest rate the linear or the quadratic term can start with."""
     quadratic = quadratic_constant(p) * float(np.linalg.norm(cov0, 2))
     return max(drift_spectrum(p)[1], quadratic, float(np.finfo(float).tiny))
+
+
+def _horizon(p: Params, cov0: np.ndarray) -> float:
+    """HORIZON_RATES / min|Re λ(A)|, at least 1 / rate scale (`_rate_scale`) and at most
+    MAX_NORM_TIME / ‖A‖₂ (MAX_NORM_TIME / rate scale for A = 0).
+
+    The cap is the linear part's: the quadratic one does not set it. A start far above the
+    natural scale (Σ0 = 1e150 I) first decays at the quadratic rate c‖Σ(t)‖₂, as
+    ‖Σ(t)‖ ~ 1/(ct), which the adaptive steps follow in a number of steps logarithmic in ‖Σ0‖,
+    and reaches the natural scale ‖A‖₂/c after a time of order 1/‖A‖₂ — the time scale of A,
+    on which the flow then settles. Capping the horizon at MAX_NORM_TIME/(c‖Σ0‖₂) would stop
+    it near t = 1e-147."""
+    scale = _rate_scale(p, cov0)
+    norm = drift_spectrum(p)[1]
+    slow = float(np.min(np.abs(drift_spectrum(p)[0].real)))
+    t = HORIZON_RATES / slow if slow > 0 else np.inf
+    return float(min(max(t, 1.0 / scale), MAX_NORM_TIME / (norm if norm > 0 else scale)))
 
 
 def segment_length(p: Params, cov0: np.ndarray) -> float:

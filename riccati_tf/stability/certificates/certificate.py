@@ -11,7 +11,7 @@ converges/collapses certificates with their local Lyapunov evidence (`local`).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -19,20 +19,39 @@ from scipy.linalg import LinAlgError
 
 from ...display import html_table, latex_matrix, number, repr_number
 from ...errors import InvalidInputError, SolverError
-from ...state.params import Params
+from ...flows.integrate import flow
+from ...state.params import Gaussian, Params
 from ..equilibria import (
     Equilibrium,
+    drift_spectrum,
     linearization_matrix,
     sym_basis,
 )
-
-if TYPE_CHECKING:
-    import control
+from ..riccati import AXIS_RTOL
+from .blowup import _horizon
 from .constants import BASIN_SAFETY
 from .local import _Local, _local, _zero_equilibrium
 from .verification import _verify
 
+if TYPE_CHECKING:
+    import control
+
+    from ...flows.integrate import Trajectory
+    from ...io.figures import Figure
+
 __all__: list[str] = []  # Certificate is documented as riccati_tf.Certificate
+
+#: `Certificate.plot` of a converging or collapsing flow: the window ends once the distance to Σ*
+#: has fallen by this factor (in time ln(SETTLE_FACTOR)/rate when the certificate has a rate)
+SETTLE_FACTOR = 1e6
+#: ... or at SETTLE_SPAN times the time at which it has fallen 100-fold, if that comes first: an
+#: algebraic approach (‖Σ(t) − Σ*‖ ~ 1/t, "psd_marginal") takes ~1e6 times longer to fall 1e6-fold
+SETTLE_SPAN = 5.0
+#: ... of a bounded flow: this many of the longest periods 2π/|Im λ(A)| (eigenvalues on the
+#: imaginary axis) or time constants 1/|Re λ(A)| (the others)
+BOUNDED_PERIODS = 3.0
+#: ... the times drawn (equally spaced; before a blow-up, `io.plots.blowup_grid`)
+PLOT_POINTS = 201
 
 
 @dataclass(frozen=True, eq=False)
@@ -305,6 +324,108 @@ class Certificate:
             for i, j in zip(*np.triu_indices(d), strict=True)]
         return control.ss(Amat, Bmat, np.eye(d + n), np.zeros((d + n, d)), states=names,
                           outputs=names, inputs=[f"b{i + 1}" for i in range(d)])
+
+    def plot(self, ax: Any = None) -> Figure:
+        """The eigenvalues of Σ(t) from Σ0 under the certificate's layer, over a window chosen
+        from its dynamics, on a log scale.
+
+        The flow Σ̇ = AΣ + ΣAᵀ + Σ_h (V_hΣB_hΣ + ΣB_hᵀΣV_hᵀ) from (m0, Σ0) (`riccati_tf.flow`),
+        drawn by `riccati_tf.io.plots.plot_covariance` and titled with the regime. The window:
+
+        - "blows_up": [0, T*), on `riccati_tf.io.plots.blowup_grid` (equally spaced times and
+          the geometric refinement T*(1 − 2^−k) towards T*), T* a dashed vertical line and the
+          axis a margin past it;
+        - "converges", "collapses": until the distance ‖Σ(t) − Σ*‖_F has fallen by
+          SETTLE_FACTOR = 1e6 — integrated up to ln(SETTLE_FACTOR)/rate when the certificate has
+          a rate (the distance decays as exp(−rate · t)), else up to its horizon, and cut at the
+          first time drawn at which the distance has fallen that far, or at SETTLE_SPAN = 5
+          times the first at which it has fallen 100-fold if that is earlier (an algebraic
+          approach, ‖Σ(t) − Σ*‖ ~ 1/t, without a rate); so the transient fills the axis,
+          however long the horizon of the evidence. Σ*'s eigenvalues are dotted lines;
+        - "bounded": BOUNDED_PERIODS = 3 of the longest periods 2π/|Im λ(A)| (eigenvalues on the
+          imaginary axis) or time constants 1/|Re λ(A)| (the others);
+        - "grows", "undetermined" (and "bounded" for A with only zero eigenvalues): the horizon
+          of the certificate's integration, or without one the horizon `certify` would integrate
+          to (HORIZON_RATES time constants 1/min|Re λ(A)|, capped).
+
+        Built without pyplot: no global matplotlib state changes.
+
+        Parameters
+        ----------
+        ax : matplotlib.axes.Axes, optional
+            The Axes to draw into; None (default): a new one-panel figure.
+
+        Returns
+        -------
+        riccati_tf.io.figures.Figure
+            The figure drawn on.
+
+        Raises
+        ------
+        SolverError
+            When `riccati_tf.flow` fails on the window (or spends its step budget).
+
+        See Also
+        --------
+        riccati_tf.Trajectory.plot : draws a trajectory already computed.
+        riccati_tf.io.plots.plot_covariance : the drawing.
+        riccati_tf.certify : computes the certificate.
+
+        References
+        ----------
+        .. [1] riccati_tf theory, SPEC §5 (the regimes: their equilibria, rates and T*) and
+           §6 "Certificates".
+
+        Examples
+        --------
+        >>> from riccati_tf import certify
+        >>> from riccati_tf.app.examples import regime_examples
+        >>> params, g0, _ = regime_examples()["blows_up"]
+        >>> ax = certify(params, g0.cov, g0.mean).plot().axes[0]
+        >>> ax.get_title(), [line.get_label() for line in ax.get_lines()]
+        ('blows_up (exact, nsd_unstable_range)', ['λ1(Σ)', 'λ2(Σ)', 'T* = 1.102'])
+        """
+        from ...io.plots import BLOWUP_MARGIN, blowup_grid, plot_covariance
+
+        g0 = Gaussian(self.mean0, self.cov0)
+        if self.blowup_time is not None:
+            t_star = self.blowup_time
+            traj = flow(self.params, g0, t_star * (1.0 + BLOWUP_MARGIN),
+                        t_eval=blowup_grid(t_star, PLOT_POINTS))
+        else:
+            traj = self._flow_window(g0)
+        kind = "exact" if self.exact else "numerical"
+        return plot_covariance(traj, title=f"{self.regime} ({kind}, {self.theorem})", ax=ax,
+                               equilibrium=self.equilibrium)
+
+    def _flow_window(self, g0: Gaussian) -> Trajectory:
+        """The flow over the window `plot` describes, for every regime but "blows_up"."""
+        t_end = self.horizon or _horizon(self.params, self.cov0)
+        eq = self.equilibrium
+        if eq is not None and self.rate:
+            t_end = float(np.log(SETTLE_FACTOR)) / self.rate
+        elif self.regime == "bounded":
+            t_end = _bounded_window(self.params) or t_end
+        traj = flow(self.params, g0, t_end, t_eval=np.linspace(0.0, t_end, PLOT_POINTS))
+        if eq is not None:
+            gap = np.linalg.norm(traj.cov - eq.cov, axis=(1, 2))
+            ends = [traj.t[gap <= gap[0] / SETTLE_FACTOR][:1],
+                    SETTLE_SPAN * traj.t[gap <= gap[0] / 100.0][:1]]
+            cut = float(np.min(np.concatenate([*ends, [t_end]])))
+            if gap[0] > 0 and 0.0 < cut < traj.t[-2]:
+                t_end = cut
+                traj = flow(self.params, g0, t_end, t_eval=np.linspace(0.0, t_end, PLOT_POINTS))
+        return traj
+
+
+def _bounded_window(p: Params) -> float | None:
+    """BOUNDED_PERIODS times the longest period 2π/|Im λ| (|Re λ| ≤ AXIS_RTOL‖A‖₂) or time
+    constant 1/|Re λ| of A's nonzero eigenvalues λ; None when A has none."""
+    lam, norm = drift_spectrum(p)
+    tol = AXIS_RTOL * norm
+    spans = [2.0 * np.pi / abs(z.imag) if abs(z.real) <= tol else 1.0 / abs(z.real)
+             for z in lam if abs(z) > tol]
+    return BOUNDED_PERIODS * max(spans) if spans else None
 
 
 def _converged(p: Params, cov: np.ndarray, base: dict, theorem: str, *, exact: bool, glob: bool,

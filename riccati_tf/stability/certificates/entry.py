@@ -28,11 +28,11 @@ from ..riccati import (
     numerical_failures,
 )
 from . import bounded
-from .blowup import _monotone_root, _rank0, cov_root
+from .blowup import _monotone_root, _rank0, _rate_scale, cov_root
 from .certificate import Certificate, _converged
 from .constants import BOUND_RTOL, EXACT_MAX_D, MAX_NORM_TIME
 from .local import _zero_equilibrium
-from .numerical import _numerical, _rate_scale
+from .numerical import _numerical
 from .premises import THEOREMS, Premises, bracket_agrees, premises, theorem_of
 
 __all__: list[str] = []  # certify is documented as riccati_tf.certify

@@ -25,10 +25,9 @@ from ..equilibria import (
     ENUMERATION_MAX_D,
     KRONECKER_MAX_D,
     Equilibrium,
-    drift_spectrum,
     equilibria,
 )
-from .blowup import _blowup_scale, _rate_scale, state_scale
+from .blowup import _blowup_scale, _horizon, state_scale
 from .certificate import Certificate, _converged
 from .constants import (
     BALL_AIM,
@@ -40,10 +39,8 @@ from .constants import (
     CLOSE_RTOL,
     GROWTH_FACTOR,
     HORIZON_DOUBLINGS,
-    HORIZON_RATES,
     INTEGRATION_ATOL,
     INTEGRATION_RTOL,
-    MAX_NORM_TIME,
 )
 from .integration import _Integrator, _Run
 from .local import _approaches, _level, _local, _zero_equilibrium, _zero_sublevel, _ZeroSublevel
@@ -385,20 +382,3 @@ def _classify_final(p: Params, cov0: np.ndarray, base: dict, run: _Run, scalar: 
                            f"finite-time blow-up (numerical evidence).", horizon=horizon,
                            final_cov=final, **base)
     return None
-
-
-def _horizon(p: Params, cov0: np.ndarray) -> float:
-    """HORIZON_RATES / min|Re λ(A)|, at least 1 / rate scale (`_rate_scale`) and at most
-    MAX_NORM_TIME / ‖A‖₂ (MAX_NORM_TIME / rate scale for A = 0).
-
-    The cap is the linear part's: the quadratic one does not set it. A start far above the
-    natural scale (Σ0 = 1e150 I) first decays at the quadratic rate c‖Σ(t)‖₂, as
-    ‖Σ(t)‖ ~ 1/(ct), which the adaptive steps follow in a number of steps logarithmic in ‖Σ0‖,
-    and reaches the natural scale ‖A‖₂/c after a time of order 1/‖A‖₂ — the time scale of A,
-    on which the flow then settles. Capping the horizon at MAX_NORM_TIME/(c‖Σ0‖₂) would stop
-    it near t = 1e-147."""
-    scale = _rate_scale(p, cov0)
-    norm = drift_spectrum(p)[1]
-    slow = float(np.min(np.abs(drift_spectrum(p)[0].real)))
-    t = HORIZON_RATES / slow if slow > 0 else np.inf
-    return float(min(max(t, 1.0 / scale), MAX_NORM_TIME / (norm if norm > 0 else scale)))

@@ -1,0 +1,189 @@
+"""Results draw themselves: Trajectory, Certificate, ControlPlan and SweepResult `.plot(ax=None)`
+return a Figure with the expected artists, draw into a given Axes, leave matplotlib's global
+state alone, and a certificate's window is chosen from its dynamics."""
+
+import struct
+import sys
+from dataclasses import replace
+
+import matplotlib
+import numpy as np
+import pytest
+
+import riccati_tf as rt
+from riccati_tf.app.examples import regime_examples
+from riccati_tf.io import figures
+from riccati_tf.io.figures import Figure, figure_png, new_figure
+
+REGIMES = regime_examples()
+EPS = np.finfo(float).eps
+ROT = np.array([[0.0, -1.0], [1.0, 0.0]])
+G0 = rt.Gaussian(np.zeros(2), np.array([[1.0, 0.3], [0.3, 0.5]]))
+
+
+def _certificate(name):
+    params, g0, _ = REGIMES[name]
+    return rt.certify(params, g0.cov, g0.mean)
+
+
+def _plan():
+    start = rt.Gaussian(np.zeros(2), np.array([[1.0, 0.3], [0.3, 0.5]]))
+    return rt.steer(start, rt.Gaussian(np.array([1.0, 0.0]), np.diag([4.0, 0.25])), 1.0)
+
+
+def _sweep(tmp_path):
+    spec = {"family": {"grid": {"v": [-1.0, 1.0], "a": [-0.5, 0.5]}},
+            "params": {"A": {"a": [[1, 0], [0, 1]]}, "B": [[1, 0], [0, 1]], "v": {"v": 1}},
+            "initial": {"cov": [[1, 0], [0, 1]]}}
+    pytest.importorskip("pyarrow")
+    from riccati_tf.sweep import run_sweep
+
+    return run_sweep(spec, tmp_path / "sweep")
+
+
+def _curves(ax):
+    """The eigenvalue curves λi(Σ(t)) of an axes."""
+    return [line for line in ax.lines if line.get_label().startswith("λ")
+            and np.size(line.get_xdata()) > 2]
+
+
+def _levels(ax):
+    """The y values of the dotted horizontal lines (an equilibrium's eigenvalues)."""
+    return sorted(line.get_ydata()[0] for line in ax.lines if line.get_linestyle() == ":"
+                  and np.ptp(line.get_ydata()) == 0)
+
+
+#: every result that draws itself, with small inputs: name -> (make the result, plot it)
+RESULTS = {
+    "trajectory": lambda tmp: rt.flow(*REGIMES["converges"]),
+    "certificate": lambda tmp: _certificate("blows_up"),
+    "plan": lambda tmp: _plan(),
+    "sweep": _sweep,
+}
+
+
+@pytest.mark.parametrize("name", RESULTS)
+def test_plot_returns_a_figure_and_leaves_global_state_alone(name, tmp_path):
+    result = RESULTS[name](tmp_path)
+    pyplot = sys.modules.get("matplotlib.pyplot")  # imported by other tests, or not at all
+    before = dict(matplotlib.rcParams), matplotlib.get_backend(), pyplot and pyplot.get_fignums()
+    fig = result.plot()
+    assert isinstance(fig, Figure) and fig.canvas.manager is None  # not a pyplot figure
+    assert (dict(matplotlib.rcParams), matplotlib.get_backend(),
+            pyplot and pyplot.get_fignums()) == before
+    assert "matplotlib.pyplot" in sys.modules or pyplot is None  # plot() does not import it
+    assert all(ax.get_xlabel() and ax.get_ylabel() for ax in fig.axes if ax.get_label() !=
+               "<colorbar>")
+
+
+@pytest.mark.parametrize("name", RESULTS)
+def test_plot_draws_into_the_given_axes(name, tmp_path):
+    result = RESULTS[name](tmp_path)
+    fig, axes = new_figure(1, 3)
+    assert result.plot(axes[1]) is fig
+    assert not axes[0].has_data() and axes[1].has_data() and not axes[2].has_data()
+
+
+def test_trajectory_plot_draws_its_rank_and_the_equilibrium():
+    u = np.array([[1.0], [-0.5], [0.25]])
+    params = rt.Params(A=np.diag([0.3, -0.2, 0.1]), B=np.eye(3), V=-np.eye(3))
+    ax = rt.flow(params, rt.Gaussian(np.zeros(3), u @ u.T), 3.0).plot(title="rank 1").axes[0]
+    assert len(_curves(ax)) == 1 and ax.get_title() == "rank 1"
+    eq = _certificate("converges").equilibrium
+    ax = rt.flow(*REGIMES["converges"]).plot(equilibrium=eq).axes[0]
+    assert len(_curves(ax)) == 2
+    np.testing.assert_allclose(_levels(ax), np.linalg.eigvalsh(eq.cov), rtol=1e-12)
+
+
+def test_blowing_up_certificate_is_drawn_up_to_its_t_star():
+    cert = _certificate("blows_up")
+    ax = cert.plot().axes[0]
+    (mark,) = [line for line in ax.lines if line.get_label().startswith("T*")]
+    assert mark.get_xdata()[0] == pytest.approx(cert.blowup_time, rel=1e-9)
+    t = _curves(ax)[0].get_xdata()
+    assert len(_curves(ax)) == 2 and np.sum(t < cert.blowup_time) >= 100
+    assert cert.blowup_time - t.max() < 1e-6 * cert.blowup_time
+    left, right = ax.get_xlim()
+    assert left == 0.0 and cert.blowup_time < right < 1.1 * cert.blowup_time
+    assert "blows_up" in ax.get_title()
+
+
+def _settling_time(cert, factor, t_max):
+    """The first time at which ‖Σ(t) − Σ*‖_F has fallen by factor (on a fine grid)."""
+    t = np.linspace(0.0, t_max, 20_001)
+    traj = rt.flow(cert.params, rt.Gaussian(cert.mean0, cert.cov0), t_max, t_eval=t)
+    gap = np.linalg.norm(traj.cov - cert.equilibrium.cov, axis=(1, 2))
+    return t[np.argmax(gap <= gap[0] / factor)]
+
+
+@pytest.mark.parametrize("case", ["rate", "long horizon, no rate", "algebraic collapse"])
+def test_converging_window_shows_the_transient(case):
+    """The time at which the distance to Σ* has fallen 100-fold lies beyond 10 % of the x-axis,
+    and the window reaches past it: the approach is drawn, not squeezed into a sliver."""
+    if case == "algebraic collapse":  # A skew, G ≻ 0: ‖Σ(t)‖ ~ 1/t, no rate ("psd_marginal")
+        cert = rt.certify(rt.Params(A=ROT, B=np.eye(2), V=-np.eye(2)), G0)
+        assert cert.theorem == "psd_marginal" and cert.rate is None
+    else:
+        cert = _certificate("converges")
+        if case != "rate":
+            cert = replace(cert, rate=None, horizon=400.0)
+    ax = cert.plot().axes[0]
+    left, right = ax.get_xlim()
+    t100 = _settling_time(cert, 100.0, right)
+    assert left + 0.1 * (right - left) < t100 < right
+    np.testing.assert_allclose(_levels(ax), np.linalg.eigvalsh(cert.equilibrium.cov)[
+        np.linalg.eigvalsh(cert.equilibrium.cov) > 0], rtol=1e-12)
+
+
+def test_converging_window_ends_once_settled():
+    """With a rate, about ln(1e6)/rate; a 400-long horizon without one is cut as well."""
+    cert = _certificate("converges")
+    end = _curves(cert.plot().axes[0])[0].get_xdata().max()
+    assert end == pytest.approx(np.log(1e6) / cert.rate, rel=0.1)
+    cut = _curves(replace(cert, rate=None, horizon=400.0).plot().axes[0])[0].get_xdata().max()
+    assert cut < 40.0
+
+
+def test_bounded_window_spans_a_few_periods():
+    cert = rt.certify(rt.Params(A=ROT), G0)
+    assert cert.regime == "bounded"
+    end = _curves(cert.plot().axes[0])[0].get_xdata().max()
+    assert end == pytest.approx(3 * 2 * np.pi)
+
+
+def test_plan_plot_marks_the_target_at_t():
+    plan = _plan()
+    ax = plan.plot().axes[0]
+    assert len(_curves(ax)) == 2
+    crosses = [line for line in ax.lines
+               if line.get_marker() == "x" and np.size(line.get_xdata())]
+    assert [c.get_xdata()[0] for c in crosses] == [plan.t_final] * 2
+    np.testing.assert_allclose(sorted(c.get_ydata()[0] for c in crosses),
+                               np.linalg.eigvalsh(plan.target.cov), rtol=1e-12)
+    for curve, cross in zip(_curves(ax), crosses, strict=True):
+        assert curve.get_color() == cross.get_color()
+        assert curve.get_ydata()[-1] == pytest.approx(cross.get_ydata()[0], rel=1e-6)
+
+
+def test_sweep_plot_is_the_phase_diagram(tmp_path):
+    result = _sweep(tmp_path)
+    fig = result.plot()
+    assert [ax.get_title() for ax in fig.axes[:2]] == ["regime over v × a", "blow-up time"]
+    fig, ax = new_figure()
+    assert result.plot(ax, x="a", y="v") is fig and ax.get_title() == "regime over a × v"
+    assert len(fig.axes) == 1
+
+
+def _png_size(png):
+    """(width, height) in pixels from a PNG's IHDR chunk."""
+    return struct.unpack(">II", png[16:24])
+
+
+def test_one_panel_files_are_print_sized():
+    """A one-panel figure is written at least 1200 px wide (6.4 × 4 in at 200 dpi); a notebook
+    shows it at screen resolution."""
+    fig = _certificate("converges").plot()
+    assert tuple(fig.get_size_inches()) == figures.PANEL_SIZE
+    width, height = _png_size(figure_png(fig))
+    assert width >= 1200 and 700 <= height < width
+    assert _png_size(fig._repr_png_())[0] < 800
