@@ -12,16 +12,20 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 
+# editable installs put the checkout on sys.path by a static .pth line (setuptools' compat
+# mode), not an import hook, so that mypy finds the package for a user's script too
+EDITABLE = --config-settings editable_mode=compat
+
 $(VENV)/.report: pyproject.toml | $(BIN)/python
-	$(BIN)/pip install -q -e '.[report]'
+	$(BIN)/pip install -q -e '.[report]' $(EDITABLE)
 	touch $@
 
 $(VENV)/.test: pyproject.toml | $(BIN)/python
-	$(BIN)/pip install -q -e '.[test]'
+	$(BIN)/pip install -q -e '.[test]' $(EDITABLE)
 	touch $@ $(VENV)/.report
 
 $(VENV)/.docs: pyproject.toml | $(BIN)/python
-	$(BIN)/pip install -q -e '.[docs]'
+	$(BIN)/pip install -q -e '.[docs]' $(EDITABLE)
 	touch $@
 
 report: $(VENV)/.report
