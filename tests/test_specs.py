@@ -280,28 +280,3 @@ def test_every_key_problem_is_reported_at_once(run):
     code, _, err = run("certify", {"params": {"A": [[1.0]]}, "initial": {"mean": [0], "cov": [[1]],
                                                                       "metod": 1}})
     assert code == 2 and err.strip().endswith("initial.metod: unknown field; allowed: cov, mean")
-
-
-@pytest.mark.parametrize("reader, source", [("certify", "flow"), ("equilibria", "certify"),
-                                            ("certify", "particles")])
-def test_a_sibling_subcommands_spec_is_read_with_a_note(tmp_path, capsys, reader, source):
-    """One file serves several subcommands: the fields that another subcommand's spec has and
-    this one does not read are ignored with a note naming them (a flow spec to certify), and the
-    result is that of the spec without them; a key no subcommand knows is still refused."""
-    spec = yaml.safe_load(example_text(source))
-    foreign = [k for k in spec if k not in SCHEMAS[reader].names]
-    assert foreign
-    path = tmp_path / "spec.yaml"
-    path.write_text(example_text(source))
-    assert main([reader, str(path), "--json"]) == 0
-    out, err = capsys.readouterr()
-    assert err.startswith(f"riccati-tf {reader}: note: ignoring ")
-    assert all(f"{k} (a field of " in err for k in foreign)
-    own = tmp_path / "own.json"
-    own.write_text(json.dumps({k: v for k, v in spec.items() if k in SCHEMAS[reader].names}))
-    assert main([reader, str(own), "--json"]) == 0
-    assert capsys.readouterr().out == out
-    spec["t_fnal"] = 1.0
-    path.write_text(json.dumps(spec))
-    assert main([reader, str(path)]) == 2
-    assert "t_fnal: unknown field" in capsys.readouterr().err

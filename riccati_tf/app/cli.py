@@ -60,7 +60,7 @@ from ..io.spec import (
 from ..state.params import Gaussian, Params
 from ..sweep.cli import add_sweep_arguments, cmd_sweep, cmd_sweep_plot
 from ..sweep.store import exit_process
-from .specs import SCHEMAS, example_text, foreign_fields, key_problems, render_fields
+from .specs import SCHEMAS, example_text, key_problems, render_fields
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -1033,13 +1033,6 @@ def _run(args: argparse.Namespace) -> int:
 
             check_output_file(plot, "--plot")
         spec = load_spec(args.spec) if needs_spec else None
-        foreign = foreign_fields(args.command, spec) if needs_spec else {}
-        if foreign:  # a sibling subcommand's spec: its other fields are not this one's
-            assert isinstance(spec, dict)
-            spec = {k: v for k, v in spec.items() if k not in foreign}
-            print(f"riccati-tf {args.command}: note: ignoring "
-                  + "; ".join(f"{k} (a field of {', '.join(owners)} specs)"
-                              for k, owners in foreign.items()), file=sys.stderr)
         problems = key_problems(SCHEMAS[args.command], spec) if needs_spec else []
         if len(problems) > 1:  # every misspelt or missing key at once (values: one at a time)
             raise SpecError(f"{len(problems)} problems: " + "; ".join(problems))

@@ -24,8 +24,8 @@ from importlib import resources
 
 from ..io.spec import unknown_keys
 
-__all__ = ["REQUIRED", "SCHEMAS", "Field", "SpecSchema", "example_text", "foreign_fields",
-           "key_problems", "render_fields"]
+__all__ = ["REQUIRED", "SCHEMAS", "Field", "SpecSchema", "example_text", "key_problems",
+           "render_fields"]
 
 #: the default of a field that must be given
 REQUIRED = "required"
@@ -399,55 +399,6 @@ def key_problems(schema: SpecSchema, spec: object) -> list[str]:
                     out += check(f.fields, item, at)
         return out
     return check(schema.fields, spec, "")
-
-
-def foreign_fields(command: str, spec: object) -> dict[str, tuple[str, ...]]:
-    """The top-level keys of a spec that `command` does not read but another subcommand's spec
-    has, each with those subcommands: a flow spec given to certify carries t_final, t_eval,
-    method, rtol and atol, which certify ignores (with a note) instead of refusing, so that one
-    file serves several subcommands; a key no subcommand knows stays a misspelling.
-
-    Parameters
-    ----------
-    command : str
-        The subcommand reading the spec (a key of `SCHEMAS`).
-    spec : object
-        The spec as loaded (`riccati_tf.io.spec.load_spec`); anything but a mapping has none.
-
-    Returns
-    -------
-    dict of str to tuple of str
-        {key: the subcommands whose specs have it}, in the spec's order.
-
-    Raises
-    ------
-    KeyError
-        For a `command` without a schema.
-
-    See Also
-    --------
-    key_problems : the keys that no subcommand knows, and the missing ones.
-
-    References
-    ----------
-    .. [1] riccati_tf README, "Command line" (the spec files of each subcommand).
-
-    Examples
-    --------
-    >>> from riccati_tf.app.specs import foreign_fields
-    >>> foreign_fields("certify", {"params": {}, "initial": {}, "t_final": 5.0, "t_fnal": 1})
-    {'t_final': ('flow', 'steer', 'particles', 'sweep')}
-    """
-    own = SCHEMAS[command].names
-    if not isinstance(spec, dict):
-        return {}
-    out = {}
-    for key in spec:
-        owners = tuple(name for name, schema in SCHEMAS.items()
-                       if name != command and key in schema.names)
-        if key not in own and owners:
-            out[key] = owners
-    return out
 
 
 def render_fields(schema: SpecSchema) -> str:
