@@ -106,8 +106,7 @@ class SpecSchema:
     Raises
     ------
     TypeError
-        For a missing or unknown argument, as any dataclass; the values are not validated
-        (tests/test_specs.py checks the schemas against the loaders).
+        As `Field`.
 
     See Also
     --------
