@@ -43,3 +43,21 @@ def best_time(fn, *, repeat: int = 5, min_time: float = 0.05) -> float:
                 break
         best = min(best, elapsed / n)
     return best
+
+
+def clear_layer_caches() -> None:
+    """Empty every per-layer cache of the package (factors, spectra, constants, the
+    continuation and settled states, stability bounds, the zero sublevel set), so that a timed
+    call pays for all it computes."""
+    from riccati_tf.stability.certificates.local import _zero_sublevel
+    from riccati_tf.stability.equilibria import (
+        _continuation,
+        _settled,
+        _stability_at,
+        drift_spectrum,
+        quadratic_constant,
+    )
+    from riccati_tf.state.lowrank import factored_layer, value_factors
+    for cached in (value_factors, factored_layer, drift_spectrum, quadratic_constant,
+                   _continuation, _settled, _stability_at, _zero_sublevel):
+        cached.cache_clear()

@@ -29,7 +29,7 @@ from scipy.linalg import solve_continuous_lyapunov
 from riccati_tf import Certificate, Head, Params, certify
 from riccati_tf.stability.equilibria import equilibrium_search
 
-from ._timing import pin_one_thread
+from ._timing import clear_layer_caches, pin_one_thread
 
 DIMENSIONS, QUICK = (24, 48, 96, 192, 384), (24, 48, 96)
 KINDS = ("zero", "hurwitz", "antistable")
@@ -90,26 +90,12 @@ def lyapunov_unit(M: np.ndarray, Q: np.ndarray, repeat: int = 5) -> float:
     return best
 
 
-def clear_caches() -> None:
-    from riccati_tf.stability.equilibria import (
-        _continuation,
-        _settled,
-        _stability_at,
-        drift_spectrum,
-        quadratic_constant,
-    )
-    from riccati_tf.state.lowrank import factored_layer, value_factors
-    for cached in (value_factors, factored_layer, drift_spectrum, quadratic_constant,
-                   _continuation, _settled, _stability_at):
-        cached.cache_clear()
-
-
 def timed(fn, repeat: int = 3):
     """(result, CPU seconds): the fastest of `repeat` calls, every per-layer cache cleared
     before each (as the Lyapunov unit is the fastest of its rounds)."""
     best = np.inf
     for _ in range(repeat):
-        clear_caches()
+        clear_layer_caches()
         start = time.process_time()
         out = fn()
         best = min(best, time.process_time() - start)

@@ -19,15 +19,15 @@ from typing import TYPE_CHECKING, Any, NamedTuple, SupportsIndex, overload
 
 import numpy as np
 import numpy.typing as npt
-from scipy.integrate import DOP853, solve_ivp
+from scipy.integrate import DOP853
 from scipy.optimize import brentq
 
 from ..display import html_table, number
 from ..errors import InvalidInputError, SolverError
 from ..state.lowrank import FACTOR_MIN_D, factored_layer
-from ..state.moments import drift_arrays, moment_arrays
+from ..state.moments import drift_arrays
 from ..state.params import Gaussian, Params, check_dims
-from ..state.validation import as_array, as_count, as_time, as_time_grid, psd_rank
+from ..state.validation import as_array, as_count, as_time, as_time_grid, psd_part, psd_rank
 from .exact import DEFAULT_MAX_STEPS, NEAR_BLOWUP_RTOL, exact_flow, exact_from
 
 if TYPE_CHECKING:
@@ -46,12 +46,13 @@ BLOWUP_GROWTH = 1e8
 #: growth the extrapolated remaining time is off by about that share.
 BLOWUP_QUADRATIC_SHARE = 0.99
 BLOWUP_EXTRAPOLATION = 0.02
-#: rk without dense output runs in Sundman's time σ, dt/dσ = s_ref / tr Σ (`_sundman_solve`), in
-#: which Σ ~ 1/(T* − t) grows exponentially instead of through a pole (DOP853 keeps a steady step
-#: in σ, where in t its steps shrink with T* − t and about every other one is rejected), from the
-#: start where the quadratic terms drive at least SUNDMAN_SHARE of d tr Σ/dt > 0 at t = 0, else
-#: from the first trace event at SUNDMAN_GROWTH, 4, 16, 256, 65 536 times the starting scale
-#: (the growth squared each time, while below BLOWUP_GROWTH) where they do
+#: rk on a time-invariant layer runs in Sundman's time σ, dt/dσ = s_ref / tr Σ
+#: (`_sundman_solve`), in which Σ ~ 1/(T* − t) grows exponentially instead of through a pole
+#: (DOP853 keeps a steady step in σ, where in t its steps shrink with T* − t and about every
+#: other one is rejected), from the start where the quadratic terms drive at least
+#: SUNDMAN_SHARE of d tr Σ/dt > 0 at t = 0 towards a pole T_est = t + tr Σ/(d tr Σ/dt) before
+#: t_final, else from the first trace event at SUNDMAN_GROWTH, 4, 16, 256, 65 536 times the
+#: starting scale (the growth squared each time, while below BLOWUP_GROWTH) where they do
 SUNDMAN_GROWTH = 2.0
 SUNDMAN_SHARE = 0.5
 #: The pole stop of a Sundman run: after each DOP853 step, with s = tr Σ and ṡ = tr Σ̇ (exact,
@@ -378,17 +379,19 @@ class Trajectory:
         array of k times (any order) State(t, mean (k, d), cov (k, d, d)).
 
         A stored time (to within TIME_ROUNDING relative) gives its stored state. Between them:
-        "rk" — DOP853's own continuous extension (solve_ivp(dense_output=True)), accurate to
-        about the integration tolerance; "exact" — the closed form continued from the last
-        stored state t_k ≤ t (or from the initial state), Σ(t) = E L S⁻¹ Lᵀ Eᵀ with one Van Loan
-        step per covariance step, exact to rounding, and the mean by the same Gauss collocation
-        as the flow, as accurate as the flow's own means (`riccati_tf.flows.exact.exact_from`; the
-        flow's max_steps is the budget of each call).
+        "rk" — integrated again from the last stored state t_k ≤ t (or from the initial
+        state) as the flow was (DOP853 with its tolerances, the flow's max_steps the budget of
+        each call), accurate to about the integration tolerance; "exact" — the closed form
+        continued from the last stored state t_k ≤ t (or from the initial state),
+        Σ(t) = E L S⁻¹ Lᵀ Eᵀ with one Van Loan step per covariance step, exact to rounding, and
+        the mean by the same Gauss collocation as the flow, as accurate as the flow's own means
+        (`riccati_tf.flows.exact.exact_from`; the flow's max_steps is the budget of each
+        call).
         "layers" has states at layer times only. The interval is [0, t_final] — for a blow-up
         [0, T*) ("exact") or up to where rk detected it — and a time outside it, or a trajectory
         without dense output, is an InvalidInputError naming the interval or the stored times.
-        A time within rounding of T* where the closed form is singular in floating point:
-        SolverError.
+        A time within rounding of T* where the closed form is singular in floating point, or
+        (rk) so close to T* that flow would refuse it as t_final: SolverError.
 
         Parameters
         ----------
@@ -407,7 +410,9 @@ class Trajectory:
             falls between stored times of a trajectory without dense output, or asks for more
             than CALL_MAX_FLOATS floats.
         SolverError
-            When t is within rounding of T* (the closed form is singular there).
+            When t is within rounding of T* (the closed form is singular there), or rk's
+            state there is known only to more than RK_NEAR_BLOWUP_RTOL (as `flow` refuses
+            such a t_final).
 
         Examples
         --------
@@ -518,34 +523,71 @@ def _brief(x: np.ndarray) -> str:
 
 @dataclass(frozen=True, eq=False)
 class _RkDense:
-    """DOP853's continuous extension: the OdeSolution of each solve_ivp run of `_rk_run`,
-    consecutive in time, on the state (m, vec Σ) — or vec Σ alone when with_mean is False (the
-    mean is then 0 throughout)."""
+    """What an rk trajectory needs to give its state at any time of the flow: the layer (a
+    Params or a callable t ↦ Params), the initial state, the tolerances and budget, and the end
+    of the interval (t_final, or the last time reached before a blow-up). The state at t is
+    integrated again, as `flow` integrates it (DOP853, Sundman's time near a pole), from the last
+    stored state t_k ≤ t (or from the initial state): memory independent of the number of steps,
+    at the cost of one short integration per call."""
 
-    pieces: tuple
-    with_mean: bool
-    #: the pieces' time unit: they are functions of τ = t / unit (`_time_unit`)
-    unit: float = 1.0
+    params: Params | Callable[[float], Params]
+    mean0: np.ndarray
+    cov0: np.ndarray
+    rtol: float
+    atol: float
+    max_steps: int
+    end: float
 
     def interval(self, tr: Trajectory) -> tuple[float, float, bool, str]:
-        end = float(self.pieces[-1].t_max) * self.unit
         why = ("" if tr.blowup_time is None else
-               f": the integration stopped at t = {end:.10g}, where it detected the blow-up at "
-               f"T* ≈ {tr.blowup_time:.10g}")
-        return float(self.pieces[0].t_min) * self.unit, end, True, why
+               f": the integration stopped at t = {self.end:.10g}, where it detected the blow-up "
+               f"at T* ≈ {tr.blowup_time:.10g}")
+        return 0.0, self.end, True, why
 
     def states(self, tr: Trajectory, t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        d = tr.d
-        k = d if self.with_mean else 0
-        t = t / self.unit
-        ends = np.array([p.t_max for p in self.pieces])
-        which = np.minimum(np.searchsorted(ends, t), len(self.pieces) - 1)
-        Y = np.empty((t.size, k + d * d))
-        for i in np.unique(which):
-            Y[which == i] = self.pieces[i](t[which == i]).T
-        cov = Y[:, k:].reshape(-1, d, d)
-        mean = Y[:, :d] if self.with_mean else np.zeros((t.size, d))
-        return mean, 0.5 * (cov + np.swapaxes(cov, 1, 2))
+        def run(start: float, mean: np.ndarray, cov: np.ndarray,
+                offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+            fn = self.params
+            shifted = fn if isinstance(fn, Params) else lambda s: fn(start + s)
+            try:
+                res = _rk_flow(shifted, Gaussian(mean, psd_part(cov)), offsets,
+                               float(offsets[-1]), self.rtol, self.atol, self.max_steps)
+            except SolverError as exc:
+                raise SolverError(f"the state at t = {start + offsets[-1]:.10g}, integrated "
+                                  f"again from the stored state at t = {start:.10g}: "
+                                  f"{exc}") from None
+            if res.t.size < offsets.size:
+                raise SolverError(
+                    f"integrated again from t = {start:.10g}, the flow blows up at "
+                    f"T* ≈ {start + float(res.blowup_time or np.nan):.10g} before "
+                    f"t = {start + offsets[res.t.size]:.10g}: that time is within the "
+                    f"integration's error of the blow-up")
+            return res.mean, res.cov
+
+        return _continued(tr, self.mean0, self.cov0, t, run)
+
+
+def _continued(tr: Trajectory, mean0: np.ndarray, cov0: np.ndarray, t: np.ndarray,
+               run: Callable[[float, np.ndarray, np.ndarray, np.ndarray],
+                             tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
+    """The states at times t (any order) of a trajectory continued from its last stored state
+    t_k ≤ t (or from the initial state): run(t_k, m_k, Σ_k, offsets) gives the states at
+    t_k + offsets (offsets > 0, increasing) — the dense output of both methods."""
+    starts = np.concatenate([[0.0], tr.t])
+    means = np.concatenate([mean0[None], tr.mean])
+    covs = np.concatenate([cov0[None], tr.cov])
+    which = np.searchsorted(starts, t, side="right") - 1  # the last start ≤ t
+    mean, cov = np.empty((t.size, tr.d)), np.empty((t.size, tr.d, tr.d))
+    for j in np.unique(which):
+        sel = which == j
+        offsets, back = np.unique(t[sel] - starts[j], return_inverse=True)
+        m, S = np.empty((offsets.size, tr.d)), np.empty((offsets.size, tr.d, tr.d))
+        m[offsets == 0], S[offsets == 0] = means[j], covs[j]
+        moving = offsets > 0
+        if moving.any():
+            m[moving], S[moving] = run(float(starts[j]), means[j], covs[j], offsets[moving])
+        mean[sel], cov[sel] = m[back], S[back]
+    return mean, cov
 
 
 @dataclass(frozen=True, eq=False)
@@ -571,29 +613,19 @@ class _ExactDense:
                                                    f"T* = {tr.blowup_time:.10g}")
 
     def states(self, tr: Trajectory, t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        starts = np.concatenate([[0.0], tr.t])
-        means = np.concatenate([self.mean0[None], tr.mean])
-        covs = np.concatenate([self.cov0[None], tr.cov])
-        which = np.searchsorted(starts, t, side="right") - 1  # the last start ≤ t
-        mean, cov = np.empty((t.size, tr.d)), np.empty((t.size, tr.d, tr.d))
-        for j in np.unique(which):
-            sel = which == j
-            offsets, back = np.unique(t[sel] - starts[j], return_inverse=True)
-            m, S = np.empty((offsets.size, tr.d)), np.empty((offsets.size, tr.d, tr.d))
-            m[offsets == 0], S[offsets == 0] = means[j], covs[j]
-            moving = offsets > 0
-            if moving.any():
-                res = exact_from(self.A, self.G, self.vbar, self.Bbar, self.b, means[j],
-                                 covs[j], offsets[moving], max_steps=self.max_steps)
-                if res.t.size < moving.sum():
-                    late = starts[j] + offsets[moving][res.t.size]
-                    raise SolverError(
-                        f"Σ(t) at t = {late:.12g} is within rounding of the blow-up at "
-                        f"T* = {tr.blowup_time or starts[j] + res.blowup_time:.12g}: the closed "
-                        f"form is singular there in floating point")
-                m[moving], S[moving] = res.mean, res.cov
-            mean[sel], cov[sel] = m[back], S[back]
-        return mean, cov
+        def run(start: float, mean: np.ndarray, cov: np.ndarray,
+                offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+            res = exact_from(self.A, self.G, self.vbar, self.Bbar, self.b, mean, cov, offsets,
+                             max_steps=self.max_steps)
+            if res.t.size < offsets.size:
+                late = start + offsets[res.t.size]
+                raise SolverError(
+                    f"Σ(t) at t = {late:.12g} is within rounding of the blow-up at "
+                    f"T* = {tr.blowup_time or start + res.blowup_time:.12g}: the closed "
+                    f"form is singular there in floating point")
+            return res.mean, res.cov
+
+        return _continued(tr, self.mean0, self.cov0, t, run)
 
 
 def _default_grid(t_final: float, t_eval: npt.ArrayLike | None) -> npt.NDArray[np.float64]:
@@ -721,9 +753,10 @@ def flow(params: Params | Callable[[float], Params], gaussian: Gaussian, t_final
         time-invariant layer, ρ the spectral radius).
     dense_output : bool, optional
         Keep what ``tr(t)`` (`Trajectory.__call__`) needs to give the state at any time of the
-        flow (default True). exact: the Riccati data and the initial state; rk: DOP853's
-        continuous extension, about 8(d + d²) floats per step (and 3 more right-hand-side
-        evaluations per step than outputs alone need); False drops it.
+        flow (default True): the layer's data, the initial state and, for rk, the tolerances —
+        no per-step data, so memory does not grow with the number of steps, and the
+        integration is the same either way; states between the stored times are computed
+        again on demand from the last stored state before them. False drops it.
 
     Returns
     -------
@@ -768,7 +801,7 @@ def flow(params: Params | Callable[[float], Params], gaussian: Gaussian, t_final
     method; long horizons end early once the state provably settles; the mean by
     error-controlled Gauss collocation (see `riccati_tf.flows.exact`). "rk": DOP853 on the full
     system with a blow-up event (tr Σ beyond 1e8 tr Σ0, the quadratic terms driving ≥ 99 % of
-    its growth: T* = t + tr Σ/(d tr Σ/dt)). Without dense output, where the quadratic terms
+    its growth: T* = t + tr Σ/(d tr Σ/dt)). Where the quadratic terms
     drive most of the growth of tr Σ (from the start, or once tr Σ has doubled, quadrupled, ...),
     in Sundman's time σ, dt/dσ ∝ 1/tr Σ, which turns the pole into exponential growth at a
     steady step, with a pole stop: after every step T_k = t_k + tr Σ/(d tr Σ/dt) (Newton's step
@@ -959,10 +992,16 @@ def _rk_flow(params_fn: Params | Callable[[float], Params], gaussian: Gaussian,
              t_out: np.ndarray, t_final: float, rtol: float, atol: float,
              max_steps: int = RK_DEFAULT_MAX_STEPS, dense_output: bool = False) -> Trajectory:
     """params_fn: a callable t ↦ Params, or one Params (time-invariant: the right-hand side
-    then binds it once, and with m0 = 0 and b = 0 the mean stays 0 and only Σ is integrated)."""
+    then binds it once, and with m0 = 0 and b = 0 the mean stays 0 and only Σ is integrated).
+    dense_output: the trajectory keeps what `_RkDense` needs to integrate again between its
+    stored states."""
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):  # detected explicitly
-        return _rk_run(params_fn, gaussian, t_out, t_final, rtol, atol, max_steps,
-                       dense_output)
+        tr = _rk_run(params_fn, gaussian, t_out, t_final, rtol, atol, max_steps)
+    if not dense_output:
+        return tr
+    end = t_final if tr.blowup_bracket is None else float(tr.blowup_bracket[0])
+    return replace(tr, dense=_RkDense(params_fn, gaussian.mean, gaussian.cov, rtol, atol,
+                                      max_steps, end))
 
 
 def _rk_rhs(params_fn: Params | Callable[[float], Params], d: int, limit: int,
@@ -1009,8 +1048,8 @@ class _TraceEvent:
 
 
 def _rk_run(params_fn: Params | Callable[[float], Params], gaussian: Gaussian,
-            t_out: np.ndarray, t_final: float, rtol: float, atol: float, max_steps: int,
-            dense_output: bool = False) -> Trajectory:
+            t_out: np.ndarray, t_final: float, rtol: float, atol: float,
+            max_steps: int) -> Trajectory:
     d = gaussian.d
     limit = RK_EVALUATIONS_PER_STEP * max_steps
     with_mean = True
@@ -1029,16 +1068,20 @@ def _rk_run(params_fn: Params | Callable[[float], Params], gaussian: Gaussian,
         return y if with_mean else np.concatenate([np.zeros(d), y])
 
     y = np.concatenate([gaussian.mean, gaussian.cov.ravel()])[d - k:]
-    # without the mean, rtol and atol grow by √((d + d²)/d²): scipy's RMS error norm then
-    # equals that of the full state, whose mean errors are 0, and the steps are the same
+    # without the mean, rtol and atol grow by √((d + d²)/d²) (in σ, with t in the state,
+    # √((1 + d + d²)/(1 + d²))): scipy's RMS error norm then equals that of the full state,
+    # whose mean errors are 0, and the steps are the same
     loosen = 1.0 if with_mean else math.sqrt((d + d * d) / (d * d))
-    atol_vec = loosen * _scaled_atol(gaussian, atol, rtol)[d - k:]
+    loosen_sigma = 1.0 if with_mean else math.sqrt((1 + d + d * d) / (1 + d * d))
+    atol_full = _scaled_atol(gaussian, atol, rtol)[d - k:]
+    atol_vec = loosen * atol_full
     scale = float(np.trace(gaussian.cov))
-    # Python floats: overflow to inf without a warning. Without dense output (the pieces of a
-    # Sundman run are not functions of t) the run is in σ from the start where the quadratic
-    # terms drive the growth of tr Σ there, else the early event decides whether to go on in σ
-    early = not dense_output and scale > 0
-    start = _blowup_estimate(params_at(0.0), d, 0.0, full(y), SUNDMAN_SHARE) if early else None
+    # Python floats: overflow to inf without a warning. A time-invariant layer's run is in σ
+    # from the start where the quadratic terms drive the growth of tr Σ there towards a pole
+    # before t_final, else the early events decide whether to go on in σ; a time-varying one
+    # (controls, whose own time scales set the steps) stays in t with the blow-up event alone
+    early = scale > 0 and isinstance(params_fn, Params)
+    start = _pole_ahead(params_at(0.0), d, 0.0, full(y), t_final) if early else None
     sundman = start is not None
     early = early and not sundman
     # t's scale in a run in σ from t = 0: tr Σ/(d tr Σ/dt) there (≈ T*), at most t_final
@@ -1047,7 +1090,6 @@ def _rk_run(params_fn: Params | Callable[[float], Params], gaussian: Gaussian,
     t0 = 0.0
     ts: list[np.ndarray] = []
     ys: list[np.ndarray] = []
-    pieces: list[Any] = []  # the continuous extension (OdeSolution) of each run
     blowup_time: float | None = None
     bracket: tuple[float, float] | None = None
     direction: np.ndarray | None = None
@@ -1061,6 +1103,35 @@ def _rk_run(params_fn: Params | Callable[[float], Params], gaussian: Gaussian,
     def linear_rate(tau: float, y: np.ndarray) -> float:  # 2 tr(AΣ) per unit of τ
         return 2.0 * unit * float(np.vdot(params_at(unit * tau).A, y[k:].reshape(d, d).T))
 
+    step = 0.0  # the last step of a run in t: the first step of the run in σ after it
+    stop: tuple[float, float, np.ndarray] | None = None  # a blow-up found by `crossed`
+
+    def crossed(tau: float, y_tau: np.ndarray, event: _TraceEvent) -> bool:
+        """At the end of a step in t where tr Σ ≥ the threshold: True ends the run (on in σ
+        towards a pole, or a blow-up `stop` before t_final), else the threshold is raised
+        and the same run goes on (no restart)."""
+        nonlocal early, sundman, threshold, pending, stop
+        t = tau * unit
+        if early:  # on in σ where the quadratic terms drive the growth towards a pole before
+            # t_final, else the same test at the squared growth while below BLOWUP_GROWTH
+            sundman = _pole_ahead(params_at(t), d, t, full(y_tau), t_final) is not None
+            if sundman:
+                early, threshold = False, BLOWUP_GROWTH * scale
+                return True
+            growth = threshold / scale
+            early = growth * growth < BLOWUP_GROWTH
+            threshold = (growth * growth if early else BLOWUP_GROWTH) * scale
+        else:
+            estimate = _blowup_estimate(params_at(t), d, t, full(y_tau))
+            if estimate is not None:
+                if estimate[0] + estimate[1] <= t_final:  # before t_final, beyond its uncertainty
+                    stop = estimate
+                    return True
+                pending = estimate[:2]  # after t_final (or too close to tell): follow it
+            threshold *= BLOWUP_GROWTH
+        event.log_threshold = float(np.log(threshold))
+        return False
+
     while True:
         log_threshold = float(np.log(threshold)) if scale > 0 else 0.0  # no event when Σ0 = 0
         event = _TraceEvent(k, d, log_threshold)
@@ -1071,14 +1142,13 @@ def _rk_run(params_fn: Params | Callable[[float], Params], gaussian: Gaussian,
             with np.errstate(over="ignore", invalid="ignore"):  # overflow is detected below
                 if sundman:
                     sol = _sundman_solve(rhs_tau, t0 / unit, t_final / unit, y, grid / unit,
-                                         event, loosen * rtol, atol_vec,
+                                         event, loosen_sigma * rtol, loosen_sigma * atol_full,
                                          _PoleWatch(rtol, t_final / unit, linear_rate),
-                                         (t0 if t0 > 0 else t_start) / unit)
+                                         (t0 if t0 > 0 else t_start) / unit, step)
                 else:
-                    sol = solve_ivp(rhs_tau, (t0 / unit, t_final / unit), y, method="DOP853",
-                                    t_eval=grid / unit, rtol=loosen * rtol, atol=atol_vec,
-                                    events=event if scale > 0 else None,
-                                    dense_output=dense_output)
+                    sol = _t_solve(rhs_tau, t0 / unit, t_final / unit, y, grid / unit,
+                                   event if scale > 0 else None, loosen * rtol, atol_vec,
+                                   crossed)
         except _RkBudgetSpent as spent:
             raise SolverError(
                 f"the Runge–Kutta integration used its budget of max_steps = {max_steps} steps "
@@ -1101,22 +1171,17 @@ def _rk_run(params_fn: Params | Callable[[float], Params], gaussian: Gaussian,
                               f"{sol.message}")
         ts.append(T_sol)
         ys.append(Y)
-        pieces.append(sol.sol)
         if sol.status == 0:
             if T_sol.size:  # the last state returned
                 _check_near_blowup(params_at, d, full(Y[:, -1]), T_sol[-1], rtol, pending)
             break
-        t0, y = sol.t_events[0][0] * unit, sol.y_events[0][0]
-        pole = sol.pole if isinstance(sol, _SundmanResult) else None
-        if early:  # the early event: on in σ where the quadratic terms drive the growth, else
-            # the same test at the squared growth while that stays below BLOWUP_GROWTH
-            sundman = _blowup_estimate(params_at(t0), d, t0, full(y), SUNDMAN_SHARE) is not None
-            growth = threshold / scale
-            early = not sundman and growth * growth < BLOWUP_GROWTH
-            threshold = (growth * growth if early else BLOWUP_GROWTH) * scale
+        t0, y, step = sol.t_events[0][0] * unit, sol.y_events[0][0], sol.step
+        if sol.message == "crossed" and stop is None:  # `crossed` chose σ: on from here
             continue
-        estimate = (_blowup_estimate(params_at(t0), d, t0, full(y)) if pole is None else
-                    (pole[0] * unit, pole[1] * unit, y[k:].reshape(d, d)))
+        if sol.pole is not None:
+            estimate = (sol.pole[0] * unit, sol.pole[1] * unit, y[k:].reshape(d, d))
+        else:  # `crossed`'s blow-up, or a Sundman run's trace event
+            estimate = stop or _blowup_estimate(params_at(t0), d, t0, full(y))
         if estimate is not None:
             T_est, u, cov = estimate
             if T_est + u <= t_final:  # a blow-up before t_final, beyond its uncertainty
@@ -1132,9 +1197,7 @@ def _rk_run(params_fn: Params | Callable[[float], Params], gaussian: Gaussian,
     cov = _covariances(Y[k:], d)
     return Trajectory(t, mean, cov, "completed" if blowup_time is None else "blowup",
                       blowup_time, "rk", direction, rtol, atol,
-                      None if blowup_time is None else "singularity",
-                      _RkDense(tuple(pieces), with_mean, unit) if dense_output else None,
-                      bracket)
+                      None if blowup_time is None else "singularity", None, bracket)
 
 
 @dataclass(frozen=True)
@@ -1148,8 +1211,9 @@ class _SundmanResult:
     t_events: list[np.ndarray]
     y_events: list[np.ndarray]
     message: str
-    sol: None = None
     pole: tuple[float, float] | None = None
+    #: the last step's length (a first step for the run that continues from the end)
+    step: float = 0.0
 
 
 class _PoleWatch:
@@ -1184,9 +1248,53 @@ class _PoleWatch:
         return (T, u) if u <= self.tol * T and T + u <= self.t_end else None
 
 
+def _t_solve(rhs: Callable[[float, np.ndarray], np.ndarray], t0: float, t1: float,
+             y0: np.ndarray, grid: np.ndarray, event: _TraceEvent | None, rtol: float,
+             atol: np.ndarray,
+             crossed: Callable[[float, np.ndarray, _TraceEvent], bool]) -> _SundmanResult:
+    """DOP853 from (t0, y0) to t1 in t, driven step by step as solve_ivp drives it (the same
+    steps and the same outputs: DOP853's continuous extension at the grid times in [t0, t1]),
+    with one difference: where tr Σ has risen past the threshold of `event` by the end of a
+    step, crossed(t, y, event) is called there — True ends the run (status 1, "crossed", with
+    t_events[0], y_events[0] that step's end), False goes on with the same stepper (crossed
+    raises the threshold), so that a growth event costs no restart (a fresh first step and
+    step-size history). status 0 when t1 is reached, −1 on failure; `step` the last step."""
+    solver = DOP853(rhs, t0, y0, t1, rtol=rtol, atol=atol)
+    t_out: list[float] = []
+    y_out: list[np.ndarray] = []
+    i = 0
+
+    def result(status: int, message: str) -> _SundmanResult:
+        Y = np.array(y_out).T.reshape(y0.size, -1)
+        ends = ([np.array([solver.t])], [solver.y[None]]) if status == 1 else \
+            ([np.zeros(0)], [np.zeros((0, y0.size))])
+        return _SundmanResult(np.array(t_out), Y, status, *ends, message,
+                              step=float(solver.step_size or 0.0))
+
+    if grid.size and grid[0] == t0:
+        t_out.append(t0)
+        y_out.append(y0)
+        i = 1
+    while solver.status == "running":
+        message = solver.step()
+        if solver.status == "failed":
+            return result(-1, message or "DOP853 failed")
+        j = int(np.searchsorted(grid, solver.t, side="right"))
+        if j > i:
+            sol = solver.dense_output()
+            t_out.extend(grid[i:j])
+            y_out.extend(sol(grid[i:j]).T)
+            i = j
+        if event is not None and event(solver.t, solver.y) >= 0 and \
+                crossed(solver.t, solver.y, event):
+            return result(1, "crossed")
+    return result(0, "t1 reached")
+
+
 def _sundman_solve(rhs: Callable[[float, np.ndarray], np.ndarray], t0: float, t1: float,
                    y0: np.ndarray, grid: np.ndarray, event: _TraceEvent, rtol: float,
-                   atol: np.ndarray, pole: _PoleWatch, t_scale: float) -> _SundmanResult:
+                   atol: np.ndarray, pole: _PoleWatch, t_scale: float,
+                   first_step: float = 0.0) -> _SundmanResult:
     """DOP853 from (t0, y0) to t1 in Sundman's time σ: z = (t, y),
 
         dz/dσ = (s_ref / s) (1, f(t, y)),   s = tr Σ(y),  s_ref = s(y0),
@@ -1204,7 +1312,8 @@ def _sundman_solve(rhs: Callable[[float, np.ndarray], np.ndarray], t0: float, t1
     reached, 1 at the trace event or the pole stop (t_events[0], y_events[0] in t and y;
     `pole` set for the latter), −1 on failure; the σ-span
     2 (t1 − t0) threshold / s_ref (the length in σ of [t0, t1] while s stays below the
-    threshold) bounds the run."""
+    threshold) bounds the run. first_step > 0: DOP853's first step in σ (dσ = dt where the run
+    starts, s = s_ref: the last step of a run in t that ends there), else its own choice."""
     s_ref = event.trace(y0)
 
     def f(_sigma: float, z: np.ndarray) -> np.ndarray:
@@ -1227,7 +1336,8 @@ def _sundman_solve(rhs: Callable[[float, np.ndarray], np.ndarray], t0: float, t1
     times = [float(tk) for tk in grid if tk < t1]
     span = 2.0 * (t1 - t0) * math.exp(min(event.log_threshold, 700.0)) / s_ref
     solver = DOP853(f, 0.0, np.concatenate([[t0], y0]), span, rtol=rtol,
-                    atol=np.concatenate([[1e-2 * rtol * t_scale], atol]))
+                    atol=np.concatenate([[1e-2 * rtol * t_scale], atol]),
+                    first_step=min(first_step, span) or None)
     t_out: list[float] = []
     y_out: list[np.ndarray] = []
 
@@ -1347,20 +1457,42 @@ def _covariances(Y: np.ndarray, d: int) -> np.ndarray:
     return S.transpose(2, 0, 1)
 
 
+def trace_growth(p: Params, cov: np.ndarray) -> tuple[float, float]:
+    """(d tr Σ/dt, its attention part) at Σ: 2 tr(MΣ) and 2 tr(MΣ) − 2 tr(AΣ), with
+    M = A + Σ_h V_hΣB_h (Σ̇ = MΣ + ΣMᵀ); NaN or inf where they overflow."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        growth = 2.0 * float(np.vdot(p.M(cov), cov.T))
+        return growth, growth - 2.0 * float(np.vdot(p.A, cov.T))
+
+
+def attention_driven(p: Params, cov: np.ndarray, share: float) -> bool:
+    """Whether tr Σ grows at Σ with the attention terms driving at least `share` of it:
+    d tr Σ/dt > 0 (finite) and its attention part ≥ share · d tr Σ/dt (`trace_growth`) — where
+    a growth is heading for a pole rather than following the linear part."""
+    growth, attention = trace_growth(p, cov)
+    return bool(np.isfinite(growth) and growth > 0 and attention >= share * growth)
+
+
 def _blowup_estimate(p: Params, d: int, t: float, y: np.ndarray,
                      share: float = BLOWUP_QUADRATIC_SHARE
                      ) -> tuple[float, float, np.ndarray] | None:
     """(T_est, uncertainty, Σ) when the quadratic terms drive ≥ share of the growth of tr Σ at
     (t, y), else None: T_est = t + tr Σ / (d tr Σ / dt)."""
     cov = y[d:].reshape(d, d)
-    _, dS = moment_arrays(p, y[:d], cov)
-    n, dn = np.trace(cov), np.trace(dS)
-    dn_quad = dn - 2 * np.trace(p.A @ cov)
-    if not (np.isfinite(dn) and dn > 0 and dn_quad >= share * dn):
+    if not attention_driven(p, cov, share):
         return None
-    remaining = n / dn
+    remaining = np.trace(cov) / trace_growth(p, cov)[0]
     T_est = t + remaining
     return T_est, BLOWUP_EXTRAPOLATION * remaining + 4 * np.finfo(float).eps * T_est, cov
+
+
+def _pole_ahead(p: Params, d: int, t: float, y: np.ndarray,
+                t_final: float) -> tuple[float, float, np.ndarray] | None:
+    """`_blowup_estimate` with SUNDMAN_SHARE when its pole T_est = t + tr Σ/(d tr Σ/dt) lies
+    before t_final (a run goes on in Sundman's time only towards a pole within reach), else
+    None."""
+    estimate = _blowup_estimate(p, d, t, y, SUNDMAN_SHARE)
+    return estimate if estimate is not None and estimate[0] <= t_final else None
 
 
 def _check_near_blowup(params_fn: Callable[[float], Params], d: int, y_end: np.ndarray,

@@ -51,7 +51,7 @@ from ..errors import InvalidInputError
 __all__ = ["MAX_SEED", "MAX_TIME_POINTS", "PSD_RTOL", "SAFE_EXPONENT", "SYM_RTOL",
            "ReadOnlyArrays", "as_array",
            "as_cloud", "as_count", "as_covariance", "as_generator", "as_matrix", "as_real",
-           "as_seed", "as_time", "as_time_grid", "as_vector", "psd_factor", "psd_rank",
+           "as_seed", "as_time", "as_time_grid", "as_vector", "psd_factor", "psd_part", "psd_rank",
            "scale_exponent"]
 
 #: relative tolerance for symmetry: ‖C − Cᵀ‖_F ≤ SYM_RTOL · ‖C‖_F (on C scaled by a power of 2)
@@ -956,6 +956,52 @@ def psd_factor(cov: npt.NDArray[np.float64], tol: float | None = None) -> npt.ND
     eig, vec = np.linalg.eigh(_scaled(cov, e))
     keep = eig > _scaled_tol(cov, eig, tol, e)
     return _scaled(vec[:, keep] * np.sqrt(eig[keep]), -(e // 2))  # × 2^(e/2)
+
+
+def psd_part(S: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+    """The nearest positive semidefinite matrix (Frobenius norm) to the symmetric part of S.
+
+    With ½(S + Sᵀ) = U diag(e) Uᵀ it is U diag(max(e, 0)) Uᵀ: a computed covariance whose
+    rounding left small negative eigenvalues (the end of an integration) as the state a further
+    integration starts from. rank Σ is an invariant of the flow (SPEC §3); clipping at 0 keeps
+    the positive directions.
+
+    Parameters
+    ----------
+    S : (d, d) ndarray of float
+        A finite matrix, symmetric up to rounding.
+
+    Returns
+    -------
+    (d, d) ndarray of float
+        ½(S + Sᵀ) itself when it has no negative eigenvalue, else its clipped form.
+
+    Raises
+    ------
+    numpy.linalg.LinAlgError
+        When LAPACK's eigenvalue computation does not converge (non-finite entries: validate
+        first, `as_covariance`).
+
+    See Also
+    --------
+    psd_rank : the numerical rank of the result.
+    as_covariance : validates a covariance given by a user.
+
+    References
+    ----------
+    .. [1] riccati_tf theory, SPEC §3 "Rank invariance".
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from riccati_tf.state.validation import psd_part
+    >>> psd_part(np.array([[1.0, 0.0], [0.0, -1e-17]]))
+    array([[1., 0.],
+           [0., 0.]])
+    """
+    S = 0.5 * (S + S.T)
+    e, U = np.linalg.eigh(S)
+    return S if e[0] >= 0 else (U * np.clip(e, 0.0, None)) @ U.T
 
 
 def as_generator(name: str, value: object) -> np.random.Generator:

@@ -203,14 +203,6 @@ def segment_length(p: Params, cov0: np.ndarray) -> float:
     return SEGMENT_NORM_TIME / (rate if 0 < rate < np.inf else _rate_scale(p, cov0))
 
 
-def psd_part(S: np.ndarray) -> np.ndarray:
-    """The symmetric part of S with its negative eigenvalues (rounding at a segment's end) set to
-    0: the state a segmented integration starts its next segment from."""
-    S = 0.5 * (S + S.T)
-    e, U = np.linalg.eigh(S)
-    return S if e[0] >= 0 else (U * np.clip(e, 0.0, None)) @ U.T
-
-
 def _blowup_scale(p: Params) -> float:
     """Size of Σ beyond which the attention term would dominate a blow-up: ‖A‖₂/c for general V
     (`natural_scale`), ‖A‖₂/‖G₋‖₂ for scalar V with G₋ the negative part of G (at least

@@ -17,7 +17,8 @@ from ...errors import SolverError
 from ...flows.integrate import flow
 from ...state.lowrank import FACTOR_MIN_D, factored_layer
 from ...state.params import Gaussian, Params
-from .blowup import psd_part, scaled_heads, segment_length
+from ...state.validation import psd_part
+from .blowup import scaled_heads, segment_length
 from .constants import GROWTH_STOP, MAX_GROWTH, MAX_RHS_EVALUATIONS
 
 __all__: list[str] = []

@@ -12,6 +12,7 @@ function ℓ(Σ) = tr(PΣ) with AᵀP + PA = −Q decreases on a sublevel set of
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 from scipy.linalg import LinAlgError, solve_continuous_lyapunov
@@ -134,10 +135,12 @@ class _ZeroSublevel:
         return float(np.vdot(self.P, S))
 
 
+@lru_cache(maxsize=8)
 def _zero_sublevel(p: Params) -> _ZeroSublevel | None:
     """`_ZeroSublevel` of Σ* = 0 with Q = I (P from AᵀP + PA = −I by scipy's
     solve_continuous_lyapunov, symmetrised), or None when A is not Hurwitz or the rounding
-    leaves μ or λ_min(P) not positive."""
+    leaves μ or λ_min(P) not positive. Computed once per layer (certify's ball and the check of
+    its certificate read the same set)."""
     if not np.max(drift_spectrum(p)[0].real) < 0:
         return None
     d = p.d
@@ -148,6 +151,7 @@ def _zero_sublevel(p: Params) -> _ZeroSublevel | None:
     P = 0.5 * (P + P.T)
     if not np.all(np.isfinite(P)):
         return None
+    P.setflags(write=False)  # cached
     slack = ROUNDING_ULPS * d * EPS
     norm_P = float(np.linalg.norm(P, 2))
     AP = p.A.T @ P

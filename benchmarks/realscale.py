@@ -1,0 +1,279 @@
+"""Real-model scale: flows and certificates of BERT-shaped layers, in Lyapunov units and memory.
+
+Layers of BERT shape (`bert_layer`): A = 0 and 12 heads `Head(Q, K, V, O)` of rank d/12 from
+i.i.d. Gaussian factors, Q and K scaled so that the logits ⟨Qx, Ky⟩ of N(0, 0.26 I) tokens have
+standard deviation LOGIT_STD = 2.3, V and O with variance 1/d; Σ0 = 0.26 I. One BLAS thread
+(threadpoolctl); a unit is one scipy.linalg.solve_continuous_lyapunov of the same d, timed in
+the same run (CPU time, fastest of its rounds). Sections:
+
+1. flow — `flow(p, N(0, Σ0), t_final, method="rk")` to past T* (t_final = 2 T*) with its defaults
+   (101 output times, dense output) against the variants dense_output=False and
+   t_eval=[0, t_final]: units, right-hand sides, the peak of tracemalloc and the peak RSS of a
+   child process that runs the call alone (fork; the RSS includes this process's pages at the
+   fork). Targets: default ≤ 1.2 × the fastest
+   variant; ≤ 60 units at d = 768; peak ≤ 1.5 GB at d = 768.
+2. certify — `certify(p, Σ0)` on the same blow-up layers and on `benchmarks.certify`'s blow-up
+   case (d = 128): units, and T* against an independent DOP853 integration of the covariance
+   ODE written from the factors (`benchmarks.multihead.reference`, rtol 1e-12). Targets: ≤ 40
+   units at d = 128, ≤ 60 at d = 384 and 768; T* to 1e-8 relative.
+3. rk vs scipy — `flow(..., method="rk", dense_output=False)` against plain
+   `solve_ivp(method="DOP853")` of the same right-hand side at the same rtol 1e-10, atol 1e-12
+   and output times, on a converging layer (A = −I/2 + noise, 4 heads of rank d/4) and a
+   growing one (the same heads, A = 0) to t = 1, covariance alone and with a mean: CPU-time
+   ratio (fastest of 3) and right-hand sides. Target: median ratio ≤ 1.0 over d = 8, 32, 128.
+
+Run: python -m benchmarks.realscale [--quick] [--d D ...] [--section flow certify parity]
+(--quick: d = 384 only for sections 1–2, d = 8, 32 for section 3).
+"""
+
+from __future__ import annotations
+
+import argparse
+import multiprocessing
+import resource
+import time
+import tracemalloc
+
+import numpy as np
+from scipy.integrate import solve_ivp
+
+from riccati_tf import Gaussian, Head, Params, certify, flow
+from riccati_tf.state.moments import drift_arrays
+
+from ._timing import clear_layer_caches, pin_one_thread
+from .multihead import lyapunov_unit, reference
+
+HEADS, LOGIT_STD, TOKEN_VAR = 12, 2.3, 0.26
+DIMENSIONS, QUICK = (384, 768), (384,)
+PARITY_D, PARITY_QUICK = (8, 32, 128), (8, 32)
+FLOW_RATIO, FLOW_UNITS_768, FLOW_GB_768 = 1.2, 60.0, 1.5
+CERTIFY_128, CERTIFY_LARGE, T_RTOL = 40.0, 60.0, 1e-8
+PARITY_TARGET = 1.0
+
+
+def bert_layer(d: int, seed: int = 0) -> Params:
+    """A = 0 and HEADS heads of rank d/HEADS: logits xᵀK_hᵀQ_hy of N(0, TOKEN_VAR·I) tokens with
+    standard deviation LOGIT_STD (entries of Q, K with variance s², s² = LOGIT_STD /
+    (TOKEN_VAR·d·√r): E‖K_hᵀQ_h‖_F² = r d² s⁴), V and O with variance 1/d."""
+    rng = np.random.default_rng(seed)
+    r = d // HEADS
+    s = np.sqrt(LOGIT_STD / (TOKEN_VAR * d * np.sqrt(r)))
+    heads = [Head(s * rng.standard_normal((r, d)), s * rng.standard_normal((r, d)),
+                  rng.standard_normal((r, d)) / np.sqrt(d),
+                  rng.standard_normal((d, r)) / np.sqrt(d)) for _ in range(HEADS)]
+    return Params(np.zeros((d, d)), heads=heads)
+
+
+def unit_of(d: int) -> float:
+    """One solve_continuous_lyapunov of size d (CPU seconds), as benchmarks.multihead times it."""
+    rng = np.random.default_rng(d)
+    M = -np.eye(d) + 0.1 * rng.standard_normal((d, d)) / np.sqrt(d)
+    Q = rng.standard_normal((d, d))
+    return lyapunov_unit(M, Q @ Q.T, repeat=3)
+
+
+def _counting(fn):
+    """fn wrapped so that the right-hand sides of rk are counted (integrate._rk_rhs)."""
+    import riccati_tf.flows.integrate as integrate
+    original = integrate._rk_rhs
+    count = [0]
+
+    def rhs_factory(*args, **kwargs):
+        rhs = original(*args, **kwargs)
+
+        def counted(t, y):
+            count[0] += 1
+            return rhs(t, y)
+        return counted
+
+    def run():
+        integrate._rk_rhs = rhs_factory
+        try:
+            return fn(), count[0]
+        finally:
+            integrate._rk_rhs = original
+    return run
+
+
+def _peak_rss_child(fn) -> float:
+    """Peak resident set size (GB) of a forked child that runs fn alone (its own ru_maxrss,
+    which includes the pages it shares with this process at the fork)."""
+    ctx = multiprocessing.get_context("fork")
+    parent, child = ctx.Pipe()
+
+    def run():
+        fn()
+        child.send(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
+
+    proc = ctx.Process(target=run)
+    proc.start()
+    peak = parent.recv()
+    proc.join()
+    return peak / 2**20
+
+
+def measure(fn, memory: bool = False) -> tuple[object, float, int, float]:
+    """(result, CPU seconds, right-hand sides, tracemalloc peak in GB or NaN) of one call, every
+    per-layer cache cleared first; with memory, a second call under tracemalloc (which slows
+    Python code several-fold: not the timed one) gives the peak."""
+    clear_layer_caches()
+    start = time.process_time()
+    out, calls = _counting(fn)()
+    cpu = time.process_time() - start
+    peak = np.nan
+    if memory:
+        clear_layer_caches()
+        tracemalloc.start()
+        fn()
+        peak = tracemalloc.get_traced_memory()[1] / 2**30
+        tracemalloc.stop()
+    return out, cpu, calls, peak
+
+
+def flow_section(dims: tuple[int, ...]) -> list[str]:
+    """Section 1; returns the verdict lines."""
+    verdicts = []
+    for d in dims:
+        p, cov0 = bert_layer(d), TOKEN_VAR * np.eye(d)
+        g = Gaussian(np.zeros(d), cov0)
+        unit = unit_of(d)
+        probe = flow(p, g, 1e3, method="rk", t_eval=[0.0, 1e3], dense_output=False)
+        if probe.blowup_time is None:
+            print(f"d = {d}: no blow-up by t = 1e3; skipped")
+            continue
+        t_final = 2 * float(probe.blowup_time)
+        options = {"default": {}, "dense_output=False": {"dense_output": False},
+                   "t_eval=[0, t_final]": {"t_eval": [0.0, t_final], "dense_output": False}}
+        variants = {name: (lambda p=p, g=g, t_final=t_final, kw=kw:
+                           flow(p, g, t_final, method="rk", **kw))
+                    for name, kw in options.items()}
+        units: dict[str, float] = {}
+        for name, fn in variants.items():
+            tr, cpu, calls, peak = measure(fn, memory=True)
+            rss = _peak_rss_child(fn)
+            units[name] = cpu / unit
+            print(f"d = {d:3d} flow {name:20s} {cpu / unit:7.1f} units ({cpu:.1f} s), {calls} rhs, "
+                  f"T* = {tr.blowup_time:.10g}, tracemalloc peak {peak:.2f} GB, "
+                  f"child RSS peak {rss:.2f} GB", flush=True)
+            if name == "default":
+                gb = max(peak, rss)
+        ratio = units["default"] / min(units.values())
+        verdicts.append(f"# flow d = {d}: default / fastest {ratio:.2f} (target ≤ {FLOW_RATIO}): "
+                        f"{'PASS' if ratio <= FLOW_RATIO else 'FAIL'}")
+        if d == 768:
+            ok = units["default"] <= FLOW_UNITS_768 and gb <= FLOW_GB_768
+            verdicts.append(f"# flow d = 768: {units['default']:.1f} units (≤ {FLOW_UNITS_768:g}), "
+                            f"peak {gb:.2f} GB (≤ {FLOW_GB_768:g}): {'PASS' if ok else 'FAIL'}")
+    return verdicts
+
+
+def certify_section(dims: tuple[int, ...]) -> list[str]:
+    """Section 2; returns the verdict lines."""
+    from .certify import blowup_case
+    verdicts = []
+    cases = [(128, "benchmarks.certify blow-up", *blowup_case())]
+    cases += [(d, "BERT-shaped", bert_layer(d), TOKEN_VAR * np.eye(d)) for d in dims]
+    for d, what, p, cov0 in cases:
+        unit = unit_of(d)
+        best, cert = np.inf, None
+        for _ in range(1 if d > 128 else 3):
+            cert, cpu, calls, _ = measure(lambda p=p, cov0=cov0: certify(p, cov0))
+            best = min(best, cpu)
+        assert cert is not None
+        units = best / unit
+        line = (f"d = {d:3d} certify {what:28s} {units:7.1f} units ({best:.1f} s), "
+                f"{calls} rhs, {cert.regime}")
+        ok_t = True
+        if cert.regime == "blows_up":
+            T, _ = reference(p, cov0, 2 * cert.blowup_time)
+            err = np.inf if T is None else abs(T - cert.blowup_time) / T
+            ok_t = err <= T_RTOL
+            line += f" T* = {cert.blowup_time:.10g}, DOP853 {T}, rel. err {err:.1e}"
+        print(line, flush=True)
+        target = CERTIFY_128 if d == 128 else CERTIFY_LARGE
+        ok = units <= target and ok_t
+        verdicts.append(f"# certify d = {d} ({what}): {units:.1f} units (≤ {target:g}), T* "
+                        f"{'agrees' if ok_t else 'DISAGREES'}: {'PASS' if ok else 'FAIL'}")
+    return verdicts
+
+
+def parity_layer(d: int, kind: str, with_mean: bool, seed: int = 1) -> tuple[Params, Gaussian]:
+    """4 heads of rank d/4 (N(0, 1/d) factors), A = −I/2 + noise ("converging") or 0
+    ("growing"); a mean and bias when with_mean."""
+    rng = np.random.default_rng(seed)
+    r = max(1, d // 4)
+
+    def w(*shape):
+        return rng.standard_normal(shape) / np.sqrt(d)
+    heads = [Head(w(r, d), w(r, d), w(r, d), w(d, r)) for _ in range(4)]
+    A = -0.5 * np.eye(d) + 0.1 * w(d, d) if kind == "converging" else np.zeros((d, d))
+    b = rng.standard_normal(d) if with_mean else None
+    m0 = rng.standard_normal(d) if with_mean else np.zeros(d)
+    return Params(A, b=b, heads=heads), Gaussian(m0, np.eye(d))
+
+
+def parity_section(dims: tuple[int, ...], rtol: float = 1e-10, atol: float = 1e-12) -> list[str]:
+    """Section 3; returns the verdict lines."""
+    ratios = []
+    for d in dims:
+        for kind in ("converging", "growing"):
+            for with_mean in (False, True):
+                p, g = parity_layer(d, kind, with_mean)
+                T, t_eval = (5.0 if kind == "converging" else 1.0), None
+                t_eval = np.linspace(0.0, T, 101)
+                y0 = (np.concatenate([g.mean, g.cov.ravel()]) if with_mean else g.cov.ravel())
+
+                def rhs(_t, y, p=p, d=d, with_mean=with_mean):
+                    if with_mean:
+                        X, dm = drift_arrays(p, y[:d], y[d:].reshape(d, d))
+                        return np.concatenate([dm, (X + X.T).ravel()])
+                    X, _ = drift_arrays(p, None, y.reshape(d, d))
+                    return (X + X.T).ravel()
+
+                def ours(p=p, g=g, T=T):
+                    return flow(p, g, T, method="rk", rtol=rtol, atol=atol, dense_output=False)
+
+                def theirs(y0=y0, T=T, t_eval=t_eval, rhs=rhs):
+                    return solve_ivp(rhs, (0.0, T), y0, method="DOP853", rtol=rtol, atol=atol,
+                                     t_eval=t_eval)
+                best = {"rk": np.inf, "scipy": np.inf}
+                for _ in range(3):  # interleaved rounds, fastest of each
+                    _, cpu, n_rk, _ = measure(ours)
+                    best["rk"] = min(best["rk"], cpu)
+                    start = time.process_time()
+                    sol = theirs()
+                    best["scipy"] = min(best["scipy"], time.process_time() - start)
+                ratio = best["rk"] / best["scipy"]
+                ratios.append(ratio)
+                print(f"d = {d:3d} {kind:10s} {'mean' if with_mean else 'cov ':4s} rk "
+                      f"{1e3 * best['rk']:8.1f} ms ({n_rk} rhs), DOP853 "
+                      f"{1e3 * best['scipy']:8.1f} ms ({sol.nfev} rhs): ratio {ratio:.2f}",
+                      flush=True)
+    med = float(np.median(ratios))
+    return [f"# rk / scipy DOP853: median {med:.2f} (target ≤ {PARITY_TARGET:g}): "
+            f"{'PASS' if med <= PARITY_TARGET else 'FAIL'}"]
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="d = 384 (sections 1–2), 8 and 32")
+    parser.add_argument("--d", type=int, nargs="+", help="these d for sections 1–2")
+    parser.add_argument("--section", nargs="+", choices=("flow", "certify", "parity"),
+                        default=("flow", "certify", "parity"))
+    args = parser.parse_args(argv)
+    limiter, line = pin_one_thread()
+    print(line)
+    dims = tuple(args.d or (QUICK if args.quick else DIMENSIONS))
+    verdicts: list[str] = []
+    if "flow" in args.section:
+        verdicts += flow_section(dims)
+    if "certify" in args.section:
+        verdicts += certify_section(dims)
+    if "parity" in args.section:
+        verdicts += parity_section(PARITY_QUICK if args.quick else PARITY_D)
+    print("\n".join(verdicts))
+    del limiter
+
+
+if __name__ == "__main__":
+    main()
