@@ -998,7 +998,7 @@ def test_every_rk_integration_of_certify_uses_the_factored_heads():
         p = Params(p.A, b=np.ones(d), heads=p.heads)
         for rtol in (None, BALL_RTOL):
             run = _Integrator(p, np.eye(d), "rk", rtol=rtol)
-            q = run.layer(0.0)
+            q = run.layer
             assert all((f is not None) == factored for f in q.factors) and not np.any(q.b)
     scalar = Params(-np.eye(FACTOR_MIN_D), B=np.eye(FACTOR_MIN_D), V=2 * np.eye(FACTOR_MIN_D),
                     b=np.ones(FACTOR_MIN_D))
@@ -1366,3 +1366,25 @@ def test_segments_without_drift_follow_the_attention_rate():
     assert segment_length(rest, S1) == SEGMENT_NORM_TIME / _rate_scale(rest, S1)
     q = layer(24, "hurwitz")
     assert segment_length(q, S0) == SEGMENT_NORM_TIME / np.linalg.norm(q.A, 2)
+
+
+def test_the_integration_budget_of_certify_is_counted_and_reported(monkeypatch):
+    """certify's Runge–Kutta evidence counts its right-hand sides across segments: with the
+    budget cut to 100 a general-V blow-up that needs hundreds is "undetermined", the reason
+    naming the budget; the count stays within one DOP853 step (12 evaluations) of it."""
+    import riccati_tf.stability.certificates.integration as integration
+    from benchmarks.multihead import layer
+
+    p = layer(24, "zero")
+    assert certify(p, np.eye(24)).regime == "blows_up"
+    monkeypatch.setattr(integration, "MAX_RHS_EVALUATIONS", 100)
+    runs = []
+    original = integration._Integrator.__init__
+
+    def init(self, *a, **kw):
+        original(self, *a, **kw)
+        runs.append(self)
+    monkeypatch.setattr(integration._Integrator, "__init__", init)
+    c = certify(p, np.eye(24))
+    assert c.regime == "undetermined" and "budget of 100 right-hand-side" in c.reason
+    assert runs and all(run.calls[0] <= 100 + 16 for run in runs)

@@ -34,9 +34,9 @@ if TYPE_CHECKING:
     from ..io.figures import Figure
     from ..stability.equilibria import Equilibrium
 
-__all__ = ["CALL_MAX_FLOATS", "DEFAULT_OUTPUTS", "LAYERS_DEFAULT_MAX", "LAYERS_MAX_FLOATS",
-           "RK_DEFAULT_MAX_STEPS", "RK_NEAR_BLOWUP_RTOL", "TIME_ROUNDING", "State",
-           "Trajectory", "flow", "layers"]
+__all__ = ["CALL_MAX_FLOATS", "DEFAULT_ATOL", "DEFAULT_OUTPUTS", "DEFAULT_RTOL",
+           "LAYERS_DEFAULT_MAX", "LAYERS_MAX_FLOATS", "RK_DEFAULT_MAX_STEPS",
+           "RK_NEAR_BLOWUP_RTOL", "TIME_ROUNDING", "State", "Trajectory", "flow", "layers"]
 
 #: the rk blow-up event fires when tr Σ exceeds this factor times its starting scale
 BLOWUP_GROWTH = 1e8
@@ -72,6 +72,8 @@ POLE_SPAN = 4.0
 #: is a relative error ≈ rtol·T*/(T* − t_final) in the end state; above this rk refuses (exact
 #: refuses the same way with eps for rtol, riccati_tf.flows.exact.NEAR_BLOWUP_RTOL)
 RK_NEAR_BLOWUP_RTOL = NEAR_BLOWUP_RTOL
+#: flow's default tolerances (rtol, atol) of "rk"
+DEFAULT_RTOL, DEFAULT_ATOL = 1e-10, 1e-12
 #: default work budgets (flow's max_steps): exact — covariance steps plus mean collocation
 #: steps, 3 per error-controlled sub-step (DEFAULT_MAX_STEPS, from riccati_tf.flows.exact); rk —
 #: DOP853 steps, charged as
@@ -708,8 +710,8 @@ def _guard(tr: Trajectory) -> Trajectory:
 
 
 def flow(params: Params | Callable[[float], Params], gaussian: Gaussian, t_final: float, *,
-         method: str = "auto", t_eval: npt.ArrayLike | None = None, rtol: float = 1e-10,
-         atol: float = 1e-12, max_steps: int | None = None,
+         method: str = "auto", t_eval: npt.ArrayLike | None = None,
+         rtol: float = DEFAULT_RTOL, atol: float = DEFAULT_ATOL, max_steps: int | None = None,
          dense_output: bool = True) -> Trajectory:
     """The trajectory of a Gaussian N(m, Σ) under a layer, on [0, t_final] or up to blow-up.
 
@@ -990,13 +992,14 @@ class _RkBudgetSpent(Exception):
 
 def _rk_flow(params_fn: Params | Callable[[float], Params], gaussian: Gaussian,
              t_out: np.ndarray, t_final: float, rtol: float, atol: float,
-             max_steps: int = RK_DEFAULT_MAX_STEPS, dense_output: bool = False) -> Trajectory:
+             max_steps: int = RK_DEFAULT_MAX_STEPS, dense_output: bool = False,
+             counter: list[int] | None = None) -> Trajectory:
     """params_fn: a callable t ↦ Params, or one Params (time-invariant: the right-hand side
     then binds it once, and with m0 = 0 and b = 0 the mean stays 0 and only Σ is integrated).
     dense_output: the trajectory keeps what `_RkDense` needs to integrate again between its
-    stored states."""
+    stored states. counter: counter[0] grows by one per right-hand-side evaluation."""
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):  # detected explicitly
-        tr = _rk_run(params_fn, gaussian, t_out, t_final, rtol, atol, max_steps)
+        tr = _rk_run(params_fn, gaussian, t_out, t_final, rtol, atol, max_steps, counter)
     if not dense_output:
         return tr
     end = t_final if tr.blowup_bracket is None else float(tr.blowup_bracket[0])
@@ -1005,16 +1008,19 @@ def _rk_flow(params_fn: Params | Callable[[float], Params], gaussian: Gaussian,
 
 
 def _rk_rhs(params_fn: Params | Callable[[float], Params], d: int, limit: int,
-            with_mean: bool) -> Callable[[float, np.ndarray], np.ndarray]:
+            with_mean: bool, counter: list[int] | None = None
+            ) -> Callable[[float, np.ndarray], np.ndarray]:
     """The right-hand side on the state y = (m, vec Σ), or y = vec Σ when not with_mean; it
-    raises _RkBudgetSpent on its (limit + 1)-th evaluation. params_fn: a Params (bound once)
-    or a callable t ↦ Params."""
+    raises _RkBudgetSpent on its (limit + 1)-th evaluation and adds one to counter[0] (when
+    given) per evaluation. params_fn: a Params (bound once) or a callable t ↦ Params."""
     calls = 0
     n = d * d + (d if with_mean else 0)
 
     def rhs(t: float, y: np.ndarray) -> np.ndarray:
         nonlocal calls
         calls += 1
+        if counter is not None:
+            counter[0] += 1
         if calls > limit:
             raise _RkBudgetSpent(t)
         q = params_fn if isinstance(params_fn, Params) else params_fn(t)
@@ -1049,7 +1055,7 @@ class _TraceEvent:
 
 def _rk_run(params_fn: Params | Callable[[float], Params], gaussian: Gaussian,
             t_out: np.ndarray, t_final: float, rtol: float, atol: float,
-            max_steps: int) -> Trajectory:
+            max_steps: int, counter: list[int] | None = None) -> Trajectory:
     d = gaussian.d
     limit = RK_EVALUATIONS_PER_STEP * max_steps
     with_mean = True
@@ -1057,10 +1063,10 @@ def _rk_run(params_fn: Params | Callable[[float], Params], gaussian: Gaussian,
     if isinstance(params_fn, Params):
         p = params_fn
         with_mean = bool(np.any(gaussian.mean) or np.any(p.b))
-        rhs = _rk_rhs(p, d, limit, with_mean)
+        rhs = _rk_rhs(p, d, limit, with_mean, counter)
         params_at = lambda _t: p  # noqa: E731
     else:
-        rhs = _rk_rhs(params_fn, d, limit, with_mean)
+        rhs = _rk_rhs(params_fn, d, limit, with_mean, counter)
         params_at = params_fn
     k = d if with_mean else 0  # where vec Σ starts in the state
 

@@ -14,7 +14,14 @@ import numpy as np
 from scipy.linalg import LinAlgError
 
 from ...errors import SolverError
-from ...flows.integrate import flow
+from ...flows.integrate import (
+    DEFAULT_ATOL,
+    DEFAULT_RTOL,
+    RK_EVALUATIONS_PER_STEP,
+    Trajectory,
+    _rk_flow,
+    flow,
+)
 from ...state.lowrank import FACTOR_MIN_D, factored_layer
 from ...state.params import Gaussian, Params
 from ...state.validation import psd_part
@@ -66,18 +73,11 @@ class _Integrator:
             bare = factored_layer(layer, bias=False)
         else:
             bare = layer
-        self.calls = 0
+        self.calls = [0]  # right-hand-side evaluations of rk so far
         self.tolerances: dict[str, Any] = {k: v for k, v in (("rtol", rtol), ("atol", atol))
                                            if v is not None}
         self.bounded = bounded
-
-        def counted(_t):  # the time-varying form of `flow` lets the right-hand side be counted
-            self.calls += 1
-            if self.calls > MAX_RHS_EVALUATIONS:
-                raise _BudgetExhausted
-            return bare
-
-        self.layer = bare if method == "exact" else counted
+        self.layer = bare
         self.method, self.d, self.sigma = method, bare.d, sigma
         self.tr0 = float(np.trace(cov0)) / sigma
         scale = scale / sigma
@@ -89,13 +89,30 @@ class _Integrator:
         self.times, self.states = [0.0], [cov0]
         self.stopped = False
 
+    def _segment(self, h: float) -> Trajectory:
+        """The states at 0, h/2, h of the flow from Σ/σ: "exact" by `flow`, "rk" by its
+        Runge–Kutta run on the layer itself, its right-hand sides counted against
+        MAX_RHS_EVALUATIONS (_BudgetExhausted when spent)."""
+        g = Gaussian(np.zeros(self.d), self.S)
+        if self.method == "exact":
+            return flow(self.layer, g, h, method="exact", t_eval=[0.0, h / 2, h],
+                        dense_output=False)
+        left = MAX_RHS_EVALUATIONS - self.calls[0]  # the run's limit: at least that many
+        try:
+            return _rk_flow(self.layer, g, np.array([0.0, h / 2, h]), h,
+                            self.tolerances.get("rtol", DEFAULT_RTOL),
+                            self.tolerances.get("atol", DEFAULT_ATOL),
+                            max(1, -(-left // RK_EVALUATIONS_PER_STEP)), counter=self.calls)
+        except SolverError:
+            if self.calls[0] > MAX_RHS_EVALUATIONS:
+                raise _BudgetExhausted from None
+            raise
+
     def advance(self, until: float) -> _Run:
         while self.t < until * (1 - 1e-12) and not self.stopped:
             h = min(self.seg, until - self.t)
             try:
-                traj = flow(self.layer, Gaussian(np.zeros(self.d), self.S), h,
-                            method=self.method, t_eval=[0.0, h / 2, h], dense_output=False,
-                            **self.tolerances)
+                traj = self._segment(h)
             except _BudgetExhausted:
                 self.stopped = True
                 return _Run(self.t, self.states[-1], self.states[-1], failure=(
