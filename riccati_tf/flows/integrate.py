@@ -1013,23 +1013,21 @@ def _rk_rhs(params_fn: Params | Callable[[float], Params], d: int, limit: int,
     """The right-hand side on the state y = (m, vec Σ), or y = vec Σ when not with_mean; it
     raises _RkBudgetSpent on its (limit + 1)-th evaluation and adds one to counter[0] (when
     given) per evaluation. params_fn: a Params (bound once) or a callable t ↦ Params."""
-    calls = 0
-    n = d * d + (d if with_mean else 0)
+    count = [0] if counter is None else counter
+    stop = count[0] + limit  # the count at the limit
+    fixed = params_fn if isinstance(params_fn, Params) else None
 
     def rhs(t: float, y: np.ndarray) -> np.ndarray:
-        nonlocal calls
-        calls += 1
-        if counter is not None:
-            counter[0] += 1
-        if calls > limit:
+        count[0] += 1
+        if count[0] > stop:
             raise _RkBudgetSpent(t)
-        q = params_fn if isinstance(params_fn, Params) else params_fn(t)
-        out = np.empty(n)
-        if with_mean:
-            X, out[:d] = drift_arrays(q, y[:d], y[d:].reshape(d, d))
-        else:
-            X, _ = drift_arrays(q, None, y.reshape(d, d))
-        np.add(X, X.T, out=out[n - d * d:].reshape(d, d))
+        q = fixed if fixed is not None else params_fn(t)  # type: ignore[operator]
+        if not with_mean:
+            X = q.M(S := y.reshape(d, d)) @ S
+            return (X + X.T).ravel()
+        out = np.empty(d + d * d)
+        X, out[:d] = drift_arrays(q, y[:d], y[d:].reshape(d, d))
+        np.add(X, X.T, out=out[d:].reshape(d, d))
         return out
 
     return rhs

@@ -18,7 +18,7 @@ import numpy as np
 from scipy.linalg import eigh
 
 from ...errors import SolverError
-from ...flows.integrate import SUNDMAN_SHARE
+from ...flows.integrate import SUNDMAN_SHARE, attention_driven
 from ...state.params import Params
 from ...state.validation import psd_rank
 from ..equilibria import (
@@ -277,7 +277,7 @@ def _attracting_ball(p: Params, cov0: np.ndarray, base: dict, horizon: float,
     zero = _zero_ball(p)
     balls: list[_Ball | _ZeroBall] = [] if zero is None else [zero]
     later = not balls and not zero_only  # the equilibria searched from the first check's state
-    if not (balls or later) or (later and _attention_driven(p, cov0)):
+    if not (balls or later) or (later and attention_driven(p, cov0, SUNDMAN_SHARE)):
         return None
     # with the zero set: searched from a later state, if Σ(t) stalls
     deferred = zero if balls and not zero_only else None
@@ -296,7 +296,7 @@ def _attracting_ball(p: Params, cov0: np.ndarray, base: dict, horizon: float,
         if run.blowup_time is not None or run.failure is not None:
             return None
         state, t = run.final, run.t_end
-        if later and _attention_driven(p, state):  # heading for a pole: no search from here
+        if later and attention_driven(p, state, SUNDMAN_SHARE):  # heading for a pole: no search
             return None
         if later:
             balls, later = _balls(p, (state,)), False
@@ -307,17 +307,6 @@ def _attracting_ball(p: Params, cov0: np.ndarray, base: dict, horizon: float,
             balls, deferred = [*_balls(p, (state,)), *balls], None
         wait = float(np.clip(min(_entry_wait(b, t_mid, mid, t, state) for b in balls),
                              longest / BALL_SHORTEST, longest))
-
-
-def _attention_driven(p: Params, cov: np.ndarray) -> bool:
-    """tr Σ grows at Σ and the attention terms drive at least SUNDMAN_SHARE of its growth:
-    d tr Σ/dt = 2 tr(MΣ) > 0 with 2 tr(MΣ) − 2 tr(AΣ) ≥ SUNDMAN_SHARE · 2 tr(MΣ), where
-    `flow` follows Σ towards a pole in Sundman time. Without a zero sublevel set, the attracting-
-    ball run neither starts from such a state nor searches equilibria from one at its first
-    check: the caller's integration decides."""
-    M = p.M(cov)
-    growth, linear = float(np.vdot(M, cov.T)), float(np.vdot(p.A, cov.T))
-    return bool(growth > 0 and growth - linear >= SUNDMAN_SHARE * growth)
 
 
 def _entry_wait(ball: _Ball | _ZeroBall, t_mid: float, mid: np.ndarray, t: float,
