@@ -64,7 +64,7 @@ test-long: $(VENV)/.test
 	$(BIN)/python -m pytest -q -m long
 
 bench: $(VENV)/.test
-	for b in flows symbolic bernoulli equilibria certify multihead factored particles sweep encoders; do $(BIN)/python -m benchmarks.$$b; done
+	for b in flows symbolic bernoulli equilibria certify multihead factored particles sweep encoders realscale; do $(BIN)/python -m benchmarks.$$b; done
 
 # The documentation site: warnings are errors; the notebooks run at every build.
 docs: $(VENV)/.docs

@@ -88,6 +88,7 @@ class _Integrator:
         self.t, self.S = 0.0, cov0 / sigma  # Σ/σ; times and states hold Σ itself
         self.times, self.states = [0.0], [cov0]
         self.stopped = False
+        self.end: _Run | None = None  # the run's end at a blow-up or failure
 
     def _segment(self, h: float) -> Trajectory:
         """The states at 0, h/2, h of the flow from Σ/σ: "exact" by `flow`, "rk" by its
@@ -109,6 +110,16 @@ class _Integrator:
             raise
 
     def advance(self, until: float) -> _Run:
+        """The run continued to `until` (from where the last call left it); a run that ended at
+        a blow-up or a failure returns that end again."""
+        if self.end is None:
+            self.end = self._advance(until)
+            if self.end.blowup_time is None and self.end.failure is None:
+                run, self.end = self.end, None
+                return run
+        return self.end
+
+    def _advance(self, until: float) -> _Run:
         while self.t < until * (1 - 1e-12) and not self.stopped:
             h = min(self.seg, until - self.t)
             try:

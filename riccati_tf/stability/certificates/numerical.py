@@ -62,15 +62,15 @@ def _numerical(p: Params, cov0: np.ndarray, base: dict, *, scalar: bool,
     base = {**base, "tolerance": {**(base.get("tolerance") or {}), **_evidence_tolerance()}}
     horizon = _horizon(p, cov0)
     scale = 0.0 if no_blowup else _blowup_scale(p)
+    sigma = 1.0 if scalar else state_scale(p, cov0)
+    integrator = _Integrator(p, cov0, method, scale, rtol=INTEGRATION_RTOL, sigma=sigma)
     if not scalar:  # d ≤ 30: the zero sublevel set (d × d) before any n_s × n_s certificate,
         # up to the first horizon (the integration below, doubling it, decides the rest)
         small = p.d <= KRONECKER_MAX_D
         got = _attracting_ball(p, cov0, base, horizon * (1 if small else 2 ** HORIZON_DOUBLINGS),
-                               scale, zero_only=small)
+                               scale, integrator, zero_only=small)
         if got is not None:
             return got
-    sigma = 1.0 if scalar else state_scale(p, cov0)
-    integrator = _Integrator(p, cov0, method, scale, rtol=INTEGRATION_RTOL, sigma=sigma)
     for _ in range(HORIZON_DOUBLINGS + 1):
         run = integrator.advance(horizon)
         if run.failure is not None and not scalar:
@@ -146,14 +146,15 @@ class _Ball:
         return float(np.linalg.norm(self.Ri @ (S - self.eq.cov) @ self.Ri))
 
     def verdict(self, p: Params, base: dict, state: np.ndarray, t: float,
-                gap: float) -> Certificate:
-        """"converges" to Σ* from the state at t, inside the ball at distance gap."""
+                gap: float, rtol: float) -> Certificate:
+        """"converges" to Σ* from the state at t (integrated at rtol), inside the ball at
+        distance gap."""
         st = self.eq.stability
         assert st is not None and st.value is not None  # a ball's bound (`_balls`)
         return _converged(
             p, self.eq.cov, base, "numerical", exact=False, glob=False, rate=-st.value,
             equilibrium=self.eq, local=False, final_cov=state, horizon=t,
-            reason=f"Runge–Kutta integration (rtol {BALL_RTOL:g}) to t = {t:.6g} ends at "
+            reason=f"Runge–Kutta integration (rtol {rtol:g}) to t = {t:.6g} ends at "
                    f"distance ‖R⁻¹(Σ − Σ*)R⁻¹‖_F = {gap:.3g} (Σ* = R², rank {self.eq.rank}) "
                    f"inside the ball of radius {self.radius:.3g} that attracts by the "
                    f"numerical-range bound Re⟨K, L̃K⟩ ≤ {st.value:.6g}‖K‖² (Lanczos Ritz "
@@ -169,12 +170,13 @@ class _ZeroBall(_ZeroSublevel):
     collapse: `verdict`."""
 
     def verdict(self, p: Params, base: dict, state: np.ndarray, t: float,
-                gap: float) -> Certificate:
-        """"collapses" from the state at t, inside the sublevel set at level gap."""
+                gap: float, rtol: float) -> Certificate:
+        """"collapses" from the state at t (integrated at rtol), inside the sublevel set at
+        level gap."""
         return _converged(
             p, self.eq.cov, base, "numerical", exact=False, glob=False, rate=self.asymptotic,
             equilibrium=self.eq, local=False, final_cov=state, horizon=t, basin=self.radius,
-            reason=f"Runge–Kutta integration (rtol {BALL_RTOL:g}) to t = {t:.6g} ends at "
+            reason=f"Runge–Kutta integration (rtol {rtol:g}) to t = {t:.6g} ends at "
                    f"ℓ = tr(PΣ) = {gap:.3g} below the level {self.radius:.3g} of the linear "
                    f"Lyapunov function ℓ on the PSD cone (AᵀP + PA = −Q, λ_min(Q) ≥ "
                    f"{self.mu:.3g}; heads' quadratic constant κ = {self.kappa:.3g}): "
@@ -260,7 +262,8 @@ def _balls(p: Params, starts: tuple[np.ndarray, ...]) -> list[_Ball | _ZeroBall]
 
 
 def _attracting_ball(p: Params, cov0: np.ndarray, base: dict, horizon: float,
-                     scale: float, zero_only: bool = False) -> Certificate | None:
+                     scale: float, main: _Integrator | None = None,
+                     zero_only: bool = False) -> Certificate | None:
     """"converges" when Σ(t) enters the attracting ball r₋ < ‖R⁻¹(Σ − Σ*)R⁻¹‖_F < r₊ of a
     stable equilibrium Σ* = R² ≻ 0 whose stability the numerical-range bound decided
     (`_balls`), "collapses" when it enters the sublevel set tr(PΣ) < ρ of Σ* = 0 (Hurwitz A,
@@ -273,23 +276,31 @@ def _attracting_ball(p: Params, cov0: np.ndarray, base: dict, horizon: float,
     zero set, at the first check from which Σ(t), at its rate, would not enter the set before
     the horizon. zero_only: the zero sublevel set alone, without Newton (d ≤ 30, where
     the caller's integration finds other equilibria and their local certificates). None when
-    there is no ball, or the integration up to `horizon` within its budget enters none."""
+    there is no ball (A = 0: F(cΣ) = c²F(Σ), so no equilibrium is stable and there is nothing to
+    search for), or the integration up to `horizon` within its budget enters none. With the zero
+    set, a run of its own at BALL_RTOL; without it, the caller's integration `main` itself
+    (at INTEGRATION_RTOL; a new one when None), which the caller continues from where this one
+    leaves it (a blow-up before the first check is then found once, at the caller's
+    tolerance)."""
     zero = _zero_ball(p)
     balls: list[_Ball | _ZeroBall] = [] if zero is None else [zero]
-    later = not balls and not zero_only  # the equilibria searched from the first check's state
+    # the equilibria searched from the first check's state
+    later = not balls and not zero_only and bool(np.any(p.A))
     if not (balls or later) or (later and attention_driven(p, cov0, SUNDMAN_SHARE)):
         return None
     # with the zero set: searched from a later state, if Σ(t) stalls
     deferred = zero if balls and not zero_only else None
-    integrator = _Integrator(p, cov0, "rk", scale, rtol=BALL_RTOL, sigma=state_scale(p, cov0))
+    rtol = INTEGRATION_RTOL if later else BALL_RTOL
+    integrator = main if later and main is not None else _Integrator(
+        p, cov0, "rk", scale, rtol=rtol, sigma=state_scale(p, cov0))
     longest = integrator.seg / BALL_CHECKS
     state, t, wait = cov0, 0.0, longest
     while True:
         for ball in balls:
             gap = ball.gap(state)
             if gap < ball.radius and t > 0:  # the evidence is an integration (horizon > 0)
-                tol = {**(base.get("tolerance") or {}), **_evidence_tolerance(BALL_RTOL)}
-                return ball.verdict(p, {**base, "tolerance": tol}, state, t, gap)
+                tol = {**(base.get("tolerance") or {}), **_evidence_tolerance(rtol)}
+                return ball.verdict(p, {**base, "tolerance": tol}, state, t, gap, rtol)
         if integrator.stopped or t >= horizon * (1 - 1e-12):
             return None
         run = integrator.advance(min(t + wait, horizon))
