@@ -1389,3 +1389,36 @@ def test_the_integration_budget_of_certify_is_counted_and_reported(monkeypatch):
     c = certify(p, np.eye(24))
     assert c.regime == "undetermined" and "budget of 100 right-hand-side" in c.reason
     assert runs and all(run.calls[0] <= 100 + 16 for run in runs)
+
+
+def test_a_blowup_before_the_first_ball_check_is_integrated_once(monkeypatch):
+    """Anti-stable A beyond d = 30 (no zero sublevel set): the attracting-ball run is certify's
+    own integration, so a blow-up before its first check is integrated once — one integrator,
+    about the right-hand sides of one flow to the pole — and T* is the flow's to its
+    tolerance."""
+    import riccati_tf.stability.certificates.integration as integration
+    from benchmarks.multihead import layer
+
+    p = layer(48, "antistable")
+    runs = []
+    original = integration._Integrator.__init__
+
+    def init(self, *a, **kw):
+        original(self, *a, **kw)
+        runs.append(self)
+    monkeypatch.setattr(integration._Integrator, "__init__", init)
+    c = certify(p, np.eye(48))
+    assert c.regime == "blows_up" and len(runs) == 1
+    tr = flow(p, Gaussian(np.zeros(48), np.eye(48)), 2 * c.blowup_time, method="rk",
+              rtol=INTEGRATION_RTOL, atol=1e-12, t_eval=[0.0, c.blowup_time], dense_output=False)
+    assert abs(tr.blowup_time - c.blowup_time) <= 1e-8 * c.blowup_time
+    assert runs[0].calls[0] <= 1.5 * _flow_calls(p, 48, 2 * c.blowup_time)
+
+
+def _flow_calls(p, d, t_final):
+    """Right-hand sides of one rk flow of p from Σ0 = I to t_final at INTEGRATION_RTOL."""
+    import riccati_tf.flows.integrate as integrate
+    counter = [0]
+    integrate._rk_flow(p, Gaussian(np.zeros(d), np.eye(d)), np.array([0.0, t_final]), t_final,
+                       INTEGRATION_RTOL, 1e-12, counter=counter)
+    return counter[0]
