@@ -1054,16 +1054,26 @@ def head_norms(params: Params, left: np.ndarray | None = None) -> list[tuple[flo
     """(‖L V_h‖₂, ‖B_h‖₂) of every head, L = left (I when None). A head given as
     `Head(Q, K, V, O)` (V_h = OV, B_h = KᵀQ) is never formed: ‖LOV‖₂ = ‖R V‖₂ and
     ‖KᵀQ‖₂ = ‖R_K Q‖₂ with R, R_K the triangular factors of LO and Kᵀ (SVDs of r × d)."""
-    out = []
+    out: list[tuple[float, float]] = [(0.0, 0.0)] * len(params.factors)
+    shapes: dict[tuple[int, ...], list[int]] = {}  # factored heads of equal shapes, batched
     for h, f in enumerate(params.factors):
         if f is None:
             V, B = params.heads[h]
-            out.append((float(np.linalg.norm(V if left is None else left @ V, 2)),
-                        float(np.linalg.norm(B, 2))))
+            out[h] = (float(np.linalg.norm(V if left is None else left @ V, 2)),
+                      float(np.linalg.norm(B, 2)))
         else:
-            LO = f.O if left is None else left @ f.O
-            out.append((float(np.linalg.norm(np.linalg.qr(LO, mode="r") @ f.V, 2)),
-                        float(np.linalg.norm(np.linalg.qr(f.K.T, mode="r") @ f.Q, 2))))
+            shapes.setdefault(f.O.shape + f.K.shape, []).append(h)
+    for group in shapes.values():
+        fs = [params.factors[h] for h in group]
+        O = np.stack([f.O for f in fs])  # type: ignore[union-attr]  # factored heads
+        LO = O if left is None else left @ O
+        V = np.stack([f.V for f in fs])  # type: ignore[union-attr]
+        Kt = np.stack([f.K.T for f in fs])  # type: ignore[union-attr]
+        Q = np.stack([f.Q for f in fs])  # type: ignore[union-attr]
+        v = np.linalg.svd(np.linalg.qr(LO, mode="r") @ V, compute_uv=False)[:, 0]
+        b = np.linalg.svd(np.linalg.qr(Kt, mode="r") @ Q, compute_uv=False)[:, 0]
+        for h, vh, bh in zip(group, v, b, strict=True):
+            out[h] = (float(vh), float(bh))
     return out
 
 
