@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 import operator
+import pickle
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, NamedTuple, SupportsIndex, overload
@@ -532,7 +533,7 @@ class _RkDense:
     stored state t_k ≤ t (or from the initial state): memory independent of the number of steps,
     at the cost of one short integration per call."""
 
-    params: Params | Callable[[float], Params]
+    params: Params | Callable[[float], Params] | None
     mean0: np.ndarray
     cov0: np.ndarray
     rtol: float
@@ -546,10 +547,31 @@ class _RkDense:
                f"at T* ≈ {tr.blowup_time:.10g}")
         return 0.0, self.end, True, why
 
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
+        """Pickled with its layer when that pickles (a Params, a module-level function), else
+        without it (a lambda or closure): states between the stored times are then refused."""
+        params: Any = self.params
+        if not isinstance(params, Params):
+            try:
+                pickle.dumps(params)
+            except (pickle.PicklingError, AttributeError, TypeError):
+                params = None
+        return _RkDense, (params, self.mean0, self.cov0, self.rtol, self.atol,
+                          self.max_steps, self.end)
+
     def states(self, tr: Trajectory, t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        if self.params is None:
+            raise InvalidInputError(
+                "this rk trajectory was unpickled without its layer (a Python callable that "
+                "does not pickle, such as a lambda): it has states only at its stored times; "
+                "pickle a Params or a module-level function to keep the dense output")
+
         def run(start: float, mean: np.ndarray, cov: np.ndarray,
                 offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
             fn = self.params
+            assert fn is not None  # refused above
+            if not isinstance(fn, Params):
+                fn = _checked(fn, tr.d)
             shifted = fn if isinstance(fn, Params) else lambda s: fn(start + s)
             try:
                 res = _rk_flow(shifted, Gaussian(mean, psd_part(cov)), offsets,
@@ -621,10 +643,10 @@ class _ExactDense:
                              max_steps=self.max_steps)
             if res.t.size < offsets.size:
                 late = start + offsets[res.t.size]
+                T = tr.blowup_time or start + float(res.blowup_time or 0.0)
                 raise SolverError(
                     f"Σ(t) at t = {late:.12g} is within rounding of the blow-up at "
-                    f"T* = {tr.blowup_time or start + res.blowup_time:.12g}: the closed "
-                    f"form is singular there in floating point")
+                    f"T* = {T:.12g}: the closed form is singular there in floating point")
             return res.mean, res.cov
 
         return _continued(tr, self.mean0, self.cov0, t, run)
@@ -937,8 +959,12 @@ def _dispatch(params: Params | Callable[[float], Params],
         _refuse_stiff(params, gaussian, t_final, max_steps)
         if params.d >= FACTOR_MIN_D:  # dense heads of low rank through their factors
             params = factored_layer(params)
-    return _guard(_rk_flow(params_fn or params, gaussian, t_out, t_final, rtol, atol,
-                           max_steps, dense_output))
+    tr = _rk_flow(params_fn or params, gaussian, t_out, t_final, rtol, atol, max_steps,
+                  dense_output)
+    if isinstance(tr.dense, _RkDense) and params_fn is not None:  # the caller's own callable,
+        # checked again when used (the checking wrapper is a closure, which does not pickle)
+        tr = replace(tr, dense=replace(tr.dense, params=params))
+    return _guard(tr)
 
 
 def _refuse_stiff(p: Params, g: Gaussian, t_final: float, max_steps: int) -> None:
@@ -1182,6 +1208,7 @@ def _rk_run(params_fn: Params | Callable[[float], Params], gaussian: Gaussian,
         t0, y, step = sol.t_events[0][0] * unit, sol.y_events[0][0], sol.step
         if sol.message == "crossed" and stop is None:  # `crossed` chose σ: on from here
             continue
+        estimate: tuple[float, float, np.ndarray] | None
         if sol.pole is not None:
             estimate = (sol.pole[0] * unit, sol.pole[1] * unit, y[k:].reshape(d, d))
         else:  # `crossed`'s blow-up, or a Sundman run's trace event
@@ -1270,10 +1297,10 @@ def _t_solve(rhs: Callable[[float, np.ndarray], np.ndarray], t0: float, t1: floa
 
     def result(status: int, message: str) -> _SundmanResult:
         Y = np.array(y_out).T.reshape(y0.size, -1)
-        ends = ([np.array([solver.t])], [solver.y[None]]) if status == 1 else \
-            ([np.zeros(0)], [np.zeros((0, y0.size))])
-        return _SundmanResult(np.array(t_out), Y, status, *ends, message,
-                              step=float(solver.step_size or 0.0))
+        t_end, y_end = (solver.t, solver.y[None]) if status == 1 else \
+            (np.zeros(0), np.zeros((0, y0.size)))
+        return _SundmanResult(np.array(t_out), Y, status, [np.atleast_1d(t_end)], [y_end],
+                              message, step=float(solver.step_size or 0.0))
 
     if grid.size and grid[0] == t0:
         t_out.append(t0)
