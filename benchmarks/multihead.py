@@ -52,10 +52,12 @@ def layer(d: int, kind: str, seed: int = 0) -> Params:
 
 
 def reference(p: Params, cov0: np.ndarray, t_final: float) -> tuple[float | None, np.ndarray]:
-    """DOP853 of Σ̇ = AΣ + ΣAᵀ + Σ_h (O_h(V_hΣK_hᵀ)(Q_hΣ) + transpose) from the factors, to
-    t_final or until tr Σ reaches 1e10 tr Σ0: (that time or None, Σ at the end)."""
+    """DOP853 of Σ̇ = AΣ + ΣAᵀ + Σ_h (O_h(V_hΣK_hᵀ)(Q_hΣ) + transpose) from the factors (dense
+    heads: V_hΣB_hΣ + transpose), to t_final or until tr Σ reaches 1e10 tr Σ0: (that time or
+    None, Σ at the end)."""
     d = p.d
     factors = [(h.Q, h.K, h.V, h.O) for h in p.factors if h is not None]
+    dense = [p.heads[i] for i, h in enumerate(p.factors) if h is None]
     tr0 = float(np.trace(cov0))
 
     def rhs(_t, y):
@@ -63,6 +65,8 @@ def reference(p: Params, cov0: np.ndarray, t_final: float) -> tuple[float | None
         out = p.A @ S
         for Q, K, V, O in factors:
             out = out + O @ ((V @ S @ K.T) @ (Q @ S))
+        for V, B in dense:
+            out = out + V @ S @ B @ S
         return (out + out.T).ravel()
 
     def big(_t, y):
