@@ -1,6 +1,6 @@
 """The segmented integration of Σ that `certify` gathers its numerical evidence with and that
-`Certificate.check()` replays: Σ̇ = AΣ + ΣAᵀ + Σ_h(V_hΣB_hΣ + ΣB_hᵀΣV_hᵀ) by `flow` (the
-closed form for scalar V, DOP853 otherwise) in segments of ‖A‖₂-length SEGMENT_NORM_TIME
+`Certificate.check()` replays: Σ̇ = AΣ + ΣAᵀ + Σ_h(V_hΣB_hΣ + ΣB_hᵀΣV_hᵀ) by `flow`'s methods
+(the closed form for scalar V, DOP853 otherwise) in segments of ‖A‖₂-length SEGMENT_NORM_TIME
 (`blowup.segment_length`), each segment's end projected on the PSD cone, under a budget of
 right-hand-side evaluations.
 """
@@ -56,14 +56,15 @@ class _Integrator:
     when the work budget is spent, or once tr Σ leaves
     [min(tr Σ0, scale) / GROWTH_STOP, GROWTH_STOP · max(tr Σ0, scale)] (scale 0: tr Σ0). The
     layer p is integrated without b; by "rk" from d = FACTOR_MIN_D on with its dense heads of
-    low rank through their factors (`state.lowrank.factored_layer`, as `flow` does for a layer
-    it is given: the counted right-hand side below is a callable, which `flow` does not
-    rewrite). Only the segments' mid and end states are formed (no dense output: DOP853's
-    continuous extension costs 3 right-hand sides per step); `rtol`, `atol` are flow's
-    tolerances (None: its defaults). `sigma` (a power of two, `blowup.state_scale`): Σ/σ is
-    integrated under the heads (σV_h, B_h), exactly equivalent, and the states are reported as
-    σ times it. Without `bounded`, tr Σ may leave that interval (a replay to a stated horizon:
-    `verification._replay`)."""
+    low rank through their factors (`state.lowrank.factored_layer`, as `flow` does), by flow's
+    Runge–Kutta run itself (towards a pole in Sundman's time), which counts the right-hand
+    sides of all segments together (`calls`, at most MAX_RHS_EVALUATIONS). Only the segments'
+    mid and end states are formed; `rtol`, `atol` are flow's tolerances (None: its defaults).
+    A run that ended at a blow-up or a failure keeps that end (`advance` returns it again), so
+    that one caller can continue another's integration. `sigma` (a power of two,
+    `blowup.state_scale`): Σ/σ is integrated under the heads (σV_h, B_h), exactly equivalent,
+    and the states are reported as σ times it. Without `bounded`, tr Σ may leave that interval
+    (a replay to a stated horizon: `verification._replay`)."""
 
     def __init__(self, p: Params, cov0: np.ndarray, method: str, scale: float = 0.0,
                  rtol: float | None = None, sigma: float = 1.0, atol: float | None = None,
