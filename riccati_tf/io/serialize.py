@@ -1,7 +1,7 @@
 """Plain JSON values from results: dataclasses, numpy arrays and scalars; NaN/±Inf become None
 (strict JSON has no non-finite numbers), complex numbers {"real": x, "imag": y}, sets sorted
 lists and paths strings. A dataclass field declared with metadata {"serialize": False} (machinery
-such as a trajectory's dense-output interpolant, not a result) is left out."""
+such as what a trajectory's dense output integrates from, not a result) is left out."""
 
 from __future__ import annotations
 
