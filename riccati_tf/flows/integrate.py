@@ -1060,11 +1060,9 @@ def _rk_rhs(params_fn: Params | Callable[[float], Params], d: int, limit: int,
 
 
 class _TraceEvent:
-    """solve_ivp's terminal event log tr Σ = log threshold (tr Σ rising through it), tr Σ read
-    from the state's diagonal entries of vec Σ, which starts at index k."""
-
-    terminal = True
-    direction = 1
+    """The growth event of an rk run: log tr Σ − log threshold, which rises through 0 where
+    tr Σ passes the threshold (`_t_solve` tests it at each step's end, `_sundman_solve` locates
+    it), tr Σ read from the state's diagonal entries of vec Σ, which starts at index k."""
 
     def __init__(self, k: int, d: int, log_threshold: float) -> None:
         self.k, self.d, self.log_threshold = k, d, log_threshold
