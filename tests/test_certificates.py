@@ -1369,7 +1369,21 @@ def test_segments_without_drift_follow_the_attention_rate():
     assert segment_length(q, S0) == SEGMENT_NORM_TIME / np.linalg.norm(q.A, 2)
 
 
-def test_the_integration_budget_of_certify_is_counted_and_reported(monkeypatch):
+@pytest.fixture
+def integrators(monkeypatch):
+    """The list that gets every `_Integrator` certify creates (certificates.integration)."""
+    import riccati_tf.stability.certificates.integration as integration
+    runs = []
+    original = integration._Integrator.__init__
+
+    def init(self, *a, **kw):
+        original(self, *a, **kw)
+        runs.append(self)
+    monkeypatch.setattr(integration._Integrator, "__init__", init)
+    return runs
+
+
+def test_the_integration_budget_of_certify_is_counted_and_reported(monkeypatch, integrators):
     """certify's Runge–Kutta evidence counts its right-hand sides across segments: with the
     budget cut to 100 a general-V blow-up that needs hundreds is "undetermined", the reason
     naming the budget; the count stays within one DOP853 step (12 evaluations) of it."""
@@ -1378,41 +1392,27 @@ def test_the_integration_budget_of_certify_is_counted_and_reported(monkeypatch):
 
     p = layer(24, "zero")
     assert certify(p, np.eye(24)).regime == "blows_up"
+    integrators.clear()  # those of the run within budget
     monkeypatch.setattr(integration, "MAX_RHS_EVALUATIONS", 100)
-    runs = []
-    original = integration._Integrator.__init__
-
-    def init(self, *a, **kw):
-        original(self, *a, **kw)
-        runs.append(self)
-    monkeypatch.setattr(integration._Integrator, "__init__", init)
     c = certify(p, np.eye(24))
     assert c.regime == "undetermined" and "budget of 100 right-hand-side" in c.reason
-    assert runs and all(run.calls[0] <= 100 + 16 for run in runs)
+    assert integrators and all(run.calls[0] <= 100 + 16 for run in integrators)
 
 
-def test_a_blowup_before_the_first_ball_check_is_integrated_once(monkeypatch):
+def test_a_blowup_before_the_first_ball_check_is_integrated_once(integrators):
     """Anti-stable A beyond d = 30 (no zero sublevel set): the attracting-ball run is certify's
     own integration, so a blow-up before its first check is integrated once — one integrator,
     about the right-hand sides of one flow to the pole — and T* is the flow's to its
     tolerance."""
-    import riccati_tf.stability.certificates.integration as integration
     from benchmarks.multihead import layer
 
     p = layer(48, "antistable")
-    runs = []
-    original = integration._Integrator.__init__
-
-    def init(self, *a, **kw):
-        original(self, *a, **kw)
-        runs.append(self)
-    monkeypatch.setattr(integration._Integrator, "__init__", init)
     c = certify(p, np.eye(48))
-    assert c.regime == "blows_up" and len(runs) == 1
+    assert c.regime == "blows_up" and len(integrators) == 1
     tr = flow(p, Gaussian(np.zeros(48), np.eye(48)), 2 * c.blowup_time, method="rk",
               rtol=INTEGRATION_RTOL, atol=1e-12, t_eval=[0.0, c.blowup_time], dense_output=False)
     assert abs(tr.blowup_time - c.blowup_time) <= 1e-8 * c.blowup_time
-    assert runs[0].calls[0] <= 1.5 * _flow_calls(p, 48, 2 * c.blowup_time)
+    assert integrators[0].calls[0] <= 1.5 * _flow_calls(p, 48, 2 * c.blowup_time)
 
 
 def _flow_calls(p, d, t_final):
