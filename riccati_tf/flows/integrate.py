@@ -959,11 +959,12 @@ def _dispatch(params: Params | Callable[[float], Params],
         _refuse_stiff(params, gaussian, t_final, max_steps)
         if params.d >= FACTOR_MIN_D:  # dense heads of low rank through their factors
             params = factored_layer(params)
-    tr = _rk_flow(params_fn or params, gaussian, t_out, t_final, rtol, atol, max_steps,
-                  dense_output)
-    if isinstance(tr.dense, _RkDense) and params_fn is not None:  # the caller's own callable,
-        # checked again when used (the checking wrapper is a closure, which does not pickle)
-        tr = replace(tr, dense=replace(tr.dense, params=params))
+    tr = _rk_flow(params_fn or params, gaussian, t_out, t_final, rtol, atol, max_steps)
+    if dense_output:  # the caller's own layer: a callable is checked again when used (the
+        # checking wrapper is a closure, which does not pickle)
+        end = t_final if tr.blowup_bracket is None else float(tr.blowup_bracket[0])
+        tr = replace(tr, dense=_RkDense(params, gaussian.mean, gaussian.cov, rtol, atol,
+                                        max_steps, end))
     return _guard(tr)
 
 
@@ -1018,19 +1019,14 @@ class _RkBudgetSpent(Exception):
 
 def _rk_flow(params_fn: Params | Callable[[float], Params], gaussian: Gaussian,
              t_out: np.ndarray, t_final: float, rtol: float, atol: float,
-             max_steps: int = RK_DEFAULT_MAX_STEPS, dense_output: bool = False,
+             max_steps: int = RK_DEFAULT_MAX_STEPS,
              counter: list[int] | None = None) -> Trajectory:
     """params_fn: a callable t ↦ Params, or one Params (time-invariant: the right-hand side
     then binds it once, and with m0 = 0 and b = 0 the mean stays 0 and only Σ is integrated).
-    dense_output: the trajectory keeps what `_RkDense` needs to integrate again between its
-    stored states. counter: counter[0] grows by one per right-hand-side evaluation."""
+    counter: counter[0] grows by one per right-hand-side evaluation. No dense output (`flow`
+    attaches its `_RkDense`)."""
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):  # detected explicitly
-        tr = _rk_run(params_fn, gaussian, t_out, t_final, rtol, atol, max_steps, counter)
-    if not dense_output:
-        return tr
-    end = t_final if tr.blowup_bracket is None else float(tr.blowup_bracket[0])
-    return replace(tr, dense=_RkDense(params_fn, gaussian.mean, gaussian.cov, rtol, atol,
-                                      max_steps, end))
+        return _rk_run(params_fn, gaussian, t_out, t_final, rtol, atol, max_steps, counter)
 
 
 def _rk_rhs(params_fn: Params | Callable[[float], Params], d: int, limit: int,
