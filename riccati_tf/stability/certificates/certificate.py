@@ -136,9 +136,10 @@ class Certificate:
         it: the premises' of a scalar-V theorem (`default_tolerance`: sign_rtol, axis_rtol,
         semisimple_rtol, rank_rtol, singular_rcond, range_rtol, threshold_rtol and, for V scalar
         only within SCALAR_RTOL, scalar_rtol), and those of numerical evidence
-        (integration_rtol and integration_atol of the integration, close_rtol, basin_safety,
-        growth_factor, and blowup_check_rtol for a blow-up; axis_rtol, semisimple_rtol and
-        lyapunov_rtol for a numerical "bounded"); `check()` re-decides the claims
+        (integration_rtol and integration_atol of the integration, blowup_rtol of its bracket
+        of a general-V T*, close_rtol, basin_safety, growth_factor, and blowup_check_rtol for a
+        blow-up; axis_rtol, semisimple_rtol and lyapunov_rtol for a numerical "bounded");
+        `check()` re-decides the claims
         with the same values and refuses any other (an empty, partial, negative, NaN or unknown
         tolerance). None for an exact certificate, every premise of which `check()` re-decides
         in rational arithmetic, and for an "undetermined" one that used none.

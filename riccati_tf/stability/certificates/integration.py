@@ -26,7 +26,13 @@ from ...state.lowrank import FACTOR_MIN_D, factored_layer
 from ...state.params import Gaussian, Params
 from ...state.validation import psd_part
 from .blowup import scaled_heads, segment_length
-from .constants import GROWTH_STOP, MAX_GROWTH, MAX_RHS_EVALUATIONS
+from .constants import (
+    BLOWUP_LOOSEN_POWER,
+    BLOWUP_RTOL,
+    GROWTH_STOP,
+    MAX_GROWTH,
+    MAX_RHS_EVALUATIONS,
+)
 
 __all__: list[str] = []
 
@@ -59,7 +65,9 @@ class _Integrator:
     low rank through their factors (`state.lowrank.factored_layer`, as `flow` does), by flow's
     Runge–Kutta run itself (towards a pole in Sundman's time), which counts the right-hand
     sides of all segments together (`calls`, at most MAX_RHS_EVALUATIONS). Only the segments'
-    mid and end states are formed; `rtol`, `atol` are flow's tolerances (None: its defaults).
+    mid and end states are formed; `rtol`, `atol` are flow's tolerances (None: its defaults),
+    `blowup_rtol` the width of rk's bracket of T* (its pole stop; default BLOWUP_RTOL), towards
+    which its tolerances loosen as T* allows (BLOWUP_LOOSEN_POWER).
     A run that ended at a blow-up or a failure keeps that end (`advance` returns it again), so
     that one caller can continue another's integration. `sigma` (a power of two,
     `blowup.state_scale`): Σ/σ is integrated under the heads (σV_h, B_h), exactly equivalent,
@@ -68,7 +76,7 @@ class _Integrator:
 
     def __init__(self, p: Params, cov0: np.ndarray, method: str, scale: float = 0.0,
                  rtol: float | None = None, sigma: float = 1.0, atol: float | None = None,
-                 bounded: bool = True):
+                 bounded: bool = True, blowup_rtol: float = BLOWUP_RTOL):
         layer = scaled_heads(p, sigma)
         if method == "rk" and p.d >= FACTOR_MIN_D:
             bare = factored_layer(layer, bias=False)
@@ -77,6 +85,7 @@ class _Integrator:
         self.calls = [0]  # right-hand-side evaluations of rk so far
         self.tolerances: dict[str, Any] = {k: v for k, v in (("rtol", rtol), ("atol", atol))
                                            if v is not None}
+        self.blowup_rtol = blowup_rtol
         self.bounded = bounded
         self.layer = bare
         self.method, self.d, self.sigma = method, bare.d, sigma
@@ -104,7 +113,8 @@ class _Integrator:
             return _rk_flow(self.layer, g, np.array([0.0, h / 2, h]), h,
                             self.tolerances.get("rtol", DEFAULT_RTOL),
                             self.tolerances.get("atol", DEFAULT_ATOL),
-                            max(1, -(-left // RK_EVALUATIONS_PER_STEP)), counter=self.calls)
+                            max(1, -(-left // RK_EVALUATIONS_PER_STEP)), counter=self.calls,
+                            pole_rtol=self.blowup_rtol, loosen_power=BLOWUP_LOOSEN_POWER)
         except SolverError:
             if self.calls[0] > MAX_RHS_EVALUATIONS:
                 raise _BudgetExhausted from None

@@ -36,6 +36,7 @@ from .constants import (
     BALL_SHORTEST,
     BASIN_SAFETY,
     BLOWUP_CHECK_RTOL,
+    BLOWUP_RTOL,
     CLOSE_RTOL,
     GROWTH_FACTOR,
     HORIZON_DOUBLINGS,
@@ -125,9 +126,10 @@ def _start_scale_blowup(p: Params, cov0: np.ndarray, scale: float, horizon: floa
 
 def _evidence_tolerance(rtol: float = INTEGRATION_RTOL) -> dict[str, float]:
     """The tolerances of numerical evidence (`Certificate.tolerance`): the integration's relative
-    and absolute tolerances, CLOSE_RTOL of an approach without a Lyapunov set, the basin's
-    safety fraction and the growth factor of "grows"."""
+    and absolute tolerances and the width of its bracket of T*, CLOSE_RTOL of an approach
+    without a Lyapunov set, the basin's safety fraction and the growth factor of "grows"."""
     return {"integration_rtol": rtol, "integration_atol": INTEGRATION_ATOL,
+            "blowup_rtol": BLOWUP_RTOL,
             "close_rtol": CLOSE_RTOL, "basin_safety": BASIN_SAFETY, "growth_factor": GROWTH_FACTOR}
 
 

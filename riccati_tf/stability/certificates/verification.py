@@ -41,6 +41,7 @@ from .constants import (
     BALL_RTOL,
     BASIN_SAFETY,
     BLOWUP_CHECK_RTOL,
+    BLOWUP_RTOL,
     CLOSE_RTOL,
     DIRECTION_RTOL,
     EXACT_CHECK_MAX_D,
@@ -65,6 +66,7 @@ __all__: list[str] = []
 #: the tolerances of numerical evidence and the values `certify` uses (integration_rtol is
 #: INTEGRATION_RTOL, or BALL_RTOL in an attracting-ball run)
 EVIDENCE_TOLERANCE = {"integration_rtol": INTEGRATION_RTOL, "integration_atol": INTEGRATION_ATOL,
+                      "blowup_rtol": BLOWUP_RTOL,
                       "close_rtol": CLOSE_RTOL, "basin_safety": BASIN_SAFETY,
                       "growth_factor": GROWTH_FACTOR}
 
@@ -216,7 +218,8 @@ def _replay(c: Certificate, until: float, sigma: float = 1.0) -> tuple[
                       "exact" if p.value_scalars is not None else "rk",
                       rtol=tol.get("integration_rtol", INTEGRATION_RTOL),
                       atol=tol.get("integration_atol", INTEGRATION_ATOL), sigma=sigma,
-                      bounded=False).advance(until)
+                      bounded=False, blowup_rtol=tol.get("blowup_rtol", BLOWUP_RTOL)
+                      ).advance(until)
     if run.failure is not None:
         return None
     blowup = None if run.blowup_time is None else (run.blowup_time, run.blowup_direction)
