@@ -19,6 +19,7 @@ LAYERS = (
     {"symbolic"},
     {"empirical"},
     {"reachability"},
+    {"design"},
     {"sweep"},
     {"app", ""},  # "": riccati_tf/__init__.py, the public front door
 )
