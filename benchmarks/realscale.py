@@ -21,9 +21,15 @@ the same run (CPU time, fastest of its rounds). Sections:
    and output times, on a converging layer (A = −I/2 + noise, 4 heads of rank d/4) and a
    growing one (the same heads, A = 0) to t = 1, covariance alone and with a mean: CPU-time
    ratio (fastest of 3) and right-hand sides. Target: median ratio ≤ 1.0 over d = 8, 32, 128.
+4. encoder — a 12-layer BERT-base-shaped encoder, `bert_layer(768, seed=ℓ)` for ℓ = 0 … 11, run
+   in a spawned process: from Σ0 = 0.26 I, per layer `certify(p_ℓ, Σ_in)` and the rk flow
+   (dense_output=False) from Σ_in to min(T*, 1), one layer's depth; Σ(1) is the next layer's
+   input. One progress line per layer. Targets: every layer certified (a regime, not
+   "undetermined"), ≤ 15 minutes of CPU time, peak RSS ≤ 4 GB.
 
-Run: python -m benchmarks.realscale [--quick] [--d D ...] [--section flow certify parity]
-(--quick: d = 384 only for sections 1–2, d = 8, 32 for section 3).
+Run: python -m benchmarks.realscale [--quick] [--d D ...] [--section flow certify parity encoder]
+(--quick: d = 384 only for sections 1–2, d = 8, 32 for section 3, d = 384 for section 4;
+--d sets sections 1–2; the encoder is not in the default sections: it runs about 10 minutes).
 """
 
 from __future__ import annotations
@@ -49,6 +55,8 @@ PARITY_D, PARITY_QUICK = (8, 32, 128), (8, 32)
 FLOW_RATIO, FLOW_UNITS_768, FLOW_GB_768 = 1.2, 60.0, 1.5
 CERTIFY_128, CERTIFY_LARGE, T_RTOL = 40.0, 60.0, 1e-8
 PARITY_TARGET = 1.0
+ENCODER_LAYERS, ENCODER_D, ENCODER_DEPTH = 12, 768, 1.0
+ENCODER_MINUTES, ENCODER_GB = 15.0, 4.0
 
 
 def bert_layer(d: int, seed: int = 0) -> Params:
@@ -261,11 +269,59 @@ def parity_section(dims: tuple[int, ...], rtol: float = 1e-10, atol: float = 1e-
             f"{'PASS' if med <= PARITY_TARGET else 'FAIL'}"]
 
 
+def _encoder(d: int, n_layers: int, conn) -> None:
+    """In a spawned child: the encoder of section 4, printing a line per layer; sends back
+    (layers certified, CPU seconds, peak RSS in bytes)."""
+    limiter, _ = pin_one_thread()
+    start = time.process_time()
+    cov = TOKEN_VAR * np.eye(d)
+    certified = 0
+    for layer in range(n_layers):
+        p = bert_layer(d, seed=layer)
+        t0 = time.process_time()
+        cert = certify(p, cov)
+        t1 = time.process_time()
+        certified += cert.regime != "undetermined"
+        end = min(cert.blowup_time or ENCODER_DEPTH, ENCODER_DEPTH)
+        tr = flow(p, Gaussian(np.zeros(d), cov), end, method="rk", t_eval=[0.0, end],
+                  dense_output=False)
+        t2 = time.process_time()
+        rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
+        print(f"layer {layer + 1:2d}/{n_layers}: tr Σ_in = {np.trace(cov):.4g}, certify "
+              f"{t1 - t0:6.1f} s ({cert.regime}"
+              + (f", T* = {cert.blowup_time:.6g}" if cert.blowup_time else "")
+              + f"), flow to t = {end:.3g} {t2 - t1:6.1f} s ({tr.status}); CPU so far "
+              f"{(t2 - start) / 60:.1f} min, peak RSS {rss:.2f} GB", flush=True)
+        if tr.status != "completed":
+            break  # a blow-up inside the layer: there is no input for the next one
+        cov = tr.cov[-1]
+    conn.send((certified, time.process_time() - start,
+               resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024))
+    del limiter
+
+
+def encoder_section(d: int = ENCODER_D, n_layers: int = ENCODER_LAYERS) -> list[str]:
+    """Section 4 (in a spawned process, whose peak RSS is the run's alone); returns the verdict
+    lines."""
+    ctx = multiprocessing.get_context("spawn")
+    parent, child = ctx.Pipe()
+    proc = ctx.Process(target=_encoder, args=(d, n_layers, child))
+    proc.start()
+    certified, cpu, rss = parent.recv()
+    proc.join()
+    gb = rss / 2**30
+    ok = certified == n_layers and cpu <= 60 * ENCODER_MINUTES and gb <= ENCODER_GB
+    return [f"# encoder d = {d}, {n_layers} layers: {certified} certified, {cpu / 60:.1f} min CPU "
+            f"(≤ {ENCODER_MINUTES:g}), peak RSS {gb:.2f} GB (≤ {ENCODER_GB:g}): "
+            f"{'PASS' if ok else 'FAIL'}"]
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="d = 384 (sections 1–2), 8 and 32")
     parser.add_argument("--d", type=int, nargs="+", help="these d for sections 1–2")
-    parser.add_argument("--section", nargs="+", choices=("flow", "certify", "parity"),
+    parser.add_argument("--section", nargs="+",
+                        choices=("flow", "certify", "parity", "encoder"),
                         default=("flow", "certify", "parity"))
     args = parser.parse_args(argv)
     limiter, line = pin_one_thread()
@@ -278,6 +334,8 @@ def main(argv: list[str] | None = None) -> None:
         verdicts += certify_section(dims)
     if "parity" in args.section:
         verdicts += parity_section(PARITY_QUICK if args.quick else PARITY_D)
+    if "encoder" in args.section:
+        verdicts += encoder_section(384 if args.quick else ENCODER_D)
     print("\n".join(verdicts))
     del limiter
 

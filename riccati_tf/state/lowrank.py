@@ -139,11 +139,12 @@ def value_factors(params: Params) -> ValueFactors:
     factored: list[int] = []
     Os: list[np.ndarray] = []
     Ws: list[np.ndarray] = []
-    for h, (entry, (V, _)) in enumerate(zip(params.factors, params.heads, strict=True)):
+    for h, entry in enumerate(params.factors):
         if entry is not None and 2 * entry.V.shape[0] <= d:
             factors: tuple[np.ndarray, np.ndarray] | None = (entry.O, entry.V)
-        else:
-            factors = low_rank_factors(V)
+        else:  # a factored head's V_h formed here and dropped, not kept as its dense pair
+            factors = low_rank_factors(params.heads[h][0] if entry is None else
+                                       entry.O @ entry.V)
         if factors is None:
             dense.append(h)
             continue
@@ -220,8 +221,8 @@ def factored_layer(params: Params, *, bias: bool = True) -> Params:
             if params.factors[h] is None]
     if not todo and (bias or not np.any(params.b)):
         return params
-    entries: list[HeadEntry] = [head if head is not None else pair
-                                for head, pair in zip(params.factors, params.heads, strict=True)]
+    entries: list[HeadEntry] = [head if head is not None else params.heads[h]
+                                for h, head in enumerate(params.factors)]
     for h, rows in todo:
         B = params.heads[h][1]
         keys = low_rank_factors(B)

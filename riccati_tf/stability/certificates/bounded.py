@@ -77,7 +77,17 @@ def attention_sign(p: Params) -> str | None:
     B_h exactly skew contribute 0 and are skipped; beyond EXACT_MAX_D a G visibly non-zero in
     floating point is rejected before any rational arithmetic)."""
     d = p.d
-    present = [(V, B) for V, B in p.heads if np.any(V) and np.any(B)]
+    present = []
+    for i, head in enumerate(p.factors):
+        if head is None:
+            V, B = p.heads[i]
+        else:  # formed here and dropped: a factored head does not keep its dense pair
+            with np.errstate(over="ignore", invalid="ignore"):
+                V, B = head.O @ head.V, head.K.T @ head.Q
+        if np.any(V) and np.any(B):
+            if head is not None and head.V.shape[0] < d:
+                return None  # V_h of rank < d is v_h I only for V_h = 0
+            present.append((V, B))
     if any(np.any(V - V[0, 0] * np.eye(d)) for V, _ in present):
         return None
     active = [(float(V[0, 0]), B) for V, B in present if not np.array_equal(B, -B.T)]

@@ -83,8 +83,10 @@ class Premises:
 
 
 def _exactly_scalar(p: Params) -> bool:
-    """Every value matrix is exactly v_h I (equal diagonal, zero off-diagonal)."""
-    return all(not np.any(V - V[0, 0] * np.eye(p.d)) for V, _ in p.heads)
+    """Every value matrix is exactly v_h I (equal diagonal, zero off-diagonal); not when V is
+    not even scalar to SCALAR_RTOL (`Params.value_scalars`, which forms no dense pair)."""
+    return p.value_scalars is not None and \
+        all(not np.any(V - V[0, 0] * np.eye(p.d)) for V, _ in p.heads)
 
 
 def premises(p: Params, cov0: np.ndarray, tolerance: dict | None = None) -> Premises:
