@@ -65,7 +65,8 @@ def bases(command):
 
 def argv(command, path):
     sweep = ["--scheduler", "inprocess", "--out", str(path.with_suffix(".sweep"))]
-    return [command, str(path), *(sweep if command == "sweep" else [])]
+    design = ["--out", str(path.with_suffix(".design"))]
+    return [command, str(path), *{"sweep": sweep, "design": design}.get(command, [])]
 
 
 @pytest.fixture

@@ -48,6 +48,7 @@ from ..io.spec import (
     MAX_HEADS,
     SpecError,
     check_keys,
+    check_numeric,
     field,
     load_spec,
     one_line,
@@ -106,6 +107,17 @@ PROGRESS_CHUNKS = 100
 #: that the replay's integration error stays well below the plan's tolerance DEFAULT_TOL = 1e-8:
 #: an open-loop tracking plan, B(t) = Σ(t)⁺R, amplifies integration errors)
 REPLAY_RTOL, REPLAY_ATOL = 1e-12, 1e-14
+#: random starts of a design spec: the default and the most
+DESIGN_STARTS, DESIGN_MAX_STARTS = 5, 20
+#: the default horizon of a design spec is DESIGN_HORIZON_RATES / min(rate, mean_rate) (the
+#: slower of the covariance's and the mean's decay rates: errors of e^{−40} ≈ 4e−18 times the
+#: start's), at most DESIGN_MAX_HORIZON; a horizon given is at most DESIGN_MAX_HORIZON too
+DESIGN_HORIZON_RATES, DESIGN_MAX_HORIZON = 40.0, 10_000.0
+#: library argument names of attracting_layer's messages → the design spec's fields
+DESIGN_ARGUMENTS = (("target cov", "target: cov"), ("target mean", "target: mean"),
+                    ("heads", "heads:"), ("v", "v:"), ("B", "B:"), ("A0", "A0:"),
+                    ("criterion", "criterion:"), ("gain", "gain:"), ("scale", "scale:"),
+                    ("rank", "rank:"))
 #: width of wrapped text in human summaries
 TEXT_WIDTH = 100
 #: rows of the particles summary table
@@ -536,6 +548,128 @@ def cmd_steer(args: argparse.Namespace, spec: dict) -> Outcome:
     return result, steer_text(plan), (steer_figure(plan) if args.plot else None)
 
 
+def _design_heads(spec: dict) -> tuple[int, Any, Any]:
+    """(heads, v, B) of a design spec, the counts agreeing: heads given, or the number of v's or
+    of B's given as lists, else 1."""
+    v = spec.get("v", -1.0)
+    check_numeric(v, "v", max_len=MAX_HEADS, max_depth=1, limit="spec.MAX_HEADS", finite=True)
+    n_v = len(v) if isinstance(v, list) else None
+    B, n_B = spec.get("B"), None
+    if B is not None:
+        check_numeric(B, "B", max_len=MAX_DIM, max_depth=3, finite=True)
+        try:
+            arr = np.asarray(B, dtype=float)
+        except ValueError:  # ragged
+            arr = np.empty(0)
+        if arr.ndim not in (2, 3) or 0 in arr.shape:
+            raise SpecError("B: must be a d×d matrix (one head) or a list of d×d matrices (one "
+                            "per head)")
+        n_B = arr.shape[0] if arr.ndim == 3 else None
+    if "heads" in spec:
+        heads = parse_number(spec, "heads", kind=int, minimum=1, maximum=MAX_HEADS,
+                             limit="spec.MAX_HEADS")
+    elif n_v is not None and n_B is not None and n_v != n_B:
+        raise SpecError(f"heads: v lists {n_v} values and B {n_B} matrices; give one of each per "
+                        f"head")
+    else:
+        heads = n_v or n_B or 1
+    if n_v is not None and n_v != heads:
+        raise SpecError(f"heads: {heads} head{'s' * (heads > 1)}, but v lists {n_v} values "
+                        f"(give one number for all heads or one per head)")
+    if B is not None and n_B is None and heads > 1:
+        raise SpecError(f"heads: {heads} heads, but B is a single matrix (give one per head)")
+    if n_B is not None and n_B != heads:
+        raise SpecError(f"heads: {heads} head{'s' * (heads > 1)}, but B lists {n_B} matrices "
+                        f"(one per head)")
+    return heads, v, B
+
+
+def design_options(spec: dict, target: Gaussian) -> dict[str, Any]:
+    """The keyword arguments of `attracting_layer` from a design spec, every contradiction
+    refused naming its field (criterion closest without A0, A0 with min_norm, gain or scale
+    with B, heads against the v's and B's, rank above the target's numerical rank)."""
+    from ..design.target import CRITERIA, GAINS
+
+    heads, v, B = _design_heads(spec)
+    criterion = parse_choice(spec, "criterion", CRITERIA, default="min_norm")
+    if criterion == "closest" and "A0" not in spec:
+        raise SpecError("A0: missing field (criterion closest needs the matrix A0 that A is to "
+                        "be closest to)")
+    if criterion != "closest" and "A0" in spec:
+        raise SpecError(f"A0: used by criterion closest only, but criterion is {criterion} "
+                        f"(remove A0 or set criterion: closest)")
+    options: dict[str, Any] = {"v": v, "heads": heads, "criterion": criterion}
+    if "A0" in spec:
+        check_numeric(spec["A0"], "A0", max_len=MAX_DIM, max_depth=2, finite=True)
+        options["A0"] = spec["A0"]
+    if B is not None:
+        for key in ("gain", "scale"):
+            if key in spec:
+                raise SpecError(f"{key}: sets G when B is not given, but B is given (remove "
+                                f"{key} or B)")
+        options["B"] = B
+    else:
+        options["gain"] = parse_choice(spec, "gain", GAINS, default="precision")
+        options["scale"] = parse_number(spec, "scale", default=1.0)
+        if not options["scale"] > 0:
+            raise SpecError(f"scale: must be > 0, got {options['scale']!r}")
+    if "rank" in spec:
+        rank = parse_number(spec, "rank", kind=int, minimum=1, maximum=MAX_DIM,
+                            limit="spec.MAX_DIM")
+        top = _rank(target.cov)
+        if rank > top:
+            raise SpecError(f"rank: must be ≤ {top}, the numerical rank of target.cov, got "
+                            f"{rank}")
+        options["rank"] = rank
+    return options
+
+
+def design_layer(target: Gaussian, options: dict[str, Any]) -> Any:
+    """`attracting_layer(target, **options)`, its InvalidInputError renamed onto the spec's
+    fields (DESIGN_ARGUMENTS: "v must be < 0" → "v: must be < 0")."""
+    from ..design.target import attracting_layer
+
+    try:
+        return attracting_layer(target, **options)
+    except SpecError:
+        raise
+    except InvalidInputError as exc:
+        text = str(exc)
+        for argument, name in DESIGN_ARGUMENTS:
+            if text.startswith(argument + " "):
+                raise SpecError(f"{name} {text[len(argument) + 1:]}") from None
+        raise SpecError(f"target: {text}") from None
+
+
+def design_text(numbers: dict, files: dict[str, Path]) -> str:
+    """The summary of `riccati-tf design`: the layer's rates and residuals, the certificate,
+    the flows' final errors and the controllability verdict."""
+    des, cert, flows = numbers["design"], numbers["certificate"], numbers["flows"]
+    ctrl = numbers["controllability"]
+    target = numbers["target"]
+    d = len(target["mean"])
+    rows = [["target", f"d = {d}, rank Σ* = {target['rank']}"],
+            ["layer", f"{des['heads']} head{'s' * (des['heads'] > 1)}, v = {_vector(des['v'])}, "
+                      f"criterion {des['criterion']}"],
+            ["rate", f"{_g(des['rate'])} (covariance; bound {_g(des['rate_bound'])})"],
+            ["mean rate", _g(des["mean_rate"])],
+            ["residuals", f"Σ* {_g(des['residual_cov'])}; m* {_g(des['residual_mean'])}"],
+            ["regime", f"{cert['regime']} (from start 1; {cert['theorem']}; check() "
+                       f"{'passed' if cert['check'] else 'FAILED'})"],
+            ["equilibrium", f"‖Σ_eq − Σ*‖/‖Σ*‖ = {_g(cert['equilibrium_cov_error'])}, "
+                            f"‖m_eq − m*‖ = {_g(cert['equilibrium_mean_error'])}"],
+            ["flows", f"{len(flows['starts'])} starts, exact, t ≤ {_g(flows['horizon'])}: "
+                      f"largest final error {_g(flows['max_final_error'])}"]]
+    if ctrl["decided"]:
+        rows += [[f"controllable ({c['configuration']})",
+                  f"{_g(c['full'])}: rank {c['rank']} of {c['expected']}"]
+                 for c in ctrl["configurations"]]
+    else:
+        rows.append(["controllability", ctrl["reason"]])
+    written = ", ".join(str(path) for path in files.values())
+    return f"designed layer\n{table(rows)}\n\nwritten: {written} (--json prints every number)"
+
+
 def simulate_with_progress(params: Params, x0: np.ndarray, t_final: float, *, n_steps: int,
                            method: str, work: int) -> ParticleRun:
     """`particles.simulate` with a progress bar: a run of more than PROGRESS_WORK pair
@@ -617,6 +751,37 @@ def particles_text(run: ParticleRun, ref: Trajectory, rel: np.ndarray) -> str:
             f"{PARTICLES_REFERENCE}{blow}\n"
             + table(rows, header=["t", "tr Σ particles", "tr Σ Gaussian", "‖ΔΣ‖/‖Σ‖"])
             + f"\nlargest relative error {_g(np.nanmax(rel))}; --json prints every step")
+
+
+def cmd_design(args: argparse.Namespace, spec: dict) -> Outcome:
+    """A layer attracting the spec's target (design.target.attracting_layer), its certificate,
+    flows from random starts and controllability; design.html and design.json go to --out."""
+    from ..io.files import OutputFolder
+    from ..state.validation import MAX_SEED
+    from ._design_report import DESIGN_JSON, DESIGN_PAGE, design_files, run_design
+
+    check_keys(spec, SCHEMAS["design"].names)
+    target = parse_gaussian(field(spec, "target"), "target")
+    options = design_options(spec, target)
+    starts = parse_number(spec, "starts", default=DESIGN_STARTS, kind=int, minimum=1,
+                          maximum=DESIGN_MAX_STARTS, limit="cli.DESIGN_MAX_STARTS")
+    seed = parse_number(spec, "seed", default=0, kind=int, minimum=0, maximum=MAX_SEED,
+                        limit="validation.MAX_SEED")
+    horizon = parse_number(spec, "horizon", default=None, maximum=DESIGN_MAX_HORIZON,
+                           limit="cli.DESIGN_MAX_HORIZON")
+    if horizon is not None and not horizon > 0:
+        raise SpecError(f"horizon: must be positive, got {horizon!r}")
+    design = design_layer(target, options)
+    if horizon is None:
+        horizon = min(DESIGN_HORIZON_RATES / min(design.rate, design.mean_rate),
+                      DESIGN_MAX_HORIZON)
+    folder = OutputFolder.open(args.out)
+    folder.check((DESIGN_PAGE, DESIGN_JSON))
+    numbers, figure = run_design(design, starts=starts, seed=seed, horizon=horizon)
+    numbers["files"] = {"html": str(folder.path / DESIGN_PAGE),
+                        "json": str(folder.path / DESIGN_JSON)}
+    files = folder.write(design_files(numbers, figure))
+    return numbers, design_text(numbers, files), figure
 
 
 def _add_input_arguments(p: argparse.ArgumentParser) -> None:
@@ -777,6 +942,9 @@ COMMANDS: dict[str, tuple[str, Callable, bool]] = {
                 True),
     "steer": ("controls steering one Gaussian to another, verified by integration; --json gives "
               "the plan as a flow spec", cmd_steer, True),
+    "design": ("design a layer whose Gaussian flow is attracted to a target N(m*, Σ*) (scalar "
+               "value matrices), with its certificate, flows from random starts and "
+               "controllability; writes design.html and design.json", cmd_design, True),
     "particles": ("simulate N tokens with softmax attention against the Gaussian flow from their "
                   "empirical moments", cmd_particles, True),
     "probe": ("feed Gaussian tokens to a saved Transformer encoder; per-layer Gaussianity",
@@ -797,10 +965,10 @@ COMMANDS: dict[str, tuple[str, Callable, bool]] = {
     "report": ("run the built-in analyses and write an HTML report", cmd_report, False),
 }
 #: subcommands that draw a figure with --plot FILE (the others do not offer --plot)
-PLOTTING = ("flow", "layers", "certify", "steer", "particles", "sweep")
+PLOTTING = ("flow", "layers", "certify", "steer", "design", "particles", "sweep")
 #: subcommands that print their numbers as JSON with --json
-JSON_OUTPUT = ("derive", "flow", "layers", "equilibria", "certify", "steer", "particles",
-               "sweep", "probe", "atlas", "compare", "prescribed", "relu-drift")
+JSON_OUTPUT = ("derive", "flow", "layers", "equilibria", "certify", "steer", "design",
+               "particles", "sweep", "probe", "atlas", "compare", "prescribed", "relu-drift")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -979,6 +1147,9 @@ def build_parser() -> argparse.ArgumentParser:
         sub.choices[name].add_argument("--n-tokens", type=_integer, default=2000, metavar="N",
                                        help=f"tokens (default %(default)s; {least} to "
                                             f"experiments.MAX_TOKENS = {EXPERIMENT_TOKENS})")
+    sub.choices["design"].add_argument("--out", default="report", metavar="DIR",
+                                       help="output folder for design.html and design.json "
+                                            "(default %(default)s; created if missing)")
     add_sweep_arguments(sub)
     rep = sub.choices["report"]
     rep.add_argument("--out", default="report", metavar="DIR",
@@ -1079,7 +1250,8 @@ def main(argv: list[str] | None = None) -> int:
     The subcommands (`riccati-tf --help`) derive the moment equations, integrate the
     mean-covariance flow ṁ = (A + V)m + VΣBm + b, Σ̇ = AΣ + ΣAᵀ + VΣBΣ + ΣBᵀΣVᵀ (SPEC §2),
     propagate discrete layers, list equilibria, certify convergence, collapse or blow-up
-    (SPEC §5–§6), steer one Gaussian to another (SPEC §4), simulate particles, probe real
+    (SPEC §5–§6), steer one Gaussian to another (SPEC §4), design a layer with a prescribed
+    attracting Gaussian (SPEC §5; design.html and design.json), simulate particles, probe real
     encoders (SPEC §7), run parameter sweeps and write the HTML report. Output: a summary, or
     with --json every number as one JSON document (strict: no NaN); --plot FILE writes a PNG
     after the numbers are printed. Tracebacks and warnings only with --debug. A reader that
