@@ -21,8 +21,8 @@ from ..design.joint import joint_controllability
 from ..design.target import Design
 from ..flows.integrate import flow
 from ..io.figures import Figure, figure_png
-from ..io.serialize import to_jsonable
-from ..state.params import Gaussian, Params
+from ..io.serialize import params_json, to_jsonable
+from ..state.params import Gaussian
 from .htmlmath import latex_to_mathml, text_with_math
 from .plotting import plot_convergence
 from .report import Section, _page, significant
@@ -54,17 +54,6 @@ def random_starts(design: Design, n: int, seed: int) -> list[Gaussian]:
         starts.append(Gaussian(target.mean + SPREAD * np.sqrt(level) * rng.standard_normal(d),
                                level * 0.5 * (cov + cov.T)))
     return starts
-
-
-def layer_json(p: Params) -> dict[str, Any]:
-    """The layer as a params mapping of a spec ({A, b, V, B}, or {A, b, heads}): what
-    `riccati-tf certify` and `flow` read."""
-    out: dict[str, Any] = {"A": p.A, "b": p.b}
-    if len(p.heads) == 1:
-        out["V"], out["B"] = p.heads[0]
-    else:
-        out["heads"] = [{"V": V, "B": B} for V, B in p.heads]
-    return out
 
 
 def _errors(design: Design, cov: np.ndarray, mean: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -122,7 +111,7 @@ def run_design(design: Design, *, starts: int, seed: int, horizon: float) -> tup
     p = design.params
     numbers = {
         "target": {"mean": design.target.mean, "cov": design.target.cov, "rank": design.rank},
-        "layer": layer_json(p),
+        "layer": params_json(p),
         "design": {"criterion": design.criterion, "heads": len(p.heads),
                    "v": list(p.value_scalars or ()), "G": design.G, "K": design.K,
                    "basis": design.basis, "rate": design.rate, "rate_bound": design.rate_bound,

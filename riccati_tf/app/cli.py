@@ -42,7 +42,7 @@ import numpy.typing as npt
 
 from ..display import DIGITS
 from ..errors import InvalidInputError, SolverError
-from ..io.serialize import to_jsonable
+from ..io.serialize import params_json, to_jsonable
 from ..io.spec import (
     MAX_DIM,
     MAX_HEADS,
@@ -247,16 +247,6 @@ def equilibria_text(eqs: Sequence[Equilibrium]) -> str:
 
 
 # --- steering plans as flow specs -------------------------------------------------------------
-
-
-def params_json(p: Params) -> dict:
-    """A Params as the mapping of a spec: {A, b, V, B}, or {A, b, heads} for several heads."""
-    out: dict[str, Any] = {"A": p.A, "b": p.b}
-    if len(p.heads) == 1:
-        out["V"], out["B"] = p.heads[0]
-    else:
-        out["heads"] = [{"V": V, "B": B} for V, B in p.heads]
-    return out
 
 
 def piece_json(piece: Any) -> dict:

@@ -11,6 +11,8 @@ from typing import Any
 
 import numpy as np
 
+from ..state.params import Params
+
 __all__ = ["to_jsonable"]
 
 
@@ -78,3 +80,14 @@ def to_jsonable(obj: Any) -> Any:
     if isinstance(obj, Path):
         return str(obj)
     return obj
+
+
+def params_json(p: Params) -> dict[str, Any]:
+    """A Params as the mapping of a spec: {A, b, V, B}, or {A, b, heads} for several heads (what
+    `riccati-tf certify` and `flow` read)."""
+    out: dict[str, Any] = {"A": p.A, "b": p.b}
+    if len(p.heads) == 1:
+        out["V"], out["B"] = p.heads[0]
+    else:
+        out["heads"] = [{"V": V, "B": B} for V, B in p.heads]
+    return out
