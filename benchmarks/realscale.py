@@ -9,7 +9,7 @@ the same run (CPU time, fastest of its rounds). Sections:
 1. flow — `flow(p, N(0, Σ0), t_final, method="rk")` to past T* (t_final = 2 T*) with its defaults
    (101 output times, dense output) against the variants dense_output=False and
    t_eval=[0, t_final]: units, right-hand sides, and for the default the peak of tracemalloc
-   and the peak RSS of a spawned process that runs the call alone (interpreter and imports
+   and the peak RSS (VmHWM) of a spawned process that runs the call alone (interpreter and imports
    included). Targets: default ≤ 1.2 × the fastest
    variant; ≤ 60 units at d = 768; peak ≤ 1.5 GB at d = 768.
 2. certify — `certify(p, Σ0)` on the same blow-up layers and on `benchmarks.certify`'s blow-up
@@ -103,12 +103,27 @@ def _counting(fn):
     return run
 
 
+def peak_rss() -> float:
+    """This process's peak resident set size in bytes: VmHWM of /proc/self/status (Linux), the
+    high-water mark of its own address space. Not ru_maxrss, which a spawned process inherits
+    from its parent (fork keeps it across exec): a child of a parent that peaked at 2 GB
+    reports at least 2 GB whatever it uses itself."""
+    try:
+        with open("/proc/self/status") as status:
+            for line in status:
+                if line.startswith("VmHWM:"):
+                    return float(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return float(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss) * 1024
+
+
 def _default_flow(d: int, t_final: float, conn) -> None:
     """In a spawned child: the default flow of `bert_layer(d)` from N(0, TOKEN_VAR·I) to
     t_final, then its own peak RSS (bytes) sent back."""
     limiter, _ = pin_one_thread()
     flow(bert_layer(d), Gaussian(np.zeros(d), TOKEN_VAR * np.eye(d)), t_final, method="rk")
-    conn.send(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024)
+    conn.send(peak_rss())
     del limiter
 
 
@@ -286,7 +301,7 @@ def _encoder(d: int, n_layers: int, conn) -> None:
         tr = flow(p, Gaussian(np.zeros(d), cov), end, method="rk", t_eval=[0.0, end],
                   dense_output=False)
         t2 = time.process_time()
-        rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
+        rss = peak_rss() / 2**30
         print(f"layer {layer + 1:2d}/{n_layers}: tr Σ_in = {np.trace(cov):.4g}, certify "
               f"{t1 - t0:6.1f} s ({cert.regime}"
               + (f", T* = {cert.blowup_time:.6g}" if cert.blowup_time else "")
@@ -296,7 +311,7 @@ def _encoder(d: int, n_layers: int, conn) -> None:
             break  # a blow-up inside the layer: there is no input for the next one
         cov = tr.cov[-1]
     conn.send((certified, time.process_time() - start,
-               resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024))
+               peak_rss()))
     del limiter
 
 
