@@ -140,6 +140,13 @@ def stability_margin(heads: Sequence[Sequence[Any]], *,
     blow-up from any Σ0; if moreover μ > 0 and α > 0, tr Σ(t) ≤ max(tr Σ0, 2αd/μ) for all t.
     The drift A never enters μ: the quadratic term decides blow-up from large starts.
 
+    Heads of low rank. A head's term tr(V_hΣB_hΣ) = ⟨W_hΣK_hᵀ, (Q_hΣO_h)ᵀ⟩ is a quadratic form
+    with at most s_h r_h negative directions (W_h: s_h × d, Q_h, K_h: r_h × d), so μ > 0 needs
+    Σ_h s_h r_h ≥ d(d+1)/2. Layers of H ≥ 2 heads of size d/H (every BERT-like layer) have
+    Σ_h s_h r_h = d²/H < d(d+1)/2, hence μ ≤ 0 whatever their weights: the margin then measures
+    the distance to the set it certifies (a regulariser drives μ towards 0), not stability
+    itself, which `certify` decides from a start.
+
     Scalar case. For V_h = v_h I, q(Σ) = −½ tr(GΣ²), so 𝒦X = −¼(GX + XG), whose eigenvalues on
     Sym(d) are −¼(g_i + g_j) (g the eigenvalues of G): μ = −2·(−½ g_min) = λ_min(G). If
     λ_min(G) < 0 with unit eigenvector u, the start Σ0 = c uuᵀ blows up for c large: by SPEC §5
