@@ -299,3 +299,16 @@ def test_design_is_immutable():
     for arr in (des.G, des.K, des.basis):
         with pytest.raises(ValueError):
             arr[0, 0] = 1.0
+
+
+def test_targets_at_the_ends_of_the_float_range():
+    """A target of size 1e-300 is designed with finite residuals (computed in rescaled units)
+    and certified; one whose layer would overflow is refused naming the target."""
+    cov = np.array([[3e-300, 1e-300], [1e-300, 2e-300]])
+    des = attracting_layer(([0.0, 0.0], cov))
+    assert np.isfinite(des.residual_cov) and des.residual_cov < 1e-12
+    c = des.certificate(Gaussian(np.zeros(2), 2 * cov))
+    assert c.regime == "converges" and c.check()
+    assert _rel(c.equilibrium.cov / 1e-300, cov / 1e-300) < RTOL
+    with pytest.raises(InvalidInputError, match="target: the layer for this target overflows"):
+        attracting_layer(([0.0, 0.0], [[1e300, 0.0], [0.0, 1.0]]))

@@ -37,6 +37,7 @@ from ..state.validation import (
     as_real,
     as_vector,
     psd_rank,
+    scale_exponent,
 )
 
 __all__ = ["CRITERIA", "GAINS", "Design", "attracting_layer"]
@@ -365,6 +366,10 @@ def attracting_layer(target: Gaussian | tuple[npt.ArrayLike, npt.ArrayLike], *,
     Kstar = A + vbar * np.eye(d) + cov @ sum((vh * Bh for vh, Bh in zip(vs, Bs, strict=True)),
                                               np.zeros((d, d)))
     b = -Kstar @ mean
+    if not all(np.all(np.isfinite(x)) for x in (A, b, *Bs)):
+        raise InvalidInputError(f"target: the layer for this target overflows float64 (‖Σ*‖₂ = "
+                                f"{s[-1]:.3g}, λ_min on its range {s[0]:.3g}, scale = {c:.3g}): "
+                                f"rescale the target or the scale")
     params = (Params(A, b=b, B=Bs[0], V=vs[0] * np.eye(d)) if H == 1 else
               Params(A, b=b, heads=[(vh * np.eye(d), Bh) for vh, Bh in zip(vs, Bs, strict=True)]))
     return _finish(params, Gaussian(mean, cov), U, U @ Kk @ U.T, criterion,
@@ -451,8 +456,12 @@ def _finish(params: Params, target: Gaussian, U: np.ndarray, K: np.ndarray, crit
     vs = params.value_scalars or ()
     Kstar = A + sum(vh * (np.eye(d) + cov @ Bh) for vh, (_, Bh) in
                     zip(vs, params.heads, strict=True))
-    quad = cov @ G @ cov
-    res_cov = float(np.linalg.norm(A @ cov + cov @ A.T - quad) / np.linalg.norm(quad))
+    # in Σ* / 2^e and 2^e G (the same ratio, homogeneous of degree 1 in 2^e): no underflow of
+    # Σ*GΣ* for a tiny target, no overflow for a huge one
+    e = scale_exponent(cov)
+    cov_s, G_s = np.ldexp(cov, -e), np.ldexp(G, e)
+    quad = cov_s @ G_s @ cov_s
+    res_cov = float(np.linalg.norm(A @ cov_s + cov_s @ A.T - quad) / np.linalg.norm(quad))
     scale_mean = float(np.linalg.norm(Kstar) * np.linalg.norm(m))
     res_mean = float(np.linalg.norm(Kstar @ m + params.b) / scale_mean) if scale_mean else 0.0
     for arr in (K, U):
