@@ -302,13 +302,18 @@ def test_design_is_immutable():
 
 
 def test_targets_at_the_ends_of_the_float_range():
-    """A target of size 1e-300 is designed with finite residuals (computed in rescaled units)
-    and certified; one whose layer would overflow is refused naming the target."""
+    """Targets of size 1e-300 and 1e300 are designed with finite residuals (computed in
+    rescaled units) and certified; one whose layer would overflow (b = −K*m* with
+    |m*| = 1e300 and v = −1e10) is refused naming the target."""
     cov = np.array([[3e-300, 1e-300], [1e-300, 2e-300]])
     des = attracting_layer(([0.0, 0.0], cov))
     assert np.isfinite(des.residual_cov) and des.residual_cov < 1e-12
     c = des.certificate(Gaussian(np.zeros(2), 2 * cov))
     assert c.regime == "converges" and c.check()
     assert _rel(c.equilibrium.cov / 1e-300, cov / 1e-300) < RTOL
+    big = attracting_layer(([0.0, 0.0], 1e300 * cov / 1e-300))
+    assert big.residual_cov < 1e-12
+    c = big.certificate(Gaussian(np.zeros(2), np.eye(2)))
+    assert c.regime == "converges" and c.check()
     with pytest.raises(InvalidInputError, match="target: the layer for this target overflows"):
-        attracting_layer(([0.0, 0.0], [[1e300, 0.0], [0.0, 1.0]]))
+        attracting_layer(([1e300, 0.0], np.eye(2)), v=-1e10)

@@ -363,13 +363,15 @@ def attracting_layer(target: Gaussian | tuple[npt.ArrayLike, npt.ArrayLike], *,
     Kk = _skew_fit(base - T, s)
     A = U @ (base + Kk / s[None, :]) @ U.T - 0.5 * kappa * comp
     vbar = float(sum(vs))
-    Kstar = A + vbar * np.eye(d) + cov @ sum((vh * Bh for vh, Bh in zip(vs, Bs, strict=True)),
-                                              np.zeros((d, d)))
-    b = -Kstar @ mean
+    with np.errstate(over="ignore", invalid="ignore"):  # refused below
+        Kstar = A + vbar * np.eye(d) + cov @ sum((vh * Bh for vh, Bh in zip(vs, Bs, strict=True)),
+                                                  np.zeros((d, d)))
+        b = -Kstar @ mean
     if not all(np.all(np.isfinite(x)) for x in (A, b, *Bs)):
         raise InvalidInputError(f"target: the layer for this target overflows float64 (‖Σ*‖₂ = "
-                                f"{s[-1]:.3g}, λ_min on its range {s[0]:.3g}, scale = {c:.3g}): "
-                                f"rescale the target or the scale")
+                                f"{s[-1]:.3g}, λ_min on its range {s[0]:.3g}, max |m*_i| = "
+                                f"{np.max(np.abs(mean)):.3g}, v = {vs}, scale = {c:.3g}): "
+                                f"rescale the target, v or the scale")
     params = (Params(A, b=b, B=Bs[0], V=vs[0] * np.eye(d)) if H == 1 else
               Params(A, b=b, heads=[(vh * np.eye(d), Bh) for vh, Bh in zip(vs, Bs, strict=True)]))
     return _finish(params, Gaussian(mean, cov), U, U @ Kk @ U.T, criterion,
@@ -443,9 +445,13 @@ def _skew_fit(R: np.ndarray, s: np.ndarray) -> np.ndarray:
     """The skew K_k minimising ‖R + K_k S⁻¹‖_F (S = diag(s)): the pairs (i, j) decouple,
     (R_ij + K_ij/s_j)² + (R_ji − K_ij/s_i)² is least at
 
-        K_ij = (R_ji/s_i − R_ij/s_j) / (1/s_i² + 1/s_j²)."""
-    w = 1.0 / s
-    return (R.T * w[:, None] - R * w[None, :]) / (w[:, None] ** 2 + w[None, :] ** 2)
+        K_ij = (R_ji/s_i − R_ij/s_j) / (1/s_i² + 1/s_j²)
+             = σ t_i t_j (R_ji t_j − R_ij t_i) / (t_i² + t_j²),   s = σ t,  σ = max s
+
+    (no overflow of 1/s² for a tiny target)."""
+    sigma = float(s.max())
+    ti, tj = s[:, None] / sigma, s[None, :] / sigma
+    return sigma * ti * tj * (R.T * tj - R * ti) / (ti ** 2 + tj ** 2)
 
 
 def _finish(params: Params, target: Gaussian, U: np.ndarray, K: np.ndarray, criterion: str,
@@ -462,8 +468,9 @@ def _finish(params: Params, target: Gaussian, U: np.ndarray, K: np.ndarray, crit
     cov_s, G_s = np.ldexp(cov, -e), np.ldexp(G, e)
     quad = cov_s @ G_s @ cov_s
     res_cov = float(np.linalg.norm(A @ cov_s + cov_s @ A.T - quad) / np.linalg.norm(quad))
-    scale_mean = float(np.linalg.norm(Kstar) * np.linalg.norm(m))
-    res_mean = float(np.linalg.norm(Kstar @ m + params.b) / scale_mean) if scale_mean else 0.0
+    top = float(np.max(np.abs(m), initial=0.0))  # m* and b in units of max |m*_i|
+    res_mean = float(np.linalg.norm(Kstar @ (m / top) + params.b / top)
+                     / (np.linalg.norm(Kstar) * np.linalg.norm(m / top))) if top else 0.0
     for arr in (K, U):
         arr.setflags(write=False)
     return Design(params=params, target=target, G=G, K=K, basis=U,
