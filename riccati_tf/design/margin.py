@@ -20,6 +20,7 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
+from ..empirical.encoders.extraction import BERT_FAMILY, VIT_FAMILY, attention_projections
 from ..errors import InvalidInputError
 
 __all__ = ["MAX_MARGIN_D", "encoder_margins", "stability_margin", "trace_growth_rate"]
@@ -29,7 +30,7 @@ __all__ = ["MAX_MARGIN_D", "encoder_margins", "stability_margin", "trace_growth_
 MAX_MARGIN_D = 64
 
 #: transformers model types whose layers `encoder_margins` reads
-_FAMILIES = ("bert", "roberta", "xlm-roberta", "vit", "deit")
+_FAMILIES = BERT_FAMILY + VIT_FAMILY
 
 
 def _dense_heads(heads: Sequence[Sequence[Any]], name: str = "heads") -> tuple[Any, Any, int]:
@@ -276,19 +277,6 @@ def trace_growth_rate(heads: Sequence[Sequence[Any]], cov0: Any, A: Any = None) 
     return 2 * (lin + quad) / tr
 
 
-def _attention_modules(layer: Any, family: str, d_h: int) -> tuple[Any, Any, Any, Any, float]:
-    """The query, key, value and output Linear modules of a layer and its logit scale (the
-    module's `scaling`, else 1/√d_h)."""
-    if family in ("vit", "deit"):
-        att = layer.attention
-        mods = (att.q_proj, att.k_proj, att.v_proj, att.o_proj)
-    else:
-        att = layer.attention.self
-        mods = (att.query, att.key, att.value, layer.attention.output.dense)
-    scale = float(getattr(att, "scaling", d_h ** -0.5))
-    return (*mods, scale)
-
-
 def encoder_margins(model: Any, *, temperature: float | None = None) -> Any:
     """The margins μ_ℓ = −2 λ_max(𝒦_ℓ) of the attention layers of a transformers encoder.
 
@@ -367,7 +355,7 @@ def encoder_margins(model: Any, *, temperature: float | None = None) -> Any:
     d_h = d // n_heads
     out = []
     for layer in layers:
-        q, k, v, o, scale = _attention_modules(layer, family, d_h)
+        q, k, v, o, scale = attention_projections(layer, family)
         heads = [(scale * q.weight[r], k.weight[r], v.weight[r], o.weight[:, r])
                  for r in (slice(h * d_h, (h + 1) * d_h) for h in range(n_heads))]
         out.append(stability_margin(heads, temperature=temperature))

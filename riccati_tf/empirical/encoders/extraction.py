@@ -115,7 +115,7 @@ def _heads(qkv: Sequence[np.ndarray], Wo: np.ndarray, n_heads: int, scale: float
                  for r in rows)
 
 
-def _linear_heads(query: Any, key: Any, value: Any, output: Any, config: Any, scale: float
+def _linear_heads(query: Any, key: Any, value: Any, output: Any, scale: float, config: Any
                   ) -> tuple[HeadFactors, ...]:
     """The heads of separate query, key and value Linear modules and an output Linear."""
     return _heads([x for lin in (query, key, value)
@@ -132,9 +132,19 @@ def _mlp(fc_in: Any, fc_out: Any, activation: str, gated: bool) -> MLPParams:
     return MLPParams(W[:n], b[:n], W_out, b_out, activation, W[n:], b[n:])
 
 
+def attention_projections(layer: Any, family: str) -> tuple[Any, Any, Any, Any, float]:
+    """The query, key, value and output Linear modules of a BERT-family or ViT-family layer and
+    its logit scale (the attention module's `scaling`)."""
+    if family in VIT_FAMILY:
+        att = layer.attention
+        return att.q_proj, att.k_proj, att.v_proj, att.o_proj, float(att.scaling)
+    att = layer.attention.self
+    return att.query, att.key, att.value, layer.attention.output.dense, float(att.scaling)
+
+
 def _bert_layer(layer: Any, config: Any) -> EncoderLayer:
-    att, out = layer.attention.self, layer.attention.output
-    heads = _linear_heads(att.query, att.key, att.value, out.dense, config, float(att.scaling))
+    out = layer.attention.output
+    heads = _linear_heads(*attention_projections(layer, config.model_type), config)
     mlp = _mlp(layer.intermediate.dense, layer.output.dense, _activation(config.hidden_act), False)
     return EncoderLayer(heads, _bias(out.dense, config.hidden_size),
                         _layer_norm(out.LayerNorm, config.hidden_size),
@@ -143,8 +153,7 @@ def _bert_layer(layer: Any, config: Any) -> EncoderLayer:
 
 def _vit_layer(layer: Any, config: Any) -> EncoderLayer:
     att = layer.attention
-    heads = _linear_heads(att.q_proj, att.k_proj, att.v_proj, att.o_proj, config,
-                          float(att.scaling))
+    heads = _linear_heads(*attention_projections(layer, config.model_type), config)
     mlp = _mlp(layer.mlp.fc1, layer.mlp.fc2, _activation(config.hidden_act), False)
     return EncoderLayer(heads, _bias(att.o_proj, config.hidden_size),
                         _layer_norm(layer.layernorm_before, config.hidden_size),
