@@ -10,7 +10,9 @@ torch = pytest.importorskip("torch")
 
 from riccati_tf.design.margin import (  # noqa: E402
     MAX_MARGIN_D,
+    encoder_horizon_margins,
     encoder_margins,
+    horizon_margin,
     stability_margin,
     trace_growth_rate,
 )
@@ -225,6 +227,131 @@ def test_negative_scalar_margin_has_a_blowup_start(seed):
     traj = flow(params, Gaussian(np.zeros(d), S0), 1.0)
     assert traj.status == "blowup"
     assert traj.blowup_time == pytest.approx(1 / (c * abs(g[0])), rel=0.5)
+
+
+# --- the finite-depth margin ------------------------------------------------------------------
+
+def _m(alpha, kappa, z0, t):
+    """m(t) = e^{−2αt} − κ z0 (1 − e^{−2αt})/α in numpy (α ≠ 0), 1 − 2κz0t (α = 0)."""
+    if alpha == 0:
+        return 1 - 2 * kappa * z0 * t
+    return np.exp(-2 * alpha * t) - kappa * z0 * (1 - np.exp(-2 * alpha * t)) / alpha
+
+
+def _kappa(pairs):
+    per_head = sum(np.linalg.norm(V, 2) * np.linalg.norm(B, 2) for V, B in pairs)
+    stacked = (np.linalg.norm(np.hstack([V for V, _ in pairs]), 2)
+               * np.linalg.norm(np.vstack([B for _, B in pairs]), 2))
+    return min(per_head, stacked)
+
+
+@pytest.mark.parametrize("a", [-0.7, 0.0, 0.4])
+def test_horizon_margin_is_attained_by_the_isotropic_flow(a):
+    # V = vI, B = βI, A = aI, Σ0 = z0 I: Σ(t) = z(t) I with ż = 2az + 2vβz², the comparison
+    # equation itself; z(t) = z0/m(t) and T* is the root of m
+    d, v, beta, z0 = 3, 0.8, 1.5, 0.9
+    I = torch.eye(d, dtype=torch.float64)
+    heads = [(beta * I, I, v * I, I)]
+    params = Params(a * np.eye(d), heads=[(v * np.eye(d), beta * np.eye(d))])
+    cert = certify(params, z0 * np.eye(d))
+    assert cert.regime == "blows_up"
+    T = cert.blowup_time
+    m = lambda t: float(horizon_margin(heads, z0 * I, a * I, horizon=t))  # noqa: E731
+    assert abs(m(T)) < 1e-8
+    assert m(0.5 * T) > 0 > m(1.01 * T)
+    t = np.linspace(0.05, 0.9, 5) * T
+    traj = flow(params, Gaussian(np.zeros(d), z0 * np.eye(d)), t[-1], t_eval=t, rtol=1e-11)
+    z = np.linalg.eigvalsh(traj.cov)[:, -1]
+    assert np.allclose(z, [z0 / m(s) for s in t], rtol=1e-8)
+
+
+def _multihead(rng, d, n_heads, r, scale):
+    """Factored heads of rank r with N(0, scale²/d) factors, as tensors, and their pairs."""
+    heads = [tuple(torch.tensor(rng.standard_normal(shape) * scale / np.sqrt(d))
+                   for shape in ((r, d), (r, d), (r, d), (d, r))) for _ in range(n_heads)]
+    return heads, pairs_of(heads)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_horizon_margin_bounds_multihead_flows(seed):
+    # the bound ‖Σ(t)‖₂ ≤ ‖Σ0‖₂/m(t) on the rk flow of random factored multi-head layers with
+    # drifts of either sign, scaled so that the bound gives out near t = 1; where m(τ) > 0 the
+    # layer does not blow up before τ (certify's T*, when it finds one, lies beyond)
+    rng = np.random.default_rng(400 + seed)
+    d, n_heads = 6, 3
+    heads, pairs = _multihead(rng, d, n_heads, 2, 3.0)
+    A = rng.standard_normal((d, d)) / np.sqrt(d) + (seed - 3) * 0.3 * np.eye(d)
+    L = rng.standard_normal((d, d))
+    S0 = L @ L.T / d
+    alpha = np.linalg.eigvalsh((A + A.T) / 2)[-1]
+    kappa, z0 = _kappa(pairs), np.linalg.eigvalsh(S0)[-1]
+    S0 *= 1 / (2 * kappa * z0)  # the α = 0 bound reaches 0 at t = 1
+    z0 = np.linalg.eigvalsh(S0)[-1]
+    At, St = torch.tensor(A), torch.tensor(S0)
+    tau = np.linspace(0.1, 2.0, 20)
+    m = np.array([float(horizon_margin(heads, St, At, horizon=t)) for t in tau])
+    assert np.allclose(m, [_m(alpha, kappa, z0, t) for t in tau], rtol=1e-10, atol=1e-12)
+    params = Params(A, heads=pairs)
+    good = tau[m > 0]
+    assert good.size > 0
+    traj = flow(params, Gaussian(np.zeros(d), S0), good[-1], t_eval=good, rtol=1e-10)
+    assert traj.status == "completed"
+    z = np.linalg.eigvalsh(traj.cov)[:, -1]
+    assert np.all(z <= z0 / m[m > 0] * (1 + 1e-8))
+    cert = certify(params, S0)
+    if cert.regime == "blows_up":
+        assert cert.blowup_time > good[-1]
+
+
+def test_horizon_margin_certifies_collapse_under_a_contracting_drift():
+    # α < 0 and κ z0 < −α: m(t) grows without bound, ‖Σ(t)‖₂ → 0; certify agrees (no blow-up)
+    rng = np.random.default_rng(5)
+    d = 6
+    heads, pairs = _multihead(rng, d, 3, 2, 2.0)
+    A = -np.eye(d) + 0.2 * rng.standard_normal((d, d)) / np.sqrt(d)
+    alpha, kappa = np.linalg.eigvalsh((A + A.T) / 2)[-1], _kappa(pairs)
+    assert alpha < 0
+    S0 = 0.5 * (-alpha / kappa) * np.eye(d)
+    t = np.array([1.0, 4.0, 8.0])  # ‖Σ(8)‖₂ ≈ 1e-7, well above the flow's atol
+    m = np.array([float(horizon_margin(heads, torch.tensor(S0), torch.tensor(A), horizon=s))
+                  for s in t])
+    assert 1 < m[0] < m[1] < m[2]
+    params = Params(A, heads=pairs)
+    assert certify(params, S0).regime in ("collapses", "converges", "bounded")
+    traj = flow(params, Gaussian(np.zeros(d), S0), t[-1], t_eval=t, rtol=1e-10, atol=1e-20)
+    assert np.all(np.linalg.eigvalsh(traj.cov)[:, -1] <= S0[0, 0] / m * (1 + 1e-8))
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_horizon_margin_gradient_matches_central_differences(seed):
+    rng = np.random.default_rng(500 + seed)
+    d = 5
+    heads, _ = _multihead(rng, d, 2 + seed, 2, 1.0)
+    L = rng.standard_normal((d, d))
+    S0, A = torch.tensor(L @ L.T / d), torch.tensor(rng.standard_normal((d, d)) / 3)
+    for drift in (None, A):
+        err = _directional_check(lambda hs, A=drift: horizon_margin(hs, S0, A, horizon=0.7),
+                                 heads, rng)
+        assert err < 1e-6
+
+
+def test_encoder_horizon_margins_match_the_layers_heads():
+    model = _tiny_bert(3)
+    S = torch.eye(16, dtype=torch.float64) * 0.5
+    m_t = encoder_horizon_margins(model, S, horizon=0.3)
+    assert m_t.shape == (2,) and m_t.requires_grad
+    m = m_t.detach()
+    enc = extract(model)
+    for layer in range(2):
+        pairs = list(enc.layers[layer].params().heads)
+        assert float(m[layer]) == pytest.approx(1 - 2 * _kappa(pairs) * 0.5 * 0.3, rel=1e-10)
+    per_layer = encoder_horizon_margins(model, [S, 2 * S], horizon=0.3).detach()
+    assert float(per_layer[0]) == pytest.approx(float(m[0]), rel=1e-12)
+    assert float(1 - per_layer[1]) == pytest.approx(2 * float(1 - m[1]), rel=1e-10)
+    with pytest.raises(InvalidInputError, match="3 covariances for 2 layers"):
+        encoder_horizon_margins(model, [S, S, S])
+    with pytest.raises(InvalidInputError, match="horizon"):
+        encoder_horizon_margins(model, S, horizon=0.0)
 
 
 # --- the encoder reader --------------------------------------------------------------------

@@ -5,12 +5,21 @@ stability and controllability together, and a differentiable stability margin.
 a rank-k variant for singular Σ*) and b = −K*m* that make N(m*, Σ*) attract every admissible
 start, choosing K by a least-squares criterion. `repair` finds the least change of the B_h
 (Frobenius) that moves a layer into a certified non-blow-up regime. `joint` asks whether the
-control system around a layer keeps the Lie-algebra rank at its target. `margin` is a torch
-function of a layer's weights, ≥ 0 where no start can blow up (torch imported on first use).
+control system around a layer keeps the Lie-algebra rank at its target. `margin` holds torch
+functions of a layer's weights: μ ≥ 0 where no start can blow up, and the finite-depth m(τ) > 0
+where no start of bounded spectral norm blows up within the depth τ (torch imported on first
+use).
 """
 
 from .joint import JointControllability, joint_controllability
-from .margin import MAX_MARGIN_D, encoder_margins, stability_margin, trace_growth_rate
+from .margin import (
+    MAX_MARGIN_D,
+    encoder_horizon_margins,
+    encoder_margins,
+    horizon_margin,
+    stability_margin,
+    trace_growth_rate,
+)
 from .repair import (
     CHANGES,
     FEASIBILITY_RTOL,
@@ -26,5 +35,6 @@ from .target import CRITERIA, GAINS, Design, attracting_layer
 
 __all__ = ["CHANGES", "CRITERIA", "FEASIBILITY_RTOL", "GAINS", "GENERAL", "MARGIN_RTOL",
            "MAX_MARGIN_D", "NORMS", "NUMERICAL_MAX_D", "SAFE_REGIMES", "Design",
-           "JointControllability", "Repair", "attracting_layer", "encoder_margins",
-           "joint_controllability", "nearest_stable", "stability_margin", "trace_growth_rate"]
+           "JointControllability", "Repair", "attracting_layer", "encoder_horizon_margins",
+           "encoder_margins", "horizon_margin", "joint_controllability", "nearest_stable",
+           "stability_margin", "trace_growth_rate"]

@@ -7,9 +7,13 @@ The covariance flow Σ̇ = AΣ + ΣAᵀ + Σ_h (V_hΣB_hΣ + ΣB_hᵀΣV_hᵀ) h
 with 𝒦 the self-adjoint operator on the symmetric matrices Sym(d) whose quadratic form is q.
 `stability_margin` returns μ = −2 λ_max(𝒦): μ ≥ 0 rules out blow-up from every Σ0 ⪰ 0 for any
 drift A, and for scalar value matrices V_h = v_h I it equals λ_min(G), G = −Σ_h v_h(B_h + B_hᵀ),
-whose sign decides SPEC §5's regimes. `trace_growth_rate` is the data-dependent companion (the
-relative trace rate at a given Σ0), and `encoder_margins` reads the per-layer margins of a
-transformers encoder as a differentiable tensor, to be used as a regulariser.
+whose sign decides SPEC §5's regimes; a layer of H ≥ 2 heads of size d/H always has μ ≤ 0.
+`horizon_margin` certifies multi-head layers too, over a finite depth and from a reference
+covariance: with α = λ_max((A + Aᵀ)/2) and κ a bound of ‖Σ_h V_h Σ B_h‖₂ / ‖Σ‖₂, ‖Σ(t)‖₂ is at
+most ‖Σ0‖₂ / m(t), m(t) = e^{−2αt} − 2κ‖Σ0‖₂ t φ(2αt), φ(x) = (1 − e^{−x})/x, while m(t) > 0.
+`trace_growth_rate` is the relative trace rate at a given Σ0. `encoder_margins` and
+`encoder_horizon_margins` read the per-layer margins of a transformers encoder as differentiable
+tensors, to be used as regularisers.
 
 torch is imported inside the functions only: the module loads without it.
 """
@@ -23,7 +27,8 @@ from typing import Any
 from ..empirical.encoders.extraction import BERT_FAMILY, VIT_FAMILY, attention_projections
 from ..errors import InvalidInputError
 
-__all__ = ["MAX_MARGIN_D", "encoder_margins", "stability_margin", "trace_growth_rate"]
+__all__ = ["MAX_MARGIN_D", "encoder_horizon_margins", "encoder_margins", "horizon_margin",
+           "stability_margin", "trace_growth_rate"]
 
 #: the largest d of `stability_margin`: 𝒦 is a dense matrix of order d(d+1)/2 (2080 at d = 64),
 #: built from a d⁴ array and diagonalised in O(d⁶)
@@ -146,7 +151,8 @@ def stability_margin(heads: Sequence[Sequence[Any]], *,
     Σ_h s_h r_h ≥ d(d+1)/2. Layers of H ≥ 2 heads of size d/H (every BERT-like layer) have
     Σ_h s_h r_h = d²/H < d(d+1)/2, hence μ ≤ 0 whatever their weights: the margin then measures
     the distance to the set it certifies (a regulariser drives μ towards 0), not stability
-    itself, which `certify` decides from a start.
+    itself, which `certify` decides from a start; `horizon_margin` certifies such layers over a
+    finite depth from a bounded start.
 
     Scalar case. For V_h = v_h I, q(Σ) = −½ tr(GΣ²), so 𝒦X = −¼(GX + XG), whose eigenvalues on
     Sym(d) are −¼(g_i + g_j) (g the eigenvalues of G): μ = −2·(−½ g_min) = λ_min(G). If
@@ -260,7 +266,19 @@ def trace_growth_rate(heads: Sequence[Sequence[Any]], cov0: Any, A: Any = None) 
     """
     import torch
 
-    V, B, d = _dense_heads(heads)
+    V, B, _ = _dense_heads(heads)
+    S, A = _reference(cov0, A, V)
+    quad = torch.einsum("hij,jk,hkl,li->", V, S, B, S)
+    lin = torch.zeros((), dtype=V.dtype) if A is None else torch.trace(A @ S)
+    return 2 * (lin + quad) / torch.trace(S)
+
+
+def _reference(cov0: Any, A: Any, V: Any) -> tuple[Any, Any]:
+    """cov0 and A (None or a tensor) as d×d tensors of V's dtype: finite, cov0 symmetric with a
+    positive trace (definiteness is not checked)."""
+    import torch
+
+    d = V.shape[-1]
     S = torch.as_tensor(cov0)
     mats = {"cov0": S, "A": None if A is None else torch.as_tensor(A)}
     for name, X in mats.items():
@@ -269,12 +287,113 @@ def trace_growth_rate(heads: Sequence[Sequence[Any]], cov0: Any, A: Any = None) 
         if X.shape != (d, d) or X.dtype != V.dtype or not bool(torch.isfinite(X).all()):
             raise InvalidInputError(f"{name} must be a finite {d}×{d} tensor of dtype {V.dtype}, "
                                     f"got shape {tuple(X.shape)} and dtype {X.dtype}")
-    tr = torch.trace(S)
-    if not torch.allclose(S, S.T, rtol=1e-12, atol=0.0) or not bool(tr > 0):
+    if not torch.allclose(S, S.T, rtol=1e-12, atol=0.0) or not bool(torch.trace(S) > 0):
         raise InvalidInputError("cov0 must be symmetric with a positive trace")
-    quad = torch.einsum("hij,jk,hkl,li->", V, S, B, S)
-    lin = torch.zeros((), dtype=V.dtype) if A is None else torch.trace(mats["A"] @ S)
-    return 2 * (lin + quad) / tr
+    return S, mats["A"]
+
+
+def horizon_margin(heads: Sequence[Sequence[Any]], cov0: Any, A: Any = None, *,
+                   horizon: float = 1.0) -> Any:
+    """The finite-depth margin m(τ) of a layer from a reference covariance, a differentiable
+    torch scalar: m(τ) > 0 certifies that no start Σ0 with ‖Σ0‖₂ ≤ ‖cov0‖₂ blows up before τ.
+
+    Along SPEC §2's covariance flow Σ̇ = MΣ + ΣMᵀ, M = A + Σ_h V_hΣB_h, the largest eigenvalue
+    z(t) = ‖Σ(t)‖₂ obeys ż ≤ 2αz + 2κz² (Notes), whose solution from z0 = ‖Σ0‖₂ is z0/m(t):
+
+        m(t) = e^{−2αt} − 2κ z0 t φ(2αt),    φ(x) = (1 − e^{−x})/x,  φ(0) = 1,
+
+    α = λ_max((A + Aᵀ)/2) and κ = min(Σ_h ‖V_h‖₂‖B_h‖₂, ‖[V_1 … V_H]‖₂ ‖[B_1; …; B_H]‖₂). So
+    m(τ) > 0 gives ‖Σ(t)‖₂ ≤ z0/m(t) on [0, τ]: no blow-up within the depth τ (T* > τ). If
+    α < 0 and κz0 < −α, m(t) > 0 for all t and z(t) → 0: the cloud collapses. m(τ) ≤ 0 says
+    that the bound fails, not that the layer blows up; 1/m measures how far the bound is from
+    certifying. Unlike `stability_margin` the margin is positive for multi-head layers whose
+    attention is small against the reference scale and the depth.
+
+    Parameters
+    ----------
+    heads : sequence of (W_Q, W_K, W_V, W_O)
+        Per head the factors, as for `stability_margin` (any d).
+    cov0 : (d, d) tensor or array_like
+        The reference covariance Σ0: symmetric and non-zero, in the heads' dtype; its largest
+        eigenvalue z0 = ‖Σ0‖₂ is the radius of the starts the margin covers.
+    A : (d, d) tensor or array_like, optional
+        The residual drift (default 0).
+    horizon : float, optional
+        The depth τ > 0 (default 1, one layer of a residual network).
+
+    Returns
+    -------
+    torch.Tensor
+        The 0-dimensional m(τ), with the autograd graph of the factors, Σ0 and A.
+
+    Raises
+    ------
+    InvalidInputError
+        heads malformed (as for `stability_margin`); cov0 or A as for `trace_growth_rate`;
+        horizon not a positive finite number.
+    ImportError
+        Without torch.
+
+    See Also
+    --------
+    stability_margin : the start- and depth-independent margin (μ ≤ 0 for multi-head layers).
+    encoder_horizon_margins : m(τ) for every layer of a transformers encoder.
+    riccati_tf.stability.certificates.entry.certify : the regime from one start, with evidence.
+
+    Notes
+    -----
+    Comparison. Σ(t) ⪰ 0 and, for a unit top eigenvector u of Σ, the upper Dini derivative of
+    z = λ_max(Σ) is at most uᵀΣ̇u = 2z uᵀMu ≤ 2z(α + ‖Σ_h V_hΣB_h‖₂). Since
+    Σ_h V_hΣB_h = [V_1 … V_H](I_H ⊗ Σ)[B_1; …; B_H] and also ≤ Σ_h ‖V_h‖₂‖B_h‖₂‖Σ‖₂ in norm,
+    ‖Σ_h V_hΣB_h‖₂ ≤ κz, hence ż ≤ 2αz + 2κz² and z(t) ≤ ẑ(t), the solution of the equality
+    (the comparison lemma). w = 1/ẑ solves the linear ẇ = −2αw − 2κ, w(t) = m(t)/z0, and
+    w(t) = w* + (w(0) − w*)e^{−2αt} with w* = −κ/α is monotone in t: m(τ) > 0 implies m > 0 on
+    all of [0, τ].
+
+    Tightness. For one head V = vI, B = βI (v, β > 0), A = aI and Σ0 = z0 I the flow is
+    Σ = z(t)I with ż = 2az + 2vβz²: the bound is attained and T* is the root of m. Heads whose
+    contributions cancel are bounded loosely (BERT-shaped random layers at d = 384: the bound's
+    blow-up time is about 1/20 of T*).
+
+    Method: the dense V_h, B_h and torch.linalg.matrix_norm (ord 2, by SVD: differentiable
+    where the largest singular values are simple), O(H d³).
+
+    References
+    ----------
+    .. [1] riccati_tf theory, SPEC §2 "Gaussian invariance and the moment equations".
+    .. [2] W. Walter, *Ordinary Differential Equations*, Springer (1998), §9 (comparison
+       theorems).
+
+    Examples
+    --------
+    One head with V = I, B = I from Σ0 = I₂: ż = 2z², m(τ) = 1 − 2τ (T* = ½, attained).
+
+    >>> import torch
+    >>> from riccati_tf.design.margin import horizon_margin
+    >>> I = torch.eye(2, dtype=torch.float64)
+    >>> round(float(horizon_margin([(I, I, I, I)], I, horizon=0.25)), 12)
+    0.5
+    >>> round(float(horizon_margin([(I, I, I, I)], I, A=-I, horizon=0.25)), 12)  # Σ0 at rest
+    1.0
+    """
+    import torch
+
+    if not (isinstance(horizon, int | float) and math.isfinite(horizon) and horizon > 0):
+        raise InvalidInputError(f"horizon must be a positive finite number, got {horizon!r}")
+    V, B, _ = _dense_heads(heads)
+    S, A = _reference(cov0, A, V)
+    z0 = torch.linalg.eigvalsh(S)[-1]
+    alpha = (torch.zeros((), dtype=V.dtype) if A is None
+             else torch.linalg.eigvalsh((A + A.T) / 2)[-1])
+    per_head = (torch.linalg.matrix_norm(V, ord=2) * torch.linalg.matrix_norm(B, ord=2)).sum()
+    stacked = (torch.linalg.matrix_norm(torch.cat(tuple(V), dim=1), ord=2)
+               * torch.linalg.matrix_norm(torch.cat(tuple(B), dim=0), ord=2))
+    kappa = torch.minimum(per_head, stacked)
+    x = 2 * alpha * horizon
+    small = x.abs() < 1e-8  # φ(x) = 1 − x/2 + O(x²) there; x_safe keeps the other branch finite
+    x_safe = torch.where(small, torch.ones_like(x), x)
+    phi = torch.where(small, 1 - x / 2, -torch.expm1(-x_safe) / x_safe)
+    return torch.exp(-x) - 2 * kappa * z0 * horizon * phi
 
 
 def encoder_margins(model: Any, *, temperature: float | None = None) -> Any:
@@ -341,22 +460,100 @@ def encoder_margins(model: Any, *, temperature: float | None = None) -> Any:
     """
     import torch
 
+    return torch.stack([stability_margin(heads, temperature=temperature)
+                        for heads in _encoder_heads(model, MAX_MARGIN_D)])
+
+
+def encoder_horizon_margins(model: Any, cov0: Any, *, horizon: float = 1.0) -> Any:
+    """The finite-depth margins m_ℓ(τ) (`horizon_margin`) of the attention layers of a
+    transformers encoder, from reference covariances.
+
+    Layer ℓ's heads are read as `encoder_margins` reads them (B_h = s W_K,hᵀ W_Q,h,
+    V_h = W_O,h W_V,h, A = 0: the residual stream), and
+
+        m_ℓ(τ) = 1 − 2 κ_ℓ ‖Σ_ℓ‖₂ τ,
+
+    the A = 0 case of `horizon_margin`: m_ℓ(τ) > 0 certifies that no start of spectral norm at
+    most ‖Σ_ℓ‖₂ blows up within the depth τ under layer ℓ's attention flow. Any hidden size.
+
+    Parameters
+    ----------
+    model : transformers.PreTrainedModel
+        A BERT-family or ViT/DeiT encoder, as for `encoder_margins` (any hidden size).
+    cov0 : (d, d) tensor or array_like, or an (L, d, d) tensor or a sequence of L of them
+        The reference covariance of every layer, or one per layer (e.g. the covariances the
+        layers' attention receives, `riccati_tf.empirical.encoders.predict_moments`), in the
+        model's dtype.
+    horizon : float, optional
+        The depth τ > 0 of one layer (default 1).
+
+    Returns
+    -------
+    torch.Tensor
+        Shape (n_layers,): m_ℓ(τ) per encoder layer, first to last, with the autograd graph of
+        the weights.
+
+    Raises
+    ------
+    InvalidInputError
+        For a model `encoder_margins` refuses (except for its size limit), a sequence of cov0
+        whose length is not the number of layers, and as `horizon_margin` raises.
+    ImportError
+        Without torch.
+
+    See Also
+    --------
+    horizon_margin : the margin of one layer, with its theorem.
+    encoder_margins : the start- and depth-independent margins.
+
+    Notes
+    -----
+    LayerNorm, biases and the feed-forward block do not enter: the margin is that of the
+    attention flow, as in `encoder_margins`.
+
+    References
+    ----------
+    .. [1] riccati_tf theory, SPEC §7 "Validation against real Transformers".
+
+    Examples
+    --------
+    >>> import torch
+    >>> from riccati_tf.empirical.encoders.tiny import tiny_encoder
+    >>> from riccati_tf.design.margin import encoder_horizon_margins
+    >>> model = tiny_encoder("bert", hidden_size=8, n_heads=2, n_layers=2)
+    >>> m = encoder_horizon_margins(model, torch.eye(8, dtype=torch.float64))
+    >>> tuple(m.shape), m.requires_grad, bool((m <= 1).all())
+    ((2,), True, True)
+    """
+    import torch
+
+    layers = _encoder_heads(model, None)
+    per_layer = (cov0.ndim == 3 if isinstance(cov0, torch.Tensor)
+                 else isinstance(cov0, Sequence) and len(cov0) > 0
+                 and torch.as_tensor(cov0[0]).ndim == 2)
+    if per_layer and len(cov0) != len(layers):
+        raise InvalidInputError(f"cov0 holds {len(cov0)} covariances for {len(layers)} layers")
+    covs = list(cov0) if per_layer else [cov0] * len(layers)
+    return torch.stack([horizon_margin(heads, S, horizon=horizon)
+                        for heads, S in zip(layers, covs, strict=True)])
+
+
+def _encoder_heads(model: Any, max_d: int | None) -> list[list[tuple[Any, Any, Any, Any]]]:
+    """Per encoder layer the heads (s W_Q,h, W_K,h, W_V,h, W_O,h) as views of the weights."""
     config: Any = getattr(model, "config", None)
     family = getattr(config, "model_type", None)
     if family not in _FAMILIES:
         raise InvalidInputError(f"model must be a transformers encoder of type {_FAMILIES}, "
                                 f"got {type(model).__name__} (model_type {family!r})")
     base = getattr(model, "base_model", model)
-    layers = list(base.encoder.layer)
     n_heads, d = int(config.num_attention_heads), int(config.hidden_size)
-    if d > MAX_MARGIN_D or d % n_heads:
-        raise InvalidInputError(f"hidden size {d} must be ≤ MAX_MARGIN_D = {MAX_MARGIN_D} and a "
-                                f"multiple of the {n_heads} heads")
+    if d % n_heads or (max_d is not None and d > max_d):
+        raise InvalidInputError(f"hidden size {d} must be a multiple of the {n_heads} heads"
+                                + ("" if max_d is None else f" and ≤ MAX_MARGIN_D = {max_d}"))
     d_h = d // n_heads
     out = []
-    for layer in layers:
+    for layer in base.encoder.layer:
         q, k, v, o, scale = attention_projections(layer, family)
-        heads = [(scale * q.weight[r], k.weight[r], v.weight[r], o.weight[:, r])
-                 for r in (slice(h * d_h, (h + 1) * d_h) for h in range(n_heads))]
-        out.append(stability_margin(heads, temperature=temperature))
-    return torch.stack(out)
+        out.append([(scale * q.weight[r], k.weight[r], v.weight[r], o.weight[:, r])
+                    for r in (slice(h * d_h, (h + 1) * d_h) for h in range(n_heads))])
+    return out
