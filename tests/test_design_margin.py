@@ -348,6 +348,16 @@ def test_encoder_horizon_margins_match_the_layers_heads():
     per_layer = encoder_horizon_margins(model, [S, 2 * S], horizon=0.3).detach()
     assert float(per_layer[0]) == pytest.approx(float(m[0]), rel=1e-12)
     assert float(1 - per_layer[1]) == pytest.approx(2 * float(1 - m[1]), rel=1e-10)
+    big = pytest.importorskip("transformers").BertModel(  # no MAX_MARGIN_D limit here
+        _tiny_bert(4).config.__class__(vocab_size=8, hidden_size=2 * MAX_MARGIN_D,
+                                       num_hidden_layers=1, num_attention_heads=8,
+                                       intermediate_size=8, max_position_embeddings=8)).double()
+    with pytest.raises(InvalidInputError, match="MAX_MARGIN_D"):
+        encoder_margins(big)
+    S_big = torch.eye(2 * MAX_MARGIN_D, dtype=torch.float64)
+    pairs = list(extract(big).layers[0].params().heads)
+    assert float(encoder_horizon_margins(big, S_big)[0].detach()) == pytest.approx(
+        1 - 2 * _kappa(pairs), rel=1e-10)
     with pytest.raises(InvalidInputError, match="3 covariances for 2 layers"):
         encoder_horizon_margins(model, [S, S, S])
     with pytest.raises(InvalidInputError, match="horizon"):
