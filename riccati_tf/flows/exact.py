@@ -17,11 +17,17 @@ symmetric PSD by construction. The covariance blows up at the first s where S(s)
 (det(I + W(t)Σ0) = 0); the time is located by Brent's method on λ_min(S(s)).
 
 The mean obeys the linear equation ṁ = K(t) m + b, K = A + v̄ I + Σ(t) B̄ with v̄ = Σ_h v_h and
-B̄ = Σ_h v_h B_h (no closed form is known), integrated with Gauss–Legendre collocation (order
-2·GAUSS_STAGES) on the exact covariance at the collocation nodes, in sub-steps with
-‖K‖₂ h ≤ MEAN_THETA at both ends, refined by halving where K is large (it grows like
-1/(T* − t) near a blow-up). Each sub-step is error-controlled: one step of length h against two
-of length h/2 (Richardson), halved until they agree to MEAN_RTOL relative, the two halves kept.
+B̄ = Σ_h v_h B_h (no closed form is known), integrated with Gauss–Legendre collocation on the
+exact covariance at the collocation nodes, in sub-steps with ‖K‖₂ h ≤ MEAN_THETA at both ends
+(singular values, or the bound ‖A_v‖₂ + ‖L‖_F²‖B̄‖_F where it already selects the cheapest
+pair), refined by halving where K is large (it grows like 1/(T* − t) near a blow-up). Each
+sub-step is error-controlled by an embedded pair chosen by ‖K‖₂h (MEAN_PAIRS, from 4 and 6
+stages up to 14 and 16): one step of s_lo and one of s_hi stages (orders 2 s_lo < 2 s_hi) over
+the same sub-step, their difference the error of the lower-order step and so an upper estimate
+of the kept s_hi step's; the sub-step is halved until they agree to MEAN_RTOL relative. One
+pair costs s_lo + s_hi covariance evaluations and two stage solves (the second started from the
+first's collocation polynomial), where a Richardson test (one step of h against two of h/2)
+cost three steps for the same safety.
 ‖K‖h alone does not bound the error, since K(t) has complex singularities (poles of
 (I + W(t)Σ0)⁻¹) that can lie near the real axis; the control makes the mean at a time
 independent of the other output times (which set the covariance steps) to rounding.
@@ -90,20 +96,21 @@ __all__ = ["DEFAULT_MAX_STEPS", "NEAR_BLOWUP_RTOL", "ExactResult", "exact_flow",
            "van_loan"]
 
 EPS = np.finfo(float).eps
-GAUSS_STAGES = 8
 #: covariance steps satisfy e^{(μ(A) + μ(−A))h} ≤ STEP_KAPPA (conditioning of the Van Loan step)
 #: and e^{max(|μ(A)|, |μ(−A)|)h} ≤ STEP_KAPPA (growth of E_h and W(h) in one step)
 STEP_KAPPA = 1e3
 #: and ‖A‖_F h ≤ STEP_NORM (accuracy of e^{Ah} itself, for rotations)
 STEP_NORM = 64.0
-#: mean sub-steps satisfy ‖K‖₂ h ≤ MEAN_THETA at both ends (accuracy of the collocation)
-MEAN_THETA = 2.0
-#: a mean sub-step of length h is accepted when one collocation step of length h and two of
-#: length h/2 agree to MEAN_RTOL·max(‖m‖∞, ‖m⁺‖∞, h‖b‖∞); the two halves, about 2^{2·GAUSS_STAGES}
-#: times more accurate than the single step, are kept
+#: mean sub-steps satisfy ‖K‖₂ h ≤ MEAN_THETA at both ends (the reach of the largest pair)
+MEAN_THETA = 6.0
+#: the embedded Gauss–Legendre pairs of the mean: a sub-step with x = ‖K‖₂h (at both ends)
+#: takes the first (x_max, s_lo, s_hi) with x ≤ x_max; its s_lo-stage step (order 2 s_lo) is
+#: the error estimate of the s_hi-stage step (order 2 s_hi) that is kept
+MEAN_PAIRS = ((0.25, 4, 6), (0.7, 6, 8), (1.4, 8, 10), (2.8, 10, 12), (MEAN_THETA, 14, 16))
+#: a mean sub-step is accepted when its two steps agree to MEAN_RTOL·max(‖m‖∞, ‖m⁺‖∞, h‖b‖∞)
 MEAN_RTOL = 1e-13
-#: collocation steps one error-controlled sub-step costs (one of length h, two of length h/2)
-MEAN_STEP_COST = 3
+#: collocation steps one error-controlled sub-step costs (the pair's two steps)
+MEAN_STEP_COST = 2
 #: bisection depth limits when certifying that S(s) = I + LᵀW(s)L stays positive definite
 BRENT_DEPTH = 10
 MAX_REFINE = 40
@@ -118,9 +125,10 @@ MAX_HALVINGS = 600
 NEWTON_ITERATIONS = 20
 NEWTON_RTOL = 4 * EPS
 PICARD_RATIO = 0.1
-#: stage systems of at most this many unknowns (s·d) are solved directly by LU: up to about
-#: this size one (s d)×(s d) solve costs less than the sweeps' many small-array operations
-DIRECT_STAGE_SIZE = 96
+#: stage systems of at most this many unknowns (s·d) are solved directly by LU unless the sweeps
+#: start from a close guess: up to about this size one (s d)×(s d) solve costs less than the
+#: sweeps' many small-array operations from zero
+DIRECT_STAGE_SIZE = 128
 #: covariance steps plus mean sub-steps one flow may take (override with flow(max_steps=...))
 DEFAULT_MAX_STEPS = 100_000
 #: Σ0's factor keeps a pivot p_k of the (pivoted) Cholesky factorisation when
@@ -389,8 +397,6 @@ class _Propagator:
         self.semidefinite = not np.any(self.G_minus)
         #: ‖W(H)‖_F per step length H (the rounding scale of a step)
         self.w_norms: dict[float, float] = {}
-        self.c, self.w, self.a = gauss_tableau(GAUSS_STAGES)
-        self.eig = gauss_eigen(GAUSS_STAGES)
         self._cache: dict[tuple, tuple[np.ndarray, ...]] = {}
 
     def _get(self, key: tuple, make: Callable[[], tuple[np.ndarray, ...]]
@@ -401,23 +407,25 @@ class _Propagator:
             self._cache[key] = make()
         return self._cache[key]
 
-    def nodes(self, h: float) -> tuple[np.ndarray, ...]:
-        """(E, W) stacked at offsets c_1 h, ..., c_s h, h.
+    def nodes(self, s: int, h: float) -> tuple[np.ndarray, ...]:
+        """(E, W) stacked at the offsets c_1 h, ..., c_s h, h of the s-stage Gauss nodes c.
 
-        Block exponentials at c_1 h, ..., c_{s/2} h and h; the mirrored nodes (1 − c) h follow
+        Block exponentials at c_1 h, ..., c_{s/2} h, and at h from `at` (shared by the pairs
+        and the covariance step of the same length); the mirrored nodes (1 − c) h follow
         from the semigroup: E_{(1−c)h} = E_h E_{ch}⁻¹ and
         W_{(1−c)h} = E_{ch}⁻ᵀ (W_h − W_{ch}) E_{ch}⁻¹.
         """
-        return self._get(("nodes", h), lambda: self._nodes(h))
+        return self._get(("nodes", s, h), lambda: self._nodes(s, h))
 
-    def _nodes(self, h: float) -> tuple[np.ndarray, np.ndarray]:
-        half = self.c.size // 2
-        E, W, Einv = _van_loan_blocks(self.A, self.G, np.append(self.c[:half] * h, h))
-        Eq, Wq, Iq = E[:half], W[:half], Einv[:half]
-        E_up = (E[-1] @ Iq)[::-1]
-        W_up = (np.swapaxes(Iq, -1, -2) @ (W[-1] - Wq) @ Iq)[::-1]
+    def _nodes(self, s: int, h: float) -> tuple[np.ndarray, np.ndarray]:
+        c = gauss_tableau(s)[0]
+        half = s // 2
+        Eq, Wq, Iq = _van_loan_blocks(self.A, self.G, c[:half] * h)
+        Eh, Wh = self.at(h)
+        E_up = (Eh @ Iq)[::-1]
+        W_up = (np.swapaxes(Iq, -1, -2) @ (Wh - Wq) @ Iq)[::-1]
         W_up = 0.5 * (W_up + np.swapaxes(W_up, -1, -2))
-        return np.concatenate([Eq, E_up, E[-1:]]), np.concatenate([Wq, W_up, W[-1:]])
+        return np.concatenate([Eq, E_up, Eh[None]]), np.concatenate([Wq, W_up, Wh[None]])
 
     def at(self, s: float) -> tuple[np.ndarray, ...]:
         return self._get(("at", s), lambda: van_loan(self.A, self.G, s))
@@ -624,8 +632,13 @@ class _MeanLaw:
     norm_Av: float
     norm_Bbar: float = 0.0
 
-    def norm_K(self, L: np.ndarray) -> float:
-        """‖K‖₂ at Σ = L Lᵀ (inf when K overflows)."""
+    def norm_K(self, L: np.ndarray, h: float) -> float:
+        """‖K‖₂ at Σ = L Lᵀ (inf when K overflows), or its upper bound
+        ‖A_v‖₂ + ‖L‖_F²‖B̄‖_F where that times h already selects the first of MEAN_PAIRS
+        (sub-steps of length h, dense output times, need no singular values)."""
+        bound = self.norm_Av + float(np.vdot(L, L)) * self.norm_Bbar
+        if bound * h <= MEAN_PAIRS[0][0]:
+            return bound
         try:
             value = float(np.linalg.norm(self.Av + L @ (L.T @ self.Bbar), 2))
         except np.linalg.LinAlgError:  # NaN/Inf entries
@@ -633,9 +646,11 @@ class _MeanLaw:
         return value if np.isfinite(value) else np.inf
 
 
-def _mean_step(prop: _Propagator, L: np.ndarray, m: np.ndarray, h: float,
-               law: _MeanLaw) -> tuple[np.ndarray, np.ndarray]:
-    """Advance (m, L) by h: Gauss collocation for the mean, square-root update for Σ = LLᵀ.
+def _mean_step(prop: _Propagator, L: np.ndarray, m: np.ndarray, h: float, law: _MeanLaw,
+               s: int, *, update: bool = True, start: tuple[int, np.ndarray] | None = None
+               ) -> tuple[np.ndarray, np.ndarray | None, np.ndarray]:
+    """Advance (m, L) by h: s-stage Gauss collocation for the mean, square-root update for
+    Σ = LLᵀ (None unless `update`); returns (m⁺, L⁺, the stage increments Z).
 
     Collocation: stage increments Z_i = h Σ_j a_ij (K_j (m + Z_j) + b), K_j = K(t + c_j h) from
     the exact Σ(t + c_j h) = E_j L (I + Lᵀ W_j L)⁻¹ Lᵀ E_jᵀ; m⁺ = m + h Σ_j w_j (K_j (m + Z_j) + b).
@@ -644,61 +659,83 @@ def _mean_step(prop: _Propagator, L: np.ndarray, m: np.ndarray, h: float,
     decoupled by a = T Λ T⁻¹ into solves with I − h λ_k K̄ (Hairer–Wanner IV.8). The residual
     is exact, so the sweeps converge to the collocation solution; without convergence in
     NEWTON_ITERATIONS sweeps (K varies fast, near a blow-up) the (s d)×(s d) system is solved
-    directly.
+    directly. `start` = (s', Z'), the stages of an s'-stage step over the same interval: the
+    sweeps start from their collocation polynomial at these nodes (`_interpolation`).
     """
-    E, W = prop.nodes(h)
-    s, d, r = prop.c.size, m.size, L.shape[1]
-    EL = E @ L
+    E, W = prop.nodes(s, h)
+    d, r = m.size, L.shape[1]
+    EL = (E.reshape(-1, d) @ L).reshape(s + 1, d, r)
     K = np.broadcast_to(law.Av, (s, d, d)).copy()
     if r:
-        S = np.eye(r) + L.T[None] @ W[:s] @ L
-        R = np.swapaxes(EL[:s], -1, -2) @ law.Bbar
+        WL = (W[:s].reshape(-1, d) @ L).reshape(s, d, r)
+        S = (L.T @ WL.transpose(1, 0, 2).reshape(d, s * r)).reshape(r, s, r).transpose(1, 0, 2)
+        S = S + np.eye(r)
+        R = (law.Bbar.T @ EL[:s].transpose(1, 0, 2).reshape(d, s * r)).reshape(d, s, r)
+        R = R.transpose(1, 2, 0)  # R_i = (E_i L)ᵀ B̄, one product for all nodes
         for i in range(s):  # Σ_i B̄ = E_i L S_i⁻¹ (E_i L)ᵀ B̄, S_i ≻ 0 (no blow-up in the step)
             X, info = lapack.dposv(S[i], R[i])[1:]
             if info:
                 raise SolverError("I + LᵀW(s)L lost definiteness inside a step")
             K[i] += EL[i] @ X
-    Z = _stages(prop, K, m, law.b, h)
+    Z = _stages(K, m, law.b, h, None if start is None else _interpolation(start[0], s) @ start[1])
     k = (K @ (m + Z)[:, :, None])[:, :, 0] + law.b
-    return m + h * (prop.w @ k), _sqrt_update(EL[-1], W[-1], L)
+    L_end = _sqrt_update(EL[-1], W[-1], L) if update else None
+    return m + h * (gauss_tableau(s)[1] @ k), L_end, Z
 
 
-def _stages(prop: _Propagator, K: np.ndarray, m: np.ndarray, b: np.ndarray,
-            h: float) -> np.ndarray:
-    """Z solving Z_i = h Σ_j a_ij (K_j (m + Z_j) + b) (see `_mean_step`).
+@lru_cache(maxsize=16)
+def _interpolation(s_from: int, s_to: int) -> np.ndarray:
+    """P (s_to × s_from): P Z is the polynomial through (0, 0) and the stage increments
+    (c_j, Z_j) of an s_from-stage Gauss step, at the s_to-stage nodes (Lagrange form)."""
+    x = np.append(0.0, gauss_tableau(s_from)[0])
+    y = gauss_tableau(s_to)[0]
+    P = np.empty((y.size, x.size))
+    for j in range(x.size):
+        others = np.delete(x, j)
+        P[:, j] = np.prod((y[:, None] - others) / (x[j] - others), axis=1)
+    return P[:, 1:]
+
+
+def _stages(K: np.ndarray, m: np.ndarray, b: np.ndarray, h: float,
+            guess: np.ndarray | None = None) -> np.ndarray:
+    """Z solving Z_i = h Σ_j a_ij (K_j (m + Z_j) + b) (see `_mean_step`), sweeping from
+    `guess` (else 0).
 
     Fixed-point (Picard) sweeps while each shrinks the increment at least PICARD_RATIO-fold
     (short steps, h‖K‖ small); from the first slower sweep on, simplified Newton. Systems of
-    at most DIRECT_STAGE_SIZE unknowns, and those the sweeps do not settle, are solved directly
-    (`_stages_direct`)."""
+    at most DIRECT_STAGE_SIZE unknowns without a guess, and those the sweeps do not settle, are
+    solved directly (`_stages_direct`)."""
     s, d = K.shape[:2]
-    if s * d <= DIRECT_STAGE_SIZE:
-        return _stages_direct(prop, K, m, b, h)
-    lam, T, Tinv = prop.eig
-    Z, solves, previous = np.zeros((s, d)), None, np.inf
+    if guess is None and s * d <= DIRECT_STAGE_SIZE:
+        return _stages_direct(K, m, b, h)
+    ha = h * gauss_tableau(s)[2]
+    lam, T, Tinv = gauss_eigen(s)
+    known = ha @ ((K @ m) + b)  # the residual's part without Z
+    floor = NEWTON_RTOL * np.abs(m).max()
+    Z, solves, previous = np.zeros((s, d)) if guess is None else guess.copy(), None, np.inf
     for _ in range(NEWTON_ITERATIONS):
-        R = h * (prop.a @ ((K @ (m + Z)[:, :, None])[:, :, 0] + b)) - Z
+        R = known + ha @ (K @ Z[:, :, None])[:, :, 0] - Z
         size = np.abs(R).max()
         if solves is None and size > PICARD_RATIO * previous:
             half = inv(np.eye(d) - h * lam[: s // 2, None, None] * K.mean(axis=0))
             solves = np.concatenate([half, half[::-1].conj()])  # λ_{s−1−k} = conj(λ_k)
         dZ = R if solves is None else (T @ (solves @ (Tinv @ R)[:, :, None])[:, :, 0]).real
         Z += dZ
-        if np.abs(dZ).max() <= NEWTON_RTOL * max(np.abs(Z).max(), np.abs(m).max()):
+        if np.abs(dZ).max() <= max(NEWTON_RTOL * np.abs(Z).max(), floor):
             return Z
         previous = size
-    return _stages_direct(prop, K, m, b, h)
+    return _stages_direct(K, m, b, h)
 
 
-def _stages_direct(prop: _Propagator, K: np.ndarray, m: np.ndarray, b: np.ndarray,
-                   h: float) -> np.ndarray:
+def _stages_direct(K: np.ndarray, m: np.ndarray, b: np.ndarray, h: float) -> np.ndarray:
     """Z from the assembled (s d)×(s d) collocation system (δ_ij I − h a_ij K_j) Z_j =
     h Σ_j a_ij (K_j m + b), by LU."""
     s, d = K.shape[:2]
-    blocks = -h * prop.a[:, :, None, None] * K[None]  # block (i, j): δ_ij I − h a_ij K_j
+    a = gauss_tableau(s)[2]
+    blocks = -h * a[:, :, None, None] * K[None]  # block (i, j): δ_ij I − h a_ij K_j
     blocks[np.arange(s), np.arange(s)] += np.eye(d)
     system = blocks.transpose(0, 2, 1, 3).reshape(s * d, s * d)
-    rhs = h * (prop.a @ ((K @ m) + b))
+    rhs = h * (a @ ((K @ m) + b))
     return np.linalg.solve(system, rhs.reshape(-1)).reshape(s, d)
 
 
@@ -725,8 +762,8 @@ def _advance(prop: _Propagator, L: np.ndarray, m: np.ndarray, H: float,
         trace_Y = float(np.vdot(Z, Z))
     if law is None:
         return m, L_end, 1, None, trace_Y
-    norm_start = law.norm_K(L) if norm_start is None else norm_start
-    norm_end = law.norm_K(L_end)
+    norm_start = law.norm_K(L, H) if norm_start is None else norm_start
+    norm_end = law.norm_K(L_end, H)
     m, count = _mean_over(prop, L, m, H, law, (norm_start, norm_end), 0, budget, t)
     return m, L_end, count, norm_end, trace_Y
 
@@ -739,7 +776,8 @@ def _mean_over(prop: _Propagator, L: np.ndarray, m: np.ndarray, H: float, law: _
     n = ⌈‖A_v‖₂ H / MEAN_THETA⌉ equal sub-steps when ‖K‖₂ H / n ≤ MEAN_THETA at both ends
     (norms); otherwise the interval is halved (Σ at its middle from one square-root update) and
     each half advanced the same way, so that sub-steps start short only where K is large (it
-    grows like 1/(T* − t) near a blow-up). Each sub-step is error-controlled (`_controlled`)."""
+    grows like 1/(T* − t) near a blow-up). Each sub-step is error-controlled (`_controlled`),
+    its pair of Gauss methods chosen by x = ‖K‖₂h at both ends (MEAN_PAIRS)."""
     if not (np.isfinite(norms[0]) and np.isfinite(norms[1])):
         raise SolverError(f"the mean's drift K = A + v̄I + ΣB̄ overflows near t = {t:.6g}")
     n = max(1, math.ceil(law.norm_Av * H / MEAN_THETA))
@@ -747,7 +785,7 @@ def _mean_over(prop: _Propagator, L: np.ndarray, m: np.ndarray, H: float, law: _
         _halving(depth, t, f"‖K‖₂ = {max(norms):.3g}")
         E, W = prop.at(H / 2)
         L_mid = _sqrt_update(E @ L, W, L)
-        norm_mid = law.norm_K(L_mid)
+        norm_mid = law.norm_K(L_mid, H / 2)
         m, first = _mean_over(prop, L, m, H / 2, law, (norms[0], norm_mid), depth + 1, budget, t)
         m, second = _mean_over(prop, L_mid, m, H / 2, law, (norm_mid, norms[1]), depth + 1,
                                budget, t + H / 2)
@@ -756,50 +794,56 @@ def _mean_over(prop: _Propagator, L: np.ndarray, m: np.ndarray, H: float, law: _
         budget.spend(MEAN_STEP_COST * n, t, "mean sub-steps", n, H / n, law.norm_Av)
     count, h = 0, H / n
     for k in range(n):
-        m, L, steps = _controlled(prop, L, m, h, law, None, depth, budget, t + k * h)
+        m, L, steps = _controlled(prop, L, m, h, law, max(norms) * h, depth, budget, t + k * h)
         count += steps
     return m, count
 
 
 def _controlled(prop: _Propagator, L: np.ndarray, m: np.ndarray, h: float, law: _MeanLaw,
-                coarse: tuple[np.ndarray, np.ndarray] | None, depth: int,
-                budget: _Budget | None, t: float) -> tuple[np.ndarray, np.ndarray, int]:
+                x: float, depth: int, budget: _Budget | None,
+                t: float) -> tuple[np.ndarray, np.ndarray, int]:
     """One error-controlled collocation sub-step of length h; returns (m, L, steps taken).
 
-    One step of length h (`coarse`, computed unless given) and two of length h/2 (Richardson:
-    both of order 2·GAUSS_STAGES, so their difference is the single step's error to a factor
-    1 − 2^{−2·GAUSS_STAGES}) are compared: the two halves are kept when they differ from the
-    single step by at most MEAN_RTOL·max(‖m‖∞, ‖m⁺‖∞, h‖b‖∞); otherwise each half is
-    controlled in turn, the first reusing its computed half step as its coarse step. The bound
-    ‖K‖₂h ≤ MEAN_THETA alone does not bound the error: K(t) = A_v + Σ(t)B̄ has complex
-    singularities (poles of (I + W(t)Σ0)⁻¹) that may lie close to the real axis, where K varies
-    fast inside a step of moderate ‖K‖h. MEAN_RTOL stands well above the rounding of one step
-    (the stage solve's NEWTON_RTOL and the final sum, a few eps relative); the rounding δK of
-    K enters the difference as about h‖δK‖‖m‖, which halving reduces in proportion.
-    Budget: MEAN_STEP_COST per sub-step is charged in advance (`_mean_over`), the 2 +
-    MEAN_STEP_COST steps of a refinement when it is decided; the halvings count towards
+    An embedded pair (s_lo, s_hi) = `_pair`(x), x ≥ ‖K‖₂h: one step of each of the s_lo- and
+    s_hi-stage Gauss methods (orders 2 s_lo < 2 s_hi, both collocated on the exact covariance)
+    over the same h. Their difference is the error of the s_lo step up to the far smaller one
+    of the s_hi step; the s_hi step is kept when they agree to MEAN_RTOL·max(‖m‖∞, ‖m⁺‖∞,
+    h‖b‖∞) (local extrapolation, as the halves of a Richardson test would be kept), otherwise
+    each half of the sub-step is controlled in turn. The bound ‖K‖₂h ≤ MEAN_THETA alone does
+    not bound the error: K(t) = A_v + Σ(t)B̄ has complex singularities (poles of
+    (I + W(t)Σ0)⁻¹) that may lie close to the real axis, where K varies fast inside a step of
+    moderate ‖K‖h. MEAN_RTOL stands well above the rounding of one step (the stage solve's
+    NEWTON_RTOL and the final sum, a few eps relative); the rounding δK of K enters the
+    difference as about h‖δK‖‖m‖, which halving reduces in proportion.
+    Budget: MEAN_STEP_COST per sub-step is charged in advance (`_mean_over`), the
+    2·MEAN_STEP_COST steps of a refinement when it is decided; the halvings count towards
     MAX_HALVINGS with those of `_mean_over`."""
-    taken = 0
-    if coarse is None:
-        coarse = _mean_step(prop, L, m, h, law)
-        taken += 1
-    half = _mean_step(prop, L, m, h / 2, law)
-    m2, L2 = _mean_step(prop, half[1], half[0], h / 2, law)
-    taken += 2
+    lo, hi = _pair(x)
+    m2, L2, Z = _mean_step(prop, L, m, h, law, hi)
+    low = _mean_step(prop, L, m, h, law, lo, update=False, start=(hi, Z))[0]
+    assert L2 is not None  # update=True
     scale = max(np.abs(m).max(), np.abs(m2).max(), h * np.abs(law.b).max())
-    diff = np.abs(m2 - coarse[0]).max()
+    diff = np.abs(m2 - low).max()
     if diff <= MEAN_RTOL * scale:
-        return m2, L2, taken
+        return m2, L2, MEAN_STEP_COST
     if not np.isfinite(diff):
         raise SolverError(f"the mean left the floating-point range near t = {t:.6g} "
                           f"(exponential growth, not a blow-up)")
     _halving(depth, t, f"a sub-step of length {h:.3g} (collocation error {diff / scale:.2g} "
              f"relative)")
     if budget is not None:
-        budget.spend(2 + MEAN_STEP_COST, t)
-    m1, L1, first = _controlled(prop, L, m, h / 2, law, half, depth + 1, budget, t)
-    m2, L2, second = _controlled(prop, L1, m1, h / 2, law, None, depth + 1, budget, t + h / 2)
-    return m2, L2, taken + first + second
+        budget.spend(2 * MEAN_STEP_COST, t)
+    m1, L1, first = _controlled(prop, L, m, h / 2, law, x / 2, depth + 1, budget, t)
+    m2, L2, second = _controlled(prop, L1, m1, h / 2, law, x / 2, depth + 1, budget, t + h / 2)
+    return m2, L2, MEAN_STEP_COST + first + second
+
+
+def _pair(x: float) -> tuple[int, int]:
+    """(s_lo, s_hi) of the first of MEAN_PAIRS that reaches x = ‖K‖₂h (the last beyond)."""
+    for reach, lo, hi in MEAN_PAIRS:
+        if x <= reach:
+            return lo, hi
+    return MEAN_PAIRS[-1][1:]
 
 
 def _halving(depth: int, t: float, why: str) -> None:
