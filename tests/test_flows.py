@@ -413,13 +413,17 @@ def sundman_runs(monkeypatch):
 
 
 def _counted(monkeypatch):
-    """The list that gets one entry per right-hand-side evaluation of rk (the drift of
-    integrate._rk_rhs)."""
+    """The list that gets one entry per right-hand-side evaluation of rk (the functions made
+    by integrate._rk_rhs)."""
     import riccati_tf.flows.integrate as integrate
     calls = []
-    original = integrate.drift_arrays
-    monkeypatch.setattr(integrate, "drift_arrays",
-                        lambda *a: calls.append(1) or original(*a))
+    original = integrate._rk_rhs
+
+    def counting(*args, **kwargs):
+        rhs = original(*args, **kwargs)
+        return lambda t, y: calls.append(1) or rhs(t, y)
+
+    monkeypatch.setattr(integrate, "_rk_rhs", counting)
     return calls
 
 
@@ -824,3 +828,139 @@ def test_rk_sundman_run_matches_solve_ivp_on_the_same_steps():
     ref = np.array([z[0][1:] for z in sol.y_events])
     assert ours.status == 0 and np.allclose(ours.t, grid[1:], rtol=0, atol=1e-15)
     assert np.max(np.abs(ours.y.T - ref)) <= 1e-14 * np.abs(ref).max()
+
+
+def _factored_layer(rng, d, A_scale, identity_K=False, v_scale=1.0):
+    """4 `Head` factors of value rank d/4 and query rank d/4 (K = I: rank d, B_h = Q_h), one
+    group of `Params.stack`, value factors times v_scale; A = A_scale·(noise − I/2)."""
+    s = max(1, d // 4)
+    r = d if identity_K else s
+
+    def w(*shape):
+        return rng.standard_normal(shape) / np.sqrt(d)
+    heads = [Head(w(r, d), np.eye(d) if identity_K else w(r, d), v_scale * w(s, d), w(d, s))
+             for _ in range(4)]
+    return Params(A_scale * (0.1 * w(d, d) - 0.5 * np.eye(d)), heads=heads)
+
+
+@pytest.mark.parametrize("d", [1, 5, 8, 32])
+@pytest.mark.parametrize("A_scale", [0.0, 1.0])
+@pytest.mark.parametrize("identity_K", [False, True])
+def test_rk_linear_part_computes_the_same_floats_as_params_M(rng, d, A_scale, identity_K):
+    """The right-hand side of rk binds a factored layer's arrays once (`_linear_part`): M(Σ)
+    and (ṁ, Σ̇) are `Params.M` and `drift_arrays`'s to the last bit (up to the sign of a
+    zero: adding A = 0 is skipped)."""
+    import riccati_tf.flows.integrate as integrate
+    from riccati_tf.state.moments import drift_arrays
+
+    p = _factored_layer(rng, d, A_scale, identity_K)
+    linear = integrate._linear_part(p)
+    assert getattr(linear, "__self__", None) is not p  # the bound path, not Params.M
+    S = random_cov(rng, d)
+    assert np.array_equal(linear(S), p.M(S))
+    m = rng.standard_normal(d)
+    X, dm = drift_arrays(p, m, S)
+    with_mean = integrate._rk_rhs(p, d, 10, True)(0.0, np.concatenate([m, S.ravel()]))
+    assert np.array_equal(with_mean, np.concatenate([dm, (X + X.T).ravel()]))
+    X, _ = drift_arrays(p, None, S)
+    assert np.array_equal(integrate._rk_rhs(p, d, 10, False)(0.0, S.ravel()), (X + X.T).ravel())
+
+
+def test_rk_linear_part_falls_back_to_params_M(rng):
+    """Dense pairs, or factored heads of two ranks (two groups), keep `Params.M` itself."""
+    import riccati_tf.flows.integrate as integrate
+
+    d = 6
+    dense = Params(np.zeros((d, d)), heads=[(np.eye(d), np.eye(d))])
+    heads = [Head(*(rng.standard_normal(shape) for shape in ((r, d), (r, d), (r, d), (d, r))))
+             for r in (1, 2)]
+    for p in (dense, Params(np.zeros((d, d)), heads=heads), Params(np.eye(d))):
+        assert integrate._linear_part(p) == p.M
+
+
+@pytest.mark.parametrize("d", [1, 3, 8, 40])
+@pytest.mark.parametrize("with_mean", [False, True])
+def test_rk_states_are_the_outputs_symmetrised_and_time_major(rng, d, with_mean):
+    """`_states` joins the per-step output blocks into solve_ivp's (n, k) layout, stored
+    time-major (Σ(t_1..t_k) a contiguous (k, d, d) view), every Σ replaced by ½(Σ + Σᵀ)
+    exactly; small outputs (joined first) and large ones (block by block) alike."""
+    import riccati_tf.flows.integrate as integrate
+
+    k = d if with_mean else 0
+    n = k + d * d
+    blocks = [rng.standard_normal((n, m)) for m in (1, 4, 0, 7, 2)]
+    Y = integrate._states(blocks, n, d)
+    ref = np.concatenate(blocks, axis=1)
+    S = ref[k:].reshape(d, d, -1)
+    assert Y.shape == ref.shape and Y.T.flags.c_contiguous
+    np.testing.assert_array_equal(Y[:k], ref[:k])
+    cov = Y[k:].T.reshape(-1, d, d)
+    assert np.shares_memory(cov, Y)
+    np.testing.assert_array_equal(cov, (0.5 * (S + S.transpose(1, 0, 2))).transpose(2, 0, 1))
+
+
+def test_default_grid_shortcut_is_the_distinct_times(rng):
+    """Without t_eval the 101 output times are linspace(0, t_final) itself wherever the
+    spacing t_final/100 is a normal float (strictly increasing, the last t_final): the same
+    as the distinct times among min(linspace, t_final), checked down into the subnormals."""
+    import riccati_tf.flows.integrate as integrate
+
+    exponents = np.concatenate([rng.uniform(-1074, 1023, 300), [-1022 + np.log2(100)] * 3])
+    for T in np.ldexp(rng.uniform(1, 2, exponents.size), exponents.astype(int)):
+        T = float(T)
+        if not 0 < T < np.inf:
+            continue
+        ref = np.unique(np.minimum(np.linspace(0.0, T, 101), T))
+        np.testing.assert_array_equal(integrate._default_grid(T, None), ref)
+
+
+@pytest.mark.parametrize("d", [4, 8])
+@pytest.mark.parametrize("kind", ["converging", "growing"])
+def test_rk_takes_solve_ivps_steps_and_gives_its_states(rng, d, kind):
+    """With a mean (rk's tolerances then solve_ivp's: atol capped at rtol·√(Σ_ii Σ_jj) = 1e-12
+    is atol itself for Σ0 = I) rk steps DOP853 as solve_ivp does on `drift_arrays`'s
+    right-hand side (the same floats, `_linear_part`): the same steps, at most the same
+    right-hand sides (rk evaluates f(0) once more, to check it is finite, and takes the state
+    at t = 0 as given where solve_ivp interpolates it, 3 evaluations, when the first step holds
+    no other output time), and the same states up to the symmetrisation."""
+    import riccati_tf.flows.integrate as integrate
+    from riccati_tf.state.moments import drift_arrays
+
+    p = _factored_layer(rng, d, 1.0 if kind == "converging" else 0.0, v_scale=0.2)
+    p = Params(p.A, b=rng.standard_normal(d), heads=[h for h in p.factors if h is not None])
+    g = Gaussian(rng.standard_normal(d), np.eye(d))
+    T = 5.0 if kind == "converging" else 1.0
+    counter = [0]
+    tr = integrate._rk_flow(p, g, np.linspace(0.0, T, 101), T, 1e-10, 1e-12, counter=counter)
+
+    def rhs(_t, y):
+        X, dm = drift_arrays(p, y[:d], y[d:].reshape(d, d))
+        return np.concatenate([dm, (X + X.T).ravel()])
+    sol = solve_ivp(rhs, (0.0, T), np.concatenate([g.mean, g.cov.ravel()]), method="DOP853",
+                    rtol=1e-10, atol=1e-12, t_eval=np.linspace(0.0, T, 101))
+    assert tr.status == "completed" and counter[0] <= sol.nfev + 1
+    np.testing.assert_array_equal(tr.t, sol.t)
+    np.testing.assert_array_equal(tr.mean, sol.y[:d].T)
+    S = sol.y[d:].T.reshape(-1, d, d)
+    np.testing.assert_array_equal(tr.cov, 0.5 * (S + S.transpose(0, 2, 1)))
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_rk_pole_test_from_the_first_right_hand_side(seed):
+    """At t = 0 rk reads d tr Σ/dt off its first right-hand side (the trace of Σ̇) instead of
+    forming M(Σ0) again: the same decision and, to rounding, the same pole estimate as
+    `trace_growth`'s."""
+    import riccati_tf.flows.integrate as integrate
+
+    rng = np.random.default_rng(seed)
+    d = 5
+    p = _factored_layer(rng, d, seed % 2)
+    g = random_gaussian(rng, d)
+    y = np.concatenate([g.mean, g.cov.ravel()])
+    f0 = integrate._rk_rhs(p, d, 10, True)(0.0, y)
+    for t_final in (0.1, 1.0, 10.0, 1e3):
+        ref = integrate._pole_ahead(p, d, 0.0, y, t_final)
+        got = integrate._pole_ahead(p, d, 0.0, y, t_final, float(f0[d::d + 1].sum()))
+        assert (ref is None) == (got is None)
+        if ref is not None:
+            assert abs(got[0] - ref[0]) <= 1e-13 * ref[0]

@@ -11,6 +11,7 @@ or Inf, and status "blowup" means a finite-time blow-up at T* ≤ t_final.
 
 from __future__ import annotations
 
+import bisect
 import math
 import operator
 import pickle
@@ -26,7 +27,6 @@ from scipy.optimize import brentq
 from ..display import html_table, number
 from ..errors import InvalidInputError, SolverError
 from ..state.lowrank import FACTOR_MIN_D, factored_layer
-from ..state.moments import drift_arrays
 from ..state.params import Gaussian, Params, check_dims
 from ..state.validation import as_array, as_count, as_time, as_time_grid, psd_part, psd_rank
 from .exact import DEFAULT_MAX_STEPS, NEAR_BLOWUP_RTOL, exact_flow, exact_from
@@ -667,13 +667,26 @@ class _ExactDense:
 
 def _default_grid(t_final: float, t_eval: npt.ArrayLike | None) -> npt.NDArray[np.float64]:
     if t_eval is None:  # distinct times in [0, t_final] only: among subnormals the spacing
-        # t_final/100 rounds to whole spacings, so times coincide or pass t_final
-        return np.unique(np.minimum(np.linspace(0.0, t_final, DEFAULT_OUTPUTS), t_final))
+        # t_final/100 rounds to whole spacings, so times coincide or pass t_final; with a
+        # normal spacing the times i·(t_final/100) increase strictly and stay below t_final
+        grid = np.linspace(0.0, t_final, DEFAULT_OUTPUTS)
+        if t_final / (DEFAULT_OUTPUTS - 1) >= TINY:
+            return grid
+        return np.unique(np.minimum(grid, t_final))
     return as_time_grid("t_eval", t_eval, t_final)
 
 
+def _time(name: str, value: object) -> float:
+    """`as_time`, with a Python float in (0, ∞) returned at once (as as_time returns it): the
+    general conversion costs more than the rest of a flow's checks (about 1 % of a short rk
+    flow at d = 8)."""
+    if type(value) is float and 0.0 < value < math.inf:
+        return value
+    return as_time(name, value)
+
+
 def _tolerance(name: str, value: object) -> float:
-    value = as_time(name, value)
+    value = _time(name, value)
     if value >= 1:
         raise InvalidInputError(f"{name} must be < 1, got {value}")
     return value
@@ -732,9 +745,11 @@ def _checked(params_fn: Callable[[float], Params], d: int) -> Callable[[float], 
     return params_at
 
 
-def _guard(tr: Trajectory) -> Trajectory:
-    """The last line of defence: a trajectory holds finite states only."""
-    if not _all_finite(tr.cov, tr.mean):
+def _guard(tr: Trajectory, checked: bool = False) -> Trajectory:
+    """The last line of defence: a trajectory holds finite states only (checked: its states
+    were all tested already, as `_rk_run` tests every state it returns, and are not read
+    again: a pass over them is 0.4 % of an rk flow at d = 128)."""
+    if not checked and not _all_finite(tr.cov, tr.mean):
         raise SolverError(f"the {tr.method} flow produced a non-finite state (status "
                           f"{tr.status!r}): the state left the floating-point range "
                           f"(exponential growth past about 1e308, not a finite-time blow-up)")
@@ -906,7 +921,7 @@ def flow(params: Params | Callable[[float], Params], gaussian: Gaussian, t_final
     """
     if not isinstance(dense_output, bool | np.bool_):
         raise InvalidInputError(f"dense_output must be True or False, got {dense_output!r}")
-    t_final = as_time("t_final", t_final)
+    t_final = _time("t_final", t_final)
     rtol, atol = _tolerance("rtol", rtol), _tolerance("atol", atol)
     t_out = _default_grid(t_final, t_eval)
     if max_steps is not None:
@@ -978,7 +993,7 @@ def _dispatch(params: Params | Callable[[float], Params],
         end = t_final if tr.blowup_bracket is None else float(tr.blowup_bracket[0])
         tr = replace(tr, dense=_RkDense(params, gaussian.mean, gaussian.cov, rtol, atol,
                                         max_steps, end))
-    return _guard(tr)
+    return _guard(tr, checked=True)
 
 
 def _refuse_stiff(p: Params, g: Gaussian, t_final: float, max_steps: int) -> None:
@@ -989,9 +1004,9 @@ def _refuse_stiff(p: Params, g: Gaussian, t_final: float, max_steps: int) -> Non
     enough = max_steps * RK_STABILITY / t_final  # any |λ| up to this needs no refusal
     with np.errstate(over="ignore", invalid="ignore"):
         try:
-            if np.any(g.cov):
+            if g.cov.any():
                 rho = 2 * _radius(p.A, enough / 2)
-            if np.any(g.mean) or np.any(p.b):
+            if g.mean.any() or p.b.any():
                 rho = max(rho, _radius(p.A + p.value_sum, enough))
         except np.linalg.LinAlgError:
             rho = np.inf
@@ -1051,25 +1066,58 @@ def _rk_rhs(params_fn: Params | Callable[[float], Params], d: int, limit: int,
             ) -> Callable[[float, np.ndarray], np.ndarray]:
     """The right-hand side on the state y = (m, vec Σ), or y = vec Σ when not with_mean; it
     raises _RkBudgetSpent on its (limit + 1)-th evaluation and adds one to counter[0] (when
-    given) per evaluation. params_fn: a Params (bound once) or a callable t ↦ Params."""
+    given) per evaluation. params_fn: a Params (bound once, its M(Σ) by `_linear_part`) or a
+    callable t ↦ Params. The products are `drift_arrays`'s, in its order: the same floats."""
     count = [0] if counter is None else counter
     stop = count[0] + limit  # the count at the limit
     fixed = params_fn if isinstance(params_fn, Params) else None
+    linear = None if fixed is None else _linear_part(fixed)
+    k = d if with_mean else 0  # where vec Σ starts
 
     def rhs(t: float, y: np.ndarray) -> np.ndarray:
         count[0] += 1
         if count[0] > stop:
             raise _RkBudgetSpent(t)
         q = fixed if fixed is not None else params_fn(t)  # type: ignore[operator]
+        S = y[k:].reshape(d, d)
+        M = linear(S) if linear is not None else q.M(S)
+        X = M @ S
         if not with_mean:
-            X = q.M(S := y.reshape(d, d)) @ S
             return (X + X.T).ravel()
         out = np.empty(d + d * d)
-        X, out[:d] = drift_arrays(q, y[:d], y[d:].reshape(d, d))
+        out[:d] = M @ y[:d] + q.c(y[:d])
         np.add(X, X.T, out=out[d:].reshape(d, d))
         return out
 
     return rhs
+
+
+def _linear_part(p: Params) -> Callable[[np.ndarray], np.ndarray]:
+    """Σ ↦ M = A + Σ_h V_h Σ B_h of a fixed layer, `Params.M` with the arrays of its heads bound
+    once where they are `Head` factors of one rank (s, r) (one group of `Params.stack`, as
+    `parity_layer`'s and `factored_layer`'s heads of equal rank): the same products in the
+    same order (the same floats; adding A = 0 is skipped, which changes at most the sign of a
+    zero) without the per-call lookups and loop over groups, about 1.5 µs (15 %) of a
+    right-hand side at d = 8; `Params.M` itself otherwise."""
+    st = p.stack
+    if st is None or p.dense_pairs or len(st.groups) != 1:
+        return p.M
+    (_, rows_r, G, K), = st.groups
+    A, Vs, O, d = (p.A if p.A.any() else None), st.Vs, st.O, p.d
+    Q = st.Q[rows_r].reshape(G, -1, d)  # (G, r, d): the queries of each head
+    Kt = None if K is None else K.transpose(0, 2, 1)
+    s = Vs.shape[0] // G
+
+    def linear(S: np.ndarray) -> np.ndarray:
+        C = (Vs @ S).reshape(G, s, d)  # V_h Σ
+        if Kt is not None:
+            C = C @ Kt  # V_h Σ K_hᵀ
+        out = O @ (C @ Q).reshape(-1, d)
+        if A is not None:
+            out += A
+        return out
+
+    return linear
 
 
 class _TraceEvent:
@@ -1123,7 +1171,9 @@ def _rk_run(params_fn: Params | Callable[[float], Params], gaussian: Gaussian,
     # before t_final, else the early events decide whether to go on in σ; a time-varying one
     # (controls, whose own time scales set the steps) stays in t with the blow-up event alone
     early = scale > 0 and isinstance(params_fn, Params)
-    start = _pole_ahead(params_at(0.0), d, 0.0, full(y), t_final) if early else None
+    f0 = _finite_start(rhs, 0.0, y)  # the trace of its Σ̇ is d tr Σ/dt at t = 0 (no M(Σ0) again)
+    start = _pole_ahead(params_at(0.0), d, 0.0, full(y), t_final,
+                        float(f0[k::d + 1].sum())) if early else None
     sundman = start is not None
     early = early and not sundman
     # t's scale in a run in σ from t = 0: tr Σ/(d tr Σ/dt) there (≈ T*), at most t_final
@@ -1136,7 +1186,7 @@ def _rk_run(params_fn: Params | Callable[[float], Params], gaussian: Gaussian,
     bracket: tuple[float, float] | None = None
     direction: np.ndarray | None = None
     pending = None  # a blow-up estimated near or after t_final: (T_est, uncertainty)
-    unit = _time_unit(y, _finite_start(rhs, t0, y), t_final)
+    unit = _time_unit(y, f0, t_final)
 
     def scaled(tau: float, y: np.ndarray) -> np.ndarray:  # dy/dτ = unit · f(unit τ, y)
         return unit * rhs(unit * tau, y)
@@ -1177,7 +1227,7 @@ def _rk_run(params_fn: Params | Callable[[float], Params], gaussian: Gaussian,
     while True:
         log_threshold = float(np.log(threshold)) if scale > 0 else 0.0  # no event when Σ0 = 0
         event = _TraceEvent(k, d, log_threshold)
-        grid = t_out[(t_out > t0) | ((t_out == 0) & (t0 == 0))]
+        grid = t_out if t0 == 0 else t_out[t_out > t0]  # (the output times are ≥ 0)
         if ts:
             _finite_start(rhs, t0, y)
         try:
@@ -1191,7 +1241,7 @@ def _rk_run(params_fn: Params | Callable[[float], Params], gaussian: Gaussian,
                 else:
                     sol = _t_solve(rhs_tau, t0 / unit, t_final / unit, y, grid / unit,
                                    event if scale > 0 else None, loosen * rtol, atol_vec,
-                                   crossed)
+                                   crossed, d)
         except _RkBudgetSpent as spent:
             raise SolverError(
                 f"the Runge–Kutta integration used its budget of max_steps = {max_steps} steps "
@@ -1202,7 +1252,7 @@ def _rk_run(params_fn: Params | Callable[[float], Params], gaussian: Gaussian,
             raise SolverError(f"the Runge–Kutta integration failed: {exc}") from None
         T_sol = np.asarray(sol.t, dtype=float).reshape(-1) * unit
         Y = np.asarray(sol.y, dtype=float).reshape(y.size, -1)
-        if sol.status == -1 or not np.all(np.isfinite(Y)):
+        if sol.status == -1 or not _all_finite(Y):
             reached = T_sol[-1] if T_sol.size else t0
             if pending is not None:
                 T_est, u = pending
@@ -1236,9 +1286,9 @@ def _rk_run(params_fn: Params | Callable[[float], Params], gaussian: Gaussian,
             pending = (T_est, u)  # after t_final (or too close to tell): follow it to t_final
         threshold *= BLOWUP_GROWTH
     t = np.concatenate(ts)
-    Y = ys[0] if len(ys) == 1 else np.concatenate(ys, axis=1)
+    Y = ys[0] if len(ys) == 1 else np.concatenate([part.T for part in ys]).T  # time-major
     mean = Y[:d].T.copy() if with_mean else np.zeros((t.size, d))
-    cov = _covariances(Y[k:], d)
+    cov = Y[k:].T.reshape(-1, d, d)  # symmetrised by `_states`, time-major: a view
     return Trajectory(t, mean, cov, "completed" if blowup_time is None else "blowup",
                       blowup_time, "rk", direction, rtol, atol,
                       None if blowup_time is None else "singularity", None, bracket)
@@ -1306,39 +1356,38 @@ class _PoleWatch:
 def _t_solve(rhs: Callable[[float, np.ndarray], np.ndarray], t0: float, t1: float,
              y0: np.ndarray, grid: np.ndarray, event: _TraceEvent | None, rtol: float,
              atol: np.ndarray,
-             crossed: Callable[[float, np.ndarray, _TraceEvent], bool]) -> _SundmanResult:
+             crossed: Callable[[float, np.ndarray, _TraceEvent], bool], d: int
+             ) -> _SundmanResult:
     """DOP853 from (t0, y0) to t1 in t, driven step by step as solve_ivp drives it (the same
     steps and the same outputs: DOP853's continuous extension at the grid times in [t0, t1]),
     with one difference: where tr Σ has risen past the threshold of `event` by the end of a
     step, crossed(t, y, event) is called there — True ends the run (status 1, "crossed", with
     t_events[0], y_events[0] that step's end), False goes on with the same stepper (crossed
     raises the threshold), so that a growth event costs no restart (a fresh first step and
-    step-size history). status 0 when t1 is reached, −1 on failure; `step` the last step."""
+    step-size history). status 0 when t1 is reached, −1 on failure; `step` the last step. The
+    outputs' Σ (d × d) are symmetrised (`_states`)."""
     solver = DOP853(rhs, t0, y0, t1, rtol=rtol, atol=atol)
-    t_out: list[float] = []
-    y_out: list[np.ndarray] = []
+    blocks: list[np.ndarray] = []  # the outputs of each step, (y0.size, k) as sol gives them
+    times = grid.tolist()  # bisect on floats: a tenth of np.searchsorted's call per step
     i = 0
 
     def result(status: int, message: str) -> _SundmanResult:
-        Y = np.array(y_out).T.reshape(y0.size, -1)
         t_end, y_end = (solver.t, solver.y[None]) if status == 1 else \
             (np.zeros(0), np.zeros((0, y0.size)))
-        return _SundmanResult(np.array(t_out), Y, status, [np.atleast_1d(t_end)], [y_end],
+        return _SundmanResult(grid[:i].copy(), _states(blocks, y0.size, d), status,
+                              [np.atleast_1d(t_end)], [y_end],
                               message, step=float(solver.step_size or 0.0))
 
     if grid.size and grid[0] == t0:
-        t_out.append(t0)
-        y_out.append(y0)
+        blocks.append(y0[:, None])
         i = 1
     while solver.status == "running":
         message = solver.step()
         if solver.status == "failed":
             return result(-1, message or "DOP853 failed")
-        j = int(np.searchsorted(grid, solver.t, side="right"))
+        j = bisect.bisect_right(times, solver.t)
         if j > i:
-            sol = solver.dense_output()
-            t_out.extend(grid[i:j])
-            y_out.extend(sol(grid[i:j]).T)
+            blocks.append(solver.dense_output()(grid[i:j]))
             i = j
         if event is not None and event(solver.t, solver.y) >= 0 and \
                 crossed(solver.t, solver.y, event):
@@ -1398,11 +1447,11 @@ def _sundman_solve(rhs: Callable[[float, np.ndarray], np.ndarray], t0: float, t1
                     atol=np.concatenate([[1e-2 * rtol * t_scale], atol]),
                     first_step=min(first_step, span) or None)
     t_out: list[float] = []
-    y_out: list[np.ndarray] = []
+    y_out: list[np.ndarray] = []  # (y0.size, 1) each
 
     def result(status: int, message: str, end: np.ndarray | None = None,
                at_pole: tuple[float, float] | None = None) -> _SundmanResult:
-        Y = np.array(y_out).T.reshape(y0.size, -1)
+        Y = _states(y_out, y0.size, event.d)
         if end is None:
             return _SundmanResult(np.array(t_out), Y, status, [np.zeros(0)],
                                   [np.zeros((0, y0.size))], message)
@@ -1434,11 +1483,11 @@ def _sundman_solve(rhs: Callable[[float, np.ndarray], np.ndarray], t0: float, t1
                 zx = sol(x)
                 if i >= 2:  # a grid time
                     t_out.append(reached[i - 2])
-                    y_out.append(zx[1:])
+                    y_out.append(zx[1:, None])
                     continue
                 if i == 1 and np.any(grid == t1):
                     t_out.append(t1)
-                    y_out.append(zx[1:])
+                    y_out.append(zx[1:, None])
                 return result(1, "trace event", zx) if i == 0 else result(0, "t1 reached")
             del times[:len(reached)]
         # every step's end, outputs or not, goes on the pole stop's record (solver.f: dz/dσ
@@ -1509,15 +1558,31 @@ def _time_unit(y0: np.ndarray, f0: np.ndarray, t_final: float) -> float:
     return math.ldexp(1.0, -k)
 
 
-def _covariances(Y: np.ndarray, d: int) -> np.ndarray:
-    """The k states (vec Σ)(t_1..t_k), columns of Y (d², k; solve_ivp's layout), as a (k, d, d)
-    array of symmetric matrices ½(Σ + Σᵀ): Y is symmetrised in place, row by row, and returned
-    as a strided view (no new d²·k array: at d = 384 and 101 times that is 120 MB)."""
-    S = Y.reshape(d, d, -1)
-    for i in range(d):
-        half = 0.5 * (S[i, i:] + S[i:, i])
-        S[i, i:], S[i:, i] = half, half
-    return S.transpose(2, 0, 1)
+def _states(blocks: list[np.ndarray], n: int, d: int) -> np.ndarray:
+    """The states of the (n, k_i) blocks (a state per column, as DOP853's continuous extension
+    gives them, vec Σ their last d² entries) as one (n, Σ k_i) array in solve_ivp's layout,
+    stored time-major (each state contiguous, so that Σ(t_1..t_k) is a (k, d, d) view), every
+    Σ symmetrised to ½(Σ + Σᵀ). Block by block, each symmetrised into place while it is in
+    cache (DOP853's interpolant computes its block time-major, so the transpose is a view):
+    about half the time of gathering the states and symmetrising the whole array afterwards
+    at d = 128. Blocks of fewer than 2^15 entries in all are joined first (at d = 8 the
+    per-block work costs more than the arithmetic)."""
+    k = n - d * d  # where vec Σ starts
+    widths = [block.shape[1] for block in blocks]
+    if n * sum(widths) <= 2**15 and len(blocks) > 1:
+        blocks = [np.concatenate(blocks, axis=1)]
+    Y = np.empty((sum(widths), n))
+    start = 0
+    for block in blocks:
+        stop = start + block.shape[1]
+        rows = np.ascontiguousarray(block.T)
+        Y[start:stop, :k] = rows[:, :k]
+        S = rows[:, k:].reshape(-1, d, d)
+        out = Y[start:stop, k:].reshape(-1, d, d)  # a view: rows of d² contiguous entries
+        np.add(S, S.transpose(0, 2, 1), out=out)
+        out *= 0.5
+        start = stop
+    return Y.T
 
 
 def trace_growth(p: Params, cov: np.ndarray) -> tuple[float, float]:
@@ -1532,29 +1597,38 @@ def attention_driven(p: Params, cov: np.ndarray, share: float) -> bool:
     """Whether tr Σ grows at Σ with the attention terms driving at least `share` of it:
     d tr Σ/dt > 0 (finite) and its attention part ≥ share · d tr Σ/dt (`trace_growth`) — where
     a growth is heading for a pole rather than following the linear part."""
-    growth, attention = trace_growth(p, cov)
+    return _drives(*trace_growth(p, cov), share)
+
+
+def _drives(growth: float, attention: float, share: float) -> bool:
+    """`attention_driven` from `trace_growth`'s pair."""
     return bool(np.isfinite(growth) and growth > 0 and attention >= share * growth)
 
 
 def _blowup_estimate(p: Params, d: int, t: float, y: np.ndarray,
-                     share: float = BLOWUP_QUADRATIC_SHARE
+                     share: float = BLOWUP_QUADRATIC_SHARE, growth: float | None = None
                      ) -> tuple[float, float, np.ndarray] | None:
     """(T_est, uncertainty, Σ) when the quadratic terms drive ≥ share of the growth of tr Σ at
-    (t, y), else None: T_est = t + tr Σ / (d tr Σ / dt)."""
+    (t, y), else None: T_est = t + tr Σ / (d tr Σ / dt). growth: d tr Σ/dt when known (the
+    trace of a right-hand side's Σ̇ at y), else `trace_growth`'s."""
     cov = y[d:].reshape(d, d)
-    if not attention_driven(p, cov, share):
+    if growth is None:
+        growth, attention = trace_growth(p, cov)  # `attention_driven`'s test
+    else:
+        attention = growth - 2.0 * float(np.vdot(p.A, cov.T))
+    if not _drives(growth, attention, share):
         return None
-    remaining = np.trace(cov) / trace_growth(p, cov)[0]
+    remaining = np.trace(cov) / growth
     T_est = t + remaining
-    return T_est, BLOWUP_EXTRAPOLATION * remaining + 4 * np.finfo(float).eps * T_est, cov
+    return T_est, BLOWUP_EXTRAPOLATION * remaining + 4 * EPS * T_est, cov
 
 
-def _pole_ahead(p: Params, d: int, t: float, y: np.ndarray,
-                t_final: float) -> tuple[float, float, np.ndarray] | None:
-    """`_blowup_estimate` with SUNDMAN_SHARE when its pole T_est = t + tr Σ/(d tr Σ/dt) lies
-    before t_final (a run goes on in Sundman's time only towards a pole within reach), else
-    None."""
-    estimate = _blowup_estimate(p, d, t, y, SUNDMAN_SHARE)
+def _pole_ahead(p: Params, d: int, t: float, y: np.ndarray, t_final: float,
+                growth: float | None = None) -> tuple[float, float, np.ndarray] | None:
+    """`_blowup_estimate` with SUNDMAN_SHARE (and growth) when its pole
+    T_est = t + tr Σ/(d tr Σ/dt) lies before t_final (a run goes on in Sundman's time only
+    towards a pole within reach), else None."""
+    estimate = _blowup_estimate(p, d, t, y, SUNDMAN_SHARE, growth)
     return estimate if estimate is not None and estimate[0] <= t_final else None
 
 
