@@ -52,8 +52,27 @@ def test_the_example_writes_html_json_and_figure(tmp_path, capsys):
         "attention", "values"]
     assert all(c["rank"] == c["expected"] and c["full"] for c in ctrl["configurations"])
     assert len(numbers["layer"]["heads"]) == 2  # v lists one value per head
-    # the summary: regime, rates, residuals, controllability, the files written
-    for needle in ("converges", "rate", "residuals", "controllable (attention)", "design.html"):
+    # the repair: the example's layer blows up from its start; the repaired one is certified,
+    # the change is the least ΔB of the closed form, and the numbers agree with each other
+    rep = numbers["repair"]
+    assert rep["before"]["regime"] == "blows_up" and rep["before"]["check"] is True
+    assert rep["change"] == spec["repair"]["change"] == "B"
+    assert rep["after"]["regime"] in ("converges", "collapses", "bounded")
+    assert rep["after"]["check"] is True and rep["after"]["certified"] is True
+    dB = np.array(rep["repaired"]["B"]) - np.array(rep["original"]["B"])
+    assert rep["distance"] == pytest.approx(np.linalg.norm(dB), rel=1e-12)
+    np.testing.assert_array_equal(rep["repaired"]["A"], rep["original"]["A"])
+    np.testing.assert_array_equal(rep["repaired"]["V"], rep["original"]["V"])
+    v = -1.0  # V = −I: G = 2 sym(B) after the change must be ⪰ 0, and before it was not
+    B0, B1 = np.array(rep["original"]["B"]), np.array(rep["repaired"]["B"])
+    assert np.linalg.eigvalsh(-v * (B0 + B0.T))[0] < 0 <= np.linalg.eigvalsh(-v * (B1 + B1.T))[0]
+    g = np.linalg.eigvalsh(-v * (B0 + B0.T))  # the closed form: ‖ΔB‖_F = ‖C‖_F / (2|v|)
+    assert rep["distance"] == pytest.approx(np.linalg.norm(np.minimum(g, 0)) / 2, rel=1e-5)
+    assert rep["controllability"]["configurations"]
+    assert "The nearest stable layer" in page and "What changed" in page
+    # the summary: regime, rates, residuals, controllability, the repair, the files written
+    for needle in ("converges", "rate", "residuals", "controllable (attention)", "design.html",
+                   "blows_up →", "change B, distance"):
         assert needle in text, needle
 
 
@@ -123,6 +142,18 @@ BAD = [
     ({"seed": -1}, "seed", "must be ≥ 0"),
     ({"vv": -1}, "vv", "unknown field; did you mean 'v'?"),
     ({"target": {**TARGET, "sigma": 1}}, "target.sigma", "unknown field"),
+    ({"repair": [1, 2]}, "repair", "must be a mapping"),
+    ({"repair": {"initial": TARGET}}, "repair.params", "missing field"),
+    ({"repair": {"params": {"A": [[0, 0], [0, 0]], "B": [[1, 0], [0, 1]], "V": [[1, 0], [0, 1]]}}},
+     "repair.initial", "missing field"),
+    ({"repair": {"params": {"A": [[0]], "B": [[1]], "V": [[1]]}, "initial": TARGET}},
+     "repair.initial", "the start has d = 2, the layer d = 1"),
+    ({"repair": {"params": {"A": [[0]], "B": [[1]], "V": [[1]]},
+                 "initial": {"mean": [0], "cov": [[1]]}, "change": "C"}},
+     "repair.change", "must be one of"),
+    ({"repair": {"params": {"A": [[0]], "B": [[1]], "V": [[1]]},
+                 "initial": {"mean": [0], "cov": [[1]]}, "chnge": "B"}},
+     "repair.chnge", "unknown field"),
 ]
 
 
@@ -157,5 +188,5 @@ def test_help_offers_out_plot_json_and_lists_the_fields():
     sub = cli.build_parser()._subparsers._group_actions[0].choices["design"]
     text = sub.format_help()
     for needle in ("--out DIR", "--plot FILE", "--json", "--example", "target.cov", "criterion",
-                   "A0", "horizon", "starts"):
+                   "A0", "horizon", "starts", "repair.params", "repair.change"):
         assert needle in text, needle

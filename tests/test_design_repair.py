@@ -1,9 +1,9 @@
 """riccati_tf.design.repair: the nearest stable layer.
 
 Checked against computations that do not go through the repair: closed forms written out here,
-a brute-force optimiser (random restarts of SLSQP over the full B_h entries, with its own
-constraints from numpy/scipy), certify's verdicts re-checked with `check()`, and scipy's DOP853
-on the covariance equation written out here.
+brute-force optimisers (random restarts of SLSQP over all entries of the B_h, of the V_h or of
+A, with their own constraints from numpy/scipy), certify's verdicts re-checked with `check()`,
+and scipy's DOP853 on the covariance equation written out here.
 """
 
 import time
@@ -14,7 +14,7 @@ from scipy.integrate import solve_ivp
 from scipy.linalg import solve_continuous_lyapunov
 from scipy.optimize import minimize, minimize_scalar
 
-from riccati_tf.design import MARGIN_RTOL, nearest_stable
+from riccati_tf.design.repair import MARGIN_RTOL, SHIFT_RTOL, nearest_stable
 from riccati_tf.errors import InvalidInputError
 from riccati_tf.stability.certificates.entry import certify
 from riccati_tf.state.params import Gaussian, Head, Params
@@ -239,6 +239,18 @@ def test_factored_heads_stay_factored():
         np.testing.assert_allclose(B1, -c * V.T, atol=1e-13)
 
 
+def test_repair_records_the_change():
+    p, starts = _layer(2)
+    rep = nearest_stable(p, starts)
+    assert rep.change == "B" and rep.norm == "fro"
+    changed = [np.linalg.norm(B1 - B0) for (_, B1), (_, B0) in zip(rep.params.heads, p.heads,
+                                                                   strict=True)]
+    assert rep.distance == pytest.approx(np.linalg.norm(changed), rel=1e-12)
+    for (V1, _), (V0, _) in zip(rep.params.heads, p.heads, strict=True):
+        np.testing.assert_array_equal(V1, V0)
+    np.testing.assert_array_equal(rep.params.A, p.A)
+
+
 def test_several_starts_and_gaussians():
     p, starts = _layer(1)
     rep = nearest_stable(p, [Gaussian(np.zeros(p.d), s) for s in starts])
@@ -248,7 +260,8 @@ def test_several_starts_and_gaussians():
 
 
 @pytest.mark.parametrize("kwargs, match", [
-    ({"change": "A"}, "change"), ({"norm": "nuc"}, "norm"), ({"general": "x"}, "general"),
+    ({"change": "Q"}, "change"), ({"norm": "nuc"}, "norm"), ({"general": "x"}, "general"),
+    ({"change": "A", "general": "ray"}, "general"),
     ({"regime": ()}, "regime"), ({"regime": ("blows_up",)}, "regime"),
     ({"margin": -1.0}, "margin"), ({"margin": 1.0}, "margin")])
 def test_bad_options_are_refused(kwargs, match):
@@ -286,3 +299,277 @@ def test_real_shape_layer_blows_up_before_the_repair():
     heads = [Head(*(rng.standard_normal((r, d)) / np.sqrt(d) for _ in range(3)),
                   rng.standard_normal((d, r)) / np.sqrt(d)) for _ in range(H)]
     assert certify(Params(np.zeros((d, d)), heads=heads), np.eye(d)).regime == "blows_up"
+
+
+# ---------------------------------------------------------------- change="V"
+
+
+def _brute_v(p, starts, delta, m):
+    """The least (Σ_h ‖ΔV_h‖_F²)^½ found by random restarts of SLSQP over all H·d² entries of
+    the V_h, held scalar by equality constraints (V_h = (tr V_h/d) I), on G ⪰ δI and (A
+    Hurwitz) G ⪯ −δI with λ_max(L0ᵀW∞L0) ≤ 1 − m, G = −Σ_h (V_hS_h + S_hV_hᵀ)/2 (S_h =
+    B_h + B_hᵀ), each X ⪰ 0 written X = MMᵀ; and the apex V = 0. Every candidate certified."""
+    d, H = p.d, len(p.heads)
+    V0 = np.concatenate([V.ravel() for V, _ in p.heads])
+    Ss = [B + B.T for _, B in p.heads]
+    n, iu, eye = V0.size, np.triu_indices(d), np.eye(d)
+    rng = np.random.default_rng(11)
+
+    def Vs(x):
+        return (V0 + x[:n]).reshape(H, d, d)
+
+    def G(x):
+        return -sum((V @ S + S @ V.T) / 2 for V, S in zip(Vs(x), Ss, strict=True))
+
+    def scalar(x):
+        return np.concatenate([(V - np.trace(V) / d * eye).ravel() for V in Vs(x)])
+
+    roots = [np.linalg.cholesky(s) for s in starts]
+    branches = [[lambda x: G(x) - delta * eye]]
+    if np.max(np.linalg.eigvals(p.A).real) < 0:
+        branches.append([lambda x: -G(x) - delta * eye] +
+                        [lambda x, L=L: (1 - m) * eye - L.T @ solve_continuous_lyapunov(
+                            p.A.T, G(x)) @ L for L in roots])
+
+    def certified(x):
+        q = Params(p.A, heads=[(V, B) for V, (_, B) in zip(Vs(x), p.heads, strict=True)])
+        return all(c.regime in ("converges", "collapses", "bounded") and c.check()
+                   for c in (certify(q, s) for s in starts))
+
+    apex = -V0.copy()
+    best = float(np.linalg.norm(apex)) if certified(apex) else np.inf
+    for sets in branches:
+        k = len(sets)
+
+        def eq(z, sets=sets, k=k):
+            Ms = z[n:].reshape(k, d, d)
+            return np.concatenate([scalar(z)] + [(X(z) - M @ M.T)[iu] for X, M in
+                                                 zip(sets, Ms, strict=True)])
+        for j in range(RESTARTS):
+            z0 = np.concatenate([rng.standard_normal(n) * 0.5 * j,
+                                 rng.standard_normal(k * d * d)])
+            try:
+                r = minimize(lambda z: z[:n] @ z[:n], z0,
+                             jac=lambda z: np.concatenate([2 * z[:n], np.zeros(z.size - n)]),
+                             constraints=[{"type": "eq", "fun": eq}], method="SLSQP",
+                             options={"maxiter": 500, "ftol": 1e-14})
+            except ValueError:  # a restart whose iterates left the finite numbers
+                continue
+            dist = float(np.linalg.norm(r.x[:n]))
+            if (not np.isfinite(dist) or dist >= best or np.abs(scalar(r.x)).max() > FEAS_ATOL
+                    or any(np.linalg.eigvalsh(X(r.x))[0] < -FEAS_ATOL for X in sets)):
+                continue
+            if certified(r.x):
+                best = dist
+    return best
+
+
+@pytest.mark.parametrize("i", [pytest.param(i, marks=() if i < 4 else pytest.mark.slow)
+                               for i in range(N_LAYERS)])
+def test_value_change_no_brute_force_answer_is_nearer(i):
+    """Against the brute force and, on the set G ⪰ δI, a grid over v (step 2e-3, or 1e-2 for
+    two heads).
+    Where no scalar V_h can be certified (A not Hurwitz and G ⪰ δI infeasible), the brute
+    force finds none either."""
+    p, starts = _layer(i)
+    rep = nearest_stable(p, starts, change="V")
+    best = _brute_v(p, starts, rep.margin, MARGIN_RTOL)
+    print(f"layer {i}: V route {rep.route}, distance {rep.distance:.8g}, brute force "
+          f"{best:.8g}, certified {rep.all_certified}")
+    if not rep.all_certified:
+        assert best == np.inf
+        return
+    assert rep.change == "V"
+    for (V1, B1), (_, B0) in zip(rep.params.heads, p.heads, strict=True):
+        np.testing.assert_array_equal(B1, B0)
+        assert np.count_nonzero(V1 - V1[0, 0] * np.eye(p.d)) == 0
+    np.testing.assert_allclose(rep.per_head, [np.linalg.norm(V1 - V0) for (V1, _), (V0, _) in
+                                              zip(rep.params.heads, p.heads, strict=True)],
+                               rtol=1e-12)
+    assert np.isfinite(best)
+    assert rep.distance <= 1.01 * best
+    v0 = np.array([V[0, 0] for V, _ in p.heads])
+    step = 2e-3 if len(v0) == 1 else 1e-2
+    axes = [np.arange(v - 3.0, v + 3.0, step) for v in v0]  # the G ⪰ δI set on a grid
+    grid = np.stack(np.meshgrid(*axes, indexing="ij"), -1).reshape(-1, len(v0))
+    Gs = -np.einsum("nh,hij->nij", grid, np.array([B + B.T for _, B in p.heads]))
+    inside = np.linalg.eigvalsh(Gs)[:, 0] >= rep.margin
+    if inside.any():
+        nearest = np.sqrt(p.d) * np.linalg.norm(grid[inside] - v0, axis=1).min()
+        assert rep.distance <= nearest + np.sqrt(p.d * len(v0)) * step
+
+
+def test_value_change_one_head_is_the_interval_end():
+    """One head, S = B + Bᵀ ≺ 0, v < 0, A = 0.3 I (G = −vS ≺ 0: blow-up from Σ0 = I; V = 0
+    grows): the least v' with −v'S ⪰ δI is v' = δ/λ_min(−S) written out, ‖ΔV‖_F = √d|v' − v|."""
+    rng = np.random.default_rng(3)
+    d = 3
+    L = rng.standard_normal((d, d))
+    B = -(L @ L.T + np.eye(d)) / 2 + np.triu(rng.standard_normal((d, d)), 1)
+    v = -0.8
+    p = Params(0.3 * np.eye(d), B=B, V=v * np.eye(d))
+    assert certify(p, np.eye(d)).regime == "blows_up"
+    rep = nearest_stable(p, np.eye(d), change="V")
+    S = B + B.T
+    want = rep.margin / np.linalg.eigvalsh(-S)[0]
+    assert rep.params.V[0, 0] == pytest.approx(want, rel=1e-6)
+    assert rep.distance == pytest.approx(np.sqrt(d) * (want - v), rel=1e-9)
+    assert rep.route == "numerical" and rep.all_certified
+    assert rep.certificates[0].regime == "converges"
+
+
+def test_value_change_general_heads_go_to_the_ray():
+    """Non-scalar V_h, A Hurwitz: V_h ↦ −cB_hᵀ with c from minimize_scalar (dense and factored
+    heads alike), tr Σ not increased by the attention term, and the flow certified."""
+    rng = np.random.default_rng(6)
+    d, r = 6, 2
+    A = -np.eye(d) + 0.1 * rng.standard_normal((d, d))
+    heads = [Head(*(rng.standard_normal((r, d)) for _ in range(3)), rng.standard_normal((d, r))),
+             (rng.standard_normal((d, d)), rng.standard_normal((d, d)))]
+    p = Params(A, heads=heads)
+    rep = nearest_stable(p, np.eye(d), change="V", general="ray")
+    assert rep.params.factors[0] is not None and rep.params.factors[1] is None
+    for (V, B), (V1, B1), dist in zip(p.heads, rep.params.heads, rep.per_head, strict=True):
+        res = minimize_scalar(lambda c, V=V, B=B: np.linalg.norm(V + c * B.T), bounds=(0, 100),
+                              method="bounded", options={"xatol": 1e-12})
+        assert dist == pytest.approx(np.linalg.norm(V1 - V), rel=1e-10)
+        assert dist == pytest.approx(res.fun, rel=1e-8, abs=1e-10)
+        np.testing.assert_allclose(V1, -max(res.x, 0) * B.T, atol=1e-6)
+        np.testing.assert_array_equal(B1, B)
+    for _ in range(20):
+        L = rng.standard_normal((d, d))
+        S = L @ L.T
+        att = sum(V @ S @ B @ S + S @ B.T @ S @ V.T for V, B in rep.params.heads)
+        assert np.trace(att) <= 1e-10 * np.trace(S) ** 3
+    assert rep.all_certified
+
+
+# ---------------------------------------------------------------- change="A"
+
+
+def _layer_a(i):
+    """Layer i for change A: scalar heads with G ≺ 0 (v > 0, B + Bᵀ = LLᵀ + 0.2I, skew part
+    random), d in 2..4, 1 or 2 heads, A = 0 (even i) or a weakly Hurwitz A; blowing up from a
+    start."""
+    rng = np.random.default_rng(900 + i)
+    while True:
+        d, H = 2 + i % 3, 1 + (i // 3) % 2
+        A = (-0.3 * np.eye(d) + 0.15 * rng.standard_normal((d, d))) if i % 2 else np.zeros((d, d))
+        heads = []
+        for _ in range(H):
+            L, N = rng.standard_normal((2, d, d))
+            skew = np.tril(N, -1) - np.tril(N, -1).T
+            heads.append((rng.uniform(0.5, 1.5) * np.eye(d),
+                          (L @ L.T + 0.2 * np.eye(d)) / 2 + skew))
+        p = Params(A, heads=heads)
+        starts = [np.diag(rng.uniform(0.5, 3.0, d))] + ([2.0 * np.eye(d)] if i % 4 == 1 else [])
+        if np.linalg.eigvalsh(p.G)[-1] < 0 and any(certify(p, s).regime == "blows_up"
+                                                   for s in starts):
+            return p, starts
+
+
+def _brute_a(p, starts, m):
+    """The least ‖ΔA‖_F found by random restarts of SLSQP over the d² entries of ΔA subject to
+    W∞ ⪰ 0 and (1 − m)I − L0ᵀW∞L0 ⪰ 0 ((A + ΔA)ᵀW∞ + W∞(A + ΔA) = G by scipy), each X ⪰ 0
+    written X = MMᵀ; every candidate certified."""
+    d, G = p.d, p.G
+    n, iu, eye = d * d, np.triu_indices(d), np.eye(d)
+    rng = np.random.default_rng(13)
+    roots = [np.linalg.cholesky(s) for s in starts]
+    scale = np.linalg.norm(G, 2) * max(np.linalg.norm(s, 2) for s in starts)
+
+    def W(z):
+        return solve_continuous_lyapunov((p.A + z[:n].reshape(d, d)).T, G)
+
+    sets = [W] + [lambda z, L=L: (1 - m) * eye - L.T @ W(z) @ L for L in roots]
+    k = len(sets)
+
+    def eq(z):
+        Ms = z[n:].reshape(k, d, d)
+        return np.concatenate([(X(z) - M @ M.T)[iu] for X, M in zip(sets, Ms, strict=True)])
+    best = np.inf
+    for j in range(2 * RESTARTS):
+        dA = -rng.uniform(0.2, 2.0) * scale * eye + rng.standard_normal((d, d)) * 0.3 * j
+        z0 = np.concatenate([dA.ravel(), rng.standard_normal(k * d * d)])
+        r = minimize(lambda z: z[:n] @ z[:n], z0,
+                     jac=lambda z: np.concatenate([2 * z[:n], np.zeros(z.size - n)]),
+                     constraints=[{"type": "eq", "fun": eq}], method="SLSQP",
+                     options={"maxiter": 500, "ftol": 1e-14})
+        dist = float(np.linalg.norm(r.x[:n]))
+        if not np.isfinite(dist) or dist >= best or any(
+                np.linalg.eigvalsh(X(r.x))[0] < -FEAS_ATOL for X in sets):
+            continue
+        q = Params(p.A + r.x[:n].reshape(d, d), heads=list(p.heads))
+        if all(c.regime in ("converges", "collapses", "bounded") and c.check()
+               for c in (certify(q, s) for s in starts)):
+            best = dist
+    return best
+
+
+@pytest.mark.parametrize("i", [pytest.param(i, marks=() if i < 2 else pytest.mark.slow)
+                               for i in range(12)])
+def test_feedforward_change_no_brute_force_answer_is_nearer(i):
+    p, starts = _layer_a(i)
+    rep = nearest_stable(p, starts, change="A")
+    assert rep.change == "A" and rep.all_certified
+    assert rep.distance == pytest.approx(np.linalg.norm(rep.params.A - p.A), rel=1e-12)
+    for (V1, B1), (V0, B0) in zip(rep.params.heads, p.heads, strict=True):
+        np.testing.assert_array_equal(V1, V0)
+        np.testing.assert_array_equal(B1, B0)
+    best = _brute_a(p, starts, MARGIN_RTOL)
+    print(f"layer {i}: A route {rep.route}, distance {rep.distance:.8g}, brute force "
+          f"{best:.8g}")
+    assert np.isfinite(best)
+    assert rep.distance <= 1.01 * best
+
+
+def _general_layer(A):
+    """Two dense non-scalar heads on d = 3 whose flow from Σ0 = I blows up with this A."""
+    rng = np.random.default_rng(21)
+    while True:
+        heads = [(rng.standard_normal((3, 3)), rng.standard_normal((3, 3))) for _ in range(2)]
+        p = Params(A, heads=heads)
+        if certify(p, np.eye(3)).regime == "blows_up":
+            return p
+
+
+@pytest.mark.parametrize("A", [np.zeros((3, 3)), 0.2 * np.eye(3),
+                               np.array([[0.1, 1.0, 0.0], [-1.0, 0.1, 0.0], [0.0, 0.0, -0.2]])])
+def test_feedforward_shift_is_the_least_certified_one(A):
+    """General heads: A − cI certified, A − c(1 − 2·SHIFT_RTOL)I not (certify called here);
+    for A = a0 I, c − a0 agrees with 1/(2T*) of the attention flow's own blow-up time."""
+    p = _general_layer(A)
+    rep = nearest_stable(p, np.eye(3), change="A")
+    assert rep.route == "shift" and rep.all_certified
+    c = -(rep.params.A - A)[0, 0]
+    np.testing.assert_allclose(rep.params.A, A - c * np.eye(3), atol=1e-15)
+    assert rep.distance == pytest.approx(c * np.sqrt(3), rel=1e-12)
+    below = certify(Params(A - c * (1 - 2 * SHIFT_RTOL) * np.eye(3), heads=list(p.heads)),
+                    np.eye(3))
+    assert below.regime not in ("converges", "collapses", "bounded")
+    if not np.any(A - A[0, 0] * np.eye(3)):
+        t_star = certify(Params(np.zeros((3, 3)), heads=list(p.heads)), np.eye(3)).blowup_time
+        assert c - A[0, 0] == pytest.approx(1 / (2 * t_star), rel=2 * SHIFT_RTOL)
+
+
+@pytest.mark.slow
+def test_real_shape_layer_is_repaired_by_a_shift_in_a_minute():
+    """d = 384, 12 factored heads of rank 32, A = 0, Σ0 = I: the shift from T* of the flow,
+    certified, in ≤ 60 s; heads untouched (still factored)."""
+    d, H, r = 384, 12, 32
+    rng = np.random.default_rng(0)
+    heads = [Head(*(rng.standard_normal((r, d)) / np.sqrt(d) for _ in range(3)),
+                  rng.standard_normal((d, r)) / np.sqrt(d)) for _ in range(H)]
+    p = Params(np.zeros((d, d)), heads=heads)
+    t = time.perf_counter()
+    rep = nearest_stable(p, np.eye(d), change="A")
+    elapsed = time.perf_counter() - t
+    print(f"d = 384 shift repair: {elapsed:.2f} s, distance {rep.distance:.6g}, regimes "
+          f"{[c.regime for c in rep.certificates]}")
+    assert elapsed <= 60
+    assert rep.route == "shift" and rep.all_certified and rep.certificates[0].check()
+    assert rep.certificates[0].regime in ("converges", "collapses", "bounded")
+    assert all(f is not None for f in rep.params.factors)
+    c = -rep.params.A[0, 0]
+    np.testing.assert_array_equal(rep.params.A, -c * np.eye(d))
+    assert rep.distance == pytest.approx(c * np.sqrt(d), rel=1e-12)

@@ -51,6 +51,7 @@ def bases(command):
         "layers": lambda: [{**ex, "params": HEADS},
                            {"initial": ex["initial"], "layers": [HEADS], "n_layers": 1,
                             "tau": 0.1}],
+        "design": lambda: [{**ex, "repair": {**ex["repair"], "params": HEADS}}],
         "sweep": lambda: [{**ex, "analysis": "particles",
                            "family": {"random": {"n": 2, "seed": 0,
                                                  "axes": {"v": {"uniform": [-1, 1]},

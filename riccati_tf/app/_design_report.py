@@ -4,9 +4,12 @@ The layer is `riccati_tf.design.target.attracting_layer` of the spec's target. `
 certifies it from a full-rank start (`Design.certificate`), integrates the exact flow from
 random admissible starts up to the horizon (the errors ‖Σ(t) − Σ*‖/‖Σ*‖ and ‖m(t) − m*‖ drawn
 against depth) and asks whether the control system around it keeps the Lie-algebra rank at the
-target (`riccati_tf.design.joint.joint_controllability`). `design_files` makes the report section
-of it: design.html (self-contained, as `riccati_tf.app.report` writes its page: figure inline,
-equations as MathML) and design.json, the numbers the page quotes and `--json` prints.
+target (`riccati_tf.design.joint.joint_controllability`). With a layer to repair, `run_repair`
+certifies it from its start, moves it to `riccati_tf.design.repair.nearest_stable` (the change,
+its distance and route, the certificates after) and asks the same controllability question of the
+repaired layer. `design_files` makes the report section of it: design.html (self-contained, as
+`riccati_tf.app.report` writes its page: figure inline, equations as MathML) and design.json,
+the numbers the page quotes and `--json` prints.
 """
 
 from __future__ import annotations
@@ -18,11 +21,13 @@ from typing import Any
 import numpy as np
 
 from ..design.joint import joint_controllability
+from ..design.repair import nearest_stable
 from ..design.target import Design
 from ..flows.integrate import flow
 from ..io.figures import Figure, figure_png
 from ..io.serialize import params_json, to_jsonable
-from ..state.params import Gaussian
+from ..stability.certificates.entry import certify
+from ..state.params import Gaussian, Params
 from .htmlmath import latex_to_mathml, text_with_math
 from .plotting import plot_convergence
 from .report import Section, _page, significant
@@ -100,14 +105,7 @@ def run_design(design: Design, *, starts: int, seed: int, horizon: float) -> tup
                      "final_cov_error": float(rel[-1]), "final_mean_error": float(dm[-1]),
                      "final_error": float(max(rel[-1], dm[-1]))})
         finals.append(float(max(rel[-1], dm[-1])))
-    jc = joint_controllability(design.params, design.target)
-    controllability = {
-        "decided": jc.decided, "reason": jc.reason, "full": list(jc.full),
-        "configurations": [
-            {"configuration": name, "rank": None if r is None else r.rank,
-             "expected": None if r is None else r.expected,
-             "full": None if r is None else bool(r.full)}
-            for name, r in zip(jc.configurations, jc.results, strict=True)]}
+    controllability = _controllability(design.params, design.target)
     p = design.params
     numbers = {
         "target": {"mean": design.target.mean, "cov": design.target.cov, "rank": design.rank},
@@ -125,6 +123,84 @@ def run_design(design: Design, *, starts: int, seed: int, horizon: float) -> tup
     figure = plot_convergence(grid, cov_err, mean_err, title=(
         f"design: {starts} start{'s' * (starts > 1)} landing on the target N(m*, Σ*)"))
     return numbers, figure
+
+
+def _controllability(params: Params, at: Gaussian) -> dict:
+    """`joint_controllability(params, at)` as the report's numbers."""
+    jc = joint_controllability(params, at)
+    return {"decided": jc.decided, "reason": jc.reason, "full": list(jc.full),
+            "configurations": [
+                {"configuration": name, "rank": None if r is None else r.rank,
+                 "expected": None if r is None else r.expected,
+                 "full": None if r is None else bool(r.full)}
+                for name, r in zip(jc.configurations, jc.results, strict=True)]}
+
+
+def run_repair(params: Params, start: Gaussian, change: str) -> dict:
+    """The numbers of the repair part: `certify(params, Σ0)` before, `nearest_stable(params, Σ0,
+    change=change)` (route, distance, per-head distances, the changed matrices before and after,
+    a certificate after with its check()), and the controllability of the repaired layer at its
+    certified equilibrium, or at the start when it has none."""
+    before = certify(params, start.cov, start.mean)
+    rep = nearest_stable(params, start, change=change)
+    after = rep.certificates[0]
+    eq = after.equilibrium
+    at = start if eq is None else Gaussian(start.mean if eq.mean is None else eq.mean, eq.cov)
+    return {
+        "start": {"mean": start.mean, "cov": start.cov},
+        "before": {"regime": before.regime, "blowup_time": before.blowup_time,
+                   "theorem": before.theorem, "check": before.check()},
+        "change": rep.change, "norm": rep.norm, "route": rep.route, "margin": rep.margin,
+        "distance": rep.distance, "per_head": rep.per_head,
+        "original": params_json(params), "repaired": params_json(rep.params),
+        "after": {"regime": after.regime, "theorem": after.theorem, "reason": after.reason,
+                  "check": after.check(), "certified": rep.all_certified},
+        "controllability": _controllability(rep.params, at)}
+
+
+def _controllability_html(ctrl: dict) -> str:
+    if not ctrl["decided"]:
+        return f"<p>{html.escape(ctrl['reason'])}</p>"
+    return ("<table><tr><th>configuration</th><th>rank</th><th>expected</th><th>full</th></tr>"
+            + "".join(f"<tr><td>{html.escape(c['configuration'])}</td><td>{c['rank']}</td>"
+                      f"<td>{c['expected']}</td><td>{'yes' if c['full'] else 'no'}</td></tr>"
+                      for c in ctrl["configurations"])
+            + f"</table><p>{html.escape(ctrl['reason'])}</p>")
+
+
+def _layer_rows(layer: dict, keys: tuple[str, ...] = ("A", "b", "V", "B")) -> list[tuple[str, str]]:
+    """Rows A, b and per head V_h, B_h of a `params_json` layer, those named in keys."""
+    heads = ([(layer["V"], layer["B"])] if "V" in layer else
+             [(h["V"], h["B"]) for h in layer["heads"]])
+    rows: list[tuple[str, str]] = [(k, _cells(layer[k])) for k in ("A", "b") if k in keys]
+    for h, (V, B) in enumerate(heads, 1):
+        rows += [(f"{k}_{h}", _cells(M)) for k, M in (("V", V), ("B", B)) if k in keys]
+    return rows
+
+
+def _repair_html(rep: dict) -> str:
+    """The repair part of the section."""
+    before, after = rep["before"], rep["after"]
+    t_star = ("" if before["blowup_time"] is None
+              else f", T* = {_number(before['blowup_time'])}")
+    rows = [("before", f"<b>{html.escape(before['regime'])}</b>{t_star} (check() "
+                       f"{'passed' if before['check'] else 'FAILED'})"),
+            ("change", f"{html.escape(rep['change'])} ({html.escape(rep['norm'])} norm), route "
+                       f"{html.escape(rep['route'])}"),
+            ("distance", _number(rep["distance"])),
+            ("per head", _cells(rep["per_head"])),
+            ("after", f"<b>{html.escape(after['regime'])}</b> ({html.escape(after['theorem'])};"
+                      f" check() {'passed' if after['check'] else 'FAILED'})"),
+            ("reason", text_with_math(after["reason"]))]
+    changed = (rep["change"],)
+    return ("<h3>The nearest stable layer</h3><p>The given layer, from its start, moved by the "
+            "least change of its " + html.escape(rep["change"])
+            + " matrices into a certified regime (riccati_tf.design.repair.nearest_stable).</p>"
+            + _rows(rows) + "<h4>What changed: before</h4>"
+            + _rows(_layer_rows(rep["original"], changed)) + "<h4>after</h4>"
+            + _rows(_layer_rows(rep["repaired"], changed))
+            + "<h4>Controllability of the repaired layer</h4>"
+            + _controllability_html(rep["controllability"]))
 
 
 def _cells(values: Any) -> str:
@@ -146,11 +222,7 @@ def design_section(numbers: dict, png: bytes) -> Section:
     """The report section of `run_design`'s numbers and figure (PNG bytes)."""
     layer, des, cert = numbers["layer"], numbers["design"], numbers["certificate"]
     flows, ctrl = numbers["flows"], numbers["controllability"]
-    heads = ([(layer["V"], layer["B"])] if "V" in layer else
-             [(h["V"], h["B"]) for h in layer["heads"]])
-    layer_rows = [("A", _cells(layer["A"])), ("b", _cells(layer["b"]))]
-    for h, (V, B) in enumerate(heads, 1):
-        layer_rows += [(f"V_{h}", _cells(V)), (f"B_{h}", _cells(B))]
+    layer_rows = _layer_rows(layer)
     design_rows = [("criterion", html.escape(des["criterion"])), ("G", _cells(des["G"])),
                    ("K", _cells(des["K"])),
                    ("rate", f"{_number(des['rate'])} (bound {_number(des['rate_bound'])})"),
@@ -168,15 +240,6 @@ def design_section(numbers: dict, png: bytes) -> Section:
         f"<tr><td>{i}</td><td>{'yes' if r['admissible'] else 'no'}</td><td>{r['status']}</td>"
         f"<td>{_number(r['final_cov_error'])}</td><td>{_number(r['final_mean_error'])}</td></tr>"
         for i, r in enumerate(flows["starts"], 1))
-    if ctrl["decided"]:
-        ctrl_html = ("<table><tr><th>configuration</th><th>rank</th><th>expected</th>"
-                     "<th>full</th></tr>" + "".join(
-                         f"<tr><td>{html.escape(c['configuration'])}</td><td>{c['rank']}</td>"
-                         f"<td>{c['expected']}</td><td>{'yes' if c['full'] else 'no'}</td></tr>"
-                         for c in ctrl["configurations"]) + "</table>"
-                     f"<p>{html.escape(ctrl['reason'])}</p>")
-    else:
-        ctrl_html = f"<p>{html.escape(ctrl['reason'])}</p>"
     target = numbers["target"]
     body = (
         "<p>With value matrices V_h = v_h I, v_h &lt; 0, and G = −Σ_h v_h (B_h + B_hᵀ) ≻ 0, the "
@@ -191,7 +254,9 @@ def design_section(numbers: dict, png: bytes) -> Section:
         + f"<h3>Flows from {len(flows['starts'])} random starts (exact, up to t = "
         f"{_number(flows['horizon'])})</h3><table><tr><th>start</th><th>admissible</th>"
         "<th>status</th><th>final ‖Σ − Σ*‖/‖Σ*‖</th><th>final ‖m − m*‖</th></tr>"
-        + start_rows + "</table><h3>Controllability at the target</h3>" + ctrl_html)
+        + start_rows + "</table><h3>Controllability at the target</h3>"
+        + _controllability_html(ctrl)
+        + ("" if numbers.get("repair") is None else _repair_html(numbers["repair"])))
     caption = (f"Flows of the designed layer from {len(flows['starts'])} random full-rank starts: "
                "the relative covariance error ‖Σ(t) − Σ*‖/‖Σ*‖ (left) and the mean error "
                "‖m(t) − m*‖ (right) against depth t, on log scales, one line per start.")

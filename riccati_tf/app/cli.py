@@ -48,6 +48,7 @@ from ..io.spec import (
     MAX_HEADS,
     SpecError,
     check_keys,
+    check_mapping,
     check_numeric,
     field,
     load_spec,
@@ -631,6 +632,20 @@ def design_layer(target: Gaussian, options: dict[str, Any]) -> Any:
         raise SpecError(f"target: {text}") from None
 
 
+def repair_options(spec: Any) -> tuple[Params, Gaussian, str] | None:
+    """(layer, start, change) of a design spec's `repair` mapping, or None without one."""
+    from ..design.repair import CHANGES
+
+    if spec is None:
+        return None
+    check_mapping(spec, "repair", ("params", "initial", "change"), "with params and initial")
+    params = parse_params(field(spec, "params", "repair."), "repair.params")
+    start = parse_gaussian(field(spec, "initial", "repair."), "repair.initial")
+    if start.d != params.d:
+        raise SpecError(f"repair.initial: the start has d = {start.d}, the layer d = {params.d}")
+    return params, start, parse_choice(spec, "change", CHANGES, "repair.", default="B")
+
+
 def design_text(numbers: dict, files: dict[str, Path]) -> str:
     """The summary of `riccati-tf design`: the layer's rates and residuals, the certificate,
     the flows' final errors and the controllability verdict."""
@@ -656,6 +671,16 @@ def design_text(numbers: dict, files: dict[str, Path]) -> str:
                  for c in ctrl["configurations"]]
     else:
         rows.append(["controllability", ctrl["reason"]])
+    rep = numbers.get("repair")
+    if rep is not None:
+        rows += [["repair", f"{rep['before']['regime']} → {rep['after']['regime']} (check() "
+                            f"{'passed' if rep['after']['check'] else 'FAILED'}): change "
+                            f"{rep['change']}, distance {_g(rep['distance'])}, route "
+                            f"{rep['route']}"],
+                 ["repaired controllable", "; ".join(
+                     f"{c['configuration']} {_g(c['full'])}"
+                     for c in rep["controllability"]["configurations"])
+                  if rep["controllability"]["decided"] else rep["controllability"]["reason"]]]
     written = ", ".join(str(path) for path in files.values())
     return f"designed layer\n{table(rows)}\n\nwritten: {written} (--json prints every number)"
 
@@ -748,7 +773,7 @@ def cmd_design(args: argparse.Namespace, spec: dict) -> Outcome:
     flows from random starts and controllability; design.html and design.json go to --out."""
     from ..io.files import OutputFolder
     from ..state.validation import MAX_SEED
-    from ._design_report import DESIGN_JSON, DESIGN_PAGE, design_files, run_design
+    from ._design_report import DESIGN_JSON, DESIGN_PAGE, design_files, run_design, run_repair
 
     check_keys(spec, SCHEMAS["design"].names)
     target = parse_gaussian(field(spec, "target"), "target")
@@ -765,9 +790,11 @@ def cmd_design(args: argparse.Namespace, spec: dict) -> Outcome:
     if horizon is None:
         horizon = min(DESIGN_HORIZON_RATES / min(design.rate, design.mean_rate),
                       DESIGN_MAX_HORIZON)
+    repair = repair_options(spec.get("repair"))
     folder = OutputFolder.open(args.out)
     folder.check((DESIGN_PAGE, DESIGN_JSON))
     numbers, figure = run_design(design, starts=starts, seed=seed, horizon=horizon)
+    numbers["repair"] = None if repair is None else run_repair(*repair)
     numbers["files"] = {"html": str(folder.path / DESIGN_PAGE),
                         "json": str(folder.path / DESIGN_JSON)}
     files = folder.write(design_files(numbers, figure))

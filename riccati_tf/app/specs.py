@@ -312,7 +312,14 @@ SCHEMAS: dict[str, SpecSchema] = {schema.command: schema for schema in (
         Field("horizon", "float > 0", "40 (cli.DESIGN_HORIZON_RATES) / min(rate, mean_rate)",
               "≤ 10000 (cli.DESIGN_MAX_HORIZON), the default capped there too",
               "depth up to which the flows are integrated (rate, mean_rate: the design's decay "
-              "rates)")),
+              "rates)"),
+        Field("repair", "mapping", "—", "",
+              "a layer to move into a certified regime by the least change "
+              "(riccati_tf.design.repair.nearest_stable), reported with the design", (
+                  _params("the layer to repair"),
+                  _INITIAL,
+                  Field("change", "one of B, V, A", "B", "",
+                        "which matrices change: the query–key B_h, the values V_h or A")))),
         "the layer is A, b, V_h = v_h I, B_h (riccati_tf.design.target.attracting_layer); "
         "--out DIR receives design.html and design.json"),
     SpecSchema("particles", (

@@ -1,8 +1,8 @@
-"""The nearest stable layer: the smallest change of the query–key matrices B_h that moves a layer
-into a certified non-blow-up regime (SPEC §5–§6).
+"""The nearest stable layer: the smallest change of the query–key matrices B_h, of the value
+matrices V_h or of A that moves a layer into a certified non-blow-up regime (SPEC §5–§6).
 
-Scalar heads V_h = v_h I: the layer is projected (Frobenius norm, summed over heads) onto
-G = −Σ_h v_h (B_h + B_hᵀ) ⪰ δI, which rules out blow-up from every start; in closed form,
+change="B", scalar heads V_h = v_h I: the layer is projected (Frobenius norm, summed over heads)
+onto G = −Σ_h v_h (B_h + B_hᵀ) ⪰ δI, which rules out blow-up from every start; in closed form,
 
     ΔB_h = (v_h / (2 Σ_k v_k²)) (G0 − P_δ(G0)),   P_δ: eigenvalues of G0 clipped from below at δ.
 
@@ -10,13 +10,21 @@ Other heads are projected onto the ray B_h = −c_h V_hᵀ (c_h ≥ 0), on which
 never increases tr Σ. With A Hurwitz and scalar heads a numerical route also searches the
 start-dependent set G ⪯ −δI, λ_max(W∞Σ0) ≤ 1 − margin (SPEC §5), and the nearer certified
 answer is returned.
+
+change="V", scalar heads: G(v) = −Σ_h v_h (B_h + B_hᵀ) is linear in v = (v_h), and the least
+‖Δv‖ with G ⪰ δI (or, A Hurwitz, the threshold set) is a convex problem in H unknowns, solved
+by SLSQP; other heads go onto the ray V_h = −c_h B_hᵀ or its apex V_h = 0.
+
+change="A": the least shift A − cI that `certify` certifies (bisection on its verdict; for
+A = a0 I from the blow-up time of the attention flow, Σ_c(t) = e^{−2(c−a0)t} Y(τ)), refined for
+scalar heads with G ≺ 0 at small d by SLSQP over all of ΔA on the threshold set.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import numpy.typing as npt
@@ -26,60 +34,73 @@ from scipy.optimize import minimize
 from ..errors import InvalidInputError
 from ..stability.certificates.certificate import Certificate
 from ..stability.certificates.entry import certify
-from ..state.params import SCALAR_RTOL, Gaussian, Head, Params
+from ..state.params import Gaussian, Head, HeadEntry, Params
 from ..state.validation import ReadOnlyArrays, as_array, as_covariance, as_real, psd_factor
 
 __all__ = ["CHANGES", "FEASIBILITY_RTOL", "GENERAL", "MARGIN_RTOL", "NORMS", "NUMERICAL_MAX_D",
-           "SAFE_REGIMES", "Repair", "nearest_stable"]
+           "SAFE_REGIMES", "SHIFT_DOUBLINGS", "SHIFT_RTOL", "Repair", "nearest_stable"]
 
-#: what may change (the query–key matrices)
-CHANGES = ("B",)
-#: the norm of the change: Frobenius, summed over heads, ‖ΔB‖² = Σ_h ‖ΔB_h‖_F²
+#: what may change: the query–key matrices B_h, the value matrices V_h, or A
+CHANGES = ("B", "V", "A")
+#: the norm of the change: Frobenius, summed over heads, ‖ΔB‖² = Σ_h ‖ΔB_h‖_F² (likewise ΔV;
+#: ‖ΔA‖_F for A)
 NORMS = ("fro",)
 #: the regimes `certify` may conclude for a repaired layer
 SAFE_REGIMES = ("converges", "collapses", "bounded")
-#: how heads with a non-scalar V_h are repaired: onto the ray B_h = −c V_hᵀ (c ≥ 0), or onto its
-#: apex B_h = 0 (inert heads, which `certify` decides by a theorem), or "auto": the ray when A is
-#: Hurwitz, the apex otherwise
+#: how heads with a non-scalar V_h are repaired: onto the ray B_h = −c V_hᵀ (change "B") or
+#: V_h = −c B_hᵀ (change "V"), c ≥ 0, or onto its apex B_h = 0 or V_h = 0 (inert heads, which
+#: `certify` decides by a theorem), or "auto": the ray when A is Hurwitz, the apex otherwise
 GENERAL = ("auto", "ray", "inert")
 #: the default relative margin: δ = MARGIN_RTOL · max(‖G0‖₂, Σ_h |v_h| ‖B_h‖₂) and the threshold
-#: bound 1 − MARGIN_RTOL of the numerical route
+#: bound 1 − MARGIN_RTOL of the numerical routes
 MARGIN_RTOL = 1e-6
 #: the numerical route's answer counts as feasible when each semidefinite constraint X ⪰ 0
 #: holds to λ_min(X) ≥ −FEASIBILITY_RTOL max(1, ‖X‖₂) (certify then judges the layer)
 FEASIBILITY_RTOL = 1e-9
-#: the numerical route (d(d+1)/2 + (k + 1)d² unknowns for k starts) runs up to this d
+#: the numerical routes (B: d(d+1)/2 + (k + 1)d² unknowns for k starts; A: d²) run up to this d
 NUMERICAL_MAX_D = 16
+#: change "A": the shift c of A − cI is found to within SHIFT_RTOL · c (the bisection's width;
+#: for A = a0 I, c − a0 = (1 + SHIFT_RTOL)/(2T*))
+SHIFT_RTOL = 1e-3
+#: change "A": how often the bracket's upper end (a shift proven to collapse Σ) is doubled when
+#: `certify` does not certify it
+SHIFT_DOUBLINGS = 4
 
 
 @dataclass(frozen=True, eq=False)
 class Repair(ReadOnlyArrays):
     """A repaired layer, the change that made it, and its certificates.
 
-    The repaired layer differs from the original only in its query–key matrices, B_h ↦ B_h + ΔB_h,
-    with
+    The repaired layer differs from the original only in what `change` names: the query–key
+    matrices B_h ↦ B_h + ΔB_h, the value matrices V_h ↦ V_h + ΔV_h, or A ↦ A + ΔA, with
 
-        distance² = Σ_h ‖ΔB_h‖_F²,
+        distance² = Σ_h ‖ΔB_h‖_F²,   Σ_h ‖ΔV_h‖_F²   or   ‖ΔA‖_F²,
 
     the least such change over the set of the route (`nearest_stable`, Notes).
 
     Parameters
     ----------
     params : Params
-        The repaired layer (A, b and the value matrices unchanged; factored heads stay factored).
+        The repaired layer (everything but the changed matrices as given; factored heads stay
+        factored).
     original : Params
         The layer given.
+    change : str
+        What changed: "B", "V" or "A" (CHANGES).
     distance : float
-        ‖ΔB‖ = (Σ_h ‖ΔB_h‖_F²)^½.
+        The change in the norm `norm`: (Σ_h ‖ΔB_h‖_F²)^½, (Σ_h ‖ΔV_h‖_F²)^½ or ‖ΔA‖_F.
     per_head : (H,) ndarray
-        ‖ΔB_h‖_F for each head.
+        ‖ΔB_h‖_F or ‖ΔV_h‖_F for each head (zeros for change "A", which no head carries).
     norm : str
         The norm of the change ("fro").
     route : str
-        "closed_form" (the sign-structure projection) or "numerical" (the threshold set of
-        a Hurwitz A, by SLSQP).
+        "closed_form" (the sign-structure projection of B; for V, only the ray or apex of
+        heads none of which is scalar), "numerical" (SLSQP: the threshold set of a Hurwitz A
+        for B and A, the semidefinite sets of G for V), "inert" (change V: every scalar
+        V_h = 0) or "shift" (change A: A − cI).
     margin : float
-        δ ≥ 0: G ⪰ δI (closed form) or G ⪯ −δI (numerical) for the scalar heads.
+        δ ≥ 0: G ⪰ δI or G ⪯ −δI for the scalar heads (changes "B", "V"); for "A" the relative
+        margin m of the threshold bound 1 − m.
     certificates : tuple of Certificate
         `certify` of the repaired layer from each start.
     certified : tuple of bool
@@ -107,12 +128,13 @@ class Repair(ReadOnlyArrays):
     >>> from riccati_tf.state.params import Params
     >>> from riccati_tf.design import nearest_stable
     >>> rep = nearest_stable(Params(np.zeros((1, 1)), B=[[1.0]], V=[[1.0]]), [[1.0]], margin=0.0)
-    >>> rep.route, round(rep.distance, 12), rep.params.B.tolist(), rep.all_certified
-    ('closed_form', 1.0, [[0.0]], True)
+    >>> rep.change, rep.route, round(rep.distance, 12), rep.params.B.tolist(), rep.all_certified
+    ('B', 'closed_form', 1.0, [[0.0]], True)
     """
 
     params: Params
     original: Params
+    change: str
     distance: float
     per_head: np.ndarray
     norm: str
@@ -132,14 +154,19 @@ def nearest_stable(params: Params,
                    change: str = "B", norm: str = "fro",
                    regime: Sequence[str] = SAFE_REGIMES, margin: float | None = None,
                    general: str = "auto") -> Repair:
-    """The least change ΔB (Frobenius, summed over heads) that makes every start safe.
+    """The least change of B, V or A (Frobenius, summed over heads) that makes every start safe.
 
-        min Σ_h ‖ΔB_h‖_F²   s.t.   G = −Σ_h v_h (B_h + ΔB_h + (B_h + ΔB_h)ᵀ) ⪰ δI,
+        change "B":  min Σ_h ‖ΔB_h‖_F²   s.t.   G = −Σ_h v_h (B_h + ΔB_h + (B_h + ΔB_h)ᵀ) ⪰ δI,
+        change "V":  min Σ_h d Δv_h²     s.t.   G = −Σ_h (v_h + Δv_h)(B_h + B_hᵀ) ⪰ δI,
+        change "A":  min ‖ΔA‖_F          s.t.   `certify` finds A + ΔA safe from every start.
 
-    solved in closed form by ΔB_h = (v_h / (2 Σ_k v_k²)) (G0 − P_δ(G0)) with P_δ the eigenvalue
-    clipping of G0 at δ (scalar heads V_h = v_h I; other heads: the ray B_h = −c_h V_hᵀ,
-    c_h ≥ 0), and, with A Hurwitz and scalar heads, numerically over G ⪯ −δI,
-    λ_max(W∞Σ0) ≤ 1 − margin for every start; the nearer certified layer is returned.
+    "B" is solved in closed form, ΔB_h = (v_h / (2 Σ_k v_k²)) (G0 − P_δ(G0)) with P_δ the
+    eigenvalue clipping of G0 at δ (scalar heads V_h = v_h I; other heads: the ray
+    B_h = −c_h V_hᵀ, c_h ≥ 0); "V" by SLSQP in the H scalars, against the apex v = 0 (other
+    heads: the ray V_h = −c_h B_hᵀ); with A Hurwitz and scalar heads both also search G ⪯ −δI,
+    λ_max(W∞Σ0) ≤ 1 − margin for every start. "A" takes the least shift A − cI and, for scalar
+    heads with G ≺ 0 at small d, the threshold set over all of ΔA. The nearest certified layer
+    is returned.
 
     Parameters
     ----------
@@ -147,17 +174,19 @@ def nearest_stable(params: Params,
         The layer: dense (V_h, B_h) pairs or `Head` factors, any A.
     cov0 : (d, d) array_like, Gaussian, or a sequence of them, or a (k, d, d) array_like
         The start covariance(s) Σ0 ⪰ 0.
-    change : {"B"}, optional
-        What changes: the query–key matrices (the only choice).
+    change : {"B", "V", "A"}, optional
+        What changes: the query–key matrices (default), the value matrices (scalar ones stay
+        scalar), or A.
     norm : {"fro"}, optional
-        The norm of the change: ‖ΔB‖² = Σ_h ‖ΔB_h‖_F² (the only choice).
+        The norm of the change: Σ_h ‖ΔB_h‖_F², Σ_h ‖ΔV_h‖_F² (= Σ_h d Δv_h² for scalar heads)
+        or ‖ΔA‖_F² (the only choice).
     regime : sequence of str, optional
         The regimes accepted as certified, a non-empty subset of SAFE_REGIMES (default all).
     margin : float, optional
         The relative margin m ≥ 0 (default MARGIN_RTOL): δ = m · max(‖G0‖₂, Σ_h |v_h|‖B_h‖₂)
         over the scalar heads, and the threshold bound 1 − m.
     general : {"auto", "ray", "inert"}, optional
-        How heads with non-scalar V_h are repaired (GENERAL).
+        How heads with non-scalar V_h are repaired under changes "B" and "V" (GENERAL).
 
     Returns
     -------
@@ -168,8 +197,8 @@ def nearest_stable(params: Params,
     ------
     InvalidInputError
         params not a Params; cov0 not one or more d×d covariances; change, norm or general not
-        one of CHANGES, NORMS, GENERAL; regime empty or not within SAFE_REGIMES; margin not in
-        [0, 1).
+        one of CHANGES, NORMS, GENERAL; general other than "auto" with change "A"; regime empty
+        or not within SAFE_REGIMES; margin not in [0, 1).
 
     See Also
     --------
@@ -179,8 +208,8 @@ def nearest_stable(params: Params,
 
     Notes
     -----
-    Scalar heads. Only the symmetric part S_h of ΔB_h moves G (skew parts only add to the norm,
-    so they are 0), and G = G0 + C with C = −2 Σ_h v_h S_h. For a given C the least
+    Change "B", scalar heads. Only the symmetric part S_h of ΔB_h moves G (skew parts only add
+    to the norm, so they are 0), and G = G0 + C with C = −2 Σ_h v_h S_h. For a given C the least
     Σ_h ‖S_h‖_F² with Σ_h v_h S_h = −C/2 is the least-norm solution S_h = −v_h C / (2 Σ_k v_k²)
     (the constraint is a weighted sum; its minimiser is proportional to v_h), of cost
     ‖C‖_F² / (4 Σ_k v_k²). It remains to minimise ‖C‖_F over G0 + C ⪰ δI: the Frobenius
@@ -196,22 +225,50 @@ def nearest_stable(params: Params,
     per-head opposite sign structure), so M = A + Σ_h V_hΣB_h has M + Mᵀ ⪯ A + Aᵀ plus the
     scalar heads' −ΣG: d/dt tr Σ = tr((A + Aᵀ)Σ) − 2Σ_h c_h ‖Σ^½V_hΣ^½‖_F² − tr(ΣGΣ) ≤
     2μ(A) tr Σ, and Σ(t) ⪯ tr Σ0 e^{2μ(A)t} I (μ the largest eigenvalue of (A + Aᵀ)/2): no
-    blow-up. The nearest point of the ray is c = max(0, −⟨B_h, V_hᵀ⟩/‖V_h‖_F²); for
+    blow-up. The nearest point of the ray is c = max(0, −tr(V_hB_h)/‖V_h‖_F²); for
     Head(Q, K, V, O) the result is Head(−c Oᵀ, V, V, O). "inert" takes c = 0 (B_h = 0): without
     a Hurwitz A an active general head converges at best algebraically, which `certify`'s
-    numerical evidence cannot certify, while inert heads are decided by its theorems.
+    numerical evidence cannot certify, while inert heads are decided by its theorems. Change
+    "V" mirrors this: V_h = −c B_hᵀ, c = max(0, −tr(V_hB_h)/‖B_h‖_F²), Head(Q, K, −cK, Qᵀ), or
+    V_h = 0. A factored head's tr(V_hB_h) and norms come from its factors (QR of the stacked
+    factors), without its dense pair.
 
-    Numerical route (scalar heads, A Hurwitz). With G ⪯ 0, −W(t) grows in the Loewner order to
-    W∞ (AᵀW∞ + W∞A = G), and the flow from Σ0 = L0L0ᵀ stays regular iff λ_max(L0ᵀW∞L0) < 1
-    (SPEC §5): a start-dependent set in G, convex (W∞ is linear in G), that may lie nearer than
-    G ⪰ δI. SLSQP minimises ‖C‖_F² over symmetric C subject to −(G0 + C) − δI ⪰ 0 and
-    (1 − margin)I − L0ᵀW∞L0 ⪰ 0 for each start, each written X = MMᵀ with a free slack M
-    (smooth equality constraints: the eigenvalue form λ_min(X) ≥ 0, with gradients −uuᵀ and
-    Y (AY + YAᵀ = −L0uuᵀL0ᵀ), is not differentiable where eigenvalues coalesce at the optimum,
-    as clipping makes them). The eigenvalue form runs first from the closed-form clipping of G0
-    onto G ⪯ −δI, the slack form from its answer and from the clipping; the nearest feasible
-    point is kept. Run for d ≤ NUMERICAL_MAX_D; its layer replaces the closed form's when it is
-    nearer and every start is certified.
+    Numerical route of "B" (scalar heads, A Hurwitz). With G ⪯ 0, −W(t) grows in the Loewner
+    order to W∞ (AᵀW∞ + W∞A = G), and the flow from Σ0 = L0L0ᵀ stays regular iff
+    λ_max(L0ᵀW∞L0) < 1 (SPEC §5): a start-dependent set in G, convex (W∞ is linear in G), that
+    may lie nearer than G ⪰ δI. SLSQP minimises ‖C‖_F² over symmetric C subject to
+    −(G0 + C) − δI ⪰ 0 and (1 − margin)I − L0ᵀW∞L0 ⪰ 0 for each start, each written X = MMᵀ
+    with a free slack M (smooth equality constraints: the eigenvalue form λ_min(X) ≥ 0, with
+    gradients −uuᵀ and Y (AY + YAᵀ = −L0uuᵀL0ᵀ), is not differentiable where eigenvalues
+    coalesce at the optimum, as clipping makes them). The eigenvalue form runs first from the
+    closed-form clipping of G0 onto G ⪯ −δI, the slack form from its answer and from the
+    clipping; the nearest feasible point is kept. Run for d ≤ NUMERICAL_MAX_D; its layer
+    replaces the closed form's when it is nearer and every start is certified.
+
+    Change "V" (scalar heads, which stay scalar: V_h ↦ (v_h + Δv_h) I). ‖ΔV_h‖_F = √d |Δv_h|,
+    and G(v) = −Σ_h v_h S_h (S_h = B_h + B_hᵀ) and W∞(v) = Σ_h v_h W_h (AᵀW_h + W_hA = −S_h)
+    are linear in v: each set, G ⪰ δI, and (A Hurwitz, every head scalar) G ⪯ −δI with
+    (1 − m)I − L0ᵀW∞L0 ⪰ 0, is convex, an LMI in H unknowns. SLSQP minimises ‖v − v0‖² on
+    each with the constraints λ_min(X(v)) ≥ 0 (gradients uᵀ(∂X/∂v_h)u; a run whose iterates
+    leave the finite numbers gives no answer); the feasible answers and the apex v = 0 (every
+    scalar head inert) are certified in order of distance and the first certified one is
+    returned (the nearest one when none is).
+
+    Change "A". Shifts A − cI: `certify` decides each c, the bracket's upper end is
+    c₁ = μ(A) + κ λ_max(Σ0) (κ = Σ_h ‖V_h‖₂‖B_h‖₂), where d λ_max(Σ)/dt ≤ 2λ_max(Σ)(μ(A) − c +
+    κ λ_max(Σ)) keeps λ_max(Σ) ≤ λ_max(Σ0) and collapses Σ, doubled up to SHIFT_DOUBLINGS
+    times, and bisection on the verdict narrows [0, c₁] to a width SHIFT_RTOL · c; the
+    distance is c√d. For A = a0 I, Σ_c(t) = e^{−2(c−a0)t} Y(τ) with τ = (1 − e^{−2(c−a0)t})/
+    (2(c − a0)) and Y the flow of the attention alone (A = 0) from Σ0: Σ_c exists for all t
+    and → 0 iff Y exists on [0, 1/(2(c − a0))], so the least shift is c = a0 + 1/(2T*) with T*
+    the blow-up time `certify` gives Y; c = a0 + (1 + SHIFT_RTOL)/(2T*) is certified first
+    (two `certify` calls, no bisection). For scalar heads with G ≺ 0, A + ΔA collapses iff it
+    is Hurwitz and λ_max(L0ᵀW∞L0) ≤ 1 with (A + ΔA)ᵀW∞ + W∞(A + ΔA) = G; W∞ ⪰ 0 with G ≺ 0
+    makes A + ΔA Hurwitz (Lyapunov). For d ≤ NUMERICAL_MAX_D SLSQP minimises ‖ΔA‖_F² from the
+    shift subject to λ_min(W∞) ≥ 0 and λ_max(L0ᵀW∞L0) ≤ 1 − m (gradients 2W∞Y with
+    (A + ΔA)Y + Y(A + ΔA)ᵀ = −zzᵀ, z the eigenvector u or L0u); its layer replaces the shift
+    when it is nearer and certified. This set is not convex: the answer is the nearest point
+    SLSQP reaches.
 
     References
     ----------
@@ -237,6 +294,16 @@ def nearest_stable(params: Params,
     [1.0, 2.0]
     >>> rep.certificates[0].regime, rep.all_certified
     ('collapses', True)
+
+    Changing A instead: G = −6I from Σ0 = I blows up at T* = 1/6 with A = 0; the shift
+    c = (1 + SHIFT_RTOL)/(2T*) is certified, and the threshold set, λ_max(W∞) ≤ 1 − m with
+    AᵀW∞ + W∞A = −6I, brings it to A = −3(1 + m)I.
+
+    >>> rep = nearest_stable(p, np.eye(2), change="A")
+    >>> rep.route, bool(np.allclose(rep.params.A, -3 * np.eye(2), atol=1e-4))
+    ('numerical', True)
+    >>> round(rep.distance / float(np.sqrt(2)), 4), rep.certificates[0].regime
+    (3.0, 'collapses')
     """
     if not isinstance(params, Params):
         raise InvalidInputError(f"params must be a riccati_tf.Params, got {type(params).__name__}")
@@ -245,6 +312,9 @@ def nearest_stable(params: Params,
                                  ("general", general, GENERAL)):
         if value not in allowed:
             raise InvalidInputError(f"{name} must be one of {allowed}, got {value!r}")
+    if change == "A" and general != "auto":
+        raise InvalidInputError(f"general applies to change 'B' or 'V' (the heads change), not "
+                                f"to change 'A', got general={general!r}")
     accepted = tuple(regime) if not isinstance(regime, str) else (regime,)
     if not accepted or not set(accepted) <= set(SAFE_REGIMES):
         raise InvalidInputError(f"regime must be a non-empty subset of {SAFE_REGIMES}, got "
@@ -252,13 +322,17 @@ def nearest_stable(params: Params,
     m = MARGIN_RTOL if margin is None else as_real("margin", margin)
     if not 0 <= m < 1:
         raise InvalidInputError(f"margin must be in [0, 1), got {m}")
+    if change == "A":
+        return _feedforward_change(params, starts, accepted, m)
     hurwitz = bool(np.max(np.linalg.eigvals(params.A).real) < 0)
     inert = general == "inert" or (general == "auto" and not hurwitz)
     vs, G0 = _scalar_part(params)
     size = max(float(np.linalg.norm(G0, 2)),
-               sum(abs(v) * float(np.linalg.norm(B, 2)) for v, (_, B) in
-                   zip(vs, params.heads, strict=True) if v is not None))
+               sum(abs(v) * float(np.linalg.norm(params.heads[h][1], 2))
+                   for h, v in enumerate(vs) if v))
     delta = m * size
+    if change == "V":
+        return _value_change(params, vs, starts, accepted, inert, hurwitz, delta, m)
     eig, U = eigh(G0)
     C = (U * np.maximum(delta - eig, 0.0)) @ U.T
     closed = _repaired(params, vs, C, inert, "closed_form", delta, starts, accepted)
@@ -288,18 +362,73 @@ def _starts(cov0: Any, d: int) -> list[np.ndarray]:
     return [as_covariance(f"cov0[{i}]", s, d) for i, s in enumerate(items)]
 
 
+def _entry(p: Params, h: int) -> HeadEntry:
+    """Head h as given: its `Head` factors or its dense pair."""
+    f = p.factors[h]
+    return p.heads[h] if f is None else f
+
+
 def _scalar_part(p: Params) -> tuple[list[float | None], np.ndarray]:
-    """(v_h or None per head, G0 = −Σ_h v_h (B_h + B_hᵀ) over the scalar heads)."""
-    d = p.d
+    """(v_h or None per head, G0 = −Σ_h v_h (B_h + B_hᵀ) over the scalar heads). Each head is
+    tested by `Params.value_scalars` on its own (a factored head of value rank < d is scalar
+    only when V_h = 0, and its B_h is not formed); B_h is formed only for v_h ≠ 0."""
+    G0 = np.zeros((p.d, p.d))
     vs: list[float | None] = []
-    G0 = np.zeros((d, d))
-    for V, B in p.heads:
-        v = float(np.trace(V)) / d
-        scalar = np.linalg.norm(V - v * np.eye(d)) <= SCALAR_RTOL * np.linalg.norm(V)
-        vs.append(v if scalar else None)
-        if scalar:
+    for h in range(len(p.heads)):
+        one = Params(heads=[_entry(p, h)]).value_scalars
+        v = None if one is None else one[0]
+        vs.append(v)
+        if v:
+            B = p.heads[h][1]
             G0 -= v * (B + B.T)
     return vs, G0
+
+
+def _fro(X: np.ndarray, Y: np.ndarray, order: Literal["fro"] | int = "fro") -> float:
+    """‖XY‖ (Frobenius or 2-norm) for X d×k, Y k×n without forming XY: XY = Q(RY) with
+    X = QR (orthonormal columns Q), O(dk² + k²n) instead of O(dkn)."""
+    return float(np.linalg.norm(np.linalg.qr(X, mode="r") @ Y, order))
+
+
+def _general(entry: HeadEntry, change: str, inert: bool) -> tuple[HeadEntry, float]:
+    """A non-scalar head moved onto the ray B_h = −cV_hᵀ (change "B") or V_h = −cB_hᵀ ("V"),
+    c ≥ 0 nearest, or its apex c = 0 (inert); with ‖ΔB_h‖_F or ‖ΔV_h‖_F. A `Head` stays
+    factored and its dense pair is not formed."""
+    if isinstance(entry, Head):
+        Q, K, V, O = entry.Q, entry.K, entry.V, entry.O
+        cross = float(np.sum((Q @ O) * (K @ V.T)))  # tr(V_hB_h) = tr(QO VKᵀ)
+        if change == "B":
+            c = 0.0 if inert else max(0.0, -cross / _fro(O, V) ** 2)
+            return (Head(-c * O.T, V, V, O),
+                    _fro(np.hstack([K.T, c * V.T]), np.vstack([Q, O.T])))
+        c = 0.0 if inert else max(0.0, -cross / _fro(K.T, Q) ** 2)
+        return Head(Q, K, -c * K, Q.T), _fro(np.hstack([O, c * Q.T]), np.vstack([V, K]))
+    Vd, Bd = entry
+    cross = float(np.sum(Vd * Bd.T))
+    if change == "B":
+        c = 0.0 if inert else max(0.0, -cross / float(np.sum(Vd * Vd)))
+        return (Vd, -c * Vd.T), float(np.linalg.norm(Bd + c * Vd.T))
+    c = 0.0 if inert else max(0.0, -cross / float(np.sum(Bd * Bd)))
+    return (-c * Bd.T, Bd), float(np.linalg.norm(Vd + c * Bd.T))
+
+
+def _layer(p: Params, A: np.ndarray, entries: list[HeadEntry]) -> Params:
+    """p with A and the heads replaced (a one-head layer given by B and V stays so)."""
+    if p.B is not None and isinstance(entries[0], tuple):
+        return Params(A, b=p.b, B=entries[0][1], V=entries[0][0])
+    return Params(A, b=p.b, heads=entries)
+
+
+def _judged(p: Params, original: Params, change: str, per_head: list[float], route: str,
+            margin: float, starts: list[np.ndarray], accepted: tuple[str, ...],
+            distance: float | None = None) -> Repair:
+    """The Repair of layer p: `certify` from each start, verdicts in `accepted` and checked."""
+    certs = tuple(certify(p, s) for s in starts)
+    ok = tuple(c.regime in accepted and c.check() for c in certs)
+    heads = np.array(per_head, dtype=float)
+    heads.setflags(write=False)
+    dist = float(np.linalg.norm(heads)) if distance is None else distance
+    return Repair(p, original, change, dist, heads, "fro", route, margin, certs, ok)
 
 
 def _repaired(p: Params, vs: list[float | None], C: np.ndarray, inert: bool, route: str,
@@ -308,26 +437,207 @@ def _repaired(p: Params, vs: list[float | None], C: np.ndarray, inert: bool, rou
     """The layer with ΔB_h = −v_h C/(2Σv²) on scalar heads and the ray (or apex) on the others,
     with its distances and certificates."""
     total = sum(v * v for v in vs if v is not None)
-    entries: list[Head | tuple[np.ndarray, np.ndarray]] = []
+    entries: list[HeadEntry] = []
     dist = []
-    for (V, B), v, f in zip(p.heads, vs, p.factors, strict=True):
-        if v is not None:
-            dB = -v * C / (2 * total) if total else np.zeros_like(C)
-            dist.append(float(np.linalg.norm(dB)))
-            entries.append((V, B + dB) if f is None or np.any(dB) else f)
+    for h, v in enumerate(vs):
+        entry = _entry(p, h)
+        if v is None:
+            entry, gap = _general(entry, "B", inert)
+            entries.append(entry)
+            dist.append(gap)
             continue
-        c = 0.0 if inert else max(0.0, -float(np.sum(B * V.T)) / float(np.sum(V * V)))
-        dist.append(float(np.linalg.norm(B + c * V.T)))
-        entries.append((V, -c * V.T) if f is None else Head(-c * f.O.T, f.V, f.V, f.O))
-    new = (Params(p.A, b=p.b, B=entries[0][1], V=entries[0][0])
-           if p.B is not None and isinstance(entries[0], tuple) else
-           Params(p.A, b=p.b, heads=entries))
-    certs = tuple(certify(new, s) for s in starts)
-    ok = tuple(c.regime in accepted and c.check() for c in certs)
-    per_head = np.array(dist)
-    per_head.setflags(write=False)
-    return Repair(new, p, float(np.linalg.norm(per_head)), per_head, "fro", route, delta,
-                  certs, ok)
+        dB = -v * C / (2 * total) if total else np.zeros_like(C)
+        dist.append(float(np.linalg.norm(dB)))
+        entries.append((p.heads[h][0], p.heads[h][1] + dB) if np.any(dB) else entry)
+    return _judged(_layer(p, p.A, entries), p, "B", dist, route, delta, starts, accepted)
+
+
+def _value_change(p: Params, vs: list[float | None], starts: list[np.ndarray],
+                  accepted: tuple[str, ...], inert: bool, hurwitz: bool, delta: float,
+                  m: float) -> Repair:
+    """Change "V": the scalar heads' v by SLSQP on G ⪰ δI and (A Hurwitz, all heads scalar)
+    on the threshold set, and the apex v = 0; the others onto the ray or apex; the nearest
+    certified candidate."""
+    d = p.d
+    idx = [h for h, v in enumerate(vs) if v is not None]
+    v0 = np.array([vs[h] for h in idx], dtype=float)
+    S = [p.heads[h][1] + p.heads[h][1].T for h in idx]
+    eye = np.eye(d)
+    sets = [[(-delta * eye, [-Sk for Sk in S])]]
+    if hurwitz and len(idx) == len(vs):
+        W = [solve_continuous_lyapunov(p.A.T, -Sk) for Sk in S]  # W∞(v) = Σ v_k W_k
+        sets.append([(-delta * eye, S)] +
+                     [((1 - m) * np.eye(L.shape[1]), [-L.T @ Wk @ L for Wk in W])
+                      for L in (psd_factor(s) for s in starts) if L.size])
+    candidates = [(x, "numerical") for x in (_lmi_projection(v0, lmis) for lmis in sets if idx)
+                  if x is not None]
+    candidates.append((np.zeros_like(v0), "inert" if idx else "closed_form"))
+    general = {h: _general(_entry(p, h), "V", inert) for h, v in enumerate(vs) if v is None}
+    tried: list[Repair] = []
+    for x, route in sorted(candidates, key=lambda c: float(np.linalg.norm(c[0] - v0))):
+        entries: list[HeadEntry] = []
+        dist = []
+        new = dict(zip(idx, x, strict=True))
+        for h in range(len(vs)):
+            if h in general:
+                entries.append(general[h][0])
+                dist.append(general[h][1])
+                continue
+            dv = new[h] - v0[idx.index(h)]
+            entries.append((new[h] * eye, p.heads[h][1]) if dv else _entry(p, h))
+            dist.append(float(np.sqrt(d) * abs(dv)))
+        rep = _judged(_layer(p, p.A, entries), p, "V", dist, route, delta, starts, accepted)
+        if rep.all_certified:
+            return rep
+        tried.append(rep)
+    return tried[0]  # none certified: the nearest (the apex is always a candidate)
+
+
+def _lmi_projection(x0: np.ndarray, lmis: list[tuple[np.ndarray, list[np.ndarray]]]
+                    ) -> np.ndarray | None:
+    """The least ‖x − x0‖ with X_j(x) = C_j + Σ_k x_k D_jk ⪰ 0 for every j, by SLSQP with the
+    constraints λ_min(X_j(x)) ≥ 0 (gradient uᵀD_jku, u the lowest eigenvector), run from x0
+    and again from its answer; None when the answer violates a constraint by more than
+    FEASIBILITY_RTOL relative or SLSQP leaves the finite numbers."""
+    def X(x: np.ndarray, j: int) -> np.ndarray:
+        C, D = lmis[j]
+        return C + sum((xk * Dk for xk, Dk in zip(x, D, strict=True)), np.zeros_like(C))
+
+    def lowest(x: np.ndarray, j: int) -> tuple[float, np.ndarray]:
+        lam, vec = eigh(X(x, j))
+        u = vec[:, 0]
+        return float(lam[0]), np.array([u @ Dk @ u for Dk in lmis[j][1]])
+
+    cons = [{"type": "ineq", "fun": lambda x, j=j: lowest(x, j)[0],
+             "jac": lambda x, j=j: lowest(x, j)[1]} for j in range(len(lmis))]
+    x = x0
+    try:
+        for _ in range(2):
+            x = np.asarray(minimize(lambda y: float(np.sum((y - x0) ** 2)), x,
+                                    jac=lambda y: 2 * (y - x0), constraints=cons,
+                                    method="SLSQP", options={"maxiter": 500, "ftol": 1e-15}).x)
+    except (ValueError, np.linalg.LinAlgError):  # eigh of a non-finite iterate
+        return None
+    return x if all(_feasible(X(x, j)) for j in range(len(lmis))) else None
+
+
+def _feasible(X: np.ndarray) -> bool:
+    """λ_min(X) ≥ −FEASIBILITY_RTOL max(1, ‖X‖₂)."""
+    lam = np.linalg.eigvalsh(X)
+    return bool(lam[0] >= -FEASIBILITY_RTOL * max(1.0, float(np.abs(lam).max())))
+
+
+def _feedforward_change(p: Params, starts: list[np.ndarray], accepted: tuple[str, ...],
+                        m: float) -> Repair:
+    """Change "A": the least certified shift A − cI (from T* of the attention flow when
+    A = a0 I, else bisection on `certify`), then for scalar heads with G ≺ 0 and
+    d ≤ NUMERICAL_MAX_D the threshold set over all of ΔA; the nearer certified layer. A layer
+    certified as given comes back unchanged (c = 0)."""
+    d, A = p.d, p.A
+    entries = [_entry(p, h) for h in range(len(p.heads))]
+    zeros = [0.0] * len(entries)
+
+    def shifted(c: float) -> Repair:
+        return _judged(_layer(p, A - c * np.eye(d), entries), p, "A", zeros, "shift", m,
+                       starts, accepted, distance=c * np.sqrt(d))
+
+    rep = shifted(0.0)
+    if rep.all_certified:
+        return rep
+    top = _least_shift(A, entries, starts, rep, shifted)
+    if not top.all_certified or p.value_scalars is None or d > NUMERICAL_MAX_D or \
+            not np.linalg.eigvalsh(p.G)[-1] < 0:
+        return top
+    A2 = _feedforward_threshold(A, top.params.A, p.G, starts, m)
+    if A2 is None or np.linalg.norm(A2 - A) >= top.distance:
+        return top
+    refined = _judged(_layer(p, A2, entries), p, "A", zeros, "numerical", m, starts, accepted,
+                      distance=float(np.linalg.norm(A2 - A)))
+    return refined if refined.all_certified else top
+
+
+def _least_shift(A: np.ndarray, entries: list[HeadEntry], starts: list[np.ndarray],
+                 unshifted: Repair, shifted: Callable[[float], Repair]) -> Repair:
+    """The least certified shift A − cI: c = a0 + (1 + SHIFT_RTOL)/(2T*) for A = a0 I when
+    the attention flow blows up from every start and that shift is certified; otherwise
+    bisection on the verdict in [0, c₁] (c₁ = μ(A) + κ λ_max(Σ0), doubled while not certified)
+    to a width SHIFT_RTOL · c; the last uncertified shift when no c₁ · 2^k is certified."""
+    d = A.shape[0]
+    a0 = float(A[0, 0])
+    if not np.any(A - a0 * np.eye(d)):  # A = a0 I: Σ_c(t) = e^{−2(c−a0)t} Y(τ)
+        attn = unshifted.certificates if a0 == 0 else tuple(
+            certify(Params(np.zeros((d, d)), heads=entries), s) for s in starts)
+        times = [c.blowup_time for c in attn if c.regime == "blows_up"]
+        if len(times) == len(attn) and all(times):
+            first = shifted(a0 + (1 + SHIFT_RTOL) / (2 * min(t for t in times if t)))
+            if first.all_certified:
+                return first
+    kappa = sum(_spectral(e) for e in entries)
+    mu = float(np.linalg.eigvalsh(A + A.T)[-1]) / 2
+    hi = max(mu + kappa * max(float(np.linalg.eigvalsh(s)[-1]) for s in starts), 0.0)
+    hi = hi * (1 + SHIFT_RTOL) or 1.0
+    top = shifted(hi)
+    for _ in range(SHIFT_DOUBLINGS):
+        if top.all_certified:
+            break
+        hi *= 2
+        top = shifted(hi)
+    if not top.all_certified:
+        return top
+    lo = 0.0
+    while hi - lo > SHIFT_RTOL * hi:
+        mid = shifted((lo + hi) / 2)
+        if mid.all_certified:
+            hi, top = (lo + hi) / 2, mid
+        else:
+            lo = (lo + hi) / 2
+    return top
+
+
+def _spectral(entry: HeadEntry) -> float:
+    """‖V_h‖₂‖B_h‖₂ (from the factors for a `Head`)."""
+    if isinstance(entry, Head):
+        return _fro(entry.O, entry.V, 2) * _fro(entry.K.T, entry.Q, 2)
+    return float(np.linalg.norm(entry[0], 2) * np.linalg.norm(entry[1], 2))
+
+
+def _feedforward_threshold(A0: np.ndarray, A1: np.ndarray, G: np.ndarray,
+                           starts: list[np.ndarray], m: float) -> np.ndarray | None:
+    """The least ‖A − A0‖_F found by SLSQP from A1 (a certified shift of A0) subject to
+    W∞ ⪰ 0 and (1 − m)I − L0ᵀW∞L0 ⪰ 0 per start, AᵀW∞ + W∞A = G: on the lowest eigenvalues
+    (analytic gradients, within ‖A − A0‖_F ≤ ‖A1 − A0‖_F, outside which W∞ → 0 as A grows
+    makes the eigenvalue form degenerate), then with each constraint X ⪰ 0 written X = MMᵀ
+    from there and from A1; the nearest feasible answer (FEASIBILITY_RTOL), None when none is."""
+    d = A0.shape[0]
+    roots = [L for L in (psd_factor(s) for s in starts) if L.size]
+
+    def slacks(x: np.ndarray) -> list[np.ndarray]:
+        W = solve_continuous_lyapunov((A0 + x.reshape(d, d)).T, G)
+        return [W] + [(1 - m) * np.eye(L.shape[1]) - L.T @ W @ L for L in roots]
+
+    def lowest(x: np.ndarray, j: int) -> tuple[float, np.ndarray]:
+        """λ_min of slack j and its gradient: d(zᵀW∞z)/dA = 2W∞Y, AY + YAᵀ = −zzᵀ, with z = u
+        (j = 0, slack W∞) or z = L0u (slack (1 − m)I − L0ᵀW∞L0, gradient negated)."""
+        xs = slacks(x)
+        lam, vec = eigh(xs[j])
+        u = vec[:, 0]
+        z = u if j == 0 else roots[j - 1] @ u
+        Y = solve_continuous_lyapunov(A0 + x.reshape(d, d), -np.outer(z, z))
+        return float(lam[0]), (1 if j == 0 else -1) * (2 * xs[0] @ Y).ravel()
+
+    x0 = (A1 - A0).ravel()
+    radius = float(x0 @ x0)
+    cons = [{"type": "ineq", "fun": lambda x, j=j: lowest(x, j)[0],
+             "jac": lambda x, j=j: lowest(x, j)[1]} for j in range(len(roots) + 1)]
+    cons.append({"type": "ineq", "fun": lambda x: radius - float(x @ x),
+                 "jac": lambda x: -2 * x})
+    x1 = np.asarray(minimize(lambda y: float(y @ y), x0, jac=lambda y: 2 * y,
+                             constraints=cons, method="SLSQP",
+                             options={"maxiter": 500, "ftol": 1e-15}).x)
+    w = np.ones_like(x0)
+    feasible = [x for x in (x1, _slack_run(x1, slacks, w), _slack_run(x0, slacks, w))
+                if np.all(np.isfinite(x)) and all(_feasible(X) for X in slacks(x))]
+    return A0 + min(feasible, key=lambda x: float(x @ x)).reshape(d, d) if feasible else None
 
 
 def _threshold_change(A: np.ndarray, G0: np.ndarray, starts: list[np.ndarray], delta: float,
@@ -338,7 +648,6 @@ def _threshold_change(A: np.ndarray, G0: np.ndarray, starts: list[np.ndarray], d
     slack); the nearest feasible answer, None when none is."""
     d = A.shape[0]
     iu = np.triu_indices(d)
-    n = iu[0].size
     w = np.where(iu[0] == iu[1], 1.0, 2.0)
     roots = [L for L in (psd_factor(s) for s in starts) if L.size]
 
@@ -363,6 +672,24 @@ def _threshold_change(A: np.ndarray, G0: np.ndarray, starts: list[np.ndarray], d
         z = roots[j - 1] @ u
         return float(lam[0]), w * solve_continuous_lyapunov(A, -np.outer(z, z))[iu]
 
+    eig, U = eigh(G0)
+    x0 = ((U * np.minimum(-delta - eig, 0.0)) @ U.T)[iu]
+    cons = [{"type": "ineq", "fun": lambda x, j=j: lowest(x, j)[0],
+             "jac": lambda x, j=j: lowest(x, j)[1]} for j in range(len(roots) + 1)]
+    x1 = np.asarray(minimize(lambda x: float(np.sum(w * x * x)), x0, jac=lambda x: 2 * w * x,
+                             constraints=cons, method="SLSQP",
+                             options={"maxiter": 500, "ftol": 1e-14}).x)
+    feasible = [x for x in (x1, _slack_run(x1, slacks, w), _slack_run(x0, slacks, w))
+                if all(_feasible(X) for X in slacks(x))]
+    return sym(min(feasible, key=lambda x: float(np.sum(w * x * x)))) if feasible else None
+
+
+def _slack_run(x: np.ndarray, slacks: Callable[[np.ndarray], list[np.ndarray]],
+               w: np.ndarray) -> np.ndarray:
+    """SLSQP from x on min Σ w x² subject to slacks(x)_j = M_jM_jᵀ (M_j free, started at the
+    square root of the clipped slack): the semidefinite constraints as smooth equalities."""
+    n = x.size
+
     def gaps(z: np.ndarray) -> np.ndarray:
         out, at = [], n
         for X in slacks(z[:n]):
@@ -372,24 +699,10 @@ def _threshold_change(A: np.ndarray, G0: np.ndarray, starts: list[np.ndarray], d
             at += k * k
         return np.concatenate(out)
 
-    def slack_run(x: np.ndarray) -> np.ndarray:
-        z0 = np.concatenate([x] + [(U * np.sqrt(np.clip(e, 0.0, None))).ravel() for e, U in
-                                   (eigh(X) for X in slacks(x))])
-        res = minimize(lambda z: float(np.sum(w * z[:n] ** 2)), z0,
-                       jac=lambda z: np.concatenate([2 * w * z[:n], np.zeros(z.size - n)]),
-                       constraints=[{"type": "eq", "fun": gaps}], method="SLSQP",
-                       options={"maxiter": 500, "ftol": 1e-14})
-        return np.asarray(res.x[:n])
-
-    eig, U = eigh(G0)
-    x0 = ((U * np.minimum(-delta - eig, 0.0)) @ U.T)[iu]
-    cons = [{"type": "ineq", "fun": lambda x, j=j: lowest(x, j)[0],
-             "jac": lambda x, j=j: lowest(x, j)[1]} for j in range(len(roots) + 1)]
-    x1 = np.asarray(minimize(lambda x: float(np.sum(w * x * x)), x0, jac=lambda x: 2 * w * x,
-                             constraints=cons, method="SLSQP",
-                             options={"maxiter": 500, "ftol": 1e-14}).x)
-    feasible = [x for x in (x1, slack_run(x1), slack_run(x0))
-                if all(float(np.linalg.eigvalsh(X)[0]) >=
-                       -FEASIBILITY_RTOL * max(1.0, float(np.linalg.norm(X, 2)))
-                       for X in slacks(x))]
-    return sym(min(feasible, key=lambda x: float(np.sum(w * x * x)))) if feasible else None
+    z0 = np.concatenate([x] + [(U * np.sqrt(np.clip(e, 0.0, None))).ravel() for e, U in
+                               (eigh(X) for X in slacks(x))])
+    res = minimize(lambda z: float(np.sum(w * z[:n] ** 2)), z0,
+                   jac=lambda z: np.concatenate([2 * w * z[:n], np.zeros(z.size - n)]),
+                   constraints=[{"type": "eq", "fun": gaps}], method="SLSQP",
+                   options={"maxiter": 500, "ftol": 1e-14})
+    return np.asarray(res.x[:n])
