@@ -454,3 +454,24 @@ def test_refusals():
         trace_growth_rate([(I, I, I, I)], I, A=torch.eye(2, dtype=torch.float64))
     with pytest.raises(InvalidInputError):
         encoder_margins(torch.nn.Linear(2, 2))
+
+
+def test_horizon_margin_at_extreme_depths_and_sizes():
+    # one head V = ⅒I, B = I from Σ0 = I: κ z0 = 0.1; A = aI. A collapse (a < −0.1) has m → +∞,
+    # a contraction too weak for the attention (−0.1 < a < 0) m → −∞, never NaN
+    I = torch.eye(2, dtype=torch.float64)
+    heads = [(I, I, 0.1 * I, I)]
+    for tau in (1e3, 1e300):
+        assert float(horizon_margin(heads, I, -I, horizon=tau)) == np.inf
+        assert float(horizon_margin(heads, I, -0.05 * I, horizon=tau)) < -1e40
+        assert float(horizon_margin(heads, I, I, horizon=tau)) == pytest.approx(-0.1)
+    for a in (-1.0, -0.05, 0.0, 0.3):  # the two forms agree with the numpy closed form
+        for tau in (1e-9, 0.5, 3.0):
+            got = float(horizon_margin(heads, I, a * I, horizon=tau))
+            assert got == pytest.approx(_m(a, 0.1, 1.0, tau), rel=1e-12, abs=1e-15)
+    with pytest.raises(InvalidInputError, match="overflow"):
+        horizon_margin([(1e200 * I, 1e200 * I, I, I)], I)
+    with pytest.raises(InvalidInputError, match="horizon"):
+        horizon_margin(heads, I, horizon=float("nan"))
+    with pytest.raises(InvalidInputError, match="cov0"):
+        horizon_margin(heads, torch.full((2, 2), float("nan"), dtype=torch.float64))

@@ -330,7 +330,7 @@ def horizon_margin(heads: Sequence[Sequence[Any]], cov0: Any, A: Any = None, *,
     ------
     InvalidInputError
         heads malformed (as for `stability_margin`); cov0 or A as for `trace_growth_rate`;
-        horizon not a positive finite number.
+        horizon not a positive finite number; heads whose products overflow.
     ImportError
         Without torch.
 
@@ -389,9 +389,14 @@ def horizon_margin(heads: Sequence[Sequence[Any]], cov0: Any, A: Any = None, *,
     stacked = (torch.linalg.matrix_norm(torch.cat(tuple(V), dim=1), ord=2)
                * torch.linalg.matrix_norm(torch.cat(tuple(B), dim=0), ord=2))
     kappa = torch.minimum(per_head, stacked)
+    if not bool(torch.isfinite(kappa)):
+        raise InvalidInputError("the heads' products V_h = W_O W_V or B_h = W_Kᵀ W_Q overflow")
     x = 2 * alpha * horizon
-    small = x.abs() < 1e-8  # φ(x) = 1 − x/2 + O(x²) there; x_safe keeps the other branch finite
+    small = x.abs() < 1e-8  # φ(x) = 1 − x/2 + O(x²) there; x_safe keeps the other branches finite
     x_safe = torch.where(small, torch.ones_like(x), x)
+    if bool(x < 0):  # m = e^{−x}(1 − 2κz0τ (e^x − 1)/x): no inf − inf when e^{−x} overflows
+        psi = torch.where(small, 1 + x / 2, torch.expm1(x_safe) / x_safe)
+        return torch.exp(-x) * (1 - 2 * kappa * z0 * horizon * psi)
     phi = torch.where(small, 1 - x / 2, -torch.expm1(-x_safe) / x_safe)
     return torch.exp(-x) - 2 * kappa * z0 * horizon * phi
 
