@@ -190,3 +190,19 @@ def test_help_offers_out_plot_json_and_lists_the_fields():
     for needle in ("--out DIR", "--plot FILE", "--json", "--example", "target.cov", "criterion",
                    "A0", "horizon", "starts", "repair.params", "repair.change"):
         assert needle in text, needle
+
+
+def test_a_repair_that_certify_does_not_accept_is_reported_as_not_certified(tmp_path, capsys):
+    # A = diag(0.3, −0.2) is not Hurwitz, so no scalar V can be certified: the V route ends at
+    # V = 0, whose flow grows without blowing up; the report must not call that certified
+    spec = yaml.safe_load(EXAMPLE.read_text(encoding="utf-8"))
+    spec["repair"]["change"] = "V"
+    code, out, err = run(tmp_path, capsys, {**SMALL, "repair": spec["repair"]}, "--json")
+    assert code == 0, err
+    rep = json.loads(out)["repair"]
+    assert rep["after"]["regime"] not in ("converges", "collapses", "bounded")
+    assert rep["after"]["certified"] is False
+    code, text, err = run(tmp_path, capsys, {**SMALL, "repair": spec["repair"]})
+    assert code == 0 and "NOT certified" in text, err
+    page = (tmp_path / "out" / "design.html").read_text(encoding="utf-8")
+    assert "<b>no</b>" in page

@@ -191,6 +191,9 @@ def _repair_html(rep: dict) -> str:
             ("per head", _cells(rep["per_head"])),
             ("after", f"<b>{html.escape(after['regime'])}</b> ({html.escape(after['theorem'])};"
                       f" check() {'passed' if after['check'] else 'FAILED'})"),
+            ("certified", "yes" if after["certified"] else
+             "<b>no</b>: the regime is not one of converges, collapses, bounded, or check() "
+             "failed"),
             ("reason", text_with_math(after["reason"]))]
     changed = (rep["change"],)
     return ("<h3>The nearest stable layer</h3><p>The given layer, from its start, moved by the "

@@ -673,8 +673,11 @@ def design_text(numbers: dict, files: dict[str, Path]) -> str:
         rows.append(["controllability", ctrl["reason"]])
     rep = numbers.get("repair")
     if rep is not None:
-        rows += [["repair", f"{rep['before']['regime']} → {rep['after']['regime']} (check() "
-                            f"{'passed' if rep['after']['check'] else 'FAILED'}): change "
+        verdict = ("certified" if rep["after"]["certified"] else
+                   f"NOT certified: {rep['after']['regime']} is not an accepted regime"
+                   if rep["after"]["check"] else "NOT certified")
+        rows += [["repair", f"{rep['before']['regime']} → {rep['after']['regime']} ({verdict}; "
+                            f"check() {'passed' if rep['after']['check'] else 'FAILED'}): change "
                             f"{rep['change']}, distance {_g(rep['distance'])}, route "
                             f"{rep['route']}"],
                  ["repaired controllable", "; ".join(
