@@ -275,13 +275,18 @@ def test_bad_starts_are_refused(cov0):
         nearest_stable(Params(np.zeros((2, 2)), B=np.eye(2), V=np.eye(2)), cov0)
 
 
-def test_real_shape_layer_is_repaired_in_a_minute():
-    """d = 384, 12 factored heads of rank 32 (i.i.d. N(0, 1/d) factors), A = 0, Σ0 = I."""
-    d, H, r = 384, 12, 32
-    rng = np.random.default_rng(0)
+def _real_shape_layer(d, H=12, seed=0):
+    """A = 0 and H factored heads of rank d/H from i.i.d. N(0, 1/d) Q, K, V, O."""
+    r, rng = d // H, np.random.default_rng(seed)
     heads = [Head(*(rng.standard_normal((r, d)) / np.sqrt(d) for _ in range(3)),
                   rng.standard_normal((d, r)) / np.sqrt(d)) for _ in range(H)]
-    p = Params(np.zeros((d, d)), heads=heads)
+    return Params(np.zeros((d, d)), heads=heads)
+
+
+def test_real_shape_layer_is_repaired_in_a_minute():
+    """d = 384, 12 factored heads of rank 32 (i.i.d. N(0, 1/d) factors), A = 0, Σ0 = I."""
+    d = 384
+    p = _real_shape_layer(d)
     t = time.perf_counter()
     rep = nearest_stable(p, np.eye(d))
     elapsed = time.perf_counter() - t
@@ -289,7 +294,7 @@ def test_real_shape_layer_is_repaired_in_a_minute():
           f"{[c.regime for c in rep.certificates]}")
     assert elapsed <= 60
     assert rep.all_certified and rep.certificates[0].check()
-    assert len(rep.per_head) == H and all(f is not None for f in rep.params.factors)
+    assert len(rep.per_head) == len(p.heads) and all(f is not None for f in rep.params.factors)
 
 
 @pytest.mark.slow
@@ -556,11 +561,8 @@ def test_feedforward_shift_is_the_least_certified_one(A):
 def test_real_shape_layer_is_repaired_by_a_shift_in_a_minute():
     """d = 384, 12 factored heads of rank 32, A = 0, Σ0 = I: the shift from T* of the flow,
     certified, in ≤ 60 s; heads untouched (still factored)."""
-    d, H, r = 384, 12, 32
-    rng = np.random.default_rng(0)
-    heads = [Head(*(rng.standard_normal((r, d)) / np.sqrt(d) for _ in range(3)),
-                  rng.standard_normal((d, r)) / np.sqrt(d)) for _ in range(H)]
-    p = Params(np.zeros((d, d)), heads=heads)
+    d = 384
+    p = _real_shape_layer(d)
     t = time.perf_counter()
     rep = nearest_stable(p, np.eye(d), change="A")
     elapsed = time.perf_counter() - t
