@@ -167,12 +167,78 @@ def test_stage_solver_matches_the_dense_collocation_system(rng, scale, h, d, mon
 
 @pytest.mark.parametrize("s", STAGES)
 def test_gauss_eigen_pairs_conjugates(s):
-    lam, T, Tinv = ex.gauss_eigen(s)
+    """The half spectrum reconstructs the Gauss matrix: a x = 2 Re Σ_{k<s/2} T_k λ_k (T⁻¹x)_k for
+    real x, so a = Re(2T_half diag(λ_half) T⁻¹_half)."""
+    lam, T2, Tinv = ex.gauss_eigen(s)
     a = ex.gauss_tableau(s)[2]
-    np.testing.assert_allclose(lam[::-1], lam.conj(), rtol=1e-12)
+    assert lam.shape == (s // 2,) and np.all(lam.imag > 0)
+    full = np.linalg.eigvals(a)
+    assert np.abs(np.sort_complex(np.concatenate([lam, lam.conj()])) - np.sort_complex(full)
+                  ).max() < 1e-12
     # T grows ill-conditioned with s (cond ≈ 3e8 at s = 16): the decomposition only decouples
     # the simplified Newton sweeps, whose residual is exact
-    assert rel_err((T * lam) @ Tinv, a) < 64 * np.finfo(float).eps * np.linalg.cond(T)
+    cond = np.linalg.cond(np.concatenate([T2, T2.conj()], axis=1))
+    assert rel_err(((T2 * lam) @ Tinv).real, a) < 64 * np.finfo(float).eps * cond
+
+
+def _mp_van_loan(A, G, t, dps=40):
+    """(E, W) at offset t from the Van Loan block exponential in dps digits."""
+    d = A.shape[0]
+    with mp.workdps(dps):
+        F = mp.expm(mp.matrix(np.block([[-A.T, G], [np.zeros((d, d)), A]]).tolist()) * mp.mpf(t))
+        E, W = F[d:, d:], F[d:, d:].T * F[:d, d:]
+        return np.array(E.tolist(), dtype=float), np.array(W.tolist(), dtype=float)
+
+
+CHAIN_CASES = {
+    "general": lambda rng, d: (rng.standard_normal((d, d)) * 2 / np.sqrt(d), 1.0),
+    "skew (rotation)": lambda rng, d: ((lambda X: 3 * (X - X.T) / np.sqrt(d))(
+        rng.standard_normal((d, d))), 1.0),
+    "non-normal": lambda rng, d: (np.triu(rng.standard_normal((d, d))) * 2, 1.0),
+    "A = 0": lambda rng, d: (np.zeros((d, d)), 1.0),
+    "‖G‖ ≫ ‖A‖ (G scaled by γ)": lambda rng, d: (rng.standard_normal((d, d)) / np.sqrt(d), 1e6),
+}
+
+
+@pytest.mark.parametrize("case", CHAIN_CASES)
+@pytest.mark.parametrize("s", [4, 10, 16])
+def test_node_exponentials_from_the_taylor_chain_match_high_precision(case, s):
+    """The mean's node data (E, W, E⁻¹ at the Gauss offsets c_i h, i ≤ s/2) walked from one set
+    of Taylor terms (`_Propagator._chain`) agree with the Van Loan block exponential in 40
+    digits to a few eps relative, like scipy's expm at each node; E⁻¹ is E's inverse."""
+    rng = np.random.default_rng(s)
+    d = 5
+    A, scale = CHAIN_CASES[case](rng, d)
+    X = rng.standard_normal((d, d))
+    G = scale * (X + X.T)
+    h = 2.5
+    offsets = ex.gauss_tableau(s)[0][: s // 2] * h
+    E, W, Einv = ex._Propagator(A, G)._chain(offsets)
+    E_sp, W_sp, _ = ex._van_loan_blocks(A, G, offsets)
+    for i, t in enumerate(offsets):
+        E_mp, W_mp = _mp_van_loan(A, G, t)
+        tol_E = 64 * np.finfo(float).eps * max(1.0, rel_err(E_sp[i], E_mp) / 1e-16)
+        assert rel_err(E[i], E_mp) < tol_E
+        assert rel_err(W[i], W_mp) < 64 * np.finfo(float).eps * max(
+            1.0, rel_err(W_sp[i], W_mp) / 1e-16)
+        assert rel_err(Einv[i] @ E[i], np.eye(d)) < 1e-13
+
+
+def test_node_exponentials_fall_back_to_one_exponential_per_node_beyond_chain_points(
+        monkeypatch):
+    """An offset that would need more than CHAIN_POINTS Taylor increments (‖A‖h large) comes
+    from the block exponential itself: the same numbers as `_van_loan_blocks`."""
+    rng = np.random.default_rng(3)
+    A = 40 * rng.standard_normal((4, 4))
+    G = np.eye(4)
+    offsets = np.array([0.1, 0.5, 1.0])
+    prop = ex._Propagator(A, G)
+    monkeypatch.setattr(ex, "_van_loan_blocks", lambda *a: ("blocks",))
+    assert prop._chain(offsets) == ("blocks",)
+    monkeypatch.undo()
+    E, W, _ = prop._chain(offsets[:1] / 400)  # 2 increments: the chain
+    E_sp, W_sp, _ = ex._van_loan_blocks(A, G, offsets[:1] / 400)
+    assert rel_err(E, E_sp) < 1e-14 and rel_err(W, W_sp) < 1e-14
 
 
 @pytest.mark.parametrize("seed", range(3))

@@ -27,7 +27,9 @@ the same sub-step, their difference the error of the lower-order step and so an 
 of the kept s_hi step's; the sub-step is halved until they agree to MEAN_RTOL relative. One
 pair costs s_lo + s_hi covariance evaluations and two stage solves (the second started from the
 first's collocation polynomial), where a Richardson test (one step of h against two of h/2)
-cost three steps for the same safety.
+cost three steps for the same safety. The exponentials at a step's nodes come from one set of
+Taylor terms of the Van Loan block, walked node to node by the semigroup F(a + Δ) = F(a)F(Δ)
+in increments with ‖M‖Δ ≤ 1 (as accurate as one expm per node, at a fraction of its cost).
 ‖K‖h alone does not bound the error, since K(t) has complex singularities (poles of
 (I + W(t)Σ0)⁻¹) that can lie near the real axis; the control makes the mean at a time
 independent of the other output times (which set the covariance steps) to rounding.
@@ -82,7 +84,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from functools import lru_cache
+from functools import cached_property, lru_cache
 
 import numpy as np
 import numpy.typing as npt
@@ -111,6 +113,13 @@ MEAN_PAIRS = ((0.25, 4, 6), (0.7, 6, 8), (1.4, 8, 10), (2.8, 10, 12), (MEAN_THET
 MEAN_RTOL = 1e-13
 #: collocation steps one error-controlled sub-step costs (the pair's two steps)
 MEAN_STEP_COST = 2
+#: the mean's node exponentials are walked from 0 in increments with ‖M‖₂Δ ≤ CHAIN_THETA (M the
+#: Van Loan block, `_Propagator._chain`), each from the Taylor series cut after CHAIN_TERMS terms
+#: (remainder ≤ e/(N + 1)! ≈ 1e-17 at θ = 1), unless that takes more than CHAIN_POINTS increments
+#: (then one block exponential per node)
+CHAIN_THETA = 1.0
+CHAIN_TERMS = 18
+CHAIN_POINTS = 64
 #: bisection depth limits when certifying that S(s) = I + LᵀW(s)L stays positive definite
 BRENT_DEPTH = 10
 MAX_REFINE = 40
@@ -212,13 +221,18 @@ def gauss_tableau(s: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 @lru_cache(maxsize=8)
 def gauss_eigen(s: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """a = T diag(λ) T⁻¹ for the Gauss matrix (s even), ordered so that λ_{s−1−k} = conj(λ_k)."""
+    """(λ_k, 2T_{·k}, (T⁻¹)_{k·}) for k < s/2, from a = T diag(λ) T⁻¹ for the Gauss matrix
+    (s even): its spectrum is conjugate-paired (λ_{s−1−k} = conj(λ_k), with conjugate
+    eigenvectors), so for real R, T diag(x) T⁻¹R = 2 Re Σ_{k<s/2} T_{·k} x_k (T⁻¹R)_k."""
     lam, T = np.linalg.eig(gauss_tableau(s)[2])
     order = np.argsort(-lam.imag)
     lam, T = lam[order], T[:, order]
-    if s % 2 or not np.allclose(lam[::-1], lam.conj(), rtol=1e-12, atol=0):
+    half = s // 2
+    if s % 2 or not (np.allclose(lam[::-1], lam.conj(), rtol=1e-12, atol=0)
+                     and np.allclose(T[:, ::-1], T.conj(), rtol=1e-12, atol=1e-14)):
         raise ValueError(f"the {s}-stage Gauss matrix has no conjugate-paired spectrum")
-    return lam, T, np.linalg.inv(T)
+    Tinv = np.linalg.inv(T)  # its rows pair up to rounding × cond(T): averaged
+    return lam[:half], 2 * T[:, :half], 0.5 * (Tinv[:half] + Tinv[::-1][:half].conj())
 
 
 def van_loan(A: np.ndarray, G: np.ndarray,
@@ -290,9 +304,18 @@ def _van_loan_blocks(A: np.ndarray, G: np.ndarray,
     block[:d, :d] = -A.T
     block[:d, d:] = G
     block[d:, d:] = A
-    F = expm(block[None] * s[:, None, None])
+    return _van_loan_split(expm(block[None] * s[:, None, None]))
+
+
+def _van_loan_split(F: np.ndarray, gamma: float = 1.0
+                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(E, W, E⁻¹) from stacked F = expm([[−Aᵀ, G/γ], [0, A]] s): E = F₂₂, E⁻¹ = F₁₁ᵀ and
+    W = γ E ᵀF₁₂, symmetrised."""
+    d = F.shape[-1] // 2
     E = F[:, d:, d:]
     W = np.swapaxes(E, -1, -2) @ F[:, :d, d:]
+    if gamma != 1.0:
+        W *= gamma
     return E, 0.5 * (W + np.swapaxes(W, -1, -2)), np.swapaxes(F[:, :d, :d], -1, -2)
 
 
@@ -420,12 +443,54 @@ class _Propagator:
     def _nodes(self, s: int, h: float) -> tuple[np.ndarray, np.ndarray]:
         c = gauss_tableau(s)[0]
         half = s // 2
-        Eq, Wq, Iq = _van_loan_blocks(self.A, self.G, c[:half] * h)
+        Eq, Wq, Iq = self._chain(c[:half] * h)
         Eh, Wh = self.at(h)
         E_up = (Eh @ Iq)[::-1]
         W_up = (np.swapaxes(Iq, -1, -2) @ (Wh - Wq) @ Iq)[::-1]
         W_up = 0.5 * (W_up + np.swapaxes(W_up, -1, -2))
         return np.concatenate([Eq, E_up, Eh[None]]), np.concatenate([Wq, W_up, Wh[None]])
+
+    def _chain(self, offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(E, W, E⁻¹) at the increasing offsets, from the Van Loan block exponential
+        F(τ) = expm([[−Aᵀ, G/γ], [0, A]] τ) walked from 0 by the semigroup F(a + Δ) = F(a) F(Δ).
+
+        Every increment's F(Δ) comes from one set of Taylor terms (`_taylor`), increments split
+        so that θ = ‖[[−Aᵀ, G/γ], [0, A]]‖₂Δ ≤ CHAIN_THETA (G scaled by a power of two γ so that
+        ‖G‖_F/γ ≤ ‖A‖₂: W(τ) = γ E_τᵀF₁₂(τ) is exact in the scaling). One block exponential per
+        offset (`_van_loan_blocks`) when that takes more than CHAIN_POINTS increments."""
+        P, gamma, norm = self._taylor
+        gaps = np.diff(offsets, prepend=0.0)
+        pieces = np.maximum(1, np.ceil(norm * gaps / CHAIN_THETA)).astype(int)
+        if pieces.sum() > CHAIN_POINTS:
+            return _van_loan_blocks(self.A, self.G, offsets)
+        steps = np.repeat(gaps / pieces, pieces)
+        d2 = 2 * self.A.shape[0]
+        F_step = ((steps[:, None] ** np.arange(CHAIN_TERMS + 1)) @ P).reshape(-1, d2, d2)
+        ends = set((np.cumsum(pieces) - 1).tolist())
+        F, out = np.eye(d2), []
+        for j in range(steps.size):
+            F = F @ F_step[j]
+            if j in ends:
+                out.append(F)
+        return _van_loan_split(np.stack(out), gamma)
+
+    @cached_property
+    def _taylor(self) -> tuple[np.ndarray, float, float]:
+        """(rows k = 0..CHAIN_TERMS of M^k/k! flattened, γ, ‖M‖₂ or its bound) for the block
+        M = [[−Aᵀ, G/γ], [0, A]] of `_chain`: F(Δ) = Σ_k M^kΔ^k/k! with a remainder below
+        e·θ^{N+1}/(N + 1)! ≤ 1e-17 at θ = ‖M‖Δ ≤ 1 (N = CHAIN_TERMS)."""
+        A, d = self.A, self.A.shape[0]
+        norm_A = float(np.linalg.norm(A, 2)) if A.size else 0.0
+        norm_G = math.sqrt(float(self.G.ravel() @ self.G.ravel()))
+        gamma = 2.0 ** math.ceil(math.log2(norm_G / norm_A)) if norm_G > norm_A > 0 else 1.0
+        block = np.zeros((2 * d, 2 * d))
+        block[:d, :d], block[:d, d:], block[d:, d:] = -A.T, self.G / gamma, A
+        P = np.empty((CHAIN_TERMS + 1, 2 * d, 2 * d))
+        P[0] = np.eye(2 * d)
+        for k in range(CHAIN_TERMS):
+            np.matmul(P[k], block / (k + 1), out=P[k + 1])
+        norm = norm_A + norm_G / gamma if norm_A > 0 else 0.0  # A = 0: M² = 0, one piece each
+        return P.reshape(CHAIN_TERMS + 1, -1), gamma, norm
 
     def at(self, s: float) -> tuple[np.ndarray, ...]:
         return self._get(("at", s), lambda: van_loan(self.A, self.G, s))
@@ -665,18 +730,18 @@ def _mean_step(prop: _Propagator, L: np.ndarray, m: np.ndarray, h: float, law: _
     E, W = prop.nodes(s, h)
     d, r = m.size, L.shape[1]
     EL = (E.reshape(-1, d) @ L).reshape(s + 1, d, r)
-    K = np.broadcast_to(law.Av, (s, d, d)).copy()
     if r:
-        WL = (W[:s].reshape(-1, d) @ L).reshape(s, d, r)
-        S = (L.T @ WL.transpose(1, 0, 2).reshape(d, s * r)).reshape(r, s, r).transpose(1, 0, 2)
-        S = S + np.eye(r)
-        R = (law.Bbar.T @ EL[:s].transpose(1, 0, 2).reshape(d, s * r)).reshape(d, s, r)
-        R = R.transpose(1, 2, 0)  # R_i = (E_i L)ᵀ B̄, one product for all nodes
-        for i in range(s):  # Σ_i B̄ = E_i L S_i⁻¹ (E_i L)ᵀ B̄, S_i ≻ 0 (no blow-up in the step)
-            X, info = lapack.dposv(S[i], R[i])[1:]
-            if info:
-                raise SolverError("I + LᵀW(s)L lost definiteness inside a step")
-            K[i] += EL[i] @ X
+        # Σ_i B̄ = E_i L S_i⁻¹ (E_i L)ᵀ B̄ with S_i = I + Lᵀ W_i L ≻ 0 (no blow-up in the step)
+        S = L.T @ (W[:s] @ L)
+        S += np.eye(r)
+        try:
+            C = np.linalg.cholesky(S)
+        except np.linalg.LinAlgError:
+            raise SolverError("I + LᵀW(s)L lost definiteness inside a step") from None
+        Y = np.linalg.solve(C, np.swapaxes(EL[:s], 1, 2))  # C_i⁻¹ (E_i L)ᵀ
+        K = law.Av + np.swapaxes(Y, 1, 2) @ (Y @ law.Bbar)
+    else:
+        K = np.broadcast_to(law.Av, (s, d, d)).copy()
     Z = _stages(K, m, law.b, h, None if start is None else _interpolation(start[0], s) @ start[1])
     k = (K @ (m + Z)[:, :, None])[:, :, 0] + law.b
     L_end = _sqrt_update(EL[-1], W[-1], L) if update else None
@@ -709,7 +774,7 @@ def _stages(K: np.ndarray, m: np.ndarray, b: np.ndarray, h: float,
     if guess is None and s * d <= DIRECT_STAGE_SIZE:
         return _stages_direct(K, m, b, h)
     ha = h * gauss_tableau(s)[2]
-    lam, T, Tinv = gauss_eigen(s)
+    lam, T2, Tinv = gauss_eigen(s)
     known = ha @ ((K @ m) + b)  # the residual's part without Z
     floor = NEWTON_RTOL * np.abs(m).max()
     Z, solves, previous = np.zeros((s, d)) if guess is None else guess.copy(), None, np.inf
@@ -717,9 +782,9 @@ def _stages(K: np.ndarray, m: np.ndarray, b: np.ndarray, h: float,
         R = known + ha @ (K @ Z[:, :, None])[:, :, 0] - Z
         size = np.abs(R).max()
         if solves is None and size > PICARD_RATIO * previous:
-            half = inv(np.eye(d) - h * lam[: s // 2, None, None] * K.mean(axis=0))
-            solves = np.concatenate([half, half[::-1].conj()])  # λ_{s−1−k} = conj(λ_k)
-        dZ = R if solves is None else (T @ (solves @ (Tinv @ R)[:, :, None])[:, :, 0]).real
+            # (I − hλ_k K̄)⁻¹ for k < s/2 (the conjugate half by symmetry, `gauss_eigen`)
+            solves = inv(np.eye(d) - h * lam[:, None, None] * K.mean(axis=0))
+        dZ = R if solves is None else (T2 @ (solves @ (Tinv @ R)[:, :, None])[:, :, 0]).real
         Z += dZ
         if np.abs(dZ).max() <= max(NEWTON_RTOL * np.abs(Z).max(), floor):
             return Z
