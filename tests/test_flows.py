@@ -846,18 +846,18 @@ def _factored_layer(rng, d, A_scale, identity_K=False, v_scale=1.0):
 @pytest.mark.parametrize("d", [1, 5, 8, 32])
 @pytest.mark.parametrize("A_scale", [0.0, 1.0])
 @pytest.mark.parametrize("identity_K", [False, True])
-def test_rk_linear_part_computes_the_same_floats_as_params_M(rng, d, A_scale, identity_K):
-    """The right-hand side of rk binds a factored layer's arrays once (`_linear_part`): M(Σ)
-    and (ṁ, Σ̇) are `Params.M` and `drift_arrays`'s to the last bit (up to the sign of a
-    zero: adding A = 0 is skipped)."""
+def test_rk_rhs_is_drift_arrays_bit_for_bit_and_M_the_sum_over_heads(rng, d, A_scale,
+                                                                       identity_K):
+    """M(Σ) of a layer of factored heads of one rank (`_Stack.product`'s batched path) is
+    A + Σ_h O_h V_h Σ K_hᵀ Q_h, summed head by head here, to rounding; the right-hand side of
+    rk is `drift_arrays`'s (ṁ, Σ̇) to the last bit, with and without a mean."""
     import riccati_tf.flows.integrate as integrate
     from riccati_tf.state.moments import drift_arrays
 
     p = _factored_layer(rng, d, A_scale, identity_K)
-    linear = integrate._linear_part(p)
-    assert getattr(linear, "__self__", None) is not p  # the bound path, not Params.M
     S = random_cov(rng, d)
-    assert np.array_equal(linear(S), p.M(S))
+    ref = p.A + sum(h.O @ h.V @ S @ h.K.T @ h.Q for h in p.factors)
+    assert np.abs(p.M(S) - ref).max() <= 64 * np.finfo(float).eps * np.abs(ref).max()
     m = rng.standard_normal(d)
     X, dm = drift_arrays(p, m, S)
     with_mean = integrate._rk_rhs(p, d, 10, True)(0.0, np.concatenate([m, S.ravel()]))
@@ -866,16 +866,18 @@ def test_rk_linear_part_computes_the_same_floats_as_params_M(rng, d, A_scale, id
     assert np.array_equal(integrate._rk_rhs(p, d, 10, False)(0.0, S.ravel()), (X + X.T).ravel())
 
 
-def test_rk_linear_part_falls_back_to_params_M(rng):
-    """Dense pairs, or factored heads of two ranks (two groups), keep `Params.M` itself."""
-    import riccati_tf.flows.integrate as integrate
-
+def test_M_of_heads_of_several_ranks_and_dense_pairs_is_the_sum_over_heads(rng):
+    """Factored heads of two ranks (two groups of `Params.stack`) next to a dense pair: M(Σ) is
+    A + Σ_h V_h Σ B_h summed head by head, to rounding."""
     d = 6
-    dense = Params(np.zeros((d, d)), heads=[(np.eye(d), np.eye(d))])
     heads = [Head(*(rng.standard_normal(shape) for shape in ((r, d), (r, d), (r, d), (d, r))))
-             for r in (1, 2)]
-    for p in (dense, Params(np.zeros((d, d)), heads=heads), Params(np.eye(d))):
-        assert integrate._linear_part(p) == p.M
+             for r in (1, 2, 2)]
+    V, B = rng.standard_normal((2, d, d))
+    p = Params(rng.standard_normal((d, d)), heads=[*heads, (V, B)])
+    S = random_cov(rng, d)
+    ref = p.A + V @ S @ B + sum(h.O @ h.V @ S @ h.K.T @ h.Q for h in heads)
+    assert len(p.stack.groups) == 2
+    assert np.abs(p.M(S) - ref).max() <= 64 * np.finfo(float).eps * np.abs(ref).max()
 
 
 @pytest.mark.parametrize("d", [1, 3, 8, 40])
@@ -919,7 +921,7 @@ def test_default_grid_shortcut_is_the_distinct_times(rng):
 def test_rk_takes_solve_ivps_steps_and_gives_its_states(rng, d, kind):
     """With a mean (rk's tolerances then solve_ivp's: atol capped at rtol·√(Σ_ii Σ_jj) = 1e-12
     is atol itself for Σ0 = I) rk steps DOP853 as solve_ivp does on `drift_arrays`'s
-    right-hand side (the same floats, `_linear_part`): the same steps, at most the same
+    right-hand side (the same floats): the same steps, at most the same
     right-hand sides (rk evaluates f(0) once more, to check it is finite, and takes the state
     at t = 0 as given where solve_ivp interpolates it, 3 evaluations, when the first step holds
     no other output time), and the same states up to the symmetrisation."""

@@ -1066,12 +1066,11 @@ def _rk_rhs(params_fn: Params | Callable[[float], Params], d: int, limit: int,
             ) -> Callable[[float, np.ndarray], np.ndarray]:
     """The right-hand side on the state y = (m, vec Σ), or y = vec Σ when not with_mean; it
     raises _RkBudgetSpent on its (limit + 1)-th evaluation and adds one to counter[0] (when
-    given) per evaluation. params_fn: a Params (bound once, its M(Σ) by `_linear_part`) or a
-    callable t ↦ Params. The products are `drift_arrays`'s, in its order: the same floats."""
+    given) per evaluation. params_fn: a Params or a callable t ↦ Params. The products are
+    `drift_arrays`'s, in its order: the same floats."""
     count = [0] if counter is None else counter
     stop = count[0] + limit  # the count at the limit
     fixed = params_fn if isinstance(params_fn, Params) else None
-    linear = None if fixed is None else _linear_part(fixed)
     k = d if with_mean else 0  # where vec Σ starts
 
     def rhs(t: float, y: np.ndarray) -> np.ndarray:
@@ -1080,7 +1079,7 @@ def _rk_rhs(params_fn: Params | Callable[[float], Params], d: int, limit: int,
             raise _RkBudgetSpent(t)
         q = fixed if fixed is not None else params_fn(t)  # type: ignore[operator]
         S = y[k:].reshape(d, d)
-        M = linear(S) if linear is not None else q.M(S)
+        M = q.M(S)
         X = M @ S
         if not with_mean:
             return (X + X.T).ravel()
@@ -1090,34 +1089,6 @@ def _rk_rhs(params_fn: Params | Callable[[float], Params], d: int, limit: int,
         return out
 
     return rhs
-
-
-def _linear_part(p: Params) -> Callable[[np.ndarray], np.ndarray]:
-    """Σ ↦ M = A + Σ_h V_h Σ B_h of a fixed layer, `Params.M` with the arrays of its heads bound
-    once where they are `Head` factors of one rank (s, r) (one group of `Params.stack`, as
-    `parity_layer`'s and `factored_layer`'s heads of equal rank): the same products in the
-    same order (the same floats; adding A = 0 is skipped, which changes at most the sign of a
-    zero) without the per-call lookups and loop over groups, about 1.5 µs (15 %) of a
-    right-hand side at d = 8; `Params.M` itself otherwise."""
-    st = p.stack
-    if st is None or p.dense_pairs or len(st.groups) != 1:
-        return p.M
-    (_, rows_r, G, K), = st.groups
-    A, Vs, O, d = (p.A if p.A.any() else None), st.Vs, st.O, p.d
-    Q = st.Q[rows_r].reshape(G, -1, d)  # (G, r, d): the queries of each head
-    Kt = None if K is None else K.transpose(0, 2, 1)
-    s = Vs.shape[0] // G
-
-    def linear(S: np.ndarray) -> np.ndarray:
-        C = (Vs @ S).reshape(G, s, d)  # V_h Σ
-        if Kt is not None:
-            C = C @ Kt  # V_h Σ K_hᵀ
-        out = O @ (C @ Q).reshape(-1, d)
-        if A is not None:
-            out += A
-        return out
-
-    return linear
 
 
 class _TraceEvent:

@@ -189,16 +189,28 @@ class _Stack:
     Q: np.ndarray
     groups: tuple[tuple[slice, slice, int, np.ndarray | None], ...]
 
-    def inner(self, VS: np.ndarray, QX: np.ndarray) -> np.ndarray:
-        """blockdiag(V_h Σ K_hᵀ) · QX from VS = V_s Σ (S×d) and QX (R×k): S×k."""
-        k = QX.shape[1]
-        out = np.empty((VS.shape[0], k))
-        for rows_s, rows_r, G, K in self.groups:
-            C = VS[rows_s].reshape(G, -1, VS.shape[1])  # (G, s, d): V_h Σ
+    def product(self, cov: np.ndarray) -> np.ndarray:
+        """Σ_h O_h V_h Σ K_hᵀ Q_h = O · blockdiag(V_h Σ K_hᵀ) · Q at Σ = cov (d×d).
+
+        One group (every head of one rank, as in real layers) is two batched products and no
+        copy; several groups fill blockdiag(V_h Σ K_hᵀ) · Q group by group with the same
+        products."""
+        VS = self.Vs @ cov
+        d = VS.shape[1]
+        if len(self.groups) == 1:
+            (_, _, G, K), = self.groups
+            C = VS.reshape(G, -1, d)  # (G, s, d): V_h Σ
             if K is not None:
                 C = C @ K.transpose(0, 2, 1)  # (G, s, r): V_h Σ K_hᵀ
-            np.matmul(C, QX[rows_r].reshape(G, C.shape[2], k), out=out[rows_s].reshape(G, -1, k))
-        return out
+            return self.O @ (C @ self.Q.reshape(G, C.shape[2], d)).reshape(-1, d)
+        out = np.empty((VS.shape[0], d))
+        for rows_s, rows_r, G, K in self.groups:
+            C = VS[rows_s].reshape(G, -1, d)
+            if K is not None:
+                C = C @ K.transpose(0, 2, 1)
+            np.matmul(C, self.Q[rows_r].reshape(G, C.shape[2], d),
+                      out=out[rows_s].reshape(G, -1, d))
+        return self.O @ out
 
 
 def _stack(heads: list[Head]) -> _Stack | None:
@@ -435,7 +447,7 @@ class Params(ReadOnlyArrays):
         if st is None:
             out = self.A.copy()
         else:
-            out = st.O @ st.inner(st.Vs @ cov, st.Q)
+            out = st.product(cov)
             out += self.A
         for V, B in self.dense_pairs:
             out += (V @ cov) @ B
