@@ -452,20 +452,23 @@ class _Propagator:
 
     def _chain(self, offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(E, W, E⁻¹) at the increasing offsets, from the Van Loan block exponential
-        F(τ) = expm([[−Aᵀ, G/γ], [0, A]] τ) walked from 0 by the semigroup F(a + Δ) = F(a) F(Δ).
+        F(τ) = expm(M τ), M = [[−Aᵀ, G/γ], [0, A]], walked from 0 by the semigroup
+        F(a + Δ) = F(a) F(Δ).
 
         Every increment's F(Δ) comes from one set of Taylor terms (`_taylor`), increments split
-        so that θ = ‖[[−Aᵀ, G/γ], [0, A]]‖₂Δ ≤ CHAIN_THETA (G scaled by a power of two γ so that
-        ‖G‖_F/γ ≤ ‖A‖₂: W(τ) = γ E_τᵀF₁₂(τ) is exact in the scaling). One block exponential per
-        offset (`_van_loan_blocks`) when that takes more than CHAIN_POINTS increments."""
-        P, gamma, norm = self._taylor
+        so that θ = ‖M‖₂Δ ≤ CHAIN_THETA (G scaled by a power of two γ so that ‖G‖_F/γ ≤ ‖A‖₂:
+        W(τ) = γ E_τᵀF₁₂(τ) is exact in the scaling). One block exponential per offset
+        (`_van_loan_blocks`) when that takes more than CHAIN_POINTS increments."""
+        gamma, norm = self._chain_scale
         gaps = np.diff(offsets, prepend=0.0)
-        pieces = np.maximum(1, np.ceil(norm * gaps / CHAIN_THETA)).astype(int)
-        if pieces.sum() > CHAIN_POINTS:
+        counts = np.maximum(1.0, np.ceil(norm * gaps / CHAIN_THETA))
+        if not counts.sum() <= CHAIN_POINTS:  # (NaN/inf for huge A: not walked either)
             return _van_loan_blocks(self.A, self.G, offsets)
+        pieces = counts.astype(int)
         steps = np.repeat(gaps / pieces, pieces)
         d2 = 2 * self.A.shape[0]
-        F_step = ((steps[:, None] ** np.arange(CHAIN_TERMS + 1)) @ P).reshape(-1, d2, d2)
+        F_step = ((steps[:, None] ** np.arange(CHAIN_TERMS + 1)) @ self._taylor).reshape(
+            -1, d2, d2)
         ends = set((np.cumsum(pieces) - 1).tolist())
         F, out = np.eye(d2), []
         for j in range(steps.size):
@@ -475,22 +478,30 @@ class _Propagator:
         return _van_loan_split(np.stack(out), gamma)
 
     @cached_property
-    def _taylor(self) -> tuple[np.ndarray, float, float]:
-        """(rows k = 0..CHAIN_TERMS of M^k/k! flattened, γ, ‖M‖₂ or its bound) for the block
-        M = [[−Aᵀ, G/γ], [0, A]] of `_chain`: F(Δ) = Σ_k M^kΔ^k/k! with a remainder below
-        e·θ^{N+1}/(N + 1)! ≤ 1e-17 at θ = ‖M‖Δ ≤ 1 (N = CHAIN_TERMS)."""
+    def _chain_scale(self) -> tuple[float, float]:
+        """(γ, ‖M‖₂ or its bound ‖A‖₂ + ‖G‖_F/γ) for the block M = [[−Aᵀ, G/γ], [0, A]] of
+        `_chain`; the bound is 0 for A = 0 (then M² = 0: every increment in one piece)."""
+        norm_A = float(np.linalg.norm(self.A, 2)) if self.A.size else 0.0
+        big = float(np.abs(self.G).max()) if self.G.size else 0.0
+        norm_G = big * float(np.linalg.norm(self.G / big)) if big > 0 else 0.0  # no overflow
+        gamma = 1.0  # 2^k ≥ ‖G‖_F/‖A‖₂, from the binary exponents (the ratio may overflow)
+        if norm_G > norm_A > 0:
+            gamma = math.ldexp(1.0, min(math.frexp(norm_G)[1] - math.frexp(norm_A)[1] + 1, 1000))
+        return gamma, (norm_A + norm_G / gamma if norm_A > 0 else 0.0)
+
+    @cached_property
+    def _taylor(self) -> np.ndarray:
+        """Rows k = 0..CHAIN_TERMS of M^k/k! (flattened) for the block M of `_chain`:
+        F(Δ) = Σ_k M^kΔ^k/k! with a remainder below e·θ^{N+1}/(N + 1)! ≤ 1e-17 at
+        θ = ‖M‖Δ ≤ 1 (N = CHAIN_TERMS)."""
         A, d = self.A, self.A.shape[0]
-        norm_A = float(np.linalg.norm(A, 2)) if A.size else 0.0
-        norm_G = math.sqrt(float(self.G.ravel() @ self.G.ravel()))
-        gamma = 2.0 ** math.ceil(math.log2(norm_G / norm_A)) if norm_G > norm_A > 0 else 1.0
         block = np.zeros((2 * d, 2 * d))
-        block[:d, :d], block[:d, d:], block[d:, d:] = -A.T, self.G / gamma, A
+        block[:d, :d], block[:d, d:], block[d:, d:] = -A.T, self.G / self._chain_scale[0], A
         P = np.empty((CHAIN_TERMS + 1, 2 * d, 2 * d))
         P[0] = np.eye(2 * d)
         for k in range(CHAIN_TERMS):
             np.matmul(P[k], block / (k + 1), out=P[k + 1])
-        norm = norm_A + norm_G / gamma if norm_A > 0 else 0.0  # A = 0: M² = 0, one piece each
-        return P.reshape(CHAIN_TERMS + 1, -1), gamma, norm
+        return P.reshape(CHAIN_TERMS + 1, -1)
 
     def at(self, s: float) -> tuple[np.ndarray, ...]:
         return self._get(("at", s), lambda: van_loan(self.A, self.G, s))
