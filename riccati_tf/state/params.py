@@ -190,27 +190,17 @@ class _Stack:
     groups: tuple[tuple[slice, slice, int, np.ndarray | None], ...]
 
     def product(self, cov: np.ndarray) -> np.ndarray:
-        """Σ_h O_h V_h Σ K_hᵀ Q_h = O · blockdiag(V_h Σ K_hᵀ) · Q at Σ = cov (d×d).
-
-        One group (every head of one rank, as in real layers) is two batched products and no
-        copy; several groups fill blockdiag(V_h Σ K_hᵀ) · Q group by group with the same
-        products."""
+        """Σ_h O_h V_h Σ K_hᵀ Q_h = O · blockdiag(V_h Σ K_hᵀ) · Q at Σ = cov (d×d): per group
+        two batched products (one group, every head of one rank as in real layers: no copy)."""
         VS = self.Vs @ cov
         d = VS.shape[1]
-        if len(self.groups) == 1:
-            (_, _, G, K), = self.groups
-            C = VS.reshape(G, -1, d)  # (G, s, d): V_h Σ
+        blocks = []
+        for rows_s, rows_r, G, K in self.groups:
+            C = VS[rows_s].reshape(G, -1, d)  # (G, s, d): V_h Σ
             if K is not None:
                 C = C @ K.transpose(0, 2, 1)  # (G, s, r): V_h Σ K_hᵀ
-            return self.O @ (C @ self.Q.reshape(G, C.shape[2], d)).reshape(-1, d)
-        out = np.empty((VS.shape[0], d))
-        for rows_s, rows_r, G, K in self.groups:
-            C = VS[rows_s].reshape(G, -1, d)
-            if K is not None:
-                C = C @ K.transpose(0, 2, 1)
-            np.matmul(C, self.Q[rows_r].reshape(G, C.shape[2], d),
-                      out=out[rows_s].reshape(G, -1, d))
-        return self.O @ out
+            blocks.append((C @ self.Q[rows_r].reshape(G, C.shape[2], d)).reshape(-1, d))
+        return self.O @ (blocks[0] if len(blocks) == 1 else np.concatenate(blocks))
 
 
 def _stack(heads: list[Head]) -> _Stack | None:
