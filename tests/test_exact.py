@@ -224,15 +224,17 @@ def test_node_exponentials_from_the_taylor_chain_match_high_precision(case, s):
         assert rel_err(Einv[i] @ E[i], np.eye(d)) < 1e-13
 
 
-@pytest.mark.parametrize("a, g", [(1e-310, 1e10), (1e-300, 1.0), (1e-200, 1e200), (0.0, 1e300),
-                                  (1e-20, 1e-20)])
-def test_node_exponentials_at_extreme_scales_of_A_and_G(a, g):
+@pytest.mark.parametrize("a, g, h", [(1e-310, 1e10, 0.7), (1e-300, 1.0, 0.7),
+                                     (1e-200, 1e200, 0.7), (0.0, 1e300, 0.7), (1e-20, 1e-20, 0.7),
+                                     (1e150, 1.0, 1e-150), (1e-150, 1e150, 1e100)])
+def test_node_exponentials_at_extreme_scales_of_A_and_G(a, g, h):
     """‖G‖/‖A‖ beyond the float range (1e10/1e-310), ‖G‖_F whose square overflows (1e200,
-    1e300): the chain's scaling γ and norms are formed without overflow and its nodes agree
-    with one block exponential per node."""
+    1e300), ‖A‖ = 1e150 over h = 1e-150 (powers of A overflow): the chain's scaling, norms and
+    Taylor terms are formed without overflow and its nodes agree with one block exponential
+    per node."""
     A = a * np.array([[1.0, 2, 0], [0, -1, 1], [0.5, 0, 0.3]])
     G = g * np.diag([1.0, 2.0, 3.0])
-    offsets = ex.gauss_tableau(8)[0][:4] * 0.7
+    offsets = ex.gauss_tableau(8)[0][:4] * h
     with np.errstate(over="raise", invalid="raise", divide="raise", under="ignore"):
         E, W, _ = ex._Propagator(A, G)._chain(offsets)
     E_sp, W_sp, _ = ex._van_loan_blocks(A, G, offsets)

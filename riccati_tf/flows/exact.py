@@ -467,8 +467,8 @@ class _Propagator:
         pieces = counts.astype(int)
         steps = np.repeat(gaps / pieces, pieces)
         d2 = 2 * self.A.shape[0]
-        F_step = ((steps[:, None] ** np.arange(CHAIN_TERMS + 1)) @ self._taylor).reshape(
-            -1, d2, d2)
+        P, unit = self._taylor
+        F_step = (((steps / unit)[:, None] ** np.arange(CHAIN_TERMS + 1)) @ P).reshape(-1, d2, d2)
         ends = set((np.cumsum(pieces) - 1).tolist())
         F, out = np.eye(d2), []
         for j in range(steps.size):
@@ -490,18 +490,22 @@ class _Propagator:
         return gamma, (norm_A + norm_G / gamma if norm_A > 0 else 0.0)
 
     @cached_property
-    def _taylor(self) -> np.ndarray:
-        """Rows k = 0..CHAIN_TERMS of M^k/k! (flattened) for the block M of `_chain`:
-        F(Δ) = Σ_k M^kΔ^k/k! with a remainder below e·θ^{N+1}/(N + 1)! ≤ 1e-17 at
-        θ = ‖M‖Δ ≤ 1 (N = CHAIN_TERMS)."""
+    def _taylor(self) -> tuple[np.ndarray, float]:
+        """(rows k = 0..CHAIN_TERMS of (Mu)^k/k! flattened, u) for the block M of `_chain` and
+        the power of two u ≈ 1/‖M‖₂ (1 for A = 0): F(Δ) = Σ_k (Mu)^k (Δ/u)^k/k!, no power
+        overflowing, with a remainder below e·θ^{N+1}/(N + 1)! ≤ 1e-17 at θ = ‖M‖Δ ≤ 1
+        (N = CHAIN_TERMS)."""
         A, d = self.A, self.A.shape[0]
+        gamma, norm = self._chain_scale
+        unit = math.ldexp(1.0, -math.frexp(norm)[1]) if norm > 0 else 1.0
         block = np.zeros((2 * d, 2 * d))
-        block[:d, :d], block[:d, d:], block[d:, d:] = -A.T, self.G / self._chain_scale[0], A
+        block[:d, :d], block[:d, d:], block[d:, d:] = -A.T, self.G / gamma, A
+        block *= unit
         P = np.empty((CHAIN_TERMS + 1, 2 * d, 2 * d))
         P[0] = np.eye(2 * d)
         for k in range(CHAIN_TERMS):
             np.matmul(P[k], block / (k + 1), out=P[k + 1])
-        return P.reshape(CHAIN_TERMS + 1, -1)
+        return P.reshape(CHAIN_TERMS + 1, -1), unit
 
     def at(self, s: float) -> tuple[np.ndarray, ...]:
         return self._get(("at", s), lambda: van_loan(self.A, self.G, s))
