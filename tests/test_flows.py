@@ -916,21 +916,23 @@ def test_default_grid_shortcut_is_the_distinct_times(rng):
         np.testing.assert_array_equal(integrate._default_grid(T, None), ref)
 
 
-@pytest.mark.parametrize("d", [4, 8])
+@pytest.mark.parametrize("d", [4, 8, 20])
 @pytest.mark.parametrize("kind", ["converging", "growing"])
-def test_rk_takes_solve_ivps_steps_and_gives_its_states(rng, d, kind):
-    """With a mean (rk's tolerances then solve_ivp's: atol capped at rtol·√(Σ_ii Σ_jj) = 1e-12
-    is atol itself for Σ0 = I) rk steps DOP853 as solve_ivp does on `drift_arrays`'s
-    right-hand side (the same floats): the same steps, at most the same
-    right-hand sides (rk evaluates f(0) once more, to check it is finite, and takes the state
-    at t = 0 as given where solve_ivp interpolates it, 3 evaluations, when the first step holds
-    no other output time), and the same states up to the symmetrisation."""
+@pytest.mark.parametrize("with_mean", [True, False])
+def test_rk_matches_solve_ivp_on_the_full_state(rng, d, kind, with_mean):
+    """rk steps DOP853 on the packed state (m, Σ_ij for i ≤ j) with the full state's error
+    norm; against solve_ivp on the full state y = (m, vec Σ) with `drift_arrays`'s right-hand
+    side (rk's tolerances then solve_ivp's: atol capped at rtol·√(Σ_ii Σ_jj) = 1e-12 is atol
+    itself for Σ0 = I): the same output times, right-hand sides within one step's 12 (the first
+    step is DOP853's own choice on each state, the steps after it the same test), states that
+    agree to the tolerance's order, and each Σ exactly symmetric."""
     import riccati_tf.flows.integrate as integrate
     from riccati_tf.state.moments import drift_arrays
 
     p = _factored_layer(rng, d, 1.0 if kind == "converging" else 0.0, v_scale=0.2)
-    p = Params(p.A, b=rng.standard_normal(d), heads=[h for h in p.factors if h is not None])
-    g = Gaussian(rng.standard_normal(d), np.eye(d))
+    p = Params(p.A, b=rng.standard_normal(d) if with_mean else None,
+               heads=[h for h in p.factors if h is not None])
+    g = Gaussian(rng.standard_normal(d) if with_mean else np.zeros(d), np.eye(d))
     T = 5.0 if kind == "converging" else 1.0
     counter = [0]
     tr = integrate._rk_flow(p, g, np.linspace(0.0, T, 101), T, 1e-10, 1e-12, counter=counter)
@@ -938,13 +940,61 @@ def test_rk_takes_solve_ivps_steps_and_gives_its_states(rng, d, kind):
     def rhs(_t, y):
         X, dm = drift_arrays(p, y[:d], y[d:].reshape(d, d))
         return np.concatenate([dm, (X + X.T).ravel()])
+    # the cov-only run's loosened tolerances (integrate._rk_run) are the full state's with m ≡ 0
     sol = solve_ivp(rhs, (0.0, T), np.concatenate([g.mean, g.cov.ravel()]), method="DOP853",
                     rtol=1e-10, atol=1e-12, t_eval=np.linspace(0.0, T, 101))
-    assert tr.status == "completed" and counter[0] <= sol.nfev + 1
+    assert tr.status == "completed" and abs(counter[0] - sol.nfev) <= 12
     np.testing.assert_array_equal(tr.t, sol.t)
-    np.testing.assert_array_equal(tr.mean, sol.y[:d].T)
-    S = sol.y[d:].T.reshape(-1, d, d)
-    np.testing.assert_array_equal(tr.cov, 0.5 * (S + S.transpose(0, 2, 1)))
+    scale = np.abs(sol.y).max()
+    np.testing.assert_allclose(tr.mean, sol.y[:d].T, rtol=0, atol=1e-8 * scale)
+    np.testing.assert_allclose(tr.cov, sol.y[d:].T.reshape(-1, d, d), rtol=0, atol=1e-8 * scale)
+    np.testing.assert_array_equal(tr.cov, tr.cov.transpose(0, 2, 1))
+
+
+@pytest.mark.parametrize("packed", [True, False])
+@pytest.mark.parametrize("with_mean", [True, False])
+def test_packed_error_norm_is_the_full_states(rng, packed, with_mean):
+    """The packed DOP853's error norm of stages symmetric in Σ equals scipy's DOP853 norm of
+    the same stages on the full state (m, vec Σ), and packing then unpacking is the identity
+    on symmetric states (below PACK_MIN_D the state is not packed)."""
+    from scipy.integrate import DOP853
+
+    import riccati_tf.flows.integrate as integrate
+
+    d = integrate.PACK_MIN_D + (1 if packed else -1)
+    k = d if with_mean else 0
+    pk = integrate._packing(k, d)
+    assert (pk.pack is not None) == packed
+
+    def symmetric_state():
+        S = rng.standard_normal((d, d))
+        return np.concatenate([rng.standard_normal(k), (S + S.T).ravel()])
+    y0 = symmetric_state()
+    np.testing.assert_array_equal(pk.full(pk.packed(y0)), y0)
+    assert pk.packed(y0).size == k + (d * (d + 1) // 2 if packed else d * d)
+    blocks = [np.stack([pk.packed(symmetric_state()) for _ in range(n)], axis=1) for n in (3, 2)]
+    states = pk.states(blocks)
+    np.testing.assert_array_equal(states, np.concatenate([pk.full(b) for b in blocks], axis=1))
+    tilted = blocks[0] + (1 - packed) * rng.standard_normal(blocks[0].shape)  # unpacked:
+    S = pk.states([tilted])[k:].T.reshape(-1, d, d)  # Σ_ji read from Σ_ij (i ≤ j)
+    np.testing.assert_array_equal(np.triu(S), np.triu(pk.full(tilted)[k:].T.reshape(-1, d, d)))
+    np.testing.assert_array_equal(S, S.transpose(0, 2, 1))
+    assert states.T.flags.c_contiguous  # time-major
+    assert pk.log_trace(pk.packed(y0)) == pytest.approx(np.log(max(np.trace(
+        y0[k:].reshape(d, d)), np.finfo(float).tiny)), rel=1e-15, abs=0)
+    K = np.stack([symmetric_state() for _ in range(13)])
+    scale = 1e-6 + 1e-8 * np.abs(symmetric_state())
+
+    def zero(_t, y):
+        return np.zeros_like(y)
+    full = DOP853(zero, 0.0, y0, 1.0, rtol=1e-6, atol=1e-8)
+    v0 = pk.packed(y0)
+    solver = integrate._PackedDOP853(zero, 0.0, v0, 1.0, rtol=1e-6, atol=1e-8 + 0 * v0,
+                                     packing=pk, f0=np.zeros_like(v0))
+    for h in (1e-3, 0.1, 2.0):
+        assert solver._estimate_error_norm(
+            np.stack([pk.packed(row) for row in K]), h, pk.packed(scale)) == pytest.approx(
+            full._estimate_error_norm(K, h, scale), rel=1e-13)
 
 
 @pytest.mark.parametrize("seed", range(6))

@@ -12,6 +12,7 @@ or Inf, and status "blowup" means a finite-time blow-up at T* ≤ t_final.
 from __future__ import annotations
 
 import bisect
+import functools
 import math
 import operator
 import pickle
@@ -69,6 +70,10 @@ SUNDMAN_SHARE = 0.5
 #: u_k ≥ 3 |T_k − T*|. The integration's own error in T* (about rtol·T*, up to a few times that)
 #: comes on top
 POLE_SPAN = 4.0
+#: rk integrates a state (m, vec Σ) in t on its packed coordinates (m, Σ_ij for i ≤ j) from this
+#: dimension on (`_Packing`): below it the two gathers per right-hand side cost more than the
+#: stepper's arithmetic on the d(d − 1)/2 entries left out saves
+PACK_MIN_D = 20
 #: a Sundman run's steps towards a pole: relative tolerance rtol · min(SUNDMAN_LOOSEN_MAX, r_0/r)^q
 #: (t's entry kept at rtol), r = tr Σ/(d tr Σ/dt) the remaining time at the last step, r_0 its
 #: value where the pole stop's current record began (the quadratic terms driving the growth
@@ -1199,8 +1204,7 @@ def _rk_run(params_fn: Params | Callable[[float], Params], gaussian: Gaussian,
         log_threshold = float(np.log(threshold)) if scale > 0 else 0.0  # no event when Σ0 = 0
         event = _TraceEvent(k, d, log_threshold)
         grid = t_out if t0 == 0 else t_out[t_out > t0]  # (the output times are ≥ 0)
-        if ts:
-            _finite_start(rhs, t0, y)
+        f_start = _finite_start(rhs, t0, y) if ts else f0  # f(t0, y), handed to DOP853
         try:
             with np.errstate(over="ignore", invalid="ignore"):  # overflow is detected below
                 if sundman:
@@ -1212,7 +1216,7 @@ def _rk_run(params_fn: Params | Callable[[float], Params], gaussian: Gaussian,
                 else:
                     sol = _t_solve(rhs_tau, t0 / unit, t_final / unit, y, grid / unit,
                                    event if scale > 0 else None, loosen * rtol, atol_vec,
-                                   crossed, d)
+                                   crossed, d, unit * f_start)
         except _RkBudgetSpent as spent:
             raise SolverError(
                 f"the Runge–Kutta integration used its budget of max_steps = {max_steps} steps "
@@ -1259,7 +1263,7 @@ def _rk_run(params_fn: Params | Callable[[float], Params], gaussian: Gaussian,
     t = np.concatenate(ts)
     Y = ys[0] if len(ys) == 1 else np.concatenate([part.T for part in ys]).T  # time-major
     mean = Y[:d].T.copy() if with_mean else np.zeros((t.size, d))
-    cov = Y[k:].T.reshape(-1, d, d)  # symmetrised by `_states`, time-major: a view
+    cov = Y[k:].T.reshape(-1, d, d)  # symmetric (`_Packing.states`, `_states`), time-major: a view
     return Trajectory(t, mean, cov, "completed" if blowup_time is None else "blowup",
                       blowup_time, "rk", direction, rtol, atol,
                       None if blowup_time is None else "singularity", None, bracket)
@@ -1327,30 +1331,36 @@ class _PoleWatch:
 def _t_solve(rhs: Callable[[float, np.ndarray], np.ndarray], t0: float, t1: float,
              y0: np.ndarray, grid: np.ndarray, event: _TraceEvent | None, rtol: float,
              atol: np.ndarray,
-             crossed: Callable[[float, np.ndarray, _TraceEvent], bool], d: int
-             ) -> _SundmanResult:
-    """DOP853 from (t0, y0) to t1 in t, driven step by step as solve_ivp drives it (the same
-    steps and the same outputs: DOP853's continuous extension at the grid times in [t0, t1]),
-    with one difference: where tr Σ has risen past the threshold of `event` by the end of a
-    step, crossed(t, y, event) is called there — True ends the run (status 1, "crossed", with
+             crossed: Callable[[float, np.ndarray, _TraceEvent], bool], d: int,
+             f0: np.ndarray) -> _SundmanResult:
+    """DOP853 from (t0, y0) to t1 in t, driven step by step as solve_ivp drives it (DOP853's
+    continuous extension at the grid times in [t0, t1] the outputs), on the packed state
+    v = (m, Σ_ij for i ≤ j) of `_Packing` (from d = PACK_MIN_D on) with the error norm of the
+    full state y (the same acceptance test as solve_ivp on y, half the stepper's arithmetic on
+    vec Σ). Where tr Σ has risen past the threshold of `event` by the end of a step,
+    crossed(t, y, event) is called there — True ends the run (status 1, "crossed", with
     t_events[0], y_events[0] that step's end), False goes on with the same stepper (crossed
     raises the threshold), so that a growth event costs no restart (a fresh first step and
-    step-size history). status 0 when t1 is reached, −1 on failure; `step` the last step. The
-    outputs' Σ (d × d) are symmetrised (`_states`)."""
-    solver = DOP853(rhs, t0, y0, t1, rtol=rtol, atol=atol)
-    blocks: list[np.ndarray] = []  # the outputs of each step, (y0.size, k) as sol gives them
+    step-size history). status 0 when t1 is reached, −1 on failure; `step` the last step. rhs
+    and crossed see full states y, and the outputs are full states, each Σ symmetric
+    (`_Packing.states`). f0 = rhs(t0, y0), already evaluated: DOP853's first right-hand
+    side."""
+    packing = _packing(y0.size - d * d, d)
+    solver = _PackedDOP853(packing.fun(rhs), t0, packing.packed(y0), t1, rtol=rtol,
+                           atol=packing.packed(atol), packing=packing, f0=packing.packed(f0))
+    blocks: list[np.ndarray] = []  # the outputs of each step, (v.size, k) as sol gives them
     times = grid.tolist()  # bisect on floats: a tenth of np.searchsorted's call per step
     i = 0
 
     def result(status: int, message: str) -> _SundmanResult:
-        t_end, y_end = (solver.t, solver.y[None]) if status == 1 else \
+        t_end, y_end = (solver.t, packing.full(solver.y)[None]) if status == 1 else \
             (np.zeros(0), np.zeros((0, y0.size)))
-        return _SundmanResult(grid[:i].copy(), _states(blocks, y0.size, d), status,
+        return _SundmanResult(grid[:i].copy(), packing.states(blocks), status,
                               [np.atleast_1d(t_end)], [y_end],
                               message, step=float(solver.step_size or 0.0))
 
     if grid.size and grid[0] == t0:
-        blocks.append(y0[:, None])
+        blocks.append(packing.packed(y0)[:, None])
         i = 1
     while solver.status == "running":
         message = solver.step()
@@ -1360,10 +1370,104 @@ def _t_solve(rhs: Callable[[float, np.ndarray], np.ndarray], t0: float, t1: floa
         if j > i:
             blocks.append(solver.dense_output()(grid[i:j]))
             i = j
-        if event is not None and event(solver.t, solver.y) >= 0 and \
-                crossed(solver.t, solver.y, event):
+        if event is not None and packing.log_trace(solver.y) >= event.log_threshold and \
+                crossed(solver.t, packing.full(solver.y), event):
             return result(1, "crossed")
     return result(0, "t1 reached")
+
+
+class _Packing:
+    """The packed coordinates v = (m, Σ_ij for i ≤ j) of a state y = (m, vec Σ) with k mean
+    entries (k = 0 or d) and Σ symmetric d × d, from d = PACK_MIN_D on: v = y[pack],
+    y = v[unpack]; `weight` the error-norm weight of each entry of v, √2 for Σ_ij with i < j
+    (it stands for the two equal entries Σ_ij, Σ_ji of y), else 1, so that Σ_v (w e/s)² is the
+    full state's Σ_y (e/s)² for errors e and scales s of y that are symmetric in Σ; `diagonal`
+    the positions of Σ_ii in v; `outputs` the position in v of each entry of an output state
+    (`states`). Below PACK_MIN_D, v = y (pack and unpack None, weights 1). One per (k, d)
+    (`_packing`)."""
+
+    def __init__(self, k: int, d: int) -> None:
+        self.k, self.d, self.n = k, d, k + d * d
+        self.pack: np.ndarray | None = None
+        self.unpack: np.ndarray | None = None
+        self.weight = np.ones(self.n)
+        self.diagonal = k + np.arange(d) * (d + 1)
+        rows, cols = np.triu_indices(d)
+        where = np.empty((d, d), dtype=np.intp)
+        if d < PACK_MIN_D:  # the outputs' Σ_ji read from Σ_ij (i ≤ j): symmetric
+            where[rows, cols] = where[cols, rows] = k + rows * d + cols
+            self.outputs = np.concatenate([np.arange(k), where.ravel()])
+            return
+        where[rows, cols] = where[cols, rows] = k + np.arange(rows.size)
+        self.pack = np.concatenate([np.arange(k), k + rows * d + cols])
+        self.unpack = self.outputs = np.concatenate([np.arange(k), where.ravel()])
+        self.weight = np.concatenate([np.ones(k), np.where(rows == cols, 1.0, math.sqrt(2.0))])
+        self.diagonal = where[np.arange(d), np.arange(d)]
+
+    def packed(self, y: np.ndarray) -> np.ndarray:
+        """v of the full state y."""
+        return y if self.pack is None else y[self.pack]
+
+    def full(self, v: np.ndarray) -> np.ndarray:
+        """y of the packed state v."""
+        return v if self.unpack is None else v[self.unpack]
+
+    def fun(self, rhs: Callable[[float, np.ndarray], np.ndarray]
+            ) -> Callable[[float, np.ndarray], np.ndarray]:
+        """The right-hand side on v of rhs on y."""
+        pack, unpack = self.pack, self.unpack
+        if pack is None:
+            return rhs
+
+        def packed(t: float, v: np.ndarray) -> np.ndarray:
+            return rhs(t, v.take(unpack)).take(pack)  # (take: faster than v[unpack])
+        return packed
+
+    def log_trace(self, v: np.ndarray) -> float:
+        """log tr Σ of the packed state v (−inf at tr Σ ≤ 0; as `_TraceEvent` tests it)."""
+        return math.log(max(float(v.take(self.diagonal).sum()), TINY))
+
+    def states(self, blocks: list[np.ndarray]) -> np.ndarray:
+        """The full states of the packed (v.size, k_i) blocks (a state per column) as one
+        (n, Σ k_i) array in solve_ivp's layout, stored time-major (each state contiguous, so
+        that Σ(t_1..t_k) is a (k, d, d) view); each Σ symmetric (unpacked states: Σ_ji read
+        from Σ_ij, i < j)."""
+        if not blocks:
+            return np.zeros((self.n, 0))
+        V = np.concatenate(blocks, axis=1) if len(blocks) > 1 else blocks[0]
+        return np.take(V.T, self.outputs, axis=1).T  # one pass, into time-major storage
+
+
+@functools.lru_cache(maxsize=8)
+def _packing(k: int, d: int) -> _Packing:
+    """The packing of (k, d), built once."""
+    return _Packing(k, d)
+
+
+class _PackedDOP853(DOP853):
+    """scipy's DOP853 on a packed state (`_Packing`) whose error norm is the full state's:
+    the scaled errors weighted by `_Packing.weight`, their mean over the full state's n
+    entries. f0 = fun(t0, y0), already evaluated, is DOP853's first right-hand side; after the
+    start the steps call fun itself, without scipy's wrappers (an evaluation count and an array
+    conversion per call: fun returns float64 arrays)."""
+
+    def __init__(self, fun: Callable[[float, np.ndarray], np.ndarray], t0: float,
+                 y0: np.ndarray, t_bound: float, *, rtol: float, atol: np.ndarray,
+                 packing: _Packing, f0: np.ndarray) -> None:
+        start = [f0]
+
+        def first(t: float, y: np.ndarray) -> np.ndarray:  # DOP853's first call is f(t0, y0)
+            return start.pop() if start else fun(t, y)
+        super().__init__(first, t0, y0, t_bound, rtol=rtol, atol=atol)
+        self.fun = fun
+        self._inverse_weight = None if packing.pack is None else 1.0 / packing.weight
+        self._to_full = math.sqrt(packing.weight.size / packing.n)
+
+    def _estimate_error_norm(self, K: np.ndarray, h: float, scale: np.ndarray) -> float:
+        if self._inverse_weight is None:
+            return float(super()._estimate_error_norm(K, h, scale))
+        return float(super()._estimate_error_norm(K, h, scale * self._inverse_weight)) \
+            * self._to_full
 
 
 def _sundman_solve(rhs: Callable[[float, np.ndarray], np.ndarray], t0: float, t1: float,
