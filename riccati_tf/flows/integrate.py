@@ -1416,7 +1416,7 @@ class _Packing:
             ) -> Callable[[float, np.ndarray], np.ndarray]:
         """The right-hand side on v of rhs on y."""
         pack, unpack = self.pack, self.unpack
-        if pack is None:
+        if pack is None or unpack is None:
             return rhs
 
         def packed(t: float, v: np.ndarray) -> np.ndarray:
