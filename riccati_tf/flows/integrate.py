@@ -1108,8 +1108,12 @@ class _TraceEvent:
         """tr Σ of the state y."""
         return float(y[self.k::self.d + 1].sum())
 
+    def level(self, trace: float) -> float:
+        """log tr Σ − log threshold at tr Σ = trace."""
+        return math.log(max(trace, TINY)) - self.log_threshold
+
     def __call__(self, _t: float, y: np.ndarray) -> float:
-        return math.log(max(self.trace(y), TINY)) - self.log_threshold
+        return self.level(self.trace(y))
 
 
 def _rk_run(params_fn: Params | Callable[[float], Params], gaussian: Gaussian,
@@ -1370,7 +1374,7 @@ def _t_solve(rhs: Callable[[float, np.ndarray], np.ndarray], t0: float, t1: floa
         if j > i:
             blocks.append(solver.dense_output()(grid[i:j]))
             i = j
-        if event is not None and packing.log_trace(solver.y) >= event.log_threshold and \
+        if event is not None and event.level(packing.trace(solver.y)) >= 0 and \
                 crossed(solver.t, packing.full(solver.y), event):
             return result(1, "crossed")
     return result(0, "t1 reached")
@@ -1382,9 +1386,8 @@ class _Packing:
     y = v[unpack]; `weight` the error-norm weight of each entry of v, √2 for Σ_ij with i < j
     (it stands for the two equal entries Σ_ij, Σ_ji of y), else 1, so that Σ_v (w e/s)² is the
     full state's Σ_y (e/s)² for errors e and scales s of y that are symmetric in Σ; `diagonal`
-    the positions of Σ_ii in v; `outputs` the position in v of each entry of an output state
-    (`states`). Below PACK_MIN_D, v = y (pack and unpack None, weights 1). One per (k, d)
-    (`_packing`)."""
+    the positions of Σ_ii in v. Below PACK_MIN_D, v = y (pack and unpack None, weights 1).
+    One per (k, d) (`_packing`)."""
 
     def __init__(self, k: int, d: int) -> None:
         self.k, self.d, self.n = k, d, k + d * d
@@ -1392,15 +1395,13 @@ class _Packing:
         self.unpack: np.ndarray | None = None
         self.weight = np.ones(self.n)
         self.diagonal = k + np.arange(d) * (d + 1)
+        if d < PACK_MIN_D:
+            return
         rows, cols = np.triu_indices(d)
         where = np.empty((d, d), dtype=np.intp)
-        if d < PACK_MIN_D:  # the outputs' Σ_ji read from Σ_ij (i ≤ j): symmetric
-            where[rows, cols] = where[cols, rows] = k + rows * d + cols
-            self.outputs = np.concatenate([np.arange(k), where.ravel()])
-            return
         where[rows, cols] = where[cols, rows] = k + np.arange(rows.size)
         self.pack = np.concatenate([np.arange(k), k + rows * d + cols])
-        self.unpack = self.outputs = np.concatenate([np.arange(k), where.ravel()])
+        self.unpack = np.concatenate([np.arange(k), where.ravel()])
         self.weight = np.concatenate([np.ones(k), np.where(rows == cols, 1.0, math.sqrt(2.0))])
         self.diagonal = where[np.arange(d), np.arange(d)]
 
@@ -1423,19 +1424,21 @@ class _Packing:
             return rhs(t, v.take(unpack)).take(pack)  # (take: faster than v[unpack])
         return packed
 
-    def log_trace(self, v: np.ndarray) -> float:
-        """log tr Σ of the packed state v (−inf at tr Σ ≤ 0; as `_TraceEvent` tests it)."""
-        return math.log(max(float(v.take(self.diagonal).sum()), TINY))
+    def trace(self, v: np.ndarray) -> float:
+        """tr Σ of the packed state v."""
+        return float(v.take(self.diagonal).sum())
 
     def states(self, blocks: list[np.ndarray]) -> np.ndarray:
         """The full states of the packed (v.size, k_i) blocks (a state per column) as one
         (n, Σ k_i) array in solve_ivp's layout, stored time-major (each state contiguous, so
-        that Σ(t_1..t_k) is a (k, d, d) view); each Σ symmetric (unpacked states: Σ_ji read
-        from Σ_ij, i < j)."""
+        that Σ(t_1..t_k) is a (k, d, d) view); each Σ symmetric (unpacked states symmetrised
+        by `_states`)."""
+        if self.unpack is None:
+            return _states(blocks, self.n, self.d)
         if not blocks:
             return np.zeros((self.n, 0))
         V = np.concatenate(blocks, axis=1) if len(blocks) > 1 else blocks[0]
-        return np.take(V.T, self.outputs, axis=1).T  # one pass, into time-major storage
+        return np.take(V.T, self.unpack, axis=1).T  # one pass, into time-major storage
 
 
 @functools.lru_cache(maxsize=8)
