@@ -165,6 +165,50 @@ def test_stage_solver_matches_the_dense_collocation_system(rng, scale, h, d, mon
     assert rel_err(ex._stages(K, m, b, h), Z_ref) < 1e-13
 
 
+@pytest.mark.parametrize("nonnormal", [0.0, 3.0])
+def test_shared_frozen_jacobian_solves_both_stage_counts_like_the_inverses(rng, nonnormal):
+    """One eigendecomposition of K̄ gives the corrections (I − hλ_k K̄)⁻¹R_k of both Gauss
+    methods of a pair, solving (I − h a ⊗ K̄) x = R as accurately as the per-λ inverses (to
+    cond(T)·eps, T the eigenvectors of the Gauss matrix a); the s_lo system swept with the s_hi
+    system's K̄ reaches the dense collocation solution to rounding."""
+    d, h = 12, 0.6
+    base = rng.standard_normal((d, d)) / np.sqrt(d) + nonnormal * np.triu(
+        rng.standard_normal((d, d)), 1) / np.sqrt(d)
+    shared = ex._FrozenJacobian(shared=True)
+    for s in (14, 16):
+        K = np.stack([base + 0.3 * cj * rng.standard_normal((d, d)) / np.sqrt(d)
+                      for cj in ex.gauss_tableau(s)[0]])
+        R = rng.standard_normal((s, d))
+        correction = shared.correction(K, h, s)(R)
+        assert shared._eigen is not None
+        a, K_bar = ex.gauss_tableau(s)[2], shared.K_bar
+        exact_x = np.linalg.solve(np.eye(s * d) - h * np.kron(a, K_bar), R.reshape(-1))
+        per_lambda = ex._FrozenJacobian().correction(np.broadcast_to(K_bar, K.shape), h, s)(R)
+        tol = 8 * np.linalg.cond(np.linalg.eig(a)[1]) * np.finfo(float).eps
+        assert rel_err(per_lambda, exact_x.reshape(s, d)) < tol
+        assert rel_err(correction, exact_x.reshape(s, d)) < tol
+        m, b = rng.standard_normal(d), rng.standard_normal(d)
+        system = np.eye(s * d) - h * np.kron(a, np.eye(d)) @ np.block(
+            [[K[i] if i == j else np.zeros((d, d)) for j in range(s)] for i in range(s)])
+        Z_ref = np.linalg.solve(system, h * np.kron(a, np.eye(d)) @ ((K @ m) + b).reshape(-1))
+        guess = Z_ref.reshape(s, d) * (1 + 1e-6)
+        assert rel_err(ex._stages(K, m, b, h, guess, shared), Z_ref.reshape(s, d)) < 1e-13
+
+
+def test_frozen_jacobian_inverts_per_eigenvalue_when_k_bar_is_nearly_defective():
+    """A Jordan block has no eigenvector basis (‖Q‖‖Q⁻¹‖ ≫ EIGEN_KAPPA): the corrections come
+    from one inverse per λ_k, which solve the Newton system to rounding."""
+    d, s, h = 6, 8, 0.5
+    K_bar = np.eye(d) + np.diag(np.ones(d - 1), 1)
+    frozen = ex._FrozenJacobian(shared=True)
+    R = np.arange(s * d, dtype=float).reshape(s, d)
+    correction = frozen.correction(np.broadcast_to(K_bar, (s, d, d)), h, s)(R)
+    assert frozen._eigen is None
+    a = ex.gauss_tableau(s)[2]
+    expected = np.linalg.solve(np.eye(s * d) - h * np.kron(a, K_bar), R.reshape(-1))
+    assert rel_err(correction, expected.reshape(s, d)) < 1e-11
+
+
 @pytest.mark.parametrize("s", STAGES)
 def test_gauss_eigen_pairs_conjugates(s):
     """The half spectrum reconstructs the Gauss matrix: a x = 2 Re Σ_{k<s/2} T_k λ_k (T⁻¹x)_k for

@@ -134,6 +134,10 @@ MAX_HALVINGS = 600
 NEWTON_ITERATIONS = 20
 NEWTON_RTOL = 4 * EPS
 PICARD_RATIO = 0.1
+#: the frozen Jacobian K̄ of the Newton sweeps is inverted through its eigendecomposition
+#: K̄ = Q diag(μ) Q⁻¹ while ‖Q‖_F ‖Q⁻¹‖_F ≤ EIGEN_KAPPA (rounding of a correction ≲ κ eps), else
+#: one inverse per eigenvalue of the Gauss matrix
+EIGEN_KAPPA = 1e6
 #: stage systems of at most this many unknowns (s·d) are solved directly by LU unless the sweeps
 #: start from a close guess: up to about this size one (s d)×(s d) solve costs less than the
 #: sweeps' many small-array operations from zero
@@ -727,7 +731,8 @@ class _MeanLaw:
 
 
 def _mean_step(prop: _Propagator, L: np.ndarray, m: np.ndarray, h: float, law: _MeanLaw,
-               s: int, *, update: bool = True, start: tuple[int, np.ndarray] | None = None
+               s: int, *, update: bool = True, start: tuple[int, np.ndarray] | None = None,
+               frozen: _FrozenJacobian | None = None
                ) -> tuple[np.ndarray, np.ndarray | None, np.ndarray]:
     """Advance (m, L) by h: s-stage Gauss collocation for the mean, square-root update for
     Σ = LLᵀ (None unless `update`); returns (m⁺, L⁺, the stage increments Z).
@@ -736,11 +741,12 @@ def _mean_step(prop: _Propagator, L: np.ndarray, m: np.ndarray, h: float, law: _
     the exact Σ(t + c_j h) = E_j L (I + Lᵀ W_j L)⁻¹ Lᵀ E_jᵀ; m⁺ = m + h Σ_j w_j (K_j (m + Z_j) + b).
     The linear stage system is solved directly when small (`_stages`), else by fixed-point
     sweeps while they contract fast, then by simplified Newton with the frozen K̄ = mean_j K_j,
-    decoupled by a = T Λ T⁻¹ into solves with I − h λ_k K̄ (Hairer–Wanner IV.8). The residual
-    is exact, so the sweeps converge to the collocation solution; without convergence in
-    NEWTON_ITERATIONS sweeps (K varies fast, near a blow-up) the (s d)×(s d) system is solved
-    directly. `start` = (s', Z'), the stages of an s'-stage step over the same interval: the
-    sweeps start from their collocation polynomial at these nodes (`_interpolation`).
+    decoupled by a = T Λ T⁻¹ into solves with I − h λ_k K̄ (Hairer–Wanner IV.8; `frozen`, shared
+    by the two steps of a pair). The residual is exact, so the sweeps converge to the
+    collocation solution; without convergence in NEWTON_ITERATIONS sweeps (K varies fast, near
+    a blow-up) the (s d)×(s d) system is solved directly. `start` = (s', Z'), the stages of an
+    s'-stage step over the same interval: the sweeps start from their collocation polynomial at
+    these nodes (`_interpolation`).
     """
     E, W = prop.nodes(s, h)
     d, r = m.size, L.shape[1]
@@ -760,7 +766,8 @@ def _mean_step(prop: _Propagator, L: np.ndarray, m: np.ndarray, h: float, law: _
         K = law.Av + np.swapaxes(Y, 1, 2) @ (Y @ law.Bbar)
     else:
         K = np.broadcast_to(law.Av, (s, d, d)).copy()
-    Z = _stages(K, m, law.b, h, None if start is None else _interpolation(start[0], s) @ start[1])
+    Z = _stages(K, m, law.b, h, None if start is None else _interpolation(start[0], s) @ start[1],
+                frozen)
     k = (K @ (m + Z)[:, :, None])[:, :, 0] + law.b
     L_end = _sqrt_update(EL[-1], W[-1], L) if update else None
     return m + h * (gauss_tableau(s)[1] @ k), L_end, Z
@@ -779,34 +786,91 @@ def _interpolation(s_from: int, s_to: int) -> np.ndarray:
     return P[:, 1:]
 
 
+class _FrozenJacobian:
+    """The corrections x_k = (I − hλ_k K̄)⁻¹ R_k of the simplified Newton sweeps (`_stages`),
+    K̄ = mean_j K_j of the first stage system it serves: one per sub-step, shared by the two
+    Gauss methods of its pair (the same h; K̄ of the s_hi nodes stands for the s_lo ones, which
+    changes only the rate of the sweeps, not their limit: the residual is exact).
+
+    With `shared` (both stage systems of the pair are swept), from K̄ = Q diag(μ) Q⁻¹:
+    x_k = Q ((Q⁻¹R_k) / (1 − hλ_k μ)) for every λ_k of both stage counts, at the cost of one
+    eigendecomposition (about that of the s/2 inverses of one count). Otherwise, or where Q is
+    ill conditioned (‖Q‖_F ‖Q⁻¹‖_F > EIGEN_KAPPA: K̄ close to defective), one inverse per λ_k."""
+
+    def __init__(self, shared: bool = False) -> None:
+        self.shared = shared
+        self.K_bar: np.ndarray | None = None
+        self.h = 0.0
+
+    def correction(self, K: np.ndarray, h: float, s: int
+                   ) -> Callable[[np.ndarray], np.ndarray]:
+        """R ↦ Σ_k 2 Re T_{·k} x_k for the real residual R (s × d) of an s-stage system of
+        length h (see `gauss_eigen`): the simplified Newton correction of its stages."""
+        if self.K_bar is None:
+            self.K_bar, self.h = K.mean(axis=0), h
+        lam, T2, Tinv = gauss_eigen(s)
+        eigen = self._eigen
+        if eigen is None:
+            solves = inv(np.eye(K.shape[1]) - self.h * lam[:, None, None] * self.K_bar)
+            return lambda R: (T2 @ (solves @ (Tinv @ R)[:, :, None])[:, :, 0]).real
+        mu, Q_t, Q_inv_t = eigen
+        factors = 1.0 / (1.0 - self.h * lam[:, None] * mu)  # 1/(1 − hλ_k μ_j)
+        return lambda R: (T2 @ ((((Tinv @ R) @ Q_inv_t) * factors) @ Q_t)).real
+
+    @cached_property
+    def _eigen(self) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+        """(μ, Qᵀ, Q⁻ᵀ), or None when not shared, Q is ill conditioned or K̄ not finite."""
+        assert self.K_bar is not None
+        if not self.shared:
+            return None
+        try:
+            mu, Q = np.linalg.eig(self.K_bar)
+            Q_inv = inv(Q)
+        except np.linalg.LinAlgError:
+            return None
+        kappa = np.linalg.norm(Q) * np.linalg.norm(Q_inv)
+        return (mu, Q.T, Q_inv.T) if kappa <= EIGEN_KAPPA else None
+
+
 def _stages(K: np.ndarray, m: np.ndarray, b: np.ndarray, h: float,
-            guess: np.ndarray | None = None) -> np.ndarray:
+            guess: np.ndarray | None = None,
+            frozen: _FrozenJacobian | None = None) -> np.ndarray:
     """Z solving Z_i = h Σ_j a_ij (K_j (m + Z_j) + b) (see `_mean_step`), sweeping from
     `guess` (else 0).
 
     Fixed-point (Picard) sweeps while each shrinks the increment at least PICARD_RATIO-fold
-    (short steps, h‖K‖ small); from the first slower sweep on, simplified Newton. Systems of
-    at most DIRECT_STAGE_SIZE unknowns without a guess, and those the sweeps do not settle, are
-    solved directly (`_stages_direct`)."""
+    (short steps, h‖K‖ small); from the first slower sweep on, simplified Newton with the
+    frozen Jacobian `frozen` (a new one for K if None). Systems of at most DIRECT_STAGE_SIZE
+    unknowns without a guess, and those the sweeps do not settle, are solved directly
+    (`_stages_direct`)."""
     s, d = K.shape[:2]
     if guess is None and s * d <= DIRECT_STAGE_SIZE:
         return _stages_direct(K, m, b, h)
     ha = h * gauss_tableau(s)[2]
-    lam, T2, Tinv = gauss_eigen(s)
     known = ha @ ((K @ m) + b)  # the residual's part without Z
     floor = NEWTON_RTOL * np.abs(m).max()
-    Z, solves, previous = np.zeros((s, d)) if guess is None else guess.copy(), None, np.inf
+    Z, solve = np.zeros((s, d)) if guess is None else guess.copy(), None
+    previous = last = np.inf  # the last residual, the last correction of the same kind
     for _ in range(NEWTON_ITERATIONS):
-        R = known + ha @ (K @ Z[:, :, None])[:, :, 0] - Z
-        size = np.abs(R).max()
-        if solves is None and size > PICARD_RATIO * previous:
-            # (I − hλ_k K̄)⁻¹ for k < s/2 (the conjugate half by symmetry, `gauss_eigen`)
-            solves = inv(np.eye(d) - h * lam[:, None, None] * K.mean(axis=0))
-        dZ = R if solves is None else (T2 @ (solves @ (Tinv @ R)[:, :, None])[:, :, 0]).real
+        dZ = known + ha @ (K @ Z[:, :, None])[:, :, 0] - Z  # the residual
+        if solve is None:
+            size = np.abs(dZ).max()
+            if size > PICARD_RATIO * previous:  # Picard contracts slowly: simplified Newton
+                solve = (_FrozenJacobian() if frozen is None else frozen).correction(K, h, s)
+                last = np.inf
+            previous = size
+        if solve is not None:
+            dZ = solve(dZ)
+            size = np.abs(dZ).max()
         Z += dZ
-        if np.abs(dZ).max() <= max(NEWTON_RTOL * np.abs(Z).max(), floor):
+        if not math.isfinite(size):
+            break
+        # sweeps contracting by θ = size/last leave ≲ θ/(1 − θ)·size of Z's error
+        theta = size / last if last < np.inf else 1.0
+        if (theta / (1.0 - theta) if theta < 0.5 else 1.0) * size <= max(
+                NEWTON_RTOL * np.abs(Z).max(), floor):
             return Z
-        previous = size
+        last = size
     return _stages_direct(K, m, b, h)
 
 
@@ -902,8 +966,9 @@ def _controlled(prop: _Propagator, L: np.ndarray, m: np.ndarray, h: float, law: 
     2·MEAN_STEP_COST steps of a refinement when it is decided; the halvings count towards
     MAX_HALVINGS with those of `_mean_over`."""
     lo, hi = _pair(x)
-    m2, L2, Z = _mean_step(prop, L, m, h, law, hi)
-    low = _mean_step(prop, L, m, h, law, lo, update=False, start=(hi, Z))[0]
+    frozen = _FrozenJacobian(shared=hi * m.size > DIRECT_STAGE_SIZE)  # (else s_hi is direct)
+    m2, L2, Z = _mean_step(prop, L, m, h, law, hi, frozen=frozen)
+    low = _mean_step(prop, L, m, h, law, lo, update=False, start=(hi, Z), frozen=frozen)[0]
     assert L2 is not None  # update=True
     scale = max(np.abs(m).max(), np.abs(m2).max(), h * np.abs(law.b).max())
     diff = np.abs(m2 - low).max()
