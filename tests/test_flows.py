@@ -766,7 +766,7 @@ def test_sundman_steps_hold_each_entry_to_its_cauchy_schwarz_scale():
     assert tr.status == "blowup"
     grid = tr.blowup_time * (1 - np.logspace(-1, -6, 6))
     rhs = integrate._rk_rhs(p, d, 10**6, False)
-    event = integrate._TraceEvent(0, d, float(np.log(1e30)))
+    event = integrate._TraceEvent(0, d, 1e30)
     never = integrate._PoleWatch(0.0, 0.0, lambda t, y: 0.0)
     steps = []
     for atol_grows in (True, False):
@@ -807,7 +807,7 @@ def test_rk_sundman_run_matches_solve_ivp_on_the_same_steps():
     p = Params(0.3 * np.eye(2), B=np.eye(2), V=np.eye(2))
     y0 = np.eye(2).ravel()
     rhs = integrate._rk_rhs(p, 2, 10**6, False)
-    event = integrate._TraceEvent(0, 2, float(np.log(1e8 * 2)))
+    event = integrate._TraceEvent(0, 2, 1e8 * 2)
     t0, grid = 0.05, np.linspace(0.05, 0.25, 5)
     never = integrate._PoleWatch(0.0, 0.0, lambda t, y: 0.0)
     ours = integrate._sundman_solve(rhs, t0, grid[-1], y0, grid[1:], event, 1e-9,
@@ -995,6 +995,31 @@ def test_packed_error_norm_is_the_full_states(rng, packed, with_mean):
         assert solver._estimate_error_norm(
             np.stack([pk.packed(row) for row in K]), h, pk.packed(scale)) == pytest.approx(
             full._estimate_error_norm(K, h, scale), rel=1e-13)
+
+
+@pytest.mark.parametrize("d", [8, 24])
+def test_rk_end_growth_is_the_trace_of_the_last_right_hand_side(rng, d):
+    """A run in t hands back d tr Σ/dt at its end state from the stepper's last right-hand side
+    (DOP853 evaluates f at each accepted step's end; `_check_near_blowup` reads it instead of
+    forming M(Σ) again): trace_growth at the returned end state, packed (d = 24) or not; None
+    when the last output time lies before the end of the run."""
+    import riccati_tf.flows.integrate as integrate
+
+    A = -0.3 * np.eye(d) + rng.standard_normal((d, d)) / (3 * np.sqrt(d))
+    V, B = (rng.standard_normal((d, d)) / np.sqrt(d) for _ in range(2))
+    p = Params(A, B=B, V=V)
+    cov0 = np.eye(d) + 0.1 * np.ones((d, d))
+    rhs = integrate._rk_rhs(p, d, 10**6, with_mean=False)
+    y0 = cov0.ravel()
+    for grid, ends in ((np.linspace(0.0, 0.6, 7), True), (np.array([0.0, 0.3]), False)):
+        sol = integrate._t_solve(rhs, 0.0, 0.6, y0, grid, None, 1e-10, np.full(d * d, 1e-12),
+                                 lambda *_: False, d, rhs(0.0, y0))
+        assert sol.status == 0
+        if not ends:
+            assert sol.growth is None
+            continue
+        growth, _ = integrate.trace_growth(p, sol.y[:, -1].reshape(d, d))
+        assert sol.growth == pytest.approx(growth, rel=1e-9)
 
 
 @pytest.mark.parametrize("seed", range(6))

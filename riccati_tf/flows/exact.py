@@ -840,9 +840,11 @@ def _stages(K: np.ndarray, m: np.ndarray, b: np.ndarray, h: float,
 
     Fixed-point (Picard) sweeps while each shrinks the increment at least PICARD_RATIO-fold
     (short steps, h‖K‖ small); from the first slower sweep on, simplified Newton with the
-    frozen Jacobian `frozen` (a new one for K if None). Systems of at most DIRECT_STAGE_SIZE
-    unknowns without a guess, and those the sweeps do not settle, are solved directly
-    (`_stages_direct`)."""
+    frozen Jacobian `frozen` (a new one for K if None). The sweeps stop once the error they
+    leave, θ/(1 − θ)·‖ΔZ‖∞ with θ the ratio of the last two corrections of the same kind
+    (Hairer–Wanner IV.8; ‖ΔZ‖∞ itself while θ ≥ 1/2 or unknown), is below NEWTON_RTOL·‖Z‖∞.
+    Systems of at most DIRECT_STAGE_SIZE unknowns without a guess, and those the sweeps do
+    not settle, are solved directly (`_stages_direct`)."""
     s, d = K.shape[:2]
     if guess is None and s * d <= DIRECT_STAGE_SIZE:
         return _stages_direct(K, m, b, h)

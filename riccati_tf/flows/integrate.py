@@ -1098,11 +1098,12 @@ def _rk_rhs(params_fn: Params | Callable[[float], Params], d: int, limit: int,
 
 class _TraceEvent:
     """The growth event of an rk run: log tr Σ − log threshold, which rises through 0 where
-    tr Σ passes the threshold (`_t_solve` tests it at each step's end, `_sundman_solve` locates
-    it), tr Σ read from the state's diagonal entries of vec Σ, which starts at index k."""
+    tr Σ passes the threshold (`_t_solve` tests tr Σ ≥ threshold at each step's end,
+    `_sundman_solve` locates the root), tr Σ read from the state's diagonal entries of vec Σ,
+    which starts at index k."""
 
-    def __init__(self, k: int, d: int, log_threshold: float) -> None:
-        self.k, self.d, self.log_threshold = k, d, log_threshold
+    def __init__(self, k: int, d: int, threshold: float) -> None:
+        self.k, self.d, self.threshold = k, d, threshold
 
     def trace(self, y: np.ndarray) -> float:
         """tr Σ of the state y."""
@@ -1110,7 +1111,7 @@ class _TraceEvent:
 
     def level(self, trace: float) -> float:
         """log tr Σ − log threshold at tr Σ = trace."""
-        return math.log(max(trace, TINY)) - self.log_threshold
+        return math.log(max(trace, TINY)) - math.log(self.threshold)
 
     def __call__(self, _t: float, y: np.ndarray) -> float:
         return self.level(self.trace(y))
@@ -1201,12 +1202,11 @@ def _rk_run(params_fn: Params | Callable[[float], Params], gaussian: Gaussian,
                     return True
                 pending = estimate[:2]  # after t_final (or too close to tell): follow it
             threshold *= BLOWUP_GROWTH
-        event.log_threshold = float(np.log(threshold))
+        event.threshold = threshold
         return False
 
     while True:
-        log_threshold = float(np.log(threshold)) if scale > 0 else 0.0  # no event when Σ0 = 0
-        event = _TraceEvent(k, d, log_threshold)
+        event = _TraceEvent(k, d, threshold if scale > 0 else 1.0)  # no event when Σ0 = 0
         grid = t_out if t0 == 0 else t_out[t_out > t0]  # (the output times are ≥ 0)
         f_start = _finite_start(rhs, t0, y) if ts else f0  # f(t0, y), handed to DOP853
         try:
@@ -1245,7 +1245,8 @@ def _rk_run(params_fn: Params | Callable[[float], Params], gaussian: Gaussian,
         ys.append(Y)
         if sol.status == 0:
             if T_sol.size:  # the last state returned
-                _check_near_blowup(params_at, d, full(Y[:, -1]), T_sol[-1], rtol, pending)
+                _check_near_blowup(params_at, d, full(Y[:, -1]), T_sol[-1], rtol, pending,
+                                   None if sol.growth is None else sol.growth / unit)
             break
         t0, y, step = sol.t_events[0][0] * unit, sol.y_events[0][0], sol.step
         if sol.message == "crossed" and stop is None:  # `crossed` chose σ: on from here
@@ -1287,6 +1288,9 @@ class _SundmanResult:
     pole: tuple[float, float] | None = None
     #: the last step's length (a first step for the run that continues from the end)
     step: float = 0.0
+    #: d tr Σ/dτ at the last output when that is the run's end t1 (the stepper's last
+    #: right-hand side, DOP853 evaluating f at each accepted step's end), else None
+    growth: float | None = None
 
 
 class _PoleWatch:
@@ -1359,9 +1363,10 @@ def _t_solve(rhs: Callable[[float, np.ndarray], np.ndarray], t0: float, t1: floa
     def result(status: int, message: str) -> _SundmanResult:
         t_end, y_end = (solver.t, packing.full(solver.y)[None]) if status == 1 else \
             (np.zeros(0), np.zeros((0, y0.size)))
+        growth = packing.trace(solver.f) if status == 0 and i and grid[i - 1] == t1 else None
         return _SundmanResult(grid[:i].copy(), packing.states(blocks), status,
                               [np.atleast_1d(t_end)], [y_end],
-                              message, step=float(solver.step_size or 0.0))
+                              message, step=float(solver.step_size or 0.0), growth=growth)
 
     if grid.size and grid[0] == t0:
         blocks.append(packing.packed(y0)[:, None])
@@ -1374,7 +1379,7 @@ def _t_solve(rhs: Callable[[float, np.ndarray], np.ndarray], t0: float, t1: floa
         if j > i:
             blocks.append(solver.dense_output()(grid[i:j]))
             i = j
-        if event is not None and event.level(packing.trace(solver.y)) >= 0 and \
+        if event is not None and packing.trace(solver.y) >= event.threshold and \
                 crossed(solver.t, packing.full(solver.y), event):
             return result(1, "crossed")
     return result(0, "t1 reached")
@@ -1520,7 +1525,7 @@ def _sundman_solve(rhs: Callable[[float, np.ndarray], np.ndarray], t0: float, t1
     to_end = at_time(t1)
 
     times = [float(tk) for tk in grid if tk < t1]
-    span = 2.0 * (t1 - t0) * math.exp(min(event.log_threshold, 700.0)) / s_ref
+    span = 2.0 * (t1 - t0) * min(event.threshold, math.exp(700.0)) / s_ref
     solver = DOP853(f, 0.0, np.concatenate([[t0], y0]), span, rtol=rtol,
                     atol=np.concatenate([[1e-2 * rtol * t_scale], atol]),
                     first_step=min(first_step, span) or None)
@@ -1711,11 +1716,13 @@ def _pole_ahead(p: Params, d: int, t: float, y: np.ndarray, t_final: float,
 
 
 def _check_near_blowup(params_fn: Callable[[float], Params], d: int, y_end: np.ndarray,
-                       t_final: float, rtol: float, pending: tuple[float, float] | None) -> None:
+                       t_final: float, rtol: float, pending: tuple[float, float] | None,
+                       growth: float | None = None) -> None:
     """Refuse an rk state (the last one returned, at t_final here) within reach of a blow-up:
     when the quadratic terms dominate there, T* ≈ t_final + tr Σ/(d tr Σ/dt), and Σ(t_final) is
-    then known only to about rtol·T*/(T* − t_final) relative."""
-    estimate = _blowup_estimate(params_fn(t_final), d, t_final, y_end)
+    then known only to about rtol·T*/(T* − t_final) relative. growth: d tr Σ/dt there when
+    known (the integration's last right-hand side), else computed."""
+    estimate = _blowup_estimate(params_fn(t_final), d, t_final, y_end, growth=growth)
     if estimate is None:
         if pending is not None and pending[0] - pending[1] <= t_final:
             raise SolverError(f"a blow-up was estimated at T* ≈ {pending[0]:.10g} ± "
