@@ -808,6 +808,7 @@ class _FrozenJacobian:
         length h (see `gauss_eigen`): the simplified Newton correction of its stages."""
         if self.K_bar is None:
             self.K_bar, self.h = K.mean(axis=0), h
+        assert h == self.h, "one frozen Jacobian serves systems of one length"
         lam, T2, Tinv = gauss_eigen(s)
         eigen = self._eigen
         if eigen is None:
@@ -846,7 +847,7 @@ def _stages(K: np.ndarray, m: np.ndarray, b: np.ndarray, h: float,
     Systems of at most DIRECT_STAGE_SIZE unknowns without a guess, and those the sweeps do
     not settle, are solved directly (`_stages_direct`)."""
     s, d = K.shape[:2]
-    if guess is None and s * d <= DIRECT_STAGE_SIZE:
+    if guess is None and _direct(s, d):
         return _stages_direct(K, m, b, h)
     ha = h * gauss_tableau(s)[2]
     known = ha @ ((K @ m) + b)  # the residual's part without Z
@@ -874,6 +875,11 @@ def _stages(K: np.ndarray, m: np.ndarray, b: np.ndarray, h: float,
             return Z
         last = size
     return _stages_direct(K, m, b, h)
+
+
+def _direct(s: int, d: int) -> bool:
+    """Whether an s-stage system on R^d started without a guess is solved directly."""
+    return s * d <= DIRECT_STAGE_SIZE
 
 
 def _stages_direct(K: np.ndarray, m: np.ndarray, b: np.ndarray, h: float) -> np.ndarray:
@@ -968,7 +974,7 @@ def _controlled(prop: _Propagator, L: np.ndarray, m: np.ndarray, h: float, law: 
     2·MEAN_STEP_COST steps of a refinement when it is decided; the halvings count towards
     MAX_HALVINGS with those of `_mean_over`."""
     lo, hi = _pair(x)
-    frozen = _FrozenJacobian(shared=hi * m.size > DIRECT_STAGE_SIZE)  # (else s_hi is direct)
+    frozen = _FrozenJacobian(shared=not _direct(hi, m.size))  # both systems swept
     m2, L2, Z = _mean_step(prop, L, m, h, law, hi, frozen=frozen)
     low = _mean_step(prop, L, m, h, law, lo, update=False, start=(hi, Z), frozen=frozen)[0]
     assert L2 is not None  # update=True
