@@ -209,6 +209,31 @@ def test_frozen_jacobian_inverts_per_eigenvalue_when_k_bar_is_nearly_defective()
     assert rel_err(correction, expected.reshape(s, d)) < 1e-11
 
 
+@pytest.mark.parametrize("scale", [1e-310, 1e-300, 1e-150, 1.0, 1e150, 1e300])
+@pytest.mark.parametrize("kind", ["random", "rank_one", "diagonal", "nonnormal"])
+def test_norm2_is_the_largest_singular_value_at_every_scale(rng, scale, kind):
+    """`_norm2` (top eigenvalue of the scaled Gram matrix) is the SVD's σ_max to a few eps
+    relative, from the subnormal edge to the overflow edge, for d = 1, 8, 33; 0 for a zero
+    matrix; inf for non-finite entries."""
+    for d in (1, 8, 33):
+        if kind == "random":
+            M = rng.standard_normal((d, d))
+        elif kind == "rank_one":
+            M = np.outer(rng.standard_normal(d), rng.standard_normal(d))
+        elif kind == "diagonal":
+            M = np.diag(rng.uniform(0.5, 1.5, d))
+        else:
+            M = np.triu(rng.standard_normal((d, d))) * 1e3 - np.eye(d)
+        M = M / np.abs(M).max() * scale
+        ref = float(np.linalg.svd(M, compute_uv=False)[0])
+        assert ex._norm2(M) == pytest.approx(ref, rel=8 * d * np.finfo(float).eps)
+    assert ex._norm2(np.zeros((3, 3))) == 0.0
+    for bad in (np.nan, np.inf):
+        M = np.eye(3)
+        M[1, 2] = bad
+        assert ex._norm2(M) == np.inf
+
+
 @pytest.mark.parametrize("s", STAGES)
 def test_gauss_eigen_pairs_conjugates(s):
     """The half spectrum reconstructs the Gauss matrix: a x = 2 Re Σ_{k<s/2} T_k λ_k (T⁻¹x)_k for

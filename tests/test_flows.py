@@ -883,22 +883,27 @@ def test_M_of_heads_of_several_ranks_and_dense_pairs_is_the_sum_over_heads(rng):
 @pytest.mark.parametrize("d", [1, 3, 8, 40])
 @pytest.mark.parametrize("with_mean", [False, True])
 def test_rk_states_are_the_outputs_symmetrised_and_time_major(rng, d, with_mean):
-    """`_states` joins the per-step output blocks into solve_ivp's (n, k) layout, stored
-    time-major (Σ(t_1..t_k) a contiguous (k, d, d) view), every Σ replaced by ½(Σ + Σᵀ)
-    exactly; small outputs (joined first) and large ones (block by block) alike."""
+    """`_Packing.states` joins the per-step output blocks into solve_ivp's (n, k) layout,
+    stored time-major (Σ(t_1..t_k) a contiguous (k, d, d) view), each Σ its block's upper
+    triangle mirrored (Σ_ji = Σ_ij for i ≤ j), the mean as stored; from full states below
+    PACK_MIN_D and from packed ones above."""
     import riccati_tf.flows.integrate as integrate
 
     k = d if with_mean else 0
     n = k + d * d
-    blocks = [rng.standard_normal((n, m)) for m in (1, 4, 0, 7, 2)]
-    Y = integrate._states(blocks, n, d)
-    ref = np.concatenate(blocks, axis=1)
+    packing = integrate._packing(k, d)
+    full = [rng.standard_normal((n, m)) for m in (1, 4, 0, 7, 2)]
+    Y = packing.states([packing.packed(block) for block in full])  # rows: the stored state
+    ref = np.concatenate(full, axis=1)
     S = ref[k:].reshape(d, d, -1)
+    upper = np.triu(np.ones((d, d), dtype=bool))
+    mirrored = np.where(upper[:, :, None], S, S.transpose(1, 0, 2))
     assert Y.shape == ref.shape and Y.T.flags.c_contiguous
     np.testing.assert_array_equal(Y[:k], ref[:k])
     cov = Y[k:].T.reshape(-1, d, d)
     assert np.shares_memory(cov, Y)
-    np.testing.assert_array_equal(cov, (0.5 * (S + S.transpose(1, 0, 2))).transpose(2, 0, 1))
+    np.testing.assert_array_equal(cov, mirrored.transpose(2, 0, 1))
+    assert packing.states([]).shape == (n, 0)
 
 
 def test_default_grid_shortcut_is_the_distinct_times(rng):
@@ -976,9 +981,10 @@ def test_packed_error_norm_is_the_full_states(rng, packed, with_mean):
     states = pk.states(blocks)
     np.testing.assert_array_equal(states, np.concatenate([pk.full(b) for b in blocks], axis=1))
     tilted = blocks[0] + (1 - packed) * rng.standard_normal(blocks[0].shape)  # unpacked:
-    S = pk.states([tilted])[k:].T.reshape(-1, d, d)  # Σ symmetrised to ½(Σ + Σᵀ)
+    S = pk.states([tilted])[k:].T.reshape(-1, d, d)  # Σ its upper triangle mirrored
     ref = pk.full(tilted)[k:].T.reshape(-1, d, d)
-    np.testing.assert_array_equal(S, 0.5 * (ref + ref.transpose(0, 2, 1)))
+    np.testing.assert_array_equal(S, np.where(np.triu(np.ones((d, d), dtype=bool)), ref,
+                                              ref.transpose(0, 2, 1)))
     assert states.T.flags.c_contiguous  # time-major
     assert pk.trace(pk.packed(y0)) == pytest.approx(np.trace(y0[k:].reshape(d, d)),
                                                     rel=1e-14, abs=1e-14)

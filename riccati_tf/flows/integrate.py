@@ -670,14 +670,19 @@ class _ExactDense:
         return _continued(tr, self.mean0, self.cov0, t, run)
 
 
+_OUTPUT_INDEX = np.arange(float(DEFAULT_OUTPUTS))
+
+
 def _default_grid(t_final: float, t_eval: npt.ArrayLike | None) -> npt.NDArray[np.float64]:
     if t_eval is None:  # distinct times in [0, t_final] only: among subnormals the spacing
         # t_final/100 rounds to whole spacings, so times coincide or pass t_final; with a
         # normal spacing the times i·(t_final/100) increase strictly and stay below t_final
-        grid = np.linspace(0.0, t_final, DEFAULT_OUTPUTS)
-        if t_final / (DEFAULT_OUTPUTS - 1) >= TINY:
+        step = t_final / (DEFAULT_OUTPUTS - 1)
+        if step >= TINY:  # np.linspace(0, t_final, DEFAULT_OUTPUTS) bit for bit, at less cost
+            grid = _OUTPUT_INDEX * step
+            grid[-1] = t_final
             return grid
-        return np.unique(np.minimum(grid, t_final))
+        return np.unique(np.minimum(np.linspace(0.0, t_final, DEFAULT_OUTPUTS), t_final))
     return as_time_grid("t_eval", t_eval, t_final)
 
 
@@ -1027,7 +1032,8 @@ def _refuse_stiff(p: Params, g: Gaussian, t_final: float, max_steps: int) -> Non
 def _radius(M: np.ndarray, enough: float) -> float:
     """The spectral radius ρ(M), or the bound ‖M‖_F ≥ ρ(M) when that is at most `enough` (the
     eigenvalues are then not needed to know that ρ(M) ≤ enough)."""
-    bound = float(np.linalg.norm(M))
+    flat = M.ravel()
+    bound = math.sqrt(float(flat @ flat))  # ‖M‖_F
     if bound <= enough:
         return bound
     return float(np.abs(np.linalg.eigvals(M)).max())
@@ -1076,24 +1082,31 @@ def _rk_rhs(params_fn: Params | Callable[[float], Params], d: int, limit: int,
     count = [0] if counter is None else counter
     stop = count[0] + limit  # the count at the limit
     fixed = params_fn if isinstance(params_fn, Params) else None
-    k = d if with_mean else 0  # where vec Σ starts
 
-    def rhs(t: float, y: np.ndarray) -> np.ndarray:
+    def covariance(t: float, y: np.ndarray) -> np.ndarray:
         count[0] += 1
         if count[0] > stop:
             raise _RkBudgetSpent(t)
         q = fixed if fixed is not None else params_fn(t)  # type: ignore[operator]
-        S = y[k:].reshape(d, d)
+        S = y.reshape(d, d)
+        X = q.M(S) @ S
+        return (X + X.T).ravel()
+
+    def moments(t: float, y: np.ndarray) -> np.ndarray:
+        count[0] += 1
+        if count[0] > stop:
+            raise _RkBudgetSpent(t)
+        q = fixed if fixed is not None else params_fn(t)  # type: ignore[operator]
+        S = y[d:].reshape(d, d)
         M = q.M(S)
         X = M @ S
-        if not with_mean:
-            return (X + X.T).ravel()
         out = np.empty(d + d * d)
-        out[:d] = M @ y[:d] + q.c(y[:d])
+        m = y[:d]
+        np.add(M @ m, q.c(m), out=out[:d])
         np.add(X, X.T, out=out[d:].reshape(d, d))
         return out
 
-    return rhs
+    return moments if with_mean else covariance
 
 
 class _TraceEvent:
@@ -1268,7 +1281,7 @@ def _rk_run(params_fn: Params | Callable[[float], Params], gaussian: Gaussian,
     t = np.concatenate(ts)
     Y = ys[0] if len(ys) == 1 else np.concatenate([part.T for part in ys]).T  # time-major
     mean = Y[:d].T.copy() if with_mean else np.zeros((t.size, d))
-    cov = Y[k:].T.reshape(-1, d, d)  # symmetric (`_Packing.states`, `_states`), time-major: a view
+    cov = Y[k:].T.reshape(-1, d, d)  # symmetric (`_states`), time-major: a view
     return Trajectory(t, mean, cov, "completed" if blowup_time is None else "blowup",
                       blowup_time, "rk", direction, rtol, atol,
                       None if blowup_time is None else "singularity", None, bracket)
@@ -1392,6 +1405,8 @@ class _Packing:
     (it stands for the two equal entries Σ_ij, Σ_ji of y), else 1, so that Σ_v (w e/s)² is the
     full state's Σ_y (e/s)² for errors e and scales s of y that are symmetric in Σ; `diagonal`
     the positions of Σ_ii in v. Below PACK_MIN_D, v = y (pack and unpack None, weights 1).
+    `outputs` maps the entries of y to those of the stored state (v, or y itself below
+    PACK_MIN_D) that give them, Σ_ij and Σ_ji both from Σ_ij with i ≤ j (`_states`).
     One per (k, d) (`_packing`)."""
 
     def __init__(self, k: int, d: int) -> None:
@@ -1401,12 +1416,13 @@ class _Packing:
         self.weight = np.ones(self.n)
         self.diagonal = k + np.arange(d) * (d + 1)
         if d < PACK_MIN_D:
+            self.outputs = _mirror(k, d)
             return
         rows, cols = np.triu_indices(d)
         where = np.empty((d, d), dtype=np.intp)
         where[rows, cols] = where[cols, rows] = k + np.arange(rows.size)
         self.pack = np.concatenate([np.arange(k), k + rows * d + cols])
-        self.unpack = np.concatenate([np.arange(k), where.ravel()])
+        self.unpack = self.outputs = np.concatenate([np.arange(k), where.ravel()])
         self.weight = np.concatenate([np.ones(k), np.where(rows == cols, 1.0, math.sqrt(2.0))])
         self.diagonal = where[np.arange(d), np.arange(d)]
 
@@ -1434,16 +1450,9 @@ class _Packing:
         return float(v.take(self.diagonal).sum())
 
     def states(self, blocks: list[np.ndarray]) -> np.ndarray:
-        """The full states of the packed (v.size, k_i) blocks (a state per column) as one
-        (n, Σ k_i) array in solve_ivp's layout, stored time-major (each state contiguous, so
-        that Σ(t_1..t_k) is a (k, d, d) view); each Σ symmetric (unpacked states symmetrised
-        by `_states`)."""
-        if self.unpack is None:
-            return _states(blocks, self.n, self.d)
-        if not blocks:
-            return np.zeros((self.n, 0))
-        V = np.concatenate(blocks, axis=1) if len(blocks) > 1 else blocks[0]
-        return np.take(V.T, self.unpack, axis=1).T  # one pass, into time-major storage
+        """The full states of the stored (v.size, k_i) blocks (a state per column), each Σ
+        symmetric (`_states` with `outputs`)."""
+        return _states(blocks, self.outputs)
 
 
 @functools.lru_cache(maxsize=8)
@@ -1534,7 +1543,7 @@ def _sundman_solve(rhs: Callable[[float, np.ndarray], np.ndarray], t0: float, t1
 
     def result(status: int, message: str, end: np.ndarray | None = None,
                at_pole: tuple[float, float] | None = None) -> _SundmanResult:
-        Y = _states(y_out, y0.size, event.d)
+        Y = _states(y_out, _mirror(event.k, event.d))
         if end is None:
             return _SundmanResult(np.array(t_out), Y, status, [np.zeros(0)],
                                   [np.zeros((0, y0.size))], message)
@@ -1641,31 +1650,24 @@ def _time_unit(y0: np.ndarray, f0: np.ndarray, t_final: float) -> float:
     return math.ldexp(1.0, -k)
 
 
-def _states(blocks: list[np.ndarray], n: int, d: int) -> np.ndarray:
-    """The states of the (n, k_i) blocks (a state per column, as DOP853's continuous extension
-    gives them, vec Σ their last d² entries) as one (n, Σ k_i) array in solve_ivp's layout,
-    stored time-major (each state contiguous, so that Σ(t_1..t_k) is a (k, d, d) view), every
-    Σ symmetrised to ½(Σ + Σᵀ). Block by block, each symmetrised into place while it is in
-    cache (DOP853's interpolant computes its block time-major, so the transpose is a view):
-    about half the time of gathering the states and symmetrising the whole array afterwards
-    at d = 128. Blocks of fewer than 2^15 entries in all are joined first (at d = 8 the
-    per-block work costs more than the arithmetic)."""
-    k = n - d * d  # where vec Σ starts
-    widths = [block.shape[1] for block in blocks]
-    if n * sum(widths) <= 2**15 and len(blocks) > 1:
-        blocks = [np.concatenate(blocks, axis=1)]
-    Y = np.empty((sum(widths), n))
-    start = 0
-    for block in blocks:
-        stop = start + block.shape[1]
-        rows = np.ascontiguousarray(block.T)
-        Y[start:stop, :k] = rows[:, :k]
-        S = rows[:, k:].reshape(-1, d, d)
-        out = Y[start:stop, k:].reshape(-1, d, d)  # a view: rows of d² contiguous entries
-        np.add(S, S.transpose(0, 2, 1), out=out)
-        out *= 0.5
-        start = stop
-    return Y.T
+def _states(blocks: list[np.ndarray], index: np.ndarray) -> np.ndarray:
+    """The states of the (m, k_i) blocks (a state per column, as DOP853's continuous extension
+    gives them) as one (index.size, Σ k_i) array in solve_ivp's layout, stored time-major (each
+    state contiguous, so that Σ(t_1..t_k) is a (k, d, d) view): entry i of a state is entry
+    index[i] of its column (`_Packing.outputs`: every Σ_ji read from Σ_ij with i ≤ j, so each
+    Σ is symmetric). One gather from the blocks joined time-major (DOP853's interpolant
+    computes its block time-major, so each transpose is a view)."""
+    if not blocks:
+        return np.zeros((index.size, 0))
+    return np.concatenate([block.T for block in blocks]).take(index, axis=1).T
+
+
+@functools.lru_cache(maxsize=8)
+def _mirror(k: int, d: int) -> np.ndarray:
+    """The index of y = (m, vec Σ) (k mean entries) that reads every Σ_ij from Σ_min(i,j)max(i,j):
+    y[index] is y with Σ replaced by its upper triangle mirrored."""
+    i, j = np.divmod(np.arange(d * d), d)
+    return np.concatenate([np.arange(k), k + np.minimum(i, j) * d + np.maximum(i, j)])
 
 
 def trace_growth(p: Params, cov: np.ndarray) -> tuple[float, float]:
