@@ -441,7 +441,7 @@ def test_mean_error_control_halves_where_the_single_step_is_inaccurate(rng):
     law = ex._mean_law(A, v, np.array([[v * beta]]), np.array([0.3]), np.array([0.7]))
     L, m, h = np.array([[np.sqrt(s0)]]), np.array([0.7]), 0.95 * T_star
     x = law.norm_K(L, h) * h
-    got, _, steps = ex._controlled(prop, L, m, h, law, x, 0, None, 0.0)
+    got, _, steps, _ = ex._controlled(prop, L, m, h, law, x, 0, None, 0.0)
     assert steps > ex.MEAN_STEP_COST
     n = 4096
     fine, Lf = m, L
@@ -452,6 +452,110 @@ def test_mean_error_control_halves_where_the_single_step_is_inaccurate(rng):
     still = ex._Propagator(A, np.zeros((1, 1)))  # G = 0, B̄ = 0: K = a + v
     for x in (flat.norm_K(L, 0.5) * 0.5, ex.MEAN_THETA):
         assert ex._controlled(still, L, m, 0.5, flat, x, 0, None, 0.0)[2] == ex.MEAN_STEP_COST
+
+
+@pytest.mark.parametrize("a, v, beta, s0, m0, b", [
+    (0.2, 1.0, 1.0, 1.0, 0.7, 0.3),
+    (1.5, -0.3, -2.0, 2.0, 0.3, -1.0),
+])
+def test_dense_means_near_a_blowup_match_the_closed_form(a, v, beta, s0, m0, b):
+    """The 101 default output times up to T*(1 − 1e-6): the mean crosses many outputs per
+    span (`_dense_pays`), its sub-steps halve where K ~ 1/(T* − t) grows, and the means at
+    the outputs inside them come from the collocation polynomials. Every tenth output up to
+    0.9 T is within 1e-12 of the 40-digit closed form; the last within 1e-8, the rounding of
+    its 100 covariance steps (about eps·T* each) amplified by T*/(T* − T) = 1e6."""
+    T_star = np.log1p(a / (v * beta * s0)) / (2 * a)
+    T = T_star * (1 - 1e-6)
+    p = Params(A=[[a]], V=[[v]], B=[[beta]], b=[b])
+    tr = flow(p, Gaussian([m0], [[s0]]), T, method="exact")
+    assert tr.status == "completed" and len(tr) == 101
+    for k in range(10, 101, 10):
+        ref = scalar_mean(a, v, beta, s0, m0, b, tr.t[k])
+        assert abs(tr.mean[k, 0] / ref - 1) <= (1e-12 if k < 100 else 1e-8)
+
+
+@pytest.mark.parametrize("seed", range(2))
+def test_dense_means_at_d32_match_tight_rk_at_every_output(seed):
+    """d = 32, T = 5, a converging layer (V = −I/2, B ⪰ 0), the 101 default output times
+    (spans of many outputs, their means from the collocation polynomials of DENSE_PAIRS):
+    every output within 1e-11 of rk at rtol 1e-13, and within 1e-12 of the end states of
+    flows asked for that output time alone."""
+    rng = np.random.default_rng(seed)
+    d = 32
+    A, C, X = (rng.standard_normal((d, d)) / np.sqrt(d) for _ in range(3))
+    p = Params(A=A, B=C @ C.T, V=-0.5 * np.eye(d), b=rng.standard_normal(d))  # converging
+    g = Gaussian(rng.standard_normal(d), X @ X.T)
+    exact = flow(p, g, 5.0, method="exact")
+    rk = flow(p, g, 5.0, method="rk", rtol=1e-13, atol=1e-15)
+    assert exact.status == rk.status == "completed"
+    assert rel_err(exact.mean, rk.mean) < 1e-11
+    for k in (7, 33, 50, 77):
+        alone = flow(p, g, float(exact.t[k]), method="exact", t_eval=[0.0, exact.t[k]])
+        assert rel_err(exact.mean[k], alone.mean[-1]) <= 1e-12
+
+
+def test_controlled_means_inside_are_the_kept_collocation_polynomial(rng):
+    """`_controlled` with output offsets: accepted at once, the means inside are the s_hi
+    step's collocation polynomial (`_lagrange`) and an offset h is the step's end; refined
+    near a blow-up, the means at offsets in both halves (one on the halving point) agree with
+    many short uncontrolled steps."""
+    a, v, beta, s0 = 0.2, 1.0, 1.0, 1.0
+    A, G = np.array([[a]]), np.array([[-2 * v * beta]])
+    prop = ex._Propagator(A, G)
+    law = ex._mean_law(A, v, np.array([[v * beta]]), np.array([0.3]), np.array([0.7]))
+    L, m = np.array([[np.sqrt(s0)]]), np.array([0.7])
+    h = 0.05
+    taus = np.array([0.01, 0.025, 0.04, h])
+    x = law.norm_K(L, h) * h
+    m2, _, steps, inner = ex._controlled(prop, L, m, h, law, x, 0, None, 0.0, taus)
+    assert steps == ex.MEAN_STEP_COST
+    hi = ex._pair(x, ex.DENSE_PAIRS)[1]
+    _, _, Z = ex._mean_step(prop, L, m, h, law, hi)
+    np.testing.assert_allclose(inner[:3], m + ex._lagrange(hi, taus[:3] / h) @ Z, rtol=1e-14)
+    np.testing.assert_array_equal(inner[3], m2)
+    T_star = np.log1p(a / (v * beta * s0)) / (2 * a)
+    h = 0.95 * T_star
+    taus = np.array([0.2, 0.5, 0.8, 0.95]) * T_star  # 0.5 h: the halving point (rounded)
+    x = law.norm_K(L, h) * h
+    got, _, steps, inner = ex._controlled(prop, L, m, h, law, x, 0, None, 0.0, taus)
+    assert steps > ex.MEAN_STEP_COST and inner.shape == (4, 1)
+    n = 4096
+    fine, Lf, at = m, L, {}
+    for k in range(n):
+        fine, Lf, _ = ex._mean_step(prop, Lf, fine, h / n, law, 8)
+        at[k + 1] = fine
+    for tau, mean in zip(taus, inner, strict=True):
+        k = round(tau / h * n)
+        if abs(k - tau / h * n) < 1e-9:  # offsets on the fine grid
+            assert rel_err(mean, at[k]) <= 1e-11
+    assert rel_err(got, fine) <= 1e-12
+
+
+@pytest.mark.parametrize("s", [4, 8, 16, 20])
+def test_lagrange_basis_is_the_product_form_and_exact_on_the_nodes(rng, s):
+    """`_lagrange` (barycentric) equals the product form of the Lagrange basis on 0, c_1..c_s
+    to rounding, reproduces polynomials of degree s, and gives unit rows on the nodes."""
+    x = np.append(0.0, ex.gauss_tableau(s)[0])
+    theta = np.concatenate([rng.uniform(0.0, 1.0, 20), [1.0], x])
+    P = ex._lagrange(s, theta)
+    full = np.empty((theta.size, x.size))
+    for j in range(x.size):
+        others = np.delete(x, j)
+        full[:, j] = np.prod((theta[:, None] - others) / (x[j] - others), axis=1)
+    np.testing.assert_allclose(P, full[:, 1:], rtol=0, atol=1e-13 * np.abs(full).max())
+    coef = rng.standard_normal(s + 1)
+    poly = np.polynomial.polynomial.polyval(theta, coef)
+    at_nodes = np.polynomial.polynomial.polyval(x, coef)
+    np.testing.assert_allclose(at_nodes[0] + P @ (at_nodes[1:] - at_nodes[0]), poly, atol=1e-11)
+    np.testing.assert_array_equal(P[-s:], np.eye(s))
+    assert not P[-s - 1].any()  # θ = 0
+
+
+def test_dense_spans_only_where_outputs_are_dense():
+    """`_dense_pays`: one span with 49 outputs inside (the default grid, ‖K‖h ≈ 5) takes
+    fewer collocation nodes than 50 spans; a span with its midpoint inside does not."""
+    assert ex._dense_pays(2.0, 2.5, np.linspace(0.0, 2.5, 51)[1:-1])
+    assert not ex._dense_pays(2.0, 2.5, np.array([1.25]))
 
 
 # --------------------------------------------------------------------------- long horizons

@@ -27,12 +27,18 @@ the same sub-step, their difference the error of the lower-order step and so an 
 of the kept s_hi step's; the sub-step is halved until they agree to MEAN_RTOL relative. One
 pair costs s_lo + s_hi covariance evaluations and two stage solves (the second started from the
 first's collocation polynomial), where a Richardson test (one step of h against two of h/2)
-cost three steps for the same safety. The exponentials at a step's nodes come from one set of
-Taylor terms of the Van Loan block, walked node to node by the semigroup F(a + Δ) = F(a)F(Δ)
-in increments with ‖M‖Δ ≤ 1 (as accurate as one expm per node, at a fraction of its cost).
-‖K‖h alone does not bound the error, since K(t) has complex singularities (poles of
-(I + W(t)Σ0)⁻¹) that can lie near the real axis; the control makes the mean at a time
-independent of the other output times (which set the covariance steps) to rounding.
+cost three steps for the same safety. The mean does not stop at every output time: it is
+advanced over spans of up to the covariance step length past as many outputs as fit, the
+means there from the kept step's collocation polynomial (accurate to stage order s + 1 only:
+the larger DENSE_PAIRS on sub-steps with ‖K‖₂h ≤ DENSE_THETA, the pair's two polynomials
+compared at those outputs too), wherever that takes fewer collocation nodes than a span per
+output interval (`_dense_pays`: on the 101 default output times the mean costs about three end
+states, not a hundred). The exponentials at a step's nodes come from one set of Taylor terms
+of the Van Loan block, walked node to node by the semigroup F(a + Δ) = F(a)F(Δ) in increments
+with ‖M‖Δ ≤ 1 (as accurate as one expm per node, at a fraction of its cost). ‖K‖h alone does
+not bound the error, since K(t) has complex singularities (poles of (I + W(t)Σ0)⁻¹) that can
+lie near the real axis; the control makes the mean at a time independent of the other output
+times (which set the covariance steps and the spans) to MEAN_RTOL, in practice to rounding.
 
 What the flow refuses to guess (each refusal is a SolverError with a sentence):
 
@@ -109,6 +115,13 @@ MEAN_THETA = 6.0
 #: takes the first (x_max, s_lo, s_hi) with x ≤ x_max; its s_lo-stage step (order 2 s_lo) is
 #: the error estimate of the s_hi-stage step (order 2 s_hi) that is kept
 MEAN_PAIRS = ((0.25, 4, 6), (0.7, 6, 8), (1.4, 8, 10), (2.8, 10, 12), (MEAN_THETA, 14, 16))
+#: sub-steps with output times inside give the means there from the kept step's collocation
+#: polynomial, accurate to its stage order s + 1 only (not 2 s): DENSE_PAIRS as MEAN_PAIRS, for
+#: sub-steps with ‖K‖₂ h ≤ DENSE_THETA at both ends, the pair's two polynomials compared at
+#: those times as well
+DENSE_THETA = 2.8
+DENSE_PAIRS = ((0.35, 8, 10), (0.7, 10, 12), (1.4, 14, 16), (DENSE_THETA, 18, 20))
+NO_TIMES = np.zeros(0)
 #: a mean sub-step is accepted when its two steps agree to MEAN_RTOL·max(‖m‖∞, ‖m⁺‖∞, h‖b‖∞)
 MEAN_RTOL = 1e-13
 #: collocation steps one error-controlled sub-step costs (the pair's two steps)
@@ -795,14 +808,34 @@ def _mean_step(prop: _Propagator, L: np.ndarray, m: np.ndarray, h: float, law: _
 @lru_cache(maxsize=16)
 def _interpolation(s_from: int, s_to: int) -> np.ndarray:
     """P (s_to × s_from): P Z is the polynomial through (0, 0) and the stage increments
-    (c_j, Z_j) of an s_from-stage Gauss step, at the s_to-stage nodes (Lagrange form)."""
-    x = np.append(0.0, gauss_tableau(s_from)[0])
-    y = gauss_tableau(s_to)[0]
-    P = np.empty((y.size, x.size))
-    for j in range(x.size):
-        others = np.delete(x, j)
-        P[:, j] = np.prod((y[:, None] - others) / (x[j] - others), axis=1)
+    (c_j, Z_j) of an s_from-stage Gauss step, at the s_to-stage nodes (`_lagrange`)."""
+    return _lagrange(s_from, gauss_tableau(s_to)[0])
+
+
+def _lagrange(s: int, theta: np.ndarray) -> np.ndarray:
+    """P (k × s): u(θ) = m + (P Z)(θ) is the collocation polynomial of an s-stage Gauss step
+    (degree s, through (0, m) and (c_j, m + Z_j)) at the k points θ of [0, 1]: the Lagrange
+    basis on the nodes x = (0, c_1, ..., c_s) in barycentric form,
+    ℓ_j(θ) = w_j/(θ − x_j) · Π_i (θ − x_i), w_j = 1/Π_{i≠j} (x_j − x_i) (a point on a node: the
+    unit row)."""
+    x, w = _barycentric(s)
+    diff = theta[:, None] - x
+    on = diff == 0
+    diff[on] = 1.0
+    P = (w / diff) * np.prod(diff, axis=1, keepdims=True)
+    hit = on.any(axis=1)
+    P[hit] = on[hit]
     return P[:, 1:]
+
+
+@lru_cache(maxsize=16)
+def _barycentric(s: int) -> tuple[np.ndarray, np.ndarray]:
+    """(x, w): the nodes 0, c_1, ..., c_s of an s-stage Gauss step and their barycentric
+    weights w_j = 1/Π_{i≠j} (x_j − x_i)."""
+    x = np.append(0.0, gauss_tableau(s)[0])
+    gaps = x[:, None] - x
+    np.fill_diagonal(gaps, 1.0)
+    return x, 1.0 / np.prod(gaps, axis=1)
 
 
 class _FrozenJacobian:
@@ -917,77 +950,84 @@ def _stages_direct(K: np.ndarray, m: np.ndarray, b: np.ndarray, h: float) -> np.
     return np.linalg.solve(system, rhs.reshape(-1)).reshape(s, d)
 
 
-def _advance(prop: _Propagator, L: np.ndarray, m: np.ndarray, H: float,
-             law: _MeanLaw | None, norm_start: float | None = None,
-             budget: _Budget | None = None,
-             t: float = 0.0) -> tuple[np.ndarray, np.ndarray, int, float | None, float]:
-    """Advance (m, L) by one covariance step H; returns (m, L, collocation steps taken, ‖K‖₂ at
-    the end, tr Y). Without a mean law (m ≡ 0) only the covariance moves.
+def _advance(prop: _Propagator, L: np.ndarray, H: float) -> tuple[np.ndarray, float]:
+    """Σ = LLᵀ advanced by one covariance step H (one square-root update); returns (L, tr Y).
 
-    Σ at t + H comes from one square-root update, with or without a mean. The mean is advanced
-    by `_mean_over`, which sizes its sub-steps from ‖K‖₂ at both ends (‖K‖₂ at the start is the
-    previous step's end value when given). tr Y ≥ ‖Y‖₂ (Y = L S⁻¹ Lᵀ, S = CCᵀ) bounds the
-    step's rounding amplification (module docstring, "Ill-conditioned states"): with G ⪰ 0,
-    S ⪰ I and Y ⪯ LLᵀ, so tr Y ≤ ‖L‖_F² is used; otherwise tr Y = ‖C⁻¹Lᵀ‖_F²."""
+    tr Y ≥ ‖Y‖₂ (Y = L S⁻¹ Lᵀ, S = CCᵀ) bounds the step's rounding amplification (module
+    docstring, "Ill-conditioned states"): with G ⪰ 0, S ⪰ I and Y ⪯ LLᵀ, so tr Y ≤ ‖L‖_F² is
+    used; otherwise tr Y = ‖C⁻¹Lᵀ‖_F²."""
     E, W = prop.at(H)
     L_end, C = _sqrt_factor(E @ L, W, L)
     if C is None:
-        trace_Y = 0.0
-    elif prop.semidefinite:
-        trace_Y = float(np.vdot(L, L))
-    else:
-        Z = lapack.dtrtrs(C, L.T, lower=1)[0]
-        trace_Y = float(np.vdot(Z, Z))
-    if law is None:
-        return m, L_end, 1, None, trace_Y
-    norm_start = law.norm_K(L, H) if norm_start is None else norm_start
-    norm_end = law.norm_K(L_end, H)
-    m, count = _mean_over(prop, L, m, H, law, (norm_start, norm_end), 0, budget, t)
-    return m, L_end, count, norm_end, trace_Y
+        return L_end, 0.0
+    if prop.semidefinite:
+        return L_end, float(np.vdot(L, L))
+    Z = lapack.dtrtrs(C, L.T, lower=1)[0]
+    return L_end, float(np.vdot(Z, Z))
 
 
 def _mean_over(prop: _Propagator, L: np.ndarray, m: np.ndarray, H: float, law: _MeanLaw,
                norms: tuple[float, float], depth: int, budget: _Budget | None,
-               t: float) -> tuple[np.ndarray, int]:
-    """m(t + H) from m(t) = m, Σ(t) = LLᵀ; returns (m, collocation steps taken).
+               t: float, taus: np.ndarray = NO_TIMES) -> tuple[np.ndarray, int, np.ndarray]:
+    """m(t + H) from m(t) = m, Σ(t) = LLᵀ, and the means at the output offsets taus (increasing,
+    in (0, H)); returns (m(t + H), collocation steps taken, the means at taus).
 
-    n = ⌈‖A_v‖₂ H / MEAN_THETA⌉ equal sub-steps when ‖K‖₂ H / n ≤ MEAN_THETA at both ends
-    (norms); otherwise the interval is halved (Σ at its middle from one square-root update) and
-    each half advanced the same way, so that sub-steps start short only where K is large (it
-    grows like 1/(T* − t) near a blow-up). Each sub-step is error-controlled (`_controlled`),
-    its pair of Gauss methods chosen by x = ‖K‖₂h at both ends (MEAN_PAIRS)."""
+    n = ⌈‖A_v‖₂ H / θ⌉ equal sub-steps when ‖K‖₂ H / n ≤ θ at both ends (norms), θ = MEAN_THETA,
+    or DENSE_THETA with output times inside; otherwise the interval is halved (Σ at its middle
+    from one square-root update) and each half advanced the same way, so that sub-steps start
+    short only where K is large (it grows like 1/(T* − t) near a blow-up). Each sub-step is
+    error-controlled (`_controlled`), its pair of Gauss methods chosen by x = ‖K‖₂h at both
+    ends (MEAN_PAIRS, DENSE_PAIRS)."""
     if not (np.isfinite(norms[0]) and np.isfinite(norms[1])):
         raise SolverError(f"the mean's drift K = A + v̄I + ΣB̄ overflows near t = {t:.6g}")
-    n = max(1, math.ceil(law.norm_Av * H / MEAN_THETA))
-    if max(norms) * H / n > MEAN_THETA:
+    theta = DENSE_THETA if taus.size else MEAN_THETA
+    n = max(1, math.ceil(law.norm_Av * H / theta))
+    if max(norms) * H / n > theta:
         _halving(depth, t, f"‖K‖₂ = {max(norms):.3g}")
         E, W = prop.at(H / 2)
         L_mid = _sqrt_update(E @ L, W, L)
         norm_mid = law.norm_K(L_mid, H / 2)
-        m, first = _mean_over(prop, L, m, H / 2, law, (norms[0], norm_mid), depth + 1, budget, t)
-        m, second = _mean_over(prop, L_mid, m, H / 2, law, (norm_mid, norms[1]), depth + 1,
-                               budget, t + H / 2)
-        return m, first + second
+        early, late = _split(taus, H / 2)
+        m_mid, first, inner_first = _mean_over(prop, L, m, H / 2, law, (norms[0], norm_mid),
+                                               depth + 1, budget, t, early)
+        m, second, inner_second = _mean_over(prop, L_mid, m_mid, H / 2, law,
+                                             (norm_mid, norms[1]), depth + 1, budget, t + H / 2,
+                                             late)
+        return m, first + second, np.concatenate([inner_first, inner_second])
     if budget is not None:
         budget.spend(MEAN_STEP_COST * n, t, "mean sub-steps", n, H / n, law.norm_Av)
-    count, h = 0, H / n
+    count, h, inner = 0, H / n, []
     for k in range(n):
-        m, L, steps = _controlled(prop, L, m, h, law, max(norms) * h, depth, budget, t + k * h)
+        within, taus = _split(taus, h)
+        m, L, steps, values = _controlled(prop, L, m, h, law, max(norms) * h, depth, budget,
+                                          t + k * h, within)
+        inner.append(values)
         count += steps
-    return m, count
+    return m, count, np.concatenate(inner) if n > 1 else inner[0]
+
+
+def _split(taus: np.ndarray, h: float) -> tuple[np.ndarray, np.ndarray]:
+    """(the offsets in (0, h], those beyond less h): the output times of an interval's first
+    sub-interval of length h and, relative to its end, of the rest."""
+    k = int(np.searchsorted(taus, h, side="right"))
+    return taus[:k], taus[k:] - h
 
 
 def _controlled(prop: _Propagator, L: np.ndarray, m: np.ndarray, h: float, law: _MeanLaw,
-                x: float, depth: int, budget: _Budget | None,
-                t: float) -> tuple[np.ndarray, np.ndarray, int]:
-    """One error-controlled collocation sub-step of length h; returns (m, L, steps taken).
+                x: float, depth: int, budget: _Budget | None, t: float,
+                taus: np.ndarray = NO_TIMES) -> tuple[np.ndarray, np.ndarray, int, np.ndarray]:
+    """One error-controlled collocation sub-step of length h, with the means at the offsets
+    taus (increasing, in (0, h]); returns (m, L, steps taken, the means at taus).
 
     An embedded pair (s_lo, s_hi) = `_pair`(x), x ≥ ‖K‖₂h: one step of each of the s_lo- and
     s_hi-stage Gauss methods (orders 2 s_lo < 2 s_hi, both collocated on the exact covariance)
     over the same h. Their difference is the error of the s_lo step up to the far smaller one
     of the s_hi step; the s_hi step is kept when they agree to MEAN_RTOL·max(‖m‖∞, ‖m⁺‖∞,
     h‖b‖∞) (local extrapolation, as the halves of a Richardson test would be kept), otherwise
-    each half of the sub-step is controlled in turn. The bound ‖K‖₂h ≤ MEAN_THETA alone does
+    each half of the sub-step is controlled in turn. With output offsets inside (taus < h),
+    the pair is DENSE_PAIRS' and the means there come from the kept step's collocation
+    polynomial (`_lagrange`), the two steps' polynomials compared there as well (stage order
+    s + 1: the more stages). The bound ‖K‖₂h ≤ MEAN_THETA alone does
     not bound the error: K(t) = A_v + Σ(t)B̄ has complex singularities (poles of
     (I + W(t)Σ0)⁻¹) that may lie close to the real axis, where K varies fast inside a step of
     moderate ‖K‖h. MEAN_RTOL stands well above the rounding of one step (the stage solve's
@@ -996,15 +1036,23 @@ def _controlled(prop: _Propagator, L: np.ndarray, m: np.ndarray, h: float, law: 
     Budget: MEAN_STEP_COST per sub-step is charged in advance (`_mean_over`), the
     2·MEAN_STEP_COST steps of a refinement when it is decided; the halvings count towards
     MAX_HALVINGS with those of `_mean_over`."""
-    lo, hi = _pair(x)
+    inside = taus[taus < h]  # (an offset h itself is the step's end)
+    lo, hi = _pair(x, DENSE_PAIRS if inside.size else MEAN_PAIRS)
     frozen = _FrozenJacobian(shared=not _direct(hi, m.size))  # both systems swept
     m2, L2, Z = _mean_step(prop, L, m, h, law, hi, frozen=frozen)
-    low = _mean_step(prop, L, m, h, law, lo, update=False, start=(hi, Z), frozen=frozen)[0]
+    low, _, Z_low = _mean_step(prop, L, m, h, law, lo, update=False, start=(hi, Z),
+                               frozen=frozen)
     assert L2 is not None  # update=True
     scale = max(np.abs(m).max(), np.abs(m2).max(), h * np.abs(law.b).max())
     diff = np.abs(m2 - low).max()
+    values = np.tile(m2, (taus.size, 1))  # (offsets h: the end)
+    if inside.size:
+        values[:inside.size] = m + _lagrange(hi, inside / h) @ Z
+        scale = max(scale, np.abs(values).max())
+        diff = max(diff, np.abs(values[:inside.size] - m
+                                - _lagrange(lo, inside / h) @ Z_low).max())
     if diff <= MEAN_RTOL * scale:
-        return m2, L2, MEAN_STEP_COST
+        return m2, L2, MEAN_STEP_COST, values
     if not np.isfinite(diff):
         raise SolverError(f"the mean left the floating-point range near t = {t:.6g} "
                           f"(exponential growth, not a blow-up)")
@@ -1012,17 +1060,32 @@ def _controlled(prop: _Propagator, L: np.ndarray, m: np.ndarray, h: float, law: 
              f"relative)")
     if budget is not None:
         budget.spend(2 * MEAN_STEP_COST, t)
-    m1, L1, first = _controlled(prop, L, m, h / 2, law, x / 2, depth + 1, budget, t)
-    m2, L2, second = _controlled(prop, L1, m1, h / 2, law, x / 2, depth + 1, budget, t + h / 2)
-    return m2, L2, MEAN_STEP_COST + first + second
+    early, late = _split(taus, h / 2)
+    m1, L1, first, inner_first = _controlled(prop, L, m, h / 2, law, x / 2, depth + 1, budget, t,
+                                             early)
+    m2, L2, second, inner_second = _controlled(prop, L1, m1, h / 2, law, x / 2, depth + 1,
+                                               budget, t + h / 2, late)
+    return m2, L2, MEAN_STEP_COST + first + second, np.concatenate([inner_first, inner_second])
 
 
-def _pair(x: float) -> tuple[int, int]:
-    """(s_lo, s_hi) of the first of MEAN_PAIRS that reaches x = ‖K‖₂h (the last beyond)."""
-    for reach, lo, hi in MEAN_PAIRS:
+def _pair(x: float, pairs: tuple[tuple[float, int, int], ...] = MEAN_PAIRS) -> tuple[int, int]:
+    """(s_lo, s_hi) of the first of `pairs` that reaches x = ‖K‖₂h (the last beyond)."""
+    for reach, lo, hi in pairs:
         if x <= reach:
             return lo, hi
-    return MEAN_PAIRS[-1][1:]
+    return pairs[-1][1:]
+
+
+def _dense_pays(norm: float, span: float, taus: np.ndarray) -> bool:
+    """Whether the mean over `span` with output offsets taus inside (`_mean_over` with DENSE_PAIRS)
+    takes fewer collocation nodes than one span per output interval (MEAN_PAIRS), at
+    ‖K‖₂ = norm throughout."""
+    def nodes(length: float, theta: float, pairs: tuple[tuple[float, int, int], ...]) -> int:
+        n = max(1, math.ceil(norm * length / theta))
+        return n * sum(_pair(norm * length / n, pairs))
+    pieces = np.diff(np.concatenate([[0.0], taus, [span]]))
+    return nodes(span, DENSE_THETA, DENSE_PAIRS) < sum(
+        nodes(float(piece), MEAN_THETA, MEAN_PAIRS) for piece in pieces)
 
 
 def _halving(depth: int, t: float, why: str) -> None:
@@ -1406,23 +1469,74 @@ def _run(A: np.ndarray, G: np.ndarray, law: _MeanLaw | None, m0: np.ndarray, L0:
     knots = np.unique(np.concatenate([t_out, [t_final]]))
     wanted = set(t_out.tolist())
     out_t: list[float] = []
-    out_m: list[np.ndarray] = []
+    out_m: list[np.ndarray | None] = []  # None: filled in by `advance`
     out_S: list[np.ndarray] = []
     n_steps = n_cov = 0
     blowup_time = blowup_dir = None
     settled = None  # (time, kind, L, m, K)
-    norm_K = None
+    # the mean is known at the anchor (t_a, L_a, m, ‖K‖₂ there or None); the outputs since then
+    # (their indices in out_m, times, factors of Σ) get theirs when the mean is advanced past
+    # them (`advance`)
+    t_a, L_a, norm_a = 0.0, L, None
+    pending: list[tuple[int, float, np.ndarray]] = []
     S_prev, wait, waited = None, 0, 0
     # first-order rounding bound (module docstring, "Ill-conditioned states"): ω = w_round·‖W(H)‖_F
     bound, w_round = _Rounding(), G_ROUNDING * EPS
 
     out_e: list[tuple[float, float, int]] = []  # (Σε_k, Σε_k t_k, covariance steps) at outputs
 
-    def keep(t: float, mean: np.ndarray, cov: np.ndarray) -> None:
+    def keep(t: float, mean: np.ndarray | None, cov: np.ndarray,
+             factor: np.ndarray | None = None) -> None:
+        """An output; mean None: not known yet (`advance` fills it in from cov's factor)."""
+        if mean is None:
+            assert factor is not None  # Σ(t) = factor factorᵀ
+            pending.append((len(out_m), t, factor))
         out_t.append(t)
         out_m.append(mean)
         out_S.append(cov)
         out_e.append((bound.total, bound.moment, n_cov))
+
+    def advance(t_end: float, L_end: np.ndarray) -> None:
+        """The mean from the anchor to t_end (Σ(t_end) = L_end L_endᵀ), past the pending outputs:
+        in one `_mean_over` span with them inside where that takes fewer collocation nodes
+        (`_dense_pays`), else span by span from output to output; t_end becomes the anchor."""
+        nonlocal t_a, L_a, norm_a, m, n_steps
+        span = t_end - t_a
+        if law is not None and span > 0:
+            norm_end = law.norm_K(L_end, span)
+            norm = law.norm_K(L_a, span) if norm_a is None else norm_a
+            taus = np.array([tk - t_a for _, tk, _ in pending])
+            if pending and _dense_pays(max(norm, norm_end), span, taus):
+                m, count, inner = _mean_over(prop, L_a, m, span, law, (norm, norm_end), 0,
+                                             budget, t_a, taus)
+                for (index, _, _), mean in zip(pending, inner, strict=True):
+                    out_m[index] = mean
+                n_steps += count
+            else:
+                starts = [(t_a, L_a)] + [(tk, L_k) for _, tk, L_k in pending]
+                ends = [(index, tk, L_k) for index, tk, L_k in pending] + [(-1, t_end, L_end)]
+                for (t0, L0), (index, t1, L1) in zip(starts, ends, strict=True):
+                    later = law.norm_K(L1, t1 - t0) if index >= 0 else norm_end
+                    m, count, _ = _mean_over(prop, L0, m, t1 - t0, law, (norm, later), 0,
+                                             budget, t0)
+                    if index >= 0:
+                        out_m[index] = m.copy()
+                    n_steps += count
+                    norm = later
+            norm_a = norm_end
+        pending.clear()
+        t_a, L_a = t_end, L_end
+
+    def span_ends(knot_index: int, k: int, n_big: int, t_start: float, H: float) -> float:
+        """The end of the covariance step after step k of n_big (of length H from t_start) in
+        the interval ending at knots[knot_index]; inf after the last."""
+        if k < n_big:
+            return t_start + (k + 1) * H if k + 1 < n_big else float(knots[knot_index])
+        if knot_index + 1 < len(knots):
+            t0, t1 = float(knots[knot_index]), float(knots[knot_index + 1])
+            n = max(1, math.ceil((t1 - t0) / h0))
+            return t0 + (t1 - t0) / n if n > 1 else t1
+        return math.inf
 
     def try_settle(L, H):
         """("collapse", None), ("equilibrium", Σ*) or None after a step (module docstring)."""
@@ -1461,7 +1575,7 @@ def _run(A: np.ndarray, G: np.ndarray, law: _MeanLaw | None, m0: np.ndarray, L0:
     elif r and t_final / h0 + (MEAN_STEP_COST * law.norm_Av * t_final / MEAN_THETA if law
                                else 0) > max_steps:
         _refuse_early(A, L, law, collapse, h0, t_final, budget)
-    for knot in knots:
+    for index, knot in enumerate(knots):
         if settled is None:
             t_start = t
             span = knot - t_start
@@ -1478,17 +1592,22 @@ def _run(A: np.ndarray, G: np.ndarray, law: _MeanLaw | None, m0: np.ndarray, L0:
                         u = Er @ L @ vec[:, 0]
                         blowup_time = min(t + root, t_final)  # t + root rounds up at most
                         blowup_dir = u / np.linalg.norm(u)
+                        advance(t, L)  # the outputs before the blow-up
                         break
-                m, L, count, norm_K, trace_Y = _advance(prop, L, m, H, law, norm_K, budget, t)
+                L, trace_Y = _advance(prop, L, H)
                 bound.add(w_round * prop.w_norm(H) * trace_Y, t_start + (k + 1) * H)
-                n_steps += count
                 n_cov += 1
                 k += 1
                 t = t_start + k * H if k < n_big else knot
+                # the mean is advanced in spans of at most h0 (as the covariance steps), over
+                # as many steps (and outputs) as fit
+                if span_ends(index, k, n_big, t_start, H) - t_a > h0:
+                    advance(t, L)
                 if settle and (t_final - t) > SETTLE_MIN_STEPS * H:
                     _check_finite(L, m, t)
                     found = try_settle(L, H)
                     if found is not None:
+                        advance(t, L)
                         kind, star = found
                         K = None if law is None or star is None else law.Av + star @ law.Bbar
                         settled = (t, kind, L if star is None else star, m, K)
@@ -1516,7 +1635,9 @@ def _run(A: np.ndarray, G: np.ndarray, law: _MeanLaw | None, m0: np.ndarray, L0:
             continue
         t = knot
         if knot in wanted:
-            keep(knot, m.copy(), L @ L.T)
+            keep(knot, m.copy() if law is None or t_a == knot else None, L @ L.T, L)
+    if settled is None and blowup_time is None:
+        advance(t, L)
     estimate = bound.total
     if check_end and can_blow_up and blowup_time is None and settled is None and out_t:
         error, T = _near_blowup(A, G, out_S[-1], out_t[-1], n_cov)  # the last state
