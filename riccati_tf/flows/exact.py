@@ -970,7 +970,8 @@ def _mean_over(prop: _Propagator, L: np.ndarray, m: np.ndarray, H: float, law: _
                norms: tuple[float, float], depth: int, budget: _Budget | None,
                t: float, taus: np.ndarray = NO_TIMES) -> tuple[np.ndarray, int, np.ndarray]:
     """m(t + H) from m(t) = m, Σ(t) = LLᵀ, and the means at the output offsets taus (increasing,
-    in (0, H)); returns (m(t + H), collocation steps taken, the means at taus).
+    in (0, H]; an offset H is the end); returns (m(t + H), collocation steps taken, the means
+    at taus).
 
     n = ⌈‖A_v‖₂ H / θ⌉ equal sub-steps when ‖K‖₂ H / n ≤ θ at both ends (norms), θ = MEAN_THETA,
     or DENSE_THETA with output times inside; otherwise the interval is halved (Σ at its middle
@@ -1026,8 +1027,8 @@ def _controlled(prop: _Propagator, L: np.ndarray, m: np.ndarray, h: float, law: 
     h‖b‖∞) (local extrapolation, as the halves of a Richardson test would be kept), otherwise
     each half of the sub-step is controlled in turn. With output offsets inside (taus < h),
     the pair is DENSE_PAIRS' and the means there come from the kept step's collocation
-    polynomial (`_lagrange`), the two steps' polynomials compared there as well (stage order
-    s + 1: the more stages). The bound ‖K‖₂h ≤ MEAN_THETA alone does
+    polynomial (`_lagrange`), the two steps' polynomials compared there as well (their
+    accuracy is the stage order s + 1, not 2 s). The bound ‖K‖₂h ≤ MEAN_THETA alone does
     not bound the error: K(t) = A_v + Σ(t)B̄ has complex singularities (poles of
     (I + W(t)Σ0)⁻¹) that may lie close to the real axis, where K varies fast inside a step of
     moderate ‖K‖h. MEAN_RTOL stands well above the rounding of one step (the stage solve's
