@@ -68,13 +68,14 @@ def mp_covariance(p: Params, cov0: np.ndarray, T: float, dps: int = 40) -> np.nd
 
 @contextmanager
 def finer_mean_steps(factor: float):
-    """Run the exact flow with mean sub-steps `factor` times shorter (a refined reference)."""
-    saved = exact.MEAN_THETA
-    exact.MEAN_THETA = saved / factor
+    """Run the exact flow with mean sub-steps `factor` times shorter (a refined reference),
+    those with output times inside too."""
+    saved = exact.MEAN_THETA, exact.DENSE_THETA
+    exact.MEAN_THETA, exact.DENSE_THETA = (theta / factor for theta in saved)
     try:
         yield
     finally:
-        exact.MEAN_THETA = saved
+        exact.MEAN_THETA, exact.DENSE_THETA = saved
 
 
 def work_precision(p: Params, g: Gaussian, T: float, t_eval, ref_cov, ref_mean):
