@@ -474,6 +474,28 @@ def test_dense_means_near_a_blowup_match_the_closed_form(a, v, beta, s0, m0, b):
         assert abs(tr.mean[k, 0] / ref - 1) <= (1e-12 if k < 100 else 1e-8)
 
 
+@pytest.mark.parametrize("t_eval", [[0.0, 0.45, 0.5], [0.0, 0.1, 0.2, 0.3, 0.4, 0.45, 0.5],
+                                    list(np.linspace(0.0, 0.5, 51))])
+def test_means_up_to_a_blowup_match_the_closed_form(monkeypatch, t_eval):
+    """d = 1 with T* ≈ 0.456 < t_final = 0.5: the mean is advanced past the outputs up to the
+    step where the blow-up is found, one of them at that step's start (span by span where the
+    outputs are sparse, through them where they are dense), never over a zero span; every
+    returned mean matches the 40-digit closed form."""
+    a, v, beta, s0, m0, b = 0.2, 1.0, 1.0, 1.0, 0.7, 0.3
+    spans = []
+    mean_over = ex._mean_over
+
+    def recording(prop, L, m, H, *args, **kw):
+        spans.append(H)
+        return mean_over(prop, L, m, H, *args, **kw)
+    monkeypatch.setattr(ex, "_mean_over", recording)
+    p = Params(A=[[a]], V=[[v]], B=[[beta]], b=[b])
+    tr = flow(p, Gaussian([m0], [[s0]]), 0.5, method="exact", t_eval=t_eval)
+    assert tr.status == "blowup" and min(spans) > 0
+    for t, mean in zip(tr.t[1:], tr.mean[1:, 0], strict=True):
+        assert abs(mean / scalar_mean(a, v, beta, s0, m0, b, t) - 1) <= 1e-10
+
+
 @pytest.mark.parametrize("seed", range(2))
 def test_dense_means_at_d32_match_tight_rk_at_every_output(seed):
     """d = 32, T = 5, a converging layer (V = −I/2, B ⪰ 0), the 101 default output times

@@ -1517,13 +1517,14 @@ def _run(A: np.ndarray, G: np.ndarray, law: _MeanLaw | None, m0: np.ndarray, L0:
                 starts = [(t_a, L_a)] + [(tk, L_k) for _, tk, L_k in pending]
                 ends = [(index, tk, L_k) for index, tk, L_k in pending] + [(-1, t_end, L_end)]
                 for (t0, L0), (index, t1, L1) in zip(starts, ends, strict=True):
-                    later = law.norm_K(L1, t1 - t0) if index >= 0 else norm_end
-                    m, count, _ = _mean_over(prop, L0, m, t1 - t0, law, (norm, later), 0,
-                                             budget, t0)
+                    if t1 > t0:  # (an output at t_end: the blow-up's step starts there)
+                        later = law.norm_K(L1, t1 - t0) if index >= 0 else norm_end
+                        m, count, _ = _mean_over(prop, L0, m, t1 - t0, law, (norm, later), 0,
+                                                 budget, t0)
+                        n_steps += count
+                        norm = later
                     if index >= 0:
                         out_m[index] = m.copy()
-                    n_steps += count
-                    norm = later
             norm_a = norm_end
         pending.clear()
         t_a, L_a = t_end, L_end
