@@ -575,9 +575,21 @@ def test_lagrange_basis_is_the_product_form_and_exact_on_the_nodes(rng, s):
 
 def test_dense_spans_only_where_outputs_are_dense():
     """`_dense_pays`: one span with 49 outputs inside (the default grid, ‖K‖h ≈ 5) takes
-    fewer collocation nodes than 50 spans; a span with its midpoint inside does not."""
-    assert ex._dense_pays(2.0, 2.5, np.linspace(0.0, 2.5, 51)[1:-1])
+    fewer collocation nodes than 50 spans; a span with its midpoint inside does not, nor one
+    whose ‖K‖₂ is not finite."""
+    inside = np.linspace(0.0, 2.5, 51)[1:-1]
+    assert ex._dense_pays(2.0, 2.5, inside)
     assert not ex._dense_pays(2.0, 2.5, np.array([1.25]))
+    assert not ex._dense_pays(np.inf, 2.5, inside) and not ex._dense_pays(np.nan, 2.5, inside)
+
+
+@pytest.mark.parametrize("t_eval", [None, [0.0, 1.0]])
+def test_a_mean_drift_out_of_range_is_refused_by_name(t_eval):
+    """K = A + v̄I + ΣB̄ overflows at t = 0 (B = 1e300 I, Σ0 = 1e10 I): SolverError naming the
+    mean's drift, on the default output grid as with the end state alone."""
+    p = Params(A=-np.eye(2), B=1e300 * np.eye(2), V=-0.5 * np.eye(2), b=[1.0, 0.0])
+    with pytest.raises(SolverError, match="drift K = A"):
+        flow(p, Gaussian([1.0, 0.0], 1e10 * np.eye(2)), 1.0, method="exact", t_eval=t_eval)
 
 
 # --------------------------------------------------------------------------- long horizons

@@ -1080,7 +1080,10 @@ def _pair(x: float, pairs: tuple[tuple[float, int, int], ...] = MEAN_PAIRS) -> t
 def _dense_pays(norm: float, span: float, taus: np.ndarray) -> bool:
     """Whether the mean over `span` with output offsets taus inside (`_mean_over` with DENSE_PAIRS)
     takes fewer collocation nodes than one span per output interval (MEAN_PAIRS), at
-    ‖K‖₂ = norm throughout."""
+    ‖K‖₂ = norm throughout (False where norm is not finite: `_mean_over` refuses that)."""
+    if not math.isfinite(norm):
+        return False
+
     def nodes(length: float, theta: float, pairs: tuple[tuple[float, int, int], ...]) -> int:
         n = max(1, math.ceil(norm * length / theta))
         return n * sum(_pair(norm * length / n, pairs))
