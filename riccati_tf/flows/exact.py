@@ -1539,8 +1539,8 @@ def _run(A: np.ndarray, G: np.ndarray, law: _MeanLaw | None, m0: np.ndarray, L0:
             return t_start + (k + 1) * H if k + 1 < n_big else float(knots[knot_index])
         if knot_index + 1 < len(knots):
             t0, t1 = float(knots[knot_index]), float(knots[knot_index + 1])
-            n = max(1, math.ceil((t1 - t0) / h0))
-            return t0 + (t1 - t0) / n if n > 1 else t1
+            n, H_next = _equal_steps(t1 - t0, h0)
+            return t0 + H_next if n > 1 else t1
         return math.inf
 
     def try_settle(L, H):
@@ -1583,9 +1583,7 @@ def _run(A: np.ndarray, G: np.ndarray, law: _MeanLaw | None, m0: np.ndarray, L0:
     for index, knot in enumerate(knots):
         if settled is None:
             t_start = t
-            span = knot - t_start
-            n_big = max(1, math.ceil(span / h0))
-            H = span / n_big  # equal steps: one block exponential per interval
+            n_big, H = _equal_steps(knot - t_start, h0)
             k = 0
             while k < n_big:
                 budget.spend(1, t)
@@ -1654,6 +1652,13 @@ def _run(A: np.ndarray, G: np.ndarray, law: _MeanLaw | None, m0: np.ndarray, L0:
                        np.array(out_S).reshape(-1, d, d), blowup_time, blowup_dir, n_steps,
                        None if settled is None else settled[0],
                        None if settled is None else settled[1], estimate)
+
+
+def _equal_steps(span: float, h0: float) -> tuple[int, float]:
+    """(n, H): the fewest equal covariance steps H = span/n ≤ h0 over an interval between
+    output times (one block exponential per interval)."""
+    n = max(1, math.ceil(span / h0))
+    return n, span / n
 
 
 def _coupled(A: np.ndarray, G: np.ndarray) -> np.ndarray | None:
