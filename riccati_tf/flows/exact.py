@@ -1532,7 +1532,7 @@ def _run(A: np.ndarray, G: np.ndarray, law: _MeanLaw | None, m0: np.ndarray, L0:
         pending.clear()
         t_a, L_a = t_end, L_end
 
-    def span_ends(knot_index: int, k: int, n_big: int, t_start: float, H: float) -> float:
+    def next_step_end(knot_index: int, k: int, n_big: int, t_start: float, H: float) -> float:
         """The end of the covariance step after step k of n_big (of length H from t_start) in
         the interval ending at knots[knot_index]; inf after the last."""
         if k < n_big:
@@ -1604,7 +1604,7 @@ def _run(A: np.ndarray, G: np.ndarray, law: _MeanLaw | None, m0: np.ndarray, L0:
                 t = t_start + k * H if k < n_big else knot
                 # the mean is advanced in spans of at most h0 (as the covariance steps), over
                 # as many steps (and outputs) as fit
-                if span_ends(index, k, n_big, t_start, H) - t_a > h0:
+                if next_step_end(index, k, n_big, t_start, H) - t_a > h0:
                     advance(t, L)
                 if settle and (t_final - t) > SETTLE_MIN_STEPS * H:
                     _check_finite(L, m, t)

@@ -1410,7 +1410,7 @@ class _Packing:
     One per (k, d) (`_packing`)."""
 
     def __init__(self, k: int, d: int) -> None:
-        self.k, self.d, self.n = k, d, k + d * d
+        self.n = k + d * d
         self.pack: np.ndarray | None = None
         self.unpack: np.ndarray | None = None
         self.weight = np.ones(self.n)
