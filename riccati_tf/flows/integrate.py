@@ -94,7 +94,7 @@ RK_NEAR_BLOWUP_RTOL = NEAR_BLOWUP_RTOL
 #: flow's default tolerances (rtol, atol) of "rk"
 DEFAULT_RTOL, DEFAULT_ATOL = 1e-10, 1e-12
 #: default work budgets (flow's max_steps): exact — covariance steps plus mean collocation
-#: steps, 3 per error-controlled sub-step (DEFAULT_MAX_STEPS, from riccati_tf.flows.exact); rk —
+#: steps, 2 per error-controlled sub-step (DEFAULT_MAX_STEPS, from riccati_tf.flows.exact); rk —
 #: DOP853 steps, charged as
 #: RK_EVALUATIONS_PER_STEP right-hand-side evaluations each (12 stages, dense output, FSAL)
 RK_DEFAULT_MAX_STEPS = 20_000
