@@ -19,7 +19,7 @@ import mpmath as mp
 import numpy as np
 
 from riccati_tf import Gaussian, Params, flow
-from riccati_tf.flows import exact
+from riccati_tf.flows.exact import mean as exact_mean
 from riccati_tf.state.moments import moment_arrays
 
 from ._timing import best_time, pin_one_thread
@@ -70,12 +70,12 @@ def mp_covariance(p: Params, cov0: np.ndarray, T: float, dps: int = 40) -> np.nd
 def finer_mean_steps(factor: float):
     """Run the exact flow with mean sub-steps `factor` times shorter (a refined reference),
     those with output times inside too."""
-    saved = exact.MEAN_THETA, exact.DENSE_THETA
-    exact.MEAN_THETA, exact.DENSE_THETA = (theta / factor for theta in saved)
+    saved = exact_mean.MEAN_THETA, exact_mean.DENSE_THETA
+    exact_mean.MEAN_THETA, exact_mean.DENSE_THETA = (theta / factor for theta in saved)
     try:
         yield
     finally:
-        exact.MEAN_THETA, exact.DENSE_THETA = saved
+        exact_mean.MEAN_THETA, exact_mean.DENSE_THETA = saved
 
 
 def work_precision(p: Params, g: Gaussian, T: float, t_eval, ref_cov, ref_mean):

@@ -30,14 +30,14 @@ def test_step_length_bounds_the_conditioning_of_the_block_exponential(rng, nonno
     d = 12
     A = rng.standard_normal((d, d)) / np.sqrt(d)
     A += nonnormal * np.triu(rng.standard_normal((d, d)), 1)
-    h = ex.step_length(A)
-    assert kappa(A, h) <= ex.STEP_KAPPA * (1 + 1e-12)
-    assert kappa(A, 4 * h) > ex.STEP_KAPPA  # the bound is not vacuous
+    h = ex.covariance.step_length(A)
+    assert kappa(A, h) <= ex.covariance.STEP_KAPPA * (1 + 1e-12)
+    assert kappa(A, 4 * h) > ex.covariance.STEP_KAPPA  # the bound is not vacuous
 
 
 def test_step_length_is_unbounded_when_the_symmetric_part_is_scalar():
     K = np.array([[0.0, 2.0], [-2.0, 0.0]])
-    assert ex.step_length(0.3 * np.eye(2) + K) == np.inf
+    assert ex.covariance.step_length(0.3 * np.eye(2) + K) == np.inf
 
 
 @pytest.mark.parametrize("rank, noise", [(6, 0.0), (4, 0.0), (4, 1e-17), (6, 1e-9)])
@@ -45,7 +45,7 @@ def test_factor_reproduces_the_covariance_and_keeps_its_rank(rng, rank, noise):
     """L Lᵀ = Σ0 to rounding; the factor keeps at least the rank psd_rank sees (d·eps·λ_max) and
     at most d — directions below that threshold are kept when the floats as given have them."""
     cov = random_cov(rng, 6, rank) + noise * np.eye(6)
-    L = ex._factor(cov)
+    L = ex.covariance._factor(cov)
     assert L.shape[0] == 6 and psd_rank(cov) <= L.shape[1] <= 6
     assert rel_err(L @ L.T, cov) < 1e-13
 
@@ -80,7 +80,7 @@ def test_factor_keeps_every_direction_the_data_determine(cov, rank):
     level of the rounding of its own cancellation (the float uuᵀ for u = (0.6, 0.8) has
     determinant 5.3e-17, the residue of rounding the products); the factor reproduces Σ0 entry
     by entry relative to √(Σ_ii Σ_jj)."""
-    L = ex._factor(cov)
+    L = ex.covariance._factor(cov)
     assert L.shape[1] == rank
     if rank == cov.shape[0] or np.any(np.diag(cov) == 0):
         assert _exact_rank(cov) == rank
@@ -96,17 +96,17 @@ def test_factor_keeps_the_stratum_of_a_computed_covariance(rng):
     the stratum (SPEC §3)."""
     for d, r in [(6, 3), (12, 5), (20, 7)]:
         cov = random_cov(rng, d, r)
-        L = ex._factor(cov)
+        L = ex.covariance._factor(cov)
         assert L.shape[1] == r and rel_err(L @ L.T, cov) < 1e-13
 
 
 #: the stage counts of the mean's embedded pairs
-STAGES = sorted({s for _, lo, hi in ex.MEAN_PAIRS for s in (lo, hi)})
+STAGES = sorted({s for _, lo, hi in ex.mean.MEAN_PAIRS for s in (lo, hi)})
 
 
 @pytest.mark.parametrize("s", STAGES)
 def test_gauss_tableau_satisfies_its_order_conditions_to_rounding(s):
-    c, w, a = ex.gauss_tableau(s)
+    c, w, a = ex.gauss.gauss_tableau(s)
     assert max(np.abs(a @ c ** (k - 1) - c**k / k).max() for k in range(1, s + 1)) < 1e-15
     assert max(abs(w @ c ** (k - 1) - 1 / k) for k in range(1, 2 * s + 1)) < 1e-15
 
@@ -115,11 +115,11 @@ def test_gauss_tableau_satisfies_its_order_conditions_to_rounding(s):
                                np.array([[1e150, 1.0], [0.0, -1e150]]), 0.5 * np.eye(3)])
 def test_step_rule_bounds_growth_and_rotation(A):
     """e^{±Ah} stays within STEP_KAPPA of 1 in norm and ‖A‖h ≤ STEP_NORM, however large A is."""
-    h, kappa = ex._step_rule(A)
-    assert np.isfinite(h) and h > 0 and kappa <= ex.STEP_KAPPA * (1 + 1e-12)
-    assert np.linalg.norm(A) * h <= ex.STEP_NORM * (1 + 1e-12)
+    h, kappa = ex.covariance._step_rule(A)
+    assert np.isfinite(h) and h > 0 and kappa <= ex.covariance.STEP_KAPPA * (1 + 1e-12)
+    assert np.linalg.norm(A) * h <= ex.covariance.STEP_NORM * (1 + 1e-12)
     sym = np.linalg.eigvalsh(0.5 * (A + A.T))
-    assert np.abs(sym).max() * h <= np.log(ex.STEP_KAPPA) * (1 + 1e-12)
+    assert np.abs(sym).max() * h <= np.log(ex.covariance.STEP_KAPPA) * (1 + 1e-12)
 
 
 @pytest.mark.parametrize("s", [6, 16])
@@ -129,9 +129,9 @@ def test_mirrored_nodes_match_direct_block_exponentials(rng, h, s):
     A = rng.standard_normal((d, d)) / np.sqrt(d)
     C = rng.standard_normal((d, d))
     G = C + C.T
-    prop = ex._Propagator(A, G)
+    prop = ex.covariance._Propagator(A, G)
     E, W = prop.nodes(s, h)
-    E_ref, W_ref = ex.van_loan(A, G, np.append(ex.gauss_tableau(s)[0] * h, h))
+    E_ref, W_ref = ex.van_loan(A, G, np.append(ex.gauss.gauss_tableau(s)[0] * h, h))
     assert rel_err(E, E_ref) < 1e-13
     assert rel_err(W, W_ref) < 1e-13
 
@@ -145,24 +145,24 @@ def test_stage_solver_matches_the_dense_collocation_system(rng, scale, h, d, mon
     a close guess; with no sweeps allowed, the dense (s d)×(s d) fallback gives the same stages;
     small systems are solved directly (no sweep), to the same stages."""
     s = 8 if d == 5 else 16
-    c, _, a = ex.gauss_tableau(s)
+    c, _, a = ex.gauss.gauss_tableau(s)
     size = np.sqrt(5 / d)  # ‖K‖₂ as at d = 5
     base = size * rng.standard_normal((d, d))
     K = np.stack([base + scale * cj * size * rng.standard_normal((d, d)) for cj in c])
     m, b = rng.standard_normal(d), rng.standard_normal(d)
     calls = []
-    monkeypatch.setattr(ex, "inv", lambda M: calls.append(1) or np.linalg.inv(M))
-    direct = s * d <= ex.DIRECT_STAGE_SIZE
-    Z = ex._stages(K, m, b, h)
+    monkeypatch.setattr(ex.mean, "inv", lambda M: calls.append(1) or np.linalg.inv(M))
+    direct = s * d <= ex.mean.DIRECT_STAGE_SIZE
+    Z = ex.mean._stages(K, m, b, h)
     assert bool(calls) == (h == 0.4 and not direct)  # Newton only where Picard contracts slowly
     system = np.eye(s * d) - h * np.kron(a, np.eye(d)) @ np.block(
         [[K[i] if i == j else np.zeros((d, d)) for j in range(s)] for i in range(s)])
     rhs = h * np.kron(a, np.eye(d)) @ ((K @ m) + b).reshape(-1)
     Z_ref = np.linalg.solve(system, rhs).reshape(s, d)
     assert rel_err(Z, Z_ref) < 1e-13
-    assert rel_err(ex._stages(K, m, b, h, Z_ref * (1 + 1e-9)), Z_ref) < 1e-13  # from a guess
-    monkeypatch.setattr(ex, "NEWTON_ITERATIONS", 0)
-    assert rel_err(ex._stages(K, m, b, h), Z_ref) < 1e-13
+    assert rel_err(ex.mean._stages(K, m, b, h, Z_ref * (1 + 1e-9)), Z_ref) < 1e-13  # from a guess
+    monkeypatch.setattr(ex.mean, "NEWTON_ITERATIONS", 0)
+    assert rel_err(ex.mean._stages(K, m, b, h), Z_ref) < 1e-13
 
 
 @pytest.mark.parametrize("nonnormal", [0.0, 3.0])
@@ -174,16 +174,16 @@ def test_shared_frozen_jacobian_solves_both_stage_counts_like_the_inverses(rng, 
     d, h = 12, 0.6
     base = rng.standard_normal((d, d)) / np.sqrt(d) + nonnormal * np.triu(
         rng.standard_normal((d, d)), 1) / np.sqrt(d)
-    shared = ex._FrozenJacobian(shared=True)
+    shared = ex.mean._FrozenJacobian(shared=True)
     for s in (14, 16):
         K = np.stack([base + 0.3 * cj * rng.standard_normal((d, d)) / np.sqrt(d)
-                      for cj in ex.gauss_tableau(s)[0]])
+                      for cj in ex.gauss.gauss_tableau(s)[0]])
         R = rng.standard_normal((s, d))
         correction = shared.correction(K, h, s)(R)
         assert shared._eigen is not None
-        a, K_bar = ex.gauss_tableau(s)[2], shared.K_bar
+        a, K_bar = ex.gauss.gauss_tableau(s)[2], shared.K_bar
         exact_x = np.linalg.solve(np.eye(s * d) - h * np.kron(a, K_bar), R.reshape(-1))
-        per_lambda = ex._FrozenJacobian().correction(np.broadcast_to(K_bar, K.shape), h, s)(R)
+        per_lambda = ex.mean._FrozenJacobian().correction(np.broadcast_to(K_bar, K.shape), h, s)(R)
         tol = 8 * np.linalg.cond(np.linalg.eig(a)[1]) * np.finfo(float).eps
         assert rel_err(per_lambda, exact_x.reshape(s, d)) < tol
         assert rel_err(correction, exact_x.reshape(s, d)) < tol
@@ -192,7 +192,7 @@ def test_shared_frozen_jacobian_solves_both_stage_counts_like_the_inverses(rng, 
             [[K[i] if i == j else np.zeros((d, d)) for j in range(s)] for i in range(s)])
         Z_ref = np.linalg.solve(system, h * np.kron(a, np.eye(d)) @ ((K @ m) + b).reshape(-1))
         guess = Z_ref.reshape(s, d) * (1 + 1e-6)
-        assert rel_err(ex._stages(K, m, b, h, guess, shared), Z_ref.reshape(s, d)) < 1e-13
+        assert rel_err(ex.mean._stages(K, m, b, h, guess, shared), Z_ref.reshape(s, d)) < 1e-13
 
 
 def test_frozen_jacobian_inverts_per_eigenvalue_when_k_bar_is_nearly_defective():
@@ -200,11 +200,11 @@ def test_frozen_jacobian_inverts_per_eigenvalue_when_k_bar_is_nearly_defective()
     from one inverse per λ_k, which solve the Newton system to rounding."""
     d, s, h = 6, 8, 0.5
     K_bar = np.eye(d) + np.diag(np.ones(d - 1), 1)
-    frozen = ex._FrozenJacobian(shared=True)
+    frozen = ex.mean._FrozenJacobian(shared=True)
     R = np.arange(s * d, dtype=float).reshape(s, d)
     correction = frozen.correction(np.broadcast_to(K_bar, (s, d, d)), h, s)(R)
     assert frozen._eigen is None
-    a = ex.gauss_tableau(s)[2]
+    a = ex.gauss.gauss_tableau(s)[2]
     expected = np.linalg.solve(np.eye(s * d) - h * np.kron(a, K_bar), R.reshape(-1))
     assert rel_err(correction, expected.reshape(s, d)) < 1e-11
 
@@ -226,20 +226,20 @@ def test_norm2_is_the_largest_singular_value_at_every_scale(rng, scale, kind):
             M = np.triu(rng.standard_normal((d, d))) * 1e3 - np.eye(d)
         M = M / np.abs(M).max() * scale
         ref = float(np.linalg.svd(M, compute_uv=False)[0])
-        assert ex._norm2(M) == pytest.approx(ref, rel=8 * d * np.finfo(float).eps)
-    assert ex._norm2(np.zeros((3, 3))) == 0.0
+        assert ex.covariance._norm2(M) == pytest.approx(ref, rel=8 * d * np.finfo(float).eps)
+    assert ex.covariance._norm2(np.zeros((3, 3))) == 0.0
     for bad in (np.nan, np.inf):
         M = np.eye(3)
         M[1, 2] = bad
-        assert ex._norm2(M) == np.inf
+        assert ex.covariance._norm2(M) == np.inf
 
 
 @pytest.mark.parametrize("s", STAGES)
 def test_gauss_eigen_pairs_conjugates(s):
     """The half spectrum reconstructs the Gauss matrix: a x = 2 Re Σ_{k<s/2} T_k λ_k (T⁻¹x)_k for
     real x, so a = Re(2T_half diag(λ_half) T⁻¹_half)."""
-    lam, T2, Tinv = ex.gauss_eigen(s)
-    a = ex.gauss_tableau(s)[2]
+    lam, T2, Tinv = ex.gauss.gauss_eigen(s)
+    a = ex.gauss.gauss_tableau(s)[2]
     assert lam.shape == (s // 2,) and np.all(lam.imag > 0)
     full = np.linalg.eigvals(a)
     assert np.abs(np.sort_complex(np.concatenate([lam, lam.conj()])) - np.sort_complex(full)
@@ -281,9 +281,9 @@ def test_node_exponentials_from_the_taylor_chain_match_high_precision(case, s):
     X = rng.standard_normal((d, d))
     G = scale * (X + X.T)
     h = 2.5
-    offsets = ex.gauss_tableau(s)[0][: s // 2] * h
-    E, W, Einv = ex._Propagator(A, G)._chain(offsets)
-    E_sp, W_sp, _ = ex._van_loan_blocks(A, G, offsets)
+    offsets = ex.gauss.gauss_tableau(s)[0][: s // 2] * h
+    E, W, Einv = ex.covariance._Propagator(A, G)._chain(offsets)
+    E_sp, W_sp, _ = ex.covariance._van_loan_blocks(A, G, offsets)
     for i, t in enumerate(offsets):
         E_mp, W_mp = _mp_van_loan(A, G, t)
         tol_E = 64 * np.finfo(float).eps * max(1.0, rel_err(E_sp[i], E_mp) / 1e-16)
@@ -303,10 +303,10 @@ def test_node_exponentials_at_extreme_scales_of_A_and_G(a, g, h):
     per node."""
     A = a * np.array([[1.0, 2, 0], [0, -1, 1], [0.5, 0, 0.3]])
     G = g * np.diag([1.0, 2.0, 3.0])
-    offsets = ex.gauss_tableau(8)[0][:4] * h
+    offsets = ex.gauss.gauss_tableau(8)[0][:4] * h
     with np.errstate(over="raise", invalid="raise", divide="raise", under="ignore"):
-        E, W, _ = ex._Propagator(A, G)._chain(offsets)
-    E_sp, W_sp, _ = ex._van_loan_blocks(A, G, offsets)
+        E, W, _ = ex.covariance._Propagator(A, G)._chain(offsets)
+    E_sp, W_sp, _ = ex.covariance._van_loan_blocks(A, G, offsets)
     assert rel_err(E, E_sp) < 1e-14 and rel_err(W, W_sp) < 1e-14
 
 
@@ -318,12 +318,12 @@ def test_node_exponentials_fall_back_to_one_exponential_per_node_beyond_chain_po
     A = 40 * rng.standard_normal((4, 4))
     G = np.eye(4)
     offsets = np.array([0.1, 0.5, 1.0])
-    prop = ex._Propagator(A, G)
-    monkeypatch.setattr(ex, "_van_loan_blocks", lambda *a: ("blocks",))
+    prop = ex.covariance._Propagator(A, G)
+    monkeypatch.setattr(ex.covariance, "_van_loan_blocks", lambda *a: ("blocks",))
     assert prop._chain(offsets) == ("blocks",)
     monkeypatch.undo()
     E, W, _ = prop._chain(offsets[:1] / 400)  # 2 increments: the chain
-    E_sp, W_sp, _ = ex._van_loan_blocks(A, G, offsets[:1] / 400)
+    E_sp, W_sp, _ = ex.covariance._van_loan_blocks(A, G, offsets[:1] / 400)
     assert rel_err(E, E_sp) < 1e-14 and rel_err(W, W_sp) < 1e-14
 
 
@@ -462,21 +462,22 @@ def test_mean_error_control_halves_where_the_single_step_is_inaccurate(rng):
     a, v, beta, s0 = 0.2, 1.0, 1.0, 1.0
     T_star = np.log1p(a / (v * beta * s0)) / (2 * a)
     A, G = np.array([[a]]), np.array([[-2 * v * beta]])
-    prop = ex._Propagator(A, G)
-    law = ex._mean_law(A, v, np.array([[v * beta]]), np.array([0.3]), np.array([0.7]))
+    prop = ex.covariance._Propagator(A, G)
+    law = ex.mean._mean_law(A, v, np.array([[v * beta]]), np.array([0.3]), np.array([0.7]))
     L, m, h = np.array([[np.sqrt(s0)]]), np.array([0.7]), 0.95 * T_star
     x = law.norm_K(L, h) * h
-    got, _, steps, _ = ex._controlled(prop, L, m, h, law, x, 0, None, 0.0)
-    assert steps > ex.MEAN_STEP_COST
+    got, _, steps, _ = ex.mean._controlled(prop, L, m, h, law, x, 0, None, 0.0)
+    assert steps > ex.mean.MEAN_STEP_COST
     n = 4096
     fine, Lf = m, L
     for _ in range(n):
-        fine, Lf, _ = ex._mean_step(prop, Lf, fine, h / n, law, 8)
+        fine, Lf, _ = ex.mean._mean_step(prop, Lf, fine, h / n, law, 8)
     assert rel_err(got, fine) <= 1e-12
-    flat = ex._mean_law(A, v, np.zeros((1, 1)), np.array([0.3]), np.array([0.7]))
-    still = ex._Propagator(A, np.zeros((1, 1)))  # G = 0, B̄ = 0: K = a + v
-    for x in (flat.norm_K(L, 0.5) * 0.5, ex.MEAN_THETA):
-        assert ex._controlled(still, L, m, 0.5, flat, x, 0, None, 0.0)[2] == ex.MEAN_STEP_COST
+    flat = ex.mean._mean_law(A, v, np.zeros((1, 1)), np.array([0.3]), np.array([0.7]))
+    still = ex.covariance._Propagator(A, np.zeros((1, 1)))  # G = 0, B̄ = 0: K = a + v
+    for x in (flat.norm_K(L, 0.5) * 0.5, ex.mean.MEAN_THETA):
+        steps = ex.mean._controlled(still, L, m, 0.5, flat, x, 0, None, 0.0)[2]
+        assert steps == ex.mean.MEAN_STEP_COST
 
 
 @pytest.mark.parametrize("a, v, beta, s0, m0, b", [
@@ -508,12 +509,12 @@ def test_means_up_to_a_blowup_match_the_closed_form(monkeypatch, t_eval):
     returned mean matches the 40-digit closed form."""
     a, v, beta, s0, m0, b = 0.2, 1.0, 1.0, 1.0, 0.7, 0.3
     spans = []
-    mean_over = ex._mean_over
+    mean_over = ex.mean._mean_over
 
     def recording(prop, L, m, H, *args, **kw):
         spans.append(H)
         return mean_over(prop, L, m, H, *args, **kw)
-    monkeypatch.setattr(ex, "_mean_over", recording)
+    monkeypatch.setattr(ex.flow, "_mean_over", recording)
     p = Params(A=[[a]], V=[[v]], B=[[beta]], b=[b])
     tr = flow(p, Gaussian([m0], [[s0]]), 0.5, method="exact", t_eval=t_eval)
     assert tr.status == "blowup" and min(spans) > 0
@@ -548,28 +549,28 @@ def test_controlled_means_inside_are_the_kept_collocation_polynomial(rng):
     many short uncontrolled steps."""
     a, v, beta, s0 = 0.2, 1.0, 1.0, 1.0
     A, G = np.array([[a]]), np.array([[-2 * v * beta]])
-    prop = ex._Propagator(A, G)
-    law = ex._mean_law(A, v, np.array([[v * beta]]), np.array([0.3]), np.array([0.7]))
+    prop = ex.covariance._Propagator(A, G)
+    law = ex.mean._mean_law(A, v, np.array([[v * beta]]), np.array([0.3]), np.array([0.7]))
     L, m = np.array([[np.sqrt(s0)]]), np.array([0.7])
     h = 0.05
     taus = np.array([0.01, 0.025, 0.04, h])
     x = law.norm_K(L, h) * h
-    m2, _, steps, inner = ex._controlled(prop, L, m, h, law, x, 0, None, 0.0, taus)
-    assert steps == ex.MEAN_STEP_COST
-    hi = ex._pair(x, ex.DENSE_PAIRS)[1]
-    _, _, Z = ex._mean_step(prop, L, m, h, law, hi)
-    np.testing.assert_allclose(inner[:3], m + ex._lagrange(hi, taus[:3] / h) @ Z, rtol=1e-14)
+    m2, _, steps, inner = ex.mean._controlled(prop, L, m, h, law, x, 0, None, 0.0, taus)
+    assert steps == ex.mean.MEAN_STEP_COST
+    hi = ex.mean._pair(x, ex.mean.DENSE_PAIRS)[1]
+    _, _, Z = ex.mean._mean_step(prop, L, m, h, law, hi)
+    np.testing.assert_allclose(inner[:3], m + ex.mean._lagrange(hi, taus[:3] / h) @ Z, rtol=1e-14)
     np.testing.assert_array_equal(inner[3], m2)
     T_star = np.log1p(a / (v * beta * s0)) / (2 * a)
     h = 0.95 * T_star
     taus = np.array([0.2, 0.5, 0.8, 0.95]) * T_star  # 0.5 h: the halving point (rounded)
     x = law.norm_K(L, h) * h
-    got, _, steps, inner = ex._controlled(prop, L, m, h, law, x, 0, None, 0.0, taus)
-    assert steps > ex.MEAN_STEP_COST and inner.shape == (4, 1)
+    got, _, steps, inner = ex.mean._controlled(prop, L, m, h, law, x, 0, None, 0.0, taus)
+    assert steps > ex.mean.MEAN_STEP_COST and inner.shape == (4, 1)
     n = 4096
     fine, Lf, at = m, L, {}
     for k in range(n):
-        fine, Lf, _ = ex._mean_step(prop, Lf, fine, h / n, law, 8)
+        fine, Lf, _ = ex.mean._mean_step(prop, Lf, fine, h / n, law, 8)
         at[k + 1] = fine
     for tau, mean in zip(taus, inner, strict=True):
         k = round(tau / h * n)
@@ -582,9 +583,9 @@ def test_controlled_means_inside_are_the_kept_collocation_polynomial(rng):
 def test_lagrange_basis_is_the_product_form_and_exact_on_the_nodes(rng, s):
     """`_lagrange` (barycentric) equals the product form of the Lagrange basis on 0, c_1..c_s
     to rounding, reproduces polynomials of degree s, and gives unit rows on the nodes."""
-    x = np.append(0.0, ex.gauss_tableau(s)[0])
+    x = np.append(0.0, ex.gauss.gauss_tableau(s)[0])
     theta = np.concatenate([rng.uniform(0.0, 1.0, 20), [1.0], x])
-    P = ex._lagrange(s, theta)
+    P = ex.mean._lagrange(s, theta)
     full = np.empty((theta.size, x.size))
     for j in range(x.size):
         others = np.delete(x, j)
@@ -603,9 +604,10 @@ def test_dense_spans_only_where_outputs_are_dense():
     fewer collocation nodes than 50 spans; a span with its midpoint inside does not, nor one
     whose ‖K‖₂ is not finite."""
     inside = np.linspace(0.0, 2.5, 51)[1:-1]
-    assert ex._dense_pays(2.0, 2.5, inside)
-    assert not ex._dense_pays(2.0, 2.5, np.array([1.25]))
-    assert not ex._dense_pays(np.inf, 2.5, inside) and not ex._dense_pays(np.nan, 2.5, inside)
+    assert ex.mean._dense_pays(2.0, 2.5, inside)
+    assert not ex.mean._dense_pays(2.0, 2.5, np.array([1.25]))
+    assert not ex.mean._dense_pays(np.inf, 2.5, inside)
+    assert not ex.mean._dense_pays(np.nan, 2.5, inside)
 
 
 @pytest.mark.parametrize("t_eval", [None, [0.0, 1.0]])

@@ -43,7 +43,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...errors import SolverError
-from ...flows.exact import growth_step, step_length, van_loan
+from ...flows.exact.covariance import growth_step, step_length, van_loan
 from ...flows.integrate import flow
 from ...stability.certificates import certify
 from ...state.params import Gaussian, Params
