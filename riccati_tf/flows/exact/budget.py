@@ -8,6 +8,8 @@ import numpy as np
 
 from ...errors import SolverError
 
+__all__: list[str] = []  # DEFAULT_MAX_STEPS is documented in riccati_tf.flows.exact
+
 #: covariance steps plus mean sub-steps one flow may take (override with flow(max_steps=...))
 DEFAULT_MAX_STEPS = 100_000
 

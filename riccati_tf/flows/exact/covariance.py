@@ -17,6 +17,8 @@ from scipy.optimize import brentq
 from ...errors import SolverError
 from .gauss import gauss_tableau
 
+__all__: list[str] = []  # van_loan is documented as riccati_tf.flows.exact.van_loan
+
 EPS = np.finfo(float).eps
 #: covariance steps satisfy e^{(μ(A) + μ(−A))h} ≤ STEP_KAPPA (conditioning of the Van Loan step)
 #: and e^{max(|μ(A)|, |μ(−A)|)h} ≤ STEP_KAPPA (growth of E_h and W(h) in one step)

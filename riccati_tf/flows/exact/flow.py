@@ -34,6 +34,8 @@ from .settling import (
     _settled_equilibrium,
 )
 
+__all__: list[str] = []  # exact_flow, exact_from, ExactResult: riccati_tf.flows.exact
+
 
 @dataclass(frozen=True)
 class ExactResult:

@@ -7,6 +7,8 @@ from functools import lru_cache
 
 import numpy as np
 
+__all__: list[str] = []
+
 
 @lru_cache(maxsize=8)
 def gauss_tableau(s: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

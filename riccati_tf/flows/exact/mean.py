@@ -18,6 +18,8 @@ from .budget import _Budget
 from .covariance import EPS, _norm2, _Propagator, _sqrt_update
 from .gauss import gauss_eigen, gauss_tableau
 
+__all__: list[str] = []
+
 #: mean sub-steps satisfy ‖K‖₂ h ≤ MEAN_THETA at both ends (the reach of the largest pair)
 MEAN_THETA = 6.0
 #: the embedded Gauss–Legendre pairs of the mean: a sub-step with x = ‖K‖₂h (at both ends)

@@ -12,6 +12,8 @@ import numpy as np
 from ...errors import SolverError
 from .covariance import EPS, _positive_definite
 
+__all__: list[str] = []  # NEAR_BLOWUP_RTOL is documented in riccati_tf.flows.exact
+
 #: rounding-level eigenvalues of G: δ = G_ROUNDING·d·eps·‖G‖_F, and the relative spread of the
 #: bracketing blow-up times accepted as determined
 G_ROUNDING = 8.0

@@ -14,6 +14,8 @@ from ...errors import SolverError
 from .covariance import EPS, _positive_definite, _Propagator
 from .mean import _MeanLaw
 
+__all__: list[str] = []
+
 #: settling (package docstring, "Long horizons"): entrywise step-change gate, rounding
 #: multiple c of the tolerance c·d·eps·κ_step, and the least number of steps left for the test
 #: to be worth it
