@@ -9,13 +9,12 @@ covariance, full-rank Σ0, mean and bias) to T = 5, one BLAS thread (threadpoolc
   (`riccati_tf.state.moments.drift_arrays`).
 
 Each is timed in CPU time over ROUNDS interleaved rounds of one call each, the order alternating
-round by round, the ratio the median of the per-round ratios (issue #28's protocol, as in
-`benchmarks.realscale`'s parity section), at two output grids: the end state (t_eval = [0, T];
-the target: exact ≥ 5× faster than scipy) and the flow's default 101 output times (reported,
-no target). Errors are the largest difference of the mean from an
-independent reference, DOP853 at rtol 2.3e-14 and atol 1e-16 (the tightest rtol scipy takes),
-relative to the reference's largest entry; exact must be at least as accurate as scipy (or
-within 1e-15, the reference's own level).
+round by round, the ratio the median of the per-round ratios (as in `benchmarks.realscale`'s
+parity section), at two output grids: the end state (t_eval = [0, T]; the target: exact ≥ 5×
+faster than scipy) and the flow's default 101 output times (reported, no target). Errors are
+the largest difference of the mean from an independent reference, DOP853 at rtol 2.3e-14 and
+atol 1e-16 (the tightest rtol scipy takes), relative to the reference's largest entry; exact
+must be at least as accurate as scipy (or within 1e-15, the reference's own level).
 
 Run: python -m benchmarks.exact_mean
 """
