@@ -24,7 +24,7 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from ..empirical.encoders.extraction import BERT_FAMILY, VIT_FAMILY, attention_projections
+from ..empirical.encoders.extraction import BERT_FAMILY, VIT_FAMILY, attention_layers
 from ..errors import InvalidInputError
 
 __all__ = ["MAX_MARGIN_D", "encoder_horizon_margins", "encoder_margins", "horizon_margin",
@@ -550,15 +550,13 @@ def _encoder_heads(model: Any, max_d: int | None) -> list[list[tuple[Any, Any, A
     if family not in _FAMILIES:
         raise InvalidInputError(f"model must be a transformers encoder of type {_FAMILIES}, "
                                 f"got {type(model).__name__} (model_type {family!r})")
-    base = getattr(model, "base_model", model)
     n_heads, d = int(config.num_attention_heads), int(config.hidden_size)
     if d % n_heads or (max_d is not None and d > max_d):
         raise InvalidInputError(f"hidden size {d} must be a multiple of the {n_heads} heads"
                                 + ("" if max_d is None else f" and ≤ MAX_MARGIN_D = {max_d}"))
     d_h = d // n_heads
     out = []
-    for layer in base.encoder.layer:
-        q, k, v, o, scale = attention_projections(layer, family)
+    for q, k, v, o, scale in attention_layers(model):
         out.append([(scale * q.weight[r], k.weight[r], v.weight[r], o.weight[:, r])
                     for r in (slice(h * d_h, (h + 1) * d_h) for h in range(n_heads))])
     return out

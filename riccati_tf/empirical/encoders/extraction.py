@@ -33,7 +33,8 @@ from ...errors import InvalidInputError
 from .factors import Encoder, EncoderLayer, HeadFactors, LayerNormParams, MLPParams
 
 __all__ = ["ACTIVATION_NAMES", "BERT_FAMILY", "FAMILIES", "MAX_LOGIT", "ROTARY_FAMILY",
-           "VIT_FAMILY", "check_model", "extract", "logit_bound", "position_limit"]
+           "VIT_FAMILY", "attention_layers", "check_model", "extract", "logit_bound",
+           "position_limit"]
 
 BERT_FAMILY = ("bert", "roberta", "xlm-roberta")
 VIT_FAMILY = ("vit", "deit")
@@ -132,14 +133,102 @@ def _mlp(fc_in: Any, fc_out: Any, activation: str, gated: bool) -> MLPParams:
     return MLPParams(W[:n], b[:n], W_out, b_out, activation, W[n:], b[n:])
 
 
+#: where a layer's attention sits in transformers 5, per layout: the module whose `scaling` is
+#: the logit scale, then the query, key, value and output Linear modules (paths from the layer)
+_ATTENTION_PATHS = {
+    "bert": ("attention.self", ("attention.self.query", "attention.self.key",
+                                "attention.self.value", "attention.output.dense")),
+    "vit": ("attention", ("attention.q_proj", "attention.k_proj", "attention.v_proj",
+                          "attention.o_proj")),
+}
+
+
+def _submodule(root: Any, path: str) -> Any:
+    """root's attribute at the dotted path, or None where a step is missing."""
+    for name in path.split("."):
+        root = getattr(root, name, None)
+    return root
+
+
 def attention_projections(layer: Any, family: str) -> tuple[Any, Any, Any, Any, float]:
     """The query, key, value and output Linear modules of a BERT-family or ViT-family layer and
-    its logit scale (the attention module's `scaling`)."""
-    if family in VIT_FAMILY:
-        att = layer.attention
-        return att.q_proj, att.k_proj, att.v_proj, att.o_proj, float(att.scaling)
-    att = layer.attention.self
-    return att.query, att.key, att.value, layer.attention.output.dense, float(att.scaling)
+    its logit scale (the attention module's `scaling`), else InvalidInputError naming the layer
+    class and the paths that are missing."""
+    layout = "vit" if family in VIT_FAMILY else "bert" if family in BERT_FAMILY else None
+    if layout is None:
+        raise InvalidInputError(f"attention projections are read for the families "
+                                f"{BERT_FAMILY + VIT_FAMILY}, got {family!r}")
+    owner, paths = _ATTENTION_PATHS[layout]
+    modules = [_submodule(layer, path) for path in paths]
+    missing = [path for path, m in zip(paths, modules, strict=True)
+               if getattr(m, "weight", None) is None or getattr(m, "out_features", None) is None]
+    scale = getattr(_submodule(layer, owner), "scaling", None)
+    if scale is None or isinstance(scale, bool) or not isinstance(scale, float | int):
+        missing.append(f"{owner}.scaling")
+    if missing:
+        raise InvalidInputError(
+            f"{type(layer).__name__} ({family!r}) has no {', '.join(missing)}: its attention "
+            f"is not laid out as transformers 5 lays out the family's layers")
+    q, k, v, o = modules
+    return q, k, v, o, float(scale)
+
+
+def attention_layers(model: Any) -> list[tuple[Any, Any, Any, Any, float]]:
+    """Per encoder layer of a BERT-family or ViT/DeiT model, first to last, its query, key,
+    value and output Linear modules and logit scale s (`attention_projections`).
+
+    The layers are found where transformers 5 keeps them (`layer_list`: encoder.layer for the
+    BERT family, layers for ViT/DeiT); a task model is read through its `base_model`.
+
+    Parameters
+    ----------
+    model : transformers.PreTrainedModel
+        The encoder.
+
+    Returns
+    -------
+    list of (query, key, value, output, s)
+        The modules themselves (their weights keep the autograd graph) and s as a float.
+
+    Raises
+    ------
+    InvalidInputError
+        For a model of another family, without encoder layers, or whose layers lack a
+        projection or the logit scale; the message names the model class.
+
+    See Also
+    --------
+    extract : the numpy factors of the same heads.
+    riccati_tf.design.margin.encoder_margins : the differentiable margins of these layers.
+
+    References
+    ----------
+    .. [1] riccati_tf theory, SPEC §7 "Validation against real Transformers".
+
+    Examples
+    --------
+    >>> from riccati_tf.empirical.encoders.extraction import attention_layers
+    >>> from riccati_tf.empirical.encoders.tiny import tiny_encoder
+    >>> layers = attention_layers(tiny_encoder("vit", hidden_size=8, n_heads=2, n_layers=3))
+    >>> len(layers), tuple(layers[0][0].weight.shape), layers[0][4]
+    (3, (8, 8), 0.5)
+    """
+    base = getattr(model, "base_model", model)
+    family = getattr(getattr(base, "config", None), "model_type", None)
+    name = _model_name(model)
+    if family not in BERT_FAMILY + VIT_FAMILY:
+        raise InvalidInputError(f"model {name}: attention projections are read for the "
+                                f"families {BERT_FAMILY + VIT_FAMILY}, got model_type {family!r}")
+    modules = layer_list(base)
+    if not modules:
+        raise InvalidInputError(f"model {name} has no encoder layer")
+    out = []
+    for i, layer in enumerate(modules):
+        try:
+            out.append(attention_projections(layer, family))
+        except InvalidInputError as exc:
+            raise InvalidInputError(f"model {name}, layer {i + 1}: {exc}") from None
+    return out
 
 
 def _bert_layer(layer: Any, config: Any) -> EncoderLayer:
@@ -174,16 +263,20 @@ def _modernbert_layer(layer: Any, config: Any) -> EncoderLayer:
     return EncoderLayer(heads, _bias(att.Wo, d), norm, _layer_norm(layer.mlp_norm, d), mlp, "pre")
 
 
+#: where transformers 5 keeps an encoder's layers (BERT family: encoder.layer; ViT, DeiT and
+#: ModernBERT: layers)
+LAYER_PATHS = ("encoder.layer", "layers", "encoder.layers")
+
+
 def layer_list(model: Any) -> list[Any]:
-    """The encoder layers of a transformers encoder (BERT/RoBERTa/ViT/DeiT: encoder.layer;
-    ModernBERT: layers)."""
-    for path in ("encoder.layer", "layers", "encoder.layers"):
-        obj = model
-        for name in path.split("."):
-            obj = getattr(obj, name, None)
+    """The encoder layers of a transformers encoder, at the first of LAYER_PATHS it has, else
+    InvalidInputError naming the model class."""
+    for path in LAYER_PATHS:
+        obj = _submodule(model, path)
         if obj is not None:
             return list(obj)
-    raise InvalidInputError(f"{type(model).__name__} has no list of encoder layers")
+    raise InvalidInputError(f"{type(model).__name__} has no list of encoder layers (none of "
+                            f"{', '.join(LAYER_PATHS)})")
 
 
 def position_limit(model: Any) -> int | None:
