@@ -162,15 +162,16 @@ def attention_projections(layer: Any, family: str) -> tuple[Any, Any, Any, Any, 
     modules = [_submodule(layer, path) for path in paths]
     missing = [path for path, m in zip(paths, modules, strict=True)
                if getattr(m, "weight", None) is None or getattr(m, "out_features", None) is None]
-    scale = getattr(_submodule(layer, owner), "scaling", None)
-    if scale is None or isinstance(scale, bool) or not isinstance(scale, float | int):
-        missing.append(f"{owner}.scaling")
+    raw = getattr(_submodule(layer, owner), "scaling", None)
+    scale = float(raw) if isinstance(raw, float | int) and not isinstance(raw, bool) else np.nan
+    if not scale > 0:
+        missing.append(f"{owner}.scaling > 0")
     if missing:
         raise InvalidInputError(
             f"{type(layer).__name__} ({family!r}) has no {', '.join(missing)}: its attention "
             f"is not laid out as transformers 5 lays out the family's layers")
     q, k, v, o = modules
-    return q, k, v, o, float(scale)
+    return q, k, v, o, scale
 
 
 def attention_layers(model: Any) -> list[tuple[Any, Any, Any, Any, float]]:
