@@ -13,6 +13,7 @@ import numpy as np
 from ...errors import InvalidInputError
 from ...state.validation import as_count
 from .sequences import GAUSSIAN_INPUTS, Inputs, check_input_files
+from .tokenizing import TOKENIZER_FILES, tokenize_passages
 
 __all__ = ["EMBEDDING_SAMPLE", "GAUSSIAN_INPUTS", "MAX_HIDDEN", "capture", "embedding_moments",
            "load_model", "load_tokenizer", "model_inputs"]
@@ -238,9 +239,6 @@ def capture(model: Any, tokens: np.ndarray) -> tuple[list[np.ndarray], list[Any]
 
 #: tokens sampled from the embedding tables for the moments of the embedding output
 EMBEDDING_SAMPLE = 8192
-#: the files of a saved tokenizer (one of them must be in the model folder to read text)
-TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "vocab.txt", "vocab.json",
-                   "spiece.model", "sentencepiece.bpe.model", "tokenizer.model")
 
 
 def _name(model: Any) -> str:
@@ -464,8 +462,10 @@ def model_inputs(model: Any, *, text: str | Path | None = None,
     ------
     InvalidInputError
         For more than one file; a file that is missing, empty or malformed; a model folder
-        without a tokenizer (for text); an id outside the vocabulary; hidden states of another
-        dimension than the model's or holding NaN/Inf; gaussian not in GAUSSIAN_INPUTS.
+        without a tokenizer, or a tokenizer that cannot read the text (`tokenize_passages`:
+        too small a vocabulary, too many unknown tokens); an id outside the vocabulary;
+        hidden states of another dimension than the model's or holding NaN/Inf; gaussian not
+        in GAUSSIAN_INPUTS.
     ImportError
         Without torch and transformers.
 
@@ -540,13 +540,13 @@ def model_inputs(model: Any, *, text: str | Path | None = None,
                                                 f"give the tokenizer (or its folder) to read "
                                                 f"text")
                     tok = load_tokenizer(folder)
-                ids = [np.asarray(tok(p, add_special_tokens=True, truncation=False,
-                                      verbose=False)["input_ids"], dtype=np.int64)
-                       for p in read_passages(path)]
+                ids, notes = tokenize_passages(tok, read_passages(path),
+                                               getattr(model.config, "vocab_size", None))
                 what = "passage"
             else:
                 ids, what = read_token_ids(path), "sequence"
-            ids, notes = within_limit(ids, limit, what)
+            ids, cut = within_limit(ids, limit, what)
+            notes += cut
             ids, more = at_most(ids, max_tokens, "sequence")
             seqs, notes = embed_ids(model, ids), notes + more
         if kind == "hidden":
