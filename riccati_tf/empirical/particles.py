@@ -45,6 +45,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from ..errors import InvalidInputError, SolverError
 from ..state.params import Params
+from ..state.schedule import check_layer, checked_schedule
 from ..state.validation import (
     ReadOnlyArrays,
     as_array,
@@ -295,6 +296,10 @@ class FeedForward(ReadOnlyArrays):
     def d(self) -> int:
         """The dimension d of the tokens."""
         return self.U.shape[1]
+
+    def arrays(self) -> tuple[np.ndarray, ...]:
+        """W, U and c: for finiteness checks."""
+        return self.W, self.U, self.c  # type: ignore[return-value]  # c is set in __post_init__
 
 
 @dataclass(frozen=True, eq=False)
@@ -629,14 +634,15 @@ def empirical_moments(x: np.ndarray) -> tuple[NDArray[np.float64], NDArray[np.fl
 
 def _as_schedule(name: str, value: Any, cls: type[Params] | type[FeedForward], d: int,
                  optional: bool) -> Callable[[float], Any]:
-    """A constant or a callable t ↦ cls, checked at t = 0 to act on R^d."""
+    """A constant cls on R^d, checked once, or a callable t ↦ cls checked at every call
+    (`checked_schedule`: InvalidInputError naming name(t) and the time)."""
     if value is None and optional:
         return lambda _t: None
-    fn = value if callable(value) else (lambda _t: value)
-    first = fn(0.0)
-    if not isinstance(first, cls) or first.d != d:
-        raise InvalidInputError(f"{name} must be a {cls.__name__} on R^{d} (the tokens' "
-                                f"dimension) or a callable t -> {cls.__name__}")
+    if not callable(value):
+        check_layer(name, value, cls, d)
+        return lambda _t: value
+    fn = checked_schedule(name, value, cls, d)
+    fn(0.0)
     return fn
 
 

@@ -29,6 +29,8 @@ from ..display import html_table, number
 from ..errors import InvalidInputError, SolverError
 from ..state.lowrank import FACTOR_MIN_D, factored_layer
 from ..state.params import Gaussian, Params, check_dims
+from ..state.schedule import all_finite as _all_finite
+from ..state.schedule import checked_schedule
 from ..state.validation import as_array, as_count, as_time, as_time_grid, psd_part, psd_rank
 from .exact import DEFAULT_MAX_STEPS, NEAR_BLOWUP_RTOL, exact_flow, exact_from
 
@@ -589,7 +591,7 @@ class _RkDense:
             fn = self.params
             assert fn is not None  # refused above
             if not isinstance(fn, Params):
-                fn = _checked(fn, tr.d)
+                fn = checked_schedule("params", fn, Params, tr.d)
             shifted = fn if isinstance(fn, Params) else lambda s: fn(start + s)
             try:
                 res = _rk_flow(shifted, Gaussian(mean, psd_part(cov)), offsets,
@@ -704,55 +706,6 @@ def _tolerance(name: str, value: object) -> float:
 
 def _finite_params(p: Params) -> bool:
     return _all_finite(*p.arrays())
-
-
-def _all_finite(*arrays: np.ndarray) -> bool:
-    """No NaN or ±inf in the arrays: one sum each (a finite sum has finite entries), the
-    entrywise test only where a sum is not finite (finite entries whose sum overflows)."""
-    with np.errstate(over="ignore", invalid="ignore"):
-        return all(np.isfinite(a.sum()) or bool(np.all(np.isfinite(a))) for a in arrays)
-
-
-def _passes_through(exc: Exception) -> bool:
-    """Exceptions of riccati_tf's own modules other than its public errors are control flow of
-    the package's callers (e.g. a certificate's evaluation budget) and propagate unchanged."""
-    return (type(exc).__module__.startswith("riccati_tf.")
-            and not isinstance(exc, InvalidInputError | SolverError))
-
-
-_UNSET = object()
-
-
-def _checked(params_fn: Callable[[float], Params], d: int) -> Callable[[float], Params]:
-    """params_fn wrapped so that every value is a finite Params on R^d; anything else (a raised
-    exception, another type, another dimension, NaN/Inf) is an InvalidInputError naming
-    params(t) and the time."""
-    last: list[object] = [_UNSET]
-
-    def params_at(t: float) -> Params:
-        try:
-            p = params_fn(t)
-        except Exception as exc:
-            if _passes_through(exc):
-                raise
-            raise InvalidInputError(f"params(t) raised {type(exc).__name__} at t = {t:.6g}: "
-                                    f"{exc}") from exc
-        if p is last[0]:
-            return p
-        if not isinstance(p, Params):
-            raise InvalidInputError(f"params(t) must return a riccati_tf.Params, got "
-                                    f"{type(p).__name__} at t = {t:.6g}")
-        if p.d != d:
-            raise InvalidInputError(f"params(t) returned parameters acting on R^{p.d} at "
-                                    f"t = {t:.6g}, but the Gaussian lives in R^{d}: the "
-                                    f"dimension cannot change along a flow")
-        if not _finite_params(p):
-            raise InvalidInputError(f"params(t) returned parameters with NaN or Inf entries at "
-                                    f"t = {t:.6g}")
-        last[0] = p
-        return p
-
-    return params_at
 
 
 def _guard(tr: Trajectory, checked: bool = False) -> Trajectory:
@@ -946,7 +899,7 @@ def flow(params: Params | Callable[[float], Params], gaussian: Gaussian, t_final
         if not isinstance(gaussian, Gaussian):
             raise InvalidInputError(f"gaussian must be a riccati_tf.Gaussian, "
                                     f"got {type(gaussian).__name__}")
-        params_fn, scalar = _checked(params, gaussian.d), False
+        params_fn, scalar = checked_schedule("params", params, Params, gaussian.d), False
         params_fn(0.0)
         if method == "exact":
             raise InvalidInputError("method 'exact' needs time-invariant Params; time-varying "
