@@ -346,9 +346,11 @@ def test_G_overflow_is_a_solver_error():
     assert G[0, 0] == -BIG
 
 
-def test_sample_takes_rng_like_scipy():
+def test_sample_takes_a_seed_or_a_generator():
     g = Gaussian([1.0, -1.0], [[2.0, 1.0], [1.0, 1.0]])
-    assert g.sample(3).shape == (3, 2) and g.sample(3, None).shape == (3, 2)
+    np.testing.assert_array_equal(g.sample(3), g.sample(3, 0))  # reproducible by default
+    with pytest.raises(InvalidInputError, match="rng must be an integer seed"):
+        g.sample(3, None)
     np.testing.assert_array_equal(g.sample(4, 11), g.sample(4, np.random.default_rng(11)))
     assert g.sample(np.int64(0), 1).shape == (0, 2)
     x = Gaussian(np.zeros(2), np.full((2, 2), BIG)).sample(100, 0)
@@ -360,7 +362,8 @@ def test_sample_takes_rng_like_scipy():
     (True, None, "n must be an integer"),
     (-1, None, "n must be ≥ 0"),
     (10**12, None, "batches"),
-    (3, "seed", "rng must be None, an integer seed or a numpy.random.Generator"),
+    (3, "seed", "rng must be an integer seed or a numpy.random.Generator"),
+    (3, None, "draws are reproducible"),
     (3, 1.5, "rng must be"),
     (3, True, "rng must be"),
     (3, -2, "rng must be ≥ 0"),

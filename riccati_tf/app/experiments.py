@@ -613,7 +613,8 @@ def probe_table(numbers: dict) -> str:
 def run_prescribed(out_dir: str | Path, *, n_tokens: int = 2000, seed: int = 0, n_steps: int = 60,
                    progress: bool = False) -> dict:
     """Experiment 1 → prescribed.png, prescribed.json in out_dir; returns the numbers.
-    progress: a progress bar on a terminal's stderr (`progress_bar`)."""
+    n_tokens, seed, n_steps: as for `prescribed_attention`; progress: a progress bar on a
+    terminal's stderr (`progress_bar`)."""
     check_output_folder(out_dir)
     with stages(("opposite", "equal"), "prescribed", progress) as done:
         res = prescribed_attention(n_tokens=n_tokens, seed=seed, n_steps=n_steps,
@@ -633,7 +634,8 @@ def run_prescribed(out_dir: str | Path, *, n_tokens: int = 2000, seed: int = 0, 
 def run_relu_drift(out_dir: str | Path, *, n_tokens: int = 2000, seed: int = 0, n_null: int = 200,
                    progress: bool = False) -> dict:
     """Experiment 2 → relu_drift.png, relu_drift.json in out_dir; returns the numbers.
-    progress: a progress bar on a terminal's stderr (`progress_bar`)."""
+    n_tokens, seed, n_null: as for `relu_drift`; progress: a progress bar on a terminal's
+    stderr (`progress_bar`)."""
     check_output_folder(out_dir)
     with stages(("relu", "affine", "closure", "null"), "relu-drift", progress) as done:
         res = relu_drift(n_tokens=n_tokens, seed=seed, n_null=n_null, progress=done)

@@ -346,7 +346,7 @@ def _gram_sums(y: np.ndarray, block: int) -> tuple[float, float, float, float]:
 
 def directions(rank: int, n_directions: int, seed: int) -> NDArray[np.float64]:
     """(rank, n_directions) unit columns θ, uniform on the sphere, drawn from seed."""
-    theta = np.random.default_rng([seed, rank, n_directions]).standard_normal(
+    theta = np.random.default_rng([as_seed("seed", seed), rank, n_directions]).standard_normal(
         (rank, n_directions))
     return theta / np.linalg.norm(theta, axis=0)
 

@@ -390,6 +390,7 @@ def tested_dimension(n_tokens: int, d: int) -> int:
 def projection(d: int, k: int, seed: int) -> NDArray[np.float64] | None:
     """Θ (d × k) with orthonormal columns spanning k random directions drawn from seed (None for
     k = d: no projection)."""
+    seed = as_seed("seed", seed)
     return None if k == d else np.linalg.qr(directions(d, k, seed))[0]
 
 

@@ -51,6 +51,7 @@ from ..state.validation import (
     as_covariance,
     as_matrix,
     as_real,
+    as_seed,
     as_vector,
     psd_rank,
     scale_exponent,
@@ -663,10 +664,11 @@ def _random_rational(rng: np.random.Generator, shape: tuple[int, ...]) -> NDArra
 
 def stratum_point(d: int, r: int,
                   seed: int = 0) -> tuple[NDArray[np.object_], NDArray[np.object_]]:
-    """A random rational point (m, Σ = L Lᵀ) with rank Σ = r exactly (L rational d×r)."""
+    """A random rational point (m, Σ = L Lᵀ) with rank Σ = r exactly (L rational d×r), drawn
+    from seed."""
     d = as_count("d", d)
     r = _rank(r, d)
-    rng = np.random.default_rng([as_count("seed", seed, minimum=0), d, r])
+    rng = np.random.default_rng([as_seed("seed", seed), d, r])
     mean = _random_rational(rng, (d,))
     while True:
         L = _random_rational(rng, (d, r))
@@ -928,7 +930,7 @@ def accessibility_rank(controls: str | Configuration | ControlSystem, d: int,
     if system.d != d:
         raise InvalidInputError(f"the control system acts on R^{system.d}, not R^{d}")
     depth = as_count("depth", depth, maximum=MAX_DEPTH)
-    seed = as_count("seed", seed, minimum=0)
+    seed = as_seed("seed", seed)
     max_work = as_count("max_work", max_work)
     if point is None:
         mean, cov = stratum_point(d, d if rank is None else rank, seed)
@@ -1126,7 +1128,8 @@ def _fixed_note(dims: Sequence[int]) -> str:
 
 def accessibility_document(dims: Sequence[int] = (1, 2, 3), depth: int = DEFAULT_DEPTH,
                            seed: int = 0) -> str:
-    """The text of docs/accessibility.md: the table and how it was computed."""
+    """The text of docs/accessibility.md: the table and how it was computed (dims, depth and
+    seed as for `accessibility_table`)."""
     rows = accessibility_table(dims, depth=depth, seed=seed)
     confs = "\n".join(f"- `{c.name}`: {c.summary}" for c in CONFIGURATIONS.values())
     return f"""# Controllability: Lie-bracket accessibility ranks of the Gaussian moment system

@@ -594,14 +594,16 @@ class Gaussian(ReadOnlyArrays):
         """Number of eigenvalues of cov above tol (default d·eps·λ_max)."""
         return psd_rank(self.cov, None if tol is None else as_time("tol", tol, allow_zero=True))
 
-    def sample(self, n: int,
-               rng: int | np.random.Generator | None = None) -> npt.NDArray[np.float64]:
+    def sample(self, n: int, rng: int | np.random.Generator = 0) -> npt.NDArray[np.float64]:
         """n ≥ 0 samples as an (n, d) array (works for singular covariances).
 
-        rng: None (fresh entropy), an integer seed ≥ 0 or a numpy.random.Generator, as in
-        scipy.stats. At most MAX_SAMPLE_ENTRIES numbers (n·d) per call. The root of Σ is taken
-        on Σ scaled by a power of 4, so samples are finite at every magnitude (|x − m| is at
-        most |z| √λ_max(Σ) ≈ 1e154 |z|, far below the spacing of floats near 1.8e308).
+        rng: an integer seed in [0, MAX_SEED] (default 0) or a numpy.random.Generator; as every
+        random entry point of the package (`riccati_tf.state.validation.as_seed`), the draw is
+        reproducible: the same seed gives the same samples, None is refused, and a Generator
+        passed again draws new samples. At most MAX_SAMPLE_ENTRIES numbers (n·d) per call.
+        The root of Σ is taken on Σ scaled by a power of 4, so samples are finite at every
+        magnitude (|x − m| is at most |z| √λ_max(Σ) ≈ 1e154 |z|, far below the spacing of
+        floats near 1.8e308).
         """
         n = as_count("n", n, minimum=0)
         if n * self.d > MAX_SAMPLE_ENTRIES:

@@ -706,6 +706,10 @@ def as_count(name: str, value: object, *, minimum: int = 1, maximum: int | None 
 def as_seed(name: str, value: object) -> int:
     """A random seed: an integer in [0, MAX_SEED].
 
+    The package's rule for randomness: every entry point that draws random numbers is
+    reproducible, drawing from a `seed` (this check; default 0) or, for `rng` arguments, from a
+    seed or a numpy.random.Generator the caller owns (`as_generator`). None (fresh entropy from
+    the operating system), booleans, floats and legacy RandomState objects are refused.
     MAX_SEED = 2⁶³ − 1: NumPy's generators refuse negative seeds and torch's ``manual_seed``
     takes at most 64 bits.
 
@@ -1005,14 +1009,17 @@ def psd_part(S: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
 
 
 def as_generator(name: str, value: object) -> np.random.Generator:
-    """A NumPy random Generator from None, an integer seed or a Generator (as in scipy.stats).
+    """A NumPy random Generator from an integer seed (`as_seed`) or a Generator.
+
+    The package's rule for randomness (`as_seed`): results are reproducible, so None (fresh
+    entropy) is refused; pass a Generator to draw different numbers on every call.
 
     Parameters
     ----------
     name : str
         The argument's name, for the error message.
-    value : None, int or numpy.random.Generator
-        None for fresh entropy, an integer seed ≥ 0, or a Generator (returned as it is).
+    value : int or numpy.random.Generator
+        An integer seed in [0, MAX_SEED], or a Generator (returned as it is).
 
     Returns
     -------
@@ -1022,8 +1029,8 @@ def as_generator(name: str, value: object) -> np.random.Generator:
     Raises
     ------
     InvalidInputError
-        When `value` is of another type (a boolean, a float, a legacy RandomState) or is a
-        negative integer.
+        When `value` is of another type (None, a boolean, a float, a legacy RandomState) or
+        is an integer outside [0, MAX_SEED].
 
     See Also
     --------
@@ -1042,14 +1049,14 @@ def as_generator(name: str, value: object) -> np.random.Generator:
     >>> round(float(rng.standard_normal()), 6)
     0.12573
     """
-    if value is None:
-        return np.random.default_rng()
     if isinstance(value, np.random.Generator):
         return value
     if isinstance(value, bool | np.bool_) or not isinstance(value, numbers.Integral):
-        raise InvalidInputError(f"{name} must be None, an integer seed or a "
-                                f"numpy.random.Generator, got {type(value).__name__}")
-    return np.random.default_rng(as_count(name, value, minimum=0))
+        fresh = (": draws are reproducible, pass np.random.default_rng() for fresh entropy"
+                 if value is None else "")
+        raise InvalidInputError(f"{name} must be an integer seed or a numpy.random.Generator, "
+                                f"got {type(value).__name__}{fresh}")
+    return np.random.default_rng(as_seed(name, value))
 
 
 class ReadOnlyArrays:

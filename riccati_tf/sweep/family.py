@@ -50,7 +50,7 @@ from ..io.spec import (
     parse_params,
 )
 from ..state.params import Params
-from ..state.validation import SYM_RTOL
+from ..state.validation import MAX_SEED, SYM_RTOL
 
 __all__ = ["ANALYSES", "ANALYSIS_COLUMNS", "Family", "parse_family"]
 
@@ -401,9 +401,8 @@ def _family(spec: Any) -> tuple[str, tuple[Axis, ...], int, int]:
     n = parse_number(body, "n", "family.random.", kind=int)
     if not 1 <= n <= MAX_CONFIGS:
         raise SpecError(f"family.random.n: must be between 1 and {MAX_CONFIGS}, got {n}")
-    seed = parse_number(body, "seed", "family.random.", default=0, kind=int)
-    if seed < 0:
-        raise SpecError(f"family.random.seed: must be ≥ 0, got {seed}")
+    seed = parse_number(body, "seed", "family.random.", default=0, kind=int, minimum=0,
+                        maximum=MAX_SEED, limit="validation.MAX_SEED")
     axes = _axes(field(body, "axes", "family.random."), "family.random.axes", _random_axis)
     return kind, axes, n, seed
 

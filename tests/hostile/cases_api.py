@@ -367,9 +367,9 @@ def gaussian_zero_covariance_is_legal():
 
 
 @case(AREA, "result")
-def gaussian_sample_rng_none_like_scipy():
-    x = _std().sample(5, None)
-    assert x.shape == (5, 2) and np.all(np.isfinite(x))
+def gaussian_sample_is_reproducible():
+    x = _std().sample(5)
+    assert x.shape == (5, 2) and np.array_equal(x, _std().sample(5, 0))
     y, z = _std().sample(5, 7), _std().sample(5, np.random.default_rng(7))
     assert np.array_equal(y, z)
     assert _std().sample(0).shape == (0, 2)
@@ -393,6 +393,8 @@ cases_of(AREA, "error", {
     "gaussian_sample_n_none": (None, None),
     "gaussian_sample_n_too_many": (10**12, None),
     "gaussian_sample_rng_string": (3, "seed"),
+    "gaussian_sample_rng_none": (3, None),
+    "gaussian_sample_rng_beyond_max_seed": (3, 2**63),
     "gaussian_sample_rng_float": (3, 1.5),
     "gaussian_sample_rng_negative_seed": (3, -1),
     "gaussian_sample_rng_bool": (3, True),

@@ -62,6 +62,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...errors import InvalidInputError
+from ...state.validation import as_seed
 from .factors import LayerNormParams, MLPParams
 from .forward import mlp_forward
 from .hermite import DEFAULT_TERMS, activation_covariance, activation_moments
@@ -416,6 +417,7 @@ def mlp_closure(mlp: MLPParams, mean: np.ndarray, cov: np.ndarray, *,
     (array([0.398942, 0.398942]), array([[0.340845, 0.      ],
            [0.      , 0.340845]]))
     """
+    seed = as_seed("seed", seed)
     mu = mlp.W_in @ mean + mlp.b_in
     Su = mlp.W_in @ cov @ mlp.W_in.T
     sigma = np.sqrt(np.maximum(np.diag(Su), 0.0))

@@ -51,7 +51,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from ...errors import InvalidInputError
 from ...state.params import Gaussian
-from ...state.validation import as_count, as_covariance, as_time, as_vector
+from ...state.validation import as_count, as_covariance, as_seed, as_time, as_vector
 from .closures import GATED_SAMPLES
 from .extraction import extract, position_limit
 from .factors import Encoder, EncoderLayer
@@ -556,11 +556,12 @@ def baselines(hidden: list[np.ndarray], prediction: MomentPrediction, encoder: E
               run_layer: LayerRunner, lengths: tuple[int, ...], *, top: int = DEFAULT_TOP,
               n_sim: int = DEFAULT_SIMS_FULL, seed: int = 0, oracle_layers: str = "model"
               ) -> Baselines:
-    """The prediction and the baselines one layer at a time and chained (module docstring)."""
+    """The prediction and the baselines one layer at a time and chained (module docstring);
+    seed draws the Monte-Carlo floors (as in `measure`)."""
     n = hidden[0].shape[0]
     L = len(encoder.layers)
     k = min(top, encoder.d)
-    rng = np.random.default_rng([seed, 3])
+    rng = np.random.default_rng([as_seed("seed", seed), 3])
     measured = [_moments(x) for x in hidden]
     stripped = [_without_attention(layer) for layer in encoder.layers]
 
@@ -691,7 +692,7 @@ def measure(hidden: list[np.ndarray], prediction: MomentPrediction, *,
                                 f"prediction's {prediction.means.shape[0]} of dimension "
                                 f"{prediction.means.shape[1]}")
     k = as_count("directions", directions, maximum=d)
-    seed = as_count("seed", seed, minimum=0)
+    seed = as_seed("seed", seed)
     n_sim = as_count("n_sim", n_sim, minimum=2)
     n_sim_full = as_count("n_sim_full", n_sim_full, minimum=2)
     alpha = as_time("alpha", alpha, maximum=1.0)
@@ -825,7 +826,7 @@ def compare(model: Any, *, n_tokens: int, seed: int = 0, mean0: ArrayLike | None
             raise InvalidInputError(f"inputs must be Inputs of dimension {d} (model_inputs)")
         n_tokens, mean0, cov0 = inputs.n_tokens, inputs.mean, inputs.cov
     n_tokens = as_count("n_tokens", n_tokens, minimum=2)
-    seed = as_count("seed", seed, minimum=0)
+    seed = as_seed("seed", seed)
     source = Gaussian(np.zeros(d) if mean0 is None else as_vector("mean0", mean0, d),
                       np.eye(d) if cov0 is None else as_covariance("cov0", cov0, d))
     if prediction is None:

@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from ...errors import InvalidInputError
-from ...state.validation import as_count
+from ...state.validation import as_count, as_seed
 from .sequences import GAUSSIAN_INPUTS, Inputs, check_input_files
 from .tokenizing import TOKENIZER_FILES, tokenize_passages
 
@@ -405,7 +405,7 @@ def embedding_moments(model: Any, *, seed: int = 0, n_tokens: int = EMBEDDING_SA
     vocab = int(model.config.vocab_size)
     pad = getattr(model.config, "pad_token_id", None)
     allowed = np.setdiff1d(np.arange(vocab), [] if pad is None else [pad])
-    rng = np.random.default_rng([as_count("seed", seed, minimum=0), 2])
+    rng = np.random.default_rng([as_seed("seed", seed), 2])
     ids = allowed[rng.integers(allowed.size, size=n_tokens)]
     x = np.vstack(embed_ids(model, split(ids, sequence_lengths(n_tokens, length))))
     if not np.all(np.isfinite(x)):
@@ -516,7 +516,7 @@ def model_inputs(model: Any, *, text: str | Path | None = None,
     check_input_files(text=text, tokens=tokens, hidden=hidden, gaussian=gaussian)
     given = {k: v for k, v in (("text", text), ("tokens", tokens), ("hidden", hidden))
              if v is not None}
-    seed = as_count("seed", seed, minimum=0)
+    seed = as_seed("seed", seed)
     d = int(model.config.hidden_size)
     limit = position_limit(model)
     data = None

@@ -20,7 +20,7 @@ from typing import Any
 
 from ...io.figures import figure_png
 from ...io.files import OutputFolder
-from ...state.validation import as_time
+from ...state.validation import as_seed, as_time
 from .atlas import DEFAULT_HORIZON, Atlas, atlas
 from .comparison import Comparison, compare
 from .extraction import ROTARY_FAMILY, check_model, extract
@@ -66,7 +66,9 @@ class ReportParts:
 
 
 def load(model_path: str | None, *, seed: int = 0) -> Any:
-    """The model in a folder (no download), or a DEFAULT_SHAPE random encoder for None."""
+    """The model in a folder (no download), or a DEFAULT_SHAPE random encoder for None (its
+    weights drawn with `seed`)."""
+    seed = as_seed("seed", seed)
     if model_path is None:
         from .tiny import tiny_encoder
 
@@ -102,8 +104,9 @@ def analyse(model: Any, *, n_tokens: int = FULL_TOKENS, seed: int = 0,
             inputs: Inputs | None = None) -> ModelAnalysis:
     """Extraction, moment prediction from the inputs' moments, atlas and comparison with the
     model on the inputs (default: n_tokens Gaussian tokens matched to the embedding output,
-    `loading.model_inputs`). position_free=None takes the position-free part of a rotary
-    family (and says so in every output)."""
+    drawn with seed, `loading.model_inputs`). position_free=None takes the position-free part
+    of a rotary family (and says so in every output)."""
+    seed = as_seed("seed", seed)
     if inputs is None:
         inputs = model_inputs(model, n_tokens=n_tokens, seed=seed)
     encoder = extract(model, position_free=_position_free(model, position_free))
@@ -153,7 +156,8 @@ def write_atlas(model_path: str | None, out_dir: str | Path, *, position_free: b
 
 def report_parts(model_path: str | None, *, quick: bool = False, seed: int = 0) -> ReportParts:
     """The model section of the report: what SPEC §7 predicts for a real encoder and what the
-    model does (module docstring)."""
+    model does (module docstring); seed draws the random encoder (model_path None) and the
+    tokens of `analyse`."""
     model = load(model_path, seed=seed)
     check_model(model)
     analysis = analyse(model, n_tokens=QUICK_TOKENS if quick else FULL_TOKENS, seed=seed)

@@ -29,7 +29,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from ...errors import InvalidInputError, SolverError
-from ...state.validation import as_count, as_covariance, as_vector
+from ...state.validation import as_count, as_covariance, as_seed, as_vector
 from .attention import gaussian_attention
 from .closures import GATED_SAMPLES, MLPMoments, NormMoments, layer_norm_closure, mlp_closure
 from .factors import Encoder, EncoderLayer, LayerNormParams
@@ -122,7 +122,8 @@ class _LayerMoments:
 
 def layer_moments(layer: EncoderLayer, m: np.ndarray, S: np.ndarray, *, terms: int,
                   gated_samples: int, seed: int) -> _LayerMoments:
-    """The moments of one layer's output for input N(m, S) (module docstring)."""
+    """The moments of one layer's output for input N(m, S) (module docstring); seed draws the
+    Monte-Carlo covariance of a gated feed-forward block (`mlp_closure`)."""
     pre = layer.placement == "pre"
     ca = _closure(layer.attn_norm if pre else None, m, S)
     M, c = gaussian_attention(layer, ca.mean, ca.cov)
@@ -223,7 +224,7 @@ def predict_moments(encoder: Encoder, mean0: ArrayLike | None = None,
                                 f"{type(encoder).__name__}")
     terms = as_count("terms", terms, minimum=2, maximum=MAX_TERMS)
     gated_samples = as_count("gated_samples", gated_samples, minimum=2)
-    seed = as_count("seed", seed, minimum=0)
+    seed = as_seed("seed", seed)
     d = encoder.d
     m = np.zeros(d) if mean0 is None else as_vector("mean0", mean0, d)
     S = np.eye(d) if cov0 is None else as_covariance("cov0", cov0, d)

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from ...errors import InvalidInputError
-from ...state.validation import as_count
+from ...state.validation import as_count, as_seed
 
 __all__ = ["TINY_FAMILIES", "save_encoder", "tiny_encoder", "trained_like_encoder",
            "wordpiece_vocab"]
@@ -92,7 +92,7 @@ def tiny_encoder(family: str = "bert", *, hidden_size: int = 32, n_heads: int = 
               "num_attention_heads": as_count("n_heads", n_heads),
               "intermediate_size": intermediate_size or 4 * hidden_size,
               "initializer_range": initializer_range}
-    torch.manual_seed(seed)
+    torch.manual_seed(as_seed("seed", seed))
     if family in ("bert", "roberta"):
         config_cls, model_cls = ((tf.BertConfig, tf.BertModel) if family == "bert" else
                                  (tf.RobertaConfig, tf.RobertaModel))
@@ -321,6 +321,7 @@ def trained_like_encoder(hidden_size: int = 384, n_heads: int = 12, n_layers: in
     for name, pair in (("logit_std", logit_std), ("blowup_time", blowup_time)):
         if not (len(pair) == 2 and 0 < pair[0] <= pair[1] < np.inf):
             raise InvalidInputError(f"{name} must be a range 0 < low ≤ high, got {pair!r}")
+    seed = as_seed("seed", seed)
     if n_sample < 64 or d % n_heads:
         raise InvalidInputError(f"n_sample must be ≥ 64 and hidden_size a multiple of n_heads, "
                                 f"got {n_sample} and {d}/{n_heads}")
