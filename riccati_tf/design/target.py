@@ -349,7 +349,12 @@ def attracting_layer(target: Gaussian | tuple[npt.ArrayLike, npt.ArrayLike], *,
                                 f"{'missing' if A0 is None else 'given'})")
     comp = np.eye(d) - U @ U.T if k < d else np.zeros((d, d))  # I − Π, the projector on ker Σ*
     if B is None:
-        G = c * np.eye(d) if gain == "identity" else c * ((U / s) @ U.T + comp / s[-1])
+        with np.errstate(over="ignore", invalid="ignore"):  # refused below
+            G = c * np.eye(d) if gain == "identity" else c * ((U / s) @ U.T + comp / s[-1])
+        if not np.all(np.isfinite(G)):
+            raise InvalidInputError(f"the gain G = scale · Σ*⁺ overflows float64 (scale = {c:.3g}, "
+                                    f"smallest eigenvalue of target cov {s[0]:.3g}): lower scale "
+                                    f"or rescale the target")
         Bs = [-G / (2 * H * vh) for vh in vs]
     else:
         Bs = _query_keys(B, H, d)
@@ -399,6 +404,14 @@ def _spectral(cov: np.ndarray, rank: int | None) -> tuple[np.ndarray, np.ndarray
                                         limit="the numerical rank of target cov")
     eig, vec = np.linalg.eigh(cov)
     U, s = vec[:, -k:], eig[-k:]
+    tiny = np.finfo(float).tiny
+    if s[0] < tiny:
+        raise InvalidInputError(
+            f"target cov has eigenvalue {s[0]:.3g} among the {k} the layer is designed on, below "
+            f"the smallest normal float64 {tiny:.3g}: its scale underflows (subnormals carry "
+            f"fewer than 53 significant bits) and the precision Σ*⁺ the layer is built from "
+            f"overflows; rescale the target" + ("" if k == 1 else ", or design on its larger "
+                                                 "eigenvalues (rank=)"))
     return U, s, cov if k == r else (U * s) @ U.T
 
 
