@@ -26,8 +26,41 @@ L = TypeVar("L", bound=_Layer)
 
 
 def all_finite(*arrays: np.ndarray) -> bool:
-    """No NaN or ±inf in the arrays: one sum each (a finite sum has finite entries), the
-    entrywise test only where a sum is not finite (finite entries whose sum overflows)."""
+    """Whether no array holds NaN or ±inf.
+
+    One sum per array (a finite sum has finite entries); the entrywise test only where a sum
+    is not finite (finite entries whose sum overflows), so a finite array costs no temporary.
+
+    Parameters
+    ----------
+    arrays : ndarray
+        The arrays.
+
+    Returns
+    -------
+    bool
+        True when every entry of every array is finite.
+
+    Raises
+    ------
+    AttributeError
+        For an argument that is not an array (it has no `sum`).
+
+    See Also
+    --------
+    check_layer : refuses a layer whose arrays are not all finite.
+
+    References
+    ----------
+    .. [1] IEEE 754-2019, §6 (infinity and NaN propagate through sums).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from riccati_tf.state.schedule import all_finite
+    >>> all_finite(np.full(2, 1e308), np.ones(3)), all_finite(np.array([1.0, np.nan]))
+    (True, False)
+    """
     with np.errstate(over="ignore", invalid="ignore"):
         return all(np.isfinite(a.sum()) or bool(np.all(np.isfinite(a))) for a in arrays)
 
