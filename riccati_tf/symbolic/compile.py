@@ -26,7 +26,8 @@ from sympy.printing.numpy import NumPyPrinter
 
 from ..errors import InvalidInputError
 from ..state.params import Gaussian, Params, check_dims
-from ..state.validation import _as_float_array, as_matrix
+from ..state.validation import as_matrix
+from ..state.validation.conversion import _as_float_array
 from .derivation import MomentSystem
 from .symbols import DIM, WIDTH, LayerSymbols
 
