@@ -342,3 +342,40 @@ def test_checks_that_need_no_model_run_before_it_is_loaded(command, option, expe
     assert main([command, "--model", missing, "--out", str(tmp_path / "file")]) == 2
     err = capsys.readouterr().err
     assert "no-such-model" not in err
+
+
+def test_atlas_with_text_starts_each_layer_from_its_measured_input(trained_dir, tmp_path,
+                                                                    capsys):
+    """`atlas --text`: Σ0 of layer ℓ is the covariance of the tokens entering layer ℓ,
+    computed here from transformers' own hidden states on the tokenised text (BERT is
+    post-norm: layer ℓ's attention acts on hidden_states[ℓ − 1]); the source is labelled in
+    the text, the JSON and the figure; --chained keeps the closures' prediction, which
+    differs from the measured moments after the first layer."""
+    import torch
+
+    folder, text = trained_dir
+    model = load_model(folder)
+    tokenizer = transformers.AutoTokenizer.from_pretrained(folder, local_files_only=True)
+    ids = [c for p in PASSAGES for c in _chunks(tokenizer(p)["input_ids"], 32)]
+    states = [[], []]
+    for chunk in ids:
+        with torch.inference_mode():
+            out = model(input_ids=torch.as_tensor(chunk[None]), output_hidden_states=True)
+        for ell in range(2):
+            states[ell].append(out.hidden_states[ell][0].numpy())
+    measured = [np.cov(np.vstack(s), rowvar=False) for s in states]
+    assert main(["atlas", "--model", folder, "--text", text, "--out", str(tmp_path / "m"),
+                 "--json"]) == 0
+    numbers = json.loads(capsys.readouterr().out)
+    assert numbers["moments_source"] == "measured"
+    cov0 = np.load(tmp_path / "m" / "atlas_inputs.npz")["cov0"]
+    for ell in range(2):
+        scale = np.max(np.abs(measured[ell]))
+        np.testing.assert_allclose(cov0[ell], measured[ell], rtol=0, atol=1e-10 * scale)
+    assert main(["atlas", "--model", folder, "--text", text, "--out", str(tmp_path / "c"),
+                 "--chained"]) == 0
+    assert "predicted by the Gaussian closures chained" in capsys.readouterr().out
+    chained = np.load(tmp_path / "c" / "atlas_inputs.npz")["cov0"]
+    np.testing.assert_allclose(chained[0], measured[0], rtol=0,
+                               atol=1e-10 * np.max(np.abs(measured[0])))
+    assert np.linalg.norm(chained[1] - measured[1]) > 1e-3 * np.linalg.norm(measured[1])

@@ -56,11 +56,15 @@ from .factors import Encoder, HeadFactors
 from .propagation import MomentPrediction, predict_moments
 from .sequences import Inputs
 
-__all__ = ["DEFAULT_HORIZON", "INERTIA_RTOL", "SIGNS", "Atlas", "atlas", "head_numbers"]
+__all__ = ["DEFAULT_HORIZON", "INERTIA_RTOL", "MOMENTS_SOURCES", "SIGNS", "Atlas", "atlas", "head_numbers"]
 
 #: eigenvalues within INERTIA_RTOL·max|λ| of zero count as zero in an inertia
 INERTIA_RTOL = 1e-9
 SIGNS = ("opposite", "same", "indefinite")
+#: where an atlas's Σ0 come from (`Atlas.moments_source`)
+MOMENTS_SOURCES = ("measured", "chained")
+SOURCE_WORDS = {"measured": "measured at its attention input on the model's own tokens",
+                "chained": "predicted by the Gaussian closures chained from the input moments"}
 
 
 @dataclass(frozen=True, eq=False)
@@ -126,6 +130,11 @@ class Atlas:
         The input covariances Σ0 (the flows' starts).
     mlp_jacobian : (L, d, d) ndarray
         E[J_MLP] (the drift A of the second classification).
+    moments_source : str, optional
+        Where Σ0 of each layer comes from (MOMENTS_SOURCES): "measured" (the model's own
+        tokens at that layer's attention input, `measured.measured_moments`) or "chained"
+        (the Gaussian closures' prediction chained from the input moments, `predict_moments`;
+        the default).
 
     Raises
     ------
@@ -187,6 +196,12 @@ class Atlas:
     mean0: np.ndarray
     cov0: np.ndarray
     mlp_jacobian: np.ndarray
+    moments_source: str = "chained"
+
+    def __post_init__(self):
+        if self.moments_source not in MOMENTS_SOURCES:
+            raise InvalidInputError(f"moments_source must be one of {MOMENTS_SOURCES}, got "
+                                    f"{self.moments_source!r}")
 
     def __repr__(self) -> str:
         """The model, its shape and each layer's regime with A = 0 (no arrays: `summary()` and
@@ -205,6 +220,7 @@ class Atlas:
 
         return {"model": self.model, "family": self.family, "d": self.d,
                 "position_free": self.position_free, "horizon": self.horizon,
+                "moments_source": self.moments_source,
                 "regime": self.regime.tolist(), "blowup_time": times(self.blowup_time),
                 "regime_mlp": self.regime_mlp.tolist(),
                 "blowup_time_mlp": times(self.blowup_time_mlp),
@@ -244,7 +260,8 @@ class Atlas:
         lines = [f"{self.model} ({self.family}, d = {self.d}"
                  f"{', position-free part' if self.position_free else ''}): "
                  f"{self.sign.shape[1]} heads × {self.sign.shape[0]} layers, multi-head "
-                 f"general-V flow up to the horizon {self.horizon:.4g}"]
+                 f"general-V flow up to the horizon {self.horizon:.4g}; Σ0 of each layer "
+                 f"{SOURCE_WORDS[self.moments_source]}"]
         for i, (a, m) in enumerate(self.decisions):
             lines.append(f"layer {i + 1}: tr Σ0 = {self.input_trace[i]:.4g}; A = 0: "
                          f"{when(self.regime[i], self.blowup_time[i], a.method)}; "
@@ -379,7 +396,7 @@ def _scalar_fit(heads: tuple[HeadFactors, ...], numbers: list[dict[str, Any]],
 def atlas(source: Any, *, prediction: MomentPrediction | None = None,
           position_free: bool = False, horizon: float = DEFAULT_HORIZON,
           progress: Callable[[int, int], None] | None = None,
-          inputs: Inputs | None = None) -> Atlas:
+          inputs: Inputs | None = None, moments_source: str = "chained") -> Atlas:
     """The stability atlas (module docstring) of a transformers encoder or an extracted Encoder.
 
     Per layer, the flow Σ̇ = AΣ + ΣAᵀ + Σ_h (V_hΣB_hΣ + ΣB_hᵀΣV_hᵀ) of its factored heads
@@ -404,6 +421,9 @@ def atlas(source: Any, *, prediction: MomentPrediction | None = None,
     inputs : Inputs, optional
         Without a prediction, predict from these inputs' moments (`loading.model_inputs`:
         text, token ids, hidden states or Gaussian tokens) instead of N(0, I).
+    moments_source : str, optional
+        The label of where the prediction's attention covariances come from
+        (MOMENTS_SOURCES; "measured" for `measured.measured_moments`, default "chained").
 
     Returns
     -------
@@ -500,4 +520,4 @@ def atlas(source: Any, *, prediction: MomentPrediction | None = None,
                  table("trace_rate"), table("growth_rate"),
                  np.array([float(np.trace(c)) for c in prediction.attention_covs]),
                  np.array(prediction.attention_means), np.array(prediction.attention_covs),
-                 np.array(prediction.mlp_jacobians))
+                 np.array(prediction.mlp_jacobians), moments_source)
