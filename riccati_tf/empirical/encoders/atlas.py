@@ -56,7 +56,8 @@ from .factors import Encoder, HeadFactors
 from .propagation import MomentPrediction, predict_moments
 from .sequences import Inputs
 
-__all__ = ["DEFAULT_HORIZON", "INERTIA_RTOL", "MOMENTS_SOURCES", "SIGNS", "Atlas", "atlas", "head_numbers"]
+__all__ = ["DEFAULT_HORIZON", "INERTIA_RTOL", "MOMENTS_SOURCES", "SIGNS", "Atlas", "atlas",
+           "head_numbers"]
 
 #: eigenvalues within INERTIA_RTOL·max|λ| of zero count as zero in an inertia
 INERTIA_RTOL = 1e-9

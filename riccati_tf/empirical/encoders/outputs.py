@@ -129,9 +129,10 @@ def write_atlas(model_path: str | None, out_dir: str | Path, *, position_free: b
     moments are predicted from those of the inputs (`loading.model_inputs`: a text, token-id
     or hidden-state file, else the embedding output over the embedding tables, or N(0, I) for
     gaussian="standard"; "input_tokens" in the numbers): with real tokens each layer starts
-    from the moments measured at its attention input (`measured_moments`) unless chained, with
-    Gaussian inputs from the chained prediction (`Atlas.moments_source`); out_dir, horizon and the files are
-    checked before the model is loaded, the model (`check_model`) before it is analysed."""
+    from the moments measured at its attention input (`measured_moments`) unless chained,
+    with Gaussian inputs from the chained prediction (`Atlas.moments_source`); out_dir,
+    horizon and the files are checked before the model is loaded, the model (`check_model`)
+    before it is analysed."""
     names = ("atlas.png", "atlas.json", "atlas_inputs.npz")
     folder = OutputFolder.open(out_dir)
     folder.check(names)
