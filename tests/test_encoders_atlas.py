@@ -129,7 +129,21 @@ def test_atlas_of_a_small_bert_serialises_and_plots():
     assert np.all(result.scalar_distance > 0.5)  # low-rank heads are far from scalar
     text = json.dumps(result.to_json())
     assert json.loads(text)["regime"] == result.regime.tolist()
-    assert len(result.summary().splitlines()) == 4
+    assert len(result.summary().splitlines()) == 1 + 2 * 3
+    # the τ = 1 step's growth from the dense heads, independently; the normalised flow keeps
+    # the trace and starts at Σ0's participation ratio
+    from riccati_tf.empirical.encoders import extract
+
+    for i, layer in enumerate(extract(model).layers):
+        S = result.cov0[i]
+        M = sum(V @ S @ B for V, B in layer.params().heads)
+        step = np.eye(32) + M
+        assert result.step_growth[i] == pytest.approx(
+            np.trace(step @ S @ step.T) / np.trace(S), rel=1e-10)
+        n = result.normalised[i]
+        assert n.ratio[0] == pytest.approx(np.trace(S) ** 2 / np.sum(S * S), rel=1e-12)
+        np.testing.assert_allclose(np.trace(n.cov, axis1=1, axis2=2), np.trace(S), rtol=1e-6)
+        assert json.loads(text)["normalised"][i]["trend"] == n.trend
     fig = plot_atlas(result)
     assert len(fig.axes) >= 4
 
