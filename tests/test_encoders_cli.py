@@ -6,6 +6,7 @@ hidden states) on a saved trained-like encoder with its tokenizer, and model fol
 wrong."""
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -379,3 +380,22 @@ def test_atlas_with_text_starts_each_layer_from_its_measured_input(trained_dir, 
     np.testing.assert_allclose(chained[0], measured[0], rtol=0,
                                atol=1e-10 * np.max(np.abs(measured[0])))
     assert np.linalg.norm(chained[1] - measured[1]) > 1e-3 * np.linalg.norm(measured[1])
+
+
+def test_json_files_name_no_absolute_path(trained_dir, tmp_path, capsys):
+    """atlas.json and probe.json name their own files by name and the model folder and the
+    text relative to the output folder: no absolute path of this machine is stored, and the
+    relative ones resolve from the folder."""
+    folder, text = trained_dir
+    for command, name, extra in (("atlas", "atlas.json", []),
+                                 ("probe", "probe.json", ["--n-null", "20"])):
+        out = tmp_path / command
+        assert main([command, "--model", folder, "--text", text, "--out", str(out),
+                     *extra]) == 0
+        capsys.readouterr()
+        stored = (out / name).read_text(encoding="utf-8")
+        assert str(tmp_path) not in stored and folder not in stored
+        numbers = json.loads(stored)
+        assert (out / numbers["model_path"]).resolve() == Path(folder).resolve()
+        assert not Path(numbers["figure"]).is_absolute()
+        assert (out / numbers["figure"]).is_file()

@@ -20,6 +20,7 @@ from typing import Any
 
 from ...io.figures import figure_png
 from ...io.files import OutputFolder
+from ...io.paths import relative_paths
 from ...state.validation import as_time
 from .atlas import DEFAULT_HORIZON, Atlas, atlas
 from .comparison import Comparison, compare
@@ -154,7 +155,8 @@ def write_atlas(model_path: str | None, out_dir: str | Path, *, position_free: b
                "json": str(folder.path / "atlas.json"),
                "inputs": str(folder.path / "atlas_inputs.npz")}
     folder.write({"atlas.png": figure_png(plot_atlas(result)),
-                  "atlas.json": json.dumps(numbers, indent=1, allow_nan=False).encode(),
+                  "atlas.json": json.dumps(relative_paths(numbers, folder.path, (
+                      model_path, text, tokens, hidden)), indent=1, allow_nan=False).encode(),
                   "atlas_inputs.npz": result.inputs()})
     return result, numbers
 
