@@ -27,6 +27,7 @@ from riccati_tf.empirical.encoders.tiny import (  # noqa: E402
     tiny_encoder,
     trained_like_encoder,
 )
+from riccati_tf.io.paths import relative_paths  # noqa: E402
 
 SHAPE = {"hidden_size": 384, "num_attention_heads": 12, "num_hidden_layers": 6,
          "max_position_embeddings": 512, "intermediate_size": 1536}
@@ -51,10 +52,13 @@ def test_probe_with_the_defaults_runs_within_the_position_limit(encoder_dir, tmp
     numbers = json.loads(capsys.readouterr().out)
     stored = json.loads((tmp_path / "probe.json").read_text())
     assert (tmp_path / "probe.png").read_bytes()[:4] == b"\x89PNG"
-    assert stored == numbers and stored["n_tokens"] == probing.DEFAULT_TOKENS
+    # the file holds the printed numbers with paths relative to its folder
+    assert stored == relative_paths(numbers, tmp_path, [encoder_dir])
+    assert stored["n_tokens"] == probing.DEFAULT_TOKENS
     assert stored["layers"] == list(range(7))
     assert stored["lengths"] == [512] * 4 and stored["sequences"] == 4
-    assert stored["position_limit"] == 512 and stored["model_path"] == encoder_dir
+    assert stored["position_limit"] == 512
+    assert (tmp_path / stored["model_path"]).resolve() == Path(encoder_dir).resolve()
     # n = 2048 is not ≫ d = 384: the statistics are taken on k ≪ n random directions
     assert stored["projected"] and stored["dimension"] == probing.PROJECTED_DIMENSION
     assert stored["rank"] == [probing.PROJECTED_DIMENSION] * 7
@@ -90,7 +94,8 @@ def test_atlas_with_the_defaults_writes_figure_and_numbers(encoder_dir, tmp_path
     text = capsys.readouterr().out
     stored = json.loads((out / "atlas.json").read_text())
     assert (out / "atlas.png").read_bytes()[:4] == b"\x89PNG"
-    assert stored["model_path"] == encoder_dir and stored["d"] == 384
+    assert (out / stored["model_path"]).resolve() == Path(encoder_dir).resolve()
+    assert stored["d"] == 384
     assert np.array(stored["v_inertia"]).shape == (6, 12, 3)
     assert len(stored["regime"]) == 6 and all(f"layer {i}:" in text for i in range(1, 7))
     # its own files are replaced on a rerun; a file the user changed is never overwritten
