@@ -129,7 +129,21 @@ def test_atlas_of_a_small_bert_serialises_and_plots():
     assert np.all(result.scalar_distance > 0.5)  # low-rank heads are far from scalar
     text = json.dumps(result.to_json())
     assert json.loads(text)["regime"] == result.regime.tolist()
-    assert len(result.summary().splitlines()) == 4
+    assert len(result.summary().splitlines()) == 1 + 2 * 3
+    # the τ = 1 step's growth from the dense heads, independently; the normalised flow keeps
+    # the trace and starts at Σ0's participation ratio
+    from riccati_tf.empirical.encoders import extract
+
+    for i, layer in enumerate(extract(model).layers):
+        S = result.cov0[i]
+        M = sum(V @ S @ B for V, B in layer.params().heads)
+        step = np.eye(32) + M
+        assert result.step_growth[i] == pytest.approx(
+            np.trace(step @ S @ step.T) / np.trace(S), rel=1e-10)
+        n = result.normalised[i]
+        assert n.ratio[0] == pytest.approx(np.trace(S) ** 2 / np.sum(S * S), rel=1e-12)
+        np.testing.assert_allclose(np.trace(n.cov, axis1=1, axis2=2), np.trace(S), rtol=1e-6)
+        assert json.loads(text)["normalised"][i]["trend"] == n.trend
     fig = plot_atlas(result)
     assert len(fig.axes) >= 4
 
@@ -226,6 +240,10 @@ def test_layer_regime_matches_an_independent_integration(seed):
         assert ours.method == "rk" and np.isfinite(ref)
         assert ours.regime == "blows_up"
         assert ours.blowup_time == pytest.approx(ref, rel=1e-6)
+        # the stated error estimate covers the actual error (the reference's own error is
+        # far below: rtol 1e-10)
+        assert ours.error is not None and abs(ours.blowup_time - ref) <= ours.error
+        assert ours.to_json()["error_estimate"] == ours.error
         # a horizon before T*: no regime inside it, T* not reported
         short = layer_regime(p, cov0, 0.5 * ref)
         assert short.regime == NO_BLOWUP and short.blowup_time is None
@@ -243,6 +261,11 @@ def test_a_blowup_just_after_the_horizon_is_not_reported():
     r = layer_regime(p, np.eye(20), 0.5 - 1e-9)
     assert r.regime == NO_BLOWUP and r.beyond == pytest.approx(0.5, rel=1e-6)
     assert r.bracket is not None and r.bracket[0] < 0.5 - 1e-9
+    # the error estimate of T* covers its actual error, at the default and at a coarse rtol
+    for rtol in (1e-7, 1e-5):
+        r = layer_regime(p, np.eye(20), 10.0, rtol=rtol)
+        assert r.regime == "blows_up" and r.error is not None
+        assert abs(r.blowup_time - 0.5) <= r.error, (rtol, r.blowup_time - 0.5, r.error)
 
 
 def test_head_numbers_against_dense_matrices():

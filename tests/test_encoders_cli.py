@@ -6,6 +6,7 @@ hidden states) on a saved trained-like encoder with its tokenizer, and model fol
 wrong."""
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -26,6 +27,7 @@ from riccati_tf.empirical.encoders.tiny import (  # noqa: E402
     tiny_encoder,
     trained_like_encoder,
 )
+from riccati_tf.io.paths import relative_paths  # noqa: E402
 
 SHAPE = {"hidden_size": 384, "num_attention_heads": 12, "num_hidden_layers": 6,
          "max_position_embeddings": 512, "intermediate_size": 1536}
@@ -50,10 +52,13 @@ def test_probe_with_the_defaults_runs_within_the_position_limit(encoder_dir, tmp
     numbers = json.loads(capsys.readouterr().out)
     stored = json.loads((tmp_path / "probe.json").read_text())
     assert (tmp_path / "probe.png").read_bytes()[:4] == b"\x89PNG"
-    assert stored == numbers and stored["n_tokens"] == probing.DEFAULT_TOKENS
+    # the file holds the printed numbers with paths relative to its folder
+    assert stored == relative_paths(numbers, tmp_path, [encoder_dir])
+    assert stored["n_tokens"] == probing.DEFAULT_TOKENS
     assert stored["layers"] == list(range(7))
     assert stored["lengths"] == [512] * 4 and stored["sequences"] == 4
-    assert stored["position_limit"] == 512 and stored["model_path"] == encoder_dir
+    assert stored["position_limit"] == 512
+    assert (tmp_path / stored["model_path"]).resolve() == Path(encoder_dir).resolve()
     # n = 2048 is not ≫ d = 384: the statistics are taken on k ≪ n random directions
     assert stored["projected"] and stored["dimension"] == probing.PROJECTED_DIMENSION
     assert stored["rank"] == [probing.PROJECTED_DIMENSION] * 7
@@ -89,7 +94,8 @@ def test_atlas_with_the_defaults_writes_figure_and_numbers(encoder_dir, tmp_path
     text = capsys.readouterr().out
     stored = json.loads((out / "atlas.json").read_text())
     assert (out / "atlas.png").read_bytes()[:4] == b"\x89PNG"
-    assert stored["model_path"] == encoder_dir and stored["d"] == 384
+    assert (out / stored["model_path"]).resolve() == Path(encoder_dir).resolve()
+    assert stored["d"] == 384
     assert np.array(stored["v_inertia"]).shape == (6, 12, 3)
     assert len(stored["regime"]) == 6 and all(f"layer {i}:" in text for i in range(1, 7))
     # its own files are replaced on a rerun; a file the user changed is never overwritten
@@ -342,3 +348,59 @@ def test_checks_that_need_no_model_run_before_it_is_loaded(command, option, expe
     assert main([command, "--model", missing, "--out", str(tmp_path / "file")]) == 2
     err = capsys.readouterr().err
     assert "no-such-model" not in err
+
+
+def test_atlas_with_text_starts_each_layer_from_its_measured_input(trained_dir, tmp_path,
+                                                                    capsys):
+    """`atlas --text`: Σ0 of layer ℓ is the covariance of the tokens entering layer ℓ,
+    computed here from transformers' own hidden states on the tokenised text (BERT is
+    post-norm: layer ℓ's attention acts on hidden_states[ℓ − 1]); the source is labelled in
+    the text, the JSON and the figure; --chained keeps the closures' prediction, which
+    differs from the measured moments after the first layer."""
+    import torch
+
+    folder, text = trained_dir
+    model = load_model(folder)
+    tokenizer = transformers.AutoTokenizer.from_pretrained(folder, local_files_only=True)
+    ids = [c for p in PASSAGES for c in _chunks(tokenizer(p)["input_ids"], 32)]
+    states = [[], []]
+    for chunk in ids:
+        with torch.inference_mode():
+            out = model(input_ids=torch.as_tensor(chunk[None]), output_hidden_states=True)
+        for ell in range(2):
+            states[ell].append(out.hidden_states[ell][0].numpy())
+    measured = [np.cov(np.vstack(s), rowvar=False) for s in states]
+    assert main(["atlas", "--model", folder, "--text", text, "--out", str(tmp_path / "m"),
+                 "--json"]) == 0
+    numbers = json.loads(capsys.readouterr().out)
+    assert numbers["moments_source"] == "measured"
+    cov0 = np.load(tmp_path / "m" / "atlas_inputs.npz")["cov0"]
+    for ell in range(2):
+        scale = np.max(np.abs(measured[ell]))
+        np.testing.assert_allclose(cov0[ell], measured[ell], rtol=0, atol=1e-10 * scale)
+    assert main(["atlas", "--model", folder, "--text", text, "--out", str(tmp_path / "c"),
+                 "--chained"]) == 0
+    assert "predicted by the Gaussian closures chained" in capsys.readouterr().out
+    chained = np.load(tmp_path / "c" / "atlas_inputs.npz")["cov0"]
+    np.testing.assert_allclose(chained[0], measured[0], rtol=0,
+                               atol=1e-10 * np.max(np.abs(measured[0])))
+    assert np.linalg.norm(chained[1] - measured[1]) > 1e-3 * np.linalg.norm(measured[1])
+
+
+def test_json_files_name_no_absolute_path(trained_dir, tmp_path, capsys):
+    """atlas.json and probe.json name their own files by name and the model folder and the
+    text relative to the output folder: no absolute path of this machine is stored, and the
+    relative ones resolve from the folder."""
+    folder, text = trained_dir
+    for command, name, extra in (("atlas", "atlas.json", []),
+                                 ("probe", "probe.json", ["--n-null", "20"])):
+        out = tmp_path / command
+        assert main([command, "--model", folder, "--text", text, "--out", str(out),
+                     *extra]) == 0
+        capsys.readouterr()
+        stored = (out / name).read_text(encoding="utf-8")
+        assert str(tmp_path) not in stored and folder not in stored
+        numbers = json.loads(stored)
+        assert (out / numbers["model_path"]).resolve() == Path(folder).resolve()
+        assert not Path(numbers["figure"]).is_absolute()
+        assert (out / numbers["figure"]).is_file()

@@ -128,6 +128,51 @@ def test_json_summary_and_figure(small):
                       "trace and top eigenvalue", "covariance error on k directions"]
 
 
+def test_verdicts_have_the_floor_as_their_scale(small):
+    """Each layer's verdict recomputed from the numbers: "not_applicable" exactly where the
+    oracle is ≥ 3× its own floor, "beats" only with a margin above the floor, "within_floor"
+    for a margin under it; the JSON and the diagnosis say the same."""
+    _, result = small
+    methods, floor = result.baselines.methods, result.baselines.floor
+    stored = result.to_json()
+    assert stored["verdicts"] == result.verdicts()
+    for ell, (verdict, line) in enumerate(zip(result.verdicts(), result.diagnosis(),
+                                              strict=True), start=1):
+        e = {name: methods[name].cov[0, ell] for name in METHODS}
+        margin = min(e["no_change"], e["no_attention"]) - e["prediction"]
+        if e["oracle"] >= 3 * floor["cov_two"][ell]:
+            expected = "not_applicable"
+        elif abs(margin) <= floor["cov"][ell]:
+            expected = "within_floor"
+        else:
+            expected = "beats" if margin > 0 else "loses"
+        assert verdict == expected
+        assert ("beats both baselines" in line) == (expected == "beats")
+        assert ("no Gaussian closure applies" in line) == (expected == "not_applicable")
+
+
+@pytest.mark.parametrize(("errors", "expected"), [
+    # the margins over the best baseline (0.006–0.043) below the floor 0.06
+    ((0.46, 0.50, 0.466, 0.10), "within_floor"),
+    ((0.63, 0.673, 0.70, 0.10), "within_floor"),
+    # a margin over the floor, with an oracle near its own floor
+    ((0.30, 0.50, 0.47, 0.10), "beats"),
+    ((0.60, 0.50, 0.47, 0.10), "loses"),
+    # the oracle itself 5–10× its floor: no closure applies, whatever the margin
+    ((0.10, 0.50, 0.47, 0.38), "not_applicable"),
+    ((0.46, 0.50, 0.466, 0.71), "not_applicable"),
+    ((float("nan"), 0.50, 0.47, 0.10), "undetermined"),
+])
+def test_layer_verdict_on_the_issue_figures(errors, expected):
+    """The one-layer errors of a real encoder (prediction 0.46–0.63 beating the best baseline
+    by 0.006–0.043 under a floor of 0.06; oracle 0.38–0.71 against a floor of 0.075) are no
+    "beats"; an oracle ≥ 3× its floor says no Gaussian closure applies."""
+    from riccati_tf.empirical.encoders.verdicts import layer_verdict
+
+    e = dict(zip(METHODS, errors, strict=True))
+    assert layer_verdict(e, floor=0.06, oracle_floor=0.075) == expected
+
+
 @pytest.mark.slow
 def test_prediction_beats_the_baselines_where_the_validity_map_is_clear():
     """A trained-like BERT (d = 96, 12 heads, 3 layers: logit spreads 2–12, anisotropic
@@ -148,12 +193,15 @@ def test_prediction_beats_the_baselines_where_the_validity_map_is_clear():
     assert np.all(result.validity.logit_spread.max(axis=1) > 2)
     for name in METHODS:
         assert np.all(np.isfinite(methods[name].cov[1, 1:]))
-    for ell, line in zip((1, 2, 3), result.diagnosis(), strict=True):
+    floor = result.baselines.floor
+    for ell, line, verdict in zip((1, 2, 3), result.diagnosis(), result.verdicts(),
+                                  strict=True):
         e = {name: methods[name].cov[0, ell] for name in METHODS}
-        wins = e["prediction"] < min(e["no_change"], e["no_attention"])
-        assert wins or flags[ell - 1], (ell, e)  # clear ⇒ wins; loses ⇒ flagged
-        assert ("beats both baselines" in line) == wins
-        assert wins or "flagged" in line
+        margin = min(e["no_change"], e["no_attention"]) - e["prediction"]
+        assert margin > 0 or flags[ell - 1], (ell, e)  # clear ⇒ wins; loses ⇒ flagged
+        assert ("beats both baselines" in line) == (verdict == "beats")
+        assert verdict != "beats" or margin > floor["cov"][ell]
+        assert verdict != "loses" or "flagged" in line
 
 
 @pytest.mark.slow

@@ -134,3 +134,52 @@ def test_validity_map_refuses_bad_input():
                 {"min_impact": float("nan")}]:
         with pytest.raises(InvalidInputError):
             validity_map(enc, [x], (64,), **bad)
+
+
+def test_token_map_against_a_direct_computation():
+    """The unexplained shares recomputed here from the softmax on each sequence: real output
+    Σ_j p_ij y_j against m_s + Σ_s B y_i (the sequence's own ML moments) and against the
+    pooled moments; on Gaussian tokens with many effective tokens the formula explains most
+    of the real output."""
+    c, lengths = 0.3, (256, 256)
+    x = _tokens(sum(lengths), seed=4)
+    vm = validity_map(_encoder(c), [x], lengths)
+    real, own, pooled = [], [], []
+    m_all, S_all = x.mean(axis=0), np.cov(x, rowvar=False, bias=True)
+    for seq in (x[:256], x[256:]):
+        p = softmax(c * seq @ seq.T, axis=1)
+        real.append(p @ seq)
+        m_s, S_s = seq.mean(axis=0), np.cov(seq, rowvar=False, bias=True)
+        own.append(m_s + c * seq @ S_s)
+        pooled.append(m_all + c * seq @ S_all)
+    real, own, pooled = (np.vstack(a) for a in (real, own, pooled))
+    spread2 = np.sum((real - real.mean(axis=0)) ** 2)
+    assert vm.token_unexplained[0, 0] == pytest.approx(np.sum((real - own) ** 2) / spread2,
+                                                       rel=1e-10)
+    assert vm.token_unexplained_pooled[0, 0] == pytest.approx(
+        np.sum((real - pooled) ** 2) / spread2, rel=1e-10)
+    assert vm.token_unexplained[0, 0] < 0.1 and not vm._token_flags()[0].any()
+
+
+def test_heavy_tailed_tokens_are_flagged_on_the_tokens_where_gaussian_stand_ins_are_clear():
+    """Tokens N(0, 0.49 I) with 2 % of them spiked to ±6 on the first coordinate (a massive
+    activation), one head with B = 0.2 I: Gaussian sequences of the same moments leave a bias
+    below the material impact and ~500 effective tokens (the stand-in map is clear), but on
+    the tokens the spikes take the softmax of every query that points their way and the
+    formula leaves over a quarter of the real output unexplained: the token map flags the
+    head and says the tokens did it. Gaussian tokens of the same moments pass both."""
+    rng = np.random.default_rng(5)
+    lengths = (512, 512)
+    n = sum(lengths)
+    x = 0.7 * rng.standard_normal((n, D))
+    spikes = rng.random(n) < 0.02
+    x[spikes, 0] = 6.0 * rng.choice([-1.0, 1.0], size=spikes.sum())
+    vm = validity_map(_encoder(0.2), [x], lengths)
+    gaussian_heads, gaussian_layer = vm._gaussian_flags()
+    assert not gaussian_heads.any() and not gaussian_layer.any()
+    assert vm.effective_tokens[0, 0] > 400
+    assert vm.token_unexplained[0, 0] > vm.max_unexplained
+    assert vm.flagged[0, 0] and vm.layer_flagged[0] and vm.flag_source == ["tokens"]
+    assert "(on tokens)" in vm.summary()
+    g = rng.multivariate_normal(x.mean(axis=0), np.cov(x, rowvar=False), size=n)
+    assert validity_map(_encoder(0.2), [g], lengths).flag_source == ["clear"]

@@ -37,6 +37,7 @@ from ..errors import InvalidInputError, SolverError
 from ..flows.integrate import flow
 from ..io.figures import Figure, figure_png, new_figure
 from ..io.files import OutputFolder, check_creatable
+from ..io.paths import relative_paths
 from ..io.serialize import to_jsonable
 from ..state.moments import moment_arrays
 from ..state.params import Gaussian, Params
@@ -590,16 +591,18 @@ def check_output_folder(out_dir: str | Path) -> Path:
 
 def _write(out_dir: str | Path, name: str, numbers: dict,
            plot: Callable[[Any], MatplotlibFigure],
-           result: Any) -> dict:
+           result: Any, inputs: tuple[str | Path | None, ...] = ()) -> dict:
     """out_dir/name.png (the figure plot(result)) and out_dir/name.json (the numbers, with the
-    figure's path), never over a file riccati-tf did not write (`riccati_tf.io.files`)."""
+    figure's path; paths in the file relative to out_dir, `io.paths`, inputs the files the
+    numbers name), never over a file riccati-tf did not write (`riccati_tf.io.files`)."""
     folder = OutputFolder.open(out_dir)
     folder.check((f"{name}.png", f"{name}.json"))
     png = figure_png(plot(result))
     numbers["figure"] = str(folder.path / f"{name}.png")
     numbers = to_jsonable(numbers)
+    stored = relative_paths(numbers, folder.path, inputs)
     folder.write({f"{name}.png": png,
-                  f"{name}.json": json.dumps(numbers, indent=1, allow_nan=False).encode()})
+                  f"{name}.json": json.dumps(stored, indent=1, allow_nan=False).encode()})
     return numbers
 
 
@@ -753,5 +756,6 @@ def run_probe(model_path: str | None, out_dir: str | Path, *, n_tokens: int | No
         done("probe")
     numbers = res.as_dict()
     numbers["model_path"] = model_path
-    return _write(out_dir, "probe", numbers, plot_probe, res)
+    return _write(out_dir, "probe", numbers, plot_probe, res,
+                  (model_path, text, tokens, hidden))
 

@@ -30,6 +30,13 @@ never definite):
   d − d_h eigenvalues are 0. The fastest mode of the head's own subspace grows like e^{γ_h t}
   (its variance like e^{2γ_h t}); γ_h < 0: the head contracts its subspace.
 
+T* is in layers (a residual layer is a step τ = 1 of depth); beside it stands the growth
+tr Σ⁺/tr Σ0 of one such discrete attention step, Σ⁺ = (I + M)Σ0(I + M)ᵀ, M = Σ_h V_hΣ0B_h (SPEC
+§2), and the trace-normalised flow of the layer (`flows.normalised`, SPEC §8): the cloud as
+the LayerNorm after the layer sees it, where the question is not blow-up but whether the
+cloud concentrates on few directions (its participation ratio (tr Σ)²/tr Σ² falls: rank loss,
+clustering) or spreads.
+
 Reproducing a T* by hand: `atlas_inputs.npz` (`Atlas.inputs`, written beside atlas.json) holds
 `cov0` (L, d, d), `mean0` (L, d), `mlp_jacobian` (L, d, d) and `horizon`. With
 `encoder = extract(model)` and `p = encoder.layers[ℓ].params()`, integrate
@@ -48,6 +55,7 @@ from typing import Any
 import numpy as np
 
 from ...errors import InvalidInputError
+from ...flows.normalised import NormalisedFlow, normalised_flow
 from ...state.params import Params
 from ...state.validation import as_time
 from ..defaults import DEFAULT_HORIZON
@@ -56,11 +64,19 @@ from .factors import Encoder, HeadFactors
 from .propagation import MomentPrediction, predict_moments
 from .sequences import Inputs
 
-__all__ = ["DEFAULT_HORIZON", "INERTIA_RTOL", "SIGNS", "Atlas", "atlas", "head_numbers"]
+__all__ = ["DEFAULT_HORIZON", "INERTIA_RTOL", "MOMENTS_SOURCES", "SIGNS", "Atlas", "atlas",
+           "head_numbers"]
 
 #: eigenvalues within INERTIA_RTOL·max|λ| of zero count as zero in an inertia
 INERTIA_RTOL = 1e-9
 SIGNS = ("opposite", "same", "indefinite")
+#: output times and relative tolerance of each layer's normalised flow (`Atlas.normalised`)
+NORMALISED_OUTPUTS = 17
+NORMALISED_RTOL = 1e-6
+#: where an atlas's Σ0 come from (`Atlas.moments_source`)
+MOMENTS_SOURCES = ("measured", "chained")
+SOURCE_WORDS = {"measured": "measured at its attention input on the model's own tokens",
+                "chained": "predicted by the Gaussian closures chained from the input moments"}
 
 
 @dataclass(frozen=True, eq=False)
@@ -126,6 +142,19 @@ class Atlas:
         The input covariances Σ0 (the flows' starts).
     mlp_jacobian : (L, d, d) ndarray
         E[J_MLP] (the drift A of the second classification).
+    step_growth : (L,) ndarray of float
+        tr Σ⁺/tr Σ0 of one discrete residual attention step of unit length (τ = 1, one layer):
+        Σ⁺ = (I + M)Σ0(I + M)ᵀ, M = Σ_h V_hΣ0B_h (SPEC §2, exact for the Gaussian cloud): the
+        scale on which T* (in layers) is read.
+    normalised : tuple of NormalisedFlow
+        Per layer the trace-normalised flow (A = 0) from Σ0 up to the horizon: the cloud as a
+        LayerNorm sees it, its participation ratio at the start and at the horizon and its
+        trend ("concentrates": losing directions, "spreads"; SPEC §8).
+    moments_source : str, optional
+        Where Σ0 of each layer comes from (MOMENTS_SOURCES): "measured" (the model's own
+        tokens at that layer's attention input, `measured.measured_moments`) or "chained"
+        (the Gaussian closures' prediction chained from the input moments, `predict_moments`;
+        the default).
 
     Raises
     ------
@@ -157,8 +186,12 @@ class Atlas:
     >>> result
     Atlas(model='Encoder', d=2, layers=1, heads=1, horizon=10, regimes=[blows_up T*=0.5])
     >>> print(result.summary().splitlines()[1])
-    layer 1: tr Σ0 = 2; A = 0: blows_up at T* = 0.5 (certify); A = E[J_MLP]: blows_up at
-    T* = 0.5 (certify); scalar fit: blows_up at T* = 0.5; ‖V − vI‖/‖V‖ mean 0.000
+    layer 1: tr Σ0 = 2; A = 0: blows_up at T* = 0.5 layers (certify); A = E[J_MLP]: blows_up
+    at T* = 0.5 layers (certify); scalar fit: blows_up at T* = 0.5 layers; ‖V − vI‖/‖V‖ mean
+    0.000
+    >>> print(result.summary().splitlines()[2])
+      one τ = 1 attention step: tr Σ × 4; after LayerNorm: steady (participation ratio 2 → 2 at
+      the horizon)
     """
 
     model: str
@@ -187,6 +220,14 @@ class Atlas:
     mean0: np.ndarray
     cov0: np.ndarray
     mlp_jacobian: np.ndarray
+    step_growth: np.ndarray
+    normalised: tuple[NormalisedFlow, ...]
+    moments_source: str = "chained"
+
+    def __post_init__(self):
+        if self.moments_source not in MOMENTS_SOURCES:
+            raise InvalidInputError(f"moments_source must be one of {MOMENTS_SOURCES}, got "
+                                    f"{self.moments_source!r}")
 
     def __repr__(self) -> str:
         """The model, its shape and each layer's regime with A = 0 (no arrays: `summary()` and
@@ -205,12 +246,15 @@ class Atlas:
 
         return {"model": self.model, "family": self.family, "d": self.d,
                 "position_free": self.position_free, "horizon": self.horizon,
+                "moments_source": self.moments_source,
                 "regime": self.regime.tolist(), "blowup_time": times(self.blowup_time),
                 "regime_mlp": self.regime_mlp.tolist(),
                 "blowup_time_mlp": times(self.blowup_time_mlp),
                 "evidence": [{"attention": a.to_json(), "attention_mlp": m.to_json()}
                              for a, m in self.decisions],
                 "input_trace": self.input_trace.tolist(),
+                "step_growth": self.step_growth.tolist(),
+                "normalised": [n.to_json() for n in self.normalised],
                 "v_mass": self.v_mass.tolist(), "b_mass": self.b_mass.tolist(),
                 "trace_rate": self.trace_rate.tolist(),
                 "growth_rate": self.growth_rate.tolist(),
@@ -238,13 +282,14 @@ class Atlas:
         """One line per layer: tr Σ0, the two regimes with who decided, the scalar fit."""
         def when(r: str, t: float, method: str | None = None) -> str:
             by = f" ({method})" if method else ""
-            return (f"{r} at T* = {t:.4g}" if r == "blows_up" else
+            return (f"{r} at T* = {t:.4g} layers" if r == "blows_up" else
                     f"no blow-up before {self.horizon:.4g}" if r == NO_BLOWUP else r) + by
 
         lines = [f"{self.model} ({self.family}, d = {self.d}"
                  f"{', position-free part' if self.position_free else ''}): "
                  f"{self.sign.shape[1]} heads × {self.sign.shape[0]} layers, multi-head "
-                 f"general-V flow up to the horizon {self.horizon:.4g}"]
+                 f"general-V flow up to the horizon {self.horizon:.4g}; Σ0 of each layer "
+                 f"{SOURCE_WORDS[self.moments_source]}"]
         for i, (a, m) in enumerate(self.decisions):
             lines.append(f"layer {i + 1}: tr Σ0 = {self.input_trace[i]:.4g}; A = 0: "
                          f"{when(self.regime[i], self.blowup_time[i], a.method)}; "
@@ -253,6 +298,10 @@ class Atlas:
                          f"scalar fit: "
                          f"{when(self.scalar_regime[i], self.scalar_blowup_time[i])}; "
                          f"‖V − vI‖/‖V‖ mean {self.scalar_distance[i].mean():.3f}")
+            n = self.normalised[i]
+            lines.append(f"  one τ = 1 attention step: tr Σ × {self.step_growth[i]:.4g}; after "
+                         f"LayerNorm: {n.trend} (participation ratio {n.ratio[0]:.3g} → "
+                         f"{n.ratio[-1]:.3g} at the horizon)")
         return "\n".join(lines)
 
 
@@ -379,7 +428,7 @@ def _scalar_fit(heads: tuple[HeadFactors, ...], numbers: list[dict[str, Any]],
 def atlas(source: Any, *, prediction: MomentPrediction | None = None,
           position_free: bool = False, horizon: float = DEFAULT_HORIZON,
           progress: Callable[[int, int], None] | None = None,
-          inputs: Inputs | None = None) -> Atlas:
+          inputs: Inputs | None = None, moments_source: str = "chained") -> Atlas:
     """The stability atlas (module docstring) of a transformers encoder or an extracted Encoder.
 
     Per layer, the flow Σ̇ = AΣ + ΣAᵀ + Σ_h (V_hΣB_hΣ + ΣB_hᵀΣV_hᵀ) of its factored heads
@@ -404,6 +453,17 @@ def atlas(source: Any, *, prediction: MomentPrediction | None = None,
     inputs : Inputs, optional
         Without a prediction, predict from these inputs' moments (`loading.model_inputs`:
         text, token ids, hidden states or Gaussian tokens) instead of N(0, I).
+    step_growth : (L,) ndarray of float
+        tr Σ⁺/tr Σ0 of one discrete residual attention step of unit length (τ = 1, one layer):
+        Σ⁺ = (I + M)Σ0(I + M)ᵀ, M = Σ_h V_hΣ0B_h (SPEC §2, exact for the Gaussian cloud): the
+        scale on which T* (in layers) is read.
+    normalised : tuple of NormalisedFlow
+        Per layer the trace-normalised flow (A = 0) from Σ0 up to the horizon: the cloud as a
+        LayerNorm sees it, its participation ratio at the start and at the horizon and its
+        trend ("concentrates": losing directions, "spreads"; SPEC §8).
+    moments_source : str, optional
+        The label of where the prediction's attention covariances come from
+        (MOMENTS_SOURCES; "measured" for `measured.measured_moments`, default "chained").
 
     Returns
     -------
@@ -469,6 +529,8 @@ def atlas(source: Any, *, prediction: MomentPrediction | None = None,
                                 f"{len(encoder.layers)}")
     rows: list[list[dict[str, Any]]] = []
     decisions: list[tuple[LayerRegime, LayerRegime]] = []
+    growth: list[float] = []
+    normalised: list[NormalisedFlow] = []
     scalar: list[tuple[tuple[int, int, int], str, float]] = []
     for i, layer in enumerate(encoder.layers):
         cov0 = prediction.attention_covs[i]
@@ -479,6 +541,11 @@ def atlas(source: Any, *, prediction: MomentPrediction | None = None,
         decisions.append(tuple(  # type: ignore[arg-type]
             layer_regime(Params(A, heads=heads), cov0, horizon)
             for A in (np.zeros_like(cov0), prediction.mlp_jacobians[i])))
+        attention = Params(np.zeros_like(cov0), heads=heads)
+        step = np.eye(encoder.d) + attention.M(cov0)
+        growth.append(float(np.trace(step @ cov0 @ step.T) / np.trace(cov0)))
+        normalised.append(normalised_flow(attention, cov0, horizon, n_eval=NORMALISED_OUTPUTS,
+                                          rtol=NORMALISED_RTOL))
         if progress is not None:
             progress(i + 1, len(encoder.layers))
 
@@ -500,4 +567,5 @@ def atlas(source: Any, *, prediction: MomentPrediction | None = None,
                  table("trace_rate"), table("growth_rate"),
                  np.array([float(np.trace(c)) for c in prediction.attention_covs]),
                  np.array(prediction.attention_means), np.array(prediction.attention_covs),
-                 np.array(prediction.mlp_jacobians))
+                 np.array(prediction.mlp_jacobians), np.array(growth), tuple(normalised),
+                 moments_source)

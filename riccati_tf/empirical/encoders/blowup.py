@@ -43,14 +43,14 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...errors import SolverError
+from ...flows import Trajectory, flow
 from ...flows.exact.covariance import growth_step, step_length, van_loan
-from ...flows.integrate import flow
 from ...stability.certificates import certify
 from ...state.params import Gaussian, Params
 from ...state.validation import as_covariance, as_matrix, as_time
 
-__all__ = ["CERTIFY_MAX_D", "HORIZON_MARGIN", "LAYER_RTOL", "MAX_STEPS", "NO_BLOWUP",
-           "FlowRegime", "LayerRegime", "flow_regime", "layer_regime"]
+__all__ = ["CERTIFY_MAX_D", "ERROR_TOLERANCE_RATIO", "HORIZON_MARGIN", "LAYER_RTOL",
+           "MAX_STEPS", "NO_BLOWUP", "FlowRegime", "LayerRegime", "flow_regime", "layer_regime"]
 
 #: `layer_regime` asks `riccati_tf.certify` up to this d (it answers for all t, with a
 #: certificate; at d = 384 one layer takes about 20 s), `riccati_tf.flow` (method "rk") beyond
@@ -62,6 +62,9 @@ CERTIFY_MAX_D = 16
 #: is off by 0.7e-8–1.4e-8 (70× below 1e-6; the bound u ≤ 1e-7 10× below) at 420–590
 #: right-hand sides a flow, rtol 1e-6 by up to 1.2e-7 (a margin under 10×)
 LAYER_RTOL = 1e-7
+#: a blow-up found at rtol is run again at rtol/ERROR_TOLERANCE_RATIO: the finer T* is reported,
+#: the change between the two (plus the pole extrapolation bound) is its error estimate
+ERROR_TOLERANCE_RATIO = 10.0
 #: the rk run goes HORIZON_MARGIN·horizon past the horizon, so that a blow-up just after it is
 #: followed to its time instead of leaving the end state undecidable (flow refuses an end
 #: state within reach of a pole); a second margin of twice that when the first lands on one
@@ -287,6 +290,10 @@ class LayerRegime:
         The rk run's bracket of T* (`riccati_tf.Trajectory.blowup_bracket`: a time the run
         reached, and T* plus the bound of its extrapolation error) where it found a blow-up (also
         after the horizon), else None.
+    error : float or None, optional
+        The rk run's error estimate of T* where it found a blow-up: |T*(rtol) −
+        T*(rtol/ERROR_TOLERANCE_RATIO)| plus the pole extrapolation bound of the finer run,
+        whose T* is reported (an estimate of the integration error, not a bound); else None.
 
     Raises
     ------
@@ -321,6 +328,7 @@ class LayerRegime:
     beyond: float | None
     reason: str
     bracket: tuple[float, float] | None = None
+    error: float | None = None
 
     def to_json(self) -> dict:
         """The fields as JSON-ready numbers and strings."""
@@ -328,7 +336,8 @@ class LayerRegime:
                 "evidence": self.evidence, "tolerance": self.tolerance,
                 "trace_growth": self.trace_growth,
                 "beyond_horizon": self.beyond, "reason": self.reason,
-                "bracket": None if self.bracket is None else [float(x) for x in self.bracket]}
+                "bracket": None if self.bracket is None else [float(x) for x in self.bracket],
+                "error_estimate": self.error}
 
 
 def _by_certify(params: Params, cov0: np.ndarray, horizon: float) -> LayerRegime | None:
@@ -344,31 +353,43 @@ def _by_certify(params: Params, cov0: np.ndarray, horizon: float) -> LayerRegime
     return None  # undetermined: the rk run decides up to the horizon
 
 
-def _by_flow(params: Params, cov0: np.ndarray, horizon: float, rtol: float) -> LayerRegime:
-    g = Gaussian(np.zeros(params.d), cov0)
+def _rk_run(params: Params, g: Gaussian, horizon: float, rtol: float) -> Trajectory:
+    """The rk flow from g to just past the horizon (HORIZON_MARGIN), moved further once when
+    its end state lies within reach of a pole."""
     for k in (1, 2):
         end = horizon * (1.0 + k * HORIZON_MARGIN)
         try:
-            tr = flow(params, g, end, method="rk", t_eval=[horizon], rtol=rtol,
-                      dense_output=False)
+            return flow(params, g, end, method="rk", t_eval=[horizon], rtol=rtol,
+                        dense_output=False)
         except SolverError as exc:  # the end state within reach of a pole: move the end
             if k == 2 or "blow-up" not in str(exc):
                 raise
-            continue
-        break
+    raise AssertionError("unreachable")
+
+
+def _by_flow(params: Params, cov0: np.ndarray, horizon: float, rtol: float) -> LayerRegime:
+    g = Gaussian(np.zeros(params.d), cov0)
+    tr = _rk_run(params, g, horizon, rtol)
     if tr.status == "blowup" and tr.blowup_time is not None:
-        T = float(tr.blowup_time)
-        bracket = tr.blowup_bracket
-        within = ("" if bracket is None else
-                  f" (reached t = {bracket[0]:.10g}; |T* − {T:.10g}| ≤ {bracket[1] - T:.2g} "
-                  f"by the pole's extrapolation)")
+        fine = _rk_run(params, g, horizon, rtol / ERROR_TOLERANCE_RATIO)
+        if fine.status != "blowup" or fine.blowup_time is None:
+            raise SolverError(f"DOP853 found a blow-up at {tr.blowup_time:.10g} with rtol "
+                              f"{rtol:.0e} and none with rtol "
+                              f"{rtol / ERROR_TOLERANCE_RATIO:.0e}: T* is not resolved")
+        T = float(fine.blowup_time)
+        bracket = fine.blowup_bracket
+        extrapolation = 0.0 if bracket is None else float(bracket[1]) - T
+        error = abs(T - float(tr.blowup_time)) + extrapolation
+        within = (f" ± {error:.2g} (an estimate, not a bound: the change of T* from rtol "
+                  f"{rtol:.0e} to {rtol / ERROR_TOLERANCE_RATIO:.0e} plus the pole's "
+                  f"extrapolation bound {extrapolation:.2g})")
         if T <= horizon:
             return LayerRegime("blows_up", T, "rk", "event", rtol, None, None,
-                               f"DOP853 (rtol {rtol:.0e}) bracketed the blow-up at "
-                               f"T* = {T:.10g}{within}", bracket)
+                               f"DOP853 bracketed the blow-up at T* = {T:.10g}{within}",
+                               bracket, error)
         return LayerRegime(NO_BLOWUP, None, "rk", "event", rtol, None, T,
-                           f"DOP853 (rtol {rtol:.0e}): blow-up at {T:.10g}{within}, after the "
-                           f"horizon {horizon:.6g}", bracket)
+                           f"DOP853: blow-up at {T:.10g}{within}, after the horizon "
+                           f"{horizon:.6g}", bracket, error)
     growth = float(np.trace(tr.cov[-1]) / np.trace(cov0))
     return LayerRegime(NO_BLOWUP, None, "rk", "horizon", rtol, growth, None,
                        f"DOP853 (rtol {rtol:.0e}) reached the horizon {horizon:.6g} with "

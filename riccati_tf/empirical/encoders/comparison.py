@@ -60,6 +60,7 @@ from .hermite import DEFAULT_TERMS
 from .propagation import MomentPrediction, layer_moments, predict_moments
 from .sequences import Inputs, sequence_lengths, split
 from .validity import ValidityMap, validity_map
+from .verdicts import NOT_APPLICABLE_RATIO, layer_verdict
 
 __all__ = ["DEFAULT_DIRECTIONS", "DEFAULT_SIMS", "DEFAULT_SIMS_FULL", "DEFAULT_TOP", "METHODS",
            "MODES", "Baselines", "Comparison", "MethodErrors", "compare", "measure"]
@@ -338,42 +339,65 @@ class Comparison:
         if self.validity is not None:
             out["validity"] = self.validity.to_json()
         if self.baselines is not None:
+            out["verdicts"] = self.verdicts()
             out["diagnosis"] = self.diagnosis()
         return out
 
-    def diagnosis(self) -> list[str]:
-        """Per layer ℓ = 1..L: whether the one-layer prediction beats no_change and
-        no_attention (raw covariance errors), and where it does not, what the validity map
-        and the oracle say about why (empty without baselines)."""
+    def verdicts(self) -> list[str]:
+        """Per layer ℓ = 1..L the verdict of `verdicts.layer_verdict` on the one-layer
+        covariance errors, the floors as the scale (empty without baselines)."""
         if self.baselines is None:
             return []
-        methods = self.baselines.methods
+        methods, floor = self.baselines.methods, self.baselines.floor
+        return [layer_verdict({m: float(methods[m].cov[0, ell]) for m in METHODS},
+                              float(floor["cov"][ell]), float(floor["cov_two"][ell]))
+                for ell in range(1, self.consistent.size)]
+
+    def diagnosis(self) -> list[str]:
+        """Per layer ℓ = 1..L: the verdict (`verdicts`) with its numbers, and where the
+        prediction loses, what the validity map and the oracle say about why (empty without
+        baselines)."""
+        if self.baselines is None:
+            return []
+        methods, floor = self.baselines.methods, self.baselines.floor
         out = []
-        for ell in range(1, self.consistent.size):
+        for ell, verdict in enumerate(self.verdicts(), start=1):
             e = {m: float(methods[m].cov[0, ell]) for m in METHODS}
+            f, f2 = float(floor["cov"][ell]), float(floor["cov_two"][ell])
+            margin = min(e["no_change"], e["no_attention"]) - e["prediction"]
             versus = (f"prediction {e['prediction']:.3g} vs no_change {e['no_change']:.3g}, "
-                      f"no_attention {e['no_attention']:.3g}, oracle {e['oracle']:.3g}")
-            flag = self.validity is not None and bool(self.validity.layer_flagged[ell - 1])
-            if e["prediction"] < min(e["no_change"], e["no_attention"]):
-                verdict = "the prediction beats both baselines"
-            elif flag:
-                assert self.validity is not None
-                v = self.validity
-                heads = np.flatnonzero(v.flagged[ell - 1]) + 1
-                verdict = (f"the prediction loses; the attention formula is flagged (heads "
-                           f"{heads.tolist()}, median effective tokens "
-                           f"{np.nanmin(v.effective_tokens[ell - 1]):.3g}–"
-                           f"{np.nanmax(v.effective_tokens[ell - 1]):.3g}, attention output "
-                           f"bias {v.layer_bias[ell - 1]:.3g} vs floor "
-                           f"{v.layer_floor[ell - 1]:.3g})")
+                      f"no_attention {e['no_attention']:.3g}, oracle {e['oracle']:.3g}; "
+                      f"floor {f:.3g}, oracle's floor {f2:.3g}")
+            if verdict == "undetermined":
+                text = "undetermined: an error or a floor is not finite"
+            elif verdict == "not_applicable":
+                text = (f"no Gaussian closure applies here: the oracle (a Gaussian through the "
+                        f"real layer) is {e['oracle'] / f2:.3g}× its floor "
+                        f"(≥ {NOT_APPLICABLE_RATIO:g}×)")
+            elif verdict == "within_floor":
+                text = (f"within the floor: the prediction and the best baseline differ by "
+                        f"{abs(margin):.3g}, below the floor {f:.3g}")
+            elif verdict == "beats":
+                text = (f"the prediction beats both baselines by {margin:.3g}, above the floor "
+                        f"{f:.3g}")
             else:
-                kappa = self.prediction.norm_kappa[ell - 1]
-                verdict = ("the prediction loses with the attention formula clear: the loss is "
-                           "in the LayerNorm / feed-forward closures (LayerNorm κ "
-                           + ", ".join(f"{k:.3g}" for k in kappa if np.isfinite(k))
-                           + f"); a Gaussian through the real layer reaches {e['oracle']:.3g}")
-            out.append(f"layer {ell}: {versus}: {verdict}")
+                text = f"the prediction loses by {-margin:.3g}; " + self._why_it_loses(ell, e)
+            out.append(f"layer {ell}: {versus}: {text}")
         return out
+
+    def _why_it_loses(self, ell: int, e: dict[str, float]) -> str:
+        """What the validity map and the LayerNorm closures say about a loss at layer ℓ."""
+        v = self.validity
+        if v is not None and bool(v.layer_flagged[ell - 1]):
+            heads = np.flatnonzero(v.flagged[ell - 1]) + 1
+            return (f"the attention formula is flagged (heads {heads.tolist()}, median "
+                    f"effective tokens {np.nanmin(v.effective_tokens[ell - 1]):.3g}–"
+                    f"{np.nanmax(v.effective_tokens[ell - 1]):.3g}, attention output bias "
+                    f"{v.layer_bias[ell - 1]:.3g} vs floor {v.layer_floor[ell - 1]:.3g})")
+        kappa = self.prediction.norm_kappa[ell - 1]
+        return ("the attention formula is clear: the loss is in the LayerNorm / feed-forward "
+                "closures (LayerNorm κ " + ", ".join(f"{k:.3g}" for k in kappa if np.isfinite(k))
+                + f"); a Gaussian through the real layer reaches {e['oracle']:.3g}")
 
     def summary(self) -> str:
         """The errors of the prediction and the baselines per layer (one layer and chained,

@@ -8,7 +8,7 @@ import numpy as np
 from matplotlib.ticker import MaxNLocator
 
 from ...io.figures import new_figure
-from .atlas import Atlas
+from .atlas import SOURCE_WORDS, Atlas
 from .comparison import Comparison
 
 if TYPE_CHECKING:
@@ -101,9 +101,20 @@ def plot_atlas(result: Atlas) -> Figure:
     ax.set(title="blow-up time T* before the horizon", xlabel="layer", ylabel="T*")
     _integer_ticks(ax.xaxis)
     ax.set_yscale("log")
-    ax.legend(fontsize="small")
+    # below the panel: inside it the legend can hide a marker
+    ax.legend(fontsize="small", loc="upper center", bbox_to_anchor=(0.5, -0.18), ncol=2)
+    fig.suptitle(f"{result.model}: Σ0 of each layer {SOURCE_WORDS[result.moments_source]}")
     fig.tight_layout()
     return fig
+
+
+def _log_if_positive(ax: Any, series: list[np.ndarray]) -> None:
+    """A logarithmic y axis when every finite value plotted is positive: errors spread over
+    decades, and one outlier flattens a linear axis."""
+    values = np.concatenate([np.ravel(x) for x in series])
+    values = values[np.isfinite(values)]
+    if values.size and np.all(values > 0):
+        ax.set_yscale("log")
 
 
 def plot_comparison(result: Comparison) -> Figure:
@@ -171,6 +182,7 @@ def plot_comparison(result: Comparison) -> Figure:
                 ax.plot(flagged, np.full(flagged.size, 0.97), "kx",
                         transform=ax.get_xaxis_transform(), label="validity map flags the layer")
             ax.set(title=title, xlabel="layer", ylabel="‖Ĉ − Σ‖_F / ‖Ĉ‖_F")
+            _log_if_positive(ax, [base.methods[name].cov[row, 1:] for name in styles])
             _integer_ticks(ax.xaxis)
             ax.legend(fontsize="small")
         ax = axes[2]
@@ -193,6 +205,7 @@ def plot_comparison(result: Comparison) -> Figure:
     ax.plot(layers, floor[:, 0], "--", color="0.5", label="floor median")
     ax.plot(layers, result.errors["cov_k"], "o-", label="measured vs predicted")
     ax.set(title="covariance error on k directions", xlabel="layer", ylabel="relative error")
+    _log_if_positive(ax, [result.errors["cov_k"], floor[:, 0]])
     _integer_ticks(ax.xaxis)
     ax.legend(fontsize="small")
     fig.suptitle(f"{result.model}: {result.n_tokens} tokens in {len(result.lengths)} sequences")

@@ -20,12 +20,14 @@ from typing import Any
 
 from ...io.figures import figure_png
 from ...io.files import OutputFolder
+from ...io.paths import relative_paths
 from ...state.validation import as_seed, as_time
 from .atlas import DEFAULT_HORIZON, Atlas, atlas
 from .comparison import Comparison, compare
 from .extraction import ROTARY_FAMILY, check_model, extract
 from .figures import plot_atlas, plot_comparison
 from .loading import model_inputs
+from .measured import measured_moments
 from .propagation import predict_moments
 from .sequences import Inputs, check_input_files
 
@@ -122,16 +124,19 @@ def write_atlas(model_path: str | None, out_dir: str | Path, *, position_free: b
                 horizon: float = DEFAULT_HORIZON,
                 progress: Callable[[int, int], None] | None = None,
                 text: str | Path | None = None, tokens: str | Path | None = None,
-                hidden: str | Path | None = None, gaussian: str | None = None
-                ) -> tuple[Atlas, dict[str, Any]]:
+                hidden: str | Path | None = None, gaussian: str | None = None,
+                chained: bool = False) -> tuple[Atlas, dict[str, Any]]:
     """The atlas of the model in model_path (None: DEFAULT_SHAPE) → out_dir/atlas.json,
     out_dir/atlas.png and out_dir/atlas_inputs.npz (the per-layer input moments and drifts every
     T* starts from, `Atlas.inputs`), never over a file riccati-tf did not write
     (`riccati_tf.io.files`); returns the Atlas and its numbers (with the three paths). The
     moments are predicted from those of the inputs (`loading.model_inputs`: a text, token-id
     or hidden-state file, else the embedding output over the embedding tables, or N(0, I) for
-    gaussian="standard"; "input_tokens" in the numbers); out_dir, horizon and the files are
-    checked before the model is loaded, the model (`check_model`) before it is analysed."""
+    gaussian="standard"; "input_tokens" in the numbers): with real tokens each layer starts
+    from the moments measured at its attention input (`measured_moments`) unless chained,
+    with Gaussian inputs from the chained prediction (`Atlas.moments_source`); out_dir,
+    horizon and the files are checked before the model is loaded, the model (`check_model`)
+    before it is analysed."""
     names = ("atlas.png", "atlas.json", "atlas_inputs.npz")
     folder = OutputFolder.open(out_dir)
     folder.check(names)
@@ -141,15 +146,20 @@ def write_atlas(model_path: str | None, out_dir: str | Path, *, position_free: b
     check_model(model)
     fed = model_inputs(model, text=text, tokens=tokens, hidden=hidden, gaussian=gaussian,
                        n_tokens=2, seed=0)
-    prediction = predict_moments(extract(model, position_free=position_free), fed.mean, fed.cov)
-    result = atlas(model, prediction=prediction, position_free=position_free, horizon=horizon,
-                   progress=progress)
+    encoder = extract(model, position_free=position_free)
+    source = "measured" if fed.real and not chained else "chained"
+    prediction = (measured_moments(model, encoder, fed) if source == "measured" else
+                  predict_moments(encoder, fed.mean, fed.cov))
+    result = atlas(encoder, prediction=prediction, horizon=horizon, progress=progress,
+                   moments_source=source)
+    result = dataclasses.replace(result, model=type(model).__name__)
     numbers = {**result.to_json(), "model_path": model_path, "input_tokens": fed.to_json(),
                "figure": str(folder.path / "atlas.png"),
                "json": str(folder.path / "atlas.json"),
                "inputs": str(folder.path / "atlas_inputs.npz")}
     folder.write({"atlas.png": figure_png(plot_atlas(result)),
-                  "atlas.json": json.dumps(numbers, indent=1, allow_nan=False).encode(),
+                  "atlas.json": json.dumps(relative_paths(numbers, folder.path, (
+                      model_path, text, tokens, hidden)), indent=1, allow_nan=False).encode(),
                   "atlas_inputs.npz": result.inputs()})
     return result, numbers
 

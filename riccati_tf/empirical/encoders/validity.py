@@ -28,14 +28,30 @@ Per layer ℓ and head h this module records, on the tokens the attention of lay
   covariance of the tokens the attention acts on. The whole attention output Σ_h W_O û_h is
   measured the same way (`layer_bias`, `layer_impact`).
 
+On the tokens themselves (not on Gaussian stand-ins) each head's real finite-n output û_h(y_i)
+on its own sequence is set against the formula's u_h(y_i) evaluated with the moments of that
+sequence's tokens (`token_unexplained`, the formula applied to the sequence's empirical measure)
+and with the moments of all tokens pooled (`token_unexplained_pooled`): the unexplained share
+
+    Σ_i ‖W_O(û_h(y_i) − u_h(y_i))‖² / Σ_i ‖W_O(û_h(y_i) − ū_h)‖²
+
+(0: the formula is the output; 1: it explains none of its variation), next to the variance
+ratio Σ_i ‖W_O(u_h(y_i) − ū)‖² / Σ_i ‖W_O(û_h(y_i) − ū)‖² of formula to real output (per
+sequence), and its token impact √(mean_i ‖W_O(û_h − u_h)‖²) / √tr Σ relative to the input
+cloud's radius; the whole attention output Σ_h W_O,h û_h likewise (`layer_token_*`). On
+Gaussian tokens the per-sequence share is the finite-n error alone; on real tokens (text)
+it also holds everything non-Gaussian about them, which the Gaussian stand-ins cannot see.
+
 A head is flagged (the N → ∞ formula does not apply) when its bias exceeds bias_factor times its
 floor and its impact exceeds min_impact (a detectable and material error), or its median
-effective count is below min_effective; a layer is flagged when its whole attention output is,
-or any head is.
+effective count is below min_effective, or on the tokens its per-sequence unexplained share
+exceeds max_unexplained with a token impact above min_impact; a layer is flagged when its whole
+attention output is, or any head is. `flag_source` says per layer which evidence flagged it.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
@@ -47,9 +63,8 @@ from ...state.validation import as_count, as_seed, as_time
 from .factors import Encoder, EncoderLayer, HeadFactors
 from .sequences import split
 
-__all__ = ["DEFAULT_BIAS_FACTOR", "DEFAULT_MIN_EFFECTIVE", "DEFAULT_MIN_IMPACT",
-           "DEFAULT_REPEATS", "ValidityMap",
-           "validity_map"]
+__all__ = ["DEFAULT_BIAS_FACTOR", "DEFAULT_MAX_UNEXPLAINED", "DEFAULT_MIN_EFFECTIVE",
+           "DEFAULT_MIN_IMPACT", "DEFAULT_REPEATS", "ValidityMap", "validity_map"]
 
 #: a head is flagged when its finite-n bias exceeds this multiple of its Monte-Carlo floor
 DEFAULT_BIAS_FACTOR = 3.0
@@ -59,6 +74,8 @@ DEFAULT_MIN_IMPACT = 0.02
 DEFAULT_MIN_EFFECTIVE = 8.0
 #: independent Gaussian draws (of all sequences) behind each bias and floor
 DEFAULT_REPEATS = 2
+#: ... or when, on the tokens, the formula leaves more than this share of the output unexplained
+DEFAULT_MAX_UNEXPLAINED = 0.25
 
 
 @dataclass(frozen=True, eq=False)
@@ -88,9 +105,20 @@ class ValidityMap:
         Its floor.
     layer_impact : (L,) ndarray
         Its impact.
+    token_unexplained : (L, H) ndarray
+        On the tokens: the share of the head's real output the formula with each sequence's own
+        moments leaves unexplained (module docstring).
+    token_unexplained_pooled : (L, H) ndarray
+        The same with the moments of all tokens pooled.
+    token_variance_ratio : (L, H) ndarray
+        The variance of the formula's output over that of the real output (per sequence).
+    token_impact : (L, H) ndarray
+        √(mean ‖W_O(û_h − u_h)‖²) / √tr Σ (per sequence).
+    layer_token : (L, 4) ndarray
+        The same four numbers for the whole attention output.
     flagged : (L, H) ndarray of bool
         (bias > bias_factor · floor and impact > min_impact) or effective_tokens <
-        min_effective.
+        min_effective or (token_unexplained > max_unexplained and token_impact > min_impact).
     layer_flagged : (L,) ndarray of bool
         The same for the whole attention output, or any head flagged.
     bias_factor : float
@@ -101,6 +129,8 @@ class ValidityMap:
         The least material impact of the criterion.
     repeats : int
         Gaussian draws of all sequences behind each bias.
+    max_unexplained : float
+        The token criterion's largest unexplained share.
 
     Raises
     ------
@@ -138,19 +168,58 @@ class ValidityMap:
     layer_bias: np.ndarray
     layer_floor: np.ndarray
     layer_impact: np.ndarray
+    token_unexplained: np.ndarray
+    token_unexplained_pooled: np.ndarray
+    token_variance_ratio: np.ndarray
+    token_impact: np.ndarray
+    layer_token: np.ndarray
     flagged: np.ndarray
     layer_flagged: np.ndarray
     bias_factor: float
     min_effective: float
     min_impact: float
     repeats: int
+    max_unexplained: float
 
     @property
     def criterion(self) -> str:
         """The flag's rule in words."""
         return (f"flagged: finite-n bias > {self.bias_factor:g} × its Monte-Carlo floor with an "
                 f"excess > {self.min_impact:g} ‖Σ‖_F, or median effective count exp(H) < "
-                f"{self.min_effective:g}")
+                f"{self.min_effective:g}, or on the tokens an unexplained share > "
+                f"{self.max_unexplained:g} with an impact > {self.min_impact:g} of the "
+                f"cloud's radius")
+
+    @property
+    def flag_source(self) -> list[str]:
+        """Per layer what flagged it: "tokens" (the formula against the real output on the
+        tokens), "gaussian" (finite-n bias or effective count on Gaussian stand-ins), "both",
+        or "clear"."""
+        token = self._token_flags()
+        out = []
+        for i in range(self.layer_flagged.size):
+            t = bool(token[0][i].any() or token[1][i])
+            g = bool(self.layer_flagged[i]) and bool(self._gaussian_flags()[0][i].any()
+                                                    or self._gaussian_flags()[1][i])
+            out.append("both" if t and g else "tokens" if t else "gaussian" if g else "clear")
+        return out
+
+    def _token_flags(self) -> tuple[np.ndarray, np.ndarray]:
+        with np.errstate(invalid="ignore"):
+            heads = ((self.token_unexplained > self.max_unexplained)
+                     & (self.token_impact > self.min_impact))
+            layer = ((self.layer_token[:, 0] > self.max_unexplained)
+                     & (self.layer_token[:, 3] > self.min_impact))
+        return heads, layer
+
+    def _gaussian_flags(self) -> tuple[np.ndarray, np.ndarray]:
+        with np.errstate(invalid="ignore"):
+            heads = (((self.bias > self.bias_factor * self.floor)
+                      & (self.impact > self.min_impact))
+                     | (self.effective_tokens < self.min_effective))
+            layer = ((self.layer_bias > self.bias_factor * self.layer_floor)
+                     & (self.layer_impact > self.min_impact))
+        return heads, layer
 
     def to_json(self) -> dict[str, Any]:
         """JSON-ready numbers (per layer lists, per head inner lists; None where not finite)."""
@@ -166,7 +235,15 @@ class ValidityMap:
                 "impact": listed(self.impact), "layer_bias": listed(self.layer_bias),
                 "layer_floor": listed(self.layer_floor),
                 "layer_impact": listed(self.layer_impact),
-                "flagged": self.flagged.tolist(), "layer_flagged": self.layer_flagged.tolist()}
+                "max_unexplained": self.max_unexplained,
+                "token_unexplained": listed(self.token_unexplained),
+                "token_unexplained_pooled": listed(self.token_unexplained_pooled),
+                "token_variance_ratio": listed(self.token_variance_ratio),
+                "token_impact": listed(self.token_impact),
+                "layer_token": {k: listed(self.layer_token[:, j]) for j, k in enumerate(
+                    ("unexplained", "unexplained_pooled", "variance_ratio", "impact"))},
+                "flagged": self.flagged.tolist(), "layer_flagged": self.layer_flagged.tolist(),
+                "flag_source": self.flag_source}
 
     def summary(self) -> str:
         """One line per layer: ranges over heads, the attention output's bias and the flags."""
@@ -182,10 +259,13 @@ class ValidityMap:
                 f"{np.max(self.bias[i]):.3g} / {np.min(self.floor[i]):.3g}–"
                 f"{np.max(self.floor[i]):.3g}, impact ≤ {np.max(self.impact[i]):.3g}; "
                 f"attention output bias {self.layer_bias[i]:.3g} (floor "
-                f"{self.layer_floor[i]:.3g}, impact {self.layer_impact[i]:.3g}); "
-                + (f"flagged: heads {[int(h) + 1 for h in np.flatnonzero(f)]}"
-                   if f.any() else ("flagged: attention output" if self.layer_flagged[i]
-                                    else "clear")))
+                f"{self.layer_floor[i]:.3g}, impact {self.layer_impact[i]:.3g}); on the "
+                f"tokens the formula leaves {self.layer_token[i, 0]:.3g} of the attention "
+                f"output unexplained ({self.layer_token[i, 1]:.3g} with pooled moments; its "
+                f"variance {self.layer_token[i, 2]:.3g} of the real one); "
+                + (f"flagged: heads {[int(h) + 1 for h in np.flatnonzero(f)]}" if f.any()
+                   else "flagged: attention output" if self.layer_flagged[i] else "clear")
+                + (f" (on {self.flag_source[i]})" if self.layer_flagged[i] else ""))
         return "\n".join(lines)
 
 
@@ -216,6 +296,49 @@ def _relative(C_hat: np.ndarray, C: np.ndarray) -> float:
     if scale == 0.0:
         return 0.0 if np.linalg.norm(C_hat) == 0.0 else float("inf")
     return float(np.linalg.norm(C_hat - C) / scale)
+
+
+def _token_layer(layer: EncoderLayer, y: np.ndarray, lengths: tuple[int, ...]
+                 ) -> tuple[np.ndarray, np.ndarray]:
+    """On the tokens y (the attention's inputs, sequences stacked): per head and (last row) for
+    the whole attention output, (unexplained share per sequence, unexplained share pooled,
+    variance ratio, token impact) of the N → ∞ formula against the real finite-n output
+    (module docstring); and the per-head softmax row statistics (spread, exp(H)) pooled."""
+    heads = layer.heads
+    n = len(heads)
+    N, d = y.shape
+    real = np.zeros((n + 1, N, d))
+    own = np.zeros((n + 1, N, d))
+    pooled = np.zeros((n + 1, N, d))
+    m_all, S_all = y.mean(axis=0), np.cov(y, rowvar=False, bias=True).reshape(d, d)
+    stats: list[list[np.ndarray]] = [[] for _ in range(2 * n)]
+    start = 0
+    for seq in split(y, lengths):
+        stop = start + seq.shape[0]
+        m_s, S_s = seq.mean(axis=0), np.cov(seq, rowvar=False, bias=True).reshape(d, d)
+        for k, h in enumerate(heads):
+            spread, effective, p = _row_statistics(h, seq)
+            stats[2 * k].append(spread)
+            stats[2 * k + 1].append(effective)
+            w = h.scale * (seq @ h.W_Q.T + h.b_Q) @ h.W_K  # tilts: s_ij = ⟨w_i, y_j⟩ + c_i
+            for out, (m, S) in ((own, (m_s, S_s)), (pooled, (m_all, S_all))):
+                out[k, start:stop] = ((m + w @ S) @ h.W_V.T + h.b_V) @ h.W_O.T
+            real[k, start:stop] = (p @ (seq @ h.W_V.T + h.b_V)) @ h.W_O.T
+        start = stop
+    for arr in (real, own, pooled):
+        arr[n] = arr[:n].sum(axis=0)
+    radius2 = max(float(np.trace(S_all)), np.finfo(float).tiny)
+    out = np.full((n + 1, 4), np.nan)
+    for k in range(n + 1):
+        spread2 = float(np.sum((real[k] - real[k].mean(axis=0)) ** 2))
+        err_own = float(np.sum((real[k] - own[k]) ** 2))
+        err_pooled = float(np.sum((real[k] - pooled[k]) ** 2))
+        formula2 = float(np.sum((own[k] - own[k].mean(axis=0)) ** 2))
+        if spread2 > 0:
+            out[k, :3] = err_own / spread2, err_pooled / spread2, formula2 / spread2
+        out[k, 3] = np.sqrt(err_own / N / radius2)
+    pooled_stats = np.array([np.median(np.concatenate(s)) for s in stats]).reshape(n, 2)
+    return out, pooled_stats
 
 
 def _bias_layer(layer: EncoderLayer, mean: np.ndarray, cov: np.ndarray,
@@ -261,7 +384,8 @@ def validity_map(encoder: Encoder, inputs: list[np.ndarray], lengths: tuple[int,
                  seed: int = 0, repeats: int = DEFAULT_REPEATS,
                  bias_factor: float = DEFAULT_BIAS_FACTOR,
                  min_effective: float = DEFAULT_MIN_EFFECTIVE,
-                 min_impact: float = DEFAULT_MIN_IMPACT) -> ValidityMap:
+                 min_impact: float = DEFAULT_MIN_IMPACT,
+                 max_unexplained: float = DEFAULT_MAX_UNEXPLAINED) -> ValidityMap:
     """Logit spread, effective count and finite-n bias of every head's attention formula.
 
     For layer ℓ and head h, on the tokens x the layer receives (inputs[ℓ − 1], cut into
@@ -291,7 +415,11 @@ def validity_map(encoder: Encoder, inputs: list[np.ndarray], lengths: tuple[int,
         Flag a head whose median effective count is below this, ≥ 0 (default 8).
     min_impact : float, optional
         ... and one whose floor-corrected excess exceeds this fraction of ‖Σ‖_F while its bias
-        exceeds bias_factor times its floor, ≥ 0 (default 0.02).
+        exceeds bias_factor times its floor, ≥ 0 (default 0.02); the token criterion's least
+        impact relative to the cloud's radius √tr Σ likewise.
+    max_unexplained : float, optional
+        Flag a head whose per-sequence unexplained share on the tokens exceeds this, > 0
+        (default DEFAULT_MAX_UNEXPLAINED).
 
     Returns
     -------
@@ -345,6 +473,7 @@ def validity_map(encoder: Encoder, inputs: list[np.ndarray], lengths: tuple[int,
     bias_factor = as_time("bias_factor", bias_factor)
     min_effective = as_time("min_effective", min_effective, allow_zero=True)
     min_impact = as_time("min_impact", min_impact, allow_zero=True)
+    max_unexplained = as_time("max_unexplained", max_unexplained)
     lengths = tuple(int(n) for n in lengths)
     if not lengths or min(lengths) < 2:
         raise InvalidInputError(f"every sequence needs at least 2 tokens for a softmax "
@@ -359,31 +488,39 @@ def validity_map(encoder: Encoder, inputs: list[np.ndarray], lengths: tuple[int,
     bias, floor = np.full(shape, np.nan), np.full(shape, np.nan)
     impact = np.full(shape, np.nan)
     layer_bias, layer_floor, layer_impact = (np.full(L, np.nan) for _ in range(3))
+    unexplained, unexplained_pooled, variance_ratio, token_impact = (
+        np.full(shape, np.nan) for _ in range(4))
+    layer_token = np.full((L, 4), np.nan)
     for i, (layer, x) in enumerate(zip(encoder.layers, inputs, strict=False)):
         x = np.asarray(x, dtype=float)
         if x.shape != (sum(lengths), d):
             raise InvalidInputError(f"the input of layer {i + 1} has shape {x.shape}, expected "
                                     f"({sum(lengths)}, {d}) (the sequences stacked)")
         y = attention_inputs(layer, x)
-        for k, h in enumerate(layer.heads):
-            rows = [_row_statistics(h, seq)[:2] for seq in split(y, lengths)]
-            spread[i, k] = np.median(np.concatenate([r[0] for r in rows]))
-            effective[i, k] = np.median(np.concatenate([r[1] for r in rows]))
+        nh = len(layer.heads)
+        token, rows = _token_layer(layer, y, lengths)
+        spread[i, :nh], effective[i, :nh] = rows[:, 0], rows[:, 1]
+        for j, target in enumerate((unexplained, unexplained_pooled, variance_ratio,
+                                    token_impact)):
+            target[i, :nh] = token[:nh, j]
+        layer_token[i] = token[nh]
         draws = np.array([_bias_layer(layer, y.mean(axis=0), np.cov(y, rowvar=False), lengths,
                                       rng) for _ in range(repeats)])
         b, f, c, s_in = (np.sqrt(np.mean(draws[:, j], axis=0)) for j in range(4))
         tiny = np.finfo(float).tiny
-        nh = len(layer.heads)
         bias[i, :nh], layer_bias[i] = b[:nh] / np.maximum(c[:nh], tiny), b[nh] / max(c[nh], tiny)
         floor[i, :nh], layer_floor[i] = (f[:nh] / np.maximum(c[:nh], tiny),
                                          f[nh] / max(c[nh], tiny))
         excess = np.sqrt(np.clip(b ** 2 - f ** 2, 0.0, None)) / np.maximum(s_in, tiny)
         impact[i, :nh], layer_impact[i] = excess[:nh], excess[nh]
-    with np.errstate(invalid="ignore"):
-        flagged = (((bias > bias_factor * floor) & (impact > min_impact))
-                   | (effective < min_effective))
-        layer_flagged = (((layer_bias > bias_factor * layer_floor) & (layer_impact > min_impact))
-                         | flagged.any(axis=1))
-    return ValidityMap(lengths, spread, effective, bias, floor, impact, layer_bias, layer_floor,
-                       layer_impact, flagged, layer_flagged, float(bias_factor),
-                       float(min_effective), float(min_impact), repeats)
+    blank = np.zeros((L, n_heads), dtype=bool)
+    unflagged = ValidityMap(lengths, spread, effective, bias, floor, impact, layer_bias,
+                            layer_floor, layer_impact, unexplained, unexplained_pooled,
+                            variance_ratio, token_impact, layer_token, blank, blank[:, 0],
+                            float(bias_factor), float(min_effective), float(min_impact),
+                            repeats, float(max_unexplained))
+    (g_heads, g_layer), (t_heads, t_layer) = (unflagged._gaussian_flags(),
+                                              unflagged._token_flags())
+    flagged = g_heads | t_heads
+    layer_flagged = g_layer | t_layer | flagged.any(axis=1)
+    return dataclasses.replace(unflagged, flagged=flagged, layer_flagged=layer_flagged)
