@@ -636,7 +636,7 @@ def test_console_entry_after_a_sweep_exits_cleanly(tmp_path):
     pytest.importorskip("pyarrow")
     spec = {"analysis": "certify", "family": {"grid": {"v": {"linspace": [-1.0, 1.0, 4]}}},
             "params": {"A": [[-1.0, 0.0], [0.0, -0.5]], "B": [[1.0, 0.0], [0.0, 1.0]],
-                       "v": {"v": 1.0}},
+                       "V": {"v": [[1, 0], [0, 1]]}},
             "initial": {"cov": [[1.0, 0.0], [0.0, 1.0]]}}
     (tmp_path / "spec.json").write_text(json.dumps(spec))
     run = [sys.executable, "-c", "import sys; from riccati_tf.app.cli import entry; entry()",

@@ -33,7 +33,8 @@ def _plan():
 
 def _sweep(tmp_path):
     spec = {"family": {"grid": {"v": [-1.0, 1.0], "a": [-0.5, 0.5]}},
-            "params": {"A": {"a": [[1, 0], [0, 1]]}, "B": [[1, 0], [0, 1]], "v": {"v": 1}},
+            "params": {"A": {"a": [[1, 0], [0, 1]]}, "B": [[1, 0], [0, 1]],
+                       "V": {"v": [[1, 0], [0, 1]]}},
             "initial": {"cov": [[1, 0], [0, 1]]}}
     pytest.importorskip("pyarrow")
     from riccati_tf.sweep import run_sweep

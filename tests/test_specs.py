@@ -57,7 +57,8 @@ def bases(command):
                                                  "axes": {"v": {"uniform": [-1, 1]},
                                                           "a": {"uniform": [-0.5, 0.5]}}}},
                            "params": {"A": ex["params"]["A"],
-                                      "heads": [{"B": [[1, 0], [0, 1]], "v": {"v": 1}}]},
+                                      "heads": [{"B": [[1, 0], [0, 1]],
+                                                 "V": {"v": [[1, 0], [0, 1]]}}]},
                            "particles": {"n_tokens": 10, "n_steps": 1}}],
     }
     heads = [{**ex, "params": HEADS}] if "params" in ex else []

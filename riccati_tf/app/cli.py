@@ -508,7 +508,12 @@ def cmd_certify(args: argparse.Namespace, spec: dict) -> Outcome:
     result["check"] = cert.check()
 
     # the window follows the dynamics (Certificate.plot): up to T*, or until Σ* is reached
-    fig = cert.plot() if args.plot else None
+    fig = None
+    if args.plot:  # a figure built without pyplot (`cert.plot()` alone would use pyplot)
+        from ..io.figures import new_figure
+
+        fig, ax = new_figure()
+        cert.plot(ax=ax)
     return result, certificate_text(cert, result["check"]), fig
 
 
@@ -985,7 +990,7 @@ COMMANDS: dict[str, tuple[str, Callable, bool]] = {
     "report": ("run the built-in analyses and write an HTML report", cmd_report, False),
 }
 #: subcommands that draw a figure with --plot FILE (the others do not offer --plot)
-PLOTTING = ("flow", "layers", "certify", "steer", "design", "particles", "sweep")
+PLOTTING = ("flow", "layers", "certify", "steer", "design", "particles", "sweep", "sweep-plot")
 #: subcommands that print their numbers as JSON with --json
 JSON_OUTPUT = ("derive", "flow", "layers", "equilibria", "certify", "steer", "design",
                "particles", "sweep", "probe", "atlas", "compare", "prescribed", "relu-drift")

@@ -36,13 +36,13 @@ BASE = {
     "family": {"grid": {"v": {"linspace": [-1.0, 1.0, 6]}, "a": {"linspace": [-1.1, 1.3, 5]}}},
     "chunk_size": 7,
     "params": {"A": {"const": [[0.0, 0.3], [0.0, -0.6]], "a": [[1.0, 0.0], [0.0, 1.0]]},
-               "B": [[1.0, 0.2], [0.2, 0.6]], "v": {"v": 1.0}},
+               "B": [[1.0, 0.2], [0.2, 0.6]], "V": {"v": [[1, 0], [0, 1]]}},
     "initial": {"mean": [0.2, -0.1], "cov": [[1.0, 0.3], [0.3, 0.5]]},
 }
 N_CONFIGS = 30
 UNIFORM = {"v": {"uniform": [-1.0, 1.0]}, "a": {"uniform": [-1.0, 1.0]}}
 HEADS = {"A": [[-0.5, 0.2], [0.0, -0.3]],
-         "heads": [{"v": {"v": 1.0}, "B": [[1.0, 0.0], [0.0, 1.0]]},
+         "heads": [{"V": {"v": [[1, 0], [0, 1]]}, "B": [[1.0, 0.0], [0.0, 1.0]]},
                    {"V": [[0.5, 0.0], [0.0, 0.5]], "B": [[0.2, 0.1], [0.1, 0.3]]}]}
 
 
@@ -161,13 +161,13 @@ def reference() -> dict:
     if not _REFERENCE:
         with tempfile.TemporaryDirectory() as tmp:
             table = run_sweep(BASE, Path(tmp) / "ref").table()
-            _REFERENCE.update({n: table.column(n).to_numpy(zero_copy_only=False)
+            _REFERENCE.update({n: table[n]
                                for n in table.column_names})
     return _REFERENCE
 
 
 def assert_reference_rows(table) -> None:
-    got = {n: table.column(n).to_numpy(zero_copy_only=False) for n in table.column_names}
+    got = {n: table[n] for n in table.column_names}
     ref = reference()
     assert list(got) == list(ref), f"columns {list(got)} differ from {list(ref)}"
     assert np.array_equal(got["config_id"], np.arange(N_CONFIGS)), \
