@@ -42,7 +42,7 @@ def test_sweep_and_sweep_plot(tmp_path, capsys, main):
     assert sum(got["counts"].values()) == 24
 
     png = tmp_path / "plots" / "phase.png"
-    assert main(["sweep-plot", str(tmp_path / "phase.sweep"), "--out", str(png)]) == 0
+    assert main(["sweep-plot", str(tmp_path / "phase.sweep"), "--plot", str(png)]) == 0
     assert png.read_bytes()[:4] == b"\x89PNG" and str(png) in capsys.readouterr().out
     # resume: nothing left to compute
     assert main(["sweep", str(spec), "--scheduler", "inprocess", "--json"]) == 0
@@ -81,5 +81,5 @@ def test_bad_sweep_specs_exit_2(tmp_path, capsys, main, spec, message):
 
 
 def test_sweep_plot_errors_exit_2(tmp_path, capsys, main):
-    assert main(["sweep-plot", str(tmp_path / "nothing"), "--out", str(tmp_path / "x.png")]) == 2
+    assert main(["sweep-plot", str(tmp_path / "nothing"), "--plot", str(tmp_path / "x.png")]) == 2
     assert "expected a sweep results folder" in capsys.readouterr().err

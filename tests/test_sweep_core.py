@@ -90,18 +90,19 @@ def test_npz_store_recomputes_a_damaged_chunk(tmp_path, no_pyarrow, damage):
     assert again.table() == reference(SPEC)
 
 
-class _Unpickled:
-    """Records that it was unpickled (it never should be)."""
+UNPICKLED: list[int] = []
 
-    seen: list[int] = []
+
+def _mark_unpickled():
+    UNPICKLED.append(1)
+    return 0
+
+
+class _Unpickled:
+    """Records in UNPICKLED that it was unpickled (it never should be)."""
 
     def __reduce__(self):
-        return (_Unpickled._mark, ())
-
-    @staticmethod
-    def _mark():
-        _Unpickled.seen.append(1)
-        return 0
+        return (_mark_unpickled, ())
 
 
 def test_an_npz_file_with_pickled_objects_is_refused_unopened(tmp_path):
@@ -109,7 +110,7 @@ def test_an_npz_file_with_pickled_objects_is_refused_unopened(tmp_path):
     np.savez(path, config_id=np.arange(1), x=np.array([_Unpickled()], dtype=object))
     with pytest.raises(InvalidInputError, match="not a readable npz results file"):
         read_results(path)
-    assert _Unpickled.seen == []
+    assert UNPICKLED == []
 
 
 def test_auto_scheduler_is_in_process_below_the_threshold(monkeypatch):
@@ -176,3 +177,16 @@ def test_sweep_params_use_the_names_of_params():
     np.testing.assert_array_equal(legacy.A, new.A)
     with pytest.raises(InvalidInputError, match="nothing gives the dimension d"):
         parse_family({**SPEC, "params": {}})
+
+
+def test_sweep_plot_takes_plot_like_every_figure_and_out_as_its_older_name(tmp_path, capsys):
+    from riccati_tf.app.cli import main
+
+    run_sweep(SPEC, tmp_path / "s")
+    assert main(["sweep-plot", str(tmp_path / "s"), "--plot", str(tmp_path / "a.png")]) == 0
+    assert capsys.readouterr().err == ""
+    assert main(["sweep-plot", str(tmp_path / "s"), "--out", str(tmp_path / "b.png")]) == 0
+    assert "older name of --plot" in capsys.readouterr().err
+    assert (tmp_path / "a.png").read_bytes() == (tmp_path / "b.png").read_bytes()
+    assert main(["sweep-plot", str(tmp_path / "s")]) == 2
+    assert "--plot FILE" in capsys.readouterr().err

@@ -135,10 +135,10 @@ def cmd_sweep_plot(args: argparse.Namespace, _spec: dict | None) -> tuple[None, 
         raise InvalidInputError("give the PNG file once: --plot FILE (--out is its older name)")
     if args.plot is None and args.out is None:
         raise InvalidInputError("--plot FILE: the PNG file to write is required")
-    if args.out is not None and sys.stderr is not None:
+    path = plot_sweep(args.results, args.plot or args.out, x=args.x, y=args.y)
+    if args.out is not None and sys.stderr is not None:  # after success: an error is one line
         print("sweep-plot: --out FILE is the older name of --plot FILE (a figure is --plot in "
               "every subcommand, --out a folder)", file=sys.stderr)
-    path = plot_sweep(args.results, args.plot or args.out, x=args.x, y=args.y)
     print(f"phase diagram written to {path}")
     return None, None
 

@@ -359,14 +359,14 @@ def sweep_plot_of_a_garbage_parquet_file():
         bad = Path(tmp) / "results.parquet"
         bad.write_bytes(b"PAR1" + bytes(200))
         try:
-            judge(*run_cli(["sweep-plot", str(bad), "--out", str(Path(tmp) / "p.png")]))
+            judge(*run_cli(["sweep-plot", str(bad), "--plot", str(Path(tmp) / "p.png")]))
         except CleanError as exc:
             names(exc, "not a readable Parquet file")
             raise
 
 
 def sweep_plot_out(item) -> None:
-    """sweep-plot --out onto a user's non-PNG file or below a regular file: refused naming it,
+    """sweep-plot --plot onto a user's non-PNG file or below a regular file: refused naming it,
     the user's file unchanged."""
     target, needle = item
     with tempfile.TemporaryDirectory() as tmp:
@@ -375,7 +375,7 @@ def sweep_plot_out(item) -> None:
         user = Path(tmp) / "data.csv"
         user.write_text("a,b\n1,2\n")
         try:
-            judge(*run_cli(["sweep-plot", str(out), "--out", target.format(tmp=tmp)]))
+            judge(*run_cli(["sweep-plot", str(out), "--plot", target.format(tmp=tmp)]))
         except CleanError as exc:
             names(exc, needle)
             raise
@@ -384,9 +384,9 @@ def sweep_plot_out(item) -> None:
 
 
 cases_of(AREA, "error", {
-    "sweep-plot --out onto a user's csv": ("{tmp}/data.csv", "not a PNG image"),
-    "sweep-plot --out below a regular file": ("{tmp}/data.csv/phase.png", "data.csv"),
-    "sweep-plot --out onto a folder": ("{tmp}/sweep", "is a folder"),
+    "sweep-plot --plot onto a user's csv": ("{tmp}/data.csv", "not a PNG image"),
+    "sweep-plot --plot below a regular file": ("{tmp}/data.csv/phase.png", "data.csv"),
+    "sweep-plot --plot onto a folder": ("{tmp}/sweep", "is a folder"),
 }, sweep_plot_out)
 
 
