@@ -1,5 +1,6 @@
 """The command line: valid specs give results, invalid specs one line naming the field, exit 2."""
 
+import argparse
 import json
 import subprocess
 import sys
@@ -688,3 +689,19 @@ def test_json_errors_are_json_and_debug_is_accepted_before_the_subcommand(tmp_pa
     for argv in (["--debug", "certify", str(path)], ["certify", str(path), "--debug"]):
         with pytest.raises(Exception, match="positive semidefinite"):  # the traceback's error
             main(argv)
+
+
+def test_each_subcommand_writes_to_its_own_default_folder():
+    """A default run never overwrites another command's results: every --out folder defaults to
+    its own name (only `report` writes report/), all different."""
+    from riccati_tf.app.cli import build_parser
+
+    parser = build_parser()
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    defaults = {name: action.default for name, p in sub.choices.items()
+                for action in p._actions if "--out" in action.option_strings
+                and action.default is not None}
+    assert {"report", "prescribed", "relu-drift", "probe", "atlas", "compare",
+            "design"} <= set(defaults)
+    assert defaults["report"] == "report"
+    assert all(folder == name for name, folder in defaults.items())

@@ -108,7 +108,7 @@ class _Unpickled:
 def test_an_npz_file_with_pickled_objects_is_refused_unopened(tmp_path):
     path = tmp_path / "results.npz"
     np.savez(path, config_id=np.arange(1), x=np.array([_Unpickled()], dtype=object))
-    with pytest.raises(InvalidInputError, match="not a readable npz results file"):
+    with pytest.raises(InvalidInputError, match="not a readable npz file"):
         read_results(path)
     assert UNPICKLED == []
 

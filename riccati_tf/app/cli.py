@@ -17,7 +17,10 @@ refused at every level). Each subcommand's spec is described once, in `app.specs
 top-level keys it accepts, the table of fields that ends its --help, and the example spec that
 `riccati-tf SUBCOMMAND --example` prints. Sizes that decide the cost of a run are bounded
 before anything is allocated, by the module constants below (each message names its constant).
-The output of --plot and the folder of --out are checked before the computation; the result is
+Each subcommand that writes files has its own default --out folder, named after it (`prescribed`
+→ prescribed/, `design` → design/, ...; `report` → report/), so that a default run never replaces
+another command's results. The output of --plot and the folder of --out are checked before the
+computation; the result is
 printed before the figure is written, so a figure that then cannot be written (a full disk)
 still leaves the numbers on stdout, and the exit code is 2 with a line naming the path.
 """
@@ -1148,7 +1151,7 @@ def build_parser() -> argparse.ArgumentParser:
                       help="random seed (default %(default)s)")
     comp.add_argument("--position-free", action="store_true",
                       help="predict the position-free part of rotary attention (ModernBERT)")
-    comp.add_argument("--out", default="report", metavar="DIR",
+    comp.add_argument("--out", default="compare", metavar="DIR",
                       help="output folder for comparison.png and comparison.json (default "
                            "%(default)s; created if missing)")
     for name in ("probe", "atlas", "compare"):
@@ -1157,7 +1160,7 @@ def build_parser() -> argparse.ArgumentParser:
             help="folder saved with save_pretrained (BERT, RoBERTa, ModernBERT, ViT, DeiT); "
                  "default: a randomly initialised encoder (nothing is downloaded)")
         _add_input_arguments(sub.choices[name])
-    sub.choices["atlas"].add_argument("--out", default="report", metavar="DIR",
+    sub.choices["atlas"].add_argument("--out", default="atlas", metavar="DIR",
                                       help="output folder for atlas.png, atlas.json and "
                                            "atlas_inputs.npz (default %(default)s; created "
                                            "if missing)")
@@ -1165,14 +1168,14 @@ def build_parser() -> argparse.ArgumentParser:
         sub.choices[name].add_argument("--seed", type=_integer, default=0,
                                        help="random seed (default %(default)s; 0 ≤ seed ≤ "
                                             "2⁶³ − 1)")
-        sub.choices[name].add_argument("--out", default="report", metavar="DIR",
+        sub.choices[name].add_argument("--out", default=name, metavar="DIR",
                                        help="output folder for the figure and the numbers "
                                             "(default %(default)s; created if missing)")
     for name, least in (("prescribed", 2), ("relu-drift", 4)):
         sub.choices[name].add_argument("--n-tokens", type=_integer, default=2000, metavar="N",
                                        help=f"tokens (default %(default)s; {least} to "
                                             f"experiments.MAX_TOKENS = {EXPERIMENT_TOKENS})")
-    sub.choices["design"].add_argument("--out", default="report", metavar="DIR",
+    sub.choices["design"].add_argument("--out", default="design", metavar="DIR",
                                        help="output folder for design.html and design.json "
                                             "(default %(default)s; created if missing)")
     add_sweep_arguments(sub)

@@ -52,7 +52,7 @@ from ..errors import InvalidInputError
 from ..io.files import atomic_write_bytes, make_folder, read_or_none, sha256
 from ..io.spec import SpecError, check_keys
 from .family import Family, fingerprint, parse_family
-from .tables import STORAGES, ResultsTable, decode, default_storage, encode
+from .tables import FORMAT_NAMES, STORAGES, ResultsTable, decode, default_storage, encode
 
 __all__ = ["CHUNK_DIR", "JOURNAL", "LOCK", "MANIFEST", "RESULTS", "read_results"]
 
@@ -105,7 +105,7 @@ def read_table_file(path: str | Path, storage: str) -> ResultsTable:
         raise InvalidInputError(f"{path}: cannot read ({exc.strerror or exc})") from None
     table = decode(storage, data)
     if table is None:
-        raise InvalidInputError(f"{path}: not a readable {storage} results file")
+        raise InvalidInputError(f"{path}: not a readable {FORMAT_NAMES[storage]} file")
     return table
 
 
@@ -263,7 +263,7 @@ def _chunk_problem(data: bytes | None, rec: Record, manifest: dict) -> str | Non
         return "its file differs from the SHA-256 in the manifest"
     table = decode(manifest["storage"], data)
     if table is None:
-        return f"its file is not a readable {manifest['storage']} file"
+        return f"its file is not readable {FORMAT_NAMES[manifest['storage']]}"
     if table.column_names != manifest["columns"]:
         return "its columns differ from the manifest's"
     if not np.array_equal(table["config_id"], np.arange(rec.first, rec.last + 1)):

@@ -32,6 +32,8 @@ __all__ = ["STORAGES", "ResultsTable", "default_storage", "require_pyarrow"]
 
 #: the storage formats and the suffix of their files
 STORAGES = {"parquet": ".parquet", "npz": ".npz"}
+#: the formats' names in messages
+FORMAT_NAMES = {"parquet": "Parquet", "npz": "npz"}
 DASK_EXTRA = "pip install 'riccati-tf[dask]'"
 
 
