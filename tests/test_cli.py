@@ -705,3 +705,12 @@ def test_each_subcommand_writes_to_its_own_default_folder():
             "design"} <= set(defaults)
     assert defaults["report"] == "report"
     assert all(folder == name for name, folder in defaults.items())
+
+
+@pytest.mark.parametrize("package", ["riccati_tf", "riccati_tf.sweep"])
+def test_dir_shows_the_public_names_only(package):
+    import importlib
+
+    names = dir(importlib.import_module(package))
+    assert not {"TYPE_CHECKING", "attach", "lazy"} & set(names)
+    assert set(importlib.import_module(package).__all__) <= set(names)

@@ -131,6 +131,9 @@ class State(NamedTuple):
 
     `Trajectory` indexing ``tr[i]`` and dense output ``tr(t)`` return it; it unpacks as
     ``t, m, S = tr[i]``. From `Trajectory.__call__` with an array of k times it holds k states.
+    It carries its times (three fields, unlike scipy's ``sol.sol(t)``, which returns y alone),
+    so that a state taken from a trajectory says when it is; ``m, S = tr(ts).moments`` gives
+    the mean and covariance alone.
 
     Parameters
     ----------
@@ -164,11 +167,19 @@ class State(NamedTuple):
     (1.0, 0.135335)
     >>> tr[-1].gaussian()
     Gaussian(mean=[0.367879], cov=[[0.135335]])
+    >>> m, S = tr([0.25, 0.5]).moments
+    >>> m.shape, S.shape
+    ((2, 1), (2, 1, 1))
     """
 
     t: float | np.ndarray
     mean: np.ndarray
     cov: np.ndarray
+
+    @property
+    def moments(self) -> tuple[np.ndarray, np.ndarray]:
+        """(mean, cov): the state's moments without its time (``m, S = tr(ts).moments``)."""
+        return self.mean, self.cov
 
     def gaussian(self) -> Gaussian:
         """The state as a validated Gaussian N(mean, cov) (a State of one state only)."""
