@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from riccati_tf import Gaussian, Params, flow
+from riccati_tf import Gaussian, Params, certify, flow
 from riccati_tf.app.cli import main
 
 PARAMS = {"A": [[0.5, 0.0], [0.0, 0.5]], "B": [[1.0, 0.0], [0.0, 1.0]], "V": [[-1, 0], [0, -1]]}
@@ -714,3 +714,16 @@ def test_dir_shows_the_public_names_only(package):
     names = dir(importlib.import_module(package))
     assert not {"TYPE_CHECKING", "attach", "lazy"} & set(names)
     assert set(importlib.import_module(package).__all__) <= set(names)
+
+
+def test_params_without_a_as_in_python(tmp_path, capsys):
+    """`Params(B=..., V=...)` leaves A = 0; a spec may too, and means the same layer."""
+    layer = {"B": [[1.0, 0.2], [0.2, 0.6]], "V": [[-1.0, 0.0], [0.0, -1.0]]}
+    spec = {"params": layer, "initial": {"mean": [1.0, 0.0], "cov": [[1.0, 0.3], [0.3, 0.5]]}}
+    code, out, err = run(tmp_path, capsys, spec, "certify", "--json")
+    assert code == 0, err
+    want = certify(Params(**layer), Gaussian(**spec["initial"]))
+    got = json.loads(out)
+    assert (got["regime"], got["theorem"]) == (want.regime, want.theorem)
+    code, _, err = run(tmp_path, capsys, {**spec, "params": {}}, "certify")
+    assert code == 2 and "nothing else gives the dimension d" in err
