@@ -657,7 +657,7 @@ def test_help_and_import_load_no_solver_library(code):
     # `riccati-tf --help` is the first thing a newcomer runs: it must not wait for SciPy,
     # SymPy, python-control, matplotlib or torch (the solvers load on first use)
     probe = (f"import sys\ntry:\n    {code}\nexcept SystemExit:\n    pass\n"
-             "heavy = ('scipy', 'sympy', 'control', 'matplotlib', 'torch', 'pyarrow')\n"
+             "heavy = ('scipy', 'sympy', 'control', 'matplotlib', 'torch', 'pyarrow', 'dask')\n"
              "print(sorted(m for m in heavy if m in sys.modules))")
     run = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
                          check=True)
@@ -727,3 +727,17 @@ def test_params_without_a_as_in_python(tmp_path, capsys):
     assert (got["regime"], got["theorem"]) == (want.regime, want.theorem)
     code, _, err = run(tmp_path, capsys, {**spec, "params": {}}, "certify")
     assert code == 2 and "nothing else gives the dimension d" in err
+
+
+def test_certify_of_a_small_layer_does_not_import_python_control():
+    """The first certify of a 2×2 layer loads SciPy, SLICOT and SymPy (exact premises), not
+    python-control (seconds of import: its Lyapunov solver, SLICOT sb03md, is called directly),
+    torch, dask or pyarrow; `Certificate.linearization` is the one place that needs it."""
+    probe = ("import sys\nimport numpy as np\nimport riccati_tf as rt\n"
+             "c = rt.certify(rt.Params(A=0.5 * np.eye(2), B=np.eye(2), V=-np.eye(2)),"
+             " [[1.0, 0.3], [0.3, 0.5]])\n"
+             "print(c.regime, c.exact, sorted(m for m in ('control', 'torch', 'dask', 'pyarrow')"
+             " if m in sys.modules))")
+    run = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                         check=True)
+    assert run.stdout.split() == ["converges", "True", "[]"]
