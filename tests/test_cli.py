@@ -741,3 +741,19 @@ def test_certify_of_a_small_layer_does_not_import_python_control():
     run = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
                          check=True)
     assert run.stdout.split() == ["converges", "True", "[]"]
+
+
+@pytest.mark.parametrize("command", ["probe", "atlas", "compare"])
+def test_missing_model_extra_is_named_once_and_quoted(command, tmp_path):
+    """On the core install (torch and transformers unimportable, in a fresh process) the model
+    subcommands end with one line that names the extra once, quoted for every shell."""
+    probe = ("import sys\nclass Block:\n    def find_spec(self, name, path=None, target=None):\n"
+             "        if name.split('.')[0] in ('torch', 'transformers'):\n"
+             "            raise ImportError(f'No module named {name!r}')\n"
+             "sys.meta_path.insert(0, Block())\nfrom riccati_tf.app.cli import main\n"
+             f"sys.exit(main([{command!r}, '--out', {str(tmp_path / 'o')!r}]))")
+    run = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                         timeout=300)
+    assert run.returncode == 2 and len(run.stderr.strip().splitlines()) == 1, run.stderr
+    assert run.stderr.count("pip install") == 1
+    assert "pip install 'riccati-tf[models]'" in run.stderr

@@ -840,8 +840,14 @@ def _inputs(args: argparse.Namespace) -> dict[str, Any]:
     return {**files, "gaussian": None if choice in (None, "data") else choice}
 
 
+MODELS_EXTRA = "pip install 'riccati-tf[models]'"
+
+
 def _models_extra(exc: ImportError) -> InvalidInputError:
-    return InvalidInputError(f"{exc}; install the extra: pip install 'riccati-tf[models]'")
+    """The missing torch or transformers as one line naming the extra once (quoted for zsh)."""
+    text = str(exc)
+    return InvalidInputError(text if MODELS_EXTRA in text else
+                             f"{text}; install the extra: {MODELS_EXTRA}")
 
 
 def cmd_probe(args: argparse.Namespace, _spec: dict | None) -> Outcome:
