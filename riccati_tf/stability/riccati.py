@@ -928,8 +928,8 @@ def lyapunov_function(L: ArrayLike, Q: ArrayLike | None = None) -> LyapunovSolut
     (True, True)
     """
     # SLICOT's sb03md (Bartels–Stewart on the real Schur form), the solver python-control's
-    # `lyap` calls, called directly: importing python-control takes seconds
-    from slycot import sb03md
+    # `lyap` calls with these arguments, called directly: importing python-control takes seconds
+    from slycot import sb03md57
     from slycot.exceptions import SlycotResultWarning
 
     L = as_matrix("L", L)
@@ -938,7 +938,7 @@ def lyapunov_function(L: ArrayLike, Q: ArrayLike | None = None) -> LyapunovSolut
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("error", SlycotResultWarning)  # a perturbed solve: refused
-            X, scale, *_ = sb03md(n, -Q, L.T, np.eye(n), "C", trana="T")
+            X, scale = sb03md57(L.T, np.eye(n), -Q, "C", "X", "N", "T")[2:4]
         P = X / scale  # sb03md solves LᵀP + PL = −scale·Q, scale ≤ 1 against overflow
     except Exception as exc:
         raise SolverError(f"the Lyapunov equation LᵀP + PL = −Q has no unique solution "

@@ -28,7 +28,7 @@ import numpy as np
 
 from ..errors import InvalidInputError
 
-__all__ = ["STORAGES", "ResultsTable", "default_storage", "require_pyarrow"]
+__all__ = ["STORAGES", "ResultsTable"]
 
 #: the storage formats and the suffix of their files
 STORAGES = {"parquet": ".parquet", "npz": ".npz"}
@@ -79,6 +79,11 @@ class ResultsTable(Mapping[str, np.ndarray]):
     See Also
     --------
     riccati_tf.sweep.store.read_results : reads one from a results folder or file.
+
+    References
+    ----------
+    .. [1] NEP 1, "A simple file format for NumPy arrays" (the .npy arrays of an npz file).
+    .. [2] Apache Parquet file format, https://parquet.apache.org/docs/file-format/.
 
     Examples
     --------
