@@ -580,7 +580,7 @@ def test_particles_compare_with_the_drawn_tokens_moments(tmp_path, capsys):
 
 def test_particles_in_chunks_equal_one_run(monkeypatch):
     """The progress bar's chunks give the steps of one run."""
-    import riccati_tf.app.cli as cli
+    import riccati_tf.app.cli.particles as cli  # where the particles subcommand lives
     from riccati_tf.empirical.particles import simulate
 
     x0 = Gaussian(**INITIAL).sample(60, np.random.default_rng(3))
