@@ -117,7 +117,7 @@ def pyplot_axes(ax: Any = None, nrows: int = 1, ncols: int = 1, *,
     Raises
     ------
     ValueError
-        When matplotlib refuses the grid (nrows or ncols < 1).
+        From pyplot's `Figure.subplots` for a grid below 1 × 1.
 
     See Also
     --------
