@@ -68,7 +68,7 @@ def ensemble(n: int, definite: bool = True) -> dict:
         "chunk_size": 1000,
         "params": {"A": {"const": [[0.0, 0.0], [0.0, -0.6]], "a": [[1.0, 0.0], [0.0, 1.0]],
                          "w": [[0.0, 1.0], [-1.0, 0.0]]},
-                   "B": B, "v": {"v": 1.0}},
+                   "B": B, "V": {"v": [[1.0, 0.0], [0.0, 1.0]]}},
         "initial": {"cov": {"const": [[0.0, 0.0], [0.0, 1.0]], "s": [[1.0, 0.0], [0.0, 0.0]],
                             "c": [[0.0, 1.0], [1.0, 0.0]]}},
     }
@@ -122,7 +122,8 @@ def flow_spec(n: int) -> dict:
             "s": {"loguniform": [0.2, 5.0]}}}},
         "params": {"A": {"const": [[0.0, 0.3, 0.0], [-0.3, -0.2, 0.1], [0.0, 0.0, -0.4]],
                          "a": eye},
-                   "B": [[1.0, 0.2, 0.0], [0.2, 0.6, 0.1], [0.0, 0.1, 0.8]], "v": {"v": 1.0},
+                   "B": [[1.0, 0.2, 0.0], [0.2, 0.6, 0.1], [0.0, 0.1, 0.8]],
+                   "V": {"v": np.eye(3).tolist()},
                    "b": [0.2, -0.1, 0.0]},
         "initial": {"mean": [0.5, 0.0, 0.1],
                     "cov": {"const": [[0.0, 0.1, 0.0], [0.1, 0.0, 0.0], [0.0, 0.0, 0.0]],
@@ -204,7 +205,7 @@ def ensemble_d(d: int, n: int) -> dict:
     spec = ensemble(n)
     spec["params"] = {"A": {"const": np.diag(np.linspace(0.0, -0.6, d)).tolist(), "a": eye,
                             "w": J.tolist()},
-                      "B": {"const": S.tolist(), "beta": B1.tolist()}, "v": {"v": 1.0}}
+                      "B": {"const": S.tolist(), "beta": B1.tolist()}, "V": {"v": eye}}
     spec["initial"] = {"cov": {"const": eye, "s": eye, "c": C.tolist()}}
     return spec
 

@@ -52,8 +52,8 @@ def attach(package: str, names: Mapping[str, str]
     >>> import riccati_tf
     >>> riccati_tf.flow.__module__
     'riccati_tf.flows.integrate'
-    >>> "flow" in dir(riccati_tf)
-    True
+    >>> "flow" in dir(riccati_tf), "attach" in dir(riccati_tf)
+    (True, False)
     """
     def __getattr__(name: str) -> Any:
         if name not in names:
@@ -65,6 +65,10 @@ def attach(package: str, names: Mapping[str, str]
         return value
 
     def __dir__() -> list[str]:
-        return sorted(set(names) | set(vars(importlib.import_module(package))))
+        # the public names (`__all__` and the lazy ones) and the dunders: not the package's
+        # own helpers (TYPE_CHECKING, attach) or the submodules its imports bound (lazy)
+        module = vars(importlib.import_module(package))
+        return sorted(set(names) | set(module.get("__all__", ())) |
+                      {k for k in module if k.startswith("__")})
 
     return __getattr__, __dir__

@@ -1,5 +1,6 @@
 """The command line: valid specs give results, invalid specs one line naming the field, exit 2."""
 
+import argparse
 import json
 import subprocess
 import sys
@@ -8,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from riccati_tf import Gaussian, Params, flow
+from riccati_tf import Gaussian, Params, certify, flow
 from riccati_tf.app.cli import main
 
 PARAMS = {"A": [[0.5, 0.0], [0.0, 0.5]], "B": [[1.0, 0.0], [0.0, 1.0]], "V": [[-1, 0], [0, -1]]}
@@ -579,7 +580,7 @@ def test_particles_compare_with_the_drawn_tokens_moments(tmp_path, capsys):
 
 def test_particles_in_chunks_equal_one_run(monkeypatch):
     """The progress bar's chunks give the steps of one run."""
-    import riccati_tf.app.cli as cli
+    import riccati_tf.app.cli.particles as cli  # where the particles subcommand lives
     from riccati_tf.empirical.particles import simulate
 
     x0 = Gaussian(**INITIAL).sample(60, np.random.default_rng(3))
@@ -636,7 +637,7 @@ def test_console_entry_after_a_sweep_exits_cleanly(tmp_path):
     pytest.importorskip("pyarrow")
     spec = {"analysis": "certify", "family": {"grid": {"v": {"linspace": [-1.0, 1.0, 4]}}},
             "params": {"A": [[-1.0, 0.0], [0.0, -0.5]], "B": [[1.0, 0.0], [0.0, 1.0]],
-                       "v": {"v": 1.0}},
+                       "V": {"v": [[1, 0], [0, 1]]}},
             "initial": {"cov": [[1.0, 0.0], [0.0, 1.0]]}}
     (tmp_path / "spec.json").write_text(json.dumps(spec))
     run = [sys.executable, "-c", "import sys; from riccati_tf.app.cli import entry; entry()",
@@ -656,7 +657,7 @@ def test_help_and_import_load_no_solver_library(code):
     # `riccati-tf --help` is the first thing a newcomer runs: it must not wait for SciPy,
     # SymPy, python-control, matplotlib or torch (the solvers load on first use)
     probe = (f"import sys\ntry:\n    {code}\nexcept SystemExit:\n    pass\n"
-             "heavy = ('scipy', 'sympy', 'control', 'matplotlib', 'torch', 'pyarrow')\n"
+             "heavy = ('scipy', 'sympy', 'control', 'matplotlib', 'torch', 'pyarrow', 'dask')\n"
              "print(sorted(m for m in heavy if m in sys.modules))")
     run = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
                          check=True)
@@ -688,3 +689,71 @@ def test_json_errors_are_json_and_debug_is_accepted_before_the_subcommand(tmp_pa
     for argv in (["--debug", "certify", str(path)], ["certify", str(path), "--debug"]):
         with pytest.raises(Exception, match="positive semidefinite"):  # the traceback's error
             main(argv)
+
+
+def test_each_subcommand_writes_to_its_own_default_folder():
+    """A default run never overwrites another command's results: every --out folder defaults to
+    its own name (only `report` writes report/), all different."""
+    from riccati_tf.app.cli import build_parser
+
+    parser = build_parser()
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    defaults = {name: action.default for name, p in sub.choices.items()
+                for action in p._actions if "--out" in action.option_strings
+                and action.default is not None}
+    assert {"report", "prescribed", "relu-drift", "probe", "atlas", "compare",
+            "design"} <= set(defaults)
+    assert defaults["report"] == "report"
+    assert all(folder == name for name, folder in defaults.items())
+
+
+@pytest.mark.parametrize("package", ["riccati_tf", "riccati_tf.sweep"])
+def test_dir_shows_the_public_names_only(package):
+    import importlib
+
+    names = dir(importlib.import_module(package))
+    assert not {"TYPE_CHECKING", "attach", "lazy"} & set(names)
+    assert set(importlib.import_module(package).__all__) <= set(names)
+
+
+def test_params_without_a_as_in_python(tmp_path, capsys):
+    """`Params(B=..., V=...)` leaves A = 0; a spec may too, and means the same layer."""
+    layer = {"B": [[1.0, 0.2], [0.2, 0.6]], "V": [[-1.0, 0.0], [0.0, -1.0]]}
+    spec = {"params": layer, "initial": {"mean": [1.0, 0.0], "cov": [[1.0, 0.3], [0.3, 0.5]]}}
+    code, out, err = run(tmp_path, capsys, spec, "certify", "--json")
+    assert code == 0, err
+    want = certify(Params(**layer), Gaussian(**spec["initial"]))
+    got = json.loads(out)
+    assert (got["regime"], got["theorem"]) == (want.regime, want.theorem)
+    code, _, err = run(tmp_path, capsys, {**spec, "params": {}}, "certify")
+    assert code == 2 and "nothing else gives the dimension d" in err
+
+
+def test_certify_of_a_small_layer_does_not_import_python_control():
+    """The first certify of a 2×2 layer loads SciPy, SLICOT and SymPy (exact premises), not
+    python-control (seconds of import: its Lyapunov solver, SLICOT sb03md, is called directly),
+    torch, dask or pyarrow; `Certificate.linearization` is the one place that needs it."""
+    probe = ("import sys\nimport numpy as np\nimport riccati_tf as rt\n"
+             "c = rt.certify(rt.Params(A=0.5 * np.eye(2), B=np.eye(2), V=-np.eye(2)),"
+             " [[1.0, 0.3], [0.3, 0.5]])\n"
+             "print(c.regime, c.exact, sorted(m for m in ('control', 'torch', 'dask', 'pyarrow')"
+             " if m in sys.modules))")
+    run = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                         check=True)
+    assert run.stdout.split() == ["converges", "True", "[]"]
+
+
+@pytest.mark.parametrize("command", ["probe", "atlas", "compare"])
+def test_missing_model_extra_is_named_once_and_quoted(command, tmp_path):
+    """On the core install (torch and transformers unimportable, in a fresh process) the model
+    subcommands end with one line that names the extra once, quoted for every shell."""
+    probe = ("import sys\nclass Block:\n    def find_spec(self, name, path=None, target=None):\n"
+             "        if name.split('.')[0] in ('torch', 'transformers'):\n"
+             "            raise ImportError(f'No module named {name!r}')\n"
+             "sys.meta_path.insert(0, Block())\nfrom riccati_tf.app.cli import main\n"
+             f"sys.exit(main([{command!r}, '--out', {str(tmp_path / 'o')!r}]))")
+    run = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                         timeout=300)
+    assert run.returncode == 2 and len(run.stderr.strip().splitlines()) == 1, run.stderr
+    assert run.stderr.count("pip install") == 1
+    assert "pip install 'riccati-tf[models]'" in run.stderr

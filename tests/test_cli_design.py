@@ -12,7 +12,7 @@ import yaml
 from riccati_tf.app import cli
 from riccati_tf.app.cli import main
 
-EXAMPLE = Path(cli.__file__).parent / "example_specs" / "design.yaml"
+EXAMPLE = Path(cli.__file__).parents[1] / "example_specs" / "design.yaml"
 TARGET = {"mean": [1.0, -0.5], "cov": [[2.0, 0.5], [0.5, 1.0]]}
 SMALL = {"target": TARGET, "starts": 2}
 PNG = b"\x89PNG\r\n\x1a\n"

@@ -15,12 +15,22 @@ from nbclient import NotebookClient
 from tests.test_report import BROWSER, FLAGS, keep_screenshot
 
 NOTEBOOKS = sorted((Path(__file__).parents[1] / "notebooks").glob("*.ipynb"))
-#: a call of a plotting function (riccati_tf.app.plotting.plot_*, experiments.plot_*, phase_diagram)
-PLOT_CALL = re.compile(r"\b(plot_\w+|phase_diagram)\(")
+#: a call that draws: a result's .plot(), a plot_* function (experiments.plot_*, plot_atlas),
+#: phase_diagram, or a pyplot figure
+PLOT_CALL = re.compile(r"(\bplot_\w+|\.plot|phase_diagram|plt\.subplots)\(")
+#: the application's internals, which a notebook does not need: results draw themselves
+INTERNAL = ("riccati_tf.app.plotting", "riccati_tf.app.htmlmath", "riccati_tf.io.figures")
 
 
 def test_there_are_notebooks():
     assert len(NOTEBOOKS) >= 4
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_notebook_uses_the_public_plot_not_the_application_internals(path):
+    nb = nbformat.read(path, as_version=4)
+    sources = "\n".join(c.source for c in nb.cells if c.cell_type == "code")
+    assert not [name for name in INTERNAL if name in sources]
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)

@@ -387,8 +387,7 @@ def test_report_out_below_a_file_or_on_a_forged_marker(tmp_path, monkeypatch, ca
     assert _files(tmp_path / "forged") == {".riccati-tf-files.json": b'{"files": "all"}'}
 
 
-@pytest.mark.parametrize("missing, section_name", [("pyarrow", "sweep_section"),
-                                                   ("transformers", "model_section")])
+@pytest.mark.parametrize("missing, section_name", [("transformers", "model_section")])
 def test_a_section_without_its_optional_dependency_is_skipped_with_a_note(
         tmp_path, monkeypatch, missing, section_name):
     # a core install (no extras) still writes the report: the section says what to install
@@ -399,3 +398,17 @@ def test_a_section_without_its_optional_dependency_is_skipped_with_a_note(
     monkeypatch.setitem(sys.modules, missing, None)  # `import missing` raises ImportError
     section = getattr(report, section_name)(report.Options(tmp_path / "out", True, None))
     assert "skipped" in section.body and "pip install" in section.body and not section.figures
+
+
+def test_the_sweep_section_runs_on_the_core_install(tmp_path, monkeypatch):
+    """Without pyarrow (and dask) the sweep runs in process on the npz store: the phase
+    diagram is drawn, not skipped."""
+    import sys
+
+    from riccati_tf.app import report
+
+    for name in ("pyarrow", "pyarrow.parquet", "dask", "distributed"):
+        monkeypatch.setitem(sys.modules, name, None)  # `import name` raises ImportError
+    section = report.sweep_section(report.Options(tmp_path / "out", True, None))
+    assert section.skipped is None and "sweep_phase_diagram.png" in section.figures
+    assert sum(section.numbers["regime_counts"].values()) == section.numbers["n_configs"]

@@ -1,14 +1,20 @@
-"""Results draw themselves: Trajectory, Certificate, ControlPlan and SweepResult `.plot(ax=None)`
-return a Figure with the expected artists, draw into a given Axes, leave matplotlib's global
-state alone, and a certificate's window is chosen from its dynamics."""
+"""Results draw themselves like pandas' plots: Trajectory, Certificate, ControlPlan and
+SweepResult `.plot(ax=None)` return the Axes with the expected artists, draw into a given Axes
+leaving matplotlib's global state alone, or into a new pyplot figure (so `plt.show()` and
+`plt.savefig` work in a script); the command line's figures never touch pyplot; a
+certificate's window is chosen from its dynamics."""
 
+import json
+import os
 import struct
+import subprocess
 import sys
 from dataclasses import replace
 
 import matplotlib
 import numpy as np
 import pytest
+from matplotlib.axes import Axes
 
 import riccati_tf as rt
 from riccati_tf.app.examples import regime_examples
@@ -33,9 +39,9 @@ def _plan():
 
 def _sweep(tmp_path):
     spec = {"family": {"grid": {"v": [-1.0, 1.0], "a": [-0.5, 0.5]}},
-            "params": {"A": {"a": [[1, 0], [0, 1]]}, "B": [[1, 0], [0, 1]], "v": {"v": 1}},
+            "params": {"A": {"a": [[1, 0], [0, 1]]}, "B": [[1, 0], [0, 1]],
+                       "V": {"v": [[1, 0], [0, 1]]}},
             "initial": {"cov": [[1, 0], [0, 1]]}}
-    pytest.importorskip("pyarrow")
     from riccati_tf.sweep import run_sweep
 
     return run_sweep(spec, tmp_path / "sweep")
@@ -62,26 +68,90 @@ RESULTS = {
 }
 
 
+@pytest.fixture(autouse=True)
+def _close_pyplot_figures():
+    """Each test's pyplot figures are closed after it (`.plot()` without ax opens one)."""
+    yield
+    if "matplotlib.pyplot" in sys.modules:
+        sys.modules["matplotlib.pyplot"].close("all")
+
+
 @pytest.mark.parametrize("name", RESULTS)
-def test_plot_returns_a_figure_and_leaves_global_state_alone(name, tmp_path):
+def test_plot_without_ax_draws_into_a_new_pyplot_figure(name, tmp_path):
+    import matplotlib.pyplot as plt
+
+    result = RESULTS[name](tmp_path)
+    before = plt.get_fignums()
+    got = result.plot()
+    axes = list(got) if name == "sweep" else [got]  # the sweep: its two panels
+    assert all(isinstance(ax, Axes) for ax in axes) and len(axes) == (2 if name == "sweep" else 1)
+    fig = axes[0].figure
+    assert plt.get_fignums() == [*before, fig.number] and plt.gcf() is fig
+    assert all(ax.has_data() and ax.get_xlabel() and ax.get_ylabel() for ax in axes)
+
+
+@pytest.mark.parametrize("name", RESULTS)
+def test_plot_draws_into_the_given_axes_and_leaves_global_state_alone(name, tmp_path):
     result = RESULTS[name](tmp_path)
     pyplot = sys.modules.get("matplotlib.pyplot")  # imported by other tests, or not at all
     before = dict(matplotlib.rcParams), matplotlib.get_backend(), pyplot and pyplot.get_fignums()
-    fig = result.plot()
+    fig, axes = new_figure(1, 3)
+    assert result.plot(axes[1]) is axes[1]
+    assert not axes[0].has_data() and axes[1].has_data() and not axes[2].has_data()
     assert isinstance(fig, Figure) and fig.canvas.manager is None  # not a pyplot figure
     assert (dict(matplotlib.rcParams), matplotlib.get_backend(),
             pyplot and pyplot.get_fignums()) == before
-    assert "matplotlib.pyplot" in sys.modules or pyplot is None  # plot() does not import it
-    assert all(ax.get_xlabel() and ax.get_ylabel() for ax in fig.axes if ax.get_label() !=
-               "<colorbar>")
 
 
-@pytest.mark.parametrize("name", RESULTS)
-def test_plot_draws_into_the_given_axes(name, tmp_path):
-    result = RESULTS[name](tmp_path)
-    fig, axes = new_figure(1, 3)
-    assert result.plot(axes[1]) is fig
-    assert not axes[0].has_data() and axes[1].has_data() and not axes[2].has_data()
+#: a plain script, as a user writes it: pyplot with the Agg backend, no notebook
+SCRIPT = """
+import sys
+import matplotlib.pyplot as plt
+import numpy as np
+import riccati_tf as rt
+from matplotlib.axes import Axes
+
+p = rt.Params(A=0.5 * np.eye(2), B=np.eye(2), V=-1.0 * np.eye(2))
+g = rt.Gaussian(mean=[1.0, 0.0], cov=[[1.0, 0.3], [0.3, 0.5]])
+plt.figure(figsize=(6.4, 4.0))
+plt.savefig(sys.argv[2])                    # the same figure, empty: the baseline
+plt.close("all")
+tr = rt.flow(p, g, 10.0)
+tr.plot()
+plt.savefig(sys.argv[1])
+ax = rt.certify(p, g).plot()
+print(isinstance(ax, Axes), ax.figure is plt.gcf(), len(plt.get_fignums()))
+"""
+
+
+def test_plot_then_savefig_in_a_plain_script(tmp_path):
+    png, empty = tmp_path / "tr.png", tmp_path / "empty.png"
+    env = {**os.environ, "MPLBACKEND": "Agg"}
+    run = subprocess.run([sys.executable, "-c", SCRIPT, str(png), str(empty)], env=env,
+                         capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.split() == ["True", "True", "2"]
+    data = png.read_bytes()
+    assert data.startswith(figures.PNG_SIGNATURE)
+    # the curves, labels and legend drawn: far more than the same figure left empty
+    assert len(data) > 3 * len(empty.read_bytes())
+
+
+def test_command_line_figures_do_not_use_pyplot(tmp_path):
+    spec = tmp_path / "c.json"
+    spec.write_text(json.dumps({"params": {"A": [[0.5, 0.0], [0.0, 0.5]],
+                                           "B": [[1.0, 0.0], [0.0, 1.0]],
+                                           "V": [[-1.0, 0.0], [0.0, -1.0]]},
+                                "initial": {"mean": [1.0, 0.0],
+                                            "cov": [[1.0, 0.3], [0.3, 0.5]]}}))
+    code = ("import sys\nfrom riccati_tf.app.cli import main\n"
+            f"code = main(['certify', {str(spec)!r}, '--plot', {str(tmp_path / 'c.png')!r}])\n"
+            "plt = sys.modules.get('matplotlib.pyplot')\n"  # python-control imports it
+            "print(code, plt.get_fignums() if plt else [])")
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=300)
+    assert run.stdout.split()[-2:] == ["0", "[]"], run.stderr  # no figure given to pyplot
+    assert (tmp_path / "c.png").read_bytes().startswith(figures.PNG_SIGNATURE)
 
 
 def test_trajectory_plot_draws_its_rank_and_the_equilibrium():
@@ -97,7 +167,7 @@ def test_trajectory_plot_draws_its_rank_and_the_equilibrium():
 
 def test_blowing_up_certificate_is_drawn_up_to_its_t_star():
     cert = _certificate("blows_up")
-    ax = cert.plot().axes[0]
+    ax = cert.plot()
     (mark,) = [line for line in ax.lines if line.get_label().startswith("T*")]
     assert mark.get_xdata()[0] == pytest.approx(cert.blowup_time, rel=1e-9)
     t = _curves(ax)[0].get_xdata()
@@ -127,7 +197,7 @@ def test_converging_window_shows_the_transient(case):
         cert = _certificate("converges")
         if case != "rate":
             cert = replace(cert, rate=None, horizon=400.0)
-    ax = cert.plot().axes[0]
+    ax = cert.plot()
     left, right = ax.get_xlim()
     t100 = _settling_time(cert, 100.0, right)
     assert left + 0.1 * (right - left) < t100 < right
@@ -138,22 +208,22 @@ def test_converging_window_shows_the_transient(case):
 def test_converging_window_ends_once_settled():
     """With a rate, about ln(1e6)/rate; a 400-long horizon without one is cut as well."""
     cert = _certificate("converges")
-    end = _curves(cert.plot().axes[0])[0].get_xdata().max()
+    end = _curves(cert.plot())[0].get_xdata().max()
     assert end == pytest.approx(np.log(1e6) / cert.rate, rel=0.1)
-    cut = _curves(replace(cert, rate=None, horizon=400.0).plot().axes[0])[0].get_xdata().max()
+    cut = _curves(replace(cert, rate=None, horizon=400.0).plot())[0].get_xdata().max()
     assert cut < 40.0
 
 
 def test_bounded_window_spans_a_few_periods():
     cert = rt.certify(rt.Params(A=ROT), G0)
     assert cert.regime == "bounded"
-    end = _curves(cert.plot().axes[0])[0].get_xdata().max()
+    end = _curves(cert.plot())[0].get_xdata().max()
     assert end == pytest.approx(3 * 2 * np.pi)
 
 
 def test_plan_plot_marks_the_target_at_t():
     plan = _plan()
-    ax = plan.plot().axes[0]
+    ax = plan.plot()
     assert len(_curves(ax)) == 2
     crosses = [line for line in ax.lines
                if line.get_marker() == "x" and np.size(line.get_xdata())]
@@ -167,10 +237,10 @@ def test_plan_plot_marks_the_target_at_t():
 
 def test_sweep_plot_is_the_phase_diagram(tmp_path):
     result = _sweep(tmp_path)
-    fig = result.plot()
-    assert [ax.get_title() for ax in fig.axes[:2]] == ["regime over v × a", "blow-up time"]
+    axes = result.plot()
+    assert [ax.get_title() for ax in axes] == ["regime over v × a", "blow-up time"]
     fig, ax = new_figure()
-    assert result.plot(ax, x="a", y="v") is fig and ax.get_title() == "regime over a × v"
+    assert result.plot(ax, x="a", y="v") is ax and ax.get_title() == "regime over a × v"
     assert len(fig.axes) == 1
 
 
@@ -182,7 +252,8 @@ def _png_size(png):
 def test_one_panel_files_are_print_sized():
     """A one-panel figure is written at least 1200 px wide (6.4 × 4 in at 200 dpi); a notebook
     shows it at screen resolution."""
-    fig = _certificate("converges").plot()
+    fig, ax = new_figure()
+    _certificate("converges").plot(ax)
     assert tuple(fig.get_size_inches()) == figures.PANEL_SIZE
     width, height = _png_size(figure_png(fig))
     assert width >= 1200 and 700 <= height < width

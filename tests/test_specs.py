@@ -6,6 +6,7 @@ import copy
 import inspect
 import itertools
 import json
+import pkgutil
 import re
 from importlib import import_module
 from pathlib import Path
@@ -20,7 +21,7 @@ from riccati_tf.io import spec as spec_module
 from riccati_tf.io.spec import load_spec
 from riccati_tf.sweep import family as family_module
 
-EXAMPLES = Path(cli.__file__).parent / "example_specs"
+EXAMPLES = Path(cli.__file__).parents[1] / "example_specs"  # riccati_tf/app/example_specs
 #: a key no schema documents
 UNDOCUMENTED = "zz_undocumented"
 #: a value no field accepts (strings are never numbers, and no choice is spelled so)
@@ -57,7 +58,8 @@ def bases(command):
                                                  "axes": {"v": {"uniform": [-1, 1]},
                                                           "a": {"uniform": [-0.5, 0.5]}}}},
                            "params": {"A": ex["params"]["A"],
-                                      "heads": [{"B": [[1, 0], [0, 1]], "v": {"v": 1}}]},
+                                      "heads": [{"B": [[1, 0], [0, 1]],
+                                                 "V": {"v": [[1, 0], [0, 1]]}}]},
                            "particles": {"n_tokens": 10, "n_steps": 1}}],
     }
     heads = [{**ex, "params": HEADS}] if "params" in ex else []
@@ -96,7 +98,11 @@ def checked(monkeypatch):
         seen.append((where, allowed))
         return real(spec, allowed, where)
 
-    for module in (spec_module, cli, family_module):  # check_mapping calls spec's own
+    # the command line's modules that call it (riccati_tf.app.cli is a package of them)
+    commands = [import_module(f"riccati_tf.app.cli.{m.name}")
+                for m in pkgutil.iter_modules(cli.__path__) if m.name != "__main__"]
+    for module in (spec_module, *[m for m in commands if hasattr(m, "check_keys")],
+                   family_module):  # check_mapping calls spec's own
         monkeypatch.setattr(module, "check_keys", spy)
     return seen
 
@@ -158,7 +164,7 @@ def test_every_spec_reading_subcommand_has_a_schema_and_an_example():
 def test_the_loader_accepts_exactly_the_documented_keys(run, checked, command, monkeypatch):
     # the loaders' own key checks, level by level: the command line's check of all keys at
     # once (key_problems, tested below) is switched off here
-    monkeypatch.setattr(cli, "key_problems", lambda schema, spec: [])
+    monkeypatch.setattr(cli.command, "key_problems", lambda schema, spec: [])
     schema = SCHEMAS[command]
     # top level: each documented key alone is accepted (then a field is missing or invalid)
     for key in schema.names:

@@ -16,7 +16,7 @@ SPEC = {
     "family": {"grid": {"v": {"linspace": [-1.0, 1.0, 6]}, "a": {"linspace": [-1.0, 1.0, 4]}}},
     "chunk_size": 8,
     "params": {"A": {"const": [[0.0, 0.3], [0.0, -0.6]], "a": [[1.0, 0.0], [0.0, 1.0]]},
-               "B": [[1.0, 0.2], [0.2, 0.6]], "v": {"v": 1.0}},
+               "B": [[1.0, 0.2], [0.2, 0.6]], "V": {"v": [[1, 0], [0, 1]]}},
     "initial": {"cov": [[1.0, 0.3], [0.3, 0.5]]},
 }
 
@@ -38,11 +38,11 @@ def test_sweep_and_sweep_plot(tmp_path, capsys, main):
     assert got["results"] == str(tmp_path / "phase.sweep" / "results.parquet")
     assert "sweep: 3/3 chunks" in err and fig.read_bytes()[:4] == b"\x89PNG"
     table = read_results(tmp_path / "phase.sweep")
-    assert np.array_equal(table.column("config_id").to_numpy(), np.arange(24))
+    assert np.array_equal(table["config_id"], np.arange(24))
     assert sum(got["counts"].values()) == 24
 
     png = tmp_path / "plots" / "phase.png"
-    assert main(["sweep-plot", str(tmp_path / "phase.sweep"), "--out", str(png)]) == 0
+    assert main(["sweep-plot", str(tmp_path / "phase.sweep"), "--plot", str(png)]) == 0
     assert png.read_bytes()[:4] == b"\x89PNG" and str(png) in capsys.readouterr().out
     # resume: nothing left to compute
     assert main(["sweep", str(spec), "--scheduler", "inprocess", "--json"]) == 0
@@ -60,7 +60,7 @@ def test_sweep_summary_reads_as_text_and_logs_progress_sparsely(tmp_path, capsys
     regimes = next(line for line in out.splitlines() if line.startswith("regimes"))
     counts = {name: int(n) for name, n in
               (item.rsplit(" ", 1) for item in regimes.split(None, 1)[1].split(", "))}
-    got = read_results(tmp_path / "phase.sweep").column("regime").to_pylist()
+    got = read_results(tmp_path / "phase.sweep")["regime"].tolist()
     assert counts == {r: got.count(r) for r in set(got)}
     progress = [ln for ln in err.splitlines() if ln.startswith("sweep: ") and "chunks" in ln]
     # 25 calls (0 … 24 of 24 chunks): a line each on a terminal, in a log the first one, the
@@ -81,5 +81,5 @@ def test_bad_sweep_specs_exit_2(tmp_path, capsys, main, spec, message):
 
 
 def test_sweep_plot_errors_exit_2(tmp_path, capsys, main):
-    assert main(["sweep-plot", str(tmp_path / "nothing"), "--out", str(tmp_path / "x.png")]) == 2
+    assert main(["sweep-plot", str(tmp_path / "nothing"), "--plot", str(tmp_path / "x.png")]) == 2
     assert "expected a sweep results folder" in capsys.readouterr().err

@@ -14,7 +14,7 @@ SPEC = {
         "s": {"loguniform": [0.05, 5.0]}, "r": {"uniform": [0.0, 1.0]}}}},
     "chunk_size": 50,
     "params": {"A": {"const": [[0.0, 0.3], [0.0, -0.6]], "a": [[1.0, 0.0], [0.0, 1.0]]},
-               "B": [[1.0, 0.2], [0.2, 0.6]], "v": {"v": 1.0}},
+               "B": [[1.0, 0.2], [0.2, 0.6]], "V": {"v": [[1, 0], [0, 1]]}},
     # Σ0 = [[s, 0], [0, r]]: r → 0 gives nearly singular covariances
     "initial": {"cov": {"s": [[1.0, 0.0], [0.0, 0.0]], "r": [[0.0, 0.0], [0.0, 1.0]]}},
 }
@@ -31,10 +31,10 @@ def test_local_cluster_matches_in_process(tmp_path):
     a, b = on_dask.table(), local.table()
     assert a.column_names == b.column_names and a.num_rows == b.num_rows == 600
     for name in a.column_names:
-        np.testing.assert_array_equal(a.column(name).to_numpy(zero_copy_only=False),
-                                      b.column(name).to_numpy(zero_copy_only=False),
+        np.testing.assert_array_equal(a[name],
+                                      b[name],
                                       err_msg=name)
-    assert np.array_equal(a.column("config_id").to_numpy(), np.arange(600))
+    assert np.array_equal(a["config_id"], np.arange(600))
     assert on_dask.chunks_computed == 12
 
 
@@ -44,8 +44,8 @@ def test_scheduler_local_starts_and_closes_its_own_cluster(tmp_path):
     assert res.scheduler == "LocalCluster (2 worker processes)" and res.chunks_computed == 3
     ref = run_sweep(spec, tmp_path / "ref")
     for name in ref.table().column_names:
-        np.testing.assert_array_equal(res.table().column(name).to_numpy(zero_copy_only=False),
-                                      ref.table().column(name).to_numpy(zero_copy_only=False))
+        np.testing.assert_array_equal(res.table()[name],
+                                      ref.table()[name])
 
 
 def test_unreachable_scheduler_is_an_input_error(tmp_path, monkeypatch):

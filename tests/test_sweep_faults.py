@@ -31,7 +31,7 @@ SPEC = {
     "family": {"grid": {"v": {"linspace": [-1.0, 1.0, 8]}, "a": {"linspace": [-1.0, 1.0, 12]}}},
     "chunk_size": 4,
     "params": {"A": {"const": [[0.0, 0.3], [0.0, -0.6]], "a": [[1.0, 0.0], [0.0, 1.0]]},
-               "B": [[1.0, 0.2], [0.2, 0.6]], "v": {"v": 1.0}, "b": [0.1, -0.2]},
+               "B": [[1.0, 0.2], [0.2, 0.6]], "V": {"v": [[1, 0], [0, 1]]}, "b": [0.1, -0.2]},
     "initial": {"mean": [1.0, 0.0], "cov": [[1.0, 0.3], [0.3, 0.5]]},
     "t_final": 3.0,
 }
@@ -60,7 +60,7 @@ def done(tmp_path, finished):
 
 
 def columns(table) -> dict:
-    return {name: table.column(name).to_numpy(zero_copy_only=False)
+    return {name: table[name]
             for name in table.column_names}
 
 

@@ -12,7 +12,7 @@ BASE = {
     "family": {"grid": {"v": [-0.8, 0.4, 0.9], "a": [-0.5, 0.3]}},
     "chunk_size": 4,
     "params": {"A": {"const": [[0.0, 0.3], [-0.3, -0.2]], "a": [[1.0, 0.0], [0.0, 1.0]]},
-               "B": [[1.0, 0.2], [0.2, 0.6]], "v": {"v": 1.0}, "b": [0.2, -0.1]},
+               "B": [[1.0, 0.2], [0.2, 0.6]], "V": {"v": [[1, 0], [0, 1]]}, "b": [0.2, -0.1]},
     "initial": {"mean": [0.5, 0.0], "cov": [[1.0, 0.3], [0.3, 0.5]]},
 }
 
@@ -70,7 +70,8 @@ def old_flow_columns(spec: dict) -> dict:
     return {k: np.array(v) for k, v in out.items()}
 
 
-@pytest.mark.parametrize("V", [{"v": {"v": 1.0}}, {"V": {"const": [[0.0, 0.0, 0.0], [0.0, 0.3, 0.0],
+@pytest.mark.parametrize("V", [{"V": {"v": np.eye(3).tolist()}},
+                               {"V": {"const": [[0.0, 0.0, 0.0], [0.0, 0.3, 0.0],
                                                              [0.0, 0.0, -0.2]],
                                                    "v": [[1.0, 0.0, 0.0], [0.0, 1.0, 0.0],
                                                          [0.0, 0.0, 1.0]]}}])
@@ -108,7 +109,7 @@ def test_particles_analysis_is_simulate_on_seeded_tokens(tmp_path):
     spec = {**BASE, "analysis": "particles", "t_final": 1.0,
             "particles": {"n_tokens": 200, "n_steps": 10, "seed": 5}}
     res = run_sweep(spec, tmp_path / "p")
-    t = {k: res.table().column(k).to_numpy(zero_copy_only=False)
+    t = {k: res.table()[k]
          for k in res.table().column_names}
     for i in range(6):
         p, g = direct(t["v"][i], t["a"][i])

@@ -21,7 +21,7 @@ FLOW_SPEC = {
     "family": {"grid": {"v": {"linspace": [-1.0, 1.0, 12]}, "a": {"linspace": [-1.0, 1.0, 20]}}},
     "chunk_size": 8,
     "params": {"A": {"const": [[0.0, 0.3], [0.0, -0.6]], "a": [[1.0, 0.0], [0.0, 1.0]]},
-               "B": [[1.0, 0.2], [0.2, 0.6]], "v": {"v": 1.0}, "b": [0.1, -0.2]},
+               "B": [[1.0, 0.2], [0.2, 0.6]], "V": {"v": [[1, 0], [0, 1]]}, "b": [0.1, -0.2]},
     "initial": {"mean": [1.0, 0.0], "cov": [[1.0, 0.3], [0.3, 0.5]]},
     "t_final": 3.0,
 }
@@ -30,14 +30,14 @@ CERTIFY_SPEC = {
     "family": {"grid": {"v": {"linspace": [-1.0, 1.0, 16]}, "a": {"linspace": [-1.2, 1.2, 16]}}},
     "chunk_size": 50,
     "params": {"A": {"const": [[0.0, 0.3], [0.0, -0.6]], "a": [[1.0, 0.0], [0.0, 1.0]]},
-               "B": [[1.0, 0.2], [0.2, 0.6]], "v": {"v": 1.0}},
+               "B": [[1.0, 0.2], [0.2, 0.6]], "V": {"v": [[1, 0], [0, 1]]}},
     "initial": {"cov": [[1.0, 0.3], [0.3, 0.5]]},
     "plot": {"x": "a", "y": "v"},
 }
 
 
 def columns(table) -> dict:
-    return {name: table.column(name).to_numpy(zero_copy_only=False)
+    return {name: table[name]
             for name in table.column_names}
 
 
@@ -79,10 +79,10 @@ def test_killed_sweep_resumes_with_exactly_the_expected_rows(tmp_path):
     assert not list(out.rglob("*.tmp-*"))
     ref = run_sweep(FLOW_SPEC, tmp_path / "uninterrupted")
     got = resumed.table()
-    ids = got.column("config_id").to_numpy()
+    ids = got["config_id"]
     assert np.array_equal(ids, np.arange(240))  # every configuration once, in order
     assert_same_rows(got, ref.table())
-    status = got.column("status").to_pylist()
+    status = got["status"].tolist()
     assert {"completed", "blowup"} <= set(status)
 
 
@@ -125,7 +125,7 @@ def test_progress_and_counts(tmp_path):
     seen = []
     res = run_sweep(CERTIFY_SPEC, tmp_path / "p", progress=lambda d, t: seen.append((d, t)))
     assert seen[0] == (0, 6) and seen[-1] == (6, 6) and len(seen) == 7
-    regimes = res.table().column("regime").to_pylist()
+    regimes = res.table()["regime"].tolist()
     assert res.counts == {r: regimes.count(r) for r in set(regimes)}
     assert sum(res.counts.values()) == 256
 
@@ -143,7 +143,7 @@ def test_phase_diagram_png(tmp_path):
     assert plot_sweep(res.out_dir, tmp_path / "r.png").stat().st_size > 10_000
     one_axis = {**CERTIFY_SPEC, "family": {"grid": {"v": {"linspace": [-1.0, 1.0, 30]}}},
                 "params": {"A": [[0.2, 0.3], [0.0, -0.4]], "B": [[1.0, 0.2], [0.2, 0.6]],
-                           "v": {"v": 1.0}}, "plot": {"x": "v"}}
+                           "V": {"v": [[1, 0], [0, 1]]}}, "plot": {"x": "v"}}
     res = run_sweep(one_axis, tmp_path / "o")
     assert plot_sweep(res.out_dir, tmp_path / "o.png").stat().st_size > 10_000
 

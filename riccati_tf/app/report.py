@@ -26,7 +26,6 @@ import numpy as np
 import numpy.typing as npt
 import tqdm
 
-from ..errors import InvalidInputError
 from ..flows.integrate import flow
 from ..io.figures import figure_png
 from ..io.files import OutputFolder
@@ -401,15 +400,7 @@ def model_section(opts: Options) -> Section:
 def sweep_section(opts: Options) -> Section:
     """Phase diagram of a batched parameter sweep (regimes over v and the spectrum of A)."""
     from ..sweep import report_section
-    from ..sweep.store import require_pyarrow
 
-    try:  # the sweep stores its results with pyarrow (an optional extra)
-        require_pyarrow()
-    except InvalidInputError as exc:
-        return Section("sweep", "Parameter sweep: a phase diagram (SPEC §5)",
-                       f"<p>Sweep section skipped: {html.escape(str(exc))}. Install the "
-                       "optional dependencies to see the phase diagram of a batched sweep.</p>",
-                       skipped=str(exc))
     section = report_section(opts.quick)
     n = section.numbers
     caption = (f"Phase diagram of {n['n_configs']} scalar-V layers on a {n['grid'][0]} × "

@@ -146,7 +146,7 @@ def _matrix(name: str, meaning: str, default: str = "0") -> Field:
 _HEAD_FIELDS = (_matrix("V", "value matrix V_h of the head", REQUIRED),
                 _matrix("B", "query–key matrix B_h of the head", REQUIRED))
 _PARAMS_FIELDS = (
-    _matrix("A", "feed-forward (skip) matrix: the field is A x + b + attention", REQUIRED),
+    _matrix("A", "feed-forward (skip) matrix: the field is A x + b + attention"),
     _matrix("B", "query–key matrix of the single head (attention weights softmax ⟨Bx, y⟩)"),
     _matrix("V", "value matrix of the single head"),
     Field("b", "vector of length d", "0", _DIM, "bias"),
@@ -193,10 +193,11 @@ _AFFINE = " (affine)"
 _RANGE = "list [low, high], low < high"
 _SWEEP_HEAD_FIELDS = (
     Field("B", "d×d matrix" + _AFFINE, "0", "", "query–key matrix of the head"),
-    Field("V", "d×d matrix" + _AFFINE, "0", "give V or v", "value matrix of the head"),
-    Field("v", "number" + _AFFINE, "—", "give V or v", "scalar value matrix V = v I"))
+    Field("V", "d×d matrix" + _AFFINE, "0", "", "value matrix of the head"),
+    Field("v", "number" + _AFFINE, "—", "give V or v",
+          "deprecated: V = v I (write V: {axis: identity matrix})"))
 _SWEEP_PARAMS_FIELDS = (
-    Field("A", "d×d matrix" + _AFFINE, REQUIRED, "", "feed-forward matrix; sets d"),
+    Field("A", "d×d matrix" + _AFFINE, "0", "", "feed-forward matrix"),
     *_SWEEP_HEAD_FIELDS,
     Field("b", "vector of length d" + _AFFINE, "0", "", "bias"),
     Field("heads", "list of mappings", "one head: B and V or v",

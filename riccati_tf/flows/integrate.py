@@ -35,7 +35,8 @@ from ..state.validation import as_array, as_count, as_time, as_time_grid, psd_pa
 from .exact import DEFAULT_MAX_STEPS, NEAR_BLOWUP_RTOL, exact_flow, exact_from
 
 if TYPE_CHECKING:
-    from ..io.figures import Figure
+    from matplotlib.axes import Axes
+
     from ..stability.equilibria import Equilibrium
 
 __all__ = ["CALL_MAX_FLOATS", "DEFAULT_ATOL", "DEFAULT_OUTPUTS", "DEFAULT_RTOL",
@@ -132,6 +133,9 @@ class State(NamedTuple):
 
     `Trajectory` indexing ``tr[i]`` and dense output ``tr(t)`` return it; it unpacks as
     ``t, m, S = tr[i]``. From `Trajectory.__call__` with an array of k times it holds k states.
+    It carries its times (three fields, unlike scipy's ``sol.sol(t)``, which returns y alone),
+    so that a state taken from a trajectory says when it is; ``m, S = tr(ts).moments`` gives
+    the mean and covariance alone.
 
     Parameters
     ----------
@@ -165,11 +169,19 @@ class State(NamedTuple):
     (1.0, 0.135335)
     >>> tr[-1].gaussian()
     Gaussian(mean=[0.367879], cov=[[0.135335]])
+    >>> m, S = tr([0.25, 0.5]).moments
+    >>> m.shape, S.shape
+    ((2, 1), (2, 1, 1))
     """
 
     t: float | np.ndarray
     mean: np.ndarray
     cov: np.ndarray
+
+    @property
+    def moments(self) -> tuple[np.ndarray, np.ndarray]:
+        """(mean, cov): the state's moments without its time (``m, S = tr(ts).moments``)."""
+        return self.mean, self.cov
 
     def gaussian(self) -> Gaussian:
         """The state as a validated Gaussian N(mean, cov) (a State of one state only)."""
@@ -307,19 +319,21 @@ class Trajectory:
         return Gaussian(self.mean[i], self.cov[i])
 
     def plot(self, ax: Any = None, *, title: str = "",
-             equilibrium: Equilibrium | npt.ArrayLike | None = None) -> Figure:
+             equilibrium: Equilibrium | npt.ArrayLike | None = None) -> Axes:
         """The eigenvalues λ1 ≥ … ≥ λr of Σ(t) at the stored times, drawn on a log scale.
 
         `riccati_tf.io.plots.plot_covariance` of the trajectory: the r = rank Σ0 largest
         eigenvalues (rank invariance, SPEC §3), a blow-up time T* as a dashed vertical line, an
         equilibrium's eigenvalues as dotted horizontal lines. Only the stored states are drawn
         (nothing is integrated); `riccati_tf.Certificate.plot` resolves a blow-up up to T*.
-        Built without pyplot: no global matplotlib state changes.
+        Like pandas' ``.plot()``: into `ax`, else into a new pyplot figure
+        (``tr.plot(); plt.show()`` works in a script).
 
         Parameters
         ----------
         ax : matplotlib.axes.Axes, optional
-            Draw into this Axes (default: a new one-panel figure).
+            Draw into this Axes (nothing global changes); default: a new pyplot figure
+            (`riccati_tf.io.figures.pyplot_axes`).
         title : str, default ""
             The axes' title.
         equilibrium : Equilibrium or (d, d) array_like, optional
@@ -327,8 +341,8 @@ class Trajectory:
 
         Returns
         -------
-        riccati_tf.io.figures.Figure
-            `ax`'s figure, or the new one.
+        matplotlib.axes.Axes
+            The Axes drawn into.
 
         Raises
         ------
@@ -351,13 +365,16 @@ class Trajectory:
         >>> import numpy as np
         >>> from riccati_tf import Gaussian, Params, flow
         >>> tr = flow(Params(-np.eye(2)), Gaussian([0.0, 0.0], [[1.0, 0.0], [0.0, 2.0]]), 2.0)
-        >>> fig = tr.plot(title="decay")
-        >>> [line.get_label() for line in fig.axes[0].get_lines()]
+        >>> ax = tr.plot(title="decay")
+        >>> [line.get_label() for line in ax.get_lines()]
         ['λ1(Σ), final 0.03663', 'λ2(Σ), final 0.01832']
         """
+        from ..io.figures import pyplot_axes
         from ..io.plots import plot_covariance
 
-        return plot_covariance(self, title=title, ax=ax, equilibrium=equilibrium)
+        ax = pyplot_axes(ax)
+        plot_covariance(self, title=title, ax=ax, equilibrium=equilibrium)
+        return ax
 
     @overload
     def __getitem__(self, index: slice) -> Trajectory: ...

@@ -1,10 +1,15 @@
-"""Figures as files and notebook images, built without pyplot.
+"""Figures as files and notebook images, built without pyplot; and pyplot axes for `.plot()`.
 
-Every figure of the package is a `Figure` (a matplotlib Figure that Jupyter shows as a PNG
-through `_repr_png_`) created directly, not through `matplotlib.pyplot`: no backend is selected,
-no rcParams change and nothing is registered with pyplot's figure manager, so a caller's own
-pyplot session is left as it was. `save_figure` writes one as a PNG file, never over a file that
-is not a PNG image.
+Every figure the command line and the report write is a `Figure` (a matplotlib Figure that
+Jupyter shows as a PNG through `_repr_png_`) created directly, not through `matplotlib.pyplot`:
+no backend is selected, no rcParams change and nothing is registered with pyplot's figure
+manager, so a caller's own pyplot session is left as it was. `save_figure` writes one as a PNG
+file, never over a file that is not a PNG image.
+
+The results' own `.plot(ax=None)` methods (`Trajectory`, `Certificate`, `ControlPlan`,
+`SweepResult`) behave like pandas' and xarray's: they draw into `ax` when one is given (then
+nothing global changes), else into a new pyplot figure (`pyplot_axes`), so that ``tr.plot();
+plt.show()`` or ``plt.savefig(...)`` works in a script; they return the Axes.
 """
 
 from __future__ import annotations
@@ -19,7 +24,7 @@ from matplotlib.figure import Figure as _MatplotlibFigure
 from ..errors import InvalidInputError
 from .files import check_creatable
 
-__all__ = ["DPI", "PANEL_SIZE", "SCREEN_DPI", "new_figure", "save_figure"]
+__all__ = ["DPI", "PANEL_SIZE", "SCREEN_DPI", "new_figure", "pyplot_axes", "save_figure"]
 
 #: size in inches of a one-panel figure: a column of a printed page, 1280 × 800 px at DPI
 PANEL_SIZE = (6.4, 4.0)
@@ -84,6 +89,59 @@ def new_figure(nrows: int = 1, ncols: int = 1, *, figsize: tuple[float, float] =
     """
     fig = Figure(figsize=figsize)
     return fig, fig.subplots(nrows, ncols, **subplots_kw)
+
+
+def pyplot_axes(ax: Any = None, nrows: int = 1, ncols: int = 1, *,
+                figsize: tuple[float, float] = PANEL_SIZE) -> Any:
+    """`ax` when given, else the nrows × ncols axes of a new pyplot figure.
+
+    What the results' `.plot(ax=None)` draw into: with no `ax`, ``matplotlib.pyplot.figure``
+    makes a new current figure (pyplot's backend, rcParams and figure manager, as for any
+    pyplot call), which ``plt.show()`` shows and ``plt.savefig`` writes. The command line and
+    the report never come here: they draw into `new_figure` figures.
+
+    Parameters
+    ----------
+    ax : matplotlib.axes.Axes or sequence of Axes, optional
+        Returned as it is when given.
+    nrows, ncols : int, default 1
+        The grid of axes of the new figure.
+    figsize : tuple (float, float), default PANEL_SIZE
+        Its width and height in inches.
+
+    Returns
+    -------
+    matplotlib.axes.Axes or ndarray of Axes
+        `ax`, or the new figure's axes (one Axes for 1 × 1).
+
+    Raises
+    ------
+    ValueError
+        From pyplot's `Figure.subplots` for a grid below 1 × 1.
+
+    See Also
+    --------
+    new_figure : a figure without pyplot (for files).
+
+    References
+    ----------
+    .. [1] pandas.DataFrame.plot and xarray.DataArray.plot, which draw into a given Axes or
+       a new pyplot figure, and return the Axes.
+
+    Examples
+    --------
+    >>> import matplotlib.pyplot as plt
+    >>> from riccati_tf.io.figures import pyplot_axes
+    >>> ax = pyplot_axes()
+    >>> ax.figure is plt.gcf(), pyplot_axes(ax) is ax
+    (True, True)
+    >>> plt.close(ax.figure)
+    """
+    if ax is not None:
+        return ax
+    import matplotlib.pyplot as plt
+
+    return plt.figure(figsize=figsize).subplots(nrows, ncols)
 
 
 #: the first bytes of every PNG file

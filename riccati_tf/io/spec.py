@@ -577,15 +577,14 @@ PARAMS_KEYS = ("A", "B", "V", "b", "heads")
 
 
 def parse_params(spec: dict, where: str = "params") -> Params:
-    """Params from {A, B, V, b} or {A, heads: [{V, B}, ...], b}."""
-    check_mapping(spec, where, PARAMS_KEYS, "with A (and B, V, b or heads)")
+    """Params from {A, B, V, b} or {A, heads: [{V, B}, ...], b}; as in `Params`, a missing
+    A, B, V or b is zero (d from the fields given)."""
+    check_mapping(spec, where, PARAMS_KEYS, "with A, B, V, b or heads (A = 0 when omitted)")
     kwargs = {}
     for key in ("A", "B", "V", "b"):
         if key in spec:
             _matrix(spec[key], f"{where}.{key}")
             kwargs[key] = spec[key]
-    if "A" not in kwargs:
-        raise SpecError(f"{where}.A: missing field")
     if "heads" in spec:
         heads = spec["heads"]
         if not isinstance(heads, list) or not heads:

@@ -52,7 +52,8 @@ from ..state.params import Gaussian, Params
 from ..state.validation import as_array, as_count, as_matrix, as_time, as_vector, scale_exponent
 
 if TYPE_CHECKING:
-    from ..io.figures import Figure
+    from matplotlib.axes import Axes
+
     from .lie import Accessibility, ControlSystem
 
 __all__ = [
@@ -660,24 +661,25 @@ class ControlPlan:
         its `cost` = 5)."""
         return self._run(rtol, atol, points_per_piece, max_steps)[2]
 
-    def plot(self, ax: Any = None) -> Figure:
+    def plot(self, ax: Any = None) -> Axes:
         """The eigenvalues of Σ(t) along the steered trajectory, the target's marked at T.
 
         `riccati_tf.io.plots.plot_covariance` of `integrate()`: the r = rank Σ0 largest
         eigenvalues of Σ(t) on a log scale (rank invariance, SPEC §3: rank Σ1 = r), the r
         largest of Σ1 as crosses (×) at t = T, one in the colour of each curve, and the
-        breakpoints between the pieces as dotted vertical lines. Built without pyplot: no
-        global matplotlib state changes.
+        breakpoints between the pieces as dotted vertical lines. Like pandas' ``.plot()``: into
+        `ax`, else into a new pyplot figure (``plan.plot(); plt.show()`` works in a script).
 
         Parameters
         ----------
         ax : matplotlib.axes.Axes, optional
-            An Axes to draw into (None, the default, makes a figure of one panel).
+            An Axes to draw into (nothing global changes); None (default): a new pyplot figure
+            (`riccati_tf.io.figures.pyplot_axes`).
 
         Returns
         -------
-        riccati_tf.io.figures.Figure
-            The figure of that Axes.
+        matplotlib.axes.Axes
+            The Axes drawn into.
 
         Raises
         ------
@@ -701,17 +703,19 @@ class ControlPlan:
         >>> from riccati_tf import Gaussian, steer
         >>> start = Gaussian(np.zeros(1), np.eye(1))
         >>> plan = steer(start, Gaussian(np.ones(1), 4 * np.eye(1)), 1.0)
-        >>> ax = plan.plot().axes[0]
+        >>> ax = plan.plot()
         >>> [line.get_label() for line in ax.get_lines() if not line.get_label().startswith("_")]
         ['λ1(Σ), final 4', 'target λ(Σ1) = 4']
         """
-        from ..io.plots import axes_of, plot_covariance
+        from ..io.figures import pyplot_axes
+        from ..io.plots import plot_covariance
 
-        ax = axes_of(ax)
+        ax = pyplot_axes(ax)
         for t in self.breakpoints[1:-1]:
             ax.axvline(t, color="0.6", ls=":", lw=1)
-        return plot_covariance(self.integrate(), ax=ax, target=self.target.cov,
-                               title=f"steering: {self.route} route, controls {self.controls}")
+        plot_covariance(self.integrate(), ax=ax, target=self.target.cov,
+                        title=f"steering: {self.route} route, controls {self.controls}")
+        return ax
 
     def verify(self, *, rtol: float = VERIFY_RTOL, atol: float = VERIFY_ATOL,
                max_steps: int = VERIFY_MAX_STEPS) -> float:

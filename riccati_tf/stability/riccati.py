@@ -927,13 +927,19 @@ def lyapunov_function(L: ArrayLike, Q: ArrayLike | None = None) -> LyapunovSolut
     >>> sol.residual < 1e-14, bool(np.all(np.linalg.eigvalsh(sol.P) > 0))
     (True, True)
     """
-    import control
+    # SLICOT's sb03md (Bartels–Stewart on the real Schur form), the solver python-control's
+    # `lyap` calls with these arguments, called directly: importing python-control takes seconds
+    from slycot import sb03md57
+    from slycot.exceptions import SlycotResultWarning
 
     L = as_matrix("L", L)
     n = L.shape[0]
     Q = np.eye(n) if Q is None else as_symmetric("Q", Q, n)
     try:
-        P = control.lyap(L.T, Q)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", SlycotResultWarning)  # a perturbed solve: refused
+            X, scale = sb03md57(L.T, np.eye(n), -Q, "C", "X", "N", "T")[2:4]
+        P = X / scale  # sb03md solves LᵀP + PL = −scale·Q, scale ≤ 1 against overflow
     except Exception as exc:
         raise SolverError(f"the Lyapunov equation LᵀP + PL = −Q has no unique solution "
                           f"(L has eigenvalues λ_i + λ_j = 0): {exc}") from None

@@ -1,7 +1,10 @@
 """Handlers for `riccati-tf sweep` and `riccati-tf sweep-plot` (registered by riccati_tf.app.cli).
 
     riccati-tf sweep SPEC [--out DIR] [--scheduler ADDR] [--workers N] [--json] [--plot FILE]
-    riccati-tf sweep-plot RESULTS --out FILE [--x AXIS] [--y AXIS]
+    riccati-tf sweep-plot RESULTS --plot FILE [--x AXIS] [--y AXIS]
+
+As in every subcommand, --out names a folder of results and --plot a PNG file; `sweep-plot
+--out FILE`, its older spelling, still works and says so on stderr.
 
 Each handler takes (args, spec) and returns (result mapping, figure or None), like the other
 subcommands; errors are InvalidInputError (exit 2) with one sentence. What a resume repaired
@@ -13,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -28,14 +32,19 @@ def add_sweep_arguments(sub: argparse._SubParsersAction) -> None:
     sweep.add_argument("--out", metavar="DIR", default=None,
                        help="results folder (default: SPEC without its suffix + '.sweep'); a "
                             "folder holding this spec's unfinished sweep is resumed")
-    sweep.add_argument("--scheduler", metavar="ADDR", default="local",
-                       help="tcp://HOST:PORT of a running Dask scheduler; 'local' (default): a "
-                            "LocalCluster sized to this machine; 'inprocess': no Dask")
+    sweep.add_argument("--scheduler", metavar="ADDR", default="auto",
+                       help="'auto' (default): in this process, or a Dask LocalCluster when "
+                            "the sweep is large (runner.AUTO_DASK_WORK) and Dask is installed; "
+                            "'inprocess': no Dask; 'local': a LocalCluster sized to this "
+                            "machine; tcp://HOST:PORT: a running Dask scheduler")
     sweep.add_argument("--workers", metavar="N", type=_positive_count, default=None,
-                       help="worker processes of the LocalCluster, ≥ 1 (default: one per CPU)")
+                       help="worker processes of the LocalCluster, ≥ 1 (default: one per CPU; "
+                            "given with scheduler 'auto', a LocalCluster is used)")
     plot = sub.choices["sweep-plot"]
-    plot.add_argument("results", help="a sweep's results folder, or its results.parquet")
-    plot.add_argument("--out", metavar="FILE", required=True, help="PNG file to write")
+    plot.add_argument("results", help="a sweep's results folder, or its results file "
+                                      "(results.parquet or results.npz)")
+    plot.add_argument("--out", metavar="FILE", default=None, dest="out",
+                      help=argparse.SUPPRESS)  # the older name of --plot
     plot.add_argument("--x", metavar="AXIS", default=None, help="horizontal axis (default: "
                       "the spec's plot.x, else its first axis)")
     plot.add_argument("--y", metavar="AXIS", default=None, help="vertical axis")
@@ -81,6 +90,7 @@ def cmd_sweep(args: argparse.Namespace, spec: dict
               ) -> tuple[dict[str, Any], str, Figure | None]:
     """Run (or resume) the sweep of `spec`; progress on stderr (every chunk on a terminal, every
     PROGRESS_STEP of them in a log)."""
+    from .family import parse_family
     from .plot import diagram_inputs, phase_diagram
     from .runner import run_sweep
 
@@ -99,6 +109,11 @@ def cmd_sweep(args: argparse.Namespace, spec: dict
     def log(note: str) -> None:
         print(f"sweep: {note}", file=sys.stderr, flush=True)
 
+    with warnings.catch_warnings(record=True) as caught:  # a deprecated field: one note each
+        warnings.simplefilter("always", DeprecationWarning)
+        parse_family(spec)
+    for warning in caught:
+        log(f"note: {warning.message}")
     res = run_sweep(spec, out, scheduler=args.scheduler, n_workers=args.workers,
                     progress=progress, log=log)
     result = {"results": str(res.results_path), "n_configs": res.n_configs,
@@ -111,10 +126,19 @@ def cmd_sweep(args: argparse.Namespace, spec: dict
 
 
 def cmd_sweep_plot(args: argparse.Namespace, _spec: dict | None) -> tuple[None, None]:
-    """Write the phase diagram of a results folder or file."""
+    """Write the phase diagram of a results folder or file to --plot (or its older name
+    --out)."""
+    from ..errors import InvalidInputError
     from .plot import plot_sweep
 
-    path = plot_sweep(args.results, args.out, x=args.x, y=args.y)
+    if args.plot is not None and args.out is not None:
+        raise InvalidInputError("give the PNG file once: --plot FILE (--out is its older name)")
+    if args.plot is None and args.out is None:
+        raise InvalidInputError("--plot FILE: the PNG file to write is required")
+    path = plot_sweep(args.results, args.plot or args.out, x=args.x, y=args.y)
+    if args.out is not None and sys.stderr is not None:  # after success: an error is one line
+        print("sweep-plot: --out FILE is the older name of --plot FILE (a figure is --plot in "
+              "every subcommand, --out a folder)", file=sys.stderr)
     print(f"phase diagram written to {path}")
     return None, None
 

@@ -13,11 +13,15 @@ written in the spec as a literal (number or nested list: X₀ only) or as a mapp
       random: {n: 10000, seed: 7, axes: {v: {uniform: [-1, 1]}, s: {loguniform: [0.1, 10]}}}
     chunk_size: 1000
     params: {A: {const: [[0, -0.3], [0.3, 0]], a: [[1, 0], [0, 1]]},
-             B: [[1, 0.2], [0.2, 0.6]], v: {v: 1}, b: [0, 0]}         # v: V = vI; or V, heads
+             B: [[1, 0.2], [0.2, 0.6]], V: {v: [[1, 0], [0, 1]]}, b: [0, 0]}   # or heads
     initial: {mean: [0, 0], cov: [[1, 0.3], [0.3, 0.5]]}
     t_final: 5                        # flow and particles only
     particles: {n_tokens: 400, n_steps: 40, seed: 0}                  # particles only
     plot: {x: v, y: a}                # default axes of the phase diagram
+
+The layer fields are those of `riccati_tf.Params` (A, B, V, b, heads; a missing one is zero,
+d from those given). The older scalar field ``v`` (V = vI: ``v: {v: 1}``) is still read, with
+a DeprecationWarning; ``V: {v: I}`` (I the identity matrix) says the same.
 
 Configuration ids: grid — the C-order index into the product of the axes in the order written
 (last axis fastest); random — draws in chunks, chunk c from `default_rng([seed, c])`, so any chunk
@@ -33,6 +37,7 @@ import hashlib
 import itertools
 import json
 import math
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
@@ -221,7 +226,7 @@ class Family:
     ...     "family": {"grid": {"v": [-1.0, 1.0], "a": {"linspace": [-0.5, 0.5, 3]}}},
     ...     "chunk_size": 4,
     ...     "params": {"A": {"a": [[1, 0], [0, 1]]}, "B": [[1, 0.2], [0.2, 0.6]],
-    ...                "v": {"v": 1}},
+    ...                "V": {"v": [[1, 0], [0, 1]]}},
     ...     "initial": {"cov": [[1, 0.3], [0.3, 0.5]]}})
     >>> family.kind, family.n_configs, family.n_chunks, family.columns[:3]
     ('grid', 6, 2, ['config_id', 'v', 'a'])
@@ -451,20 +456,45 @@ def _value_field(head: dict, where: str, names: tuple[str, ...], d: int) -> Affi
     if "V" in head and "v" in head:
         raise SpecError(f"{where}: give V (a matrix) or v (V = vI), not both")
     if "v" in head:
+        warnings.warn(f"{where}.v: the scalar field v is deprecated; write V: {{axis: identity "
+                      f"matrix}} (V = vI), the name Params uses", DeprecationWarning,
+                      stacklevel=2)
         return _times_identity(_affine(head["v"], f"{where}.v", names), d)
     if "V" in head:
         return _affine(head["V"], f"{where}.V", names)
     return AffineField(f"{where}.V", np.zeros((d, d)), (), np.zeros((0, d, d)))
 
 
+def _dimension(spec: dict, names: tuple[str, ...]) -> int:
+    """d: the size of the first square matrix among A, B, V (or the first head's B, V), else
+    the length of b."""
+    heads = spec.get("heads")
+    first = heads[0] if isinstance(heads, list) and heads and isinstance(heads[0], dict) else {}
+    for where, value in [("params.A", spec.get("A")), ("params.B", spec.get("B")),
+                         ("params.V", spec.get("V")), ("params.heads[0].B", first.get("B")),
+                         ("params.heads[0].V", first.get("V"))]:
+        if value is not None:
+            shape = _affine(value, where, names).const.shape
+            if len(shape) != 2 or shape[0] != shape[1]:
+                raise SpecError(f"{where}: must be a square matrix, got shape {shape}")
+            return int(shape[0])
+    if "b" in spec:
+        shape = _affine(spec["b"], "params.b", names).const.shape
+        if len(shape) == 1:
+            return int(shape[0])
+    raise SpecError("params: nothing gives the dimension d: give A, or B and V, heads or b")
+
+
 def _layer_fields(spec: Any, names: tuple[str, ...]) -> tuple[dict[str, AffineField], int]:
     if not isinstance(spec, dict):
-        raise SpecError("params: must be a mapping with A (and B, V or v, b, or heads)")
+        raise SpecError("params: must be a mapping with A, B, V, b or heads (A = 0 when "
+                        "omitted)")
     check_keys(spec, PARAM_FIELDS, "params.")
-    A = _affine(field(spec, "A", "params."), "params.A", names)
-    if A.const.ndim != 2 or A.const.shape[0] != A.const.shape[1]:
-        raise SpecError(f"params.A: must be a square matrix, got shape {A.const.shape}")
-    d = A.const.shape[0]
+    d = _dimension(spec, names)
+    A = (_affine(spec["A"], "params.A", names) if "A" in spec else
+         AffineField("params.A", np.zeros((d, d)), (), np.zeros((0, d, d))))
+    if A.const.shape != (d, d):
+        raise SpecError(f"params.A: must be a {d}×{d} matrix, got shape {A.const.shape}")
     zero_b = AffineField("params.b", np.zeros(d), (), np.zeros((0, d)))
     fields = {"A": A, "b": _affine(spec["b"], "params.b", names) if "b" in spec else zero_b}
     if "heads" in spec:
@@ -622,7 +652,7 @@ def parse_family(spec: dict) -> Family:
     >>> from riccati_tf.sweep.family import parse_family
     >>> spec = {"family": {"random": {"n": 10, "seed": 7, "axes": {"v": {"uniform": [-1, 1]}}}},
     ...         "params": {"A": [[0.0, 1.0], [-1.0, 0.0]], "B": [[1, 0], [0, 1]],
-    ...                    "v": {"v": 1}},
+    ...                    "V": {"v": [[1, 0], [0, 1]]}},
     ...         "initial": {"cov": [[1, 0], [0, 1]]}}
     >>> family = parse_family(spec)
     >>> family.kind, family.analysis, family.n_configs, family.d, family.plot_axes

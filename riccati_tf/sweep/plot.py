@@ -174,15 +174,14 @@ def phase_diagram(columns: dict[str, Any], x: str, y: str | None = None, *,
 
 def diagram_inputs(results_path: str | Path, x: str | None = None, y: str | None = None
                    ) -> tuple[dict[str, np.ndarray], str, str | None]:
-    """(columns, x, y) for phase_diagram from a results folder or .parquet file: x, y default to
+    """(columns, x, y) for phase_diagram from a results folder or file: x, y default to
     the spec's `plot: {x, y}` (else its first two axes) recorded in the folder's manifest, else to
     the first two columns after config_id."""
     path = Path(results_path)
     table = read_results(path)
-    columns = {name: table.column(name).to_numpy(zero_copy_only=False)
-               for name in table.column_names}
+    columns = dict(table)
     folder = path if path.is_dir() else path.parent
-    default = (None, None)
+    default: tuple[str | None, ...] = (None, None)
     if (folder / "manifest.json").exists():
         default = tuple(read_manifest(folder).get("plot") or (None, None))
     if default[0] is None:
@@ -247,7 +246,7 @@ def plot_sweep(results_path: str | Path, out_png: str | Path, *, x: str | None =
     >>> from riccati_tf.sweep import plot_sweep, run_sweep
     >>> spec = {"family": {"grid": {"v": [-1.0, 1.0], "a": [-0.5, 0.5]}},
     ...         "params": {"A": {"a": [[1, 0], [0, 1]]}, "B": [[1, 0], [0, 1]],
-    ...                    "v": {"v": 1}},
+    ...                    "V": {"v": [[1, 0], [0, 1]]}},
     ...         "initial": {"cov": [[1, 0], [0, 1]]}}
     >>> with tempfile.TemporaryDirectory() as tmp:
     ...     result = run_sweep(spec, f"{tmp}/sweep")

@@ -34,7 +34,7 @@ def phase_spec(n: int, chunk_size: int = 2000) -> dict:
                             "a": {"linspace": [-1.2, 1.2, n]}}},
         "chunk_size": chunk_size,
         "params": {"A": {"const": [[0.0, 0.3], [0.0, -0.6]], "a": [[1.0, 0.0], [0.0, 1.0]]},
-                   "B": [[1.0, 0.2], [0.2, 0.6]], "v": {"v": 1.0}},
+                   "B": [[1.0, 0.2], [0.2, 0.6]], "V": {"v": [[1, 0], [0, 1]]}},
         "initial": {"mean": [0.0, 0.0], "cov": [[1.0, 0.3], [0.3, 0.5]]},
         "plot": {"x": "v", "y": "a"},
     }
@@ -111,8 +111,6 @@ def report_section(quick: bool) -> SweepSection:
 
     Raises
     ------
-    InvalidInputError
-        When pyarrow is not installed (the sweep's store needs it).
     ImportError
         When matplotlib is not installed (the phase diagram needs it).
 
@@ -148,8 +146,7 @@ def report_section(quick: bool) -> SweepSection:
         png = Path(tmp) / "phase.png"
         plot_sweep(result.out_dir, png)
         figure = png.read_bytes()
-    regime = np.asarray(table.column("regime").to_pylist(), dtype=object)
-    path = np.asarray(table.column("path").to_pylist(), dtype=object)
+    regime, path = table["regime"], table["path"]
     # per-case certify on a random subsample of the same grid
     family = parse_family(spec)
     rng = np.random.default_rng(0)

@@ -3,8 +3,10 @@
 One code path: `run_sweep` lists the chunks the manifest lacks and hands `compute_chunk(spec, c)`
 to an executor — in this process, or as Dask futures on a cluster (`tcp://HOST:PORT`, or a
 LocalCluster started here for scheduler="local") — and writes each returned chunk through the
-single-writer ResultStore as it arrives. `compute_chunk` is a pure function of (spec, c), so a
-chunk computed on any worker, in any order, or again after a crash, gives the same rows.
+single-writer ResultStore as it arrives. With no scheduler named ("auto"), a sweep runs in this
+process unless its remaining work is large (`AUTO_DASK_WORK`) and Dask is installed.
+`compute_chunk` is a pure function of (spec, c), so a chunk computed on any worker, in any
+order, or again after a crash, gives the same rows.
 
 Analyses (columns besides config_id and the axis values):
 
@@ -21,18 +23,19 @@ Analyses (columns besides config_id and the axis values):
 
 A configuration on which the per-case call raises gets regime/status "error" and the exception
 in `theorem` (certify) or `error` (flow, particles): one bad layer does not end a sweep.
-dask and distributed are imported only when a scheduler is given.
+dask and distributed are imported only when a Dask scheduler is used.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -44,9 +47,7 @@ from ..state.params import Gaussian, Params
 from .batched import classify_scalar, g_matrix, quadratic_constants, scalar_values
 from .family import ANALYSIS_COLUMNS, Chunk, Family, parse_family
 from .store import ResultStore, read_results
-
-if TYPE_CHECKING:
-    from ..io.figures import Figure
+from .tables import DASK_EXTRA, ResultsTable
 
 __all__ = ["SweepResult", "certify_columns", "compute_chunk", "run_sweep"]
 
@@ -54,6 +55,12 @@ __all__ = ["SweepResult", "certify_columns", "compute_chunk", "run_sweep"]
 IN_FLIGHT_PER_WORKER = 4
 #: seconds to wait for a Dask scheduler given by address
 CONNECT_TIMEOUT = "10s"
+#: scheduler "auto": a LocalCluster once the configurations left to compute, weighted by their
+#: analysis (AUTO_WORK_WEIGHT), reach this, on a machine of ≥ 2 CPUs with Dask installed; else
+#: in process. Starting a LocalCluster costs seconds; the batched certify path classifies about
+#: 10⁴ scalar-V layers a second, a flow or particle run takes milliseconds to a second.
+AUTO_DASK_WORK = 100_000
+AUTO_WORK_WEIGHT = {"certify": 1, "flow": 100, "particles": 1000}
 
 
 def _none_nan(x: float | None) -> float:
@@ -148,7 +155,7 @@ def certify_columns(chunk: Chunk, *, batched: bool = True) -> dict[str, np.ndarr
     >>> from riccati_tf.sweep.runner import certify_columns
     >>> spec = {"family": {"grid": {"v": [-1.0, 1.0], "a": [-0.5, 0.5]}},
     ...         "params": {"A": {"const": [[0, 0.3], [0, -0.6]], "a": [[1, 0], [0, 1]]},
-    ...                    "B": [[1, 0.2], [0.2, 0.6]], "v": {"v": 1}},
+    ...                    "B": [[1, 0.2], [0.2, 0.6]], "V": {"v": [[1, 0], [0, 1]]}},
     ...         "initial": {"cov": [[1, 0.3], [0.3, 0.5]]}}
     >>> chunk = parse_family(spec).chunk(0)
     >>> fast, slow = certify_columns(chunk), certify_columns(chunk, batched=False)
@@ -328,7 +335,7 @@ def compute_chunk(spec: dict, index: int) -> tuple[int, dict[str, np.ndarray]]:
     >>> from riccati_tf.sweep.runner import compute_chunk
     >>> spec = {"family": {"grid": {"v": [-1.0, 1.0], "a": [-0.5, 0.5]}},
     ...         "params": {"A": {"const": [[0, 0.3], [0, -0.6]], "a": [[1, 0], [0, 1]]},
-    ...                    "B": [[1, 0.2], [0.2, 0.6]], "v": {"v": 1}},
+    ...                    "B": [[1, 0.2], [0.2, 0.6]], "V": {"v": [[1, 0], [0, 1]]}},
     ...         "initial": {"cov": [[1, 0.3], [0.3, 0.5]]}}
     >>> index, columns = compute_chunk(spec, 0)
     >>> index, list(columns)[:4], columns["regime"].tolist()
@@ -366,8 +373,9 @@ class DaskExecutor:
         try:
             from distributed import Client, LocalCluster
         except ImportError:
-            raise InvalidInputError("--scheduler needs Dask: install the extra "
-                                    "`pip install riccati-tf[dask]`") from None
+            raise InvalidInputError(f"the scheduler {address!r} needs Dask: install the extra "
+                                    f"`{DASK_EXTRA}`, or use the scheduler 'inprocess'") \
+                from None
         self._cluster = None
         if address == "local":
             workers = n_workers or os.cpu_count() or 1
@@ -406,17 +414,28 @@ class DaskExecutor:
             self._cluster.close()
 
 
+def auto_scheduler(analysis: str, n_configs: int) -> str:
+    """The scheduler "auto" picks for `n_configs` configurations left to compute: "local" when
+    their work (n_configs · AUTO_WORK_WEIGHT[analysis]) reaches AUTO_DASK_WORK, the machine has
+    at least 2 CPUs and Dask is installed; else "inprocess"."""
+    large = n_configs * AUTO_WORK_WEIGHT[analysis] >= AUTO_DASK_WORK
+    if large and (os.cpu_count() or 1) > 1 and importlib.util.find_spec("distributed"):
+        return "local"
+    return "inprocess"
+
+
 def make_executor(scheduler: str | None, n_workers: int | None) -> InProcess | DaskExecutor:
-    """None or "inprocess": this process; "local": a LocalCluster sized to the machine (or
-    n_workers); anything else: the address of a running Dask scheduler (tcp://HOST:PORT)."""
+    """"inprocess": this process; "local": a LocalCluster sized to the machine (or n_workers);
+    anything else: the address of a running Dask scheduler (tcp://HOST:PORT). ("auto" and
+    None are resolved by `run_sweep` first.)"""
     if n_workers is not None and (isinstance(n_workers, bool) or not isinstance(n_workers, int)
                                   or n_workers < 1):
         raise InvalidInputError(f"n_workers must be a positive integer, got {n_workers!r}")
-    if scheduler is None or scheduler == "inprocess":
+    if scheduler == "inprocess":
         return InProcess()
-    if not isinstance(scheduler, str) or not scheduler:
+    if not isinstance(scheduler, str) or not scheduler or scheduler == "auto":
         raise InvalidInputError(f"scheduler must be an address such as tcp://HOST:PORT, "
-                                f"'local' or 'inprocess', got {scheduler!r}")
+                                f"'local', 'inprocess' or 'auto', got {scheduler!r}")
     return DaskExecutor(scheduler, n_workers)
 
 
@@ -430,9 +449,9 @@ class SweepResult:
     Parameters
     ----------
     out_dir : pathlib.Path
-        The results folder (manifest.json, chunks.jsonl, chunks/, results.parquet).
+        The results folder (manifest.json, chunks.jsonl, chunks/, the results file).
     results_path : pathlib.Path
-        Its results.parquet (every row, sorted by config_id).
+        Its results file, results.parquet or results.npz (every row, sorted by config_id).
     n_configs : int
         The number of configurations (rows).
     n_chunks : int
@@ -474,14 +493,14 @@ class SweepResult:
     >>> from riccati_tf.sweep import run_sweep
     >>> spec = {"family": {"grid": {"v": [-1.0, 1.0], "a": [-0.5, 0.5]}},
     ...         "params": {"A": {"const": [[0, 0.3], [0, -0.6]], "a": [[1, 0], [0, 1]]},
-    ...                    "B": [[1, 0.2], [0.2, 0.6]], "v": {"v": 1}},
+    ...                    "B": [[1, 0.2], [0.2, 0.6]], "V": {"v": [[1, 0], [0, 1]]}},
     ...         "initial": {"cov": [[1, 0.3], [0.3, 0.5]]}}
     >>> with tempfile.TemporaryDirectory() as tmp:
     ...     result = run_sweep(spec, f"{tmp}/sweep")
     ...     table = result.table()
-    >>> result.n_configs, result.n_chunks, result.scheduler, result.results_path.name
-    (4, 1, 'in-process', 'results.parquet')
-    >>> table.column("regime").to_pylist()
+    >>> result.n_configs, result.n_chunks, result.scheduler, result.results_path.stem
+    (4, 1, 'in-process', 'results')
+    >>> table["regime"].tolist()
     ['collapses', 'converges', 'blows_up', 'blows_up']
     """
 
@@ -497,25 +516,27 @@ class SweepResult:
     counts: dict[str, int] = field(default_factory=dict)
     notes: tuple[str, ...] = ()
 
-    def table(self) -> Any:
-        """The results as a pyarrow Table (sorted by config_id), read from `results_path`."""
+    def table(self) -> ResultsTable:
+        """The results (sorted by config_id), read from `results_path`: a mapping
+        {column: numpy array}, `riccati_tf.sweep.store.read_results`."""
         return read_results(self.results_path)
 
-    def plot(self, ax: Any = None, *, x: str | None = None, y: str | None = None) -> Figure:
+    def plot(self, ax: Any = None, *, x: str | None = None, y: str | None = None) -> Any:
         """The phase diagram of the sweep: the regime (or flow status) of every configuration
         over two axes of the family, and log₁₀ T* of those that blow up.
 
         `riccati_tf.sweep.plot.phase_diagram` of the results in `out_dir`: the regime of SPEC §5
         (or the flow's status) of each configuration over the axes x and y (default: the spec's
         ``plot: {x, y}`` recorded in the folder's manifest, else its first two axes) — a filled
-        map on a full grid, else a scatter — and the blow-up times in a second panel. Built
-        without pyplot: no global matplotlib state changes.
+        map on a full grid, else a scatter — and the blow-up times in a second panel. Like
+        pandas' ``.plot()``: into `ax`, else into a new pyplot figure (``res.plot();
+        plt.show()`` works in a script).
 
         Parameters
         ----------
         ax : matplotlib.axes.Axes or sequence of two Axes, optional
             Draw the regime panel into this Axes (the T* panel left out), or both panels into a
-            pair (default: a new two-panel figure).
+            pair (nothing global changes); default: a new two-panel pyplot figure.
         x : str, optional
             The horizontal axis (a column of the results).
         y : str, optional
@@ -523,8 +544,8 @@ class SweepResult:
 
         Returns
         -------
-        riccati_tf.io.figures.Figure
-            The figure drawn into.
+        matplotlib.axes.Axes or ndarray of two Axes
+            The Axes given, or the two panels of the new figure (regime, T*).
 
         Raises
         ------
@@ -547,21 +568,25 @@ class SweepResult:
         >>> import tempfile
         >>> from riccati_tf.sweep import run_sweep
         >>> spec = {"family": {"grid": {"v": [-1.0, -0.5, 0.5, 1.0]}},
-        ...         "params": {"A": [[0.2, 0], [0, -0.3]], "B": [[1, 0], [0, 1]], "v": {"v": 1}},
+        ...         "params": {"A": [[0.2, 0], [0, -0.3]], "B": [[1, 0], [0, 1]],
+        ...                    "V": {"v": [[1, 0], [0, 1]]}},
         ...         "initial": {"cov": [[1, 0], [0, 1]]}}
         >>> with tempfile.TemporaryDirectory() as folder:
-        ...     fig = run_sweep(spec, f"{folder}/strip").plot()
-        >>> [(ax.get_title(), ax.get_ylabel()) for ax in fig.axes]
+        ...     axes = run_sweep(spec, f"{folder}/strip").plot()
+        >>> [(ax.get_title(), ax.get_ylabel()) for ax in axes]
         [('regime over v', 'regime'), ('', 'blow-up time T*')]
         """
+        from ..io.figures import pyplot_axes
         from .plot import diagram_inputs, phase_diagram
 
         columns, x, y = diagram_inputs(self.out_dir, x, y)
-        return phase_diagram(columns, x, y, ax=ax)
+        axes = pyplot_axes(ax, 1, 2, figsize=(11.0, 4.6))
+        phase_diagram(columns, x, y, ax=axes)
+        return axes
 
 
-def run_sweep(spec: dict, out_dir: str | Path, *, scheduler: str | None = None,
-              n_workers: int | None = None,
+def run_sweep(spec: dict, out_dir: str | Path, *, scheduler: str | None = "auto",
+              n_workers: int | None = None, storage: str | None = None,
               progress: Callable[[int, int], None] | None = None,
               log: Callable[[str], None] | None = None) -> SweepResult:
     """Map the spec's parameter family through its analysis, chunk by chunk, into out_dir.
@@ -581,10 +606,15 @@ def run_sweep(spec: dict, out_dir: str | Path, *, scheduler: str | None = None,
     out_dir : str or pathlib.Path
         The results folder: created, or resumed when it holds this spec's sweep.
     scheduler : str, optional
-        None or "inprocess" (this process, the default), "local" (a LocalCluster of n_workers
-        processes) or the address of a running Dask scheduler (tcp://HOST:PORT).
+        "auto" (the default; None too): this process, or a LocalCluster when the work left is
+        large (`auto_scheduler`: AUTO_DASK_WORK, Dask installed); "inprocess" (this process),
+        "local" (a LocalCluster of n_workers processes) or the address of a running Dask
+        scheduler (tcp://HOST:PORT).
     n_workers : int, optional
         Worker processes of the LocalCluster (default one per CPU).
+    storage : str, optional
+        The files of a new folder: "parquet" (needs pyarrow) or "npz" (numpy only); default
+        Parquet when pyarrow is installed, else npz. A resumed folder keeps its own.
     progress : callable (done, total) -> None, optional
         Called after every chunk written (and once at the start).
     log : callable (note) -> None, optional
@@ -601,7 +631,8 @@ def run_sweep(spec: dict, out_dir: str | Path, *, scheduler: str | None = None,
         An invalid spec (SpecError, naming the field); a folder holding another spec's results,
         a manifest that contradicts the spec, a folder another sweep is writing, a folder
         holding files of the store's names that no sweep wrote; an invalid scheduler or
-        n_workers, an unreachable Dask scheduler or Dask not installed; pyarrow not installed.
+        n_workers, an unreachable Dask scheduler or Dask not installed where a Dask scheduler
+        is named; storage "parquet" (or a Parquet folder) without pyarrow.
 
     See Also
     --------
@@ -622,7 +653,7 @@ def run_sweep(spec: dict, out_dir: str | Path, *, scheduler: str | None = None,
     >>> from riccati_tf.sweep import run_sweep
     >>> spec = {"family": {"grid": {"v": [-1.0, 1.0], "a": [-0.5, 0.5]}},
     ...         "params": {"A": {"const": [[0, 0.3], [0, -0.6]], "a": [[1, 0], [0, 1]]},
-    ...                    "B": [[1, 0.2], [0.2, 0.6]], "v": {"v": 1}},
+    ...                    "B": [[1, 0.2], [0.2, 0.6]], "V": {"v": [[1, 0], [0, 1]]}},
     ...         "initial": {"cov": [[1, 0.3], [0.3, 0.5]]}}
     >>> with tempfile.TemporaryDirectory() as tmp:
     ...     first = run_sweep(spec, f"{tmp}/sweep")
@@ -634,12 +665,16 @@ def run_sweep(spec: dict, out_dir: str | Path, *, scheduler: str | None = None,
     """
     start = time.perf_counter()
     family = parse_family(spec)
-    with ResultStore.open(out_dir, family) as store:
+    with ResultStore.open(out_dir, family, storage) as store:
         for note in store.notes:
             if log is not None:
                 log(note)
         todo = store.missing()
         resumed = family.n_chunks - len(todo)
+        if scheduler is None or scheduler == "auto":
+            left = sum(min(family.chunk_size, family.n_configs - c * family.chunk_size)
+                       for c in todo)
+            scheduler = auto_scheduler(family.analysis, left)
         executor = make_executor(scheduler, n_workers) if todo else InProcess()
         try:
             done = resumed
@@ -655,8 +690,7 @@ def run_sweep(spec: dict, out_dir: str | Path, *, scheduler: str | None = None,
         results = store.finalize()
         table = read_results(out_dir)
     key = "regime" if family.analysis == "certify" else "status"
-    values, counts = np.unique(np.asarray(table.column(key).to_pylist(), dtype=object),
-                               return_counts=True)
+    values, counts = np.unique(table[key].astype(str), return_counts=True)
     return SweepResult(Path(out_dir), results, family.n_configs, family.n_chunks, len(todo),
                        resumed, executor.description, time.perf_counter() - start,
                        family.analysis, {str(v): int(c) for v, c in zip(values, counts,

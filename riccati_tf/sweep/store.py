@@ -1,12 +1,19 @@
-"""Chunked Parquet results with a verified manifest: one writer, atomic writes, exact resume.
+"""Chunked results with a verified manifest: one writer, atomic writes, exact resume.
 
     OUT/manifest.json      {format, writer, fingerprint, spec, n_configs, chunk_size, n_chunks,
-                            columns, plot, results}   results: null, or {rows, sha256} once complete
+                            columns, plot, storage, results}
+                           storage: "parquet" or "npz" (`riccati_tf.sweep.tables`);
+                           results: null, or {rows, sha256} once complete
     OUT/chunks.jsonl       the chunk records, one JSON line appended per finished chunk:
                            {"chunk": c, "first": id, "last": id, "rows": n, "sha256": hex}
-    OUT/chunks/chunk-<c>.parquet   (8-digit c) configurations first..last = c·chunk_size, ...
+    OUT/chunks/chunk-<c>.parquet   (8-digit c; .npz for the npz storage) configurations
+                           first..last = c·chunk_size, ...
     OUT/results.parquet    all rows sorted by config_id, written once every chunk is in
+                           (results.npz for the npz storage)
     OUT/writer.lock        flock-ed by the one process writing the folder (its pid and host)
+
+The storage is Parquet when pyarrow is installed (the extra `riccati-tf[dask]`), else numpy's
+npz (no extra, no pickle); a folder keeps the storage it was created with.
 
 The records are appended (O(1) per chunk however many chunks there are) rather than rewritten
 into manifest.json; together the two files are the manifest.
@@ -25,12 +32,11 @@ crash mid-append is dropped. So a sweep killed at any instant, or a folder whose
 damaged, resumes to exactly the rows of an uninterrupted run: none lost, none duplicated.
 (4) The folder is the sweep's own: a folder without manifest.json that already holds a file of one
 of the names above is refused, naming the file, never overwritten.
-pyarrow is imported only here, inside the functions that need it.
+pyarrow is imported only by the Parquet storage (`riccati_tf.sweep.tables`), when used.
 """
 
 from __future__ import annotations
 
-import io
 import json
 import os
 import re
@@ -46,20 +52,21 @@ from ..errors import InvalidInputError
 from ..io.files import atomic_write_bytes, make_folder, read_or_none, sha256
 from ..io.spec import SpecError, check_keys
 from .family import Family, fingerprint, parse_family
+from .tables import FORMAT_NAMES, STORAGES, ResultsTable, decode, default_storage, encode
 
 __all__ = ["CHUNK_DIR", "JOURNAL", "LOCK", "MANIFEST", "RESULTS", "read_results"]
 
-FORMAT = 2
+#: format 3 added the field "storage"; a format-2 manifest (Parquet only) is read as Parquet
+FORMAT = 3
 WRITER = "riccati-tf sweep"
 MANIFEST = "manifest.json"
 JOURNAL = "chunks.jsonl"
+#: the results file of a Parquet store (`results_file` names the file of either storage)
 RESULTS = "results.parquet"
 CHUNK_DIR = "chunks"
 LOCK = "writer.lock"
-#: the names a sweep writes in its folder (a folder without a manifest holding one is refused)
-OWNED = (MANIFEST, JOURNAL, RESULTS, CHUNK_DIR, LOCK)
 MANIFEST_FIELDS = ("format", "writer", "fingerprint", "spec", "n_configs", "chunk_size",
-                   "n_chunks", "columns", "plot", "results")
+                   "n_chunks", "columns", "plot", "storage", "results")
 RECORD_FIELDS = ("chunk", "first", "last", "rows", "sha256")
 _SHA256 = re.compile(r"[0-9a-f]{64}")
 #: temporary files: ".<name>.tmp-<pid>-<token>" next to the file they become
@@ -80,59 +87,31 @@ def exit_process(code: int) -> NoReturn:
     os._exit(code)
 
 
-def require_pyarrow() -> tuple[Any, Any]:
-    """(pyarrow, pyarrow.parquet), or InvalidInputError naming the extra to install (the store
-    and the report's sweep section ask here)."""
-    try:
-        import pyarrow as pa
-        import pyarrow.parquet as pq
-    except ImportError:  # pragma: no cover - depends on the installation
-        raise InvalidInputError("sweeps store results with pyarrow: install the extra "
-                                "`pip install riccati-tf[dask]`") from None
-    return pa, pq
+def results_file(storage: str) -> str:
+    """The name of the results file of a store: results.parquet or results.npz."""
+    return f"results{STORAGES[storage]}"
 
 
-def table_from_columns(columns: dict[str, np.ndarray]) -> Any:
-    """A pyarrow Table from {name: 1-D numpy array} (object arrays of str → string columns)."""
-    pa, _ = require_pyarrow()
-    arrays = {}
-    for name, col in columns.items():
-        col = np.asarray(col)
-        arrays[name] = pa.array(col.tolist(), type=pa.string()) if col.dtype.kind in "OU" \
-            else pa.array(col)
-    return pa.table(arrays)
+#: the names a sweep writes in its folder (a folder without a manifest holding one is refused)
+OWNED = (MANIFEST, JOURNAL, *(results_file(s) for s in STORAGES), CHUNK_DIR, LOCK)
 
 
-def _table_bytes(table: Any) -> bytes:
-    pa, pq = require_pyarrow()
-    sink = pa.BufferOutputStream()
-    pq.write_table(table, sink, compression="zstd")
-    return sink.getvalue().to_pybytes()
-
-
-def _parse_table(data: bytes) -> Any:
-    """The Parquet table in `data`, or None when the bytes are not a readable Parquet file."""
-    pa, pq = require_pyarrow()
-    try:
-        return pq.read_table(io.BytesIO(data))
-    except (pa.ArrowException, OSError, ValueError):
-        return None
-
-
-def read_parquet(path: str | Path) -> Any:
-    """A Parquet file as a pyarrow Table; an unreadable file is an InvalidInputError."""
+def read_table_file(path: str | Path, storage: str) -> ResultsTable:
+    """A results or chunk file of the given storage; an unreadable file is an
+    InvalidInputError."""
     try:
         data = Path(path).read_bytes()
     except OSError as exc:
         raise InvalidInputError(f"{path}: cannot read ({exc.strerror or exc})") from None
-    table = _parse_table(data)
+    table = decode(storage, data)
     if table is None:
-        raise InvalidInputError(f"{path}: not a readable Parquet file")
+        raise InvalidInputError(f"{path}: not a readable {FORMAT_NAMES[storage]} file")
     return table
 
 
-def chunk_file(index: int) -> str:
-    return f"chunk-{index:08d}.parquet"
+def chunk_file(index: int, storage: str = "parquet") -> str:
+    """The name of chunk `index`'s file (chunk-<8 digits>.parquet, or .npz)."""
+    return f"chunk-{index:08d}{STORAGES[storage]}"
 
 
 # ------------------------------------------------------------------------- the manifest
@@ -193,6 +172,8 @@ def read_manifest(root: str | Path) -> dict:
     if not isinstance(data, dict):
         raise _untrusted(path, f"not a sweep manifest (a JSON {type(data).__name__}, not a "
                                f"mapping)")
+    if data.get("format") == 2 and "storage" not in data:  # written before npz existed
+        data = {**data, "format": FORMAT, "storage": "parquet"}
     try:
         check_keys(data, MANIFEST_FIELDS, "")
     except SpecError as exc:
@@ -219,6 +200,9 @@ def read_manifest(root: str | Path) -> dict:
     if data["columns"] != family.columns:
         raise _untrusted(path, f"columns are {data['columns']!r}, its spec gives "
                                f"{family.columns}")
+    if data["storage"] not in STORAGES:
+        raise _untrusted(path, f"storage is {data['storage']!r}, not one of "
+                               f"{', '.join(STORAGES)}")
     plot = data["plot"]
     if plot is not None and (not isinstance(plot, list) or len(plot) != 2):
         raise _untrusted(path, "plot must be null or [x, y]")
@@ -271,19 +255,18 @@ def read_records(root: str | Path, layout: Layout) -> tuple[dict[int, Record], b
     return records, torn
 
 
-def _chunk_problem(data: bytes | None, rec: Record, columns: list[str]) -> str | None:
+def _chunk_problem(data: bytes | None, rec: Record, manifest: dict) -> str | None:
     """Why a chunk file's bytes do not hold what its record says (None: they do)."""
     if data is None:
         return "its file is missing"
     if sha256(data) != rec.sha256:
         return "its file differs from the SHA-256 in the manifest"
-    table = _parse_table(data)
+    table = decode(manifest["storage"], data)
     if table is None:
-        return "its file is not readable Parquet"
-    if table.column_names != columns:
+        return f"its file is not readable {FORMAT_NAMES[manifest['storage']]}"
+    if table.column_names != manifest["columns"]:
         return "its columns differ from the manifest's"
-    ids = table.column("config_id").to_numpy()
-    if not np.array_equal(ids, np.arange(rec.first, rec.last + 1)):
+    if not np.array_equal(table["config_id"], np.arange(rec.first, rec.last + 1)):
         return f"its config ids are not exactly {rec.first}..{rec.last}"
     return None
 
@@ -295,7 +278,7 @@ def _refuse_foreign(root: Path) -> None:
     """In a folder without a manifest, a file of one of the store's names was not written by a
     sweep: refuse naming it. (A sweep writes its manifest before any of them, so one that
     appears meanwhile means a sweep is creating the folder: then the manifest exists too.)"""
-    for name in (JOURNAL, RESULTS, CHUNK_DIR):
+    for name in (JOURNAL, *(results_file(s) for s in STORAGES), CHUNK_DIR):
         if ((root / name).exists() or (root / name).is_symlink()) and \
                 not (root / MANIFEST).exists():
             raise InvalidInputError(
@@ -364,24 +347,31 @@ class ResultStore:
     # ----------------------------------------------------------------- opening
 
     @classmethod
-    def open(cls, root: str | Path, family: Family) -> ResultStore:
+    def open(cls, root: str | Path, family: Family, storage: str | None = None
+             ) -> ResultStore:
         """Open (resume) or create the results folder of `family`, holding its writer lock
-        until close(). Refuses a folder another process is writing, a folder holding another
-        spec's results or a manifest that cannot be trusted, and a folder holding files of the
-        store's names that no sweep wrote. The family's plot axes are recorded in the
-        manifest."""
+        until close(). A new folder stores its files in `storage` ("parquet" or "npz"; None:
+        `default_storage()`), a resumed one in the storage it was created with (a different
+        explicit `storage` is refused). Refuses a folder another process is writing, a folder
+        holding another spec's results or a manifest that cannot be trusted, and a folder
+        holding files of the store's names that no sweep wrote. The family's plot axes are
+        recorded in the manifest."""
+        if storage is not None and storage not in STORAGES:
+            raise InvalidInputError(f"storage must be one of {', '.join(STORAGES)}, got "
+                                    f"{storage!r}")
         root = make_folder(root, "results folder")
         if not (root / MANIFEST).exists():
             _refuse_foreign(root)  # before creating the lock file in a folder of the user's
         lock_fd = acquire_lock(root)
         try:
-            return cls._open_locked(root, lock_fd, family)
+            return cls._open_locked(root, lock_fd, family, storage)
         except BaseException:
             os.close(lock_fd)
             raise
 
     @classmethod
-    def _open_locked(cls, root: Path, lock_fd: int, family: Family) -> ResultStore:
+    def _open_locked(cls, root: Path, lock_fd: int, family: Family, storage: str | None
+                     ) -> ResultStore:
         notes: list[str] = []
         fp, layout = family.fingerprint, Layout(family.n_configs, family.chunk_size)
         if not (root / MANIFEST).exists():
@@ -389,7 +379,8 @@ class ResultStore:
                                         "spec": family.spec, "n_configs": layout.n_configs,
                                         "chunk_size": layout.chunk_size,
                                         "n_chunks": layout.n_chunks, "columns": family.columns,
-                                        "plot": None, "results": None}
+                                        "plot": None, "storage": storage or default_storage(),
+                                        "results": None}
             records: dict[int, Record] = {}
             torn = False
             atomic_write_bytes(root / MANIFEST, json.dumps(manifest, indent=1).encode())
@@ -400,6 +391,10 @@ class ResultStore:
                     f"{root}: the folder holds results of a different sweep spec (fingerprint "
                     f"{manifest['fingerprint'][:12]}…, this spec {fp[:12]}…); use another "
                     f"--out folder")
+            if storage is not None and manifest["storage"] != storage:
+                raise InvalidInputError(
+                    f"{root}: the folder stores its results as {manifest['storage']}, not "
+                    f"{storage}; use another --out folder")
             records, torn = read_records(root, layout)
             if torn:
                 notes.append(f"{JOURNAL}: dropped a chunk record torn by an interrupted write")
@@ -429,8 +424,8 @@ class ResultStore:
             raise InvalidInputError(f"{folder}: not the sweep's chunk folder; {_UNTRUSTED}")
         folder.mkdir(exist_ok=True)
         for c, rec in sorted(self.records.items()):
-            data = read_or_none(self.root / CHUNK_DIR / chunk_file(c))
-            problem = _chunk_problem(data, rec, self.manifest["columns"])
+            data = read_or_none(self.root / CHUNK_DIR / chunk_file(c, self.storage))
+            problem = _chunk_problem(data, rec, self.manifest)
             if problem is not None:
                 self.notes.append(f"chunk {c}: {problem}; recomputed")
                 del self.records[c]
@@ -439,13 +434,14 @@ class ResultStore:
         res = self.manifest["results"]
         if res is None:
             return
-        data = read_or_none(self.root / RESULTS)
+        data = read_or_none(self.results_path)
         problem = ("is missing" if data is None else
                    "differs from the SHA-256 in the manifest" if sha256(data) != res["sha256"]
                    else None)
         if problem or self.missing():
             if problem:
-                self.notes.append(f"{RESULTS}: {problem}; rewritten from the chunks")
+                self.notes.append(f"{self.results_path.name}: {problem}; rewritten from the "
+                                  f"chunks")
             self.manifest["results"] = None
 
     def close(self) -> None:
@@ -470,6 +466,16 @@ class ResultStore:
     def n_chunks(self) -> int:
         return int(self.manifest["n_chunks"])
 
+    @property
+    def storage(self) -> str:
+        """The format of the folder's files: "parquet" or "npz"."""
+        return str(self.manifest["storage"])
+
+    @property
+    def results_path(self) -> Path:
+        """The results file (results.parquet or results.npz)."""
+        return self.root / results_file(self.storage)
+
     def missing(self) -> list[int]:
         """Indices of the chunks without a verified record, in order (to be computed)."""
         return [c for c in range(self.n_chunks) if c not in self.records]
@@ -483,13 +489,12 @@ class ResultStore:
         if not np.array_equal(ids, np.arange(first, last + 1)):
             raise InvalidInputError(f"chunk {index} came back with config ids other than "
                                     f"{first}..{last}")
-        table = table_from_columns(columns)
-        names = table.column_names
+        names = list(columns)
         if self.manifest["columns"] != names:
             raise InvalidInputError(f"chunk {index} has columns {names}, the results have "
                                     f"{self.manifest['columns']}")
-        data = _table_bytes(table)
-        path = self.root / CHUNK_DIR / chunk_file(index)
+        data = encode(self.storage, columns)
+        path = self.root / CHUNK_DIR / chunk_file(index, self.storage)
         atomic_write_bytes(path, data)
         rec = Record(index, first, last, last - first + 1, sha256(data))
         self._append(rec.line())
@@ -512,32 +517,31 @@ class ResultStore:
         atomic_write_bytes(self.root / MANIFEST, json.dumps(self.manifest, indent=1).encode())
 
     def finalize(self) -> Path:
-        """Once every chunk is in: write results.parquet (sorted by config_id, checked to hold
+        """Once every chunk is in: write the results file (sorted by config_id, checked to hold
         every id once) and record its SHA-256 in the manifest."""
         missing = self.missing()
         if missing:
             raise InvalidInputError(f"{self.root}: {len(missing)} chunk(s) missing (first "
                                     f"{missing[0]}); run the sweep again to resume")
         if self.manifest["results"] is not None:
-            return self.root / RESULTS
-        pa, _ = require_pyarrow()
-        table = pa.concat_tables([read_parquet(self.root / CHUNK_DIR / chunk_file(c))
-                                  for c in range(self.n_chunks)])
-        if not np.array_equal(table.column("config_id").to_numpy(),
-                              np.arange(self.manifest["n_configs"])):
+            return self.results_path
+        table = ResultsTable.concat([
+            read_table_file(self.root / CHUNK_DIR / chunk_file(c, self.storage), self.storage)
+            for c in range(self.n_chunks)])
+        if not np.array_equal(table["config_id"], np.arange(self.manifest["n_configs"])):
             raise InvalidInputError(f"{self.root}: the chunks changed while the sweep ran; run "
                                     f"it again to recompute them")
-        data = _table_bytes(table)
-        atomic_write_bytes(self.root / RESULTS, data)
+        data = encode(self.storage, table)
+        atomic_write_bytes(self.results_path, data)
         self.manifest["results"] = {"rows": table.num_rows, "sha256": sha256(data)}
         self._save()
-        return self.root / RESULTS
+        return self.results_path
 
 
-def read_results(path: str | Path) -> Any:
-    """The results table of a sweep, from its folder or a .parquet file.
+def read_results(path: str | Path) -> ResultsTable:
+    """The results table of a sweep, from its folder or its results file (.parquet or .npz).
 
-    A results folder gives its results.parquet when the sweep is complete, else the rows of the
+    A results folder gives its results file when the sweep is complete, else the rows of the
     recorded chunks in chunk order (a partial view of a sweep still running or interrupted);
     every file is checked against the SHA-256 its manifest records, so a table read is the one
     the sweep wrote. The columns are config_id, one per axis, then the analysis columns (for
@@ -547,17 +551,20 @@ def read_results(path: str | Path) -> Any:
     Parameters
     ----------
     path : str or pathlib.Path
-        A sweep's results folder, or a .parquet file.
+        A sweep's results folder, or a results file (.parquet, .npz).
 
     Returns
     -------
-    pyarrow.Table
-        The rows, sorted by config_id.
+    riccati_tf.sweep.tables.ResultsTable
+        The rows, sorted by config_id: a mapping {column: numpy array} (``.to_arrow()`` gives
+        a pyarrow Table).
 
     Raises
     ------
     InvalidInputError
-        pyarrow not installed; a path that is neither a folder nor a .parquet file; a manifest
+        A Parquet store or file without pyarrow installed (the extra
+        ``pip install 'riccati-tf[dask]'``); a path that is neither a folder nor a results
+        file; a manifest
         that cannot be trusted; a results or chunk file that is missing, unreadable or not the
         file the sweep wrote (SHA-256, columns, config ids); a folder without a finished chunk.
 
@@ -577,40 +584,43 @@ def read_results(path: str | Path) -> Any:
     >>> from riccati_tf.sweep import read_results, run_sweep
     >>> spec = {"family": {"grid": {"v": [-1.0, 1.0]}},
     ...         "params": {"A": [[-0.5, 0.0], [0.0, -1.0]], "B": [[1, 0], [0, 1]],
-    ...                    "v": {"v": 1}},
+    ...                    "V": {"v": [[1, 0], [0, 1]]}},
     ...         "initial": {"cov": [[1, 0], [0, 1]]}}
     >>> with tempfile.TemporaryDirectory() as tmp:
     ...     result = run_sweep(spec, f"{tmp}/sweep")
     ...     table = read_results(result.out_dir)
     ...     rows = read_results(result.results_path).num_rows   # the file itself
-    >>> table.column("v").to_pylist(), table.column("regime").to_pylist(), rows
+    >>> table["v"].tolist(), table["regime"].tolist(), rows
     ([-1.0, 1.0], ['collapses', 'blows_up'], 2)
     """
-    pa, _ = require_pyarrow()
     path = Path(path)
     if path.is_dir():
         manifest = read_manifest(path)
+        storage = manifest["storage"]
         records, _torn = read_records(path, Layout(manifest["n_configs"],
                                                    manifest["chunk_size"]))
         res = manifest["results"]
         if res is not None:
-            data = read_or_none(path / RESULTS)
+            results = path / results_file(storage)
+            data = read_or_none(results)
             if data is None or sha256(data) != res["sha256"]:
-                raise InvalidInputError(f"{path / RESULTS}: missing or not the file the sweep "
+                raise InvalidInputError(f"{results}: missing or not the file the sweep "
                                         f"wrote (SHA-256); run the sweep again to rewrite it")
-            return read_parquet(path / RESULTS)
+            return read_table_file(results, storage)
         tables = []
         for c, rec in sorted(records.items()):
-            data = read_or_none(path / CHUNK_DIR / chunk_file(c))
-            problem = _chunk_problem(data, rec, manifest["columns"])
+            data = read_or_none(path / CHUNK_DIR / chunk_file(c, storage))
+            problem = _chunk_problem(data, rec, manifest)
             if problem is not None:
                 raise InvalidInputError(f"{path}: chunk {c}: {problem}; run the sweep again to "
                                         f"recompute it")
             assert data is not None  # a missing file is a problem, raised above
-            tables.append(_parse_table(data))
+            tables.append(read_table_file(path / CHUNK_DIR / chunk_file(c, storage), storage))
         if not tables:
             raise InvalidInputError(f"{path}: the sweep has no finished chunk yet")
-        return pa.concat_tables(tables)
-    if path.suffix != ".parquet" or not path.is_file():
-        raise InvalidInputError(f"{path}: expected a sweep results folder or a .parquet file")
-    return read_parquet(path)
+        return ResultsTable.concat(tables)
+    storage = next((s for s, suffix in STORAGES.items() if path.suffix == suffix), None)
+    if storage is None or not path.is_file():
+        raise InvalidInputError(f"{path}: expected a sweep results folder or a results file "
+                                f"({' or '.join(STORAGES.values())})")
+    return read_table_file(path, storage)

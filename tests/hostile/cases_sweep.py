@@ -36,13 +36,13 @@ BASE = {
     "family": {"grid": {"v": {"linspace": [-1.0, 1.0, 6]}, "a": {"linspace": [-1.1, 1.3, 5]}}},
     "chunk_size": 7,
     "params": {"A": {"const": [[0.0, 0.3], [0.0, -0.6]], "a": [[1.0, 0.0], [0.0, 1.0]]},
-               "B": [[1.0, 0.2], [0.2, 0.6]], "v": {"v": 1.0}},
+               "B": [[1.0, 0.2], [0.2, 0.6]], "V": {"v": [[1, 0], [0, 1]]}},
     "initial": {"mean": [0.2, -0.1], "cov": [[1.0, 0.3], [0.3, 0.5]]},
 }
 N_CONFIGS = 30
 UNIFORM = {"v": {"uniform": [-1.0, 1.0]}, "a": {"uniform": [-1.0, 1.0]}}
 HEADS = {"A": [[-0.5, 0.2], [0.0, -0.3]],
-         "heads": [{"v": {"v": 1.0}, "B": [[1.0, 0.0], [0.0, 1.0]]},
+         "heads": [{"V": {"v": [[1, 0], [0, 1]]}, "B": [[1.0, 0.0], [0.0, 1.0]]},
                    {"V": [[0.5, 0.0], [0.0, 0.5]], "B": [[0.2, 0.1], [0.1, 0.3]]}]}
 
 
@@ -161,13 +161,13 @@ def reference() -> dict:
     if not _REFERENCE:
         with tempfile.TemporaryDirectory() as tmp:
             table = run_sweep(BASE, Path(tmp) / "ref").table()
-            _REFERENCE.update({n: table.column(n).to_numpy(zero_copy_only=False)
+            _REFERENCE.update({n: table[n]
                                for n in table.column_names})
     return _REFERENCE
 
 
 def assert_reference_rows(table) -> None:
-    got = {n: table.column(n).to_numpy(zero_copy_only=False) for n in table.column_names}
+    got = {n: table[n] for n in table.column_names}
     ref = reference()
     assert list(got) == list(ref), f"columns {list(got)} differ from {list(ref)}"
     assert np.array_equal(got["config_id"], np.arange(N_CONFIGS)), \
@@ -359,14 +359,14 @@ def sweep_plot_of_a_garbage_parquet_file():
         bad = Path(tmp) / "results.parquet"
         bad.write_bytes(b"PAR1" + bytes(200))
         try:
-            judge(*run_cli(["sweep-plot", str(bad), "--out", str(Path(tmp) / "p.png")]))
+            judge(*run_cli(["sweep-plot", str(bad), "--plot", str(Path(tmp) / "p.png")]))
         except CleanError as exc:
             names(exc, "not a readable Parquet file")
             raise
 
 
 def sweep_plot_out(item) -> None:
-    """sweep-plot --out onto a user's non-PNG file or below a regular file: refused naming it,
+    """sweep-plot --plot onto a user's non-PNG file or below a regular file: refused naming it,
     the user's file unchanged."""
     target, needle = item
     with tempfile.TemporaryDirectory() as tmp:
@@ -375,7 +375,7 @@ def sweep_plot_out(item) -> None:
         user = Path(tmp) / "data.csv"
         user.write_text("a,b\n1,2\n")
         try:
-            judge(*run_cli(["sweep-plot", str(out), "--out", target.format(tmp=tmp)]))
+            judge(*run_cli(["sweep-plot", str(out), "--plot", target.format(tmp=tmp)]))
         except CleanError as exc:
             names(exc, needle)
             raise
@@ -384,9 +384,9 @@ def sweep_plot_out(item) -> None:
 
 
 cases_of(AREA, "error", {
-    "sweep-plot --out onto a user's csv": ("{tmp}/data.csv", "not a PNG image"),
-    "sweep-plot --out below a regular file": ("{tmp}/data.csv/phase.png", "data.csv"),
-    "sweep-plot --out onto a folder": ("{tmp}/sweep", "is a folder"),
+    "sweep-plot --plot onto a user's csv": ("{tmp}/data.csv", "not a PNG image"),
+    "sweep-plot --plot below a regular file": ("{tmp}/data.csv/phase.png", "data.csv"),
+    "sweep-plot --plot onto a folder": ("{tmp}/sweep", "is a folder"),
 }, sweep_plot_out)
 
 

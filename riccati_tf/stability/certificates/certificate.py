@@ -35,9 +35,9 @@ from .verification import _verify
 
 if TYPE_CHECKING:
     import control
+    from matplotlib.axes import Axes
 
     from ...flows.integrate import Trajectory
-    from ...io.figures import Figure
 
 __all__: list[str] = []  # Certificate is documented as riccati_tf.Certificate
 
@@ -326,7 +326,7 @@ class Certificate:
         return control.ss(Amat, Bmat, np.eye(d + n), np.zeros((d + n, d)), states=names,
                           outputs=names, inputs=[f"b{i + 1}" for i in range(d)])
 
-    def plot(self, ax: Any = None) -> Figure:
+    def plot(self, ax: Any = None) -> Axes:
         """The eigenvalues of Σ(t) from Σ0 under the certificate's layer, over a window chosen
         from its dynamics, on a log scale.
 
@@ -349,17 +349,19 @@ class Certificate:
           of the certificate's integration, or without one the horizon `certify` would integrate
           to (HORIZON_RATES time constants 1/min|Re λ(A)|, capped).
 
-        Built without pyplot: no global matplotlib state changes.
+        Like pandas' ``.plot()``: into `ax`, else into a new pyplot figure
+        (``cert.plot(); plt.show()`` works in a script).
 
         Parameters
         ----------
         ax : matplotlib.axes.Axes, optional
-            The Axes to draw into; None (default): a new one-panel figure.
+            The Axes to draw into (nothing global changes); None (default): a new pyplot
+            figure (`riccati_tf.io.figures.pyplot_axes`).
 
         Returns
         -------
-        riccati_tf.io.figures.Figure
-            The figure drawn on.
+        matplotlib.axes.Axes
+            The Axes drawn into.
 
         Raises
         ------
@@ -382,10 +384,11 @@ class Certificate:
         >>> from riccati_tf import certify
         >>> from riccati_tf.app.examples import regime_examples
         >>> params, g0, _ = regime_examples()["blows_up"]
-        >>> ax = certify(params, g0.cov, g0.mean).plot().axes[0]
+        >>> ax = certify(params, g0.cov, g0.mean).plot()
         >>> ax.get_title(), [line.get_label() for line in ax.get_lines()]
         ('blows_up (exact, nsd_unstable_range)', ['λ1(Σ)', 'λ2(Σ)', 'T* = 1.102'])
         """
+        from ...io.figures import pyplot_axes
         from ...io.plots import BLOWUP_MARGIN, blowup_grid, plot_covariance
 
         g0 = Gaussian(self.mean0, self.cov0)
@@ -396,8 +399,10 @@ class Certificate:
         else:
             traj = self._flow_window(g0)
         kind = "exact" if self.exact else "numerical"
-        return plot_covariance(traj, title=f"{self.regime} ({kind}, {self.theorem})", ax=ax,
-                               equilibrium=self.equilibrium)
+        ax = pyplot_axes(ax)
+        plot_covariance(traj, title=f"{self.regime} ({kind}, {self.theorem})", ax=ax,
+                        equilibrium=self.equilibrium)
+        return ax
 
     def _flow_window(self, g0: Gaussian) -> Trajectory:
         """The flow over the window `plot` describes, for every regime but "blows_up"."""
