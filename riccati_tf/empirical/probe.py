@@ -45,7 +45,10 @@ family `extract` does not support).
 Works with `transformers` encoders that have an `embeddings` module and a list of encoder
 layers whose attention module's class name ends in "Attention" (`encoders.loading`: loading,
 the layer list, the attention child and the capture; BertModel, RobertaModel, ModernBertModel,
-DeiTModel). torch and transformers are imported inside the functions only.
+DeiTModel), and with GPT-2-family decoders, whose tokens are placed where their word + position
+embeddings go; their attention is causal, so they get no moment prediction (the mean-field flow
+is of unmasked attention, `extraction.CAUSAL_REFUSAL`). torch and transformers are imported
+inside the functions only.
 """
 
 from __future__ import annotations
