@@ -404,3 +404,15 @@ def test_json_files_name_no_absolute_path(trained_dir, tmp_path, capsys):
         assert (out / numbers["model_path"]).resolve() == Path(folder).resolve()
         assert not Path(numbers["figure"]).is_absolute()
         assert (out / numbers["figure"]).is_file()
+
+
+def test_probe_table_explains_what_it_leaves_out(trained_dir, tmp_path, capsys):
+    """d = 48 with sequences of at most 32 tokens: ρ cannot be measured and the table says
+    why; the inputs' notes (passages cut at the position limit, sequences left out at
+    --n-tokens) are printed one a line."""
+    folder, text = trained_dir
+    assert main(["probe", "--model", folder, "--text", text, "--out", str(tmp_path / "p"),
+                 "--n-null", "20"]) == 0
+    out = capsys.readouterr().out
+    assert "attn ρ: none — the shortest sequence has" in out and "d + 1 = 49" in out
+    assert "note: " in out and "position limit 32" in out

@@ -45,7 +45,10 @@ family `extract` does not support).
 Works with `transformers` encoders that have an `embeddings` module and a list of encoder
 layers whose attention module's class name ends in "Attention" (`encoders.loading`: loading,
 the layer list, the attention child and the capture; BertModel, RobertaModel, ModernBertModel,
-DeiTModel). torch and transformers are imported inside the functions only.
+DeiTModel), and with GPT-2-family decoders, whose tokens are placed where their word + position
+embeddings go; their attention is causal, so they get no moment prediction (the mean-field flow
+is of unmasked attention, `extraction.CAUSAL_REFUSAL`). torch and transformers are imported
+inside the functions only.
 """
 
 from __future__ import annotations
@@ -622,6 +625,17 @@ def probe_table(numbers: dict[str, Any]) -> str:
         lines.append(f"{layer:>5} {stats['energy'][i]:>9.4g} {_edge(high['energy'][i]):>9} "
                      f"{stats['kurtosis'][i]:>9.4g} {band:>19} {p_min:>7.3f} {moments:>8} "
                      f"{'rejected' if numbers['reject'][i] else 'accepted':>9} {rho:>7}")
+    if all(r is None or not np.isfinite(r) for r in residual[1:]):
+        lines.append(f"attn ρ: none — the shortest sequence has {min(numbers['lengths'])} "
+                     f"tokens, not more than d + 1 = {numbers['hidden_size'] + 1}: an affine fit "
+                     f"to it is exact, so there is no residual to measure")
+    heavy = numbers.get("heavy_tailed") or []
+    if any(heavy):
+        lines.append("heavy-tailed coordinates (rejected by the marginal test, by decreasing "
+                     "kurtosis): " + "; ".join(f"layer {layer} {list(c)}" for layer, c in
+                                                zip(numbers["layers"], heavy, strict=False) if c))
+    notes = (numbers.get("inputs") or {}).get("notes") or []
+    lines += [f"note: {n}" for n in notes]
     edges = [*high["energy"], *low["kurtosis"], *high["kurtosis"]]  # the edges shown
     if any(v is None or not np.isfinite(v) for v in edges):
         lines.append(f"∞: too few null samples for the test at α/{len(TESTS)} to reject on that "

@@ -32,7 +32,8 @@ from numpy.typing import NDArray
 from ...errors import InvalidInputError
 from .factors import Encoder, EncoderLayer, HeadFactors, LayerNormParams, MLPParams
 
-__all__ = ["ACTIVATION_NAMES", "BERT_FAMILY", "FAMILIES", "MAX_LOGIT", "ROTARY_FAMILY",
+__all__ = ["ACTIVATION_NAMES", "BERT_FAMILY", "CAUSAL_REFUSAL", "DECODER_FAMILY", "FAMILIES",
+           "MAX_LOGIT", "ROTARY_FAMILY",
            "VIT_FAMILY", "attention_layers", "check_model", "extract", "logit_bound",
            "position_limit"]
 
@@ -40,6 +41,13 @@ BERT_FAMILY = ("bert", "roberta", "xlm-roberta")
 VIT_FAMILY = ("vit", "deit")
 ROTARY_FAMILY = ("modernbert",)
 FAMILIES = BERT_FAMILY + VIT_FAMILY + ROTARY_FAMILY
+#: decoders (causal attention): their hidden states are measured (`probe`), nothing extracted
+DECODER_FAMILY = ("gpt2",)
+#: why a decoder has no layer to extract
+CAUSAL_REFUSAL = ("{name} is a decoder: its attention is causal (token i attends to tokens "
+                  "j ≤ i only), while the mean-field flow, the moment prediction, the atlas "
+                  "and the comparison of this package are of unmasked attention (SPEC §1); "
+                  "`probe` measures its hidden states")
 #: transformers activation names → ACTIVATIONS
 ACTIVATION_NAMES = {"relu": "relu", "gelu": "gelu", "gelu_new": "gelu_tanh",
                     "gelu_pytorch_tanh": "gelu_tanh", "gelu_fast": "gelu_tanh"}
@@ -264,9 +272,9 @@ def _modernbert_layer(layer: Any, config: Any) -> EncoderLayer:
     return EncoderLayer(heads, _bias(att.Wo, d), norm, _layer_norm(layer.mlp_norm, d), mlp, "pre")
 
 
-#: where transformers 5 keeps an encoder's layers (BERT family: encoder.layer; ViT, DeiT and
-#: ModernBERT: layers)
-LAYER_PATHS = ("encoder.layer", "layers", "encoder.layers")
+#: where transformers 5 keeps a model's layers (BERT family: encoder.layer; ViT, DeiT and
+#: ModernBERT: layers; GPT-2: h)
+LAYER_PATHS = ("encoder.layer", "layers", "encoder.layers", "h")
 
 
 def layer_list(model: Any) -> list[Any]:
@@ -539,6 +547,8 @@ def extract(model: Any, *, position_free: bool = False) -> Encoder:
     base = getattr(model, "base_model", model)
     config: Any = getattr(base, "config", None)
     family = getattr(config, "model_type", None)
+    if family in DECODER_FAMILY:
+        raise InvalidInputError(CAUSAL_REFUSAL.format(name=_model_name(model)))
     if family not in FAMILIES:
         raise InvalidInputError(f"model family {family!r} is not supported: supported are "
                                 f"{FAMILIES}")

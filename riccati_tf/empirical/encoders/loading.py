@@ -195,9 +195,7 @@ def capture(model: Any, tokens: np.ndarray) -> tuple[list[np.ndarray], list[Any]
 
     from .extraction import layer_list
 
-    embeddings = getattr(model, "embeddings", None)
-    if embeddings is None:
-        raise InvalidInputError(f"{type(model).__name__} has no `embeddings` module to feed")
+    embeddings = feed_module(model)
     dtype = next(model.parameters()).dtype
     x = torch.tensor(tokens[None], dtype=dtype)
     layers = layer_list(model)
@@ -247,10 +245,39 @@ def _name(model: Any) -> str:
     return f"{type(model).__name__}" + (f" ({path})" if path else "")
 
 
+def _decoder(model: Any) -> bool:
+    """Whether the model is a GPT-2-family decoder (`extraction.DECODER_FAMILY`)."""
+    from .extraction import DECODER_FAMILY
+
+    return getattr(getattr(model, "config", None), "model_type", None) in DECODER_FAMILY
+
+
+def feed_module(model: Any) -> Any:
+    """The module whose output is the first layer's input, where tokens are placed: an
+    encoder's `embeddings`; a GPT-2 decoder's `drop` (the dropout after word + position
+    embeddings, the identity in evaluation). InvalidInputError for a model with neither."""
+    module = getattr(model, "drop" if _decoder(model) else "embeddings", None)
+    if module is None:
+        raise InvalidInputError(f"{type(model).__name__} has no `embeddings` module to feed")
+    return module
+
+
 def _reads_ids(model: Any) -> bool:
     """Whether the model's embeddings read token ids (not pixels)."""
     return (getattr(model, "main_input_name", None) == "input_ids"
-            and getattr(model, "embeddings", None) is not None)
+            and (getattr(model, "embeddings", None) is not None
+                 or (_decoder(model) and getattr(model, "wte", None) is not None)))
+
+
+def _embed(model: Any, ids: Any) -> Any:
+    """The first layer's input for one id sequence (1, n): the `embeddings` module of an
+    encoder; word + position embeddings wte(ids) + wpe(0..n−1) of a GPT-2 decoder."""
+    import torch
+
+    if _decoder(model):
+        positions = torch.arange(ids.shape[1], dtype=torch.long)[None]
+        return model.wte(ids) + model.wpe(positions)
+    return model.embeddings(input_ids=ids)
 
 
 def load_tokenizer(folder: str | Path) -> Any:
@@ -320,7 +347,8 @@ def load_tokenizer(folder: str | Path) -> Any:
 
 def embed_ids(model: Any, sequences: list[np.ndarray]) -> list[np.ndarray]:
     """The embedding output of each token-id sequence (the model's `embeddings` module:
-    word + position + type embeddings and their LayerNorm for BERT), one sequence at a time.
+    word + position + type embeddings and their LayerNorm for BERT; wte + wpe for GPT-2),
+    one sequence at a time.
 
     Raises InvalidInputError for a model that does not read token ids or an id outside
     [0, config.vocab_size) (the sequence, position and id named)."""
@@ -340,7 +368,7 @@ def embed_ids(model: Any, sequences: list[np.ndarray]) -> list[np.ndarray]:
     out = []
     with torch.inference_mode():
         for ids in sequences:
-            e = model.embeddings(input_ids=torch.as_tensor(ids[None], dtype=torch.long))
+            e = _embed(model, torch.as_tensor(ids[None], dtype=torch.long))
             e = e[0] if isinstance(e, tuple | list) else e
             out.append(e[0].detach().to(torch.float64).cpu().numpy())
     return out
