@@ -240,6 +240,10 @@ def build_parser() -> argparse.ArgumentParser:
     atlas.add_argument("--horizon", type=float, default=DEFAULT_HORIZON, metavar="T",
                        help="depth up to which each layer's attention flow is classified; a "
                             "blow-up after it is not reported (default %(default)s)")
+    atlas.add_argument("--chained", action="store_true",
+                       help="with real tokens, start each layer from the Gaussian closures' "
+                            "prediction chained from the input moments instead of the moments "
+                            "measured at the layer's attention input (the default)")
     comp = sub.choices["compare"]
     comp.add_argument("--n-tokens", type=_integer, default=2048, metavar="N",
                       help="Gaussian tokens fed to the encoder, cut into sequences of at most "

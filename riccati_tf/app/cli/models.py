@@ -81,7 +81,7 @@ def cmd_atlas(args: argparse.Namespace, _spec: dict | None) -> Outcome:
     try:
         result, numbers = write_atlas(args.model, args.out, position_free=args.position_free,
                                       horizon=args.horizon, progress=tty_progress("atlas"),
-                                      **_inputs(args))
+                                      chained=args.chained, **_inputs(args))
     except ImportError as exc:
         raise _models_extra(exc) from None
     text = (f"moments from: {numbers['input_tokens']['description']}\n" + result.summary()
