@@ -23,6 +23,7 @@ from ..reachability.lie import (
     accessibility_rank,
 )
 from ..state.params import Gaussian, Params
+from . import _arguments
 
 __all__ = ["JointControllability", "joint_controllability"]
 
@@ -153,11 +154,7 @@ def joint_controllability(params: Params, point: Gaussian,
         raise InvalidInputError(f"params must be a riccati_tf Params, got {type(params).__name__}")
     if not isinstance(point, Gaussian) or point.d != params.d:
         raise InvalidInputError(f"point must be a riccati_tf Gaussian on R^{params.d}")
-    names = tuple(configurations)
-    for name in names:
-        if name not in CONFIGURATIONS:
-            raise InvalidInputError(f"configuration {name!r} is not one of "
-                                    f"{sorted(CONFIGURATIONS)}")
+    names = _arguments.names("configurations", configurations, sorted(CONFIGURATIONS))
     held = _single_head(params)
     if params.d > MAX_DIMENSION or held is None:
         why = (f"d = {params.d} > {MAX_DIMENSION}, beyond the exact Lie-bracket computation"

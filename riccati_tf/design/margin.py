@@ -27,7 +27,7 @@ from typing import Any
 from ..empirical.encoders.extraction import BERT_FAMILY, VIT_FAMILY, attention_projections
 from ..errors import InvalidInputError
 from ..state.validation import PSD_RTOL, as_time
-from ._tensors import dense_tensor
+from ._arguments import dense_tensor
 
 __all__ = ["MAX_MARGIN_D", "encoder_horizon_margins", "encoder_margins", "horizon_margin",
            "stability_margin", "trace_growth_rate"]

@@ -36,6 +36,7 @@ from ..stability.certificates.certificate import Certificate
 from ..stability.certificates.entry import certify
 from ..state.params import Gaussian, Head, HeadEntry, Params
 from ..state.validation import ReadOnlyArrays, as_array, as_covariance, as_real, psd_factor
+from ._arguments import names
 
 __all__ = ["CHANGES", "FEASIBILITY_RTOL", "GENERAL", "MARGIN_RTOL", "NORMS", "NUMERICAL_MAX_D",
            "SAFE_REGIMES", "SHIFT_DOUBLINGS", "SHIFT_RTOL", "Repair", "nearest_stable"]
@@ -315,10 +316,7 @@ def nearest_stable(params: Params,
     if change == "A" and general != "auto":
         raise InvalidInputError(f"general applies to change 'B' or 'V' (the heads change), not "
                                 f"to change 'A', got general={general!r}")
-    accepted = tuple(regime) if not isinstance(regime, str) else (regime,)
-    if not accepted or not set(accepted) <= set(SAFE_REGIMES):
-        raise InvalidInputError(f"regime must be a non-empty subset of {SAFE_REGIMES}, got "
-                                f"{regime!r}")
+    accepted = names("regime", regime, SAFE_REGIMES)
     m = MARGIN_RTOL if margin is None else as_real("margin", margin)
     if not 0 <= m < 1:
         raise InvalidInputError(f"margin must be in [0, 1), got {m}")

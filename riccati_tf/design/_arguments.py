@@ -1,14 +1,16 @@
-"""Tensor arguments of the margins (`riccati_tf.design.margin`): one validation path.
+"""Arguments of the design functions: one validation path for names and tensors.
 
-A factor, a reference covariance or a drift is accepted as a dense (strided) float32 or float64
-tensor holding values, or an array-like torch converts to one; sparse layouts, meta tensors
-(no values), half precisions (float16, bfloat16: torch's eigensolvers refuse them) and
+`names` reads a choice among registered names (a string or a sequence of strings).
+`dense_tensor` accepts a factor, a reference covariance or a drift as a dense (strided) float32
+or float64 tensor holding values, or an array-like torch converts to one; sparse layouts, meta
+tensors (no values), half precisions (float16, bfloat16: torch's eigensolvers refuse them) and
 non-numeric input are refused with InvalidInputError naming the argument. torch is imported
 inside the functions only.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from ..errors import InvalidInputError
@@ -36,3 +38,16 @@ def dense_tensor(name: str, value: Any) -> Any:
                                 + (" (half precisions have no eigensolver; convert with "
                                    ".double())" if X.is_floating_point() else ""))
     return X
+
+
+def names(name: str, value: Any, allowed: Sequence[str]) -> tuple[str, ...]:
+    """`value` (one name or a non-empty sequence of names, each in `allowed`) as a tuple;
+    InvalidInputError naming the argument and the allowed names otherwise (None included)."""
+    items = (value,) if isinstance(value, str) else value
+    if not isinstance(items, list | tuple) or not items:
+        raise InvalidInputError(f"{name} must be one of {tuple(allowed)} or a non-empty list of "
+                                f"them, got {type(value).__name__}")
+    for item in items:
+        if not isinstance(item, str) or item not in allowed:
+            raise InvalidInputError(f"{name}: {item!r} is not one of {tuple(allowed)}")
+    return tuple(items)
