@@ -76,3 +76,34 @@ def attracting_layer_at_the_head_limit_is_built():
 
     des = attracting_layer(_AT, heads=MAX_HEADS)
     assert len(des.params.heads) == MAX_HEADS
+
+
+@case(AREA, "result", timeout=30)
+def joint_rank_of_two_scalar_heads_whose_weighted_keys_cancel():
+    """V_1 = I, V_2 = 2I, B_2 = −B_1/2 (Σ_h v_h B_h = 0): each head's value field moves Σ, so
+    with the values moving per head the rank at a full-rank point is the stratum's 5; checked
+    on the fields themselves: the values' generators at the point (one per head and entry,
+    (E m + EΣB_h m, EΣB_hΣ + ΣB_hᵀΣEᵀ)) with the b_i already span R⁵ (exact rank over QQ)."""
+    from fractions import Fraction
+
+    from riccati_tf.reachability.lie import exact_rank
+
+    B = np.array([[1, 2], [0, 1]], dtype=object)
+    heads = [(np.eye(2), B.astype(float)), (2 * np.eye(2), -B.astype(float) / 2)]
+    mean = np.array([Fraction(1), Fraction(1, 2)], dtype=object)
+    S = np.array([[Fraction(2), Fraction(3, 10)], [Fraction(3, 10), Fraction(1)]], dtype=object)
+    rows = [[1, 0, 0, 0, 0], [0, 1, 0, 0, 0]]
+    for Bh in (B, -B / Fraction(2)):
+        for k in range(2):
+            for l in range(2):
+                E = np.zeros((2, 2), dtype=object)
+                E[k, l] = 1
+                M = E @ mean + E @ S @ Bh @ mean
+                C = E @ S @ Bh @ S
+                C = C + C.T
+                rows.append([M[0], M[1], C[0, 0], C[1, 0], C[1, 1]])
+    assert exact_rank(rows) == 5
+    jc = joint_controllability(Params(-np.eye(2), heads=heads),
+                               Gaussian(np.array([1.0, 0.5]), np.array([[2.0, 0.3], [0.3, 1.0]])),
+                               ["values"])
+    assert jc.full == (True,), jc.reason
