@@ -166,8 +166,8 @@ def test_check_rejects_forged_fields():
         "searched": replace(rep, searched="G ⪰ δI"),
         "certified_unsafe": replace(rep, certificates=tuple(certify(p, s) for s in starts),
                                     certified=(True,)),
-        "values_moved": replace(rep, params=Params(p.A, heads=[(1.5 * V0, B0)]
-                                                   + list(rep.params.heads[1:]))),
+        "values_moved": replace(rep, params=Params(p.A, heads=[(1.5 * V0, B0),
+                                                               *rep.params.heads[1:]])),
     }
     for what, bad in forged.items():
         assert not bad.check(), what
@@ -180,3 +180,12 @@ def test_check_holds_for_every_route(change):
     rep = nearest_stable(p, np.eye(2), change=change)
     assert rep.all_certified and rep.check()
     assert rep.searched
+
+
+def test_pickle_round_trip_keeps_check():
+    import pickle
+
+    p, starts = _layer(3)
+    rep = nearest_stable(p, starts)
+    again = pickle.loads(pickle.dumps(rep))
+    assert again.check() and not again.witness.flags.writeable

@@ -40,6 +40,7 @@ from ..stability.certificates.entry import certify
 from ..state.params import Gaussian, Head, HeadEntry, Params
 from ..state.validation import ReadOnlyArrays, as_array, as_covariance, as_real, psd_factor
 from ._arguments import names
+from ._slsqp import FEASIBILITY_RTOL, is_feasible, lmi_projection, slack_run
 from .relaxed import RELAXED_SET, SEMIDEFINITE_SET, nearest_relaxed, witness_holds
 
 __all__ = ["CHANGES", "FEASIBILITY_RTOL", "GENERAL", "MARGIN_RTOL", "NORMS", "NUMERICAL_MAX_D",
@@ -59,9 +60,6 @@ GENERAL = ("auto", "ray", "inert")
 #: the default relative margin: δ = MARGIN_RTOL · max(‖G0‖₂, Σ_h |v_h| ‖B_h‖₂) and the threshold
 #: bound 1 − MARGIN_RTOL of the numerical routes
 MARGIN_RTOL = 1e-6
-#: the numerical route's answer counts as feasible when each semidefinite constraint X ⪰ 0
-#: holds to λ_min(X) ≥ −FEASIBILITY_RTOL max(1, ‖X‖₂) (certify then judges the layer)
-FEASIBILITY_RTOL = 1e-9
 #: the numerical routes (B: d(d+1)/2 + (k + 1)d² unknowns for k starts; A: d²) run up to this d
 NUMERICAL_MAX_D = 16
 #: change "A": the shift c of A − cI is found to within SHIFT_RTOL · c (the bisection's width;
@@ -191,7 +189,7 @@ class Repair(ReadOnlyArrays):
                                                       atol=1e-12 * scale)
                 or not abs(self.distance - dist) <= 1e-9 * scale):
             return False
-        certs_ok = all(c.params is p and c.check() for c in self.certificates)
+        certs_ok = all(_same_layer(c.params, p) and c.check() for c in self.certificates)
         flags_ok = len(self.certified) == len(self.certificates) and all(
             not f or c.regime in SAFE_REGIMES for f, c in zip(self.certified, self.certificates,
                                                               strict=True))
@@ -418,6 +416,14 @@ def nearest_stable(params: Params,
     return relaxed if relaxed.all_certified or not closed.all_certified else closed
 
 
+def _same_layer(p: Params, q: Params) -> bool:
+    """Whether two layers have equal A, b and heads (V_h, B_h)."""
+    return (p.d == q.d and len(p.heads) == len(q.heads) and np.array_equal(p.A, q.A)
+            and np.array_equal(p.b, q.b) and all(
+                np.array_equal(x, y) for a, b in zip(p.heads, q.heads, strict=True)
+                for x, y in zip(a, b, strict=True)))
+
+
 def _starts(cov0: Any, d: int) -> list[np.ndarray]:
     """The start covariances: a Gaussian, a sequence of Gaussians, a d×d array or a (k, d, d)
     array, each validated as a d×d covariance."""
@@ -500,6 +506,9 @@ def _judged(p: Params, original: Params, change: str, per_head: list[float], rou
     heads = np.array(per_head, dtype=float)
     heads.setflags(write=False)
     dist = float(np.linalg.norm(heads)) if distance is None else distance
+    if witness is not None:
+        witness = witness.copy()
+        witness.setflags(write=False)
     return Repair(p, original, change, dist, heads, "fro", route, margin, certs, ok, searched,
                   witness)
 
@@ -543,7 +552,7 @@ def _value_change(p: Params, vs: list[float | None], starts: list[np.ndarray],
         sets.append([(-delta * eye, S)] +
                      [((1 - m) * np.eye(L.shape[1]), [-L.T @ Wk @ L for Wk in W])
                       for L in (psd_factor(s) for s in starts) if L.size])
-    candidates = [(x, "numerical") for x in (_lmi_projection(v0, lmis) for lmis in sets if idx)
+    candidates = [(x, "numerical") for x in (lmi_projection(v0, lmis) for lmis in sets if idx)
                   if x is not None]
     candidates.append((np.zeros_like(v0), "inert" if idx else "closed_form"))
     general = {h: _general(_entry(p, h), "V", inert) for h, v in enumerate(vs) if v is None}
@@ -566,40 +575,6 @@ def _value_change(p: Params, vs: list[float | None], starts: list[np.ndarray],
             return rep
         tried.append(rep)
     return tried[0]  # none certified: the nearest (the apex is always a candidate)
-
-
-def _lmi_projection(x0: np.ndarray, lmis: list[tuple[np.ndarray, list[np.ndarray]]]
-                    ) -> np.ndarray | None:
-    """The least ‖x − x0‖ with X_j(x) = C_j + Σ_k x_k D_jk ⪰ 0 for every j, by SLSQP with the
-    constraints λ_min(X_j(x)) ≥ 0 (gradient uᵀD_jku, u the lowest eigenvector), run from x0
-    and again from its answer; None when the answer violates a constraint by more than
-    FEASIBILITY_RTOL relative or SLSQP leaves the finite numbers."""
-    def X(x: np.ndarray, j: int) -> np.ndarray:
-        C, D = lmis[j]
-        return C + sum((xk * Dk for xk, Dk in zip(x, D, strict=True)), np.zeros_like(C))
-
-    def lowest(x: np.ndarray, j: int) -> tuple[float, np.ndarray]:
-        lam, vec = eigh(X(x, j))
-        u = vec[:, 0]
-        return float(lam[0]), np.array([u @ Dk @ u for Dk in lmis[j][1]])
-
-    cons = [{"type": "ineq", "fun": lambda x, j=j: lowest(x, j)[0],
-             "jac": lambda x, j=j: lowest(x, j)[1]} for j in range(len(lmis))]
-    x = x0
-    try:
-        for _ in range(2):
-            x = np.asarray(minimize(lambda y: float(np.sum((y - x0) ** 2)), x,
-                                    jac=lambda y: 2 * (y - x0), constraints=cons,
-                                    method="SLSQP", options={"maxiter": 500, "ftol": 1e-15}).x)
-    except (ValueError, np.linalg.LinAlgError):  # eigh of a non-finite iterate
-        return None
-    return x if all(_feasible(X(x, j)) for j in range(len(lmis))) else None
-
-
-def _feasible(X: np.ndarray) -> bool:
-    """λ_min(X) ≥ −FEASIBILITY_RTOL max(1, ‖X‖₂)."""
-    lam = np.linalg.eigvalsh(X)
-    return bool(lam[0] >= -FEASIBILITY_RTOL * max(1.0, float(np.abs(lam).max())))
 
 
 def _feedforward_change(p: Params, starts: list[np.ndarray], accepted: tuple[str, ...],
@@ -710,30 +685,6 @@ def _feedforward_threshold(A0: np.ndarray, A1: np.ndarray, G: np.ndarray,
                              constraints=cons, method="SLSQP",
                              options={"maxiter": 500, "ftol": 1e-15}).x)
     w = np.ones_like(x0)
-    feasible = [x for x in (x1, _slack_run(x1, slacks, w), _slack_run(x0, slacks, w))
-                if np.all(np.isfinite(x)) and all(_feasible(X) for X in slacks(x))]
+    feasible = [x for x in (x1, slack_run(x1, slacks, w), slack_run(x0, slacks, w))
+                if np.all(np.isfinite(x)) and all(is_feasible(X) for X in slacks(x))]
     return A0 + min(feasible, key=lambda x: float(x @ x)).reshape(d, d) if feasible else None
-
-
-def _slack_run(x: np.ndarray, slacks: Callable[[np.ndarray], list[np.ndarray]],
-               w: np.ndarray) -> np.ndarray:
-    """SLSQP from x on min Σ w x² subject to slacks(x)_j = M_jM_jᵀ (M_j free, started at the
-    square root of the clipped slack): the semidefinite constraints as smooth equalities."""
-    n = x.size
-
-    def gaps(z: np.ndarray) -> np.ndarray:
-        out, at = [], n
-        for X in slacks(z[:n]):
-            k = X.shape[0]
-            M = z[at:at + k * k].reshape(k, k)
-            out.append((X - M @ M.T)[np.triu_indices(k)])
-            at += k * k
-        return np.concatenate(out)
-
-    z0 = np.concatenate([x] + [(U * np.sqrt(np.clip(e, 0.0, None))).ravel() for e, U in
-                               (eigh(X) for X in slacks(x))])
-    res = minimize(lambda z: float(np.sum(w * z[:n] ** 2)), z0,
-                   jac=lambda z: np.concatenate([2 * w * z[:n], np.zeros(z.size - n)]),
-                   constraints=[{"type": "eq", "fun": gaps}], method="SLSQP",
-                   options={"maxiter": 500, "ftol": 1e-14})
-    return np.asarray(res.x[:n])
