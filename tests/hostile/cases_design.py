@@ -107,3 +107,91 @@ def joint_rank_of_two_scalar_heads_whose_weighted_keys_cancel():
                                Gaussian(np.array([1.0, 0.5]), np.array([[2.0, 0.3], [0.3, 1.0]])),
                                ["values"])
     assert jc.full == (True,), jc.reason
+
+
+def _hurwitz_indefinite(seed: int, d: int, rank: int):
+    """A Hurwitz A, one or two scalar heads with G indefinite, a start that blows up."""
+    from riccati_tf.stability.certificates.entry import certify
+
+    rng = np.random.default_rng(seed)
+    while True:
+        A = rng.standard_normal((d, d))
+        A -= (np.max(np.linalg.eigvals(A).real) + 0.5) * np.eye(d)
+        heads = [(rng.uniform(0.5, 1.5) * np.eye(d), rng.standard_normal((d, d)))
+                 for _ in range(1 + seed % 2)]
+        p = Params(A, heads=heads)
+        g = np.linalg.eigvalsh(p.G)
+        L = rng.standard_normal((d, rank)) * 2
+        if g[0] < 0 < g[-1] and certify(p, L @ L.T).regime == "blows_up":
+            return p, L @ L.T
+
+
+def _nearest_is_certified_and_nearer_than_clipping(args):
+    """nearest_stable on a Hurwitz-A indefinite-G layer: the layer returned is certified
+    (check() True), its witness re-derived with scipy (G + N ⪰ 0, N ⪰ 0, ρ(W∞(N)Σ0) < 1),
+    finite under DOP853 to t = 40, and no farther than the G ⪰ δI clipping (which it
+    contains)."""
+    from scipy.integrate import solve_ivp
+    from scipy.linalg import solve_continuous_lyapunov
+
+    seed, d, rank = args
+    p, S0 = _hurwitz_indefinite(seed, d, rank)
+    rep = nearest_stable(p, S0)
+    assert rep.all_certified and rep.check(), rep.route
+    assert rep.certificates[0].regime in ("collapses", "converges", "bounded")
+    vs = p.value_scalars
+    clipping = np.linalg.norm(np.maximum(rep.margin - np.linalg.eigvalsh(p.G), 0.0)) / (
+        2 * np.sqrt(sum(v * v for v in vs)))
+    assert rep.distance <= clipping * (1 + 1e-9), (rep.distance, clipping)
+    if rep.witness is not None:
+        N = rep.witness
+        W = solve_continuous_lyapunov(p.A.T, -N)
+        assert np.linalg.eigvalsh(N)[0] >= -1e-9 * max(1.0, np.linalg.norm(N))
+        assert np.linalg.eigvalsh(rep.params.G + N)[0] >= -1e-9 * max(1.0, np.linalg.norm(N))
+        assert np.max(np.linalg.eigvals(W @ S0).real) < 1
+    q = rep.params
+
+    def rhs(_t, y):
+        S = y.reshape(d, d)
+        return (q.A @ S + S @ q.A.T + sum(V @ S @ B @ S + S @ B.T @ S @ V.T
+                                          for V, B in q.heads)).ravel()
+
+    sol = solve_ivp(rhs, (0.0, 40.0), S0.ravel(), method="DOP853", rtol=1e-9, atol=1e-12)
+    assert sol.status == 0 and np.all(np.isfinite(sol.y))
+
+
+cases_of(AREA, "result", {
+    "nearest_stable_rank_one_start_d4": (1, 4, 1),
+    "nearest_stable_rank_one_start_d3_two_heads": (2, 3, 1),
+    "nearest_stable_full_rank_start_d2": (3, 2, 2),
+    "nearest_stable_full_rank_start_d3_two_heads": (5, 3, 3),
+}, _nearest_is_certified_and_nearer_than_clipping, timeout=120)
+
+
+def _margin_never_past_blowup(args):
+    """horizon_margin from a PSD reference of norm z0 under V = vI, B = βI, A = aI: a positive
+    margin must come from τ below the blow-up time of Σ0 = z0 I (closed form, mpmath)."""
+    import mpmath
+    import torch
+
+    from riccati_tf.design.margin import horizon_margin
+
+    a, v, beta, eig = args
+    d = len(eig)
+    cov0 = torch.diag(torch.tensor(eig, dtype=torch.float64))
+    z0 = max(eig)
+    mpmath.mp.dps = 40
+    k = mpmath.mpf(v) * beta * z0
+    tstar = (1 / (2 * k) if a == 0 else mpmath.log(1 + mpmath.mpf(a) / k) / (2 * a))
+    I = torch.eye(d, dtype=torch.float64)
+    for j in range(-200, 201, 5):
+        tau = float(tstar * (1 + j * mpmath.mpf(2) ** -52))
+        m = float(horizon_margin([(beta * I, I, v * I, I)], cov0, a * I, horizon=tau))
+        assert not (m > 0 and mpmath.mpf(tau) >= tstar), (j, tau, m)
+
+
+cases_of(AREA, "result", {
+    "horizon_margin_quoted_norm_1_4": (0.0, 1.0, 1.0, [1.0, 0.5, 1.4]),
+    "horizon_margin_growing_drift": (0.7, 0.3, 2.0, [0.2, 2.5]),
+    "horizon_margin_weak_contraction": (-0.2, 1.0, 1.0, [3.0, 1.0, 0.0, 0.5]),
+}, _margin_never_past_blowup, timeout=60)
