@@ -36,14 +36,60 @@ _MAXITER, _FTOL = 500, 1e-15
 
 def witness_holds(A: np.ndarray, G: np.ndarray, N: np.ndarray, roots: list[np.ndarray]) -> bool:
     """Whether N proves that no start Σ0 = L0L0ᵀ (L0 in `roots`) blows up under
-    Σ̇ = AΣ + ΣAᵀ − ΣGΣ: A Hurwitz and λ_max(L0ᵀW∞(N')L0) < 1 with N' = N₊ + ε I, N₊ the PSD
-    part of N and ε = max(0, −λ_min(G + N₊)) (so that G + N' ⪰ 0 holds exactly in real
-    arithmetic up to the eigensolver's error, which ε absorbs at 4 d eps ‖G + N₊‖₂).
+    Σ̇ = AΣ + ΣAᵀ − ΣGΣ: A Hurwitz and
 
+        λ_max(L0ᵀW∞(N')L0) < 1,   AᵀW∞(N') + W∞(N')A = −N',   N' = N₊ + εI,
+
+    N₊ the PSD part of N and ε = max(0, −λ_min(G + N₊)) plus 4 d eps ‖G + N₊‖₂, so that
+    G = (G + N') − N' with both parts ⪰ 0 (module docstring: W(t) ⪰ −W∞(N')).
+
+    Parameters
+    ----------
+    A : (d, d) ndarray
+        The drift.
+    G : (d, d) ndarray
+        G = −Σ_h v_h(B_h + B_hᵀ) of the scalar heads.
+    N : (d, d) ndarray
+        The witness (its PSD part is used).
+    roots : list of (d, r) ndarray
+        The factors L0 of the starts.
+
+    Returns
+    -------
+    bool
+        True when every premise holds; False otherwise (also for non-finite input).
+
+    Raises
+    ------
+    None
+        Failures of the linear algebra give False.
+
+    See Also
+    --------
+    nearest_relaxed : finds the nearest G of the set and its witness.
+
+    Notes
+    -----
     Hurwitz: W_I ≻ 0 with AᵀW_I + W_IA = −I + R_I, ‖R_I‖₂ ≤ ½ (a Lyapunov function). The
     threshold allows for the Lyapunov solve's residual R = AᵀW + WA + N': the exact W∞(N') is
     W − W∞(R) ⪯ W + ‖R‖₂ W∞(I), and W∞(I) ⪯ 2 W_I, so λ_max(L0ᵀW L0) + 2‖R‖₂ λ_max(L0ᵀW_I L0)
-    < 1 suffices."""
+    < 1 (with 4 d eps relative for the eigensolver) suffices.
+
+    References
+    ----------
+    .. [1] riccati_tf theory, SPEC §5 "Time-invariant parameters: equilibria, stability,
+       blow-up" (the closed form and the threshold λ_max(W∞Σ0) < 1).
+
+    Examples
+    --------
+    A = −I, G = −I: N = I gives W∞ = I/2, so starts of λ_max(Σ0) < 2 are safe.
+
+    >>> import numpy as np
+    >>> from riccati_tf.design.relaxed import witness_holds
+    >>> I = np.eye(2)
+    >>> witness_holds(-I, -I, I, [np.sqrt(1.9) * I]), witness_holds(-I, -I, I, [np.sqrt(2.1) * I])
+    (True, False)
+    """
     d = A.shape[0]
     eps = float(np.finfo(float).eps)
     try:
@@ -73,16 +119,70 @@ def witness_holds(A: np.ndarray, G: np.ndarray, N: np.ndarray, roots: list[np.nd
 
 def nearest_relaxed(A: np.ndarray, G0: np.ndarray, roots: list[np.ndarray], m: float,
                     starts: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray] | None:
-    """(C, N) with G0 + C in the relaxed set 𝒮 (margin m) and ‖C‖_F least as found by SLSQP.
+    """(C, N) with G0 + C in the relaxed set (margin m) and ‖C‖_F least as found by SLSQP:
 
+        min ‖C‖_F   s.t.   G0 + C + N ⪰ 0,  N ⪰ 0,  λ_max(L0ᵀW∞(N)L0) ≤ 1 − m  (every start).
+
+    Parameters
+    ----------
+    A : (d, d) ndarray
+        A Hurwitz drift.
+    G0 : (d, d) ndarray
+        G of the layer given.
+    roots : list of (d, r) ndarray
+        The factors L0 of the starts Σ0 = L0L0ᵀ.
+    m : float
+        The relative margin of the threshold, 0 ≤ m < 1.
+    starts : list of (d, d) ndarray
+        Where SLSQP starts, as values of N (each scaled into the threshold).
+
+    Returns
+    -------
+    (C, N) or None
+        The change C of G and the witness N of the best answer whose witness holds
+        (`witness_holds`); None when no answer's does.
+
+    Raises
+    ------
+    None
+        SLSQP runs that leave the finite numbers are skipped.
+
+    See Also
+    --------
+    witness_holds : re-decides the witness.
+    riccati_tf.design.repair.nearest_stable : the repair that uses this set.
+
+    Notes
+    -----
     For a fixed N the least C with G0 + C + N ⪰ 0 is C = (G0 + N)₋ (the negative part,
-    negated): its cost f(N) = ‖(G0 + N)₋‖_F² is convex and differentiable, with gradient −2C.
-    N = MMᵀ (M d×d free, so N ⪰ 0 holds by construction): SLSQP minimises f(MMᵀ) (gradient
-    −4CM) subject to λ_min((1 − m)I − L0ᵀW∞(MMᵀ)L0) ≥ 0 per start (gradient −2YM with
-    AY + YAᵀ = −zzᵀ, z = L0u, u the bottom eigenvector; smooth for a rank-one start), from
-    the square root of each N in `starts` (scaled into the threshold, plus 1e-3 I so that it
-    is not the saddle M = 0) and again from its answer; the least f among the answers whose
-    witness holds (`witness_holds`). None when none does."""
+    negated): its cost f(N) = ‖(G0 + N)₋‖_F² is convex and differentiable, with gradient −2C,
+    and the set of N is convex, so the problem is convex. N = MMᵀ (M d×d free, so N ⪰ 0 holds
+    by construction): SLSQP minimises f(MMᵀ) (gradient −4CM) subject to
+    λ_min((1 − m)I − L0ᵀW∞(MMᵀ)L0) ≥ 0 per start (gradient −2YM with AY + YAᵀ = −zzᵀ,
+    z = L0u, u the bottom eigenvector; smooth for a rank-one start), from the square root of
+    each N in `starts` (scaled into the threshold, plus 1e-3 I so that it is not the saddle
+    M = 0) and again from its answer. The answer is the nearest SLSQP reaches; the tests
+    compare it with an independent multi-start search of the same set.
+
+    References
+    ----------
+    .. [1] riccati_tf theory, SPEC §5 "Time-invariant parameters: equilibria, stability,
+       blow-up".
+    .. [2] S. Burer and R. D. C. Monteiro, "A nonlinear programming algorithm for solving
+       semidefinite programs via low-rank factorization", Math. Program. 95 (2003) 329–357.
+
+    Examples
+    --------
+    A = −I, G0 = diag(−3, 1), the start e1e1ᵀ: N11 ≤ 2(1 − m) is allowed, so C = diag(1, 0)
+    instead of the clipping's diag(3, 0).
+
+    >>> import numpy as np
+    >>> from riccati_tf.design.relaxed import nearest_relaxed
+    >>> C, N = nearest_relaxed(-np.eye(2), np.diag([-3.0, 1.0]), [np.array([[1.0], [0.0]])],
+    ...                        1e-6, [np.zeros((2, 2))])
+    >>> round(float(np.linalg.norm(C)), 4)
+    1.0
+    """
     d = A.shape[0]
 
     def clip(N: np.ndarray) -> np.ndarray:
