@@ -30,9 +30,11 @@ def test_designed_layers_keep_the_rank_at_their_target(d):
         assert again.rank == res.rank
 
 
-def test_scalar_heads_are_read_as_their_single_head():
+def test_scalar_heads_reach_at_least_their_single_head_form():
     """Two heads V_h = v_h I have the moment equations of the single head V = v̄I,
-    B = Σ_h v_h B_h / v̄ (checked on the drift at random states), and the same verdict."""
+    B = Σ_h v_h B_h / v̄ (checked on the drift at random states); with the values moving per
+    head their fields contain the single head's (Σ_h (v_h/v̄) of head h's field), so the rank
+    is at least the single-head form's."""
     rng = np.random.default_rng(3)
     d = 3
     des = attracting_layer((rng.standard_normal(d), np.diag([1.0, 2.0, 0.5])), heads=2,
@@ -49,7 +51,7 @@ def test_scalar_heads_are_read_as_their_single_head():
             np.testing.assert_allclose(x, y, rtol=1e-12, atol=1e-12)
     a = joint_controllability(p, des.target)
     b = joint_controllability(single, des.target)
-    assert a.decided and [r.rank for r in a.results] == [r.rank for r in b.results]
+    assert a.decided and all(x.rank >= y.rank for x, y in zip(a.results, b.results, strict=True))
 
 
 def test_a_layer_that_gives_up_controllability_says_so():
@@ -58,10 +60,11 @@ def test_a_layer_that_gives_up_controllability_says_so():
     d = 2
     g = Gaussian(np.array([1.0, -1.0]), np.array([[2.0, 0.3], [0.3, 1.0]]))
     no_values = joint_controllability(Params(0.5 * np.eye(d), B=np.eye(d)), g, ["attention"])
-    assert no_values.full == (False,) and "attention loses" in no_values.reason
+    assert no_values.full == (False,) and "attention (rank" in no_values.reason
+    assert "not shown" in no_values.reason and "loses" not in no_values.reason
     assert no_values.results[0].rank < stratum_dimension(d, d)
     no_keys = joint_controllability(Params(0.5 * np.eye(d), V=-np.eye(d)), g, ["values"])
-    assert no_keys.full == (False,) and "values loses" in no_keys.reason
+    assert no_keys.full == (False,) and "values (rank" in no_keys.reason
 
 
 def test_rank_deficient_target_is_judged_on_its_stratum():
@@ -71,16 +74,12 @@ def test_rank_deficient_target_is_judged_on_its_stratum():
     assert all(r.expected == stratum_dimension(3, 2) for r in jc.results)
 
 
-def test_undecided_beyond_the_exact_range_and_for_general_heads():
-    rng = np.random.default_rng(0)
+def test_undecided_beyond_the_exact_range_only():
     big = attracting_layer((np.zeros(6), np.eye(6)))
     jc = joint_controllability(big.params, big.target)
     assert not jc.decided and jc.full == (False, False) and "d = 6" in jc.reason
-    heads = [(rng.standard_normal((2, 2)), rng.standard_normal((2, 2))) for _ in range(2)]
-    jc = joint_controllability(Params(np.eye(2), heads=heads), Gaussian(np.zeros(2), np.eye(2)))
-    assert not jc.decided and "general value matrices" in jc.reason
     cancelling = Params(np.eye(2), heads=[(np.eye(2), np.eye(2)), (-np.eye(2), np.eye(2))])
-    assert not joint_controllability(cancelling, Gaussian(np.zeros(2), np.eye(2))).decided
+    assert joint_controllability(cancelling, Gaussian(np.zeros(2), np.eye(2))).decided
 
 
 @pytest.mark.parametrize("bad", [

@@ -457,12 +457,13 @@ def test_refusals():
 
 
 def test_horizon_margin_at_extreme_depths_and_sizes():
-    # one head V = ⅒I, B = I from Σ0 = I: κ z0 = 0.1; A = aI. A collapse (a < −0.1) has m → +∞,
-    # a contraction too weak for the attention (−0.1 < a < 0) m → −∞, never NaN
+    # one head V = ⅒I, B = I from Σ0 = I: κ z0 = 0.1; A = aI. A collapse (a < −0.1) has m → +∞
+    # (the largest float: a lower bound), a contraction too weak for the attention
+    # (−0.1 < a < 0) m → −∞, never NaN
     I = torch.eye(2, dtype=torch.float64)
     heads = [(I, I, 0.1 * I, I)]
     for tau in (1e3, 1e300):
-        assert float(horizon_margin(heads, I, -I, horizon=tau)) == np.inf
+        assert float(horizon_margin(heads, I, -I, horizon=tau)) == np.finfo(float).max
         assert float(horizon_margin(heads, I, -0.05 * I, horizon=tau)) < -1e40
         assert float(horizon_margin(heads, I, I, horizon=tau)) == pytest.approx(-0.1)
     for a in (-1.0, -0.05, 0.0, 0.3):  # the two forms agree with the numpy closed form

@@ -185,19 +185,22 @@ def test_the_repaired_layer_does_not_blow_up_under_dop853():
     assert np.trace(sol.y[:, -1].reshape(p.d, p.d)) <= np.trace(starts[0]) * (1 + 1e-8)
 
 
-def test_numerical_route_beats_the_closed_form_when_a_is_hurwitz():
+def test_relaxed_route_beats_the_closed_form_when_a_is_hurwitz():
     """G0 ⪯ 0 a little above the threshold: scaling G down is far nearer than flipping it to
-    ⪰ 0; the answer satisfies λ_max(W∞Σ0) ≤ 1 − m with W∞ from scipy, and is certified."""
+    ⪰ 0; the answer's witness N satisfies G + N ⪰ 0 and λ_max(L0ᵀW∞(N)L0) ≤ 1 − m with W∞
+    from scipy, and the layer is certified."""
     d = 3
     A = -np.eye(d) + 0.1 * np.triu(np.ones((d, d)), 1)
     p = Params(A, B=0.8 * np.eye(d), V=np.eye(d))  # G0 = −1.6 I
     cov0 = 2.0 * np.eye(d)
     assert certify(p, cov0).regime == "blows_up"
     rep = nearest_stable(p, cov0)
-    assert rep.route == "numerical" and rep.all_certified
-    W = solve_continuous_lyapunov(A.T, rep.params.G)
-    assert np.linalg.eigvalsh(np.sqrt(2) * W * np.sqrt(2))[-1] <= 1 - MARGIN_RTOL + 1e-9
-    assert np.linalg.eigvalsh(rep.params.G)[-1] <= -rep.margin + 1e-9
+    assert rep.route == "relaxed" and rep.all_certified and rep.check()
+    N = rep.witness
+    W = solve_continuous_lyapunov(A.T, -N)
+    assert np.linalg.eigvalsh(np.sqrt(2) * W * np.sqrt(2))[-1] <= 1 - MARGIN_RTOL / 2 + 1e-9
+    assert np.linalg.eigvalsh(rep.params.G + N)[0] >= -1e-9
+    assert np.linalg.eigvalsh(N)[0] >= -1e-9
     closed = np.linalg.norm(1.6 * np.eye(d) + rep.margin * np.eye(d)) / 2
     assert rep.distance < 0.5 * closed
     assert rep.certificates[0].regime == "collapses" and rep.certificates[0].check()

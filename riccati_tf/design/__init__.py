@@ -33,11 +33,10 @@ from .repair import (
     Repair,
     nearest_stable,
 )
-from .target import CRITERIA, GAINS, Design, attracting_layer
+from .target import CRITERIA, GAINS, MAX_HEADS, Design, attracting_layer
 
 __all__ = ["CHANGES", "CRITERIA", "FEASIBILITY_RTOL", "GAINS", "GENERAL", "MARGIN_RTOL",
-           "MAX_MARGIN_D", "NORMS", "NUMERICAL_MAX_D", "SAFE_REGIMES", "SHIFT_DOUBLINGS",
-           "SHIFT_RTOL", "Design",
-           "JointControllability", "Repair", "attracting_layer", "encoder_horizon_margins",
-           "encoder_margins", "horizon_margin", "joint_controllability", "nearest_stable",
-           "stability_margin", "trace_growth_rate"]
+           "MAX_HEADS", "MAX_MARGIN_D", "NORMS", "NUMERICAL_MAX_D", "SAFE_REGIMES",
+           "SHIFT_DOUBLINGS", "SHIFT_RTOL", "Design", "JointControllability", "Repair",
+           "attracting_layer", "encoder_horizon_margins", "encoder_margins", "horizon_margin",
+           "joint_controllability", "nearest_stable", "stability_margin", "trace_growth_rate"]

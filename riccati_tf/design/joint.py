@@ -12,8 +12,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-import numpy as np
-
 from ..errors import InvalidInputError
 from ..reachability.lie import (
     CONFIGURATIONS,
@@ -21,8 +19,10 @@ from ..reachability.lie import (
     MAX_DIMENSION,
     Accessibility,
     accessibility_rank,
+    layer_system,
 )
 from ..state.params import Gaussian, Params
+from . import _arguments
 
 __all__ = ["JointControllability", "joint_controllability"]
 
@@ -36,10 +36,11 @@ class JointControllability:
     """The Lie-algebra rank around a layer, per control configuration, at a Gaussian.
 
     For each configuration c the controls of c move and every other parameter is held at the
-    layer's value (A, V, B, b; a multi-head layer with scalar values V_h = v_h I as the single
-    head V = v̄I, B = Σ_h v_h B_h / v̄, v̄ = Σ_h v_h ≠ 0, which has the same moment
-    equations). `full[i]` is the rank condition rank = d + r d − r(r−1)/2 of configuration i
-    on the stratum of rank r = rank Σ.
+    layer's value: A, b and, per head, V_h or B_h; with several heads each head's moving matrix
+    is a control of its own (`riccati_tf.reachability.lie.layer_system`). `full[i]` is the rank
+    condition rank = d + r d − r(r−1)/2 of configuration i on the stratum of rank r = rank Σ,
+    proven when True; False means that the brackets up to the depth span fewer directions (a
+    lower bound of the Lie-algebra rank: longer brackets may add more).
 
     Parameters
     ----------
@@ -48,8 +49,7 @@ class JointControllability:
     results : tuple of Accessibility or None
         `accessibility_rank` of each, with the held values; None where it was not decided.
     decided : bool
-        Whether the rank was computed (d ≤ MAX_DIMENSION and a layer with one head, or with
-        scalar value matrices of nonzero sum).
+        Whether the rank was computed (d ≤ MAX_DIMENSION).
     reason : str
         What the verdict means, or why there is none.
 
@@ -85,7 +85,8 @@ class JointControllability:
 
     @property
     def full(self) -> tuple[bool, ...]:
-        """Whether each configuration keeps the rank condition (False where undecided)."""
+        """Whether each configuration keeps the rank condition, proven by brackets up to the
+        depth (False where it is not shown, or undecided)."""
         return tuple(bool(r is not None and r.full) for r in self.results)
 
 
@@ -103,7 +104,7 @@ def joint_controllability(params: Params, point: Gaussian,
     Parameters
     ----------
     params : Params
-        The layer (designed or repaired): one head, or several with scalar value matrices.
+        The layer (designed or repaired), any number of heads.
     point : Gaussian
         Where the rank is taken, typically the target N(m*, Σ*).
     configurations : sequence of str, optional
@@ -115,14 +116,17 @@ def joint_controllability(params: Params, point: Gaussian,
     Returns
     -------
     JointControllability
-        Per configuration the rank against the stratum dimension; undecided (with the reason)
-        for d > MAX_DIMENSION or several heads without a single-head form.
+        Per configuration the rank found against the stratum dimension; undecided (with the
+        reason) for d > MAX_DIMENSION.
 
     Raises
     ------
     InvalidInputError
-        When params is not a Params, point is not a Gaussian of the same dimension, or a
-        configuration is not registered.
+        When params is not a Params, point is not a Gaussian of the same dimension,
+        configurations is not a name or a non-empty list of registered names (None refused), or
+        depth is not an integer in [1, MAX_DEPTH].
+    SolverError
+        When a bracket computation spends its work budget (`lie.MAX_WORK`).
 
     See Also
     --------
@@ -130,9 +134,13 @@ def joint_controllability(params: Params, point: Gaussian,
 
     Notes
     -----
-    By Nagano's theorem the rank is constant along orbits: a configuration short of full rank
-    at the target cannot steer a neighbourhood of it whatever the controls do, so a stable
-    design that loses the rank trades reachability for stability.
+    The fields are those of `riccati_tf.reachability.lie.layer_system`: with H heads the
+    "values" configuration has the H d² fields (E_kl m + E_klΣB_h m, E_klΣB_hΣ + ΣB_hᵀΣE_lk),
+    one per head and entry, "attention" the fields of each head's B_h; the drift holds A, b and
+    the held matrices of every head. A rank equal to the stratum dimension proves the rank
+    condition; a smaller rank is what brackets up to `depth` reach, a lower bound of the
+    Lie-algebra rank. By Nagano's theorem the rank is constant along orbits: were the
+    Lie-algebra rank short at the target, no control could steer a neighbourhood of it.
 
     References
     ----------
@@ -153,42 +161,18 @@ def joint_controllability(params: Params, point: Gaussian,
         raise InvalidInputError(f"params must be a riccati_tf Params, got {type(params).__name__}")
     if not isinstance(point, Gaussian) or point.d != params.d:
         raise InvalidInputError(f"point must be a riccati_tf Gaussian on R^{params.d}")
-    names = tuple(configurations)
-    for name in names:
-        if name not in CONFIGURATIONS:
-            raise InvalidInputError(f"configuration {name!r} is not one of "
-                                    f"{sorted(CONFIGURATIONS)}")
-    held = _single_head(params)
-    if params.d > MAX_DIMENSION or held is None:
-        why = (f"d = {params.d} > {MAX_DIMENSION}, beyond the exact Lie-bracket computation"
-               if params.d > MAX_DIMENSION else
-               f"{len(params.heads)} heads with general value matrices (or scalar ones summing "
-               f"to 0) have no single-head form")
+    names = _arguments.names("configurations", configurations, sorted(CONFIGURATIONS))
+    if params.d > MAX_DIMENSION:
         return JointControllability(names, (None,) * len(names), False,
-                                    f"not decided: {why}.")
-    results = tuple(accessibility_rank(
-        name, params.d, (point.mean, point.cov), depth,
-        fixed={k: v for k, v in held.items() if k not in CONFIGURATIONS[name].controls})
-        for name in names)
-    lost = [name for name, r in zip(names, results, strict=True) if not r.full]
-    reason = ("every configuration keeps the Lie-algebra rank at the point" if not lost else
-              f"{', '.join(lost)} {'loses' if len(lost) == 1 else 'lose'} the Lie-algebra rank "
-              f"at the point: with the other parameters held at the layer's values these "
-              f"controls cannot steer a neighbourhood of it")
+                                    f"not decided: d = {params.d} > {MAX_DIMENSION}, beyond the "
+                                    f"exact Lie-bracket computation.")
+    results = tuple(accessibility_rank(layer_system(name, params), params.d,
+                                       (point.mean, point.cov), depth) for name in names)
+    short = [f"{name} (rank {r.rank} of {r.expected})"
+             for name, r in zip(names, results, strict=True) if not r.full]
+    reason = ("every configuration keeps the Lie-algebra rank at the point" if not short else
+              f"brackets up to depth {depth} of {', '.join(short)} do not span the stratum at "
+              f"the point: the rank condition is not shown there (the Lie-algebra rank is at "
+              f"least the rank found; longer brackets may add directions)")
     return JointControllability(names, results, True, reason + ".")
 
-
-def _single_head(p: Params) -> dict[str, np.ndarray] | None:
-    """{"A", "B", "V", "b"} of a layer with one head, or of the single head V = v̄I,
-    B = Σ_h v_h B_h / v̄ with the same moment equations when every V_h = v_h I and
-    v̄ = Σ_h v_h ≠ 0 (ṁ = (A + v̄I)m + Σ(Σ_h v_h B_h)m + b, Σ̇ = AΣ + ΣAᵀ + Σ(Σ_h v_h B_h)Σ +
-    transpose); None otherwise."""
-    if len(p.heads) == 1:
-        V, B = p.heads[0]
-        return {"A": np.asarray(p.A), "B": np.asarray(B), "V": np.asarray(V), "b": np.asarray(p.b)}
-    vbar = sum(p.value_scalars or ())
-    if p.value_scalars is None or vbar == 0:
-        return None
-    B = sum((v * np.asarray(Bh) for v, (_, Bh) in zip(p.value_scalars, p.heads, strict=True)),
-            np.zeros((p.d, p.d))) / vbar
-    return {"A": np.asarray(p.A), "B": B, "V": vbar * np.eye(p.d), "b": np.asarray(p.b)}

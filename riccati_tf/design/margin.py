@@ -26,6 +26,8 @@ from typing import Any
 
 from ..empirical.encoders.extraction import BERT_FAMILY, VIT_FAMILY, attention_layers
 from ..errors import InvalidInputError
+from ..state.validation import PSD_RTOL, as_time
+from ._arguments import dense_tensor
 
 __all__ = ["MAX_MARGIN_D", "encoder_horizon_margins", "encoder_margins", "horizon_margin",
            "stability_margin", "trace_growth_rate"]
@@ -38,19 +40,22 @@ MAX_MARGIN_D = 64
 _FAMILIES = BERT_FAMILY + VIT_FAMILY
 
 
-def _dense_heads(heads: Sequence[Sequence[Any]], name: str = "heads") -> tuple[Any, Any, int]:
-    """The stacked dense (V_h, B_h) = (W_O W_V, W_Kᵀ W_Q) as two (H, d, d) tensors, and d."""
+def _dense_heads(heads: Sequence[Sequence[Any]],
+                 name: str = "heads") -> tuple[Any, Any, int, Any]:
+    """The stacked dense (V_h, B_h) = (W_O W_V, W_Kᵀ W_Q) as two (H, d, d) tensors, d, and an
+    (H, 2) tensor bounding the rounding of the products in the 2-norm: ‖fl(W_O W_V) − W_O W_V‖₂
+    ≤ γ_s ‖W_O‖_F ‖W_V‖_F, γ_s = 1.01 s eps (likewise B_h with r)."""
     import torch
 
     if isinstance(heads, torch.Tensor) or not isinstance(heads, Sequence) or len(heads) == 0:
         raise InvalidInputError(f"{name} must be a non-empty sequence of (W_Q, W_K, W_V, W_O) "
                                 f"tuples, got {type(heads).__name__}")
-    Vs, Bs, d, dtype = [], [], None, None
+    Vs, Bs, errs, d, dtype = [], [], [], None, None
     for h, head in enumerate(heads):
         if not isinstance(head, Sequence) or len(head) != 4:
             raise InvalidInputError(f"{name}[{h}] must be a tuple (W_Q, W_K, W_V, W_O), got "
                                     f"{type(head).__name__}")
-        Wq, Wk, Wv, Wo = (torch.as_tensor(w) for w in head)
+        Wq, Wk, Wv, Wo = (dense_tensor(f"{name}[{h}][{i}]", w) for i, w in enumerate(head))
         if any(w.ndim != 2 for w in (Wq, Wk, Wv, Wo)):
             raise InvalidInputError(f"{name}[{h}]: every factor must be a matrix, got shapes "
                                     f"{[tuple(w.shape) for w in (Wq, Wk, Wv, Wo)]}")
@@ -60,8 +65,6 @@ def _dense_heads(heads: Sequence[Sequence[Any]], name: str = "heads") -> tuple[A
             raise InvalidInputError(
                 f"{name}[{h}]: need W_Q, W_K of shape (r, d), W_V (s, d), W_O (d, s) with r, s, "
                 f"d ≥ 1 and d = {d}, got {[tuple(w.shape) for w in (Wq, Wk, Wv, Wo)]}")
-        if not all(w.is_floating_point() for w in (Wq, Wk, Wv, Wo)):
-            raise InvalidInputError(f"{name}[{h}]: the factors must be floating point tensors")
         dtype = Wq.dtype if dtype is None else dtype
         if any(w.dtype != dtype for w in (Wq, Wk, Wv, Wo)):
             raise InvalidInputError(f"{name}[{h}]: the factors must share one dtype ({dtype})")
@@ -69,8 +72,12 @@ def _dense_heads(heads: Sequence[Sequence[Any]], name: str = "heads") -> tuple[A
             raise InvalidInputError(f"{name}[{h}]: a factor holds NaN or Inf")
         Vs.append(Wo @ Wv)
         Bs.append(Wk.T @ Wq)
+        gamma = 1.01 * torch.finfo(dtype).eps
+        fro = torch.linalg.matrix_norm
+        errs.append(torch.stack((gamma * Wv.shape[0] * fro(Wo) * fro(Wv),
+                                 gamma * Wq.shape[0] * fro(Wk) * fro(Wq))))
     assert d is not None
-    return torch.stack(Vs), torch.stack(Bs), int(d)
+    return torch.stack(Vs), torch.stack(Bs), int(d), torch.stack(errs)
 
 
 def _operator(V: Any, B: Any) -> Any:
@@ -124,8 +131,9 @@ def stability_margin(heads: Sequence[Sequence[Any]], *,
     ------
     InvalidInputError
         heads empty or not a sequence of 4-tuples of matrices; shapes that do not match; mixed
-        or non-floating dtypes; NaN or Inf; d > MAX_MARGIN_D; temperature not a positive finite
-        number.
+        dtypes, or factors that are not dense float32/float64 tensors or arrays (sparse, meta,
+        half precision, integer, complex); NaN or Inf; d > MAX_MARGIN_D; temperature not a
+        positive finite number (booleans refused).
     ImportError
         Without torch.
 
@@ -192,11 +200,9 @@ def stability_margin(heads: Sequence[Sequence[Any]], *,
     """
     import torch
 
-    if temperature is not None and not (isinstance(temperature, int | float)
-                                        and math.isfinite(temperature) and temperature > 0):
-        raise InvalidInputError(f"temperature must be a positive finite number or None, got "
-                                f"{temperature!r}")
-    V, B, d = _dense_heads(heads)
+    if temperature is not None:
+        temperature = as_time("temperature", temperature)
+    V, B, d, _ = _dense_heads(heads)
     if d > MAX_MARGIN_D:
         raise InvalidInputError(f"d = {d} exceeds MAX_MARGIN_D = {MAX_MARGIN_D}: the operator "
                                 f"𝒦 has order d(d+1)/2 = {d * (d + 1) // 2}")
@@ -221,8 +227,8 @@ def trace_growth_rate(heads: Sequence[Sequence[Any]], cov0: Any, A: Any = None) 
     heads : sequence of (W_Q, W_K, W_V, W_O)
         Per head the factors, as for `stability_margin` (any d).
     cov0 : (d, d) tensor or array_like
-        The reference covariance Σ0: symmetric positive semidefinite and non-zero (checked to
-        symmetry and trace > 0 only), in the heads' dtype.
+        The reference covariance Σ0: symmetric positive semidefinite and non-zero, in the
+        heads' dtype.
     A : (d, d) tensor or array_like, optional
         The residual drift (default 0).
 
@@ -235,7 +241,9 @@ def trace_growth_rate(heads: Sequence[Sequence[Any]], cov0: Any, A: Any = None) 
     ------
     InvalidInputError
         heads malformed (as for `stability_margin`); cov0 or A not d×d, not of the heads'
-        dtype, or holding NaN or Inf; cov0 not symmetric or of trace ≤ 0.
+        dtype, not dense float32/float64 (sparse, meta, half precision), or holding NaN or
+        Inf; cov0 not symmetric, of trace ≤ 0 or not positive semidefinite (λ_min below
+        −PSD_RTOL λ_max).
     ImportError
         Without torch.
 
@@ -266,7 +274,7 @@ def trace_growth_rate(heads: Sequence[Sequence[Any]], cov0: Any, A: Any = None) 
     """
     import torch
 
-    V, B, _ = _dense_heads(heads)
+    V, B, _, _ = _dense_heads(heads)
     S, A = _reference(cov0, A, V)
     quad = torch.einsum("hij,jk,hkl,li->", V, S, B, S)
     lin = torch.zeros((), dtype=V.dtype) if A is None else torch.trace(A @ S)
@@ -274,13 +282,14 @@ def trace_growth_rate(heads: Sequence[Sequence[Any]], cov0: Any, A: Any = None) 
 
 
 def _reference(cov0: Any, A: Any, V: Any) -> tuple[Any, Any]:
-    """cov0 and A (None or a tensor) as d×d tensors of V's dtype: finite, cov0 symmetric with a
-    positive trace (definiteness is not checked)."""
+    """cov0 and A (None or a tensor) as d×d tensors of V's dtype: finite, cov0 symmetric and
+    positive semidefinite (λ_min ≥ −PSD_RTOL λ_max, as `state.validation.as_covariance`) with a
+    positive trace."""
     import torch
 
     d = V.shape[-1]
-    S = torch.as_tensor(cov0)
-    mats = {"cov0": S, "A": None if A is None else torch.as_tensor(A)}
+    S = dense_tensor("cov0", cov0)
+    mats = {"cov0": S, "A": None if A is None else dense_tensor("A", A)}
     for name, X in mats.items():
         if X is None:
             continue
@@ -289,6 +298,11 @@ def _reference(cov0: Any, A: Any, V: Any) -> tuple[Any, Any]:
                                     f"got shape {tuple(X.shape)} and dtype {X.dtype}")
     if not torch.allclose(S, S.T, rtol=1e-12, atol=0.0) or not bool(torch.trace(S) > 0):
         raise InvalidInputError("cov0 must be symmetric with a positive trace")
+    eig = torch.linalg.eigvalsh(S.detach())
+    if bool(eig[0] < -PSD_RTOL * eig[-1]):
+        raise InvalidInputError(f"cov0 is not positive semidefinite: smallest eigenvalue "
+                                f"{float(eig[0]):.6g} (largest {float(eig[-1]):.6g}); a reference "
+                                f"covariance needs λ ≥ 0")
     return S, mats["A"]
 
 
@@ -314,8 +328,9 @@ def horizon_margin(heads: Sequence[Sequence[Any]], cov0: Any, A: Any = None, *,
     heads : sequence of (W_Q, W_K, W_V, W_O)
         Per head the factors, as for `stability_margin` (any d).
     cov0 : (d, d) tensor or array_like
-        The reference covariance Σ0: symmetric and non-zero, in the heads' dtype; its largest
-        eigenvalue z0 = ‖Σ0‖₂ is the radius of the starts the margin covers.
+        The reference covariance: symmetric positive semidefinite (λ_min ≥ −PSD_RTOL λ_max)
+        and non-zero, in the heads' dtype; its spectral norm z0 = ‖cov0‖₂ is the radius of the
+        starts the margin covers (every Σ0 ⪰ 0 with ‖Σ0‖₂ ≤ z0).
     A : (d, d) tensor or array_like, optional
         The residual drift (default 0).
     horizon : float, optional
@@ -324,13 +339,17 @@ def horizon_margin(heads: Sequence[Sequence[Any]], cov0: Any, A: Any = None, *,
     Returns
     -------
     torch.Tensor
-        The 0-dimensional m(τ), with the autograd graph of the factors, Σ0 and A.
+        The 0-dimensional m(τ), rounded down (Notes): a lower bound of the exact margin of the
+        given factors where it is positive; the largest float where the exact one is larger;
+        with the autograd graph of the factors, cov0 and A.
 
     Raises
     ------
     InvalidInputError
-        heads malformed (as for `stability_margin`); cov0 or A as for `trace_growth_rate`;
-        horizon not a positive finite number; heads whose products overflow.
+        heads malformed (as for `stability_margin`); cov0 or A as for `trace_growth_rate`
+        (cov0 not positive semidefinite included); a factor, cov0 or A that is not a dense
+        float32/float64 tensor or array (sparse, meta, half precision); horizon not a positive
+        finite number (booleans refused); heads whose products overflow.
     ImportError
         Without torch.
 
@@ -349,6 +368,14 @@ def horizon_margin(heads: Sequence[Sequence[Any]], cov0: Any, A: Any = None, *,
     (the comparison lemma). w = 1/ẑ solves the linear ẇ = −2αw − 2κ, w(t) = m(t)/z0, and
     w(t) = w* + (w(0) − w*)e^{−2αt} with w* = −κ/α is monotone in t: m(τ) > 0 implies m > 0 on
     all of [0, τ].
+
+    Rounding. m decreases in α, κ, z0 and τ wherever it is positive, so each is rounded up:
+    z0 and α by 8 d eps times their scale (the backward error of the symmetric eigensolver),
+    each ‖V_h‖₂ and ‖B_h‖₂ by the error bound γ_s‖W_O‖_F‖W_V‖_F of the products formed in
+    floating point, and x = 2ατ, y = 2κz0τ by a few eps; exp, expm1 and the last subtraction
+    carry a 4-eps factor (φ and ψ(x) = (eˣ − 1)/x change by at most their argument's relative
+    error). A positive value returned is then at most the exact m(τ) of the factors given, so
+    it certifies T* > τ and ‖Σ(t)‖₂ ≤ z0/m(t) on [0, τ]; eps is that of the heads' dtype.
 
     Tightness. For one head V = vI, B = βI (v, β > 0), A = aI and Σ0 = z0 I the flow is
     Σ = z(t)I with ż = 2az + 2vβz²: the bound is attained and T* is the root of m. Heads whose
@@ -378,27 +405,53 @@ def horizon_margin(heads: Sequence[Sequence[Any]], cov0: Any, A: Any = None, *,
     """
     import torch
 
-    if not (isinstance(horizon, int | float) and math.isfinite(horizon) and horizon > 0):
-        raise InvalidInputError(f"horizon must be a positive finite number, got {horizon!r}")
-    V, B, _ = _dense_heads(heads)
+    horizon = as_time("horizon", horizon)
+    V, B, d, err = _dense_heads(heads)
     S, A = _reference(cov0, A, V)
-    z0 = torch.linalg.eigvalsh(S)[-1]
+    eps = torch.finfo(V.dtype).eps
+    up = 1 + 8 * d * eps  # the backward error of the symmetric eigensolver and of the SVD
+    z0 = torch.linalg.eigvalsh(S).abs().max() * up
     alpha = (torch.zeros((), dtype=V.dtype) if A is None
-             else torch.linalg.eigvalsh((A + A.T) / 2)[-1])
-    per_head = (torch.linalg.matrix_norm(V, ord=2) * torch.linalg.matrix_norm(B, ord=2)).sum()
-    stacked = (torch.linalg.matrix_norm(torch.cat(tuple(V), dim=1), ord=2)
-               * torch.linalg.matrix_norm(torch.cat(tuple(B), dim=0), ord=2))
-    kappa = torch.minimum(per_head, stacked)
+             else torch.linalg.eigvalsh((A + A.T) / 2)[-1]
+             + 8 * d * eps * torch.linalg.matrix_norm(A))
+    norms = torch.linalg.matrix_norm
+    per_head = ((norms(V, ord=2) * up + err[:, 0]) * (norms(B, ord=2) * up + err[:, 1])).sum()
+    stacked = ((norms(torch.cat(tuple(V), dim=1), ord=2) * up + norms(err[:, :1]))
+               * (norms(torch.cat(tuple(B), dim=0), ord=2) * up + norms(err[:, 1:])))
+    kappa = torch.minimum(per_head, stacked) * (1 + 4 * (len(V) + 2) * eps)
     if not bool(torch.isfinite(kappa)):
         raise InvalidInputError("the heads' products V_h = W_O W_V or B_h = W_Kᵀ W_Q overflow")
-    x = 2 * alpha * horizon
-    small = x.abs() < 1e-8  # φ(x) = 1 − x/2 + O(x²) there; x_safe keeps the other branches finite
+    return _margin_below(alpha, kappa, z0, horizon)
+
+
+def _margin_below(alpha: Any, kappa: Any, z0: Any, tau: float) -> Any:
+    """A float lower bound of the exact m(τ) = e^{−x} − y φ(x) = e^{−x}(1 − y ψ(x)),
+    x = 2ατ, y = 2κz0τ, φ(x) = (1 − e^{−x})/x, ψ(x) = (eˣ − 1)/x, where m(τ) > 0 (otherwise a
+    number ≤ 0); α, κ, z0 are upper bounds already. Where m > 0 it decreases in x and y, so x
+    and y are rounded up; each evaluated function carries a 4-eps factor (φ, ψ change by at
+    most their argument's relative error); a margin above the float range is the largest
+    float."""
+    import torch
+
+    eps, big = torch.finfo(alpha.dtype).eps, torch.finfo(alpha.dtype).max
+    x = 2 * alpha * tau
+    x = x + 2 * eps * x.abs()
+    y = 2 * kappa * z0 * tau * (1 + 8 * eps)
+    small = x.abs() < 1e-8  # φ, ψ = 1 ∓ x/2 + x²/6 ∓ …: the x² term is below eps/8 there
     x_safe = torch.where(small, torch.ones_like(x), x)
-    if bool(x < 0):  # m = e^{−x}(1 − 2κz0τ (e^x − 1)/x): no inf − inf when e^{−x} overflows
-        psi = torch.where(small, 1 + x / 2, torch.expm1(x_safe) / x_safe)
-        return torch.exp(-x) * (1 - 2 * kappa * z0 * horizon * psi)
-    phi = torch.where(small, 1 - x / 2, -torch.expm1(-x_safe) / x_safe)
-    return torch.exp(-x) - 2 * kappa * z0 * horizon * phi
+    if bool(x >= 0):
+        phi = torch.where(small, 1 - x / 2, -torch.expm1(-x_safe) / x_safe) * (1 + 4 * eps)
+        m = torch.exp(-x) * (1 - 4 * eps) - y * phi
+        return m * (1 - 2 * eps) if bool(m > 0) else m
+    psi = torch.where(small, 1 + x / 2, torch.expm1(x_safe) / x_safe) * (1 + 4 * eps)
+    F = 1 - y * psi  # m = e^{−x} F: no inf − inf when e^{−x} overflows
+    if not bool(F > 0):
+        return torch.exp(torch.clamp(-x, max=math.log(big) - 1)) * F
+    log_m = -x + torch.log(F * (1 - 2 * eps))
+    log_m = log_m - 4 * eps * log_m.abs() - 4 * eps
+    if bool(log_m >= math.log(big) - 1):
+        return torch.full_like(x, big)
+    return torch.exp(log_m) * (1 - 4 * eps)
 
 
 def encoder_margins(model: Any, *, temperature: float | None = None) -> Any:

@@ -1,5 +1,6 @@
-"""The nearest stable layer: the smallest change of the query–key matrices B_h, of the value
-matrices V_h or of A that moves a layer into a certified non-blow-up regime (SPEC §5–§6).
+"""The nearest stable layer within a named set: a change of the query–key matrices B_h, of the
+value matrices V_h or of A that moves a layer into a certified non-blow-up regime, the least
+one within the set of layers the route searches (`Repair.searched`; SPEC §5–§6).
 
 change="B", scalar heads V_h = v_h I: the layer is projected (Frobenius norm, summed over heads)
 onto G = −Σ_h v_h (B_h + B_hᵀ) ⪰ δI, which rules out blow-up from every start; in closed form,
@@ -7,9 +8,11 @@ onto G = −Σ_h v_h (B_h + B_hᵀ) ⪰ δI, which rules out blow-up from every 
     ΔB_h = (v_h / (2 Σ_k v_k²)) (G0 − P_δ(G0)),   P_δ: eigenvalues of G0 clipped from below at δ.
 
 Other heads are projected onto the ray B_h = −c_h V_hᵀ (c_h ≥ 0), on which the attention term
-never increases tr Σ. With A Hurwitz and scalar heads a numerical route also searches the
-start-dependent set G ⪯ −δI, λ_max(W∞Σ0) ≤ 1 − margin (SPEC §5), and the nearer certified
-answer is returned.
+never increases tr Σ. With A Hurwitz and scalar heads the route "relaxed" searches the larger
+convex set G = P − N, P, N ⪰ 0, λ_max(L0ᵀW∞(N)L0) ≤ 1 − margin for every start
+(`riccati_tf.design.relaxed`), which contains G ⪰ 0 and the threshold set G ⪯ 0,
+λ_max(W∞Σ0) ≤ 1 of SPEC §5, and returns the nearest layer it finds there with its witness N.
+Neither set holds every safe layer: a layer outside it may still be certified by `certify`.
 
 change="V", scalar heads: G(v) = −Σ_h v_h (B_h + B_hᵀ) is linear in v = (v_h), and the least
 ‖Δv‖ with G ⪰ δI (or, A Hurwitz, the threshold set) is a convex problem in H unknowns, solved
@@ -36,6 +39,9 @@ from ..stability.certificates.certificate import Certificate
 from ..stability.certificates.entry import certify
 from ..state.params import Gaussian, Head, HeadEntry, Params
 from ..state.validation import ReadOnlyArrays, as_array, as_covariance, as_real, psd_factor
+from ._arguments import names
+from ._slsqp import FEASIBILITY_RTOL, is_feasible, lmi_projection, slack_run
+from .relaxed import RELAXED_SET, SEMIDEFINITE_SET, nearest_relaxed, witness_holds
 
 __all__ = ["CHANGES", "FEASIBILITY_RTOL", "GENERAL", "MARGIN_RTOL", "NORMS", "NUMERICAL_MAX_D",
            "SAFE_REGIMES", "SHIFT_DOUBLINGS", "SHIFT_RTOL", "Repair", "nearest_stable"]
@@ -54,14 +60,19 @@ GENERAL = ("auto", "ray", "inert")
 #: the default relative margin: δ = MARGIN_RTOL · max(‖G0‖₂, Σ_h |v_h| ‖B_h‖₂) and the threshold
 #: bound 1 − MARGIN_RTOL of the numerical routes
 MARGIN_RTOL = 1e-6
-#: the numerical route's answer counts as feasible when each semidefinite constraint X ⪰ 0
-#: holds to λ_min(X) ≥ −FEASIBILITY_RTOL max(1, ‖X‖₂) (certify then judges the layer)
-FEASIBILITY_RTOL = 1e-9
 #: the numerical routes (B: d(d+1)/2 + (k + 1)d² unknowns for k starts; A: d²) run up to this d
 NUMERICAL_MAX_D = 16
 #: change "A": the shift c of A − cI is found to within SHIFT_RTOL · c (the bisection's width;
 #: for A = a0 I, c − a0 = (1 + SHIFT_RTOL)/(2T*))
 SHIFT_RTOL = 1e-3
+#: the sets the other routes search, in words (`Repair.searched`)
+_RAY_B = "the ray B_h = −c_h V_hᵀ (c_h ≥ 0) for the other heads"
+_APEX_B = "B_h = 0 for the other heads"
+_VALUE_SET = ("scalar v: G(v) ⪰ δI, or (A Hurwitz, all heads scalar) G(v) ⪯ −δI below the "
+              "threshold, or v = 0; other heads on the ray V_h = −c_h B_hᵀ (c_h ≥ 0) or at 0")
+_SHIFT_SET = "shifts A − cI, c ≥ 0, that certify certifies (bisection)"
+_FEEDFORWARD_SET = ("A + ΔA with W∞ ⪰ 0 and λ_max(L0ᵀW∞L0) ≤ 1 − margin (not convex: the point "
+                    "SLSQP reaches from the least shift)")
 #: change "A": how often the bracket's upper end (a shift proven to collapse Σ) is doubled when
 #: `certify` does not certify it
 SHIFT_DOUBLINGS = 4
@@ -95,16 +106,23 @@ class Repair(ReadOnlyArrays):
         The norm of the change ("fro").
     route : str
         "closed_form" (the sign-structure projection of B; for V, only the ray or apex of
-        heads none of which is scalar), "numerical" (SLSQP: the threshold set of a Hurwitz A
-        for B and A, the semidefinite sets of G for V), "inert" (change V: every scalar
-        V_h = 0) or "shift" (change A: A − cI).
+        heads none of which is scalar), "relaxed" (change B, A Hurwitz: the relaxed set, with
+        a witness), "numerical" (SLSQP: the threshold set of a Hurwitz A for A, the
+        semidefinite sets of G for V), "inert" (change V: every scalar V_h = 0) or "shift"
+        (change A: A − cI).
     margin : float
-        δ ≥ 0: G ⪰ δI or G ⪯ −δI for the scalar heads (changes "B", "V"); for "A" the relative
-        margin m of the threshold bound 1 − m.
+        δ ≥ 0: G ⪰ δI or G ⪯ −δI for the scalar heads (changes "B", "V"); for route "relaxed"
+        and change "A" the relative margin m of the threshold bound 1 − m.
     certificates : tuple of Certificate
         `certify` of the repaired layer from each start.
     certified : tuple of bool
         Per start: the regime is one of the accepted ones and `Certificate.check()` passes.
+    searched : str
+        The set of layers the route searched, in words: the repaired layer is the nearest of
+        that set found (exactly the nearest for the closed form), not of every safe layer.
+    witness : (d, d) ndarray or None
+        Route "relaxed": the N ⪰ 0 with G + N ⪰ 0 and λ_max(L0ᵀW∞(N)L0) < 1 for every start,
+        which proves that no start blows up (`riccati_tf.design.relaxed`); None otherwise.
 
     Raises
     ------
@@ -142,11 +160,54 @@ class Repair(ReadOnlyArrays):
     margin: float
     certificates: tuple[Certificate, ...]
     certified: tuple[bool, ...]
+    searched: str = SEMIDEFINITE_SET
+    witness: np.ndarray | None = None
 
     @property
     def all_certified(self) -> bool:
         """Whether every start is certified."""
         return all(self.certified)
+
+    def check(self) -> bool:
+        """Re-decide every field: the layers differ only in what `change` names (and A, b
+        agree otherwise); per_head and distance are the norms of that difference; each
+        certificate is of this layer, passes `Certificate.check()` and `certified` says so
+        only for a safe regime; the witness (route "relaxed") proves every start safe
+        (`relaxed.witness_holds`) and a closed-form answer lies in G ⪰ δI."""
+        p, q = self.params, self.original
+        if self.change not in CHANGES or len(p.heads) != len(q.heads) or p.d != q.d:
+            return False
+        dV = [float(np.linalg.norm(a[0] - b[0])) for a, b in zip(p.heads, q.heads, strict=True)]
+        dB = [float(np.linalg.norm(a[1] - b[1])) for a, b in zip(p.heads, q.heads, strict=True)]
+        dA = float(np.linalg.norm(p.A - q.A))
+        moved: list[float] = {"B": dB, "V": dV, "A": [0.0] * len(dB)}[self.change]
+        still = [x for c, x in (("B", dB), ("V", dV)) if c != self.change]
+        dist = dA if self.change == "A" else float(np.linalg.norm(moved))
+        scale = max(1.0, dist)
+        if (any(any(x) for x in still) or (self.change != "A" and dA) or
+                np.any(p.b != q.b) or not np.allclose(self.per_head, moved, rtol=1e-9,
+                                                      atol=1e-12 * scale)
+                or not abs(self.distance - dist) <= 1e-9 * scale):
+            return False
+        certs_ok = all(_same_layer(c.params, p) and c.check() for c in self.certificates)
+        flags_ok = len(self.certified) == len(self.certificates) and all(
+            not f or c.regime in SAFE_REGIMES for f, c in zip(self.certified, self.certificates,
+                                                              strict=True))
+        roots = [L for L in (psd_factor(c.cov0) for c in self.certificates) if L.size]
+        if self.witness is not None:
+            member = (self.searched == RELAXED_SET and p.value_scalars is not None
+                      and witness_holds(p.A, p.G, self.witness, roots))
+        elif self.route == "relaxed":
+            member = False
+        elif self.searched == SEMIDEFINITE_SET:
+            vs = p.value_scalars
+            terms = 0.0 if vs is None else sum(abs(v) * float(np.linalg.norm(B + B.T, 2))
+                                               for v, (_, B) in zip(vs, p.heads, strict=True))
+            member = vs is not None and bool(np.linalg.eigvalsh(p.G)[0] >= self.margin - 8 * p.d
+                                             * len(vs) * np.finfo(float).eps * terms)
+        else:
+            member = bool(self.searched)
+        return certs_ok and flags_ok and member
 
 
 def nearest_stable(params: Params,
@@ -154,7 +215,8 @@ def nearest_stable(params: Params,
                    change: str = "B", norm: str = "fro",
                    regime: Sequence[str] = SAFE_REGIMES, margin: float | None = None,
                    general: str = "auto") -> Repair:
-    """The least change of B, V or A (Frobenius, summed over heads) that makes every start safe.
+    """The least change of B, V or A (Frobenius, summed over heads) within a named set of safe
+    layers (`Repair.searched`), certified safe from every start.
 
         change "B":  min Σ_h ‖ΔB_h‖_F²   s.t.   G = −Σ_h v_h (B_h + ΔB_h + (B_h + ΔB_h)ᵀ) ⪰ δI,
         change "V":  min Σ_h d Δv_h²     s.t.   G = −Σ_h (v_h + Δv_h)(B_h + B_hᵀ) ⪰ δI,
@@ -162,11 +224,16 @@ def nearest_stable(params: Params,
 
     "B" is solved in closed form, ΔB_h = (v_h / (2 Σ_k v_k²)) (G0 − P_δ(G0)) with P_δ the
     eigenvalue clipping of G0 at δ (scalar heads V_h = v_h I; other heads: the ray
-    B_h = −c_h V_hᵀ, c_h ≥ 0); "V" by SLSQP in the H scalars, against the apex v = 0 (other
-    heads: the ray V_h = −c_h B_hᵀ); with A Hurwitz and scalar heads both also search G ⪯ −δI,
-    λ_max(W∞Σ0) ≤ 1 − margin for every start. "A" takes the least shift A − cI and, for scalar
-    heads with G ≺ 0 at small d, the threshold set over all of ΔA. The nearest certified layer
-    is returned.
+    B_h = −c_h V_hᵀ, c_h ≥ 0): the nearest layer with G ⪰ δI. With A Hurwitz and every head
+    scalar (d ≤ NUMERICAL_MAX_D) it is nearest within the relaxed set (route "relaxed",
+    `riccati_tf.design.relaxed.RELAXED_SET`): G = P − N, P, N ⪰ 0 and
+    λ_max(L0ᵀW∞(N)L0) ≤ 1 − margin for every start Σ0 = L0L0ᵀ, a convex set that contains
+    G ⪰ 0 and SPEC §5's threshold set and whose witness N proves that no start blows up. "V"
+    by SLSQP in the H scalars, against the apex v = 0 (other heads: the ray V_h = −c_h B_hᵀ),
+    with A Hurwitz also on G ⪯ −δI, λ_max(W∞Σ0) ≤ 1 − margin. "A" takes the least shift
+    A − cI and, for scalar heads with G ≺ 0 at small d, the threshold set over all of ΔA. The
+    result names the set searched (`Repair.searched`): it is the nearest of that set, not of
+    every layer `certify` certifies.
 
     Parameters
     ----------
@@ -233,17 +300,18 @@ def nearest_stable(params: Params,
     V_h = 0. A factored head's tr(V_hB_h) and norms come from its factors (QR of the stacked
     factors), without its dense pair.
 
-    Numerical route of "B" (scalar heads, A Hurwitz). With G ⪯ 0, −W(t) grows in the Loewner
-    order to W∞ (AᵀW∞ + W∞A = G), and the flow from Σ0 = L0L0ᵀ stays regular iff
-    λ_max(L0ᵀW∞L0) < 1 (SPEC §5): a start-dependent set in G, convex (W∞ is linear in G), that
-    may lie nearer than G ⪰ δI. SLSQP minimises ‖C‖_F² over symmetric C subject to
-    −(G0 + C) − δI ⪰ 0 and (1 − margin)I − L0ᵀW∞L0 ⪰ 0 for each start, each written X = MMᵀ
-    with a free slack M (smooth equality constraints: the eigenvalue form λ_min(X) ≥ 0, with
-    gradients −uuᵀ and Y (AY + YAᵀ = −L0uuᵀL0ᵀ), is not differentiable where eigenvalues
-    coalesce at the optimum, as clipping makes them). The eigenvalue form runs first from the
-    closed-form clipping of G0 onto G ⪯ −δI, the slack form from its answer and from the
-    clipping; the nearest feasible point is kept. Run for d ≤ NUMERICAL_MAX_D; its layer
-    replaces the closed form's when it is nearer and every start is certified.
+    Relaxed route of "B" (scalar heads, A Hurwitz). For G = P − N with P, N ⪰ 0,
+    W(t) = W_P(t) − W_N(t) ⪰ −W∞(N) (AᵀW∞(N) + W∞(N)A = −N), so I + L0ᵀW(t)L0 ⪰
+    I − L0ᵀW∞(N)L0 ≻ 0 for all t when λ_max(L0ᵀW∞(N)L0) < 1: the flow from Σ0 = L0L0ᵀ exists
+    for all t. The set of such G is convex (W∞ is linear in N) and holds G ⪰ 0 (N = 0) and the
+    threshold set G ⪯ 0, λ_max(L0ᵀW∞(−G)L0) < 1 (N = −G). For a fixed N the least C with
+    G0 + C + N ⪰ 0 is the negative part of G0 + N, so the distance is a convex function of N,
+    minimised by SLSQP over N = MMᵀ under the threshold (1 − margin) for every start, from
+    N = 0 and N = the negative part of G0 (`riccati_tf.design.relaxed.nearest_relaxed`); the
+    answer's witness N is re-decided with the Lyapunov residual and eigenvalue rounding
+    allowed for (`witness_holds`), and `Repair.check()` re-decides it. Run for
+    d ≤ NUMERICAL_MAX_D; its layer replaces the closed form's when it is nearer and every start
+    is certified by `certify` (else the closed form is returned, searched = "G ⪰ δI").
 
     Change "V" (scalar heads, which stay scalar: V_h ↦ (v_h + Δv_h) I). ‖ΔV_h‖_F = √d |Δv_h|,
     and G(v) = −Σ_h v_h S_h (S_h = B_h + B_hᵀ) and W∞(v) = Σ_h v_h W_h (AᵀW_h + W_hA = −S_h)
@@ -315,10 +383,7 @@ def nearest_stable(params: Params,
     if change == "A" and general != "auto":
         raise InvalidInputError(f"general applies to change 'B' or 'V' (the heads change), not "
                                 f"to change 'A', got general={general!r}")
-    accepted = tuple(regime) if not isinstance(regime, str) else (regime,)
-    if not accepted or not set(accepted) <= set(SAFE_REGIMES):
-        raise InvalidInputError(f"regime must be a non-empty subset of {SAFE_REGIMES}, got "
-                                f"{regime!r}")
+    accepted = names("regime", regime, SAFE_REGIMES)
     m = MARGIN_RTOL if margin is None else as_real("margin", margin)
     if not 0 <= m < 1:
         raise InvalidInputError(f"margin must be in [0, 1), got {m}")
@@ -335,15 +400,28 @@ def nearest_stable(params: Params,
         return _value_change(params, vs, starts, accepted, inert, hurwitz, delta, m)
     eig, U = eigh(G0)
     C = (U * np.maximum(delta - eig, 0.0)) @ U.T
-    closed = _repaired(params, vs, C, inert, "closed_form", delta, starts, accepted)
-    if not (hurwitz and params.d <= NUMERICAL_MAX_D and all(v is not None for v in vs)
-            and any(vs) and np.any(C)):
+    scalar = all(v is not None for v in vs)
+    searched = (SEMIDEFINITE_SET if scalar else
+                f"{SEMIDEFINITE_SET} over the scalar heads, {_RAY_B if not inert else _APEX_B}")
+    closed = _repaired(params, vs, C, inert, "closed_form", delta, starts, accepted, searched)
+    if not (hurwitz and params.d <= NUMERICAL_MAX_D and scalar and any(vs) and np.any(C)):
         return closed
-    Cn = _threshold_change(params.A, G0, starts, delta, m)
-    if Cn is None or np.linalg.norm(Cn) >= np.linalg.norm(C):
+    roots = [L for L in (psd_factor(s) for s in starts) if L.size]
+    found = nearest_relaxed(params.A, G0, roots, m, [np.zeros_like(G0), (U * np.maximum(
+        -eig, 0.0)) @ U.T])
+    if found is None or np.linalg.norm(found[0]) >= np.linalg.norm(C):
         return closed
-    numerical = _repaired(params, vs, Cn, inert, "numerical", delta, starts, accepted)
-    return numerical if numerical.all_certified or not closed.all_certified else closed
+    relaxed = _repaired(params, vs, found[0], inert, "relaxed", m, starts, accepted,
+                        RELAXED_SET, found[1])
+    return relaxed if relaxed.all_certified or not closed.all_certified else closed
+
+
+def _same_layer(p: Params, q: Params) -> bool:
+    """Whether two layers have equal A, b and heads (V_h, B_h)."""
+    return (p.d == q.d and len(p.heads) == len(q.heads) and np.array_equal(p.A, q.A)
+            and np.array_equal(p.b, q.b) and all(
+                np.array_equal(x, y) for a, b in zip(p.heads, q.heads, strict=True)
+                for x, y in zip(a, b, strict=True)))
 
 
 def _starts(cov0: Any, d: int) -> list[np.ndarray]:
@@ -420,20 +498,24 @@ def _layer(p: Params, A: np.ndarray, entries: list[HeadEntry]) -> Params:
 
 
 def _judged(p: Params, original: Params, change: str, per_head: list[float], route: str,
-            margin: float, starts: list[np.ndarray], accepted: tuple[str, ...],
-            distance: float | None = None) -> Repair:
+            margin: float, starts: list[np.ndarray], accepted: tuple[str, ...], searched: str,
+            distance: float | None = None, witness: np.ndarray | None = None) -> Repair:
     """The Repair of layer p: `certify` from each start, verdicts in `accepted` and checked."""
     certs = tuple(certify(p, s) for s in starts)
     ok = tuple(c.regime in accepted and c.check() for c in certs)
     heads = np.array(per_head, dtype=float)
     heads.setflags(write=False)
     dist = float(np.linalg.norm(heads)) if distance is None else distance
-    return Repair(p, original, change, dist, heads, "fro", route, margin, certs, ok)
+    if witness is not None:
+        witness = witness.copy()
+        witness.setflags(write=False)
+    return Repair(p, original, change, dist, heads, "fro", route, margin, certs, ok, searched,
+                  witness)
 
 
 def _repaired(p: Params, vs: list[float | None], C: np.ndarray, inert: bool, route: str,
-              delta: float, starts: list[np.ndarray],
-              accepted: tuple[str, ...]) -> Repair:
+              delta: float, starts: list[np.ndarray], accepted: tuple[str, ...], searched: str,
+              witness: np.ndarray | None = None) -> Repair:
     """The layer with ΔB_h = −v_h C/(2Σv²) on scalar heads and the ray (or apex) on the others,
     with its distances and certificates."""
     total = sum(v * v for v in vs if v is not None)
@@ -449,7 +531,8 @@ def _repaired(p: Params, vs: list[float | None], C: np.ndarray, inert: bool, rou
         dB = -v * C / (2 * total) if total else np.zeros_like(C)
         dist.append(float(np.linalg.norm(dB)))
         entries.append((p.heads[h][0], p.heads[h][1] + dB) if np.any(dB) else entry)
-    return _judged(_layer(p, p.A, entries), p, "B", dist, route, delta, starts, accepted)
+    return _judged(_layer(p, p.A, entries), p, "B", dist, route, delta, starts, accepted,
+                   searched, witness=witness)
 
 
 def _value_change(p: Params, vs: list[float | None], starts: list[np.ndarray],
@@ -469,7 +552,7 @@ def _value_change(p: Params, vs: list[float | None], starts: list[np.ndarray],
         sets.append([(-delta * eye, S)] +
                      [((1 - m) * np.eye(L.shape[1]), [-L.T @ Wk @ L for Wk in W])
                       for L in (psd_factor(s) for s in starts) if L.size])
-    candidates = [(x, "numerical") for x in (_lmi_projection(v0, lmis) for lmis in sets if idx)
+    candidates = [(x, "numerical") for x in (lmi_projection(v0, lmis) for lmis in sets if idx)
                   if x is not None]
     candidates.append((np.zeros_like(v0), "inert" if idx else "closed_form"))
     general = {h: _general(_entry(p, h), "V", inert) for h, v in enumerate(vs) if v is None}
@@ -486,45 +569,12 @@ def _value_change(p: Params, vs: list[float | None], starts: list[np.ndarray],
             dv = new[h] - v0[idx.index(h)]
             entries.append((new[h] * eye, p.heads[h][1]) if dv else _entry(p, h))
             dist.append(float(np.sqrt(d) * abs(dv)))
-        rep = _judged(_layer(p, p.A, entries), p, "V", dist, route, delta, starts, accepted)
+        rep = _judged(_layer(p, p.A, entries), p, "V", dist, route, delta, starts, accepted,
+                      _VALUE_SET)
         if rep.all_certified:
             return rep
         tried.append(rep)
     return tried[0]  # none certified: the nearest (the apex is always a candidate)
-
-
-def _lmi_projection(x0: np.ndarray, lmis: list[tuple[np.ndarray, list[np.ndarray]]]
-                    ) -> np.ndarray | None:
-    """The least ‖x − x0‖ with X_j(x) = C_j + Σ_k x_k D_jk ⪰ 0 for every j, by SLSQP with the
-    constraints λ_min(X_j(x)) ≥ 0 (gradient uᵀD_jku, u the lowest eigenvector), run from x0
-    and again from its answer; None when the answer violates a constraint by more than
-    FEASIBILITY_RTOL relative or SLSQP leaves the finite numbers."""
-    def X(x: np.ndarray, j: int) -> np.ndarray:
-        C, D = lmis[j]
-        return C + sum((xk * Dk for xk, Dk in zip(x, D, strict=True)), np.zeros_like(C))
-
-    def lowest(x: np.ndarray, j: int) -> tuple[float, np.ndarray]:
-        lam, vec = eigh(X(x, j))
-        u = vec[:, 0]
-        return float(lam[0]), np.array([u @ Dk @ u for Dk in lmis[j][1]])
-
-    cons = [{"type": "ineq", "fun": lambda x, j=j: lowest(x, j)[0],
-             "jac": lambda x, j=j: lowest(x, j)[1]} for j in range(len(lmis))]
-    x = x0
-    try:
-        for _ in range(2):
-            x = np.asarray(minimize(lambda y: float(np.sum((y - x0) ** 2)), x,
-                                    jac=lambda y: 2 * (y - x0), constraints=cons,
-                                    method="SLSQP", options={"maxiter": 500, "ftol": 1e-15}).x)
-    except (ValueError, np.linalg.LinAlgError):  # eigh of a non-finite iterate
-        return None
-    return x if all(_feasible(X(x, j)) for j in range(len(lmis))) else None
-
-
-def _feasible(X: np.ndarray) -> bool:
-    """λ_min(X) ≥ −FEASIBILITY_RTOL max(1, ‖X‖₂)."""
-    lam = np.linalg.eigvalsh(X)
-    return bool(lam[0] >= -FEASIBILITY_RTOL * max(1.0, float(np.abs(lam).max())))
 
 
 def _feedforward_change(p: Params, starts: list[np.ndarray], accepted: tuple[str, ...],
@@ -539,7 +589,7 @@ def _feedforward_change(p: Params, starts: list[np.ndarray], accepted: tuple[str
 
     def shifted(c: float) -> Repair:
         return _judged(_layer(p, A - c * np.eye(d), entries), p, "A", zeros, "shift", m,
-                       starts, accepted, distance=c * np.sqrt(d))
+                       starts, accepted, _SHIFT_SET, distance=c * np.sqrt(d))
 
     rep = shifted(0.0)
     if rep.all_certified:
@@ -552,7 +602,7 @@ def _feedforward_change(p: Params, starts: list[np.ndarray], accepted: tuple[str
     if A2 is None or np.linalg.norm(A2 - A) >= top.distance:
         return top
     refined = _judged(_layer(p, A2, entries), p, "A", zeros, "numerical", m, starts, accepted,
-                      distance=float(np.linalg.norm(A2 - A)))
+                      _FEEDFORWARD_SET, distance=float(np.linalg.norm(A2 - A)))
     return refined if refined.all_certified else top
 
 
@@ -635,74 +685,6 @@ def _feedforward_threshold(A0: np.ndarray, A1: np.ndarray, G: np.ndarray,
                              constraints=cons, method="SLSQP",
                              options={"maxiter": 500, "ftol": 1e-15}).x)
     w = np.ones_like(x0)
-    feasible = [x for x in (x1, _slack_run(x1, slacks, w), _slack_run(x0, slacks, w))
-                if np.all(np.isfinite(x)) and all(_feasible(X) for X in slacks(x))]
+    feasible = [x for x in (x1, slack_run(x1, slacks, w), slack_run(x0, slacks, w))
+                if np.all(np.isfinite(x)) and all(is_feasible(X) for X in slacks(x))]
     return A0 + min(feasible, key=lambda x: float(x @ x)).reshape(d, d) if feasible else None
-
-
-def _threshold_change(A: np.ndarray, G0: np.ndarray, starts: list[np.ndarray], delta: float,
-                      m: float) -> np.ndarray | None:
-    """The least ‖C‖_F with −G0 − C − δI ⪰ 0 and (1 − m)I − L0ᵀW∞L0 ⪰ 0 per start
-    (AᵀW∞ + W∞A = G0 + C), by SLSQP twice: on the top eigenvalues (analytic gradients), then
-    from there and from the clipping of G0 with each constraint X ⪰ 0 written X = MMᵀ (M a free
-    slack); the nearest feasible answer, None when none is."""
-    d = A.shape[0]
-    iu = np.triu_indices(d)
-    w = np.where(iu[0] == iu[1], 1.0, 2.0)
-    roots = [L for L in (psd_factor(s) for s in starts) if L.size]
-
-    def sym(x: np.ndarray) -> np.ndarray:
-        X = np.zeros((d, d))
-        X[iu] = x
-        return X + np.triu(X, 1).T
-
-    def slacks(x: np.ndarray) -> list[np.ndarray]:
-        G = G0 + sym(x)
-        W = solve_continuous_lyapunov(A.T, G)
-        return [-G - delta * np.eye(d)] + [(1 - m) * np.eye(L.shape[1]) - L.T @ W @ L
-                                           for L in roots]
-
-    def lowest(x: np.ndarray, j: int) -> tuple[float, np.ndarray]:
-        """λ_min of slack j and its gradient in x: −uuᵀ (j = 0), Y with AY + YAᵀ = −zzᵀ,
-        z = L0u (the others: d⟨W∞, zzᵀ⟩/dG = −Y)."""
-        lam, vec = eigh(slacks(x)[j])
-        u = vec[:, 0]
-        if j == 0:
-            return float(lam[0]), -w * np.outer(u, u)[iu]
-        z = roots[j - 1] @ u
-        return float(lam[0]), w * solve_continuous_lyapunov(A, -np.outer(z, z))[iu]
-
-    eig, U = eigh(G0)
-    x0 = ((U * np.minimum(-delta - eig, 0.0)) @ U.T)[iu]
-    cons = [{"type": "ineq", "fun": lambda x, j=j: lowest(x, j)[0],
-             "jac": lambda x, j=j: lowest(x, j)[1]} for j in range(len(roots) + 1)]
-    x1 = np.asarray(minimize(lambda x: float(np.sum(w * x * x)), x0, jac=lambda x: 2 * w * x,
-                             constraints=cons, method="SLSQP",
-                             options={"maxiter": 500, "ftol": 1e-14}).x)
-    feasible = [x for x in (x1, _slack_run(x1, slacks, w), _slack_run(x0, slacks, w))
-                if all(_feasible(X) for X in slacks(x))]
-    return sym(min(feasible, key=lambda x: float(np.sum(w * x * x)))) if feasible else None
-
-
-def _slack_run(x: np.ndarray, slacks: Callable[[np.ndarray], list[np.ndarray]],
-               w: np.ndarray) -> np.ndarray:
-    """SLSQP from x on min Σ w x² subject to slacks(x)_j = M_jM_jᵀ (M_j free, started at the
-    square root of the clipped slack): the semidefinite constraints as smooth equalities."""
-    n = x.size
-
-    def gaps(z: np.ndarray) -> np.ndarray:
-        out, at = [], n
-        for X in slacks(z[:n]):
-            k = X.shape[0]
-            M = z[at:at + k * k].reshape(k, k)
-            out.append((X - M @ M.T)[np.triu_indices(k)])
-            at += k * k
-        return np.concatenate(out)
-
-    z0 = np.concatenate([x] + [(U * np.sqrt(np.clip(e, 0.0, None))).ravel() for e, U in
-                               (eigh(X) for X in slacks(x))])
-    res = minimize(lambda z: float(np.sum(w * z[:n] ** 2)), z0,
-                   jac=lambda z: np.concatenate([2 * w * z[:n], np.zeros(z.size - n)]),
-                   constraints=[{"type": "eq", "fun": gaps}], method="SLSQP",
-                   options={"maxiter": 500, "ftol": 1e-14})
-    return np.asarray(res.x[:n])

@@ -40,7 +40,7 @@ from ..state.validation import (
     scale_exponent,
 )
 
-__all__ = ["CRITERIA", "GAINS", "Design", "attracting_layer"]
+__all__ = ["CRITERIA", "GAINS", "MAX_HEADS", "Design", "attracting_layer"]
 
 #: how the free skew-symmetric K is chosen
 CRITERIA = ("min_norm", "closest")
@@ -48,6 +48,8 @@ CRITERIA = ("min_norm", "closest")
 GAINS = ("precision", "identity")
 
 _EPS = float(np.finfo(float).eps)
+#: the most heads `attracting_layer` builds (each a d×d pair (v_h I, B_h))
+MAX_HEADS = 1024
 
 
 @dataclass(frozen=True, eq=False)
@@ -238,7 +240,7 @@ def attracting_layer(target: Gaussian | tuple[npt.ArrayLike, npt.ArrayLike], *,
     v : float or sequence of float, optional
         The value scalars v_h < 0, one for all heads or one per head (default −1).
     heads : int, optional
-        The number of heads H ≥ 1 (default 1).
+        The number of heads, 1 ≤ H ≤ MAX_HEADS (default 1).
     B : (d, d) or (H, d, d) array_like, optional
         The query–key matrices B_h (a single matrix for H = 1). Their G must be ≻ 0 (full-rank
         target), or ⪰ 0 with UᵀGU ≻ 0 (rank-k target). Default: B_h = −G/(2 H v_h), symmetric,
@@ -266,9 +268,9 @@ def attracting_layer(target: Gaussian | tuple[npt.ArrayLike, npt.ArrayLike], *,
     InvalidInputError
         target neither a Gaussian nor a (mean, cov) pair; cov not square, NaN/Inf, not
         symmetric or not positive semidefinite, or 0; mean not of length d; v not < 0 or of the
-        wrong length; heads < 1; B of the wrong shape or with G not as required; A0 not d×d,
-        missing for "closest" or given for another criterion; unknown criterion or gain;
-        scale not > 0; rank not in [1, numerical rank].
+        wrong length; heads not an integer in [1, MAX_HEADS]; B of the wrong shape or with G
+        not as required; A0 not d×d, missing for "closest" or given for another criterion;
+        unknown criterion or gain; scale not > 0; rank not in [1, numerical rank].
 
     See Also
     --------
@@ -334,7 +336,7 @@ def attracting_layer(target: Gaussian | tuple[npt.ArrayLike, npt.ArrayLike], *,
     d = cov.shape[0]
     U, s, cov = _spectral(cov, rank)
     k = s.size
-    H = as_count("heads", heads)
+    H = as_count("heads", heads, maximum=MAX_HEADS, limit="design.target.MAX_HEADS")
     vs = _scalars(v, H)
     if criterion not in CRITERIA:
         raise InvalidInputError(f"criterion must be one of {CRITERIA}, got {criterion!r}")

@@ -376,7 +376,9 @@ class ControlSystem:
     control monomial monomials[i] (a tuple of (parameter, index) factors; "b_2" is b[1],
     "V_12·B_21" is V[0, 1]·B[1, 0]). fields[i] holds the n_state polynomial components
     (SymPy PolyElements over QQ). fixed: the float values of the held parameters; exact_fixed the
-    rationals actually used.
+    rationals actually used. A layer of n_heads ≥ 2 heads (`layer_system`) holds its V_h or B_h
+    as an (H, d, d) stack, and each head's control is its own (index (h, k, l), name
+    "g[V_12 of head 2]").
     """
 
     configuration: Configuration
@@ -385,6 +387,7 @@ class ControlSystem:
     monomials: tuple[tuple[tuple[str, tuple[int, ...]], ...], ...]
     fields: tuple[tuple[PolyElement, ...], ...]
     exact_fixed: Mapping[str, NDArray[np.object_]]
+    n_heads: int = 1
 
     @property
     def n_state(self) -> int:
@@ -400,6 +403,8 @@ class ControlSystem:
         """The layer Params with the held parameters and the given control values (controls
         not given are 0)."""
         conf = self.configuration
+        if self.n_heads > 1:
+            raise InvalidInputError(f"a system of {self.n_heads} heads has no one-head Params")
         if controls is None:
             controls = {}
         if not isinstance(controls, Mapping) or any(
@@ -414,7 +419,8 @@ class ControlSystem:
 
     def monomial_values(self, params: Params) -> NDArray[np.float64]:
         """u_i = the control monomials at params (u_0 = 1 for the drift); one head only."""
-        if not isinstance(params, Params) or params.d != self.d or params.B is None:
+        if (not isinstance(params, Params) or params.d != self.d or params.B is None
+                or self.n_heads > 1):
             raise InvalidInputError(f"params must be a one-head riccati_tf.Params on "
                                     f"R^{self.d}, got {params!r:.80}")
         V, b = params.V, params.b
@@ -521,11 +527,16 @@ def _cached_system(name: str, d: int,
         return (sum((t[0] for t in terms), zero_v), sum((t[1] for t in terms), zero_m))
 
     held = {p: _lift(R, v) for p, v in fixed.items() if v is not None}
+    # the held V_h and B_h per head: a (d, d) matrix is one head, an (H, d, d) stack H heads
+    stacks = {p: list(held[p]) if held[p].ndim == 3 else [held[p]] for p in "VB" if p in held}
+    n_heads = max((len(v) for v in stacks.values()), default=1)
+    heads = [tuple(stacks[p][h] if p in stacks else None for p in "VB") for h in range(n_heads)]
     drift = [t_A(held["A"])] if "A" in held else []
-    if "V" in held:
-        drift.append(t_V(held["V"]))
-        if "B" in held:
-            drift.append(t_VB(held["V"], held["B"]))
+    for Vh, Bh in heads:
+        if Vh is not None:
+            drift.append(t_V(Vh))
+            if Bh is not None:
+                drift.append(t_VB(Vh, Bh))
     if "b" in held:
         drift.append((held["b"], zero_m))
     names, monos, fields = ["f0"], [()], [field(*add(*drift))]
@@ -543,22 +554,32 @@ def _cached_system(name: str, d: int,
     if "b" in conf.controls:
         for i in range(d):
             push(f"g[b_{i + 1}]", (("b", (i,)),), (_unit(d, i) * one, zero_m))
-    if "V" in conf.controls:
+    def own(p, h, ij):  # the name and monomial of head h's control entry p_ij
+        tail = f" of head {h + 1}" if n_heads > 1 else ""
+        index = (h, *ij) if n_heads > 1 else ij
+        return f"{p}_{ij[0] + 1}{ij[1] + 1}{tail}", ((p, index),)
+
+    if "V" in conf.controls and "B" in conf.controls:  # every head spans the same fields
         for k, l in units:
             E = _unit(d, k, l) * one
-            if "B" in conf.controls:
-                push(f"g[V_{k + 1}{l + 1}]", (("V", (k, l)),), t_V(E))
-                for i, j in units:
-                    push(f"g[V_{k + 1}{l + 1}·B_{i + 1}{j + 1}]", (("V", (k, l)), ("B", (i, j))),
-                         t_VB(E, _unit(d, i, j) * one))
-            else:
-                push(f"g[V_{k + 1}{l + 1}]", (("V", (k, l)),), add(t_V(E), t_VB(E, held["B"])))
+            push(f"g[V_{k + 1}{l + 1}]", (("V", (k, l)),), t_V(E))
+            for i, j in units:
+                push(f"g[V_{k + 1}{l + 1}·B_{i + 1}{j + 1}]", (("V", (k, l)), ("B", (i, j))),
+                     t_VB(E, _unit(d, i, j) * one))
+    elif "V" in conf.controls:
+        for h, (_, Bh) in enumerate(heads):
+            for k, l in units:
+                E = _unit(d, k, l) * one
+                name, mono = own("V", h, (k, l))
+                push(f"g[{name}]", mono, add(t_V(E), t_VB(E, Bh)))
     elif "B" in conf.controls:
-        for i, j in units:
-            push(f"g[B_{i + 1}{j + 1}]", (("B", (i, j)),),
-                 t_VB(held["V"], _unit(d, i, j) * one))
+        for h, (Vh, _) in enumerate(heads):
+            for i, j in units:
+                name, mono = own("B", h, (i, j))
+                push(f"g[{name}]", mono, t_VB(Vh, _unit(d, i, j) * one))
     exact_fixed = {k: v for k, v in fixed.items() if v is not None}
-    return ControlSystem(conf, d, tuple(names), tuple(monos), tuple(fields), exact_fixed)
+    return ControlSystem(conf, d, tuple(names), tuple(monos), tuple(fields), exact_fixed,
+                         n_heads)
 
 
 def control_system(controls: str | Configuration, d: int, *,
@@ -572,6 +593,29 @@ def control_system(controls: str | Configuration, d: int, *,
     d = _dimension(d, max_dimension)
     vals = _fixed_values(conf, d, fixed)
     key = tuple((k, tuple(v.ravel().tolist()), v.shape) for k, v in vals.items() if v is not None)
+    return _cached_system(conf.name, d, key)
+
+
+def layer_system(controls: str | Configuration, params: Params, *,
+                 max_dimension: int = MAX_DIMENSION) -> ControlSystem:
+    """The control system of configuration `controls` around the layer `params`: the controls
+    move, every other parameter is held at the layer's value — A, b, and each head's V_h or
+    B_h — so that with H heads the drift is f0 = (Am + Σ_h (V_h m + V_hΣB_h m) + b,
+    AΣ + ΣAᵀ + Σ_h (V_hΣB_hΣ + ΣB_hᵀΣV_hᵀ)) over the held terms, and each head's moving matrix
+    is its own control: "values" has the fields (E_kl m + E_klΣB_h m, E_klΣB_hΣ + ΣB_hᵀΣE_lk)
+    of every head h, "attention" (V_hΣE_ij m, V_hΣE_ijΣ + ΣE_jiΣV_hᵀ). Where V and B both
+    move every head spans the same fields as one head. One head: `control_system` with
+    fixed = the layer's held parameters."""
+    conf = configuration(controls)
+    if not isinstance(params, Params):
+        raise InvalidInputError(f"params must be a riccati_tf Params, got "
+                                f"{type(params).__name__}")
+    d = _dimension(params.d, max_dimension)
+    stack = {p: np.array([pair[i] for pair in params.heads]) for i, p in enumerate("VB")}
+    layer = {"A": params.A, "b": params.b,
+             **{p: v[0] if len(v) == 1 else v for p, v in stack.items()}}
+    held = {p: v for p, v in layer.items() if p not in conf.controls}
+    key = tuple((p, tuple(rational_array(p, v).ravel().tolist()), v.shape) for p, v in held.items())
     return _cached_system(conf.name, d, key)
 
 
