@@ -811,8 +811,8 @@ def _add_input_arguments(p: argparse.ArgumentParser) -> None:
                        help="real input: passages one a line, tokenized with the tokenizer "
                             "saved in the model folder; each passage its own sequence")
     files.add_argument("--tokens", metavar="FILE", default=None,
-                       help="real input: a .npy of token ids (one row a sequence, or an object "
-                            "array of ragged sequences)")
+                       help="real input: a .npy of token ids (one row a sequence) or a .npz of "
+                            "sequences (ragged: one array and 'lengths'); never unpickled")
     files.add_argument("--hidden", metavar="FILE", default=None,
                        help="real input: a .npz of hidden states of the embedding output "
                             "(arrays (n, d) or (S, n, d), one sequence each)")
@@ -874,9 +874,9 @@ def cmd_compare(args: argparse.Namespace, _spec: dict | None) -> Outcome:
     attention formula (encoders.compare)."""
     from ..empirical.encoders import compare, plot_comparison, tty_progress
     from ..empirical.encoders.extraction import check_model
+    from ..empirical.encoders.inputfiles import check_input_files
     from ..empirical.encoders.loading import model_inputs
     from ..empirical.encoders.outputs import load
-    from ..empirical.encoders.sequences import check_input_files
     from ..io.figures import figure_png
     from ..io.files import OutputFolder
     from ..state.validation import as_count

@@ -517,7 +517,8 @@ def write_report(out_dir: str | Path = "report", *, quick: bool = False,
         When out_dir is not a folder or cannot be created, holds a marker riccati-tf did not
         write, or holds a file of the same name as one the report writes that the report did
         not write (or that changed since): refused naming it, before the sections run for the
-        page and the summary, before anything is written for the others.
+        page and the summary, before anything is written for the others. When model is not a
+        folder holding config.json: refused before the sections run.
     SolverError
         When a computation of a section fails numerically.
 
@@ -552,6 +553,10 @@ def write_report(out_dir: str | Path = "report", *, quick: bool = False,
     log = sys.stderr if log is None else log  # the stream of the moment, not of import time
     folder = OutputFolder.open(out_dir)
     folder.check((PAGE, SUMMARY))
+    if model is not None:  # before the sections, which take minutes
+        from ..empirical.encoders.loading import check_model_path
+
+        check_model_path(model)
     out = folder.path
     opts = Options(out, quick, model)
     sections, files = [], {}

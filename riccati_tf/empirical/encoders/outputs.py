@@ -25,9 +25,10 @@ from .atlas import DEFAULT_HORIZON, Atlas, atlas
 from .comparison import Comparison, compare
 from .extraction import ROTARY_FAMILY, check_model, extract
 from .figures import plot_atlas, plot_comparison
+from .inputfiles import check_input_files
 from .loading import model_inputs
 from .propagation import predict_moments
-from .sequences import Inputs, check_input_files
+from .sequences import Inputs
 
 __all__ = ["DEFAULT_SHAPE", "FULL_TOKENS", "QUICK_TOKENS"]
 
