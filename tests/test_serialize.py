@@ -11,7 +11,12 @@ import pytest
 from riccati_tf import Gaussian, Head, Params, certify, flow
 from riccati_tf.design.target import attracting_layer
 from riccati_tf.errors import InvalidInputError
-from riccati_tf.io.serialize import params_from_json, params_json, to_jsonable
+from riccati_tf.io.serialize import (
+    json_document,
+    params_from_json,
+    params_json,
+    to_jsonable,
+)
 
 
 def dumped(obj) -> str:
@@ -112,3 +117,21 @@ def test_a_trajectory_of_a_multi_head_layer_dumps():
 def test_what_is_not_a_layers_json_is_refused(data):
     with pytest.raises(InvalidInputError):
         params_from_json(data)
+
+
+def test_a_json_document_says_what_its_nulls_were():
+    p = Params(A=-np.eye(2), V=np.eye(2), B=np.eye(2))
+    tr = flow(p, Gaussian(np.zeros(2), np.eye(2)), 1.0, t_eval=[0.0, 1.0])
+    numbers = {"trajectory": tr, "rates": np.array([[1.0, np.nan], [np.inf, -np.inf]]),
+               "z": complex(np.nan, 1.0), "fine": [1.0, None]}
+
+    def refuse(constant):
+        raise AssertionError(constant)
+
+    doc = json.loads(json_document(numbers).decode(), parse_constant=refuse)
+    assert doc["non_finite"]["values"] == {"rates[0][1]": "NaN", "rates[1][0]": "Infinity",
+                                           "rates[1][1]": "-Infinity", "z.real": "NaN"}
+    assert doc["rates"] == [[1.0, None], [None, None]] and doc["fine"] == [1.0, None]
+    assert doc["trajectory"] == json.loads(dumped(tr))
+    # nothing non-finite: nothing added
+    assert "non_finite" not in json.loads(json_document({"a": [1.0]}))

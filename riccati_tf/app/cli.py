@@ -42,7 +42,7 @@ import numpy.typing as npt
 
 from ..display import DIGITS
 from ..errors import InvalidInputError, SolverError
-from ..io.serialize import params_json, to_jsonable
+from ..io.serialize import json_document, params_json, to_jsonable
 from ..io.spec import (
     MAX_DIM,
     MAX_HEADS,
@@ -897,7 +897,7 @@ def cmd_compare(args: argparse.Namespace, _spec: dict | None) -> Outcome:
                "figure": str(folder.path / "comparison.png"),
                "json": str(folder.path / "comparison.json")}
     folder.write({"comparison.png": figure_png(plot_comparison(result)),
-                  "comparison.json": json.dumps(numbers, indent=1, allow_nan=False).encode()})
+                  "comparison.json": json_document(numbers)})
     text = (f"inputs: {inputs.describe()}\n" + result.summary()
             + f"\nfigure and numbers written to {numbers['figure']}, {numbers['json']}")
     return numbers, text, None

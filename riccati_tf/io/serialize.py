@@ -8,6 +8,7 @@ such as what a trajectory's dense output integrates from, not a result) is left 
 from __future__ import annotations
 
 import dataclasses
+import json
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +17,7 @@ import numpy as np
 from ..errors import InvalidInputError
 from ..state.params import Head, HeadPairs, Params
 
-__all__ = ["params_from_json", "params_json", "to_jsonable"]
+__all__ = ["json_document", "params_from_json", "params_json", "to_jsonable"]
 
 
 def to_jsonable(obj: Any) -> Any:
@@ -65,30 +66,95 @@ def to_jsonable(obj: Any) -> Any:
     >>> json.dumps(to_jsonable({"x": np.array([1.0, np.nan]), 2: 1 + 2j}))
     '{"x": [1.0, null], "2": {"real": 1.0, "imag": 2.0}}'
     """
+    return _plain(obj, "", None)
+
+
+def _plain(obj: Any, where: str, found: dict[str, str] | None) -> Any:
+    """`to_jsonable` of obj at path `where`, recording each non-finite float's path and
+    value in `found` (when given)."""
     if isinstance(obj, Params):
-        return to_jsonable(params_json(obj))
-    if isinstance(obj, HeadPairs):
-        return [to_jsonable({"V": V, "B": B}) for V, B in obj]
+        obj = params_json(obj)
+    elif isinstance(obj, HeadPairs):
+        obj = [{"V": V, "B": B} for V, B in obj]
     if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
-        return {f.name: to_jsonable(getattr(obj, f.name)) for f in dataclasses.fields(obj)
-                if f.metadata.get("serialize", True)}
+        return {f.name: _plain(getattr(obj, f.name), f"{where}.{f.name}", found)
+                for f in dataclasses.fields(obj) if f.metadata.get("serialize", True)}
     if isinstance(obj, dict):
-        return {str(k): to_jsonable(v) for k, v in obj.items()}
+        return {str(k): _plain(v, f"{where}.{k}", found) for k, v in obj.items()}
     if isinstance(obj, list | tuple):
-        return [to_jsonable(v) for v in obj]
+        return [_plain(v, f"{where}[{i}]", found) for i, v in enumerate(obj)]
     if isinstance(obj, np.ndarray):
-        return to_jsonable(obj.tolist())
+        return _plain(obj.tolist(), where, found)
     if isinstance(obj, np.generic):
-        return to_jsonable(obj.item())
+        return _plain(obj.item(), where, found)
     if isinstance(obj, float) and not np.isfinite(obj):
+        if found is not None:
+            found[where.lstrip(".") or "(the value)"] = ("NaN" if np.isnan(obj) else
+                                                          "Infinity" if obj > 0 else
+                                                          "-Infinity")
         return None
     if isinstance(obj, complex):  # JSON has no complex numbers
-        return {"real": to_jsonable(obj.real), "imag": to_jsonable(obj.imag)}
+        return {"real": _plain(obj.real, f"{where}.real", found),
+                "imag": _plain(obj.imag, f"{where}.imag", found)}
     if isinstance(obj, set | frozenset):
-        return [to_jsonable(v) for v in sorted(obj, key=repr)]
+        return [_plain(v, f"{where}[{i}]", found)
+                for i, v in enumerate(sorted(obj, key=repr))]
     if isinstance(obj, Path):
         return str(obj)
     return obj
+
+
+#: what a document says of the nulls that stand for non-finite numbers (`json_document`)
+NON_FINITE_NOTE = ("null in this document stands for a number that is not finite: NaN (a value "
+                   "no number stands for, such as 0/0) or ±Infinity; 'values' names each by "
+                   "its path")
+
+
+def json_document(obj: Any) -> bytes:
+    """The strict JSON (UTF-8, indented) of `to_jsonable(obj)`, saying what its nulls were.
+
+    Strict JSON has no NaN or Infinity: each becomes null, and when there are any and the
+    document is a mapping, its key "non_finite" holds {"note": NON_FINITE_NOTE, "values":
+    {path: "NaN" | "Infinity" | "-Infinity"}} (paths as "layers[2].rate"), so that a null is
+    never a silent loss. The files riccati-tf writes (atlas.json, design.json, ...) are made
+    by it.
+
+    Parameters
+    ----------
+    obj : object
+        What `to_jsonable` accepts.
+
+    Returns
+    -------
+    bytes
+        The document; json.loads reads it, and so does every strict JSON parser.
+
+    Raises
+    ------
+    RecursionError
+        When `obj` contains itself.
+
+    See Also
+    --------
+    to_jsonable : the conversion.
+
+    References
+    ----------
+    .. [1] T. Bray (ed.), RFC 8259, 2017 (no NaN or Infinity literals).
+
+    Examples
+    --------
+    >>> import json
+    >>> from riccati_tf.io.serialize import json_document
+    >>> doc = json.loads(json_document({"rate": [1.0, float("nan")], "T": float("inf")}))
+    >>> doc["rate"], doc["T"], doc["non_finite"]["values"]
+    ([1.0, None], None, {'rate[1]': 'NaN', 'T': 'Infinity'})
+    """
+    found: dict[str, str] = {}
+    data = _plain(obj, "", found)
+    if found and isinstance(data, dict):
+        data["non_finite"] = {"note": NON_FINITE_NOTE, "values": found}
+    return json.dumps(data, indent=1, allow_nan=False, ensure_ascii=False).encode("utf-8")
 
 
 def params_json(p: Params) -> dict[str, Any]:

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import dataclasses
 import html
-import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,6 +19,7 @@ from typing import Any
 
 from ...io.figures import figure_png
 from ...io.files import OutputFolder
+from ...io.serialize import json_document
 from ...state.validation import as_time
 from .atlas import DEFAULT_HORIZON, Atlas, atlas
 from .comparison import Comparison, compare
@@ -147,7 +147,7 @@ def write_atlas(model_path: str | None, out_dir: str | Path, *, position_free: b
                "json": str(folder.path / "atlas.json"),
                "inputs": str(folder.path / "atlas_inputs.npz")}
     folder.write({"atlas.png": figure_png(plot_atlas(result)),
-                  "atlas.json": json.dumps(numbers, indent=1, allow_nan=False).encode(),
+                  "atlas.json": json_document(numbers),
                   "atlas_inputs.npz": result.inputs()})
     return result, numbers
 
@@ -188,5 +188,5 @@ def report_parts(model_path: str | None, *, quick: bool = False, seed: int = 0) 
                "model_comparison.png": figure_png(plot_comparison(c))}
     numbers = {**analysis.to_json(), "model_path": model_path, "model_description": name,
                "random_weights": model_path is None}
-    files = {"model.json": json.dumps(numbers, indent=1, allow_nan=False).encode()}
+    files = {"model.json": json_document(numbers)}
     return ReportParts(body, figures, numbers, files)
