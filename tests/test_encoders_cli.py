@@ -171,12 +171,12 @@ def test_token_ids_and_hidden_states_give_the_same_inputs(trained_dir, tmp_path)
     folder, text = trained_dir
     model = load_model(folder)
     tokenizer = transformers.AutoTokenizer.from_pretrained(folder, local_files_only=True)
-    ragged = np.empty(len(PASSAGES), dtype=object)
-    for i, p in enumerate(PASSAGES):
-        ragged[i] = np.asarray(tokenizer(p)["input_ids"])
-    np.save(tmp_path / "ids.npy", ragged, allow_pickle=True)
+    ragged = [np.asarray(tokenizer(p)["input_ids"]) for p in PASSAGES]
+    # ragged sequences: one array and their lengths (an object array would need unpickling)
+    np.savez(tmp_path / "ids.npz", ids=np.concatenate(ragged),
+             lengths=np.array([len(r) for r in ragged]))
     from_text = model_inputs(model, text=text)
-    from_ids = model_inputs(model, tokens=tmp_path / "ids.npy")
+    from_ids = model_inputs(model, tokens=tmp_path / "ids.npz")
     seqs = np.split(from_text.tokens, np.cumsum(from_text.lengths)[:-1])
     np.savez(tmp_path / "h.npz", **{f"s{i:03d}": s for i, s in enumerate(seqs)})
     from_hidden = model_inputs(model, hidden=tmp_path / "h.npz")
@@ -278,7 +278,7 @@ def test_bad_inputs_get_one_line(case, trained_dir, tmp_path, capsys):
     elif case == "two files":
         args, expect = [*args, "--text", text, "--tokens", text], "not allowed with argument"
     else:
-        args, expect = [*args, "--hidden", str(tmp_path / "none.npz")], "is not a file"
+        args, expect = [*args, "--hidden", str(tmp_path / "none.npz")], "no such file"
     capsys.readouterr()
     try:
         code = main(args)

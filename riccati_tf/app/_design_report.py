@@ -15,7 +15,6 @@ the numbers the page quotes and `--json` prints.
 from __future__ import annotations
 
 import html
-import json
 from typing import Any
 
 import numpy as np
@@ -25,7 +24,7 @@ from ..design.repair import nearest_stable
 from ..design.target import Design
 from ..flows.integrate import flow
 from ..io.figures import Figure, figure_png
-from ..io.serialize import params_json, to_jsonable
+from ..io.serialize import json_document, params_json
 from ..stability.certificates.entry import certify
 from ..state.params import Gaussian, Params
 from .htmlmath import latex_to_mathml, text_with_math
@@ -61,11 +60,38 @@ def random_starts(design: Design, n: int, seed: int) -> list[Gaussian]:
     return starts
 
 
+def _scaled(x: np.ndarray, ref: np.ndarray, axes: tuple[int, ...]
+            ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(‖x − ref‖/c, ‖ref‖/c, c) over `axes` (Frobenius / Euclidean), c = max(|x|, |ref|) per
+    state (1 where both are 0): no square, difference or norm leaves the float range, whatever
+    the scale of the states (1e±300)."""
+    ref = np.broadcast_to(ref, x.shape)
+    c = np.maximum(np.max(np.abs(x), axis=axes), np.max(np.abs(ref), axis=axes))
+    c = np.where(c > 0, c, 1.0)
+    cb = np.expand_dims(c, axes)
+    return (np.linalg.norm(x / cb - ref / cb, axis=axes), np.linalg.norm(ref / cb, axis=axes), c)
+
+
+def relative_error(x: np.ndarray, ref: np.ndarray) -> np.ndarray:
+    """‖x − ref‖_F/‖ref‖_F over the last two axes, without overflow or underflow (`_scaled`);
+    NaN (undefined) where ref = 0 and x ≠ 0, 0 where both are."""
+    num, den, _ = _scaled(x, ref, (-2, -1))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(num == 0, 0.0, np.where(den > 0, num / den, np.nan))
+
+
+def distance(x: np.ndarray, ref: np.ndarray) -> np.ndarray:
+    """‖x − ref‖ over the last axis, without overflow in the squares (`_scaled`; Inf only when
+    the distance itself exceeds the float range)."""
+    num, _, c = _scaled(x, ref, (-1,))
+    with np.errstate(over="ignore"):
+        return num * c
+
+
 def _errors(design: Design, cov: np.ndarray, mean: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(‖Σ − Σ*‖_F/‖Σ*‖_F, ‖m − m*‖) of states (k, d, d), (k, d)."""
     target = design.target
-    rel = np.linalg.norm(cov - target.cov, axis=(-2, -1)) / np.linalg.norm(target.cov)
-    return rel, np.linalg.norm(mean - target.mean, axis=-1)
+    return relative_error(cov, target.cov), distance(mean, target.mean)
 
 
 def run_design(design: Design, *, starts: int, seed: int, horizon: float) -> tuple[dict, Figure]:
@@ -81,10 +107,9 @@ def run_design(design: Design, *, starts: int, seed: int, horizon: float) -> tup
     eq_cov: float | None = None
     eq_mean: float | None = None
     if eq is not None:
-        eq_cov = float(np.linalg.norm(eq.cov - design.target.cov) /
-                       np.linalg.norm(design.target.cov))
+        eq_cov = float(relative_error(eq.cov, design.target.cov))
         if eq.mean is not None:
-            eq_mean = float(np.linalg.norm(eq.mean - design.target.mean))
+            eq_mean = float(distance(eq.mean, design.target.mean))
     certificate = {
         "start": {"mean": gaussians[0].mean, "cov": gaussians[0].cov},
         "regime": cert.regime, "exact": cert.exact, "global": cert.global_,
@@ -270,5 +295,4 @@ def design_section(numbers: dict, png: bytes) -> Section:
 def design_files(numbers: dict, figure: Figure) -> dict[str, bytes]:
     """{DESIGN_PAGE: the HTML page, DESIGN_JSON: the numbers} of a design run."""
     page = _page([design_section(numbers, figure_png(figure))])
-    data = json.dumps(to_jsonable(numbers), indent=1, allow_nan=False, ensure_ascii=False)
-    return {DESIGN_PAGE: page.encode("utf-8"), DESIGN_JSON: data.encode("utf-8")}
+    return {DESIGN_PAGE: page.encode("utf-8"), DESIGN_JSON: json_document(numbers)}

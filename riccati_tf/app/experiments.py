@@ -737,8 +737,8 @@ def run_probe(model_path: str | None, out_dir: str | Path, *, n_tokens: int | No
     """
     from ..empirical import probe as probing
     from ..empirical.encoders.extraction import check_model
+    from ..empirical.encoders.inputfiles import check_input_files
     from ..empirical.encoders.loading import load_model, model_inputs
-    from ..empirical.encoders.sequences import check_input_files
 
     n_tokens = probing.DEFAULT_TOKENS if n_tokens is None else n_tokens
     check_output_folder(out_dir)

@@ -14,6 +14,7 @@ from __future__ import annotations
 import base64
 import html
 import json
+import math
 import sys
 import tempfile
 import time
@@ -143,11 +144,18 @@ def _regime_caption(name: str, blowup_time: float | None, equilibrium: Any) -> s
 
 def significant(values: list[float]) -> list[str]:
     """HTML of numbers to DIGITS significant digits, all in one notation: fixed when every
-    nonzero |value| lies in FIXED_RANGE (0.6668, 1.480), else scientific (6.668 × 10⁻¹,
-    1.480 × 10⁴); an exact zero is written 0."""
-    nonzero = [abs(v) for v in values if v != 0]
+    nonzero finite |value| lies in FIXED_RANGE (0.6668, 1.480), else scientific
+    (6.668 × 10⁻¹, 1.480 × 10⁴); an exact zero is written 0, ±Inf ∞ and −∞, NaN "undefined"
+    (a value no number stands for, such as an error relative to zero)."""
+    nonzero = [abs(v) for v in values if v != 0 and math.isfinite(v)]
     fixed = all(FIXED_RANGE[0] <= v < FIXED_RANGE[1] for v in nonzero)
-    return ["0" if v == 0 else _fixed(v) if fixed else _scientific(v) for v in values]
+    return [_special(v) if not math.isfinite(v) else "0" if v == 0 else
+            _fixed(v) if fixed else _scientific(v) for v in values]
+
+
+def _special(value: float) -> str:
+    """NaN and ±Inf as the report writes them."""
+    return "undefined" if math.isnan(value) else "∞" if value > 0 else "−∞"
 
 
 def _fixed(value: float) -> str:
@@ -508,7 +516,8 @@ def write_report(out_dir: str | Path = "report", *, quick: bool = False,
         When out_dir is not a folder or cannot be created, holds a marker riccati-tf did not
         write, or holds a file of the same name as one the report writes that the report did
         not write (or that changed since): refused naming it, before the sections run for the
-        page and the summary, before anything is written for the others.
+        page and the summary, before anything is written for the others. When model is not a
+        folder holding config.json: refused before the sections run.
     SolverError
         When a computation of a section fails numerically.
 
@@ -543,6 +552,10 @@ def write_report(out_dir: str | Path = "report", *, quick: bool = False,
     log = sys.stderr if log is None else log  # the stream of the moment, not of import time
     folder = OutputFolder.open(out_dir)
     folder.check((PAGE, SUMMARY))
+    if model is not None:  # before the sections, which take minutes
+        from ..empirical.encoders.loading import check_model_path
+
+        check_model_path(model)
     out = folder.path
     opts = Options(out, quick, model)
     sections, files = [], {}

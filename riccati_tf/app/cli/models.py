@@ -5,7 +5,6 @@ per layer, the stability atlas, predicted against measured moments.
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -27,8 +26,8 @@ def _add_input_arguments(p: argparse.ArgumentParser) -> None:
                        help="real input: passages one a line, tokenized with the tokenizer "
                             "saved in the model folder; each passage its own sequence")
     files.add_argument("--tokens", metavar="FILE", default=None,
-                       help="real input: a .npy of token ids (one row a sequence, or an object "
-                            "array of ragged sequences)")
+                       help="real input: a .npy of token ids (one row a sequence) or a .npz of "
+                            "sequences (ragged: one array and 'lengths'); never unpickled")
     files.add_argument("--hidden", metavar="FILE", default=None,
                        help="real input: a .npz of hidden states of the embedding output "
                             "(arrays (n, d) or (S, n, d), one sequence each)")
@@ -96,11 +95,13 @@ def cmd_compare(args: argparse.Namespace, _spec: dict | None) -> Outcome:
     attention formula (encoders.compare)."""
     from ...empirical.encoders import compare, plot_comparison, tty_progress
     from ...empirical.encoders.extraction import check_model
+    from ...empirical.encoders.inputfiles import check_input_files
     from ...empirical.encoders.loading import model_inputs
     from ...empirical.encoders.outputs import load
-    from ...empirical.encoders.sequences import check_input_files
     from ...io.figures import figure_png
     from ...io.files import OutputFolder
+    from ...io.paths import relative_paths
+    from ...io.serialize import json_document
     from ...state.validation import as_count
 
     folder = OutputFolder.open(args.out)
@@ -119,7 +120,8 @@ def cmd_compare(args: argparse.Namespace, _spec: dict | None) -> Outcome:
                "figure": str(folder.path / "comparison.png"),
                "json": str(folder.path / "comparison.json")}
     folder.write({"comparison.png": figure_png(plot_comparison(result)),
-                  "comparison.json": json.dumps(numbers, indent=1, allow_nan=False).encode()})
+                  "comparison.json": json_document(relative_paths(numbers, folder.path, (
+                      args.model, args.text, args.tokens, args.hidden)))})
     text = (f"inputs: {inputs.describe()}\n" + result.summary()
             + f"\nfigure and numbers written to {numbers['figure']}, {numbers['json']}")
     return numbers, text, None

@@ -12,11 +12,12 @@ import numpy as np
 
 from ...errors import InvalidInputError
 from ...state.validation import as_count, as_seed
-from .sequences import GAUSSIAN_INPUTS, Inputs, check_input_files
+from .inputfiles import check_input_files
+from .sequences import GAUSSIAN_INPUTS, Inputs
 from .tokenizing import TOKENIZER_FILES, tokenize_passages
 
-__all__ = ["EMBEDDING_SAMPLE", "GAUSSIAN_INPUTS", "MAX_HIDDEN", "capture", "embedding_moments",
-           "load_model", "load_tokenizer", "model_inputs"]
+__all__ = ["EMBEDDING_SAMPLE", "GAUSSIAN_INPUTS", "MAX_HIDDEN", "capture", "check_model_path",
+           "embedding_moments", "load_model", "load_tokenizer", "model_inputs"]
 
 #: the largest hidden size of a model this package loads
 MAX_HIDDEN = 4096
@@ -30,6 +31,56 @@ def require_transformers() -> None:
     except ImportError as exc:
         raise ImportError("the Transformer probe needs torch and transformers: "
                           "pip install 'riccati-tf[models]'") from exc
+
+
+def check_model_path(path: str | Path) -> None:
+    """Refuse a model path that is not a folder holding config.json, naming --model.
+
+    The check of `load_model` that needs neither torch nor transformers, run before long work
+    that ends in loading the model (`riccati_tf.app.report.write_report`).
+
+    Parameters
+    ----------
+    path : str or pathlib.Path
+        The model folder (save_pretrained).
+
+    Raises
+    ------
+    InvalidInputError
+        When path is not a str or Path, or names nothing, a file, or a folder without
+        config.json (which of these, said).
+
+    See Also
+    --------
+    load_model : loads the model after this check.
+
+    References
+    ----------
+    .. [1] Hugging Face transformers, "PreTrainedModel.save_pretrained" (config.json beside
+       the weights).
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from riccati_tf.empirical.encoders.loading import check_model_path
+    >>> with tempfile.TemporaryDirectory() as folder:
+    ...     check_model_path(folder)
+    Traceback (most recent call last):
+        ...
+    riccati_tf.errors.InvalidInputError: model path ... (--model) is not a directory holding ...
+    """
+    if not isinstance(path, str | Path):
+        raise InvalidInputError(f"model path must be a str or a Path, got {type(path).__name__}")
+    try:
+        what = ("" if (Path(path) / "config.json").is_file() else
+                "a folder without config.json" if Path(path).is_dir() else
+                "a file" if Path(path).exists() else "missing")
+    except OSError as exc:  # a name too long, ...
+        what = exc.strerror or type(exc).__name__
+    if what:
+        raise InvalidInputError(f"model path {str(path)!r} (--model) is not a directory holding "
+                                f"a saved transformers model (config.json and weights): it is "
+                                f"{what}")
 
 
 def load_model(path: str | Path) -> Any:
@@ -80,20 +131,11 @@ def load_model(path: str | Path) -> Any:
     >>> load_model("no/such/folder")
     Traceback (most recent call last):
         ...
-    riccati_tf.errors.InvalidInputError: model path 'no/such/folder' is not a directory ...
+    riccati_tf.errors.InvalidInputError: model path 'no/such/folder' (--model) is not a ...
     """
-    if not isinstance(path, str | Path):
-        raise InvalidInputError(f"model path must be a str or a Path, got {type(path).__name__}")
+    check_model_path(path)
     require_transformers()
     from transformers import AutoModel
-
-    try:
-        ok = (Path(path) / "config.json").is_file()
-    except OSError:  # a name too long, ...
-        ok = False
-    if not ok:
-        raise InvalidInputError(f"model path {str(path)!r} is not a directory holding a saved "
-                                f"transformers model (config.json and weights)")
     from transformers.utils import logging as hf_logging
 
     shown = hf_logging.is_progress_bar_enabled()
@@ -450,7 +492,7 @@ def model_inputs(model: Any, *, text: str | Path | None = None,
 
     Real inputs keep their own sequences (attention within each): passages of a text file
     (one a line) tokenized with the tokenizer saved in the model folder and embedded by the
-    model; token-id sequences (.npy) embedded by the model; or hidden states of the embedding
+    model; token-id sequences (.npy, .npz) embedded by the model; or hidden states of the embedding
     output (.npz) as they are. A sequence longer than the position limit is cut into chunks
     within it (`Inputs.notes` says so). Their pooled moments (m, C) start the prediction.
 
@@ -466,8 +508,8 @@ def model_inputs(model: Any, *, text: str | Path | None = None,
         The encoder.
     text, tokens, hidden : str or pathlib.Path, optional
         At most one file: UTF-8 text (one passage a line), a .npy of token ids (one row a
-        sequence, or an object array of ragged sequences), or a .npz of hidden states
-        (`sequences.read_hidden`).
+        sequence) or a .npz of token-id sequences (ragged ones as one array and "lengths"),
+        or a .npz of hidden states (`inputfiles`; nothing is unpickled).
     gaussian : {"matched", "standard"}, optional
         Draw Gaussian tokens instead (default: the file's tokens when a file is given, else
         "matched").
@@ -531,15 +573,8 @@ def model_inputs(model: Any, *, text: str | Path | None = None,
     """
     from ...state.params import Gaussian
     from .extraction import position_limit
-    from .sequences import (
-        at_most,
-        data_inputs,
-        read_hidden,
-        read_passages,
-        read_token_ids,
-        sequence_lengths,
-        within_limit,
-    )
+    from .inputfiles import read_hidden, read_passages, read_token_ids
+    from .sequences import at_most, data_inputs, sequence_lengths, within_limit
 
     check_input_files(text=text, tokens=tokens, hidden=hidden, gaussian=gaussian)
     given = {k: v for k, v in (("text", text), ("tokens", tokens), ("hidden", hidden))

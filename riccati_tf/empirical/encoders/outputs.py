@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import dataclasses
 import html
-import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,15 +20,17 @@ from typing import Any
 from ...io.figures import figure_png
 from ...io.files import OutputFolder
 from ...io.paths import relative_paths
+from ...io.serialize import json_document
 from ...state.validation import as_seed, as_time
 from .atlas import DEFAULT_HORIZON, Atlas, atlas
 from .comparison import Comparison, compare
 from .extraction import ROTARY_FAMILY, check_model, extract
 from .figures import plot_atlas, plot_comparison
+from .inputfiles import check_input_files
 from .loading import model_inputs
 from .measured import measured_moments
 from .propagation import predict_moments
-from .sequences import Inputs, check_input_files
+from .sequences import Inputs
 
 __all__ = ["DEFAULT_SHAPE", "FULL_TOKENS", "QUICK_TOKENS"]
 
@@ -158,8 +159,8 @@ def write_atlas(model_path: str | None, out_dir: str | Path, *, position_free: b
                "json": str(folder.path / "atlas.json"),
                "inputs": str(folder.path / "atlas_inputs.npz")}
     folder.write({"atlas.png": figure_png(plot_atlas(result)),
-                  "atlas.json": json.dumps(relative_paths(numbers, folder.path, (
-                      model_path, text, tokens, hidden)), indent=1, allow_nan=False).encode(),
+                  "atlas.json": json_document(relative_paths(numbers, folder.path, (
+                      model_path, text, tokens, hidden))),
                   "atlas_inputs.npz": result.inputs()})
     return result, numbers
 
@@ -201,5 +202,5 @@ def report_parts(model_path: str | None, *, quick: bool = False, seed: int = 0) 
                "model_comparison.png": figure_png(plot_comparison(c))}
     numbers = {**analysis.to_json(), "model_path": model_path, "model_description": name,
                "random_weights": model_path is None}
-    files = {"model.json": json.dumps(numbers, indent=1, allow_nan=False).encode()}
+    files = {"model.json": json_document(numbers)}
     return ReportParts(body, figures, numbers, files)

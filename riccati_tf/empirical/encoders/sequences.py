@@ -1,18 +1,17 @@
-"""Tokens at the embedding output as sequences, and the files real tokens are read from.
+"""Tokens at the embedding output as sequences.
 
 Attention acts within one sequence, so each sequence is its own empirical measure μ_s; the N
 tokens drawn i.i.d. from one Gaussian are cut into ⌈N / limit⌉ consecutive sequences of lengths
 differing by at most one, and the statistics of a layer pool the tokens of all sequences. Real
-inputs keep their own lengths: passages of a text file (one a line), token-id sequences (.npy)
+inputs keep their own lengths: passages of a text file (one a line), token-id sequences (.npy, .npz)
 or captured hidden states of the embedding output (.npz), a sequence longer than the model's
 position limit being cut into chunks within it (`Inputs`, `data_inputs`; the model-dependent
-steps, tokenizing and embedding, are in `loading`).
+steps, tokenizing and embedding, are in `loading`; the files are read by `inputfiles`).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -20,8 +19,7 @@ import numpy as np
 from ...errors import InvalidInputError
 from ...state.validation import as_count
 
-__all__ = ["GAUSSIAN_INPUTS", "INPUT_KINDS", "Inputs", "check_input_files", "data_inputs",
-           "read_hidden", "read_passages", "read_token_ids", "sequence_lengths"]
+__all__ = ["GAUSSIAN_INPUTS", "INPUT_KINDS", "Inputs", "data_inputs", "sequence_lengths"]
 
 
 def sequence_lengths(n_tokens: int, limit: int | None) -> tuple[int, ...]:
@@ -284,255 +282,3 @@ def data_inputs(kind: str, source: str, sequences: list[np.ndarray],
     cov = np.atleast_2d(np.cov(tokens.T))
     return Inputs(tokens, tuple(int(s.shape[0]) for s in sequences), tokens.mean(axis=0),
                   0.5 * (cov + cov.T), kind, source, tuple(notes))
-
-
-def _path(name: str, path: str | Path, suffix: str) -> Path:
-    """The file at path, refused when it is not a readable file."""
-    if not isinstance(path, str | Path):
-        raise InvalidInputError(f"{name} must be a path, got {type(path).__name__}")
-    p = Path(path)
-    try:
-        ok = p.is_file()
-    except OSError:
-        ok = False
-    if not ok:
-        raise InvalidInputError(f"{name} {str(path)!r} is not a file ({suffix})")
-    return p
-
-
-def read_passages(path: str | Path) -> list[str]:
-    """The passages of a UTF-8 text file, one a line (blank lines skipped).
-
-    Parameters
-    ----------
-    path : str or pathlib.Path
-        The text file.
-
-    Returns
-    -------
-    list of str
-        The non-blank lines, stripped.
-
-    Raises
-    ------
-    InvalidInputError
-        If the file does not exist, is not UTF-8 text, or holds no passage.
-
-    See Also
-    --------
-    riccati_tf.empirical.encoders.loading.model_inputs : tokenizes them.
-
-    References
-    ----------
-    .. [1] riccati_tf theory, SPEC §7 "Validation against real Transformers".
-
-    Examples
-    --------
-    >>> import pathlib, tempfile
-    >>> from riccati_tf.empirical.encoders.sequences import read_passages
-    >>> with tempfile.TemporaryDirectory() as tmp:
-    ...     f = pathlib.Path(tmp) / "text.txt"
-    ...     _ = f.write_text("One passage.\\n\\n  Another one.  \\n")
-    ...     read_passages(f)
-    ['One passage.', 'Another one.']
-    """
-    p = _path("text", path, "one passage a line")
-    try:
-        lines = p.read_text(encoding="utf-8").splitlines()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InvalidInputError(f"text {str(path)!r} cannot be read as UTF-8 text "
-                                f"({type(exc).__name__})") from None
-    passages = [line.strip() for line in lines if line.strip()]
-    if not passages:
-        raise InvalidInputError(f"text {str(path)!r} holds no passage (every line is blank)")
-    return passages
-
-
-def read_token_ids(path: str | Path) -> list[np.ndarray]:
-    """The token-id sequences of a .npy file: a 2-D integer array (one row a sequence), a 1-D
-    one (one sequence) or a 1-D object array of 1-D integer arrays (ragged sequences).
-
-    Parameters
-    ----------
-    path : str or pathlib.Path
-        The .npy file.
-
-    Returns
-    -------
-    list of (n_s,) ndarray of int64
-        The sequences, each non-empty.
-
-    Raises
-    ------
-    InvalidInputError
-        If the file cannot be read as .npy, is empty, holds an empty sequence, or holds
-        anything but non-negative integers.
-
-    See Also
-    --------
-    riccati_tf.empirical.encoders.loading.model_inputs : embeds them.
-
-    References
-    ----------
-    .. [1] riccati_tf theory, SPEC §7 "Validation against real Transformers".
-
-    Examples
-    --------
-    >>> import pathlib, tempfile
-    >>> import numpy as np
-    >>> from riccati_tf.empirical.encoders.sequences import read_token_ids
-    >>> with tempfile.TemporaryDirectory() as tmp:
-    ...     f = pathlib.Path(tmp) / "ids.npy"
-    ...     ragged = np.empty(2, dtype=object)
-    ...     ragged[0], ragged[1] = np.array([2, 7, 3]), np.array([2, 3])
-    ...     np.save(f, ragged, allow_pickle=True)
-    ...     [s.tolist() for s in read_token_ids(f)]
-    [[2, 7, 3], [2, 3]]
-    """
-    p = _path("tokens", path, ".npy of token ids")
-    try:
-        arr = np.load(p, allow_pickle=True)
-    except (OSError, ValueError, EOFError) as exc:
-        raise InvalidInputError(f"tokens {str(path)!r} cannot be read as a .npy array "
-                                f"({type(exc).__name__})") from None
-    if not isinstance(arr, np.ndarray):
-        raise InvalidInputError(f"tokens {str(path)!r} holds a {type(arr).__name__}, not a .npy "
-                                f"array of token ids")
-    rows = (list(arr) if arr.dtype == object or arr.ndim == 2 else [arr] if arr.ndim == 1
-            else None)
-    if rows is None:
-        raise InvalidInputError(f"tokens {str(path)!r}: a {arr.ndim}-D array; token ids are one "
-                                f"row a sequence (2-D) or an object array of sequences")
-    if not rows:
-        raise InvalidInputError(f"tokens {str(path)!r} holds no sequence")
-    out = []
-    for i, row in enumerate(rows):
-        r = np.asarray(row)
-        if r.ndim != 1 or r.size == 0:
-            raise InvalidInputError(f"tokens {str(path)!r}: sequence {i + 1} is not a non-empty "
-                                    f"1-D array of ids (shape {r.shape})")
-        if r.dtype.kind not in "iu" or np.any(r < 0):
-            raise InvalidInputError(f"tokens {str(path)!r}: sequence {i + 1} holds "
-                                    f"{'negative ids' if r.dtype.kind in 'iu' else r.dtype} "
-                                    f"(token ids are non-negative integers)")
-        out.append(r.astype(np.int64))
-    return out
-
-
-def read_hidden(path: str | Path) -> list[np.ndarray]:
-    """The hidden-state sequences of a .npz file: every array is one sequence (n_s, d) or a
-    batch (S, n, d) of sequences, in the file's order; an array named "lengths" (integers)
-    cuts a single (n, d) array into consecutive sequences instead.
-
-    Parameters
-    ----------
-    path : str or pathlib.Path
-        The .npz file (e.g. numpy.savez of captured embedding outputs).
-
-    Returns
-    -------
-    list of (n_s, d) ndarray of float
-        The sequences (not yet checked for finiteness or dimension: `data_inputs`,
-        `loading.model_inputs`).
-
-    Raises
-    ------
-    InvalidInputError
-        If the file cannot be read as .npz, holds no array, an array that is not 2-D or 3-D
-        real numbers, or lengths that do not add up to the rows.
-
-    See Also
-    --------
-    riccati_tf.empirical.encoders.loading.model_inputs : checks them against the model.
-
-    References
-    ----------
-    .. [1] riccati_tf theory, SPEC §7 "Validation against real Transformers".
-
-    Examples
-    --------
-    >>> import pathlib, tempfile
-    >>> import numpy as np
-    >>> from riccati_tf.empirical.encoders.sequences import read_hidden
-    >>> with tempfile.TemporaryDirectory() as tmp:
-    ...     f = pathlib.Path(tmp) / "h.npz"
-    ...     np.savez(f, states=np.zeros((5, 4)), lengths=np.array([2, 3]))
-    ...     [s.shape for s in read_hidden(f)]
-    [(2, 4), (3, 4)]
-    """
-    p = _path("hidden", path, ".npz of hidden states")
-    try:
-        with np.load(p, allow_pickle=False) as data:
-            arrays = {name: data[name] for name in data.files}
-    except (OSError, ValueError, EOFError) as exc:
-        raise InvalidInputError(f"hidden {str(path)!r} cannot be read as a .npz file "
-                                f"({type(exc).__name__}: {str(exc).splitlines()[0][:80]})"
-                                ) from None
-    lengths = arrays.pop("lengths", None)
-    if not arrays:
-        raise InvalidInputError(f"hidden {str(path)!r} holds no array of hidden states")
-    out: list[np.ndarray] = []
-    for name, a in arrays.items():
-        if a.dtype.kind not in "fiu" or a.ndim not in (2, 3) or a.size == 0:
-            raise InvalidInputError(f"hidden {str(path)!r}: array {name!r} of shape {a.shape} "
-                                    f"and dtype {a.dtype} is not a non-empty (n, d) or (S, n, d) "
-                                    f"array of real numbers")
-        out.extend([a.astype(float)] if a.ndim == 2 else list(a.astype(float)))
-    if lengths is not None:
-        lengths = np.asarray(lengths)
-        if (len(out) != 1 or lengths.ndim != 1 or lengths.dtype.kind not in "iu"
-                or np.any(lengths < 1) or lengths.sum() != out[0].shape[0]):
-            raise InvalidInputError(f"hidden {str(path)!r}: 'lengths' must be positive integers "
-                                    f"adding up to the rows of the single (n, d) array")
-        out = split(out[0], tuple(int(v) for v in lengths))
-    return out
-
-
-def check_input_files(*, text: str | Path | None = None, tokens: str | Path | None = None,
-                      hidden: str | Path | None = None, gaussian: str | None = None) -> None:
-    """The checks of `loading.model_inputs` that need no model, run before a model is loaded.
-
-    At most one of text, tokens and hidden, each an existing file, and gaussian None or in
-    GAUSSIAN_INPUTS.
-
-    Parameters
-    ----------
-    text, tokens, hidden : str or pathlib.Path, optional
-        The input files (`loading.model_inputs`).
-    gaussian : {"matched", "standard"}, optional
-        The Gaussian inputs asked for.
-
-    Raises
-    ------
-    InvalidInputError
-        Naming the option: more than one file, a path that is not a file, an unknown gaussian.
-
-    See Also
-    --------
-    riccati_tf.empirical.encoders.loading.model_inputs : reads the files for a model.
-
-    References
-    ----------
-    .. [1] riccati_tf theory, SPEC §7 "Validation against real Transformers".
-
-    Examples
-    --------
-    >>> from riccati_tf.empirical.encoders.sequences import check_input_files
-    >>> check_input_files(gaussian="standard")
-    >>> check_input_files(text="no/such/file.txt")
-    Traceback (most recent call last):
-        ...
-    riccati_tf.errors.InvalidInputError: text 'no/such/file.txt' is not a file (one passage a line)
-    """
-    given = [k for k, v in (("text", text), ("tokens", tokens), ("hidden", hidden))
-             if v is not None]
-    if len(given) > 1:
-        raise InvalidInputError(f"give at most one of text, tokens and hidden, got "
-                                f"{' and '.join(given)}")
-    if gaussian is not None and gaussian not in GAUSSIAN_INPUTS:
-        raise InvalidInputError(f"gaussian must be one of {GAUSSIAN_INPUTS}, got {gaussian!r}")
-    for name, value, what in (("text", text, "one passage a line"),
-                              ("tokens", tokens, ".npy of token ids"),
-                              ("hidden", hidden, ".npz of hidden states")):
-        if value is not None:
-            _path(name, value, what)
