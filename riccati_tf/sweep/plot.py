@@ -180,6 +180,10 @@ def diagram_inputs(results_path: str | Path, x: str | None = None, y: str | None
     path = Path(results_path)
     table = read_results(path)
     columns = dict(table)
+    if not {"regime", "status"} & set(columns):
+        raise InvalidInputError(f"{str(path)!r} is no sweep's results: it holds neither a "
+                                f"regime nor a status column (columns: "
+                                f"{', '.join(table.column_names) or 'none'})")
     folder = path if path.is_dir() else path.parent
     default: tuple[str | None, ...] = (None, None)
     if (folder / "manifest.json").exists():
