@@ -21,6 +21,7 @@ the O(d² r) products. A case is reproducible from (family, d, seed, variant) al
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -147,7 +148,8 @@ def family_cases(sizes: tuple[int, ...], per_size: int, *, family: str = "opposi
     if family not in ("opposite", "random_sign", "zero_A", "hurwitz"):
         raise ValueError(f"family must be 'opposite', 'random_sign', 'zero_A' or 'hurwitz', "
                          f"got {family!r}")
-    a_kw = {"zero_A": {"a": 0.0, "noise": 0.0}, "hurwitz": {"hurwitz": True}}.get(family, {})
+    a_kw: dict[str, Any] = {"zero_A": {"a": 0.0, "noise": 0.0},
+                            "hurwitz": {"hurwitz": True}}.get(family, {})
     out = []
     for d in sizes:
         for k in range(per_size):
