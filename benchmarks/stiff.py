@@ -46,6 +46,8 @@ def describe(out) -> str:
     if isinstance(out, SolverError):
         return f"SolverError: {str(out)[:90]}"
     switch = "" if out.switch_time is None else f" (switch at t = {out.switch_time:.3g})"
+    if out.status == "blowup":
+        return f"{out.method}{switch}, blowup at T* = {out.blowup_time:.6g}"
     return (f"{out.method}{switch}, {out.status}, t_end = {out.t[-1]:.4g}, "
             f"tr Σ = {np.trace(out.cov[-1]):.3g}")
 

@@ -148,8 +148,9 @@ def family_cases(sizes: tuple[int, ...], per_size: int, *, family: str = "opposi
     if family not in ("opposite", "random_sign", "zero_A", "hurwitz"):
         raise ValueError(f"family must be 'opposite', 'random_sign', 'zero_A' or 'hurwitz', "
                          f"got {family!r}")
-    a_kw: dict[str, Any] = {"zero_A": {"a": 0.0, "noise": 0.0},
-                            "hurwitz": {"hurwitz": True}}.get(family, {})
+    variants: dict[str, dict[str, Any]] = {"zero_A": {"a": 0.0, "noise": 0.0},
+                                           "hurwitz": {"hurwitz": True}}
+    a_kw = variants.get(family, {})
     out = []
     for d in sizes:
         for k in range(per_size):

@@ -793,8 +793,10 @@ def flow(params: Params | Callable[[float], Params], gaussian: Gaussian, t_final
     (multi-head: V Σ B → Σ_h V_h Σ B_h) from m(0) = gaussian.mean, Σ(0) = gaussian.cov.
 
     "auto" integrates by the closed form ("exact") when every head's value matrix is scalar,
-    else by DOP853 ("rk"); a finite-time blow-up at T* ≤ t_final ends the trajectory (status
-    "blowup"). How each method works, and what a blow-up returns: Notes.
+    else by DOP853 ("rk"), switching a time-invariant layer's run to the stiff method Rodas4
+    ("implicit") where DOP853's steps collapse (method "rk+implicit"); a finite-time blow-up
+    at T* ≤ t_final ends the trajectory (status "blowup"). How each method works, and what a
+    blow-up returns: Notes.
 
     Parameters
     ----------
@@ -806,9 +808,10 @@ def flow(params: Params | Callable[[float], Params], gaussian: Gaussian, t_final
         The initial state N(m0, Σ0).
     t_final : float
         The horizon, > 0.
-    method : {"auto", "exact", "rk"}, optional
+    method : {"auto", "exact", "rk", "implicit"}, optional
         The method (default "auto": "exact" for a time-invariant layer with scalar value
-        matrices, else "rk").
+        matrices, else "rk", continued by "implicit" from where the flow turns stiff).
+        "implicit" (time-invariant layers): Rodas4 from t = 0.
     t_eval : (k,) array_like of float, optional
         Output times, strictly increasing in [0, t_final] (default DEFAULT_OUTPUTS = 101
         equally spaced, the distinct ones among them when t_final is so small that some
@@ -835,7 +838,7 @@ def flow(params: Params | Callable[[float], Params], gaussian: Gaussian, t_final
     -------
     Trajectory
         The states at the output times reached before any blow-up; status "completed" or
-        "blowup", method "exact" or "rk".
+        "blowup", method "exact", "rk", "implicit" or "rk+implicit" (then switch_time).
 
     Raises
     ------
@@ -890,7 +893,22 @@ def flow(params: Params | Callable[[float], Params], gaussian: Gaussian, t_final
     too; `riccati_tf.state.lowrank.factored_layer`: each factored matrix within FACTOR_RTOL =
     4 eps relative of the given one), so a right-hand side costs O(d² Σ_h r_h) instead of
     O(H d³), as for `Head` factors; the factorisations cost about two DOP853 steps.
-    "auto": exact when it applies, else rk.
+    "implicit": the Rosenbrock method Rodas4 (order 4, L-stable, stiffly accurate; Hairer and
+    Wanner) on (m, Σ), error-controlled by the same rtol/atol norm, each step ending on the
+    output times, without dense output (``tr(t)`` at the stored times only). Its linear systems
+    (I/(γh) − J)u = r use the structure of the Jacobian: J_ΣΣ[X] = MX + XMᵀ + P(X)Σ + ΣP(X)ᵀ
+    (P(X) = Σ_h V_h X B_h) is a Lyapunov operator plus the attention term, and Σ̇ does not
+    depend on m, so the covariance block is solved first (up to d = 48 by LU of its d²×d²
+    matrix; above, GMRES preconditioned by the Lyapunov part, solved by Bartels–Stewart on a
+    real Schur form computed once per step) and the mean's d×d block after it; see
+    `riccati_tf.flows.implicit`. Blow-up: at each 1e8-fold growth of tr Σ driven ≥ 99 % by
+    the quadratic terms, T* = t + tr Σ/(d tr Σ/dt) as for rk. A state whose products overflow
+    float64 (exponential growth past about 1e154) ends in SolverError.
+    "auto": exact when it applies, else rk; for a time-invariant layer, rk leaves for implicit
+    once STIFF_STEPS = 100 consecutive steps h each had h‖ẏ‖ < STIFF_RATIO‖y‖ = 1e-3‖y‖ (the
+    step set by the explicit method's stability, not by the solution's own time scale): the
+    Trajectory's method is then "rk+implicit" and its `switch_time` the time of the switch.
+    The up-front refusal of a stiff A (max_steps) applies to "rk" alone.
 
     Blow-up. A finite-time blow-up at T* ≤ t_final ends the trajectory: status "blowup"
     (blowup_kind "singularity"), states before T* only, and the unit direction along which
