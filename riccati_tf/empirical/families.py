@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from ..errors import InvalidInputError
 from ..state.params import Gaussian, Head, Params
 
 __all__ = ["VARIANTS", "FamilyCase", "family_cases", "initial_state", "opposite_sign_layer",
@@ -74,6 +75,33 @@ def opposite_sign_layer(d: int, seed: int = 0, *, heads: int = HEADS, a: float =
         b = bias · u with u a random unit vector (0: b = 0).
     hurwitz : bool
         Shift A so that its spectral abscissa is −|a| (the Hurwitz variant).
+
+    Returns
+    -------
+    Params
+        The layer, its heads as `Head` factors.
+
+    Raises
+    ------
+    InvalidInputError
+        From `Params` / `Head` when d < 1 or a keyword makes an entry non-finite.
+
+    See Also
+    --------
+    random_sign_layer : the same shape with random head signs.
+    family_cases : seeded cases with their initial states.
+
+    References
+    ----------
+    .. [1] riccati_tf theory, SPEC §1 "The model: a Transformer as a flow of measures"
+       (multi-head layers, B_h = KᵀQ, V_h = OV).
+
+    Examples
+    --------
+    >>> from riccati_tf.empirical.families import opposite_sign_layer
+    >>> p = opposite_sign_layer(24, seed=0)
+    >>> len(p.heads), p.factors[0].Q.shape
+    (12, (2, 24))
     """
     return _layer(d, seed, heads=heads, a=a, noise=noise, bias=bias, hurwitz=hurwitz,
                   random_signs=False)
@@ -82,7 +110,38 @@ def opposite_sign_layer(d: int, seed: int = 0, *, heads: int = HEADS, a: float =
 def random_sign_layer(d: int, seed: int = 0, *, heads: int = HEADS, a: float = 0.3,
                       noise: float = 0.05, bias: float = 0.0, hurwitz: bool = False) -> Params:
     """The random-sign layer: as `opposite_sign_layer`, each head's value and key parts with
-    independent random signs s_v, s_k ∈ {−1, +1} (V_h = s_v(VᵀV + ε OᵀV), B_h = s_k(...)/√r)."""
+    independent random signs s_v, s_k ∈ {−1, +1} (V_h = s_v(VᵀV + ε OᵀV), B_h = s_k(...)/√r).
+
+    Parameters
+    ----------
+    d, seed, heads, a, noise, bias, hurwitz
+        As for `opposite_sign_layer`.
+
+    Returns
+    -------
+    Params
+        The layer, its heads as `Head` factors.
+
+    Raises
+    ------
+    InvalidInputError
+        From `Params` / `Head` when d < 1 or a keyword makes an entry non-finite.
+
+    See Also
+    --------
+    opposite_sign_layer : every head with V_h ⪰-dominant and B_h ⪯-dominant.
+
+    References
+    ----------
+    .. [1] riccati_tf theory, SPEC §1 "The model: a Transformer as a flow of measures"
+       (multi-head layers, B_h = KᵀQ, V_h = OV).
+
+    Examples
+    --------
+    >>> from riccati_tf.empirical.families import random_sign_layer
+    >>> random_sign_layer(24, seed=1).d
+    24
+    """
     return _layer(d, seed, heads=heads, a=a, noise=noise, bias=bias, hurwitz=hurwitz,
                   random_signs=True)
 
@@ -102,7 +161,44 @@ def _layer(d: int, seed: int, *, heads: int, a: float, noise: float, bias: float
 def initial_state(d: int, seed: int = 0, *, anisotropic: bool = False,
                   mean: float = 0.0) -> Gaussian:
     """The initial Gaussian: Σ0 = I/2, or (anisotropic) Σ0 = U diag(λ) Uᵀ with λ log-uniform on
-    [0.05, 5] and U a random orthogonal matrix; the mean is mean · (a random unit vector)."""
+    [0.05, 5] and U a random orthogonal matrix; the mean is mean · (a random unit vector).
+
+    Parameters
+    ----------
+    d : int
+        Dimension.
+    seed : int
+        Seed of numpy's default_rng (with d).
+    anisotropic : bool
+        The random anisotropic Σ0 instead of I/2.
+    mean : float
+        The norm of m0.
+
+    Returns
+    -------
+    Gaussian
+        N(m0, Σ0).
+
+    Raises
+    ------
+    InvalidInputError
+        From `Gaussian` when d < 1 or mean is not finite.
+
+    See Also
+    --------
+    family_cases : layers with their initial states.
+
+    References
+    ----------
+    .. [1] riccati_tf theory, SPEC §1 "The model: a Transformer as a flow of measures"
+       (multi-head layers, B_h = KᵀQ, V_h = OV).
+
+    Examples
+    --------
+    >>> from riccati_tf.empirical.families import initial_state
+    >>> float(initial_state(4).cov[0, 0])
+    0.5
+    """
     rng = np.random.default_rng([seed, d, 7])
     if anisotropic:
         U, _ = np.linalg.qr(rng.standard_normal((d, d)))
@@ -117,7 +213,37 @@ def initial_state(d: int, seed: int = 0, *, anisotropic: bool = False,
 
 @dataclass(frozen=True)
 class FamilyCase:
-    """One member of a family: its name (family, d, variant, seed), layer and initial state."""
+    """One member of a family: its name (family, d, variant, seed), layer and initial state.
+
+    Parameters
+    ----------
+    name : str
+        "<family>-d<d>-<variant>-s<seed>".
+    params : Params
+        The layer.
+    initial : Gaussian
+        The initial state.
+
+    Raises
+    ------
+    None
+        A plain record.
+
+    See Also
+    --------
+    family_cases : builds them.
+
+    References
+    ----------
+    .. [1] riccati_tf theory, SPEC §1 "The model: a Transformer as a flow of measures"
+       (multi-head layers, B_h = KᵀQ, V_h = OV).
+
+    Examples
+    --------
+    >>> from riccati_tf.empirical.families import family_cases
+    >>> family_cases((24,), 1)[0].name
+    'opposite-d24-base-s0'
+    """
 
     name: str
     params: Params
@@ -143,10 +269,35 @@ def family_cases(sizes: tuple[int, ...], per_size: int, *, family: str = "opposi
     Variants: "base" (12 heads, Σ0 = I/2, m = 0, b = 0), "anisotropic" (Σ0 of
     `initial_state(anisotropic=True)`), "mean" (|m0| = 1, |b| = 0.5), "heads4", "heads16",
     "heads8_mean_anisotropic" (8 heads with both).
+
+    Returns
+    -------
+    list of FamilyCase
+        len(sizes) · per_size cases, d-major.
+
+    Raises
+    ------
+    InvalidInputError
+        When family is not one of the four names.
+
+    See Also
+    --------
+    opposite_sign_layer, random_sign_layer, initial_state : the pieces.
+
+    References
+    ----------
+    .. [1] riccati_tf theory, SPEC §1 "The model: a Transformer as a flow of measures"
+       (multi-head layers, B_h = KᵀQ, V_h = OV).
+
+    Examples
+    --------
+    >>> from riccati_tf.empirical.families import family_cases
+    >>> [c.name for c in family_cases((24,), 2, family="hurwitz")]
+    ['hurwitz-d24-base-s0', 'hurwitz-d24-anisotropic-s1']
     """
     layer = random_sign_layer if family == "random_sign" else opposite_sign_layer
     if family not in ("opposite", "random_sign", "zero_A", "hurwitz"):
-        raise ValueError(f"family must be 'opposite', 'random_sign', 'zero_A' or 'hurwitz', "
+        raise InvalidInputError(f"family must be 'opposite', 'random_sign', 'zero_A' or 'hurwitz', "
                          f"got {family!r}")
     variants: dict[str, dict[str, Any]] = {"zero_A": {"a": 0.0, "noise": 0.0},
                                            "hurwitz": {"hurwitz": True}}

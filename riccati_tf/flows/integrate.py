@@ -31,7 +31,7 @@ from ..state.lowrank import FACTOR_MIN_D, factored_layer
 from ..state.params import Gaussian, Params, check_dims
 from ..state.validation import as_array, as_count, as_time, as_time_grid, psd_part, psd_rank
 from .exact import DEFAULT_MAX_STEPS, NEAR_BLOWUP_RTOL, exact_flow, exact_from
-from .implicit import implicit_flow
+from .implicit.run import implicit_flow
 
 if TYPE_CHECKING:
     from ..io.figures import Figure

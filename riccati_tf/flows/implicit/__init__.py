@@ -2,9 +2,7 @@
 method Rodas4 on (m, Σ), its linear systems solved with the structure of the Jacobian.
 
 `tableau` holds the method's coefficients, `linear` the solves (I/(γh) − J) u = r, `stepper`
-the error-controlled steps, `run` the flow from a state to the output times.
+the error-controlled steps, `run` the flow from a state to the output times (`riccati_tf.flow` is the entry point).
 """
 
-from .run import ImplicitResult, implicit_flow
-
-__all__ = ["ImplicitResult", "implicit_flow"]
+__all__: list[str] = []

@@ -16,7 +16,7 @@ from . import tableau
 from .linear import LinearFailure, Linearisation, StepSolver
 from .stepper import SHRINK, error_norm, next_step, rodas_step
 
-__all__ = ["ImplicitResult", "implicit_flow"]
+__all__: list[str] = []  # the entry point is riccati_tf.flow(..., method="implicit")
 
 #: the Krylov solves' relative residual, KRYLOV_RTOL_SHARE · rtol (at least KRYLOV_RTOL_FLOOR)
 KRYLOV_RTOL_SHARE, KRYLOV_RTOL_FLOOR = 1e-2, 1e-13
