@@ -898,7 +898,7 @@ def flow(params: Params | Callable[[float], Params], gaussian: Gaussian, t_final
     output times, without dense output (``tr(t)`` at the stored times only). Its linear systems
     (I/(γh) − J)u = r use the structure of the Jacobian: J_ΣΣ[X] = MX + XMᵀ + P(X)Σ + ΣP(X)ᵀ
     (P(X) = Σ_h V_h X B_h) is a Lyapunov operator plus the attention term, and Σ̇ does not
-    depend on m, so the covariance block is solved first (up to d = 32 by LU of its d²×d²
+    depend on m, so the covariance block is solved first (up to d = 48 by LU of its d²×d²
     matrix; above, GMRES preconditioned by the Lyapunov part, solved by Bartels–Stewart on a
     real Schur form computed once per step) and the mean's d×d block after it; see
     `riccati_tf.flows.implicit`. Blow-up: at each 1e8-fold growth of tr Σ driven ≥ 99 % by
