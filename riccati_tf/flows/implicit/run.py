@@ -22,6 +22,8 @@ __all__: list[str] = []  # the entry point is riccati_tf.flow(..., method="impli
 KRYLOV_RTOL_SHARE, KRYLOV_RTOL_FLOOR = 1e-2, 1e-13
 #: the first step, FIRST_STEP_SHARE of the solution's time scale ‖y‖/‖f(y)‖ (scaled norms)
 FIRST_STEP_SHARE = 1e-3
+#: consecutive steps whose Krylov solves fail before the run gives up (SolverError)
+KRYLOV_FAILURES = 4
 #: steps shorter than this share of t are refused (no progress in floating point)
 MIN_STEP_SHARE = 1e3 * np.finfo(float).eps
 
@@ -86,7 +88,7 @@ def implicit_flow(p: Params, mean0: np.ndarray, cov0: np.ndarray, t0: float,
     tol = max(KRYLOV_RTOL_SHARE * rtol, KRYLOV_RTOL_FLOOR)
     h = first_step or _first_step(f, y, rtol, atol, t_final - t0)
     found = None
-    i = 0
+    i = failures = 0
     with np.errstate(over="ignore", invalid="ignore"):
         while i < times.size:
             target = float(times[i])
@@ -106,10 +108,17 @@ def implicit_flow(p: Params, mean0: np.ndarray, cov0: np.ndarray, t0: float,
             try:
                 y_new, err = rodas_step(f, solver.solve, y, h_try)
             except LinearFailure:
+                failures += 1
+                if failures >= KRYLOV_FAILURES:
+                    raise SolverError(
+                        f"the implicit method's GMRES solves (Lyapunov-part preconditioner) did "
+                        f"not converge in {KRYLOV_FAILURES} successive steps at t = {t:.6g}, "
+                        f"d = {d}: the attention part of the Jacobian dominates there") from None
                 h = SHRINK * h_try
                 continue
             finally:
                 solves, products = solves + solver.solves, products + solver.products
+            failures = 0
             y_new = _symmetric(y_new, k, d)
             e = error_norm(err, y, y_new, rtol, atol)
             if not np.isfinite(e):
