@@ -33,6 +33,7 @@ from ..state.schedule import all_finite as _all_finite
 from ..state.schedule import checked_schedule
 from ..state.validation import as_array, as_count, as_time, as_time_grid, psd_part, psd_rank
 from .exact import DEFAULT_MAX_STEPS, NEAR_BLOWUP_RTOL, exact_flow, exact_from
+from .implicit.run import implicit_flow
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -112,6 +113,12 @@ RK_STABILITY = 8.0
 RK_RATE_MAX = 2.0 ** 20
 #: the number of equally spaced output times of `flow` without t_eval
 DEFAULT_OUTPUTS = 101
+#: "auto" leaves DOP853 for the implicit method once STIFF_STEPS consecutive steps have each
+#: been shorter than STIFF_RATIO of the solution's time scale ‖y‖/‖ẏ‖ (the step size collapsing
+#: against the solution's scale: the explicit method's stability, not its accuracy, sets it)
+STIFF_RATIO, STIFF_STEPS = 1e-3, 100
+#: the implicit method's default budget of (attempted) Rodas4 steps
+IMPLICIT_DEFAULT_MAX_STEPS = 20_000
 #: the smallest trace the rk blow-up event takes the logarithm of
 TINY = np.finfo(float).tiny
 #: the machine epsilon: events are located to 4 EPS (as solve_ivp locates them)
@@ -222,9 +229,9 @@ class Trajectory:
     blowup_time : float or None
         T* of a finite-time blow-up of the flow ("singularity"), or the depth of the first
         layer whose state leaves the floating-point range ("overflow"); None when completed.
-    method : {"exact", "rk", "layers"}
-        How the states were computed: the closed form for scalar value matrices, DOP853, or
-        discrete layers.
+    method : {"exact", "rk", "implicit", "rk+implicit", "layers"}
+        How the states were computed: the closed form for scalar value matrices, DOP853, the
+        stiff method Rodas4, DOP853 up to `switch_time` and Rodas4 after it, or discrete layers.
     blowup_direction : (d,) ndarray of float or None, optional
         The unit direction along which Σ(t) diverges at a singularity: "exact", the limit
         direction at T*; "rk", the top eigenvector of Σ at the last state reached,
@@ -246,6 +253,9 @@ class Trajectory:
         `flow`, or BLOWUP_EXTRAPOLATION of the remaining time at the blow-up event); the
         integration's own error, about rtol·T*, comes on top. None otherwise ("exact" locates T*
         to rounding).
+    switch_time : float or None, optional
+        "rk+implicit": the time at which `flow`'s "auto" left DOP853 for the implicit method
+        (the states up to it are DOP853's, the later ones Rodas4's); None otherwise.
 
     Raises
     ------
@@ -304,6 +314,7 @@ class Trajectory:
     blowup_kind: str | None = None
     dense: _RkDense | _ExactDense | None = field(default=None, metadata={"serialize": False})
     blowup_bracket: tuple[float, float] | None = None
+    switch_time: float | None = None
 
     def __len__(self) -> int:
         """The number of states."""
@@ -752,8 +763,10 @@ def flow(params: Params | Callable[[float], Params], gaussian: Gaussian, t_final
     (multi-head: V Σ B → Σ_h V_h Σ B_h) from m(0) = gaussian.mean, Σ(0) = gaussian.cov.
 
     "auto" integrates by the closed form ("exact") when every head's value matrix is scalar,
-    else by DOP853 ("rk"); a finite-time blow-up at T* ≤ t_final ends the trajectory (status
-    "blowup"). How each method works, and what a blow-up returns: Notes.
+    else by DOP853 ("rk"), switching a time-invariant layer's run to the stiff method Rodas4
+    ("implicit") where DOP853's steps collapse (method "rk+implicit"); a finite-time blow-up
+    at T* ≤ t_final ends the trajectory (status "blowup"). How each method works, and what a
+    blow-up returns: Notes.
 
     Parameters
     ----------
@@ -765,9 +778,10 @@ def flow(params: Params | Callable[[float], Params], gaussian: Gaussian, t_final
         The initial state N(m0, Σ0).
     t_final : float
         The horizon, > 0.
-    method : {"auto", "exact", "rk"}, optional
+    method : {"auto", "exact", "rk", "implicit"}, optional
         The method (default "auto": "exact" for a time-invariant layer with scalar value
-        matrices, else "rk").
+        matrices, else "rk", continued by "implicit" from where the flow turns stiff).
+        "implicit" (time-invariant layers): Rodas4 from t = 0.
     t_eval : (k,) array_like of float, optional
         Output times, strictly increasing in [0, t_final] (default DEFAULT_OUTPUTS = 101
         equally spaced, the distinct ones among them when t_final is so small that some
@@ -794,7 +808,7 @@ def flow(params: Params | Callable[[float], Params], gaussian: Gaussian, t_final
     -------
     Trajectory
         The states at the output times reached before any blow-up; status "completed" or
-        "blowup", method "exact" or "rk".
+        "blowup", method "exact", "rk", "implicit" or "rk+implicit" (then switch_time).
 
     Raises
     ------
@@ -849,7 +863,22 @@ def flow(params: Params | Callable[[float], Params], gaussian: Gaussian, t_final
     too; `riccati_tf.state.lowrank.factored_layer`: each factored matrix within FACTOR_RTOL =
     4 eps relative of the given one), so a right-hand side costs O(d² Σ_h r_h) instead of
     O(H d³), as for `Head` factors; the factorisations cost about two DOP853 steps.
-    "auto": exact when it applies, else rk.
+    "implicit": the Rosenbrock method Rodas4 (order 4, L-stable, stiffly accurate; Hairer and
+    Wanner) on (m, Σ), error-controlled by the same rtol/atol norm, each step ending on the
+    output times, without dense output (``tr(t)`` at the stored times only). Its linear systems
+    (I/(γh) − J)u = r use the structure of the Jacobian: J_ΣΣ[X] = MX + XMᵀ + P(X)Σ + ΣP(X)ᵀ
+    (P(X) = Σ_h V_h X B_h) is a Lyapunov operator plus the attention term, and Σ̇ does not
+    depend on m, so the covariance block is solved first (up to d = 48 by LU of its d²×d²
+    matrix; above, GMRES preconditioned by the Lyapunov part, solved by Bartels–Stewart on a
+    real Schur form computed once per step) and the mean's d×d block after it; see
+    `riccati_tf.flows.implicit`. Blow-up: at each 1e8-fold growth of tr Σ driven ≥ 99 % by
+    the quadratic terms, T* = t + tr Σ/(d tr Σ/dt) as for rk. A state whose products overflow
+    float64 (exponential growth past about 1e154) ends in SolverError.
+    "auto": exact when it applies, else rk; for a time-invariant layer, rk leaves for implicit
+    once STIFF_STEPS = 100 consecutive steps h each had h‖ẏ‖ < STIFF_RATIO‖y‖ = 1e-3‖y‖ (the
+    step set by the explicit method's stability, not by the solution's own time scale): the
+    Trajectory's method is then "rk+implicit" and its `switch_time` the time of the switch.
+    The up-front refusal of a stiff A (max_steps) applies to "rk" alone.
 
     Blow-up. A finite-time blow-up at T* ≤ t_final ends the trajectory: status "blowup"
     (blowup_kind "singularity"), states before T* only, and the unit direction along which
@@ -906,8 +935,9 @@ def flow(params: Params | Callable[[float], Params], gaussian: Gaussian, t_final
     t_out = _default_grid(t_final, t_eval)
     if max_steps is not None:
         max_steps = as_count("max_steps", max_steps)
-    if method not in ("auto", "exact", "rk"):
-        raise InvalidInputError(f"method must be 'auto', 'exact' or 'rk', got {method!r}")
+    if method not in ("auto", "exact", "rk", "implicit"):
+        raise InvalidInputError(f"method must be 'auto', 'exact', 'rk' or 'implicit', "
+                                f"got {method!r}")
     if isinstance(params, Params):
         check_dims(params, gaussian)  # finite: validated on construction, arrays read-only
         params_fn = None
@@ -918,9 +948,9 @@ def flow(params: Params | Callable[[float], Params], gaussian: Gaussian, t_final
                                     f"got {type(gaussian).__name__}")
         params_fn, scalar = checked_schedule("params", params, Params, gaussian.d), False
         params_fn(0.0)
-        if method == "exact":
-            raise InvalidInputError("method 'exact' needs time-invariant Params; time-varying "
-                                    "controls are integrated with method 'rk'")
+        if method in ("exact", "implicit"):
+            raise InvalidInputError(f"method {method!r} needs time-invariant Params; "
+                                    f"time-varying controls are integrated with method 'rk'")
     else:
         raise InvalidInputError(f"params must be Params or a callable t -> Params, "
                                 f"got {type(params).__name__}")
@@ -962,18 +992,62 @@ def _dispatch(params: Params | Callable[[float], Params],
         return _guard(Trajectory(res.t, res.mean, res.cov, "blowup" if blew else "completed",
                                  res.blowup_time, "exact", res.blowup_direction,
                                  blowup_kind="singularity" if blew else None, dense=dense))
-    max_steps = max_steps or RK_DEFAULT_MAX_STEPS
+    if method == "implicit":
+        assert isinstance(params, Params)  # flow refuses "implicit" for a callable
+        return _guard(_implicit(params, gaussian, t_out, t_final, rtol, atol,
+                                max_steps or IMPLICIT_DEFAULT_MAX_STEPS, None))
+    rk_steps = max_steps or RK_DEFAULT_MAX_STEPS
+    switch = method == "auto" and isinstance(params, Params)
     if isinstance(params, Params):
-        _refuse_stiff(params, gaussian, t_final, max_steps)
+        if not switch:
+            _refuse_stiff(params, gaussian, t_final, rk_steps)
         if params.d >= FACTOR_MIN_D:  # dense heads of low rank through their factors
             params = factored_layer(params)
-    tr = _rk_flow(params_fn or params, gaussian, t_out, t_final, rtol, atol, max_steps)
+    try:
+        tr = _rk_flow(params_fn or params, gaussian, t_out, t_final, rtol, atol, rk_steps,
+                      stiff_switch=switch)
+    except _StiffSwitch as sw:
+        assert isinstance(params, Params)  # only a time-invariant layer's run switches
+        return _guard(_implicit(params, gaussian, t_out, t_final, rtol, atol,
+                                max_steps or IMPLICIT_DEFAULT_MAX_STEPS, sw))
+    max_steps = rk_steps
     if dense_output:  # the caller's own layer: a callable is checked again when used (the
         # checking wrapper is a closure, which does not pickle)
         end = t_final if tr.blowup_bracket is None else float(tr.blowup_bracket[0])
         tr = replace(tr, dense=_RkDense(params, gaussian.mean, gaussian.cov, rtol, atol,
                                         max_steps, end))
     return _guard(tr, checked=True)
+
+
+def _implicit(p: Params, g: Gaussian, t_out: np.ndarray, t_final: float, rtol: float,
+              atol: float, max_steps: int, before: _StiffSwitch | None) -> Trajectory:
+    """The Rodas4 flow (`riccati_tf.flows.implicit`) from t = 0, or from DOP853's end state
+    `before` (its outputs first, method "rk+implicit"), as a Trajectory without dense output;
+    a blow-up where tr Σ has grown 1e8-fold with the quadratic terms driving it
+    (`_blowup_estimate`)."""
+    d = g.d
+    with_mean = bool(np.any(g.mean) or np.any(p.b))
+    t0, m0, S0 = (0.0, g.mean, g.cov) if before is None else (before.t, before.mean,
+                                                               before.cov)
+    res = implicit_flow(p, m0, S0, t0, t_out if before is None else t_out[t_out > t0],
+                        t_final, rtol, _scaled_atol(g, atol, rtol), max_steps,
+                        with_mean=with_mean, growth=BLOWUP_GROWTH,
+                        blowup=lambda t, y: _blowup_estimate(p, d, t, y))
+    t, mean, cov = res.t, res.mean, res.cov
+    if before is not None:
+        t0s, m0s, S0s = before.outputs
+        t, mean, cov = (np.concatenate([t0s, t]), np.concatenate([m0s, mean]),
+                        np.concatenate([S0s, cov]))
+    status, blowup_time, direction, bracket = "completed", None, None, None
+    if res.blowup is not None:
+        T_est, u, S = res.blowup
+        status, blowup_time = "blowup", T_est
+        direction = np.linalg.eigh(0.5 * (S + S.T))[1][:, -1]
+        bracket = (float(t[-1]) if t.size else t0, T_est + u)
+    return Trajectory(t, mean, cov, status, blowup_time,
+                      "implicit" if before is None else "rk+implicit", direction, rtol, atol,
+                      None if blowup_time is None else "singularity", None, bracket,
+                      None if before is None else before.t)
 
 
 def _refuse_stiff(p: Params, g: Gaussian, t_final: float, max_steps: int) -> None:
@@ -1030,16 +1104,18 @@ def _rk_flow(params_fn: Params | Callable[[float], Params], gaussian: Gaussian,
              t_out: np.ndarray, t_final: float, rtol: float, atol: float,
              max_steps: int = RK_DEFAULT_MAX_STEPS,
              counter: list[int] | None = None, pole_rtol: float | None = None,
-             loosen_power: float = SUNDMAN_LOOSEN_POWER) -> Trajectory:
+             loosen_power: float = SUNDMAN_LOOSEN_POWER, stiff_switch: bool = False
+             ) -> Trajectory:
     """params_fn: a callable t ↦ Params, or one Params (time-invariant: the right-hand side
     then binds it once, and with m0 = 0 and b = 0 the mean stays 0 and only Σ is integrated).
     counter: counter[0] grows by one per right-hand-side evaluation. pole_rtol: the relative
     width to which the pole stop brackets T* (`_PoleWatch`; None: rtol); loosen_power: the power
     q of the tolerance schedule towards a pole (SUNDMAN_LOOSEN_MAX). No dense output (`flow`
-    attaches its `_RkDense`)."""
+    attaches its `_RkDense`). stiff_switch: raise _StiffSwitch where the steps collapse
+    (`_StiffMonitor`, runs in t only)."""
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):  # detected explicitly
         return _rk_run(params_fn, gaussian, t_out, t_final, rtol, atol, max_steps, counter,
-                       rtol if pole_rtol is None else pole_rtol, loosen_power)
+                       rtol if pole_rtol is None else pole_rtol, loosen_power, stiff_switch)
 
 
 def _rk_rhs(params_fn: Params | Callable[[float], Params], d: int, limit: int,
@@ -1103,7 +1179,7 @@ class _TraceEvent:
 def _rk_run(params_fn: Params | Callable[[float], Params], gaussian: Gaussian,
             t_out: np.ndarray, t_final: float, rtol: float, atol: float,
             max_steps: int, counter: list[int] | None, pole_rtol: float,
-            loosen_power: float) -> Trajectory:
+            loosen_power: float, stiff_switch: bool = False) -> Trajectory:
     d = gaussian.d
     limit = RK_EVALUATIONS_PER_STEP * max_steps
     with_mean = True
@@ -1203,7 +1279,8 @@ def _rk_run(params_fn: Params | Callable[[float], Params], gaussian: Gaussian,
                 else:
                     sol = _t_solve(rhs_tau, t0 / unit, t_final / unit, y, grid / unit,
                                    event if scale > 0 else None, loosen * rtol, atol_vec,
-                                   crossed, d, unit * f_start)
+                                   crossed, d, unit * f_start,
+                                   _StiffMonitor() if stiff_switch else None)
         except _RkBudgetSpent as spent:
             raise SolverError(
                 f"the Runge–Kutta integration used its budget of max_steps = {max_steps} steps "
@@ -1226,6 +1303,10 @@ def _rk_run(params_fn: Params | Callable[[float], Params], gaussian: Gaussian,
                               f"{sol.message}")
         ts.append(T_sol)
         ys.append(Y)
+        if sol.message == "stiff":
+            end = full(sol.y_events[0][0])
+            raise _StiffSwitch(float(sol.t_events[0][0]) * unit, end[:d],
+                               end[d:].reshape(d, d), _outputs(ts, ys, d, k, with_mean))
         if sol.status == 0:
             if T_sol.size:  # the last state returned
                 _check_near_blowup(params_at, d, full(Y[:, -1]), T_sol[-1], rtol, pending,
@@ -1248,13 +1329,20 @@ def _rk_run(params_fn: Params | Callable[[float], Params], gaussian: Gaussian,
                 break
             pending = (T_est, u)  # after t_final (or too close to tell): follow it to t_final
         threshold *= BLOWUP_GROWTH
+    t, mean, cov = _outputs(ts, ys, d, k, with_mean)
+    return Trajectory(t, mean, cov, "completed" if blowup_time is None else "blowup",
+                      blowup_time, "rk", direction, rtol, atol,
+                      None if blowup_time is None else "singularity", None, bracket)
+
+
+def _outputs(ts: list[np.ndarray], ys: list[np.ndarray], d: int, k: int,
+             with_mean: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(t, mean, cov) of an rk run's output blocks (the states as columns, vec Σ from row k)."""
     t = np.concatenate(ts)
     Y = ys[0] if len(ys) == 1 else np.concatenate([part.T for part in ys]).T  # time-major
     mean = Y[:d].T.copy() if with_mean else np.zeros((t.size, d))
     cov = Y[k:].T.reshape(-1, d, d)  # symmetric (`_states`), time-major: a view
-    return Trajectory(t, mean, cov, "completed" if blowup_time is None else "blowup",
-                      blowup_time, "rk", direction, rtol, atol,
-                      None if blowup_time is None else "singularity", None, bracket)
+    return t, mean, cov
 
 
 @dataclass(frozen=True)
@@ -1323,7 +1411,7 @@ def _t_solve(rhs: Callable[[float, np.ndarray], np.ndarray], t0: float, t1: floa
              y0: np.ndarray, grid: np.ndarray, event: _TraceEvent | None, rtol: float,
              atol: np.ndarray,
              crossed: Callable[[float, np.ndarray, _TraceEvent], bool], d: int,
-             f0: np.ndarray) -> _SundmanResult:
+             f0: np.ndarray, stiff: _StiffMonitor | None = None) -> _SundmanResult:
     """DOP853 from (t0, y0) to t1 in t, driven step by step as solve_ivp drives it (DOP853's
     continuous extension at the grid times in [t0, t1] the outputs), on the packed state
     v = (m, Σ_ij for i ≤ j) of `_Packing` (from d = PACK_MIN_D on) with the error norm of the
@@ -1335,7 +1423,8 @@ def _t_solve(rhs: Callable[[float, np.ndarray], np.ndarray], t0: float, t1: floa
     step-size history). status 0 when t1 is reached, −1 on failure; `step` the last step. rhs
     and crossed see full states y, and the outputs are full states, each Σ symmetric
     (`_Packing.states`). f0 = rhs(t0, y0), already evaluated: DOP853's first right-hand
-    side."""
+    side. stiff: ends the run (status 1, "stiff", t_events[0], y_events[0] that step's end)
+    when it reports the steps collapsing (`_StiffMonitor`)."""
     packing = _packing(y0.size - d * d, d)
     solver = _PackedDOP853(packing.fun(rhs), t0, packing.packed(y0), t1, rtol=rtol,
                            atol=packing.packed(atol), packing=packing, f0=packing.packed(f0))
@@ -1365,7 +1454,32 @@ def _t_solve(rhs: Callable[[float, np.ndarray], np.ndarray], t0: float, t1: floa
         if event is not None and packing.trace(solver.y) >= event.threshold and \
                 crossed(solver.t, packing.full(solver.y), event):
             return result(1, "crossed")
+        if stiff is not None and stiff(float(solver.step_size or 0.0), solver.y, solver.f):
+            return result(1, "stiff")
     return result(0, "t1 reached")
+
+
+class _StiffMonitor:
+    """True once STIFF_STEPS consecutive steps h each had h‖f‖ < STIFF_RATIO‖y‖ (y, f the
+    state and its derivative at the step's end)."""
+
+    def __init__(self) -> None:
+        self.count = 0
+
+    def __call__(self, h: float, y: np.ndarray, f: np.ndarray) -> bool:
+        ny, nf = float(np.linalg.norm(y)), float(np.linalg.norm(f))
+        self.count = self.count + 1 if h * nf < STIFF_RATIO * ny else 0
+        return self.count >= STIFF_STEPS
+
+
+class _StiffSwitch(Exception):
+    """DOP853 stopped where its steps collapsed: the time, the state (m, Σ) there, and the
+    outputs so far (t, mean, cov)."""
+
+    def __init__(self, t: float, mean: np.ndarray, cov: np.ndarray,
+                 outputs: tuple[np.ndarray, np.ndarray, np.ndarray]) -> None:
+        super().__init__(t)
+        self.t, self.mean, self.cov, self.outputs = t, mean, cov, outputs
 
 
 class _Packing:

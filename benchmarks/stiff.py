@@ -1,0 +1,99 @@
+"""Stiff flows: the stabilising-sign and random-sign families of real shape, in Lyapunov units.
+
+Layers from `riccati_tf.empirical.families` (12 heads of rank d/12, Σ0 = I/2): per d and family,
+`flow(p, N(0, Σ0), t_final)` with "auto" (DOP853, switching to Rodas4 where its steps collapse)
+and, for the stabilising-sign family, "implicit" from the start: CPU time in units of one
+scipy.linalg.solve_continuous_lyapunov of the same d (timed in the same run), the method, the
+switch time, the status, tr Σ at the end, or the SolverError's message. Then the A = 0 and Hurwitz
+variants of the stabilising-sign family with "auto" against "rk" (the same DOP853 path where
+no switch happens: the ratio is the cost of the stiffness monitor). One BLAS thread
+(threadpoolctl).
+
+Run: python -m benchmarks.stiff [--quick] [--d D ...] [--t-final T] [--rtol R]
+(--quick: d = 24, t_final = 20; default d = 24, 48, 96, t_final = 20. The target of a flow to
+t = 1000 is out of reach on this family: Σ grows like e^{0.65 t}, its quadratic terms overflow
+float64 near t ≈ 500, and error control at rtol 1e-10 needs ~70 Rodas4 steps per unit of t.)
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import numpy as np
+
+from riccati_tf import flow
+from riccati_tf.empirical.families import family_cases
+from riccati_tf.errors import SolverError
+
+from ._timing import pin_one_thread
+from .realscale import unit_of
+
+DIMENSIONS, QUICK = (24, 48, 96), (24,)
+
+
+def timed(fn, *args, **kwargs):
+    """(fn(*args, **kwargs) or its SolverError, CPU seconds)."""
+    start = time.process_time()
+    try:
+        out = fn(*args, **kwargs)
+    except SolverError as exc:
+        out = exc
+    return out, time.process_time() - start
+
+
+def describe(out) -> str:
+    if isinstance(out, SolverError):
+        return f"SolverError: {str(out)[:90]}"
+    switch = "" if out.switch_time is None else f" (switch at t = {out.switch_time:.3g})"
+    if out.status == "blowup":
+        return f"{out.method}{switch}, blowup at T* = {out.blowup_time:.6g}"
+    return (f"{out.method}{switch}, {out.status}, t_end = {out.t[-1]:.4g}, "
+            f"tr Σ = {np.trace(out.cov[-1]):.3g}")
+
+
+def family_section(sizes, t_final: float, rtol: float) -> None:
+    print(f"## families to t = {t_final:g}, rtol {rtol:g}")
+    for d in sizes:
+        unit = unit_of(d)
+        for family, methods in (("opposite", ("auto", "implicit")), ("random_sign", ("auto",))):
+            case = family_cases((d,), 1, family=family)[0]
+            for method in methods:
+                out, cpu = timed(flow, case.params, case.initial, t_final, method=method,
+                                 rtol=rtol, t_eval=[t_final])
+                print(f"d = {d:4d}  {family:12s} {method:9s} {cpu / unit:9.1f} units  "
+                      f"({cpu:.2f} s)  {describe(out)}", flush=True)
+
+
+def rk_section(sizes, rtol: float) -> None:
+    print("## A = 0 and Hurwitz variants: auto against rk (t = 10)")
+    for d in sizes:
+        unit = unit_of(d)
+        for family in ("zero_A", "hurwitz"):
+            case = family_cases((d,), 1, family=family)[0]
+            cpu = {}
+            for method in ("rk", "auto"):
+                out, cpu[method] = timed(flow, case.params, case.initial, 10.0, method=method,
+                                         rtol=rtol)
+            print(f"d = {d:4d}  {family:8s} rk {cpu['rk'] / unit:8.2f} units, auto "
+                  f"{cpu['auto'] / unit:8.2f} units (ratio {cpu['auto'] / cpu['rk']:.2f}); "
+                  f"{describe(out)}", flush=True)
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--d", type=int, nargs="+")
+    parser.add_argument("--t-final", type=float)
+    parser.add_argument("--rtol", type=float, default=1e-10)
+    args = parser.parse_args(argv)
+    _, line = pin_one_thread()
+    print(line)
+    sizes = tuple(args.d) if args.d else (QUICK if args.quick else DIMENSIONS)
+    t_final = args.t_final or 20.0
+    family_section(sizes, t_final, args.rtol)
+    rk_section(sizes, args.rtol)
+
+
+if __name__ == "__main__":
+    main()
