@@ -14,9 +14,8 @@ from scipy.integrate import solve_ivp
 from riccati_tf import Params, certify, equilibria
 from riccati_tf.empirical.families import initial_state, opposite_sign_layer
 from riccati_tf.io.serialize import to_jsonable
-from riccati_tf.stability.certificates import basin
-from riccati_tf.stability.equilibria import F, from_coords, to_coords
-from riccati_tf.stability.stiffpath import integrate_stiff
+from riccati_tf.stability.certificates import basin, stiff
+from riccati_tf.stability.equilibria import F, from_coords, implicit_flow, to_coords
 from tests.test_certificates import random_case
 
 
@@ -45,7 +44,7 @@ def _small():
 def _certificate():
     p, S0 = _small()
     base = {"params": p, "cov0": S0, "mean0": np.zeros(3)}
-    c = basin.basin_certificate(p, S0, base, 200.0, 1e12)
+    c = stiff.basin_certificate(p, S0, base, 200.0, 1e12)
     assert c is not None
     return c
 
@@ -57,7 +56,7 @@ def cert():
 
 def test_stiff_path_agrees_with_bdf():
     p, S0 = _small()
-    run = integrate_stiff(p, S0, 5.0, rtol=1e-10, atol=1e-12)
+    run = implicit_flow(p, S0, 5.0, rtol=1e-10, atol=1e-12)
     ref = _bdf(p, S0, 5.0)
     assert run.status == "end"
     assert np.linalg.norm(run.cov - ref) <= 1e-7 * np.linalg.norm(ref)

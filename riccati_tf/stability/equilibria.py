@@ -58,6 +58,7 @@ from .riccati import (
     numerical_boundary,
     unscale_solution,
 )
+from .stiffpath import STIFF_MAX_D, StiffRun, integrate_stiff
 
 __all__ = [
     "ACCEPT_RTOL",
@@ -1629,11 +1630,9 @@ def _stiff_settled(params: Params, S: np.ndarray, t: float, tr0: float, rate: fl
     residual NEWTON_SETTLE_RTOL, within the horizon and range of `_settled_stage`; S itself
     when d is larger or the run ends elsewhere (Newton then tries from S, as before). Each
     right-hand side and Jacobian of the run is charged to `work` as one right-hand side."""
-    from .stiffpath import STIFF_MAX_D, integrate_stiff  # stiffpath builds on this module
-
     if params.d > STIFF_MAX_D:
         return S
-    run = integrate_stiff(params, S, SETTLE_HORIZON / rate - t, rtol=SETTLE_INTEGRATION_RTOL,
+    run = implicit_flow(params, S, SETTLE_HORIZON / rate - t, rtol=SETTLE_INTEGRATION_RTOL,
                           atol=SETTLE_INTEGRATION_RTOL * tr0 / params.d,
                           settle_rtol=NEWTON_SETTLE_RTOL, top=SETTLE_GROWTH * tr0,
                           bottom=tr0 / SETTLE_RANGE)
@@ -1642,6 +1641,25 @@ def _stiff_settled(params: Params, S: np.ndarray, t: float, tr0: float, rate: fl
 
 
 _settled = _PerLayer(_settled_stage)
+
+
+def implicit_flow(params: Params, cov0: np.ndarray, t_end: float, *, rtol: float, atol: float,
+                  settle_rtol: float | None = None, top: float = np.inf,
+                  bottom: float = 0.0) -> StiffRun:
+    """Σ(t) of Σ̇ = F(Σ) from cov0 up to t_end by `stiffpath.integrate_stiff` (Radau IIA) in
+    orthonormal coordinates, with the exact Jacobian L_Σ (`linearization_matrix`); d ≤
+    STIFF_MAX_D (ValueError beyond). Stops at relative residual settle_rtol, tr Σ ≥ top or
+    ≤ bottom, as `StiffRun.status` says."""
+    d = params.d
+    if d > STIFF_MAX_D:
+        raise ValueError(f"the implicit flow forms the n_s × n_s Jacobian up to d = "
+                         f"{STIFF_MAX_D}, got d = {d}")
+    return integrate_stiff(lambda h: to_coords(F(params, from_coords(h, d))),
+                           lambda h: linearization_matrix(params, from_coords(h, d)),
+                           lambda h: from_coords(h, d), to_coords(0.5 * (cov0 + cov0.T)), t_end,
+                           rtol=rtol, atol=atol,
+                           residual=lambda S: relative_residual(params, S),
+                           settle_rtol=settle_rtol, top=top, bottom=bottom)
 
 
 def _search_general(params: Params, which: str, starts: list[np.ndarray], axis_rtol: float,

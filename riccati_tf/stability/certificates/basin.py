@@ -19,7 +19,7 @@ converges to Σ*, at the rate a*/2 − k s(0) > 0 in ‖·‖_P. (iii) So the ba
 {‖Σ − Σ̂‖_P < r_B}, r_B = a*/(2k) − s₋, lies in the basin of Σ*; the certificate's basin is
 ρ = r_B² (a level of ‖Σ − Σ̂‖_P²).
 
-Membership: the flow from Σ0 integrated by `stiffpath` (Radau IIA, exact Jacobian) at
+Membership: the flow from Σ0 integrated by `equilibria.implicit_flow` (Radau IIA, exact Jacobian) at
 PATH_RTOL and again at PATH_RTOL · PATH_TIGHTEN to t1; the tighter run's state Σ̃(t1) is stored,
 and its error is estimated as ε = PATH_SAFETY ‖Σ̃_loose(t1) − Σ̃(t1)‖_F + PATH_FLOOR ‖Σ̃(t1)‖_F
 (an a posteriori estimate, the one numerical premise of the certificate). The certificate holds
@@ -36,25 +36,32 @@ relative margin SCALAR_MARGIN = 1e-10, far above their ≤ 20 roundings of eps e
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 from scipy.linalg import LinAlgError, solve_continuous_lyapunov
 
 from ...state.params import Params
 from ..equilibria import (
+    ACCEPT_RTOL,
     NEWTON_MAXITER,
     Equilibrium,
     F,
     _KrylovBudget,
     _newton,
     head_norms,
+    implicit_flow,
     is_psd,
     linearization_matrix,
     make_equilibrium,
+    relative_residual,
     to_coords,
 )
-from ..stiffpath import STIFF_MAX_D, integrate_stiff
+from ..stiffpath import STIFF_MAX_D
 from .constants import EPS, ROUNDING_ULPS
+
+if TYPE_CHECKING:
+    from .certificate import Certificate
 
 __all__ = ["PATH_FLOOR", "PATH_RTOL", "PATH_SAFETY", "PATH_TIGHTEN", "SCALAR_MARGIN",
            "SETTLED_RTOL", "THEOREM", "TOLERANCE"]
@@ -176,12 +183,12 @@ def path_to(params: Params, cov0: np.ndarray, t1: float | None, horizon: float,
     otherwise (a runaway past top, a collapse, the step budget, a failed step)."""
     d = params.d
     atol = PATH_RTOL * float(np.trace(cov0)) / d
-    tight = integrate_stiff(params, cov0, horizon if t1 is None else t1,
+    tight = implicit_flow(params, cov0, horizon if t1 is None else t1,
                             rtol=PATH_RTOL * PATH_TIGHTEN, atol=atol * PATH_TIGHTEN,
                             settle_rtol=SETTLED_RTOL if t1 is None else None, top=top)
     if tight.status not in (("settled",) if t1 is None else ("end",)):
         return None
-    loose = integrate_stiff(params, cov0, tight.t, rtol=PATH_RTOL, atol=atol, top=top)
+    loose = implicit_flow(params, cov0, tight.t, rtol=PATH_RTOL, atol=atol, top=top)
     if loose.status != "end":
         return None
     error = PATH_SAFETY * float(np.linalg.norm(loose.cov - tight.cov)) + \
@@ -233,15 +240,13 @@ def rate_of(P: np.ndarray, cov: np.ndarray, state: np.ndarray, error: float,
     return float(basin.a_star / 2 - basin.k * s0 * (1 + SCALAR_MARGIN))
 
 
-def basin_ok(c: object, replay: bool) -> bool:
+def basin_ok(c: Certificate, replay: bool) -> bool:
     """`Certificate.check()` of a basin certificate: the form; Σ̂'s residual; L recomputed at Σ̂;
     P's basin recomputed with the stored level at most r_B²; the stored state's error ball
     inside it; the rate recomputed; with replay, both runs of the path integrated again to the
     stored t1, the tighter one's state within the stored ε of the stored state, and the error
     estimate recomputed not above the stored ε."""
-    from .verification import _equilibrium_ok  # verification dispatches here
-
-    p, eq, P = c.params, c.equilibrium, c.lyapunov  # type: ignore[attr-defined]
+    p, eq, P = c.params, c.equilibrium, c.lyapunov
     if c.regime != "converges" or c.theorem != THEOREM or c.exact or c.global_ or \
             c.tolerance != TOLERANCE or eq is None or P is None or c.final_cov is None or \
             c.horizon is None or c.path_error is None or c.basin is None or \
@@ -252,10 +257,15 @@ def basin_ok(c: object, replay: bool) -> bool:
     if not (np.isfinite(c.horizon) and c.horizon > 0 and np.isfinite(c.path_error)
             and c.path_error > 0 and np.isfinite(c.basin) and c.basin > 0):
         return False
-    if not isinstance(p, Params) or p.d > STIFF_MAX_D or not _equilibrium_ok(p, eq) or \
-            eq.rank < 1 or c.cov0.shape != (p.d, p.d):
+    if not isinstance(p, Params) or p.d > STIFF_MAX_D or c.cov0.shape != (p.d, p.d):
         return False
     cov = np.asarray(eq.cov, dtype=float)
+    if cov.shape != (p.d, p.d) or not np.array_equal(cov, cov.T) or eq.rank < 1 or \
+            not np.all(np.isfinite(cov)):
+        return False
+    res = relative_residual(p, cov)
+    if not (res <= ACCEPT_RTOL and res <= 2 * eq.residual + 1e-15):
+        return False
     L = linearization_matrix(p, cov)
     if c.operator.shape != L.shape or P.shape != L.shape or \
             not np.array_equal(P, P.T) or \
@@ -278,37 +288,3 @@ def basin_ok(c: object, replay: bool) -> bool:
     path = path_to(p, np.asarray(c.cov0, dtype=float), c.horizon, c.horizon, np.inf)
     return path is not None and path.error <= c.path_error and \
         float(np.linalg.norm(path.state - c.final_cov)) <= c.path_error
-
-
-def basin_certificate(p: Params, cov0: np.ndarray, base: dict, horizon: float,
-                      top: float) -> object | None:
-    """A "converges" certificate of theorem THEOREM (`basin_evidence`), checked without replay
-    (certify has just integrated the path), or None."""
-    from .certificate import Certificate  # certificate builds on the modules below it
-
-    got = basin_evidence(p, cov0, horizon, top)
-    if got is None:
-        return None
-    eq, L, P, basin, path = got
-    LP = L.T @ P
-    level = basin.radius ** 2 * (1 - SCALAR_MARGIN)
-    rate = rate_of(P, eq.cov, path.state, path.error, basin)
-    if not rate > 0:
-        return None
-    steps, rhs, jacs = path.work
-    c = Certificate(
-        "converges", eq, P, rate, None, False, False,
-        f"the flow integrated implicitly (Radau IIA, exact Jacobian; {steps} steps, {rhs} "
-        f"right-hand sides, {jacs} Jacobians) to t1 = {path.t1:.6g}, where Newton from its end "
-        f"state reaches Σ̂ (relative residual {eq.residual:.2g}); P ≻ 0 with LᵀP + PL = −Q at "
-        f"Σ̂ bounds an exact equilibrium Σ* within ‖Σ* − Σ̂‖_P ≤ {basin.s_minus:.3g} and the "
-        f"ball ‖Σ − Σ̂‖_P < {basin.radius:.3g} inside its basin (q = {basin.q:.3g}, quadratic "
-        f"constant c = {basin.c:.3g}, every inequality rounded outward); the state at t1 with "
-        f"its error estimate {path.error:.3g} (the two runs compared, times {PATH_SAFETY:g}) "
-        f"lies inside, so Σ(t) → Σ*, ‖Σ(t) − Σ*‖_P decaying at rate ≥ {rate:.3g} (numerical "
-        f"evidence: the path's error is an estimate).",
-        params=p, cov0=base["cov0"], mean0=base["mean0"], theorem=THEOREM,
-        lyapunov_rhs=-(LP + LP.T), operator=L, horizon=path.t1, final_cov=path.state,
-        basin=level, tolerance=dict(TOLERANCE), path_error=path.error)
-    return c if c._check(replay=False) else None
-
