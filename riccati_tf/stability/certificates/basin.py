@@ -209,7 +209,7 @@ def basin_evidence(params: Params, cov0: np.ndarray, horizon: float,
     if path is None:
         return None
     got = _newton(params, path.state, NEWTON_MAXITER, _KrylovBudget(1))
-    if got is None or not is_psd(got[0]):
+    if got is None or not is_psd(got[0]) or not np.any(got[0]):  # Σ̂ = 0 is no convergence
         return None
     cov = 0.5 * (got[0] + got[0].T)
     L = linearization_matrix(params, cov)
