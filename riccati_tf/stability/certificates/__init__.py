@@ -32,10 +32,13 @@ The modules, from the bottom of the import graph up:
                    AᵀS + SA ⪯ 0 (exact rationals or numerical), the bound on λ_max(Σ(t))
     local          local Lyapunov certificates: Newton–Kantorovich ball and basin level at Σ*,
                    the linear Lyapunov function tr(PΣ) of Σ* = 0 on the PSD cone
+    basin          general V, stiff flows: a rounding-safe Lyapunov ball around a Newton
+                   equilibrium and the implicitly integrated path entering it
     integration    the segmented integration of Σ that certify and check() share
     verification   `Certificate.check()`: every stored claim re-decided
     certificate    the `Certificate` dataclass
     numerical      numerical evidence: bounded integrations, attracting balls, growth
+    stiff          the basin certificate of a stiff general-V flow, built and checked
     entry          `certify`: the theorem branches, then numerical evidence
 """
 

@@ -107,7 +107,8 @@ class Certificate:
         The premise `check()` re-verifies: "psd_hurwitz", "psd_marginal", "psd_gramian_pd",
         "psd_gramian_singular", "nsd_unstable_range", "nsd_threshold", "closed_form_root",
         "zero", "static" (A = 0 and no attention term: Σ(t) = Σ0), "lyapunov_stable" (the
-        bounded regime) or "numerical" (default).
+        bounded regime), "lyapunov_basin" (general V: an implicitly integrated path into a
+        certified basin of an equilibrium, `basin`) or "numerical" (default).
     lyapunov_rhs : (n_s, n_s) ndarray or None, optional
         Q of the Lyapunov equation (Q ≻ 0); for "bounded" the (d, d) Q = −(AᵀS + SA) ⪰ 0.
     operator : (n_s, n_s) ndarray or None, optional
@@ -146,6 +147,11 @@ class Certificate:
     bound : float or None, optional
         "bounded" only: λ_max(Σ(t)) ≤ bound for every t ≥ 0, bound = λ_max(SΣ0)/λ_min(S)
         (≤ cond(S) λ_max(Σ0)) from Σ(t) ⪯ e^{At}Σ0e^{Aᵀt} ⪯ λ_max(SΣ0) S⁻¹ (`bounded`).
+    path_error : float or None, optional
+        Theorem "lyapunov_basin" only: the error estimate ε of final_cov, the implicitly
+        integrated Σ(horizon) (`basin`: PATH_SAFETY times the distance between runs at two
+        tolerances); the ball of radius ε around final_cov lies in the certified basin
+        {‖Σ − Σ̂‖_P² ≤ basin} of the exact equilibrium near Σ̂.
 
     Raises
     ------
@@ -213,6 +219,7 @@ class Certificate:
     kantorovich_radius: float | None = None
     tolerance: dict[str, float] | None = None
     bound: float | None = None
+    path_error: float | None = None
 
     def __repr__(self) -> str:
         """The verdict without the arrays (nothing is recomputed; call `check()` to verify)."""

@@ -27,10 +27,10 @@ from ..equilibria import (
 from ..riccati import (
     numerical_failures,
 )
-from . import bounded
-from .blowup import _monotone_root, _rank0, _rate_scale, cov_root
+from . import bounded, stiff
+from .blowup import _blowup_scale, _monotone_root, _rank0, _rate_scale, cov_root
 from .certificate import Certificate, _converged
-from .constants import BOUND_RTOL, EXACT_MAX_D, MAX_NORM_TIME
+from .constants import BOUND_RTOL, EXACT_MAX_D, GROWTH_STOP, MAX_NORM_TIME
 from .local import _zero_equilibrium
 from .numerical import _numerical
 from .premises import THEOREMS, Premises, bracket_agrees, premises, theorem_of
@@ -204,7 +204,12 @@ def _certify(p: Params, cov0: np.ndarray, base: dict) -> Certificate:
                            "so Σ(t) = Σ0 for every t (Σ0 is one of a continuum of equilibria, not "
                            "attracting).", theorem="static", **base)
     if p.value_scalars is None:
-        return _bounded(p, cov0, base) or _numerical(p, cov0, base, scalar=False)
+        evidence = _bounded(p, cov0, base) or _numerical(p, cov0, base, scalar=False)
+        if evidence.regime == "undetermined":  # a stiff flow: the implicit path into a basin
+            return stiff.basin_certificate(p, cov0, base, MAX_NORM_TIME / _rate_scale(p, cov0),
+                                           GROWTH_STOP * max(float(np.trace(cov0)),
+                                                             _blowup_scale(p))) or evidence
+        return evidence
     pr = premises(p, cov0)
     base = {**base, "tolerance": pr.tolerance}
     got = theorem_of(pr, p.d)

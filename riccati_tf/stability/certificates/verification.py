@@ -27,7 +27,7 @@ from ..equilibria import (
     relative_residual,
 )
 from ..riccati import AXIS_RTOL
-from . import bounded
+from . import basin, bounded
 from .blowup import (
     _blowup_scale,
     _gramian,
@@ -79,6 +79,8 @@ def _verify(c: Certificate, replay: bool = True) -> bool:
         return False
     if not isinstance(p, Params) or c.cov0.shape != (p.d, p.d):
         return False
+    if c.theorem == basin.THEOREM or c.path_error is not None:
+        return basin.basin_ok(c, replay)
     if not _tolerance_ok(c) or c.global_ != _global(c):
         return False
     if c.regime == "bounded" or c.theorem == bounded.THEOREM or c.bound is not None:
