@@ -18,10 +18,16 @@ so λ_max(Σ(t)) ≤ bound = λ_max(SΣ0)/λ_min(S) (≤ cond(S) λ_max(Σ0)); t
 the theorems of SPEC §5 and the numerical evidence already say): S = I when A is exactly skew, else
 S from a block diagonalisation of A (centre part: Re(W⁻ᴴW⁻¹) from its eigenvectors; stable part:
 a Lyapunov solve), rounded to small-denominator rationals and scaled to integers, and verified in
-exact rational arithmetic (d ≤ EXACT_CHECK_MAX_D). When no rounding passes, the floating-point S is
-kept as numerical evidence (exact=False) with the tolerances axis_rtol and semisimple_rtol of the
-premises (no Re λ > 0, the axis eigenvalues semisimple, decided as `premises` decides them) and
-lyapunov_rtol: λ_min(−(AᵀS + SA)) ≥ −lyapunov_rtol ‖A‖₂‖S‖₂. `bounded_ok` re-decides all of it.
+exact rational arithmetic (d ≤ EXACT_CHECK_MAX_D).
+
+"bounded" is a claim for every t ≥ 0, so every premise is decided exactly: a floating-point S
+whose AᵀS + SA ⪯ 0 holds only to a tolerance proves nothing (an eigenvalue of A at +1e-9, or a
+Jordan block on iℝ, makes Σ grow, after t ~ 1e9 say), and then no "bounded" certificate is
+issued — the other branches of `certify` (numerical evidence, or "undetermined") answer. The
+bound is stated upwards of its floating-point value and re-checked so that rounding cannot put
+it below λ_max(SΣ0)/λ_min(S): exactly (d ≤ EXACT_CHECK_MAX_D), or for S = I (A exactly skew, any
+d) against λ_max(Σ0) plus the backward error of the symmetric eigensolver. `bounded_ok`
+re-decides all of it.
 """
 
 from __future__ import annotations
@@ -42,14 +48,8 @@ from scipy.linalg import (
 
 from ...state.params import Params
 from ..riccati import AXIS_RTOL
-from .constants import (
-    BOUND_RTOL,
-    EXACT_CHECK_MAX_D,
-    EXACT_MAX_D,
-    LYAPUNOV_RTOL,
-    SEMISIMPLE_RTOL,
-)
-from .premises import _axis_semisimple, _q_axis_semisimple
+from .constants import BOUND_RTOL, EPS, EVIDENCE_FIELDS, EXACT_CHECK_MAX_D, EXACT_MAX_D
+from .premises import _q_axis_semisimple
 from .rationals import _half_planes, _q, _sym_inertia
 
 if TYPE_CHECKING:
@@ -59,9 +59,9 @@ __all__: list[str] = []
 
 #: the theorem of a "bounded" certificate
 THEOREM = "lyapunov_stable"
-#: the tolerances of a numerical (exact=False) bounded certificate
-TOLERANCE = {"axis_rtol": AXIS_RTOL, "semisimple_rtol": SEMISIMPLE_RTOL,
-             "lyapunov_rtol": LYAPUNOV_RTOL}
+#: the symmetric eigensolver's backward error, in units of d·eps·‖Σ0‖_F, that the bound of a
+#: witness S = I must clear above the computed λ_max(Σ0) (d > EXACT_CHECK_MAX_D)
+_EIGH_ULPS = 16
 #: denominators tried when rounding a floating-point S to rationals (then the float itself)
 _DENOMINATORS = (1, 10, 100, 1000, 10**4, 10**6, 10**9)
 #: the float λ_max(SΣ0) is taken this much larger before the exact re-check of βS ⪰ SΣ0S
@@ -109,39 +109,37 @@ def attention_sign(p: Params) -> str | None:
     return None
 
 
-def lyapunov_stable(A: np.ndarray, tol: dict | None) -> bool:
-    """A has no eigenvalue with Re λ > 0, at least one on iℝ, and those on iℝ are semisimple:
-    exactly (tol None, d ≤ EXACT_MAX_D: Routh–Hurwitz and `premises._q_axis_semisimple`), or with
-    tol's axis_rtol (|Re λ| ≤ axis_rtol ‖A‖_F on the axis) and semisimple_rtol."""
-    if tol is None:
-        Aq = _q(A)
-        _, axis, right = _half_planes(Aq)
-        return right == 0 and axis > 0 and _q_axis_semisimple(Aq, axis)
-    eig = np.linalg.eigvals(A)
-    atol = tol["axis_rtol"] * np.linalg.norm(A)
-    return bool(not np.any(eig.real > atol) and np.any(np.abs(eig.real) <= atol)
-                and _axis_semisimple(A, eig, atol, tol["semisimple_rtol"]))
+def lyapunov_stable(A: np.ndarray) -> bool:
+    """A has no eigenvalue with Re λ > 0, at least one on iℝ, and those on iℝ are semisimple,
+    decided exactly (d ≤ EXACT_MAX_D: Routh–Hurwitz and `premises._q_axis_semisimple` on the
+    floats as given); False beyond EXACT_MAX_D."""
+    if A.shape[0] > EXACT_MAX_D:
+        return False
+    Aq = _q(A)
+    _, axis, right = _half_planes(Aq)
+    return right == 0 and axis > 0 and _q_axis_semisimple(Aq, axis)
 
 
-def witness(A: np.ndarray) -> tuple[np.ndarray, bool] | None:
-    """(S, exact): S ≻ 0 with AᵀS + SA ⪯ 0, verified exactly (exact) or within LYAPUNOV_RTOL, for
-    an A whose premises (`lyapunov_stable`) hold.
+def witness(A: np.ndarray) -> np.ndarray | None:
+    """S ≻ 0 with AᵀS + SA ⪯ 0 verified in exact rational arithmetic, or None.
 
-    S = I when A is exactly skew (AᵀS + SA = 0 exactly at any d). Otherwise the floating-point
-    `_float_witness`, then for d ≤ EXACT_CHECK_MAX_D its roundings to rationals of denominator
-    ≤ D (D in _DENOMINATORS), scaled to integers below 2^53, each checked exactly; the first that
-    passes is S. None when not even the floating-point S passes."""
+    S = I when A is exactly skew (AᵀS + SA = 0 exactly at any d). Otherwise, for
+    d ≤ EXACT_CHECK_MAX_D, the floating-point `_float_witness` rounded to rationals of
+    denominator ≤ D (D in _DENOMINATORS, then the float itself), scaled to integers below 2^53,
+    each checked exactly; the first that passes is S. None when none passes: a witness that
+    holds only within a tolerance proves no bound for all t."""
     if np.array_equal(A, -A.T):
-        return np.eye(A.shape[0]), True
+        return np.eye(A.shape[0])
+    if A.shape[0] > EXACT_CHECK_MAX_D:
+        return None
     S = _float_witness(A)
     if S is None:
         return None
-    if A.shape[0] <= EXACT_CHECK_MAX_D:
-        for D in (*_DENOMINATORS, None):
-            Si = _integer_matrix(S / np.abs(S).max(), D)
-            if Si is not None and lyapunov_exact(A, Si):
-                return Si, True
-    return (S, False) if lyapunov_float(A, S, -(A.T @ S + S @ A), LYAPUNOV_RTOL) else None
+    for D in (*_DENOMINATORS, None):
+        Si = _integer_matrix(S / np.abs(S).max(), D)
+        if Si is not None and lyapunov_exact(A, Si):
+            return Si
+    return None
 
 
 def _float_witness(A: np.ndarray) -> np.ndarray | None:
@@ -197,19 +195,13 @@ def lyapunov_exact(A: np.ndarray, S: np.ndarray) -> bool:
     return pos == S.shape[0] and _sym_inertia(Aq.T.dot(Sq) + Sq.dot(Aq))[0] == 0
 
 
-def lyapunov_float(A: np.ndarray, S: np.ndarray, Q: np.ndarray, rtol: float | None) -> bool:
-    """Cholesky of S, ‖AᵀS + SA + Q‖ ≤ 1e-9 ‖A‖₂‖S‖₂ and λ_min(Q) ≥ −rtol ‖A‖₂‖S‖₂ (rtol None:
-    the stored Q is only compared, its sign having been decided exactly)."""
-    if S.shape != A.shape or Q.shape != A.shape or not np.array_equal(S, S.T):
-        return False
-    try:
-        cholesky(S, lower=True)
-    except LinAlgError:
+def _rhs_ok(A: np.ndarray, S: np.ndarray, Q: np.ndarray) -> bool:
+    """The stored Q is −(AᵀS + SA) as floating point forms it (‖AᵀS + SA + Q‖ ≤ 1e-9‖A‖₂‖S‖₂;
+    its sign is decided exactly on A and S, not on Q)."""
+    if Q.shape != A.shape or not np.array_equal(Q, Q.T):
         return False
     scale = float(np.linalg.norm(A, 2) * np.linalg.norm(S, 2))
-    if np.linalg.norm(A.T @ S + S @ A + Q) > 1e-9 * scale:
-        return False
-    return rtol is None or bool(np.linalg.eigvalsh(0.5 * (Q + Q.T))[0] >= -rtol * scale)
+    return bool(np.linalg.norm(A.T @ S + S @ A + Q) <= 1e-9 * scale)
 
 
 def bound_of(S: np.ndarray, cov0: np.ndarray) -> float:
@@ -231,36 +223,39 @@ def _bound_exact(S: np.ndarray, cov0: np.ndarray, bound: float) -> bool:
         _sym_inertia(Bq * Sq - bq * eye)[2] == 0
 
 
-def bounded_ok(c: Certificate) -> bool:
-    """The claims of a "bounded" certificate re-decided: only S (lyapunov), Q (lyapunov_rhs) and
-    the bound set among the optional fields; the attention term −ΣGΣ with G ⪰ 0 (exactly); S ≻ 0
-    and AᵀS + SA = −Q ⪯ 0 (exactly for exact=True, else within the stored lyapunov_rtol with the
-    premises re-decided at the stored axis_rtol and semisimple_rtol); the bound equal to
-    λ_max(SΣ0)/λ_min(S) recomputed (relative BOUND_RTOL) and Σ0 ⪯ βS⁻¹ ⪯ bound·I (exactly for
-    d ≤ EXACT_CHECK_MAX_D, else in floating point with the margin of BOUND_RTOL)."""
+def _bound_identity(cov0: np.ndarray, bound: float) -> bool:
+    """S = I: bound ≥ λ_max(Σ0) beyond the computed value by the backward error of the symmetric
+    eigensolver, _EIGH_ULPS · d · eps · ‖Σ0‖_F (Weyl: the computed eigenvalues are exact for a
+    matrix within that distance of Σ0)."""
+    d = cov0.shape[0]
+    top = float(np.linalg.eigvalsh(cov0)[-1])
+    return bool(bound >= top + _EIGH_ULPS * d * EPS * float(np.linalg.norm(cov0)))
+
+
+#: the optional fields a "bounded" certificate sets; every other one must be None
+FIELDS = ("lyapunov", "lyapunov_rhs", "bound")
+
+
+def bounded_ok(c: Certificate, replay: bool = True) -> bool:
+    """The claims of a "bounded" certificate re-decided: exact (no tolerance, global_), only
+    S (lyapunov), Q (lyapunov_rhs) and the bound set among the optional fields; the attention
+    term −ΣGΣ with G ⪰ 0 or zero (exactly); S ≻ 0 and AᵀS + SA ⪯ 0 in exact rational arithmetic
+    (S = I for A exactly skew), Q = −(AᵀS + SA) as stored; the bound within BOUND_RTOL of
+    λ_max(SΣ0)/λ_min(S) recomputed and above it in exact arithmetic (Σ0 ⪯ βS⁻¹ ⪯ bound·I,
+    d ≤ EXACT_CHECK_MAX_D) or, for S = I, above λ_max(Σ0) by the eigensolver's backward error.
+    `replay` is unused: nothing is integrated."""
     p, S, Q, bound = c.params, c.lyapunov, c.lyapunov_rhs, c.bound
-    if c.theorem != THEOREM or S is None or Q is None or bound is None:
+    if c.regime != "bounded" or c.theorem != THEOREM or S is None or Q is None or bound is None:
         return False
-    if any(x is not None for x in (c.equilibrium, c.rate, c.blowup_time, c.operator,
-                                   c.blowup_direction, c.threshold, c.horizon, c.final_cov,
-                                   c.basin, c.kantorovich_radius)):
+    if any(getattr(c, name) is not None for name in EVIDENCE_FIELDS if name not in FIELDS):
         return False
-    if attention_sign(p) is None:
+    if not c.exact or not c.global_ or c.tolerance is not None or c.rate is not None:
         return False
-    if c.exact:
-        if c.tolerance is not None or not lyapunov_exact(p.A, S):
-            return False
-        if not lyapunov_float(p.A, S, Q, None):
-            return False
-    else:
-        tol = c.tolerance
-        if tol is None or not set(TOLERANCE) <= set(tol) or \
-                not lyapunov_float(p.A, S, Q, tol["lyapunov_rtol"]) or \
-                not lyapunov_stable(p.A, tol):
-            return False
+    if attention_sign(p) is None or not lyapunov_exact(p.A, S) or not _rhs_ok(p.A, S, Q):
+        return False
     want = bound_of(S, c.cov0)
     if not (want > 0 and abs(bound - want) <= BOUND_RTOL * want):
         return False
-    if c.exact and p.d <= EXACT_CHECK_MAX_D:
-        return _bound_exact(S, c.cov0, bound)
-    return bool(want * (1 + BOUND_RTOL / 4) <= bound)
+    if np.array_equal(S, np.eye(p.d)):
+        return _bound_identity(c.cov0, bound)
+    return p.d <= EXACT_CHECK_MAX_D and _bound_exact(S, c.cov0, bound)
