@@ -178,7 +178,7 @@ def positive_until(A: np.ndarray, G: np.ndarray, L0: np.ndarray, T: float) -> bo
 
 
 def _definite(S: np.ndarray) -> bool:
-    """S ≻ 0 beyond rounding: a positive diagonal D² and λ_min(D⁻¹SD⁻¹) > ROUNDING_ULPS · r · eps."""
+    """S ≻ 0 beyond rounding: a positive diagonal D² and λ_min(D⁻¹SD⁻¹) > ROUNDING_ULPS·r·eps."""
     diag = np.diag(S)
     if not np.all(np.isfinite(S)) or not np.all(diag > 0):
         return False

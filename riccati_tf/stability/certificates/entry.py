@@ -30,7 +30,7 @@ from ..riccati import (
 from . import bounded
 from .blowup import _monotone_root, _rank0, _rate_scale, cov_root
 from .certificate import Certificate, _converged
-from .constants import BOUND_RTOL, EXACT_MAX_D, MAX_NORM_TIME
+from .constants import BOUND_RTOL, MAX_NORM_TIME
 from .local import _zero_equilibrium
 from .numerical import _numerical
 from .premises import THEOREMS, Premises, bracket_agrees, premises, theorem_of
@@ -276,9 +276,10 @@ def _bounded(p: Params, cov0: np.ndarray, base: dict) -> Certificate | None:
         return None
     if not np.array_equal(A, -A.T) and not bounded.lyapunov_stable(A):
         return None
-    S = bounded.witness(A)
-    if S is None:
+    Sq = bounded.witness(A)
+    if Sq is None:
         return None
+    S = bounded.stored(Sq)
     bound = bounded.bound_of(S, cov0) * (1 + BOUND_RTOL / 2)
     term = ("the attention term vanishes identically (decided exactly): Σ(t) = e^{At}Σ0e^{Aᵀt}"
             if sign == "zero" else

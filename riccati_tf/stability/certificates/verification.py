@@ -11,8 +11,8 @@ certificate is re-decided by `bounded.bounded_ok`: the attention term, the witne
 
 from __future__ import annotations
 
-from collections.abc import Callable
 import re
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -171,12 +171,14 @@ def _global(c: Certificate) -> bool:
 
 def _tolerance_ok(c: Certificate) -> bool:
     """tolerance None exactly for an exact certificate (and for an "undetermined" one that used
-    none); otherwise a dict of known names with the values `certify` uses: every premise
-    tolerance of `default_tolerance` for a scalar-V theorem, every integration tolerance of the
-    numerical evidence, blowup_check_rtol for a numerical blow-up."""
+    none: no integration); otherwise a dict of known names with the values `certify` uses:
+    every premise tolerance of `default_tolerance` for a scalar-V theorem or where any of them
+    is stated, every integration tolerance of numerical evidence (an "undetermined" one with a
+    horizon included), blowup_check_rtol for a numerical blow-up."""
     tol = c.tolerance
-    if c.exact or tol is None:
-        return c.exact == (tol is None) or (c.regime == "undetermined" and tol is None)
+    if c.exact or tol is None:  # an integration always has its tolerances
+        return c.exact == (tol is None) or \
+            (c.regime == "undetermined" and tol is None and c.horizon is None)
     if not isinstance(tol, dict) or not tol:
         return False
     known = {**default_tolerance(c.params), **EVIDENCE_TOLERANCE,
@@ -190,9 +192,11 @@ def _tolerance_ok(c: Certificate) -> bool:
     if tol.get("integration_rtol", INTEGRATION_RTOL) not in (INTEGRATION_RTOL, BALL_RTOL):
         return False
     need: set[str] = set()
-    if c.params.value_scalars is not None and c.theorem in THEOREMS:
-        need |= set(default_tolerance(c.params))
-    if c.theorem in ("numerical", "closed_form_root") and c.regime != "undetermined":
+    premise = set(default_tolerance(c.params))
+    if c.params.value_scalars is not None and (c.theorem in THEOREMS or premise & set(tol)):
+        need |= premise  # the premises were decided with all of them, or none
+    if c.theorem in ("numerical", "closed_form_root") and \
+            (c.regime != "undetermined" or c.horizon is not None):
         need |= set(EVIDENCE_TOLERANCE)
     if c.regime == "blows_up" and c.theorem in ("numerical", "closed_form_root"):
         need.add("blowup_check_rtol")
@@ -525,8 +529,8 @@ def _premises_ok(c: Certificate) -> bool:
         return c.exact and c.regime == "converges"
     if c.exact == (c.tolerance is not None) and th != "numerical":
         return False
-    if th == "numerical":
-        return not c.exact
+    if th == "numerical":  # a scalar-V blow-up located by the closed form is "closed_form_root"
+        return not c.exact and not (c.regime == "blows_up" and p.value_scalars is not None)
     if p.value_scalars is None:
         return False
     if th == "closed_form_root":
