@@ -14,6 +14,7 @@ from dataclasses import replace
 
 import numpy as np
 from numpy.typing import ArrayLike
+from scipy.linalg import LinAlgError
 
 from ...errors import InvalidInputError, SolverError
 from ...state.params import Gaussian, Params
@@ -280,7 +281,10 @@ def _bounded(p: Params, cov0: np.ndarray, base: dict) -> Certificate | None:
     if Sq is None:
         return None
     S = bounded.stored(Sq)
-    bound = bounded.bound_of(S, cov0) * (1 + BOUND_RTOL / 2)
+    try:  # an exact S ≻ 0 so ill-conditioned that its float rounding is not: no bound stated
+        bound = bounded.bound_of(S, cov0) * (1 + BOUND_RTOL / 2)
+    except LinAlgError:
+        return None
     term = ("the attention term vanishes identically (decided exactly): Σ(t) = e^{At}Σ0e^{Aᵀt}"
             if sign == "zero" else
             "the attention term is −ΣGΣ with G ⪰ 0 (decided exactly): Σ(t) ⪯ e^{At}Σ0e^{Aᵀt}")
