@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 
 from riccati_tf import Params, certify
+from riccati_tf.errors import SolverError
 
 T_FAR = 1e12
 
@@ -101,16 +102,22 @@ def linear_top(A, S0, t, dps=50):
 
 def _run(n, seed):
     """Certify n random layers and their perturbations; every "bounded" certificate checked at
-    T_FAR. Returns (bounded counts of the exact layers, of all, of the Jordan layers)."""
+    T_FAR. Returns (how many Lyapunov-stable layers are bounded, how many there are, how many
+    Jordan layers are bounded). A SolverError (equilibria.mean_equilibrium's solve with a K*
+    singular in floating point, on A − 1e-9 I without attention) is counted, at most n/20."""
     rng = np.random.default_rng(seed)
-    stable_bounded = stable = jordan_bounded = 0
+    stable_bounded = stable = jordan_bounded = refused = 0
     for i in range(n):
         d = int(rng.integers(2, 5))
         jordan = i % 5 == 4
         p = _layer(rng, d, jordan)
         S0 = _start(rng, d)
         for q in [p, *_perturbed(rng, p)]:
-            c = certify(q, S0)
+            try:
+                c = certify(q, S0)
+            except SolverError:  # a clean refusal states nothing (see the report of `_run`)
+                refused += 1
+                continue
             assert c.check(), c.reason
             if c.regime != "bounded":
                 continue
@@ -122,6 +129,7 @@ def _run(n, seed):
         if not jordan:
             stable += 1
             stable_bounded += certify(p, S0).regime == "bounded"
+    assert refused <= n // 20, refused
     return stable_bounded, stable, jordan_bounded
 
 

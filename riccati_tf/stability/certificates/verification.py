@@ -1,12 +1,16 @@
 """`Certificate.check()`: the claims of a certificate re-decided from its stored layer and start.
 
 A certificate passes when its regime and fields are consistent (an equilibrium exactly for
-converges/collapses, T* exactly for blows_up, everything finite), the equilibrium's residual is
-within ACCEPT_RTOL, P ≻ 0 and −(LᵀP + PL) ≻ 0 with L recomputed at Σ* (in exact rational
-arithmetic for d ≤ EXACT_CHECK_MAX_D), the final state lies in the certified basin, a scalar-V T*
-is bracketed by the sign change of λ_min(I + L0ᵀW(t)L0) across T*(1 ± BLOWUP_CHECK_RTOL), and the
-premises of the cited theorem hold again (exactly, or with the stored tolerances). A "bounded"
-certificate is re-decided by `bounded.bounded_ok`: the attention term, the witness S and the bound.
+converges/collapses, T* exactly for blows_up, everything finite), Σ0 is what `certify` stores (a
+finite, exactly symmetric, positive semidefinite array), the equilibrium's every field is
+recomputed (residual within ACCEPT_RTOL, rank, spectral abscissa and stable flag, m*), P ≻ 0 and
+−(LᵀP + PL) ≻ 0 with L recomputed at Σ* (in exact rational arithmetic for d ≤
+EXACT_CHECK_MAX_D), the final state lies in the certified basin, a scalar-V T* is the first root
+of λ_min(I + L0ᵀW(t)L0) and is bracketed by its sign change across T*(1 ± BLOWUP_CHECK_RTOL),
+the evidence of an integration (horizon and Σ there, "undetermined" included) is replayed, and
+the premises of the cited theorem hold again (exactly, or with the stored tolerances). A theorem
+listed in VERIFIERS is re-decided whole by its own verifier ("lyapunov_stable":
+`bounded.bounded_ok`); a new theorem with fields of its own plugs in there.
 """
 
 from __future__ import annotations
@@ -423,8 +427,8 @@ def _rank_ok(p: Params, eq: Equilibrium) -> bool:
 
 
 def _stability_ok(p: Params, eq: Equilibrium) -> bool:
-    """The spectral abscissa of L at Σ* recomputed (`spectral_abscissa`, to 1e-8 of the norm of
-    A and of the quadratic term at Σ*) and stable its sign; where the abscissa was not computed
+    """The spectral abscissa of L at Σ* recomputed (`_abscissa`, to 1e-8 of the norm of A and of
+    the quadratic term at Σ*) and stable its sign; where the abscissa was not computed
     (d > DENSE_SPECTRUM_MAX_D), the stability decision recomputed (`decide_stability`) with the
     same verdict, method and, to 1e-6 relative, value."""
     if eq.stable is not None and not isinstance(eq.stable, bool | np.bool_):
@@ -432,7 +436,7 @@ def _stability_ok(p: Params, eq: Equilibrium) -> bool:
     if eq.spectral_abscissa is not None:
         if eq.stability is not None:
             return False
-        a = spectral_abscissa(p, eq.cov)
+        a = _abscissa(p, eq.cov)
         scale = drift_spectrum(p)[1] + quadratic_constant(p) * float(np.linalg.norm(eq.cov, 2))
         return abs(a - eq.spectral_abscissa) <= 1e-8 * max(scale, 1e-300) and \
             eq.stable == (eq.spectral_abscissa < 0)
@@ -443,7 +447,20 @@ def _stability_ok(p: Params, eq: Equilibrium) -> bool:
             eq.stable != st.stable:
         return False
     v, w = st.value, eq.stability.value
-    return (v is None) == (w is None) and (v is None or abs(v - w) <= 1e-6 * abs(v) + 1e-300)
+    if v is None or w is None:
+        return v is None and w is None
+    return abs(v - w) <= 1e-6 * abs(v) + 1e-300
+
+
+def _abscissa(p: Params, cov: np.ndarray) -> float:
+    """max Re λ(L) at Σ*: 2 max Re λ(A) without an attention term (L(H) = AH + HAᵀ); for scalar
+    V, where L(H) = (A − Σ*G)H + H(A − Σ*G)ᵀ, 2 max Re λ(A − Σ*G) (d × d, at any d); otherwise
+    `spectral_abscissa`."""
+    if quadratic_constant(p) == 0:
+        return 2.0 * float(np.max(drift_spectrum(p)[0].real))
+    if p.value_scalars is not None:
+        return 2.0 * float(np.max(np.linalg.eigvals(p.A - cov @ p.G).real))
+    return spectral_abscissa(p, cov)
 
 
 def _mean_ok(p: Params, eq: Equilibrium) -> bool:
