@@ -51,17 +51,15 @@ from scipy.linalg import (
 from ...state.params import Params
 from ..riccati import AXIS_RTOL
 from .constants import BOUND_RTOL, EPS, EVIDENCE_FIELDS, EXACT_CHECK_MAX_D, EXACT_MAX_D
-from .premises import _q_axis_semisimple
+from .premises import _q_axis_semisimple, q_axis_polynomial
 from .rationals import (
     _half_planes,
     _q,
-    _q_charpoly,
     _q_eye,
     _q_null,
     _q_range,
     _q_solve,
     _sym_inertia,
-    _sympy_poly,
 )
 
 if TYPE_CHECKING:
@@ -185,17 +183,9 @@ def _rational_witness(A: np.ndarray) -> np.ndarray | None:
     e^{T_cᵀt}e^{T_ct} over t, positive definite, with 𝓛(S_c) = 0 — and P_s solves
     T_sᵀP_s + P_sT_s = −I: AᵀS + SA = −M⁻ᵀdiag(0, I)M⁻¹ ⪯ 0 exactly. S is a Fraction matrix
     scaled to a largest entry of 1 (its denominators outgrow the floats for most float A)."""
-    import sympy
-
     d = A.shape[0]
     Aq = _q(A)
-    s = sympy.Symbol("s")
-    p = _sympy_poly(_q_charpoly(Aq), "s")
-    h = p.gcd(p.compose(sympy.Poly(-s, s, domain="QQ")))
-    c = h.quo(h.gcd(h.diff(s)))
-    cA = np.full((d, d), Fraction(0), dtype=object)
-    for a in c.all_coeffs():  # Horner
-        cA = cA.dot(Aq) + Fraction(int(a.p), int(a.q)) * _q_eye(d)
+    cA = q_axis_polynomial(Aq)
     centre, stable = _q_null(cA), _q_range(cA)
     k = centre.shape[1]
     if k + stable.shape[1] != d or k == 0:
