@@ -1244,9 +1244,9 @@ BOUNDED_CASES = {
                                               _rotation_start(), True),
     "non-skew centre, S = diag(3, 1)": (Params(np.array([[0.0, 1.0], [-3.0, 0.0]])),
                                         np.array([[1.0, 0.3], [0.3, 2.0]]), True),
-    "rotation plus a coupled stable mode": (
+    "rotation plus a coupled stable mode (rational S)": (
         Params(np.array([[0.0, -1.0, 0.3], [1.0, 0.0, 0.3], [0.0, 0.0, -1.0]])),
-        np.eye(3) + 0.1, False),
+        np.eye(3) + 0.1, True),
     "skew d = 10 (beyond the rational check)": (
         Params(_rotation(10), heads=[(np.arange(100.0).reshape(10, 10), np.zeros((10, 10)))]),
         _rotation_start(10), True),

@@ -674,3 +674,210 @@ def unseen_mode_up_to_rounding():
     if c.exact:
         check_exact_premises(c)
         assert c.regime != "grows" or psd(exact_G(p))
+
+
+# ---------------------------------------------------------------- "bounded" only when proved
+
+
+def far_top(A, S0, t, dps=40) -> mp.mpf:
+    """λ_max(e^{At}Σ0e^{Aᵀt}) by mpmath's expm (an upper bound of Σ(t) for G ⪰ 0, Σ(t) itself
+    for G = 0)."""
+    with mp.workdps(dps):
+        E = mp.expm(mp.matrix(np.asarray(A).tolist()) * t)
+        X = E * mp.matrix(np.asarray(S0).tolist()) * E.T
+        return max(mp.eigsy((X + X.T) / 2)[0])
+
+
+def _marginal_layer(d, re, jordan, seed, kind):
+    """A = Q J Qᵀ in floats, J: a rotation with real part re ("rot"), a nilpotent coupling
+    `jordan` at 0 ("nil"), or a rotation Jordan block [[R, jordan·I], [0, R]] with Re = re
+    ("rotjordan"), then stable modes −0.5, −0.75, …"""
+    k = 4 if kind == "rotjordan" else 2
+    J = np.diag([0.0] * k + [-0.5 - 0.25 * i for i in range(d - k)])
+    R = np.array([[re, -1.0], [1.0, re]])
+    if kind == "rot":
+        J[:2, :2] = R
+    elif kind == "nil":
+        J[:2, :2] = [[0.0, jordan], [0.0, 0.0]]
+    else:
+        J[:4, :4] = np.block([[R, jordan * np.eye(2)], [np.zeros((2, 2)), R]])
+    Q = rotation(d, seed)
+    return Q @ J @ Q.T
+
+
+def bounded_case(spec):
+    """d ≥ 7 (beyond the exact premises): A with an eigenvalue of real part +1e-9 (Σ grows like
+    e^{2e-9 t}) or a Jordan block on iℝ with a coupling ≤ 1e-9 (Σ grows like t²), numerically
+    Lyapunov stable; no attention, or a scalar head with B skew (G = 0). A "bounded" answer must
+    hold at t = 1e12, 1e16 and 1e20 against mpmath's expm, where Σ(t) has left every bound near
+    λ_max(Σ0) (the old numerical witness said "bounded")."""
+    d, re, jordan, seed, kind, attention = spec
+    A = _marginal_layer(d, re, jordan, seed, kind)
+    p = Params(A) if not attention else Params(A, B=rotation(d, 3) - rotation(d, 3).T,
+                                                 V=2.0 * np.eye(d))
+    S0 = np.eye(d)
+    c = certify(p, S0)
+    assert c.check(), c.reason
+    tops = [far_top(A, S0, t) for t in (1e12, 1e16, 1e20)]
+    assert tops[-1] > 1e6, "the reference does not grow"
+    if c.regime == "bounded":
+        worst = max(tops)
+        assert worst <= c.bound, f"bounded by {c.bound:.6g} but λ_max(Σ(t)) ≥ {float(worst):.3g}"
+
+
+cases_of(AREA, "either", {
+    f"bounded_d{d}_{kind}_{label}{'_skew_head' if att else ''}": (d, re, jor, seed, kind, att)
+    for label, d, re, jor, seed, kind, att in [
+        ("re_plus_1e-9", 7, 1e-9, 0.0, 21, "rot", False),
+        ("re_plus_1e-10", 8, 1e-10, 0.0, 22, "rot", True),
+        ("coupling_1e-12", 7, 0.0, 1e-12, 23, "nil", True),
+        ("coupling_1e-9", 8, 0.0, 1e-9, 24, "rotjordan", False),
+        ("re_plus_1e-9_coupling_1e-9", 9, 1e-9, 1e-9, 25, "rotjordan", True),
+    ]
+}, bounded_case, timeout=120)
+
+
+@case(AREA, "result")
+def bounded_skew_plus_1e_9_is_not_bounded_d10():
+    """A skew + 1e-9 I at d = 10 (only S = I is decided beyond d = 6, and A is not skew):
+    no "bounded"; A skew itself is bounded by λ_max(Σ0) (rounded up), at t = 1e12."""
+    S0 = np.diag(np.arange(1.0, 11.0))
+    A = np.zeros((10, 10))
+    for k in range(5):
+        A[2 * k, 2 * k + 1], A[2 * k + 1, 2 * k] = -(k + 1.0), k + 1.0
+    c = certify(Params(A + 1e-9 * np.eye(10)), S0)
+    assert c.regime != "bounded" and c.check(), c.reason
+    c = certify(Params(A), S0)
+    assert c.regime == "bounded" and c.check() and c.bound >= 10.0
+    assert far_top(A, S0, 1e12, dps=30) <= c.bound
+
+
+# ---------------------------------------------------------------- forged certificates
+
+
+def _later_root_case(spec):
+    """Scalar V, A = ω·rotation, G = Q diag(−g, g) Qᵀ, Σ0 = s I: λ_min(I + sW(t)) =
+    1 − (sg/ω)|sin ωt| (G's rotation Q does not change W's spectrum), so T* = asin(ω/(sg))/ω
+    and the roots repeat every π/ω. certify's T* agrees; the next roots, with their own blow-up
+    directions, are rejected by check()."""
+    from dataclasses import replace
+
+    from riccati_tf.stability.certificates.verification import _direction_ok
+
+    w, g, s, seed = spec
+    Q = rotation(2, seed)
+    G = Q @ np.diag([-g, g]) @ Q.T
+    p = scalar_layer(w * np.array([[0.0, -1.0], [1.0, 0.0]]), 0.5 * (G + G.T))
+    c = certify(p, s * np.eye(2))
+    assert c.check(), c.reason
+    first = float(np.arcsin(w / (s * g)) / w)
+    assert c.regime == "blows_up" and abs(c.blowup_time - first) <= 1e-7 * first, c.reason
+    for k in (1, 2):
+        for T in (k * np.pi / w + first, k * np.pi / w + np.pi / w - first):
+            forged = None
+            for u in (np.array([1.0, 0.0]), np.array([0.0, 1.0]),
+                      np.array([1.0, 1.0]) / np.sqrt(2), np.array([1.0, -1.0]) / np.sqrt(2)):
+                if _direction_ok(p, c.cov0, T, u):
+                    forged = replace(c, blowup_time=T, blowup_direction=u)
+            forged = forged or replace(c, blowup_time=T)
+            assert not forged.check(), f"a later root T = {T:.6g} passes check()"
+
+
+cases_of(AREA, "result", {
+    f"forged_later_root_w{w:g}_g{g:g}_s{s:g}": (w, g, s, seed)
+    for w, g, s, seed in [(1.0, 1.0, 4.0, 0), (2.0, 0.5, 16.0, 1), (0.5, 3.0, 1.0, 2),
+                          (1.0, 1.0, 1.5, 3)]
+}, _later_root_case)
+
+
+def _forged_start_case(spec):
+    """A genuine certificate with Σ0 replaced by one whose upper triangle differs from its lower
+    one (or holds NaN, or −Σ0): check() rejects it; the genuine one passes."""
+    from dataclasses import replace
+
+    label, p, S0 = spec
+    c = certify(p, S0)
+    assert c.check(), c.reason
+    d = p.d
+    upper = c.cov0.copy()
+    upper[0, d - 1] += 0.5 * float(np.max(np.abs(c.cov0)))
+    for bad in (upper, upper.T.copy(), np.full((d, d), np.nan), -c.cov0):
+        assert not replace(c, cov0=bad).check(), f"{label}: Σ0 forged as {bad.tolist()} passes"
+
+
+cases_of(AREA, "result", {
+    f"forged_start_{label}": (label, p, S0) for label, p, S0 in [
+        ("converges", Params(np.diag([1.0, 2.0]), B=0.5 * np.eye(2), V=-np.eye(2)), np.eye(2)),
+        ("blows_up", Params(np.diag([1.0, -0.5]), B=np.eye(2), V=np.eye(2)),
+         np.array([[1.0, 0.2], [0.2, 3.0]])),
+        ("bounded", Params(np.array([[0.0, 1.0], [-3.0, 0.0]])), np.array([[1.0, 0.3],
+                                                                           [0.3, 2.0]])),
+        ("closed_form_root", Params(0.1 * np.eye(3), B=np.diag([-0.5, 0.5, 0.25]), V=np.eye(3)),
+         np.array([[1.0, 0.3, 0.0], [0.3, 1.0, 0.1], [0.0, 0.1, 2.0]])),
+    ]
+}, _forged_start_case)
+
+
+def _stale_equilibrium_case(spec):
+    """A converging certificate whose equilibrium no longer matches the layer: b changed (m*
+    stale), m* shifted, the rank, the stable flag or the spectral abscissa changed."""
+    from dataclasses import replace
+
+    label, p = spec
+    c = certify(p, np.eye(p.d))
+    assert c.check() and c.regime == "converges" and c.equilibrium.mean is not None, c.reason
+    eq = c.equilibrium
+    forged = {
+        "b + 1": replace(c, params=Params(p.A, heads=p.heads, b=p.b + 1.0)),
+        "m* + 1e-3": replace(c, equilibrium=replace(eq, mean=eq.mean + 1e-3)),
+        "m* None": replace(c, equilibrium=replace(eq, mean=None)),
+        "rank − 1": replace(c, equilibrium=replace(eq, rank=eq.rank - 1)),
+        "unstable": replace(c, equilibrium=replace(eq, stable=False)),
+        "abscissa + 0.5": replace(c, equilibrium=replace(
+            eq, spectral_abscissa=eq.spectral_abscissa + 0.5)),
+        "abscissa positive, unstable": replace(c, equilibrium=replace(
+            eq, spectral_abscissa=-eq.spectral_abscissa, stable=False)),
+    }
+    for name, f in forged.items():
+        assert not f.check(), f"{label}: {name} passes check()"
+
+
+cases_of(AREA, "result", {
+    f"stale_equilibrium_{label}": (label, p) for label, p in [
+        ("scalar", Params(np.diag([1.0, 2.0]), B=0.5 * np.eye(2), V=-np.eye(2), b=[1.0, 2.0])),
+        ("scalar_d3_rotated", scalar_layer(rotation(3, 5) @ np.diag([1.0, 0.5, 2.0])
+                                           @ rotation(3, 5).T, np.eye(3), v=-1.0)),
+        ("general_v", Params(np.diag([1.0, 0.5, 2.0]), B=np.eye(3),
+                             V=-np.eye(3) + 0.2 * rotation(3, 6), b=[0.5, -1.0, 2.0])),
+    ]
+}, _stale_equilibrium_case)
+
+
+def _undetermined_evidence_case(spec):
+    """An "undetermined" certificate with its evidence forged: Σ0 of NaN, another Σ0, the
+    horizon moved, Σ at the horizon changed, the tolerances removed."""
+    from dataclasses import replace
+
+    label, p, S0 = spec
+    c = certify(p, S0)
+    assert c.regime == "undetermined" and c.check(), c.reason
+    forged = {"Σ0 NaN": replace(c, cov0=np.full_like(c.cov0, np.nan)),
+              "Σ0 × 2": replace(c, cov0=2 * c.cov0)}
+    if c.horizon is not None:
+        forged |= {"horizon / 2": replace(c, horizon=c.horizon / 2),
+                   "horizon × 1e-3": replace(c, horizon=c.horizon * 1e-3),
+                   "Σ(horizon) + I": replace(c, final_cov=c.final_cov + np.eye(p.d)),
+                   "no tolerance": replace(c, tolerance=None)}
+    if c.threshold is not None:
+        forged["threshold × 2"] = replace(c, threshold=2 * c.threshold)
+    for name, f in forged.items():
+        assert not f.check(), f"{label}: {name} passes check()"
+
+
+cases_of(AREA, "result", {
+    f"undetermined_evidence_{label}": (label, p, S0) for label, p, S0 in [
+        ("threshold", Params([[-0.75]], B=[[0.75]], V=[[1.0]]), np.eye(1)),
+        ("rotation_indefinite_G", scalar_layer(np.array([[0.0, -2.0], [2.0, 0.0]]),
+                                               np.diag([-1.0, 1.0])), 0.5 * np.eye(2)),
+    ]
+}, _undetermined_evidence_case, timeout=180)

@@ -29,13 +29,14 @@ The modules, from the bottom of the import graph up:
                    of λ_min(I + L0ᵀW(t)L0) and its sign-change check
     premises       the premises of the SPEC §5 theorems and the theorem they establish
     bounded        the bounded regime: the attention term decided exactly, a witness S ≻ 0 with
-                   AᵀS + SA ⪯ 0 (exact rationals or numerical), the bound on λ_max(Σ(t))
+                   AᵀS + SA ⪯ 0 in exact rational arithmetic, the bound on λ_max(Σ(t))
     local          local Lyapunov certificates: Newton–Kantorovich ball and basin level at Σ*,
                    the linear Lyapunov function tr(PΣ) of Σ* = 0 on the PSD cone
     basin          general V, stiff flows: a rounding-safe Lyapunov ball around a Newton
                    equilibrium and the implicitly integrated path entering it
     integration    the segmented integration of Σ that certify and check() share
-    verification   `Certificate.check()`: every stored claim re-decided
+    verification   `Certificate.check()`: every stored claim re-decided (VERIFIERS: the
+                   theorems with a verifier of their own)
     certificate    the `Certificate` dataclass
     numerical      numerical evidence: bounded integrations, attracting balls, growth
     stiff          the basin certificate of a stiff general-V flow, built and checked

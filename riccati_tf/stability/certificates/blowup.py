@@ -6,7 +6,9 @@ non-increasing and T* is the first root of λ_min(S(t)), the blow-up direction e
 S(T*)u = 0. When range Σ0 lies in the stable invariant subspace of A (A_s Hurwitz), W(t) → −W∞
 with A_sᵀW∞ + W∞A_s = |G|_s, and Σ blows up iff λ_max(W∞Σ0) > 1. W(t) is composed by the semigroup
 rule W(s + h) = W(s) + e^{Aᵀs}W(h)e^{As} from Van Loan steps with ‖A‖₂h ≤ 1; `blowup_check`
-re-decides a stated T* by the sign change of λ_min(S) across T*(1 ± BLOWUP_CHECK_RTOL).
+re-decides a stated T* by the sign change of λ_min(S) across T*(1 ± BLOWUP_CHECK_RTOL) and,
+for every sign of G, that S ≻ 0 before it (`positive_until`: a Loewner lower bound on a
+grid).
 """
 
 from __future__ import annotations
@@ -28,10 +30,12 @@ from .constants import (
     BLOWUP_CHECK_RTOL,
     BRENT_MAXITER,
     EPS,
+    FIRST_ROOT_MAX_STEPS,
     HORIZON_RATES,
     MAX_GRAMIAN_STEPS,
     MAX_NORM_TIME,
     RANGE_RTOL,
+    ROUNDING_ULPS,
     SEGMENT_NORM_TIME,
     STATE_SCALE_BITS,
 )
@@ -118,15 +122,69 @@ def _monotone_root(A: np.ndarray, G: np.ndarray, L0: np.ndarray,
 
 
 def blowup_check(A: np.ndarray, G: np.ndarray, cov0: np.ndarray, T: float) -> bool:
-    """λ_min(I + L0ᵀW(t)L0) changes sign across T*(1 ± BLOWUP_CHECK_RTOL), L0 a factor of Σ0
-    of its (exact for d ≤ EXACT_MAX_D) rank: the blow-up half of `Certificate.check()`."""
+    """T* is the first root of λ_min(S(t)), S(t) = I + L0ᵀW(t)L0 (L0 a factor of Σ0 of its rank,
+    exact for d ≤ EXACT_MAX_D): S ≻ 0 on [0, T*(1 − BLOWUP_CHECK_RTOL)] (`positive_until`)
+    and λ_min(S) < 0 at T*(1 + BLOWUP_CHECK_RTOL) — the blow-up half of `Certificate.check()`,
+    for every sign of G (a root stated after an earlier one fails)."""
     L0 = cov_root(cov0, _rank0(cov0))
     r = L0.shape[1]
     lo, hi = T * (1 - BLOWUP_CHECK_RTOL), T * (1 + BLOWUP_CHECK_RTOL)
-    W_lo, W_hi = _gramian(A, G, lo), _gramian(A, G, hi)
-    s_lo = np.linalg.eigvalsh(np.eye(r) + L0.T @ W_lo @ L0)[0]
-    s_hi = np.linalg.eigvalsh(np.eye(r) + L0.T @ W_hi @ L0)[0]
-    return bool(s_lo > 0 > s_hi)
+    s_hi = np.linalg.eigvalsh(np.eye(r) + L0.T @ _gramian(A, G, hi) @ L0)[0]
+    return bool(s_hi < 0) and positive_until(A, G, L0, lo)
+
+
+def positive_until(A: np.ndarray, G: np.ndarray, L0: np.ndarray, T: float) -> bool:
+    """λ_min(S(t)) > 0 for every t in [0, T], S(t) = I + L0ᵀW(t)L0, by a Loewner lower bound on
+    each step of a grid; False when the budget FIRST_ROOT_MAX_STEPS is spent first.
+
+    With G = G₊ − G₋ (G₋ ⪰ 0 the negative part, taken ROUNDING_ULPS · d · eps · ‖G‖₂ larger so
+    that G + G₋ ⪰ 0 survives the rounding of the eigensolver) and X(u) = e^{Au}L0,
+    Ṡ(u) = X(u)ᵀGX(u) ⪰ −X(u)ᵀG₋X(u), hence for every t in [a, a + h]
+
+        S(t) ⪰ S(a) + X(a)ᵀ W₋(h) X(a),      W₋(h) = −∫_0^h e^{Aᵀu}G₋e^{Au}du ⪯ 0,
+
+    so S ≻ 0 on the whole step when that bound is positive definite (for G ⪯ 0 the bound is
+    S(a + h): S is non-increasing). The grid is marched from 0 by the semigroup rule
+    S(a + h) = S(a) + X(a)ᵀW(h)X(a), X(a + h) = e^{Ah}X(a) (Van Loan steps, ‖A‖₂h ≤ 1), h halved
+    where the bound fails and doubled after a success, so it refines geometrically towards a
+    root. The bound counts as positive definite when its diagonal is positive and the smallest
+    eigenvalue of D⁻¹(bound)D⁻¹, D² its diagonal, exceeds ROUNDING_ULPS · r · eps (r the rank
+    of Σ0): definiteness decided beyond the backward error of the eigensolver, at every grading
+    of S; the matrices themselves are floating-point values, as the sign change at T* is."""
+    r, d = L0.shape[1], A.shape[0]
+    norm = float(np.linalg.norm(A, 2))
+    g, U = np.linalg.eigh(G)
+    spare = ROUNDING_ULPS * d * EPS * float(np.max(np.abs(g), initial=0.0))
+    Gneg = (U * (np.clip(-g, 0.0, None) + spare)) @ U.T
+    h_max = min(T, 1.0 / norm) if norm > 0 else T
+    steps: dict[float, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+    X, S, a, h = L0, np.eye(r), 0.0, h_max
+    for _ in range(FIRST_ROOT_MAX_STEPS):
+        if a >= T:
+            return True
+        h = min(h, T - a)
+        if h not in steps:
+            Eh, Wh = van_loan(A, G, h)
+            steps[h] = Eh, Wh, van_loan(A, -Gneg, h)[1]
+        Eh, Wh, Wneg = steps[h]
+        if _definite(S + X.T @ Wneg @ X):
+            X, S, a = Eh @ X, S + X.T @ Wh @ X, a + h
+            h = min(2 * h, h_max)
+        else:
+            h = h / 2
+            if not a + h > a:
+                return False
+    return False
+
+
+def _definite(S: np.ndarray) -> bool:
+    """S ≻ 0 beyond rounding: a positive diagonal D² and λ_min(D⁻¹SD⁻¹) > ROUNDING_ULPS·r·eps."""
+    diag = np.diag(S)
+    if not np.all(np.isfinite(S)) or not np.all(diag > 0):
+        return False
+    Di = 1.0 / np.sqrt(diag)
+    lam = np.linalg.eigvalsh(Di[:, None] * S * Di[None, :])[0]
+    return bool(lam > ROUNDING_ULPS * S.shape[0] * EPS)
 
 
 def _gramian(A: np.ndarray, G: np.ndarray, t: float) -> np.ndarray:

@@ -18,7 +18,7 @@ from numpy.typing import NDArray
 from scipy.linalg import LinAlgError
 
 from ...display import html_table, latex_matrix, number, repr_number
-from ...errors import InvalidInputError, SolverError
+from ...errors import InvalidInputError
 from ...flows.integrate import flow
 from ...state.params import Gaussian, Params
 from ..equilibria import (
@@ -82,7 +82,9 @@ class Certificate:
     lyapunov : (n_s, n_s) ndarray or None
         P ≻ 0 with Lᵀ P + P L = −Q in orthonormal symmetric coordinates, n_s = d(d+1)/2; None
         where no local certificate is given. For "bounded" the (d, d) witness S ≻ 0 with
-        AᵀS + SA ⪯ 0 (integers for an exact certificate): tr(SΣ(t)) never increases.
+        AᵀS + SA ⪯ 0, verified in exact rational arithmetic and stored rounded to float64
+        (exactly for S = I and integer S; `check()` re-derives the rational S from A):
+        tr(SΣ(t)) never increases.
     rate : float or None
         Decay rate −max Re λ(L) (or 2 min Re λ(A) from the closed form) for converges /
         collapses; the exponential growth rate for a numerical "grows"; None otherwise, and None
@@ -139,14 +141,17 @@ class Certificate:
         only within SCALAR_RTOL, scalar_rtol), and those of numerical evidence
         (integration_rtol and integration_atol of the integration, blowup_rtol of its bracket
         of a general-V T*, close_rtol, basin_safety, growth_factor, and blowup_check_rtol for a
-        blow-up; axis_rtol, semisimple_rtol and lyapunov_rtol for a numerical "bounded");
-        `check()` re-decides the claims
+        blow-up; an "undetermined" certificate with an integration has them too; "bounded" is
+        always exact); `check()` re-decides the claims
         with the same values and refuses any other (an empty, partial, negative, NaN or unknown
         tolerance). None for an exact certificate, every premise of which `check()` re-decides
         in rational arithmetic, and for an "undetermined" one that used none.
     bound : float or None, optional
         "bounded" only: λ_max(Σ(t)) ≤ bound for every t ≥ 0, bound = λ_max(SΣ0)/λ_min(S)
-        (≤ cond(S) λ_max(Σ0)) from Σ(t) ⪯ e^{At}Σ0e^{Aᵀt} ⪯ λ_max(SΣ0) S⁻¹ (`bounded`).
+        (≤ cond(S) λ_max(Σ0)) from Σ(t) ⪯ e^{At}Σ0e^{Aᵀt} ⪯ λ_max(SΣ0) S⁻¹ (`bounded`), stated
+        (1 + BOUND_RTOL/2) above its floating-point value and checked to lie above the exact
+        value (in rational arithmetic, or for S = I above λ_max(Σ0) by the eigensolver's
+        backward error).
     path_error : float or None, optional
         Theorem "lyapunov_basin" only: the error estimate ε of final_cov, the implicitly
         integrated Σ(horizon) (`basin`: PATH_SAFETY times the distance between runs at two
@@ -263,10 +268,16 @@ class Certificate:
         fails.
 
         The form: a regime of REGIMES with the fields it needs and no others, everything finite,
-        `global_` exactly when the exact theorem holds for every Σ0 ≻ 0, and `tolerance` None
-        for an exact certificate, else the values `certify` uses under known names (an empty,
-        partial, negative, NaN or unknown tolerance fails). The equilibrium: residual ≤ ACCEPT_RTOL
-        (and not above twice the stored one), rank and sign for the regime. The local
+        Σ0 a finite, exactly symmetric (d, d) array, positive semidefinite within validation's
+        tolerance, and m0 a finite vector, `global_` exactly when the exact theorem holds for
+        every Σ0 ≻ 0, and `tolerance` None for an exact certificate, else the values `certify`
+        uses under known names (an empty, partial, negative, NaN or unknown tolerance fails).
+        A theorem with its own verifier (`verification.VERIFIERS`: "lyapunov_stable") is
+        re-decided by it whole. The equilibrium: residual ≤ ACCEPT_RTOL (within a factor 2 of
+        the stored one), rank recomputed, the spectral abscissa of L recomputed and the stable
+        flag its sign, m* solving K*m* + b = 0 with K* not unstable (or None only where K* is
+        not Hurwitz), the method's form and rcond ∈ [0, 1], and rank and sign for the regime.
+        The local
         certificate: L recomputed at Σ* equal to the stored operator, Cholesky of P and of
         −(LᵀP + PL), LᵀP + PL = −Q, the Newton–Kantorovich radius recomputed, the basin level
         below the admissible one (for d ≤ 6 the Lyapunov inequalities and the residual bound in
@@ -274,8 +285,9 @@ class Certificate:
         its source (A's spectrum, L's, or the numerical-range bound of Σ*). The threshold
         λ_max(W∞Σ0) recomputed. The premises of the theorem (exactly for exact=True, with the
         stored tolerances otherwise) and the regime they give. A scalar-V T*: the sign change of
-        λ_min(I + L0ᵀW(t)L0) across T*(1 ± BLOWUP_CHECK_RTOL) and the direction e^{AT*}L0v with
-        S(T*)v = 0 (the first-ness of the root is not re-checked for indefinite G).
+        λ_min(I + L0ᵀW(t)L0) across T*(1 ± BLOWUP_CHECK_RTOL), that T* is its first root
+        (`blowup.positive_until`: a Loewner lower bound on a grid, for every sign of G) and the
+        direction e^{AT*}L0v with S(T*)v = 0.
 
         Numerical evidence is re-decided by integrating again from Σ0: a general-V T* must be
         found again within T*(1 ± blowup_check_rtol) (no direction is stated there); the state at
@@ -292,8 +304,8 @@ class Certificate:
         try:
             with np.errstate(all="ignore"):  # an overflowing check quantity fails the check
                 return bool(_verify(self, replay))
-        except (LinAlgError, SolverError, ValueError, ArithmeticError, TypeError, KeyError,
-                IndexError, AttributeError):
+        except (LinAlgError, RuntimeError, ValueError, ArithmeticError, TypeError, KeyError,
+                IndexError, AttributeError):  # RuntimeError: SolverError, ARPACK's errors
             return False
 
     def linearization(self) -> control.StateSpace:

@@ -13,15 +13,20 @@ import numpy as np
 
 __all__ = ["BALL_AIM", "BALL_CHECKS", "BALL_RTOL", "BALL_SHORTEST", "BASIN_SAFETY",
            "BLOWUP_CHECK_RTOL", "BOUND_RTOL", "BRENT_MAXITER", "CLOSE_RTOL", "EPS",
-           "EXACT_CHECK_MAX_D", "EXACT_MAX_D", "GROWTH_FACTOR", "GROWTH_STOP",
-           "HORIZON_DOUBLINGS", "HORIZON_RATES", "LYAPUNOV_RTOL", "MAX_GRAMIAN_STEPS",
-           "MAX_GROWTH", "MAX_NORM_TIME", "MAX_RHS_EVALUATIONS", "P_BITS", "RANGE_RTOL",
-           "REGIMES", "ROUNDING_ULPS", "SEGMENT_NORM_TIME", "SEMISIMPLE_RTOL", "SIGN_RTOL",
-           "STATE_SCALE_BITS", "THRESHOLD_RTOL"]
+           "EVIDENCE_FIELDS", "EXACT_CHECK_MAX_D", "EXACT_MAX_D", "FIRST_ROOT_MAX_STEPS",
+           "GROWTH_FACTOR", "GROWTH_STOP", "HORIZON_DOUBLINGS", "HORIZON_RATES",
+           "MAX_GRAMIAN_STEPS", "MAX_GROWTH", "MAX_NORM_TIME", "MAX_RHS_EVALUATIONS", "P_BITS",
+           "RANGE_RTOL", "REGIMES", "ROUNDING_ULPS", "SEGMENT_NORM_TIME", "SEMISIMPLE_RTOL",
+           "SIGN_RTOL", "STATE_SCALE_BITS", "THRESHOLD_RTOL"]
 
 
 #: the regimes a certificate can conclude, in `Certificate.regime`
 REGIMES = ("converges", "collapses", "blows_up", "grows", "bounded", "undetermined")
+#: the optional evidence fields of a `Certificate` (None when the regime and theorem do not use
+#: them); the verifier of each theorem says which it sets
+EVIDENCE_FIELDS = ("equilibrium", "lyapunov", "rate", "blowup_time", "lyapunov_rhs", "operator",
+                   "blowup_direction", "threshold", "horizon", "final_cov", "basin",
+                   "kantorovich_radius", "bound", "path_error")
 EPS = float(np.finfo(float).eps)
 #: premises are decided exactly (rational arithmetic on the floats as given) up to this d; beyond
 #: it, and for value matrices that are scalar only within SCALAR_RTOL or a Σ0 that is PSD only
@@ -101,12 +106,13 @@ EXACT_CHECK_MAX_D = 6
 #: work budgets: Van Loan steps of one Gramian W(t) (T* search and its check), and Brent
 #: iterations locating T* inside one step
 MAX_GRAMIAN_STEPS = 4096
+#: check(): grid steps of `blowup.positive_until`, which proves λ_min(I + L0ᵀW(t)L0) > 0 before
+#: a stated T* (that T* is the first root)
+FIRST_ROOT_MAX_STEPS = 20_000
 BRENT_MAXITER = 200
 #: "bounded": the stated bound on λ_max(Σ(t)) is λ_max(SΣ0)/λ_min(S) times (1 + BOUND_RTOL/2),
 #: and check() accepts it within BOUND_RTOL of its recomputation
 BOUND_RTOL = 1e-8
-#: a numerical "bounded" witness S: λ_min(−(AᵀS + SA)) ≥ −LYAPUNOV_RTOL ‖A‖₂‖S‖₂
-LYAPUNOV_RTOL = 1e-8
 #: Runge–Kutta integrations measure Σ in a power of two σ when the natural scale ‖A‖₂/c (or, for a
 #: blow-up from a huge start, ‖Σ0‖₂) lies beyond 2^±STATE_SCALE_BITS (`blowup.state_scale`)
 STATE_SCALE_BITS = 60

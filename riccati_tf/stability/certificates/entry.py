@@ -14,6 +14,7 @@ from dataclasses import replace
 
 import numpy as np
 from numpy.typing import ArrayLike
+from scipy.linalg import LinAlgError
 
 from ...errors import InvalidInputError, SolverError
 from ...state.params import Gaussian, Params
@@ -30,7 +31,7 @@ from ..riccati import (
 from . import bounded, stiff
 from .blowup import _blowup_scale, _monotone_root, _rank0, _rate_scale, cov_root
 from .certificate import Certificate, _converged
-from .constants import BOUND_RTOL, EXACT_MAX_D, GROWTH_STOP, MAX_NORM_TIME
+from .constants import BOUND_RTOL, GROWTH_STOP, MAX_NORM_TIME
 from .local import _zero_equilibrium
 from .numerical import _numerical
 from .premises import THEOREMS, Premises, bracket_agrees, premises, theorem_of
@@ -270,35 +271,36 @@ def _certify(p: Params, cov0: np.ndarray, base: dict) -> Certificate:
 
 
 def _bounded(p: Params, cov0: np.ndarray, base: dict) -> Certificate | None:
-    """"bounded" (`bounded`) when the attention term is −ΣGΣ with G ⪰ 0 (decided exactly) and A is
-    Lyapunov stable but not Hurwitz — exactly skew, or decided exactly (d ≤ EXACT_MAX_D) or with
-    `bounded.TOLERANCE` — and a witness S passes the re-check; else None (the other branches
-    decide)."""
+    """"bounded" (`bounded`) when the attention term is −ΣGΣ with G ⪰ 0 or zero, A is Lyapunov
+    stable but not Hurwitz and a witness S ≻ 0 with AᵀS + SA ⪯ 0 exists, every premise decided
+    exactly (A exactly skew at any d, else d ≤ EXACT_MAX_D) and the certificate passes its
+    re-check; else None (the other branches decide: a premise that holds only within a
+    tolerance proves no bound for all t)."""
     A = p.A
     sign = bounded.attention_sign(p)  # G in rational arithmetic: decided once
     if sign is None:
         return None
-    if not np.array_equal(A, -A.T) and \
-            not bounded.lyapunov_stable(A, None if p.d <= EXACT_MAX_D else bounded.TOLERANCE):
+    if not np.array_equal(A, -A.T) and not bounded.lyapunov_stable(A):
         return None
-    got = bounded.witness(A)
-    if got is None:
+    Sq = bounded.witness(A)
+    if Sq is None:
         return None
-    S, exact = got
-    bound = bounded.bound_of(S, cov0) * (1 + BOUND_RTOL / 2)
+    S = bounded.stored(Sq)
+    try:  # an exact S ≻ 0 so ill-conditioned that its float rounding is not: no bound stated
+        bound = bounded.bound_of(S, cov0) * (1 + BOUND_RTOL / 2)
+    except LinAlgError:
+        return None
     term = ("the attention term vanishes identically (decided exactly): Σ(t) = e^{At}Σ0e^{Aᵀt}"
             if sign == "zero" else
             "the attention term is −ΣGΣ with G ⪰ 0 (decided exactly): Σ(t) ⪯ e^{At}Σ0e^{Aᵀt}")
-    how = ("S ≻ 0 and AᵀS + SA ⪯ 0 verified in exact rational arithmetic" if exact else
-           "S ≻ 0 and AᵀS + SA ⪯ 0 within lyapunov_rtol, A's eigenvalues on iℝ semisimple and "
-           "none with Re λ > 0 within the tolerances in `tolerance`")
     c = Certificate(
-        "bounded", None, S, None, None, exact, exact,
-        f"{term}; A is Lyapunov stable, not Hurwitz, with the witness S ({how}), so "
-        f"e^{{Aᵀt}}Se^{{At}} ⪯ S and Σ(t) ⪯ λ_max(SΣ0)S⁻¹: λ_max(Σ(t)) ≤ {bound:.6g} for every "
-        f"t ≥ 0 (marginally stable: bounded, no convergence claimed).",
+        "bounded", None, S, None, None, True, True,
+        f"{term}; A is Lyapunov stable, not Hurwitz, with the witness S (S ≻ 0 and "
+        f"AᵀS + SA ⪯ 0 verified in exact rational arithmetic), so e^{{Aᵀt}}Se^{{At}} ⪯ S and "
+        f"Σ(t) ⪯ λ_max(SΣ0)S⁻¹: λ_max(Σ(t)) ≤ {bound:.6g} for every t ≥ 0 (marginally stable: "
+        f"bounded, no convergence claimed).",
         theorem=bounded.THEOREM, lyapunov_rhs=-(A.T @ S + S @ A), bound=bound,
-        **{**base, "tolerance": None if exact else dict(bounded.TOLERANCE)})
+        **{**base, "tolerance": None})
     return c if c._check(replay=False) else None
 
 

@@ -152,6 +152,14 @@ def _q_axis_semisimple(A: np.ndarray, n_axis: int) -> bool:
     Re λ > 0 (exact). Then h = gcd(p(s), p(−s)) (p the characteristic polynomial) has exactly the
     n_axis roots of p on iℝ, its squarefree part c has each of them once, and dim ker c(A) is the
     sum of their geometric multiplicities: semisimple iff it equals n_axis."""
+    return A.shape[0] - len(_q_rref(q_axis_polynomial(A))[1]) == n_axis
+
+
+def q_axis_polynomial(A: np.ndarray) -> np.ndarray:
+    """c(A) for the Fraction matrix A without eigenvalues Re λ > 0, c the squarefree part of
+    h = gcd(p(s), p(−s)) (p the characteristic polynomial): c has each eigenvalue of A on iℝ
+    once, so ker c(A) is spanned by their eigenvectors (`_q_axis_semisimple`,
+    `bounded._rational_witness`)."""
     import sympy
 
     s = sympy.Symbol("s")
@@ -162,7 +170,7 @@ def _q_axis_semisimple(A: np.ndarray, n_axis: int) -> bool:
     eye = _q_eye(A.shape[0])
     for a in c.all_coeffs():  # Horner
         cA = cA.dot(A) + Fraction(int(a.p), int(a.q)) * eye
-    return A.shape[0] - len(_q_rref(cA)[1]) == n_axis
+    return cA
 
 
 def _exact_threshold_sign(AK: np.ndarray, K: np.ndarray, G: np.ndarray, S0: np.ndarray) -> int:

@@ -1,30 +1,42 @@
 """`Certificate.check()`: the claims of a certificate re-decided from its stored layer and start.
 
 A certificate passes when its regime and fields are consistent (an equilibrium exactly for
-converges/collapses, T* exactly for blows_up, everything finite), the equilibrium's residual is
-within ACCEPT_RTOL, P ≻ 0 and −(LᵀP + PL) ≻ 0 with L recomputed at Σ* (in exact rational
-arithmetic for d ≤ EXACT_CHECK_MAX_D), the final state lies in the certified basin, a scalar-V T*
-is bracketed by the sign change of λ_min(I + L0ᵀW(t)L0) across T*(1 ± BLOWUP_CHECK_RTOL), and the
-premises of the cited theorem hold again (exactly, or with the stored tolerances). A "bounded"
-certificate is re-decided by `bounded.bounded_ok`: the attention term, the witness S and the bound.
+converges/collapses, T* exactly for blows_up, everything finite), Σ0 is what `certify` stores (a
+finite, exactly symmetric, positive semidefinite array), the equilibrium's every field is
+recomputed (residual within ACCEPT_RTOL, rank, spectral abscissa and stable flag, m*), P ≻ 0 and
+−(LᵀP + PL) ≻ 0 with L recomputed at Σ* (in exact rational arithmetic for d ≤
+EXACT_CHECK_MAX_D), the final state lies in the certified basin, a scalar-V T* is the first root
+of λ_min(I + L0ᵀW(t)L0) and is bracketed by its sign change across T*(1 ± BLOWUP_CHECK_RTOL),
+the evidence of an integration (horizon and Σ there, "undetermined" included) is replayed, and
+the premises of the cited theorem hold again (exactly, or with the stored tolerances). A theorem
+listed in VERIFIERS is re-decided whole by its own verifier ("lyapunov_stable":
+`bounded.bounded_ok`); a new theorem with fields of its own plugs in there.
 """
 
 from __future__ import annotations
 
+import re
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import numpy as np
 from scipy.linalg import cholesky
 
+from ...errors import InvalidInputError
 from ...flows.exact import van_loan
 from ...state.params import SCALAR_RTOL, Params
+from ...state.validation import as_covariance
 from ..equilibria import (
     ACCEPT_RTOL,
     Equilibrium,
+    decide_stability,
     drift_spectrum,
     linearization_matrix,
+    mean_equilibrium,
+    psd_rank_rel,
     quadratic_constant,
     relative_residual,
+    spectral_abscissa,
 )
 from ..riccati import AXIS_RTOL
 from . import basin, bounded
@@ -56,7 +68,7 @@ from .constants import (
 from .integration import _Integrator
 from .local import _approaches, _level, _local_bounds, _zero_sublevel
 from .premises import THEOREMS, bracket_agrees, default_tolerance, premises, theorem_of
-from .rationals import _exact_ok
+from .rationals import _exact_ok, exact_rank
 
 if TYPE_CHECKING:
     from .certificate import Certificate
@@ -71,20 +83,32 @@ EVIDENCE_TOLERANCE = {"integration_rtol": INTEGRATION_RTOL, "integration_atol": 
                       "growth_factor": GROWTH_FACTOR}
 
 
+#: the theorems whose certificates one verifier re-decides whole (the form, the premises and the
+#: conclusion), in place of the path of `_verify` shared by the SPEC §5 theorems and the
+#: numerical evidence: theorem → verifier(certificate, replay) → bool. A verifier must accept
+#: only its own regime and say which optional fields (constants.EVIDENCE_FIELDS) it sets.
+VERIFIERS: dict[str, Callable[[Certificate, bool], bool]] = {
+    bounded.THEOREM: bounded.bounded_ok,
+    basin.THEOREM: basin.basin_ok,
+}
+
+
 def _verify(c: Certificate, replay: bool = True) -> bool:
     """Every claim of c re-decided from (params, cov0); replay=False skips the re-integration of
     numerical evidence (`certify` checks what it has just integrated)."""
     p = c.params
-    if c.regime not in REGIMES or not _finite(c):
+    if c.regime not in REGIMES or not isinstance(c.reason, str) or not _finite(c):
         return False
-    if not isinstance(p, Params) or c.cov0.shape != (p.d, p.d):
+    if not isinstance(p, Params) or not _start_ok(c):
         return False
-    if c.theorem == basin.THEOREM or c.path_error is not None:
-        return basin.basin_ok(c, replay)
+    if not isinstance(c.exact, bool) or not isinstance(c.global_, bool):
+        return False
+    if c.theorem in VERIFIERS:
+        return VERIFIERS[c.theorem](c, replay)
+    if c.regime == "bounded" or c.bound is not None or c.path_error is not None:
+        return False  # the fields of theorems that are not this one
     if not _tolerance_ok(c) or c.global_ != _global(c):
         return False
-    if c.regime == "bounded" or c.theorem == bounded.THEOREM or c.bound is not None:
-        return c.regime == "bounded" and bounded.bounded_ok(c)
     eq = c.equilibrium
     if c.regime in ("converges", "collapses"):
         if eq is None or not _equilibrium_ok(p, eq):
@@ -124,24 +148,45 @@ def _verify(c: Certificate, replay: bool = True) -> bool:
     return not replay or _evidence_ok(c)
 
 
+def _start_ok(c: Certificate) -> bool:
+    """Σ0 is what `certify` accepts and stores: a finite (d, d) float array, exactly symmetric
+    (both triangles are read: the closed form through a Cholesky factor reads one, the
+    integration both), positive semidefinite within validation's tolerance; m0 a finite (d,)
+    vector."""
+    d, cov0, mean0 = c.params.d, c.cov0, c.mean0
+    if not isinstance(cov0, np.ndarray) or cov0.dtype != np.float64 or cov0.shape != (d, d):
+        return False
+    if not isinstance(mean0, np.ndarray) or mean0.shape != (d,) or \
+            not np.all(np.isfinite(mean0)):
+        return False
+    if not np.all(np.isfinite(cov0)) or not np.array_equal(cov0, cov0.T):
+        return False
+    try:
+        as_covariance("cov0", cov0, d)
+    except InvalidInputError:
+        return False
+    return True
+
+
 def _global(c: Certificate) -> bool:
     """global_ as the theorem says: exact, and the theorem holds for every Σ0 ≻ 0 (a Lyapunov
     witness S bounds Σ(t) from every Σ0)."""
-    return bool(c.exact and ((c.theorem in THEOREMS and THEOREMS[c.theorem][1])
-                             or c.theorem == bounded.THEOREM))
+    return bool(c.exact and c.theorem in THEOREMS and THEOREMS[c.theorem][1])
 
 
 def _tolerance_ok(c: Certificate) -> bool:
     """tolerance None exactly for an exact certificate (and for an "undetermined" one that used
-    none); otherwise a dict of known names with the values `certify` uses: every premise
-    tolerance of `default_tolerance` for a scalar-V theorem, every integration tolerance of the
-    numerical evidence, blowup_check_rtol for a numerical blow-up."""
+    none: no integration); otherwise a dict of known names with the values `certify` uses:
+    every premise tolerance of `default_tolerance` for a scalar-V theorem or where any of them
+    is stated, every integration tolerance of numerical evidence (an "undetermined" one with a
+    horizon included), blowup_check_rtol for a numerical blow-up."""
     tol = c.tolerance
-    if c.exact or tol is None:
-        return c.exact == (tol is None) or (c.regime == "undetermined" and tol is None)
+    if c.exact or tol is None:  # an integration always has its tolerances
+        return c.exact == (tol is None) or \
+            (c.regime == "undetermined" and tol is None and c.horizon is None)
     if not isinstance(tol, dict) or not tol:
         return False
-    known = {**default_tolerance(c.params), **EVIDENCE_TOLERANCE, **bounded.TOLERANCE,
+    known = {**default_tolerance(c.params), **EVIDENCE_TOLERANCE,
              "scalar_rtol": SCALAR_RTOL, "blowup_check_rtol": BLOWUP_CHECK_RTOL}
     for name, value in tol.items():
         if name not in known or not isinstance(value, float | int) or not np.isfinite(value) \
@@ -152,14 +197,14 @@ def _tolerance_ok(c: Certificate) -> bool:
     if tol.get("integration_rtol", INTEGRATION_RTOL) not in (INTEGRATION_RTOL, BALL_RTOL):
         return False
     need: set[str] = set()
-    if c.params.value_scalars is not None and c.theorem in THEOREMS:
-        need |= set(default_tolerance(c.params))
-    if c.theorem in ("numerical", "closed_form_root") and c.regime != "undetermined":
+    premise = set(default_tolerance(c.params))
+    if c.params.value_scalars is not None and (c.theorem in THEOREMS or premise & set(tol)):
+        need |= premise  # the premises were decided with all of them, or none
+    if c.theorem in ("numerical", "closed_form_root") and \
+            (c.regime != "undetermined" or c.horizon is not None):
         need |= set(EVIDENCE_TOLERANCE)
     if c.regime == "blows_up" and c.theorem in ("numerical", "closed_form_root"):
         need.add("blowup_check_rtol")
-    if c.theorem == bounded.THEOREM:
-        need |= set(bounded.TOLERANCE)
     return need <= set(tol)
 
 
@@ -266,27 +311,22 @@ def _evidence_ok(c: Certificate) -> bool:
     """Numerical evidence re-decided on a replayed integration from Σ0 to the stored horizon:
     the replayed end state agrees with final_cov (REPLAY_RTOL) and itself lies in the stated
     basin (Lyapunov sublevel set, zero sublevel set), approaches Σ* within close_rtol, or grows
-    by growth_factor at the stated rate (relative 1e-3). The static flow: Σ* = Σ0."""
+    by growth_factor at the stated rate (relative 1e-3); for "undetermined" the replay reaches
+    the horizon without blow-up and ends at final_cov. The static flow: Σ* = Σ0."""
     p = c.params
     if c.theorem == "static":
         return (c.regime == "converges" and not np.any(p.A) and quadratic_constant(p) == 0
                 and c.equilibrium is not None and np.array_equal(c.equilibrium.cov, c.cov0)
                 and c.horizon is None and c.final_cov is None)
-    if c.regime == "undetermined":  # no claim to re-decide
-        return True
     if c.horizon is None or c.final_cov is None:  # no integration: a theorem, or a blow-up
         return c.horizon is None and c.final_cov is None and \
-            (c.theorem != "numerical" or c.regime == "blows_up")
-    if not c.horizon > 0:
+            (c.theorem != "numerical" or c.regime in ("blows_up", "undetermined"))
+    got = _replayed(c)
+    if got is None:
         return False
-    got = _replay(c, c.horizon, 1.0 if p.value_scalars is not None else state_scale(p, c.cov0))
-    if got is None or got[2] is not None:
-        return False
-    mid, final, _ = got
-    scale = max(float(np.linalg.norm(final)), float(np.linalg.norm(c.final_cov)),
-                1e-300)
-    if np.linalg.norm(final - c.final_cov) > REPLAY_RTOL * scale:
-        return False
+    if c.regime == "undetermined":  # the evidence: Σ at the horizon, reached without blow-up
+        return c.equilibrium is None
+    mid, final = got
     tol = c.tolerance or {}
     eq = c.equilibrium
     if c.regime == "grows":
@@ -311,6 +351,26 @@ def _evidence_ok(c: Certificate) -> bool:
                        max(float(np.linalg.norm(c.cov0)), float(np.linalg.norm(final))))
 
 
+def _replayed(c: Certificate) -> tuple[np.ndarray, np.ndarray] | None:
+    """(state near horizon/2, state at the horizon) of the integration replayed from Σ0 to the
+    stored horizon (≥ 0), when it reaches the horizon without blow-up and agrees with final_cov
+    (REPLAY_RTOL of the larger norm); else None."""
+    p = c.params
+    if c.horizon is None or c.final_cov is None or not c.horizon >= 0 or \
+            c.final_cov.shape != c.cov0.shape:
+        return None
+    if c.horizon == 0:  # an integration that failed in its first segment ends at Σ0
+        return (c.cov0, c.cov0) if np.array_equal(c.final_cov, c.cov0) else None
+    got = _replay(c, c.horizon, 1.0 if p.value_scalars is not None else state_scale(p, c.cov0))
+    if got is None or got[2] is not None:
+        return None
+    mid, final, _ = got
+    scale = max(float(np.linalg.norm(final)), float(np.linalg.norm(c.final_cov)), 1e-300)
+    if np.linalg.norm(final - c.final_cov) > REPLAY_RTOL * scale:
+        return None
+    return mid, final
+
+
 def _growth_scale(p: Params, cov0: np.ndarray) -> float:
     """The size past which growth is evidence of "grows" (as `numerical._classify_final`): 0
     when G ⪰ 0 is decided exactly (no blow-up), else the blow-up scale `_blowup_scale`."""
@@ -322,13 +382,104 @@ def _growth_scale(p: Params, cov0: np.ndarray) -> float:
 
 
 def _equilibrium_ok(p: Params, eq: Equilibrium) -> bool:
+    """Every field of Σ* re-decided: a finite symmetric (d, d) covariance (symmetric to 1e-12,
+    PSD within validation's tolerance) whose residual is recomputed (≤ ACCEPT_RTOL, within a
+    factor 2 of the stored one either way), its rank, the spectral abscissa of L and the stable
+    flag, the mean m* and the method's and rcond's form (`_rank_ok`, `_stability_ok`,
+    `_mean_ok`)."""
+    if not isinstance(eq, Equilibrium):
+        return False
     cov = eq.cov
-    if cov.shape != (p.d, p.d) or not np.all(np.isfinite(cov)):
+    if not isinstance(cov, np.ndarray) or cov.shape != (p.d, p.d) or \
+            not np.all(np.isfinite(cov)):
         return False
     if np.linalg.norm(cov - cov.T) > 1e-12 * max(float(np.linalg.norm(cov)), 1e-300):
         return False
+    as_covariance("Σ*", cov, p.d)  # InvalidInputError (a ValueError): the check fails
     res = relative_residual(p, cov)
-    return res <= ACCEPT_RTOL and res <= 2 * eq.residual + 1e-15
+    if not (res <= ACCEPT_RTOL and res <= 2 * eq.residual + 1e-15
+            and eq.residual <= 2 * res + 1e-15):
+        return False
+    if not isinstance(eq.method, str) or not _METHOD.fullmatch(eq.method):
+        return False
+    if eq.rcond is not None and not 0 <= eq.rcond <= 1 + 1e-9:  # an estimate of a value ≤ 1
+        return False
+    return _rank_ok(p, eq) and _stability_ok(p, eq) and _mean_ok(p, eq)
+
+
+#: the forms of `Equilibrium.method`
+_METHOD = re.compile(r"(bernoulli-schur|bernoulli-slycot|invariant-subspace|zero|static"
+                     r"|newton\[[^\]]*\])(\+newton)?")
+
+
+def _rank_ok(p: Params, eq: Equilibrium) -> bool:
+    """rank Σ*: the number of eigenvalues above RANK_RTOL · λ_max, or the exact rank of the
+    floats (d ≤ EXACT_MAX_D), or for a Bernoulli solution the dimension of its invariant
+    subspace, the number of eigenvalues of A with Re λ > AXIS_RTOL ‖A‖₂."""
+    rank = eq.rank
+    if not isinstance(rank, int | np.integer) or isinstance(rank, bool) or \
+            not 0 <= rank <= p.d:
+        return False
+    if rank == psd_rank_rel(eq.cov) or rank == exact_rank(eq.cov):
+        return True
+    lam, norm = drift_spectrum(p)
+    return eq.method.startswith("bernoulli") and \
+        rank == int(np.sum(lam.real > AXIS_RTOL * norm))
+
+
+def _stability_ok(p: Params, eq: Equilibrium) -> bool:
+    """The spectral abscissa of L at Σ* recomputed (`_abscissa`, to 1e-8 of the norm of A and of
+    the quadratic term at Σ*) and stable its sign; where the abscissa was not computed
+    (d > DENSE_SPECTRUM_MAX_D), the stability decision recomputed (`decide_stability`) with the
+    same verdict, method and, to 1e-6 relative, value."""
+    if eq.stable is not None and not isinstance(eq.stable, bool | np.bool_):
+        return False
+    if eq.spectral_abscissa is not None:
+        if eq.stability is not None:
+            return False
+        a = _abscissa(p, eq.cov)
+        scale = drift_spectrum(p)[1] + quadratic_constant(p) * float(np.linalg.norm(eq.cov, 2))
+        return abs(a - eq.spectral_abscissa) <= 1e-8 * max(scale, 1e-300) and \
+            eq.stable == (eq.spectral_abscissa < 0)
+    if eq.stability is None:
+        return False
+    _, st = decide_stability(p, eq.cov)
+    if st is None or st.method != eq.stability.method or st.stable != eq.stability.stable or \
+            eq.stable != st.stable:
+        return False
+    v, w = st.value, eq.stability.value
+    if v is None or w is None:
+        return v is None and w is None
+    return abs(v - w) <= 1e-6 * abs(v) + 1e-300
+
+
+def _abscissa(p: Params, cov: np.ndarray) -> float:
+    """max Re λ(L) at Σ*: 2 max Re λ(A) without an attention term (L(H) = AH + HAᵀ); for scalar
+    V, where L(H) = (A − Σ*G)H + H(A − Σ*G)ᵀ, 2 max Re λ(A − Σ*G) (d × d, at any d); otherwise
+    `spectral_abscissa`."""
+    if quadratic_constant(p) == 0:
+        return 2.0 * float(np.max(drift_spectrum(p)[0].real))
+    if p.value_scalars is not None:
+        return 2.0 * float(np.max(np.linalg.eigvals(p.A - cov @ p.G).real))
+    return spectral_abscissa(p, cov)
+
+
+def _mean_ok(p: Params, eq: Equilibrium) -> bool:
+    """m*: with K* = A + Σ_h V_h + Σ_h V_hΣ*B_h, a stated m* solves K*m* + b = 0 (to 1e-9 of
+    ‖K*‖‖m*‖ + ‖b‖) and K* is not visibly unstable (max Re λ(K*) < 1e-9‖K*‖); None is stated
+    when K* is not Hurwitz or m* leaves the float range (`mean_equilibrium` finds none), or K*
+    lies within 1e-9‖K*‖ of the imaginary axis."""
+    K = p.M(eq.cov) + sum((V for V, _ in p.heads), start=0.0)
+    norm = float(np.linalg.norm(K))
+    top = float(np.max(np.linalg.eigvals(K).real))
+    m = eq.mean
+    if m is None:
+        return top >= -1e-9 * norm or mean_equilibrium(p, eq.cov) is None
+    if not isinstance(m, np.ndarray) or m.shape != (p.d,) or not np.all(np.isfinite(m)):
+        return False
+    gap = float(np.linalg.norm(K @ m + p.b))
+    return top < 1e-9 * norm and \
+        gap <= 1e-9 * (norm * float(np.linalg.norm(m)) + float(np.linalg.norm(p.b)))
 
 
 def _zero_basin_ok(c: Certificate) -> bool:
@@ -396,8 +547,8 @@ def _premises_ok(c: Certificate) -> bool:
         return c.exact and c.regime == "converges"
     if c.exact == (c.tolerance is not None) and th != "numerical":
         return False
-    if th == "numerical":
-        return not c.exact
+    if th == "numerical":  # a scalar-V blow-up located by the closed form is "closed_form_root"
+        return not c.exact and not (c.regime == "blows_up" and p.value_scalars is not None)
     if p.value_scalars is None:
         return False
     if th == "closed_form_root":
