@@ -234,6 +234,8 @@ def _values(c, name):
         return [0.5] if value is None else _scaled(value, (1e-3, -1.0))
     if name in ("rate", "threshold", "bound"):
         return [0.5] if value is None else _scaled(value, (0.5, 2.0, -1.0))
+    if name == "path_error":  # an error ball claimed where no path was integrated, or wider
+        return [1e-12] if value is None else _scaled(value, (1e6, -1.0))
     raise KeyError(f"no forgery of the field {name!r}: add one to _values")
 
 
