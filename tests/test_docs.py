@@ -33,7 +33,6 @@ sys.path.insert(0, str(DOCS / "_ext"))
 import plain_docstrings  # noqa: E402  (docs/_ext is not a package)
 import spec_math  # noqa: E402
 
-
 # --- sources: no build needed --------------------------------------------------------------
 
 def test_getting_started_tour_runs():
