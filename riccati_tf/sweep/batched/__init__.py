@@ -54,6 +54,7 @@ from .classify import BatchedCertificates, classify_scalar
 from .heads import g_matrix as g_matrix
 from .heads import quadratic_constants as quadratic_constants
 from .heads import scalar_values as scalar_values
+from .stack import lyapunov_stack as lyapunov_stack
 from .stack import van_loan_stack
 
 __all__ = ["BatchedCertificates", "blowup_times", "classify_scalar", "van_loan_stack"]
