@@ -8,8 +8,9 @@ export OMP_NUM_THREADS = 1
 
 .PHONY: report test pytest test-slow test-long bench lint mypy typecheck browser clean docs
 
-#: pytest-xdist workers of `make test`: one per core (CI has 2)
-JOBS ?= $(shell nproc 2>/dev/null || echo 2)
+#: pytest-xdist workers of `make test`: one per core (CI has 2); nproc counts the cores this
+#: process may use, but reads OMP_NUM_THREADS as the answer when it is set (above): unset here
+JOBS ?= $(shell env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc 2>/dev/null || echo 2)
 #: the tests that share an expensive fixture (the docs build, the quick report) stay together on
 #: one worker (pytest.mark.xdist_group); the rest are spread test by test
 XDIST = -n $(JOBS) --dist loadgroup
