@@ -6,7 +6,14 @@ BIN    := $(VENV)/bin
 export OPENBLAS_NUM_THREADS = 1
 export OMP_NUM_THREADS = 1
 
-.PHONY: report test test-slow test-long bench lint typecheck browser clean docs
+.PHONY: report test pytest test-slow test-long bench lint mypy typecheck browser clean docs
+
+#: pytest-xdist workers of `make test`: one per core (CI has 2); nproc counts the cores this
+#: process may use, but reads OMP_NUM_THREADS as the answer when it is set (above): unset here
+JOBS ?= $(shell env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc 2>/dev/null || echo 2)
+#: the tests that share an expensive fixture (the docs build, the quick report) stay together on
+#: one worker (pytest.mark.xdist_group); the rest are spread test by test
+XDIST = -n $(JOBS) --dist loadgroup
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -34,34 +41,44 @@ report: $(VENV)/.report
 lint: $(VENV)/.test
 	$(BIN)/ruff check riccati_tf tests proofs benchmarks docs
 
+mypy: $(VENV)/.test
+	$(BIN)/mypy
+
 # mypy over the package (configuration in pyproject.toml; riccati_tf ships py.typed), then
 # mypy --strict on a user script made of the README's Python examples
-typecheck: $(VENV)/.test
-	$(BIN)/mypy
+typecheck: mypy
 	$(BIN)/python -m pytest -q -p no:cacheprovider tests/test_api.py -k type_check_strictly
 
-# The report's browser check needs a headless Chromium: installed from Debian's packages when
-# running as root with apt-get (skip with NO_BROWSER=1); without one that single test is skipped.
+# The report's browser check needs a headless Chromium. This target installs it from Debian's
+# packages (as root, with apt-get); `make test` never does: without a browser, the browser
+# checks are skipped and say so.
 browser:
 	@command -v chromium-headless-shell >/dev/null 2>&1 || command -v chromium >/dev/null 2>&1 || \
-	  [ -n "$(NO_BROWSER)" ] || [ "$$(id -u)" != 0 ] || ! command -v apt-get >/dev/null 2>&1 || \
+	  [ "$$(id -u)" != 0 ] || ! command -v apt-get >/dev/null 2>&1 || \
 	  { echo "installing chromium-headless-shell for the report's browser check"; \
 	    apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive \
 	    apt-get install -y -qq chromium-headless-shell >/dev/null 2>&1 || \
 	    echo "note: could not install chromium-headless-shell; its test will be skipped"; }
 
-# The whole suite: the docstring examples (doctests), the slow checks (the documentation build
-# with warnings as errors, long integrations) included.
-test: lint typecheck browser $(VENV)/.docs
-	$(BIN)/python -m pytest -q -m "not long"
+# The whole suite: lint, mypy and pytest side by side (each one's output printed whole when it
+# ends; the exit status is non-zero when any fails). pytest runs on every core: the docstring
+# examples (doctests), the notebooks (executed once, by the documentation build), the slow
+# checks (the documentation build with warnings as errors, long integrations) and the hostile
+# corpus; mypy --strict on the README's examples is one of its tests. Installs nothing outside
+# the virtual environment.
+test: $(VENV)/.test $(VENV)/.docs
+	@$(MAKE) --no-print-directory -k -j3 --output-sync=target lint mypy pytest
+
+pytest: $(VENV)/.test
+	$(BIN)/python -m pytest -q -p no:cacheprovider -m "not long" $(XDIST)
 
 test-slow: $(VENV)/.test
-	$(BIN)/python -m pytest -q -m slow
+	$(BIN)/python -m pytest -q -p no:cacheprovider -m slow $(XDIST)
 
 # the checks that take tens of minutes on one core (real-size encoders, hundreds of random
 # layers); not part of `make test`
 test-long: $(VENV)/.test
-	$(BIN)/python -m pytest -q -m long
+	$(BIN)/python -m pytest -q -p no:cacheprovider -m long $(XDIST)
 
 bench: $(VENV)/.test
 	for b in flows symbolic bernoulli equilibria certify multihead factored particles sweep encoders realscale; do $(BIN)/python -m benchmarks.$$b; done

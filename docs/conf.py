@@ -1,7 +1,9 @@
 """Sphinx configuration of the riccati_tf documentation (`make docs` → docs/_build/html).
 
 Math renders offline: MathJax 3 is bundled by sphinx-mathjax-offline and copied into _static.
-The notebooks of notebooks/ (linked as docs/notebooks) are executed at every build by myst-nb.
+The notebooks of notebooks/ (linked as docs/notebooks) are executed at every build by myst-nb,
+which writes the executed copies to docs/_build/jupyter_execute/; the notebook tests read them
+there (tests/test_notebooks.py), so that `make test` executes each notebook once.
 """
 
 import sys

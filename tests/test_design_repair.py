@@ -287,15 +287,16 @@ def _real_shape_layer(d, H=12, seed=0):
 
 
 def test_real_shape_layer_is_repaired_in_a_minute():
-    """d = 384, 12 factored heads of rank 32 (i.i.d. N(0, 1/d) factors), A = 0, Σ0 = I."""
+    """d = 384, 12 factored heads of rank 32 (i.i.d. N(0, 1/d) factors), A = 0, Σ0 = I: repaired
+    in at most a minute of CPU time (one thread)."""
     d = 384
     p = _real_shape_layer(d)
-    t = time.perf_counter()
+    cpu = time.process_time()
     rep = nearest_stable(p, np.eye(d))
-    elapsed = time.perf_counter() - t
-    print(f"d = 384 repair: {elapsed:.2f} s, distance {rep.distance:.4g}, regimes "
+    spent = time.process_time() - cpu  # CPU time, a bound on the work; not wall time
+    print(f"d = 384 repair: {spent:.2f} s of CPU time, distance {rep.distance:.4g}, regimes "
           f"{[c.regime for c in rep.certificates]}")
-    assert elapsed <= 60
+    assert spent <= 60
     assert rep.all_certified and rep.certificates[0].check()
     assert len(rep.per_head) == len(p.heads) and all(f is not None for f in rep.params.factors)
 
@@ -563,15 +564,15 @@ def test_feedforward_shift_is_the_least_certified_one(A):
 @pytest.mark.slow
 def test_real_shape_layer_is_repaired_by_a_shift_in_a_minute():
     """d = 384, 12 factored heads of rank 32, A = 0, Σ0 = I: the shift from T* of the flow,
-    certified, in ≤ 60 s; heads untouched (still factored)."""
+    certified, in ≤ 60 s of CPU time (one thread); heads untouched (still factored)."""
     d = 384
     p = _real_shape_layer(d)
-    t = time.perf_counter()
+    cpu = time.process_time()
     rep = nearest_stable(p, np.eye(d), change="A")
-    elapsed = time.perf_counter() - t
-    print(f"d = 384 shift repair: {elapsed:.2f} s, distance {rep.distance:.6g}, regimes "
-          f"{[c.regime for c in rep.certificates]}")
-    assert elapsed <= 60
+    spent = time.process_time() - cpu  # CPU time, a bound on the work; not wall time
+    print(f"d = 384 shift repair: {spent:.2f} s of CPU time, distance {rep.distance:.6g}, "
+          f"regimes {[c.regime for c in rep.certificates]}")
+    assert spent <= 60
     assert rep.route == "shift" and rep.all_certified and rep.certificates[0].check()
     assert rep.certificates[0].regime in ("converges", "collapses", "bounded")
     assert all(f is not None for f in rep.params.factors)

@@ -3,12 +3,12 @@ tour runs, its CLI and API references are generated from the code, the docstring
 formulas are typeset on the API pages (docs/_ext/plain_docstrings.py), and in headless Chromium
 the API pages of `flow` and `certify`, the theory page and the executed notebook 02 render their
 math with the bundled MathJax (no network), cut no formula or literal block off and load every
-image."""
+image. The site is built once per session by the `site` fixture (tests/conftest.py,
+tests/docsite.py)."""
 
 import html
 import inspect
 import json
-import os
 import re
 import subprocess
 import sys
@@ -20,14 +20,6 @@ from tests.test_report import BROWSER, FLAGS, keep_screenshot
 
 ROOT = Path(__file__).parents[1]
 DOCS = ROOT / "docs"
-HTML = DOCS / "_build" / "html"
-#: written next to the site after a full build with no warning; the site is reused while it is
-#: newer than every source of the site
-CLEAN_STAMP = HTML / ".built-without-warnings"
-SOURCES = (DOCS, ROOT / "notebooks", ROOT / "riccati_tf")
-SKIP_PARTS = {"_build", "generated", "__pycache__", ".ipynb_checkpoints"}
-#: seconds a full build may take (four notebooks executed, the API reference generated)
-BUILD_TIMEOUT = 900
 #: milliseconds of virtual time Chromium gives a page to load MathJax and typeset
 MATH_BUDGET_MS = 15000
 
@@ -40,30 +32,6 @@ PAGES = {"flow": "api/generated/riccati_tf.flow.html",
 sys.path.insert(0, str(DOCS / "_ext"))
 import plain_docstrings  # noqa: E402  (docs/_ext is not a package)
 import spec_math  # noqa: E402
-
-
-def _newest_source() -> float:
-    return max(p.stat().st_mtime for folder in SOURCES for p in folder.rglob("*")
-               if p.is_file() and not SKIP_PARTS & set(p.relative_to(ROOT).parts))
-
-
-@pytest.fixture(scope="module")
-def site() -> Path:
-    """docs/_build/html, built from scratch with -W unless a clean build is newer than the
-    sources."""
-    for module in ("sphinx", "myst_nb", "numpydoc", "pydata_sphinx_theme"):
-        pytest.importorskip(module)
-    if CLEAN_STAMP.exists() and CLEAN_STAMP.stat().st_mtime >= _newest_source():
-        return HTML
-    env = {**os.environ, "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}
-    run = subprocess.run([sys.executable, "-m", "sphinx", "-b", "html", "-E", "-W", "--keep-going",
-                          "-q", str(DOCS), str(HTML)], capture_output=True, text=True,
-                         timeout=BUILD_TIMEOUT, env=env, cwd=ROOT)
-    warnings = [ln for ln in run.stderr.splitlines() if "WARNING" in ln or "ERROR" in ln]
-    assert run.returncode == 0, "\n".join(warnings) or run.stderr[-3000:]
-    CLEAN_STAMP.touch()
-    return HTML
-
 
 # --- sources: no build needed --------------------------------------------------------------
 

@@ -1,6 +1,5 @@
 """flow(): exact closed form against Runge–Kutta, blow-up times, rank invariance (SPEC §3, §5)."""
 
-import time
 
 import numpy as np
 import pytest
@@ -194,11 +193,10 @@ def test_rk_has_a_work_budget(rng):
     g = random_gaussian(rng, 2)
     with pytest.raises(SolverError, match="max_steps = 5"):
         flow(p, g, 50.0, method="rk", max_steps=5)
-    # refused up front: explicit stability alone needs ~t_final·2ρ(A)/8 steps
-    start = time.perf_counter()
-    with pytest.raises(SolverError, match="at least about"):
+    # refused up front, before a step (explicit stability alone needs ~t_final·2ρ(A)/8 steps):
+    # "needs at least about" is said only then; a spent budget says "used its budget"
+    with pytest.raises(SolverError, match="needs at least about"):
         flow(Params(A=-0.5 * np.eye(2), B=np.eye(2), V=-np.eye(2)), g, 1e12, method="rk")
-    assert time.perf_counter() - start < 1
     for bad in (0, 2.5, True, "10"):
         with pytest.raises(InvalidInputError, match="max_steps"):
             flow(p, g, 1.0, max_steps=bad)
@@ -207,9 +205,8 @@ def test_rk_has_a_work_budget(rng):
 def test_exact_stable_layer_over_1e12_finishes_quickly():
     A = np.array([[-0.5, 0.3], [-0.2, -0.8]])
     p = Params(A=A, B=np.array([[1.0, 0.2], [0.2, 0.5]]), V=-np.eye(2), b=[0.3, -0.1])
-    start = time.perf_counter()
-    tr = flow(p, Gaussian([1.0, 2.0], np.eye(2)), 1e12, method="exact")
-    assert time.perf_counter() - start < 2
+    # quickly: in at most 200 steps (it takes 46), a count of work, not a time
+    tr = flow(p, Gaussian([1.0, 2.0], np.eye(2)), 1e12, method="exact", max_steps=200)
     assert np.all(tr.cov[-1] == 0)
     assert rel_err(tr.mean[-1], -np.linalg.solve(A - np.eye(2), p.b)) < 1e-13
 
@@ -262,9 +259,7 @@ def test_huge_entries_end_in_a_clean_error_or_a_finite_answer():
         with pytest.raises(SolverError):
             flow(big, g, 1.0, method=method)
     tri = Params(A=np.array([[1e150, 1.0], [0.0, -1e150]]), B=np.eye(2), V=-np.eye(2))
-    start = time.perf_counter()
-    tr = flow(tri, Gaussian([0, 0], np.eye(2)), 1.0, method="exact")
-    assert time.perf_counter() - start < 5
+    tr = flow(tri, Gaussian([0, 0], np.eye(2)), 1.0, method="exact", max_steps=500)  # takes 109
     assert abs(tr.cov[-1, 0, 0] / 1e150 - 1) < 1e-12 and np.all(np.isfinite(tr.cov))
 
 

@@ -1,6 +1,10 @@
 """Every notebook runs headless from top to bottom, shows its figures as images, writes nothing to
 stderr, and is stored without outputs; rendered to HTML, it shows its figures and equations in a
-headless browser."""
+headless browser.
+
+Each notebook is executed once per test session: by the documentation build (myst-nb, the
+`site` fixture), whose executed copies these tests read, or, without the docs extra, here by
+nbclient."""
 
 import copy
 import html
@@ -12,6 +16,7 @@ import nbformat
 import pytest
 from nbclient import NotebookClient
 
+from tests import docsite
 from tests.test_report import BROWSER, FLAGS, keep_screenshot
 
 NOTEBOOKS = sorted((Path(__file__).parents[1] / "notebooks").glob("*.ipynb"))
@@ -42,15 +47,25 @@ def test_notebook_is_stored_without_outputs(path):
 
 
 @pytest.fixture(scope="module")
-def executed():
-    """{path: the notebook after running it} (each notebook run once for all checks)."""
+def executed(request):
+    """{path: the notebook after running it}: the documentation build's executed copy where the
+    docs extra is installed, else run here by nbclient (each notebook run once for all checks)."""
+    executed_by_build = docsite.EXECUTED if docsite.can_build() else None
+    if executed_by_build is not None:
+        request.getfixturevalue("site")
     cache = {}
 
     def run(path):
         if path not in cache:
-            nb = nbformat.read(path, as_version=4)
-            NotebookClient(nb, timeout=600, kernel_name="python3",
-                           resources={"metadata": {"path": str(path.parent)}}).execute()
+            if executed_by_build is not None:
+                nb = nbformat.read(executed_by_build / path.name, as_version=4)
+                assert [c.source for c in nb.cells] == \
+                    [c.source for c in nbformat.read(path, as_version=4).cells], \
+                    f"the build's copy of {path.name} is not the notebook's source"
+            else:
+                nb = nbformat.read(path, as_version=4)
+                NotebookClient(nb, timeout=600, kernel_name="python3",
+                               resources={"metadata": {"path": str(path.parent)}}).execute()
             cache[path] = nb
         return cache[path]
 

@@ -1,6 +1,6 @@
 """The main job writes a self-contained page and a summary with the numbers it shows; opened in
-headless Chromium every figure decodes and every equation lays out. (`make test` installs
-chromium-headless-shell when it can.)"""
+headless Chromium every figure decodes and every equation lays out. (The browser checks run
+where a headless Chromium is installed, e.g. by `make browser`, and are skipped otherwise.)"""
 
 import html
 import json

@@ -402,7 +402,7 @@ def test_imposed_value_matrix_on_a_degenerate_stratum_is_refused(rng):
 
 def test_batched_shooting_field_matches_the_moment_equations(rng):
     """The shooting solver's batched right-hand side equals state.moments.moment_arrays."""
-    from riccati_tf.reachability.steering import _batched_rhs
+    from riccati_tf.reachability.steering.shooting import _batched_rhs
     from riccati_tf.state.moments import moment_arrays
 
     k, d = 4, 3

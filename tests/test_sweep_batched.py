@@ -16,20 +16,20 @@ from riccati_tf.stability.certificates import (
     theorem_of,
 )
 from riccati_tf.stability.equilibria import KRONECKER_MAX_D
-from riccati_tf.sweep.batched import (
-    _eigen_discs,
-    _lyapunov_certified,
-    _numerical_stack,
-    blowup_times,
-    classify_scalar,
-    expm_stack,
+from riccati_tf.sweep.batched import blowup as batched_blowup
+from riccati_tf.sweep.batched import blowup_times, classify_scalar
+from riccati_tf.sweep.batched import classify as batched_classify
+from riccati_tf.sweep.batched import constants as batched_constants
+from riccati_tf.sweep.batched import margins as batched_margins
+from riccati_tf.sweep.batched.classify import _lyapunov_certified, _numerical_stack
+from riccati_tf.sweep.batched.heads import (
     g_matrix,
     g_rounding,
-    lyapunov_stack,
     quadratic_constants,
     scalar_values,
-    van_loan_stack,
 )
+from riccati_tf.sweep.batched.margins import _eigen_discs
+from riccati_tf.sweep.batched.stack import expm_stack, lyapunov_stack, van_loan_stack
 from riccati_tf.sweep.family import Chunk
 from riccati_tf.sweep.runner import certify_columns
 
@@ -405,8 +405,6 @@ def test_blowup_root_search_converges_quadratically(seed, monkeypatch):
     # that lands on the root to rounding from the positive side ends the search, instead of
     # leaving the far end to be bisected towards it (these two ensembles took 44 and 52 stacked
     # exponentials that way, against 10 now)
-    from riccati_tf.sweep import batched
-
     rng = np.random.default_rng(seed)
     n, d = 300, 4
     A = rng.standard_normal((n, d, d)) / np.sqrt(d) - 0.3 * np.eye(d)
@@ -417,17 +415,17 @@ def test_blowup_root_search_converges_quadratically(seed, monkeypatch):
     e, vec = np.linalg.eigh(cov)
     L = vec * np.sqrt(e)[:, None, :]
     calls = []
-    original = batched.van_loan_stack
+    original = batched_blowup.van_loan_stack
 
     def counted(A_, G_, s):
         calls.append(A_.shape[0])
         return original(A_, G_, s)
 
-    monkeypatch.setattr(batched, "van_loan_stack", counted)
+    monkeypatch.setattr(batched_blowup, "van_loan_stack", counted)
     T = blowup_times(A, G, L, np.full(n, 1e6))
     assert np.isfinite(T).sum() > n // 2
     assert len(calls) <= 14, calls  # the march, then a few Newton rounds
-    monkeypatch.setattr(batched, "van_loan_stack", original)
+    monkeypatch.setattr(batched_blowup, "van_loan_stack", original)
     for i in range(0, n, 20):  # the roots themselves, against the exact flow's Brent search
         tr = flow(Params(A=A[i], B=-0.5 * G[i], V=np.eye(d)), Gaussian(np.zeros(d), cov[i]),
                   2 * T[i] if np.isfinite(T[i]) else 100.0, method="exact")
@@ -455,17 +453,15 @@ def test_blowup_roots_on_the_eigen_form_match_stacked_pade(d, skew):
     # Newton step on the Padé form, against the same search with every case forced onto stacked
     # Padé exponentials (κ₂(X) up to ~800 here): the same roots to rounding (the eigen form
     # alone differs by up to ~1e-13), the same cases without a root
-    from riccati_tf.sweep import batched
-
     rng = np.random.default_rng(d)
     A, G, L = _blowup_ensemble(rng, 60, d, skew)
     t_max = np.full(A.shape[0], 1e3)
-    discs = batched._eigen_discs(A)
-    gram = batched._EigenGramian(G, L, discs)
-    T = batched._blowup_times(A, G, L, t_max, gram)
-    pade = batched._EigenGramian(G, L, discs)
+    discs = batched_margins._eigen_discs(A)
+    gram = batched_blowup._EigenGramian(G, L, discs)
+    T = batched_blowup._blowup_times(A, G, L, t_max, gram)
+    pade = batched_blowup._EigenGramian(G, L, discs)
     pade.usable = np.zeros_like(pade.usable)
-    T_pade = batched._blowup_times(A, G, L, t_max, pade)
+    T_pade = batched_blowup._blowup_times(A, G, L, t_max, pade)
     assert gram.usable.sum() >= 40 and np.isfinite(T).sum() >= 20
     np.testing.assert_array_equal(np.isnan(T), np.isnan(T_pade))
     ok = np.isfinite(T)
@@ -476,13 +472,11 @@ def test_blowup_roots_on_the_eigen_form_match_stacked_pade(d, skew):
 def test_blowup_roots_of_a_defective_drift_use_stacked_pade():
     # A = Jordan block (κ₂(X) = ∞ to working precision): the eigen form is not used, and T*
     # is still the exact flow's
-    from riccati_tf.sweep import batched
-
     d = 4
     A = (-0.2 * np.eye(d) + np.diag(np.ones(d - 1), 1))[None]
     G = -np.eye(d)[None]
     L = np.eye(d)[None]
-    gram = batched._EigenGramian(G, L, batched._eigen_discs(A))
+    gram = batched_blowup._EigenGramian(G, L, batched_margins._eigen_discs(A))
     assert not gram.usable[0]
     T = blowup_times(A, G, L, np.array([1e3]))
     tr = flow(Params(A=A[0], B=0.5 * np.eye(d), V=np.eye(d)), Gaussian(np.zeros(d), np.eye(d)),
@@ -493,18 +487,16 @@ def test_blowup_roots_of_a_defective_drift_use_stacked_pade():
 def test_eigen_form_newton_converges_quadratically(monkeypatch):
     # the eigen-form Newton iteration from the one-step bracket: a handful of stacked
     # evaluations, not a bisection's ~50
-    from riccati_tf.sweep import batched
-
     rng = np.random.default_rng(5)
     A, G, L = _blowup_ensemble(rng, 300, 4, 0.0)
     calls = []
-    original = batched._EigenGramian.at
+    original = batched_blowup._EigenGramian.at
 
     def counted(self, idx, t):
         calls.append(idx.size)
         return original(self, idx, t)
 
-    monkeypatch.setattr(batched._EigenGramian, "at", counted)
+    monkeypatch.setattr(batched_blowup._EigenGramian, "at", counted)
     T = blowup_times(A, G, L, np.full(A.shape[0], 1e6))
     assert np.isfinite(T).sum() > 100
     assert len(calls) <= 14 and sum(calls) <= 9 * np.isfinite(T).sum(), calls
@@ -515,49 +507,47 @@ def test_blowup_check_on_the_eigen_form_matches_certify_stepping(d, skew):
     # λ_min(I + L0ᵀW(t)L0) at T*(1 ± BLOWUP_CHECK_RTOL) on the eigen form against certify's
     # stepping (W by Van Loan steps ‖A‖h ≤ 1): they differ by far less than CHECK_MARGIN, so the
     # stacked check decides as certify's own check would
-    from riccati_tf.sweep import batched
-
     rng = np.random.default_rng(d)
     A, G, L = _blowup_ensemble(rng, 60, d, skew)
-    discs = batched._eigen_discs(A)
-    gram = batched._EigenGramian(G, L, discs)
-    T = batched._blowup_times(A, G, L, np.full(A.shape[0], 1e3), gram)
+    discs = batched_margins._eigen_discs(A)
+    gram = batched_blowup._EigenGramian(G, L, discs)
+    T = batched_blowup._blowup_times(A, G, L, np.full(A.shape[0], 1e3), gram)
     ok = np.flatnonzero(np.isfinite(T) & gram.usable)
     assert ok.size >= 40 and discs.cond[ok].max() > 100
-    for t in (T[ok] * (1 - batched.BLOWUP_CHECK_RTOL), T[ok] * (1 + batched.BLOWUP_CHECK_RTOL)):
+    rtol = batched_classify.BLOWUP_CHECK_RTOL
+    for t in (T[ok] * (1 - rtol), T[ok] * (1 + rtol)):
         e = np.linalg.eigvalsh(gram.at(ok, t)[0])
         Lt = np.swapaxes(L[ok], 1, 2)
-        ref = np.linalg.eigvalsh(np.eye(d) + Lt @ batched._gramian_stack(A[ok], G[ok], t) @ L[ok])
+        gramian = batched_classify._gramian_stack(A[ok], G[ok], t)
+        ref = np.linalg.eigvalsh(np.eye(d) + Lt @ gramian @ L[ok])
         scale = 1 + np.abs(ref).max(axis=1)
-        assert np.all(np.abs(e[:, 0] - ref[:, 0]) <= 1e-3 * batched.CHECK_MARGIN * scale)
+        assert np.all(np.abs(e[:, 0] - ref[:, 0]) <= 1e-3 * batched_constants.CHECK_MARGIN * scale)
     np.testing.assert_array_equal(
-        batched._check_signs(A[ok], G[ok], L[ok], T[ok], gram, ok), 1)
+        batched_classify._check_signs(A[ok], G[ok], L[ok], T[ok], gram, ok), 1)
 
 
 def test_an_overflowing_eigen_form_falls_back_to_pade(monkeypatch):
     # S(t) on the eigen form overflows before W(t) by the Padé steps can (κ₂(X) times larger
     # entries): such a case is searched and checked on the Padé form, with no LinAlgError from
     # an eigensolver fed infinities
-    from riccati_tf.sweep import batched
-
     rng = np.random.default_rng(3)
     A, G, L = _blowup_ensemble(rng, 30, 4, 0.0)
     t_max = np.full(A.shape[0], 1e3)
-    discs = batched._eigen_discs(A)
-    T_ref = batched._blowup_times(A, G, L, t_max, batched._EigenGramian(G, L, discs))
-    original = batched._EigenGramian.at
+    discs = batched_margins._eigen_discs(A)
+    T_ref = batched_blowup._blowup_times(A, G, L, t_max, batched_blowup._EigenGramian(G, L, discs))
+    original = batched_blowup._EigenGramian.at
 
     def overflowing(self, idx, t):
         S, expZ = original(self, idx, t)
         S[idx % 2 == 0] = -np.inf  # every even case
         return S, expZ
 
-    monkeypatch.setattr(batched._EigenGramian, "at", overflowing)
-    gram = batched._EigenGramian(G, L, discs)
-    T = batched._blowup_times(A, G, L, t_max, gram)
+    monkeypatch.setattr(batched_blowup._EigenGramian, "at", overflowing)
+    gram = batched_blowup._EigenGramian(G, L, discs)
+    T = batched_blowup._blowup_times(A, G, L, t_max, gram)
     ok = np.isfinite(T_ref)
     assert ok.sum() >= 10
     np.testing.assert_allclose(T[ok], T_ref[ok], rtol=8 * np.finfo(float).eps)
     cases = np.flatnonzero(ok)
-    signs = batched._check_signs(A[ok], G[ok], L[ok], T[ok], gram, cases)
+    signs = batched_classify._check_signs(A[ok], G[ok], L[ok], T[ok], gram, cases)
     np.testing.assert_array_equal(signs, 1)

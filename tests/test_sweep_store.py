@@ -63,8 +63,7 @@ def test_killed_sweep_resumes_with_exactly_the_expected_rows(tmp_path):
     env = {**os.environ, "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}
     proc = subprocess.Popen([sys.executable, "-m", "riccati_tf.sweep", str(spec_path), str(out)],
                             env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    deadline = time.monotonic() + 120
-    while manifest_chunks(out) < 1 and proc.poll() is None and time.monotonic() < deadline:
+    while manifest_chunks(out) < 1 and proc.poll() is None:  # the first chunk in, or the end
         time.sleep(0.01)
     proc.send_signal(signal.SIGKILL)
     proc.wait(timeout=30)

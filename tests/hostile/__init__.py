@@ -7,7 +7,7 @@ Every case is a function registered with :func:`case`. Running it ends in exactl
     verified      a result that the case compared against an independent reference and found right
     silent_wrong  a result the reference contradicts (AssertionError), or an invalid input accepted
     leaked        any other exception, or CLI exit 1 (reserved for bugs)
-    hang          the case ran past its time limit
+    hang          the case ran past its limit of CPU time (or, blocked, far past it in wall time)
 
 A case says which outcomes are acceptable (`expect`): "error" (only a clean error), "result"
 (only a verified result) or "either". `python -m tests.hostile --summary` prints the counts per
@@ -32,8 +32,13 @@ from riccati_tf.errors import InvalidInputError, SolverError
 OUTCOMES = ("clean_error", "verified", "silent_wrong", "leaked", "hang")
 EXPECT = {"error": ("clean_error",), "result": ("verified",),
           "either": ("clean_error", "verified")}
-#: default time limit of one case, in seconds
+#: default limit of one case, in seconds of this process's CPU time (setitimer's ITIMER_PROF:
+#: user + system time, which a busy machine does not stretch the way it stretches wall time)
 TIMEOUT = 60.0
+#: a case that uses no CPU (blocked on a pipe or a lock) is ended after BLOCKED_FACTOR times its
+#: limit of wall time: a backstop against a hang, far beyond what any load on the machine makes
+#: of a case that computes (4 busy processes on 2 cores stretch wall time about 3-fold)
+BLOCKED_FACTOR = 20.0
 
 
 class Hang(BaseException):
@@ -91,15 +96,21 @@ def _alarm(_signum, _frame):
     raise Hang
 
 
+#: the timers a case runs under: (timer, its signal, the factor of the case's limit)
+TIMERS = ((signal.ITIMER_PROF, signal.SIGPROF, 1.0),
+          (signal.ITIMER_REAL, signal.SIGALRM, BLOCKED_FACTOR))
+
+
 def outcome(c: Case) -> tuple[str, str]:
-    """Run one case under its time limit: (outcome, detail)."""
-    previous = signal.signal(signal.SIGALRM, _alarm)
-    signal.setitimer(signal.ITIMER_REAL, c.timeout)
+    """Run one case under its limit of CPU time: (outcome, detail)."""
+    previous = [signal.signal(sig, _alarm) for _, sig, _ in TIMERS]
+    for timer, _, factor in TIMERS:
+        signal.setitimer(timer, factor * c.timeout)
     try:
         with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
             c.run()
     except Hang:
-        return "hang", f"no answer within {c.timeout:g} s"
+        return "hang", f"no answer within {c.timeout:g} s of CPU time"
     except AssertionError as exc:
         return "silent_wrong", str(exc).splitlines()[0] if str(exc) else "assertion failed"
     except (InvalidInputError, SolverError, CleanError) as exc:
@@ -107,8 +118,9 @@ def outcome(c: Case) -> tuple[str, str]:
     except Exception as exc:  # anything else leaked out of the package
         return "leaked", f"{type(exc).__name__}: {exc}"
     finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
+        for (timer, sig, _), handler in zip(TIMERS, previous, strict=True):
+            signal.setitimer(timer, 0)
+            signal.signal(sig, handler)
     if c.expect == "error":
         return "silent_wrong", "the input was accepted"
     return "verified", ""
@@ -123,12 +135,12 @@ def load_all() -> dict[str, Case]:
 
 
 def run_all(selected: dict[str, Case] | None = None, progress: Callable | None = None):
-    """[(case, outcome, detail, seconds)] for every registered (or selected) case."""
+    """[(case, outcome, detail, seconds of CPU time)] for every registered (or selected) case."""
     rows = []
     for c in (selected or load_all()).values():
-        start = time.perf_counter()
+        start = time.process_time()  # CPU time (reported, never asserted on)
         got, detail = outcome(c)
-        rows.append((c, got, detail, time.perf_counter() - start))
+        rows.append((c, got, detail, time.process_time() - start))
         if progress:
             progress(rows[-1])
     return rows

@@ -31,7 +31,7 @@ def main(argv: list[str] | None = None) -> int:
         bad = got not in c.allowed or got in BAD
         if args.verbose or (args.failures and bad):
             mark = "FAIL" if bad else "ok  "
-            print(f"{mark} {c.name:<60} {got:<13} {seconds:6.2f}s {detail[:120]}", flush=True)
+            print(f"{mark} {c.name:<60} {got:<13} {seconds:6.2f}s CPU {detail[:120]}", flush=True)
 
     with threadpool_limits(limits=1):
         rows = run_all(cases, progress)
@@ -50,7 +50,7 @@ def main(argv: list[str] | None = None) -> int:
                 line += f"{n:>14}"
             print(line)
         print(f"\n{len(failed)} case(s) outside their allowed outcomes; "
-              f"{sum(r[3] for r in rows):.1f} s in all")
+              f"{sum(r[3] for r in rows):.1f} s of CPU time in all")
     return 1 if failed else 0
 
 
