@@ -1,4 +1,4 @@
-"""The flow after LayerNorm: the trace-normalised covariance flow (SPEC §8).
+"""The flow after LayerNorm: the trace-normalised covariance flow (SPEC §13).
 
 With F(Σ) = AΣ + ΣAᵀ + Σ_h (V_hΣB_hΣ + ΣB_hᵀΣV_hᵀ) the derived covariance right-hand side
 (`transformer_system`), the normalised flow is

@@ -1,4 +1,4 @@
-"""The trace-normalised covariance flow (the cloud after LayerNorm, SPEC §8): the trace is
+"""The trace-normalised covariance flow (the cloud after LayerNorm, SPEC §13): the trace is
 kept; with A = 0 it is the moment flow projected onto tr Σ = c in the time dτ = (tr Σ/c) dt
 (checked against the exact closed form of a scalar-V layer, mpmath-free: the closed form is
 evaluated by the package's exact flow and the time change by quadrature); a blow-up of Σ

@@ -1,4 +1,4 @@
-"""The trace-normalised covariance flow: the cloud as a LayerNorm sees it (SPEC §8).
+"""The trace-normalised covariance flow: the cloud as a LayerNorm sees it (SPEC §13).
 
 A LayerNorm after each layer fixes the tokens' scale, so what the layers do to the cloud's
 shape is the covariance flow with its trace held at a constant c > 0:
@@ -12,7 +12,7 @@ tokens moved by attention and re-centred and re-scaled at every instant,
 
 With A = 0 it is the moment flow itself seen on the sphere tr Σ = c: F is homogeneous of degree
 two, so Σ̂ = cΣ/tr Σ of a solution Σ(t) solves it in the time τ(t) = ∫_0^t tr Σ(s)/c ds (SPEC
-§8, verified symbolically in proofs/). A blow-up of Σ at T* is then no blow-up of Σ̂: τ → ∞
+§13, verified symbolically in proofs/). A blow-up of Σ at T* is then no blow-up of Σ̂: τ → ∞
 as t → T* when tr Σ grows like 1/(T* − t), and Σ̂ concentrates on the blow-up directions —
 the cloud after LayerNorm loses rank (clusters); a flow whose Σ spreads over more directions
 raises the participation ratio
@@ -144,7 +144,7 @@ def normalised_flow(params: Params, cov0: np.ndarray, horizon: float, *, n_eval:
 
     References
     ----------
-    .. [1] riccati_tf theory, SPEC §8 "The flow after LayerNorm".
+    .. [1] riccati_tf theory, SPEC §13 "The flow after LayerNorm".
 
     Examples
     --------

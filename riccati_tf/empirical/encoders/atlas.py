@@ -32,7 +32,7 @@ never definite):
 
 T* is in layers (a residual layer is a step τ = 1 of depth); beside it stands the growth
 tr Σ⁺/tr Σ0 of one such discrete attention step, Σ⁺ = (I + M)Σ0(I + M)ᵀ, M = Σ_h V_hΣ0B_h (SPEC
-§2), and the trace-normalised flow of the layer (`flows.normalised`, SPEC §8): the cloud as
+§2), and the trace-normalised flow of the layer (`flows.normalised`, SPEC §13): the cloud as
 the LayerNorm after the layer sees it, where the question is not blow-up but whether the
 cloud concentrates on few directions (its participation ratio (tr Σ)²/tr Σ² falls: rank loss,
 clustering) or spreads.
@@ -149,7 +149,7 @@ class Atlas:
     normalised : tuple of NormalisedFlow
         Per layer the trace-normalised flow (A = 0) from Σ0 up to the horizon: the cloud as a
         LayerNorm sees it, its participation ratio at the start and at the horizon and its
-        trend ("concentrates": losing directions, "spreads"; SPEC §8).
+        trend ("concentrates": losing directions, "spreads"; SPEC §13).
     moments_source : str, optional
         Where Σ0 of each layer comes from (MOMENTS_SOURCES): "measured" (the model's own
         tokens at that layer's attention input, `measured.measured_moments`) or "chained"
@@ -460,7 +460,7 @@ def atlas(source: Any, *, prediction: MomentPrediction | None = None,
     normalised : tuple of NormalisedFlow
         Per layer the trace-normalised flow (A = 0) from Σ0 up to the horizon: the cloud as a
         LayerNorm sees it, its participation ratio at the start and at the horizon and its
-        trend ("concentrates": losing directions, "spreads"; SPEC §8).
+        trend ("concentrates": losing directions, "spreads"; SPEC §13).
     moments_source : str, optional
         The label of where the prediction's attention covariances come from
         (MOMENTS_SOURCES; "measured" for `measured.measured_moments`, default "chained").
