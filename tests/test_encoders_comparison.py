@@ -245,3 +245,24 @@ def test_compare_command_writes_the_table_figure_and_numbers(tmp_path, capsys):
     (other / "comparison.json").write_text("my notes")
     assert main(["compare", "--model", str(folder), "--out", str(other)]) == 2
     assert (other / "comparison.json").read_text() == "my notes"
+
+
+def test_a_model_whose_layers_collapse_the_cloud_is_compared_without_crashing(tmp_path):
+    """All encoder weights zero: after the first layer every token is the same point, the
+    measured covariance is 0 and relative errors have no scale. They are 0 where the
+    prediction is exact and undefined (NaN, "undetermined") elsewhere — never an overflowed
+    1e308 — and the figure and the strict JSON document are written."""
+    from riccati_tf.io.serialize import json_document
+
+    model = tiny_encoder("bert", hidden_size=16, n_heads=4, n_layers=2, max_positions=64)
+    with torch.no_grad():
+        for p in model.encoder.parameters():
+            p.zero_()
+    result = compare(model, n_tokens=256, n_sim=10, n_sim_full=2)
+    for name in METHODS:
+        cov = result.baselines.methods[name].cov
+        assert np.all(np.isnan(cov) | (cov < 10)), (name, cov)
+    assert set(result.verdicts()) <= {"undetermined", "within_floor"}
+    stored = json.loads(json_document(result.to_json()))
+    assert "diagnosis" in stored
+    assert len(plot_comparison(result).axes) == 4

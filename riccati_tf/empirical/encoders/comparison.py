@@ -372,8 +372,8 @@ class Comparison:
                 text = "undetermined: an error or a floor is not finite"
             elif verdict == "not_applicable":
                 text = (f"no Gaussian closure applies here: the oracle (a Gaussian through the "
-                        f"real layer) is {e['oracle'] / f2:.3g}× its floor "
-                        f"(≥ {NOT_APPLICABLE_RATIO:g}×)")
+                        f"real layer) misses by {e['oracle']:.3g}, at least "
+                        f"{NOT_APPLICABLE_RATIO:g}× its floor {f2:.3g}")
             elif verdict == "within_floor":
                 text = (f"within the floor: the prediction and the best baseline differ by "
                         f"{abs(margin):.3g}, below the floor {f:.3g}")
@@ -554,10 +554,16 @@ def _moments(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 def _relative_errors(m_hat: np.ndarray, C_hat: np.ndarray, m: np.ndarray, C: np.ndarray
                      ) -> tuple[float, float]:
-    """(‖Ĉ − C‖_F/‖Ĉ‖_F, ‖m̂ − m‖/√tr Ĉ): normalised by the measured moments."""
-    tiny = np.finfo(float).tiny
-    return (float(np.linalg.norm(C_hat - C) / max(np.linalg.norm(C_hat), tiny)),
-            float(np.linalg.norm(m_hat - m) / np.sqrt(max(np.trace(C_hat), tiny))))
+    """(‖Ĉ − C‖_F/‖Ĉ‖_F, ‖m̂ − m‖/√tr Ĉ): normalised by the measured moments; for a measured
+    cloud collapsed to a point (Ĉ = 0) each is 0 where the prediction is exact, else NaN
+    (undefined: no scale to measure it by)."""
+    scale_cov, scale_mean = float(np.linalg.norm(C_hat)), float(np.sqrt(max(np.trace(C_hat), 0)))
+
+    def ratio(error: float, scale: float) -> float:
+        return error / scale if scale > 0 else (0.0 if error == 0 else float("nan"))
+
+    return (ratio(float(np.linalg.norm(C_hat - C)), scale_cov),
+            ratio(float(np.linalg.norm(m_hat - m)), scale_mean))
 
 
 def _baseline_floor(m: np.ndarray, C: np.ndarray, n: int, n_sim: int,

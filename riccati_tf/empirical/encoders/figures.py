@@ -108,6 +108,13 @@ def plot_atlas(result: Atlas) -> Figure:
     return fig
 
 
+def _finite(x: np.ndarray) -> np.ndarray:
+    """x with its non-finite entries as NaN (left out of a line: a layer whose moments vanish
+    has undefined relative errors)."""
+    x = np.asarray(x, dtype=float)
+    return np.where(np.isfinite(x), x, np.nan)
+
+
 def _log_if_positive(ax: Any, series: list[np.ndarray]) -> None:
     """A logarithmic y axis when every finite value plotted is positive: errors spread over
     decades, and one outlier flattens a linear axis."""
@@ -173,10 +180,10 @@ def plot_comparison(result: Comparison) -> Figure:
                    else np.flatnonzero(result.validity.layer_flagged) + 1)
         for ax, row, title in zip(axes[:2], (0, 1), ("one layer: covariance error",
                                                     "chained: covariance error"), strict=True):
-            ax.fill_between(layers[1:], 0, base.floor["cov"][1:], color="0.85",
+            ax.fill_between(layers[1:], 0, _finite(base.floor["cov"][1:]), color="0.85",
                             label="sampling floor (RMS)")
             for name, (style, colour) in styles.items():
-                ax.plot(layers[1:], base.methods[name].cov[row, 1:], style, color=colour,
+                ax.plot(layers[1:], _finite(base.methods[name].cov[row, 1:]), style, color=colour,
                         label=name)
             if flagged.size:  # along the top edge of the panel
                 ax.plot(flagged, np.full(flagged.size, 0.97), "kx",
@@ -187,23 +194,23 @@ def plot_comparison(result: Comparison) -> Figure:
             ax.legend(fontsize="small")
         ax = axes[2]
         pred = base.methods["prediction"]
-        ax.plot(layers, base.measured_trace, "ko-", label="tr measured")
-        ax.plot(layers, pred.trace[0], "C0s--", label="tr predicted, one layer")
-        ax.plot(layers, pred.trace[1], "C0^:", label="tr predicted, chained")
-        ax.plot(layers, base.measured_top[:, 0], "o-", color="0.5", label="λ1 measured")
-        ax.plot(layers, pred.top[0, :, 0], "C1s--", label="λ1 predicted, one layer")
-        ax.plot(layers, pred.top[1, :, 0], "C1^:", label="λ1 predicted, chained")
+        ax.plot(layers, _finite(base.measured_trace), "ko-", label="tr measured")
+        ax.plot(layers, _finite(pred.trace[0]), "C0s--", label="tr predicted, one layer")
+        ax.plot(layers, _finite(pred.trace[1]), "C0^:", label="tr predicted, chained")
+        ax.plot(layers, _finite(base.measured_top[:, 0]), "o-", color="0.5", label="λ1 measured")
+        ax.plot(layers, _finite(pred.top[0, :, 0]), "C1s--", label="λ1 predicted, one layer")
+        ax.plot(layers, _finite(pred.top[1, :, 0]), "C1^:", label="λ1 predicted, chained")
         ax.set(title="trace and top eigenvalue", xlabel="layer", ylabel="value")
-        if np.all(base.measured_top[:, 0] > 0):
-            ax.set_yscale("log")
+        _log_if_positive(ax, [base.measured_top[:, 0], pred.top[:, :, 0], pred.trace,
+                              base.measured_trace])
         _integer_ticks(ax.xaxis)
         ax.legend(fontsize="small")
     ax = axes[-1]
     floor = result.floors["cov_k"]
-    ax.fill_between(layers, 0, floor[:, 1], color="0.85",
+    ax.fill_between(layers, 0, _finite(floor[:, 1]), color="0.85",
                     label=f"Gaussian floor ({1 - result.alpha / 2:.3g} quantile)")
-    ax.plot(layers, floor[:, 0], "--", color="0.5", label="floor median")
-    ax.plot(layers, result.errors["cov_k"], "o-", label="measured vs predicted")
+    ax.plot(layers, _finite(floor[:, 0]), "--", color="0.5", label="floor median")
+    ax.plot(layers, _finite(result.errors["cov_k"]), "o-", label="measured vs predicted")
     ax.set(title="covariance error on k directions", xlabel="layer", ylabel="relative error")
     _log_if_positive(ax, [result.errors["cov_k"], floor[:, 0]])
     _integer_ticks(ax.xaxis)

@@ -6,9 +6,10 @@ deterministic method (the error of an exact Gaussian sample of the measured mome
 same n) and the oracle's floor f₂ (one such sample against another). The verdict is, in this
 order:
 
-- "not_applicable":  e_oracle ≥ NOT_APPLICABLE_RATIO · f₂ — a Gaussian pushed through the real
-  layer and moment-matched misses the measured moments by several floors, so no Gaussian
-  closure describes the layer and a comparison of closures says nothing about the theory;
+- "not_applicable":  e_oracle ≥ NOT_APPLICABLE_RATIO · f₂ and e_oracle > 0 — a Gaussian
+  pushed through the real layer and moment-matched misses the measured moments by several
+  floors, so no Gaussian closure describes the layer and a comparison of closures says nothing
+  about the theory;
 - "within_floor":    |min(e_no_change, e_no_attention) − e_pred| ≤ f — the prediction and the
   best baseline differ by less than the sampling noise of one error;
 - "beats":           the prediction's error is below the best baseline's by more than f;
@@ -62,7 +63,7 @@ def layer_verdict(errors: dict[str, float], floor: float, oracle_floor: float) -
     values = [*errors.values(), floor, oracle_floor]
     if not all(math.isfinite(v) for v in values):
         return "undetermined"
-    if errors["oracle"] >= NOT_APPLICABLE_RATIO * oracle_floor:
+    if errors["oracle"] > 0 and errors["oracle"] >= NOT_APPLICABLE_RATIO * oracle_floor:
         return "not_applicable"
     margin = min(errors["no_change"], errors["no_attention"]) - errors["prediction"]
     if abs(margin) <= floor:
