@@ -154,7 +154,8 @@ def steer(start: Gaussian, target: Gaussian, t_final: float | None = None, *,
     if not isinstance(check_accessibility, bool | np.bool_):
         raise InvalidInputError(f"check_accessibility must be True or False, got "
                                 f"{check_accessibility!r:.40}")
-    from ..lie import _fixed_values, configuration, control_system  # SymPy loads on first use
+    from ..lie import configuration, control_system  # SymPy loads on first use
+    from ..lie.system import _fixed_values
 
     conf = configuration(controls)
     held = {k: np.array(v, dtype=float) for k, v in _fixed_values(conf, d, fixed).items()
