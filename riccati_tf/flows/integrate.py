@@ -55,9 +55,11 @@ from .trajectory import (
     _guard,
 )
 
+# Trajectory (imported from here as before) is documented in riccati_tf.flows.trajectory and as
+# riccati_tf.Trajectory
 __all__ = ["CALL_MAX_FLOATS", "DEFAULT_ATOL", "DEFAULT_OUTPUTS", "DEFAULT_RTOL",
            "LAYERS_DEFAULT_MAX", "LAYERS_MAX_FLOATS", "RK_DEFAULT_MAX_STEPS",
-           "RK_NEAR_BLOWUP_RTOL", "TIME_ROUNDING", "State", "Trajectory", "flow", "layers"]
+           "RK_NEAR_BLOWUP_RTOL", "TIME_ROUNDING", "State", "flow", "layers"]
 
 #: flow's default tolerances (rtol, atol) of "rk"
 DEFAULT_RTOL, DEFAULT_ATOL = 1e-10, 1e-12

@@ -12,7 +12,7 @@ from ..state.params import Gaussian, Params, check_dims
 from ..state.validation import as_count, as_time
 from .trajectory import Trajectory, _finite_params, _guard
 
-__all__ = ["LAYERS_DEFAULT_MAX", "LAYERS_MAX_FLOATS", "layers"]
+__all__: list[str] = []  # layers, LAYERS_DEFAULT_MAX, LAYERS_MAX_FLOATS: riccati_tf.flows.integrate
 
 
 #: layers: default largest number of layers, and the largest output (floats) kept in memory

@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from .dense import _ExactDense
     from .rk.dense import _RkDense
 
-__all__ = ["CALL_MAX_FLOATS", "TIME_ROUNDING", "State", "Trajectory"]
+__all__ = ["State", "Trajectory"]  # the constants: riccati_tf.flows.integrate
 
 #: tr(t) reads a time within TIME_ROUNDING·max(|start|, |end|) of a stored time (or of the end of
 #: the interval) as that time: 0.3 names the layer at depth 3 · 0.1 = 0.30000000000000004
