@@ -7,7 +7,7 @@
     AΣ + Σ_h (V_hΣ)(B_hΣ) (1 + 3H products), written out here;
 (b) flow(method="rk") of that layer to t = 2 — target ≤ 15 units; the same heads given as dense
     (V_h, B_h) pairs, which flow factors itself (pivoted QR, `state.lowrank.factored_layer`),
-    and integrated as given (`integrate._rk_flow`, 2H + 1 products per right-hand side);
+    and integrated as given (`rk.run._rk_flow`, 2H + 1 products per right-hand side);
 (c) flow(method="rk") vs plain scipy solve_ivp DOP853 (no event, no dense output) on the same
     moment system at d = 8 with the same number of right-hand-side evaluations — target ≤ 1.2×;
 (d) where flow starts factoring dense heads (state.lowrank.FACTOR_MIN_D): per d, the RHS of
@@ -28,6 +28,7 @@ import numpy as np
 from scipy.integrate import solve_ivp
 from scipy.linalg import solve_continuous_lyapunov
 
+import riccati_tf.flows.rk.run as rk_run
 from riccati_tf import Gaussian, Params, flow
 from riccati_tf.flows import integrate
 from riccati_tf.state.lowrank import FACTOR_MIN_D, factored_layer, value_factors
@@ -138,13 +139,13 @@ def small_case(rng, centred: bool):
 
 def overhead_rows(rng):
     """(case, nfev rk, nfev plain, CPU times) at d = 8 and flow's default tolerances and output
-    times; the plain run gets the per-entry atol that rk uses (integrate._scaled_atol), so both take
+    times; the plain run gets the per-entry atol that rk uses (rk.run._scaled_atol), so both take
     the same steps (rk adds one evaluation: its end-of-run blow-up check)."""
     rows = []
     t_eval = np.linspace(0.0, SMALL_T, integrate.DEFAULT_OUTPUTS)
     for label, centred in [("m0, b ≠ 0", False), ("m0 = b = 0", True)]:
         p, g = small_case(rng, centred)
-        atol = integrate._scaled_atol(g, ATOL, RTOL)
+        atol = rk_run._scaled_atol(g, ATOL, RTOL)
         n_rk = counted_evaluations(lambda p=p, g=g: flow(p, g, SMALL_T, method="rk"))
         n_plain = plain_dop853(p, g, atol, t_eval).nfev
         t = cpu_times({"rk": lambda p=p, g=g: flow(p, g, SMALL_T, method="rk"),
@@ -208,9 +209,9 @@ def main():
                         pf, g, T, method="rk", dense_output=False),
                     "dense pairs (factored by flow)": from_pairs}, 2)
     t_out = np.linspace(0.0, T, integrate.DEFAULT_OUTPUTS)
-    tb |= cpu_times({"dense pairs as given": lambda: integrate._rk_flow(
+    tb |= cpu_times({"dense pairs as given": lambda: rk_run._rk_flow(
         pd, g, t_out, T, RTOL, ATOL, dense_output=True)}, 1)
-    ref, got = integrate._rk_flow(pd, g, t_out, T, RTOL, ATOL), from_pairs()
+    ref, got = rk_run._rk_flow(pd, g, t_out, T, RTOL, ATOL), from_pairs()
     print(f"{'heads':>34} {'RHS evals':>10} {'time [s]':>9} {'units':>7}")
     for name, seconds in tb.items():
         print(f"{name:>34} {n_eval:>10} {seconds:>9.2f} {seconds / unit:>7.1f}")

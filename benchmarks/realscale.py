@@ -86,9 +86,9 @@ def unit_of(d: int) -> float:
 
 
 def _counting(fn):
-    """fn wrapped so that the right-hand sides of rk are counted (integrate._rk_rhs)."""
-    import riccati_tf.flows.integrate as integrate
-    original = integrate._rk_rhs
+    """fn wrapped so that the right-hand sides of rk are counted (rk.run._rk_rhs)."""
+    import riccati_tf.flows.rk.run as rk_run
+    original = rk_run._rk_rhs
     count = [0]
 
     def rhs_factory(*args, **kwargs):
@@ -100,11 +100,11 @@ def _counting(fn):
         return counted
 
     def run():
-        integrate._rk_rhs = rhs_factory
+        rk_run._rk_rhs = rhs_factory
         try:
             return fn(), count[0]
         finally:
-            integrate._rk_rhs = original
+            rk_run._rk_rhs = original
     return run
 
 

@@ -1417,8 +1417,8 @@ def test_a_blowup_before_the_first_ball_check_is_integrated_once(integrators):
 
 def _flow_calls(p, d, t_final):
     """Right-hand sides of one rk flow of p from Σ0 = I to t_final at INTEGRATION_RTOL."""
-    import riccati_tf.flows.integrate as integrate
+    import riccati_tf.flows.rk.run as rk_run
     counter = [0]
-    integrate._rk_flow(p, Gaussian(np.zeros(d), np.eye(d)), np.array([0.0, t_final]), t_final,
-                       INTEGRATION_RTOL, 1e-12, counter=counter)
+    rk_run._rk_flow(p, Gaussian(np.zeros(d), np.eye(d)), np.array([0.0, t_final]), t_final,
+                    INTEGRATION_RTOL, 1e-12, counter=counter)
     return counter[0]

@@ -8,9 +8,15 @@ from hypothesis import strategies as st
 from scipy.integrate import solve_ivp
 from scipy.linalg import solve_continuous_lyapunov
 
+import riccati_tf.flows.rk.blowup as rk_blowup
+import riccati_tf.flows.rk.constants as rk_constants
+import riccati_tf.flows.rk.packing as rk_packing
+import riccati_tf.flows.rk.run as rk_run
+import riccati_tf.flows.rk.stepper as rk_stepper
+import riccati_tf.flows.rk.sundman as rk_sundman
 from riccati_tf import Gaussian, Head, Params, flow
 from riccati_tf.errors import InvalidInputError, SolverError
-from riccati_tf.flows.integrate import BLOWUP_EXTRAPOLATION
+from riccati_tf.flows.rk.constants import BLOWUP_EXTRAPOLATION
 
 from .cases import general_params, random_cov, random_gaussian, scalar_v_params
 
@@ -351,7 +357,7 @@ def test_rk_refuses_a_rate_beyond_float64():
 
 
 def test_rk_dense_output_of_a_fast_layer():
-    # rates ≈ 1e8 (beyond integrate.RK_RATE_MAX): the continuous extension, kept in the time
+    # rates ≈ 1e8 (beyond rk.constants.RK_RATE_MAX): the continuous extension, kept in the time
     # unit, still gives Σ(t) and m(t) between the output times
     rng = np.random.default_rng(1)
     d, s = 3, 1e8
@@ -399,26 +405,24 @@ def test_rk_output_is_exactly_symmetric_and_centred_mean_is_zero(rng):
 
 @pytest.fixture
 def sundman_runs(monkeypatch):
-    """The list that gets one entry per Sundman run of rk (integrate._sundman_solve)."""
-    import riccati_tf.flows.integrate as integrate
+    """The list that gets one entry per Sundman run of rk (rk.sundman._sundman_solve)."""
     runs = []
-    original = integrate._sundman_solve
-    monkeypatch.setattr(integrate, "_sundman_solve", lambda *a: runs.append(1) or original(*a))
+    original = rk_sundman._sundman_solve
+    monkeypatch.setattr(rk_run, "_sundman_solve", lambda *a: runs.append(1) or original(*a))
     return runs
 
 
 def _counted(monkeypatch):
     """The list that gets one entry per right-hand-side evaluation of rk (the functions made
-    by integrate._rk_rhs)."""
-    import riccati_tf.flows.integrate as integrate
+    by rk.run._rk_rhs)."""
     calls = []
-    original = integrate._rk_rhs
+    original = rk_run._rk_rhs
 
     def counting(*args, **kwargs):
         rhs = original(*args, **kwargs)
         return lambda t, y: calls.append(1) or rhs(t, y)
 
-    monkeypatch.setattr(integrate, "_rk_rhs", counting)
+    monkeypatch.setattr(rk_run, "_rk_rhs", counting)
     return calls
 
 
@@ -428,7 +432,6 @@ def test_rk_crosses_the_pole_in_sundman_time(rng, d, monkeypatch, sundman_runs):
     # (dt/dσ = s_ref/tr Σ) from the trace's first doubling: T*, the blow-up direction and
     # every output before T* (mean included) agree with the closed form, with fewer than half
     # the right-hand-side evaluations of stepping in t through the pole
-    import riccati_tf.flows.integrate as integrate
     C = rng.standard_normal((d, d))
     p = Params(A=0.3 * rng.standard_normal((d, d)), B=C @ C.T / d + np.eye(d), V=0.5 * np.eye(d),
                b=rng.standard_normal(d))
@@ -445,7 +448,7 @@ def test_rk_crosses_the_pole_in_sundman_time(rng, d, monkeypatch, sundman_runs):
         amplification = T / (T - t)
         assert rel_err(rk.cov[k], ex.cov[k]) <= 1e-8 * amplification
         assert rel_err(rk.mean[k], ex.mean[k]) <= 1e-8 * amplification
-    monkeypatch.setattr(integrate, "SUNDMAN_SHARE", np.inf)  # never switch: stepping in t
+    monkeypatch.setattr(rk_blowup, "SUNDMAN_SHARE", np.inf)  # never switch: stepping in t
     n_sigma = len(calls)
     rk_t = flow(p, g, 10.0, method="rk", dense_output=False)
     in_t = calls[n_sigma:]
@@ -554,7 +557,7 @@ def test_exact_mean_growth_names_a_nonnegative_abscissa():
     assert rel_err(tr.mean[-1], np.exp(5.0) * tr.mean[0]) < 1e-12  # settled: ṁ = m/2
 
 
-# --- the pole stop of rk without dense output (integrate._PoleWatch) ------------------------
+# --- the pole stop of rk without dense output (rk.sundman._PoleWatch) ------------------------
 
 def _pole_checks(tr, T, rtol):
     """The stop's claims against the true T*: a blow-up, T* inside (t_reached, T_upper] up to
@@ -670,11 +673,10 @@ def test_rk_pole_stop_on_random_general_v_layers(sundman_runs):
 
 
 def test_sundman_tolerance_loosens_towards_the_pole_as_t_star_allows():
-    """The tolerance schedule towards a pole (integrate.SUNDMAN_LOOSEN_MAX): on random real-shape
+    """The tolerance schedule towards a pole (rk.constants.SUNDMAN_LOOSEN_MAX): on random real-shape
     multi-head layers (12 factored heads of rank 2, A = 0 or anti-stable), each power q of the
     schedule costs fewer right-hand sides than the one before (q = 0, the uniform tolerance;
     1/2, flow's; 1, certify's) and T* stays within 10·rtol·T* of DOP853 at rtol 1e-12."""
-    import riccati_tf.flows.integrate as integrate
 
     rng = np.random.default_rng(5)
     d, rtol = 24, 1e-9
@@ -688,8 +690,8 @@ def test_sundman_tolerance_loosens_towards_the_pole_as_t_star_allows():
         calls = []
         for q in (0.0, 0.5, 1.0):
             counter = [0]
-            tr = integrate._rk_flow(p, g, np.array([0.0, 10.0]), 10.0, rtol, 1e-12,
-                                    counter=counter, loosen_power=q)
+            tr = rk_run._rk_flow(p, g, np.array([0.0, 10.0]), 10.0, rtol, 1e-12,
+                                 counter=counter, loosen_power=q)
             assert tr.status == "blowup" and abs(tr.blowup_time - T) <= 10 * rtol * T
             calls.append(counter[0])
         assert calls[0] > calls[1] > calls[2], calls
@@ -699,7 +701,6 @@ def test_sundman_steps_do_not_depend_on_the_output_times():
     """A blow-up run with 101 output times takes the same steps towards the pole as one with
     none between 0 and t_final: the same T* and bracket to the bit (the right-hand sides differ
     by DOP853's three extra stages of each step's continuous extension at output times)."""
-    import riccati_tf.flows.integrate as integrate
 
     rng = np.random.default_rng(8)
     d = 12
@@ -709,7 +710,7 @@ def test_sundman_steps_do_not_depend_on_the_output_times():
     runs = []
     for grid in (np.linspace(0.0, 20.0, 101), np.array([0.0, 20.0])):
         counter = [0]
-        tr = integrate._rk_flow(p, g, grid, 20.0, 1e-10, 1e-12, counter=counter)
+        tr = rk_run._rk_flow(p, g, grid, 20.0, 1e-10, 1e-12, counter=counter)
         runs.append((counter[0], tr.blowup_time, tr.blowup_bracket))
     assert runs[0][1] is not None and runs[0][1] < 20.0 / 4  # several outputs in σ
     assert runs[0][1:] == runs[1][1:] and runs[0][0] > runs[1][0]
@@ -720,7 +721,6 @@ def test_rk_pole_stop_leaves_flows_without_blowup_alone(monkeypatch):
     and one that settles: no blow-up claimed, and the states are those of the run without the
     pole stop (the watch keeping its record, which sets the tolerances, but never stopping), to
     the bit."""
-    import riccati_tf.flows.integrate as integrate
 
     grows_then_decays = (
         Params([[-1.0113, 2.4678], [-2.9591, -0.919]], B=[[-1.1424, 2.7073], [2.7073, -0.3777]],
@@ -729,8 +729,8 @@ def test_rk_pole_stop_leaves_flows_without_blowup_alone(monkeypatch):
     settles = (Params(-np.eye(2), B=np.eye(2), V=0.5 * np.eye(2)), Gaussian([1.0, 0.0], np.eye(2)))
     runs = [flow(p, g, 5.0, method="rk", dense_output=False)
             for p, g in (grows_then_decays, settles)]
-    bracket = integrate._PoleWatch.bracket
-    monkeypatch.setattr(integrate._PoleWatch, "bracket", lambda *a: bracket(*a) and None)
+    bracket = rk_sundman._PoleWatch.bracket
+    monkeypatch.setattr(rk_sundman._PoleWatch, "bracket", lambda *a: bracket(*a) and None)
     for tr, (p, g) in zip(runs, (grows_then_decays, settles), strict=True):
         ref = flow(p, g, 5.0, method="rk", dense_output=False)
         assert tr.status == ref.status == "completed" and tr.blowup_bracket is None
@@ -743,11 +743,10 @@ def test_sundman_steps_hold_each_entry_to_its_cauchy_schwarz_scale():
     entries crossing zero the Sundman run's states at t = T*(1 − 10^−k), k = 1 … 6, stay within
     the accuracy flow states near a blow-up, rtol·T*/(T* − t) relative (against DOP853 at
     rtol 1e-13 in t), in fewer steps than entry-by-entry control."""
-    import riccati_tf.flows.integrate as integrate
 
     z = np.array([7.0, 1.0, -3.0, 9.0, -5.0, -5.0, 4.0])  # t, m (2), vec Σ (2 × 2)
     atol = np.array([1e-12, 1e-12, 1e-12, 1e-6, 1e-12, 1e-12])
-    got = integrate._sundman_atol(np.full(7, 5.0), z, atol, 1e-8, 2, 2)
+    got = rk_sundman._sundman_atol(np.full(7, 5.0), z, atol, 1e-8, 2, 2)
     assert np.allclose(got, [5.0, 5.0, 5.0, 9e-8, 1e-6, 6e-8, 4e-8], rtol=1e-15, atol=0)
 
     rng = np.random.default_rng(3)
@@ -760,9 +759,9 @@ def test_sundman_steps_hold_each_entry_to_its_cauchy_schwarz_scale():
     tr = flow(p, Gaussian(np.zeros(d), S0), 50.0, method="rk")
     assert tr.status == "blowup"
     grid = tr.blowup_time * (1 - np.logspace(-1, -6, 6))
-    rhs = integrate._rk_rhs(p, d, 10**6, False)
-    event = integrate._TraceEvent(0, d, 1e30)
-    never = integrate._PoleWatch(0.0, 0.0, lambda t, y: 0.0)
+    rhs = rk_run._rk_rhs(p, d, 10**6, False)
+    event = rk_stepper._TraceEvent(0, d, 1e30)
+    never = rk_sundman._PoleWatch(0.0, 0.0, lambda t, y: 0.0)
     steps = []
     for atol_grows in (True, False):
         calls = []
@@ -771,16 +770,16 @@ def test_sundman_steps_hold_each_entry_to_its_cauchy_schwarz_scale():
             calls.append(t)
             return rhs(t, y)
         if atol_grows:
-            ours = integrate._sundman_solve(counted, 0.0, grid[-1], y0, grid, event, 1e-9,
-                                            np.full(d * d, 1e-12), never, 1.0)
+            ours = rk_sundman._sundman_solve(counted, 0.0, grid[-1], y0, grid, event, 1e-9,
+                                             np.full(d * d, 1e-12), never, 1.0)
         else:  # entry by entry: the floor switched off
-            keep = integrate._sundman_atol
-            integrate._sundman_atol = lambda current, *_: current
+            keep = rk_sundman._sundman_atol
+            rk_sundman._sundman_atol = lambda current, *_: current
             try:
-                integrate._sundman_solve(counted, 0.0, grid[-1], y0, grid, event, 1e-9,
-                                         np.full(d * d, 1e-12), never, 1.0)
+                rk_sundman._sundman_solve(counted, 0.0, grid[-1], y0, grid, event, 1e-9,
+                                          np.full(d * d, 1e-12), never, 1.0)
             finally:
-                integrate._sundman_atol = keep
+                rk_sundman._sundman_atol = keep
         steps.append(len(calls))
     ref = solve_ivp(lambda t, y: rhs(t, y), (0.0, grid[-1]), y0, method="DOP853", rtol=1e-13,
                     atol=1e-16, t_eval=grid)
@@ -797,16 +796,15 @@ def test_rk_sundman_run_matches_solve_ivp_on_the_same_steps():
     equal those of solve_ivp on the same augmented system (z = (t, y), events at the output
     times) to rounding. atol 1e-7 lies above rtol·√(Σ_ii Σ_jj) throughout, so the step-by-step
     tolerance (`_sundman_atol`) leaves it as solve_ivp has it."""
-    import riccati_tf.flows.integrate as integrate
 
     p = Params(0.3 * np.eye(2), B=np.eye(2), V=np.eye(2))
     y0 = np.eye(2).ravel()
-    rhs = integrate._rk_rhs(p, 2, 10**6, False)
-    event = integrate._TraceEvent(0, 2, 1e8 * 2)
+    rhs = rk_run._rk_rhs(p, 2, 10**6, False)
+    event = rk_stepper._TraceEvent(0, 2, 1e8 * 2)
     t0, grid = 0.05, np.linspace(0.05, 0.25, 5)
-    never = integrate._PoleWatch(0.0, 0.0, lambda t, y: 0.0)
-    ours = integrate._sundman_solve(rhs, t0, grid[-1], y0, grid[1:], event, 1e-9,
-                                    np.full(4, 1e-7), never, t0)
+    never = rk_sundman._PoleWatch(0.0, 0.0, lambda t, y: 0.0)
+    ours = rk_sundman._sundman_solve(rhs, t0, grid[-1], y0, grid[1:], event, 1e-9,
+                                     np.full(4, 1e-7), never, t0)
 
     def f(_s, z):
         w = 2.0 / (z[1] + z[4])  # s_ref / tr Σ
@@ -846,7 +844,6 @@ def test_rk_rhs_is_drift_arrays_bit_for_bit_and_M_the_sum_over_heads(rng, d, A_s
     """M(Σ) of a layer of factored heads of one rank (`_Stack.product`'s batched path) is
     A + Σ_h O_h V_h Σ K_hᵀ Q_h, summed head by head here, to rounding; the right-hand side of
     rk is `drift_arrays`'s (ṁ, Σ̇) to the last bit, with and without a mean."""
-    import riccati_tf.flows.integrate as integrate
     from riccati_tf.state.moments import drift_arrays
 
     p = _factored_layer(rng, d, A_scale, identity_K)
@@ -855,10 +852,10 @@ def test_rk_rhs_is_drift_arrays_bit_for_bit_and_M_the_sum_over_heads(rng, d, A_s
     assert np.abs(p.M(S) - ref).max() <= 64 * np.finfo(float).eps * np.abs(ref).max()
     m = rng.standard_normal(d)
     X, dm = drift_arrays(p, m, S)
-    with_mean = integrate._rk_rhs(p, d, 10, True)(0.0, np.concatenate([m, S.ravel()]))
+    with_mean = rk_run._rk_rhs(p, d, 10, True)(0.0, np.concatenate([m, S.ravel()]))
     assert np.array_equal(with_mean, np.concatenate([dm, (X + X.T).ravel()]))
     X, _ = drift_arrays(p, None, S)
-    assert np.array_equal(integrate._rk_rhs(p, d, 10, False)(0.0, S.ravel()), (X + X.T).ravel())
+    assert np.array_equal(rk_run._rk_rhs(p, d, 10, False)(0.0, S.ravel()), (X + X.T).ravel())
 
 
 def test_M_of_heads_of_several_ranks_and_dense_pairs_is_the_sum_over_heads(rng):
@@ -882,11 +879,10 @@ def test_rk_states_are_the_outputs_symmetrised_and_time_major(rng, d, with_mean)
     stored time-major (Σ(t_1..t_k) a contiguous (k, d, d) view), each Σ its block's upper
     triangle mirrored (Σ_ji = Σ_ij for i ≤ j), the mean as stored; from full states below
     PACK_MIN_D and from packed ones above."""
-    import riccati_tf.flows.integrate as integrate
 
     k = d if with_mean else 0
     n = k + d * d
-    packing = integrate._packing(k, d)
+    packing = rk_packing._packing(k, d)
     full = [rng.standard_normal((n, m)) for m in (1, 4, 0, 7, 2)]
     Y = packing.states([packing.packed(block) for block in full])  # rows: the stored state
     ref = np.concatenate(full, axis=1)
@@ -926,7 +922,6 @@ def test_rk_matches_solve_ivp_on_the_full_state(rng, d, kind, with_mean):
     itself for Σ0 = I): the same output times, right-hand sides within one step's 12 (the first
     step is DOP853's own choice on each state, the steps after it the same test), states that
     agree to the tolerance's order, and each Σ exactly symmetric."""
-    import riccati_tf.flows.integrate as integrate
     from riccati_tf.state.moments import drift_arrays
 
     p = _factored_layer(rng, d, 1.0 if kind == "converging" else 0.0, v_scale=0.2)
@@ -935,12 +930,12 @@ def test_rk_matches_solve_ivp_on_the_full_state(rng, d, kind, with_mean):
     g = Gaussian(rng.standard_normal(d) if with_mean else np.zeros(d), np.eye(d))
     T = 5.0 if kind == "converging" else 1.0
     counter = [0]
-    tr = integrate._rk_flow(p, g, np.linspace(0.0, T, 101), T, 1e-10, 1e-12, counter=counter)
+    tr = rk_run._rk_flow(p, g, np.linspace(0.0, T, 101), T, 1e-10, 1e-12, counter=counter)
 
     def rhs(_t, y):
         X, dm = drift_arrays(p, y[:d], y[d:].reshape(d, d))
         return np.concatenate([dm, (X + X.T).ravel()])
-    # the cov-only run's loosened tolerances (integrate._rk_run) are the full state's with m ≡ 0
+    # the cov-only run's loosened tolerances (rk.run._rk_run) are the full state's with m ≡ 0
     sol = solve_ivp(rhs, (0.0, T), np.concatenate([g.mean, g.cov.ravel()]), method="DOP853",
                     rtol=1e-10, atol=1e-12, t_eval=np.linspace(0.0, T, 101))
     assert tr.status == "completed" and abs(counter[0] - sol.nfev) <= 12
@@ -959,11 +954,10 @@ def test_packed_error_norm_is_the_full_states(rng, packed, with_mean):
     on symmetric states (below PACK_MIN_D the state is not packed)."""
     from scipy.integrate import DOP853
 
-    import riccati_tf.flows.integrate as integrate
 
-    d = integrate.PACK_MIN_D + (1 if packed else -1)
+    d = rk_constants.PACK_MIN_D + (1 if packed else -1)
     k = d if with_mean else 0
-    pk = integrate._packing(k, d)
+    pk = rk_packing._packing(k, d)
     assert (pk.pack is not None) == packed
 
     def symmetric_state():
@@ -990,8 +984,8 @@ def test_packed_error_norm_is_the_full_states(rng, packed, with_mean):
         return np.zeros_like(y)
     full = DOP853(zero, 0.0, y0, 1.0, rtol=1e-6, atol=1e-8)
     v0 = pk.packed(y0)
-    solver = integrate._PackedDOP853(zero, 0.0, v0, 1.0, rtol=1e-6, atol=1e-8 + 0 * v0,
-                                     packing=pk, f0=np.zeros_like(v0))
+    solver = rk_packing._PackedDOP853(zero, 0.0, v0, 1.0, rtol=1e-6, atol=1e-8 + 0 * v0,
+                                      packing=pk, f0=np.zeros_like(v0))
     for h in (1e-3, 0.1, 2.0):
         assert solver._estimate_error_norm(
             np.stack([pk.packed(row) for row in K]), h, pk.packed(scale)) == pytest.approx(
@@ -1004,22 +998,21 @@ def test_rk_end_growth_is_the_trace_of_the_last_right_hand_side(rng, d):
     (DOP853 evaluates f at each accepted step's end; `_check_near_blowup` reads it instead of
     forming M(Σ) again): trace_growth at the returned end state, packed (d = 24) or not; None
     when the last output time lies before the end of the run."""
-    import riccati_tf.flows.integrate as integrate
 
     A = -0.3 * np.eye(d) + rng.standard_normal((d, d)) / (3 * np.sqrt(d))
     V, B = (rng.standard_normal((d, d)) / np.sqrt(d) for _ in range(2))
     p = Params(A, B=B, V=V)
     cov0 = np.eye(d) + 0.1 * np.ones((d, d))
-    rhs = integrate._rk_rhs(p, d, 10**6, with_mean=False)
+    rhs = rk_run._rk_rhs(p, d, 10**6, with_mean=False)
     y0 = cov0.ravel()
     for grid, ends in ((np.linspace(0.0, 0.6, 7), True), (np.array([0.0, 0.3]), False)):
-        sol = integrate._t_solve(rhs, 0.0, 0.6, y0, grid, None, 1e-10, np.full(d * d, 1e-12),
-                                 lambda *_: False, d, rhs(0.0, y0))
+        sol = rk_stepper._t_solve(rhs, 0.0, 0.6, y0, grid, None, 1e-10, np.full(d * d, 1e-12),
+                                  lambda *_: False, d, rhs(0.0, y0))
         assert sol.status == 0
         if not ends:
             assert sol.growth is None
             continue
-        growth, _ = integrate.trace_growth(p, sol.y[:, -1].reshape(d, d))
+        growth, _ = rk_blowup.trace_growth(p, sol.y[:, -1].reshape(d, d))
         assert sol.growth == pytest.approx(growth, rel=1e-9)
 
 
@@ -1028,17 +1021,16 @@ def test_rk_pole_test_from_the_first_right_hand_side(seed):
     """At t = 0 rk reads d tr Σ/dt off its first right-hand side (the trace of Σ̇) instead of
     forming M(Σ0) again: the same decision and, to rounding, the same pole estimate as
     `trace_growth`'s."""
-    import riccati_tf.flows.integrate as integrate
 
     rng = np.random.default_rng(seed)
     d = 5
     p = _factored_layer(rng, d, seed % 2)
     g = random_gaussian(rng, d)
     y = np.concatenate([g.mean, g.cov.ravel()])
-    f0 = integrate._rk_rhs(p, d, 10, True)(0.0, y)
+    f0 = rk_run._rk_rhs(p, d, 10, True)(0.0, y)
     for t_final in (0.1, 1.0, 10.0, 1e3):
-        ref = integrate._pole_ahead(p, d, 0.0, y, t_final)
-        got = integrate._pole_ahead(p, d, 0.0, y, t_final, float(f0[d::d + 1].sum()))
+        ref = rk_blowup._pole_ahead(p, d, 0.0, y, t_final)
+        got = rk_blowup._pole_ahead(p, d, 0.0, y, t_final, float(f0[d::d + 1].sum()))
         assert (ref is None) == (got is None)
         if ref is not None:
             assert abs(got[0] - ref[0]) <= 1e-13 * ref[0]

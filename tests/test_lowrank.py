@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+import riccati_tf.flows.rk.run as rk_run
 from riccati_tf import Gaussian, Head, Params, flow
 from riccati_tf.errors import SolverError
 from riccati_tf.flows import integrate
@@ -112,7 +113,7 @@ def test_rk_flow_factors_dense_heads_of_low_rank(rng, monkeypatch):
     p, g = encoder_like(rng, FACTOR_MIN_D, 4)
     tr = flow(p, g, 1.0, t_eval=[0.0, 0.5, 1.0])
     assert len(seen) == 1 and all(f is not None for f in seen[0].factors)
-    dense = integrate._rk_flow(p, g, np.array([0.0, 0.5, 1.0]), 1.0, 1e-10, 1e-12)
+    dense = rk_run._rk_flow(p, g, np.array([0.0, 0.5, 1.0]), 1.0, 1e-10, 1e-12)
     for got, ref in ((tr.cov, dense.cov), (tr.mean, dense.mean)):
         assert np.abs(got - ref).max() <= 1e-8 * np.abs(ref).max()
     small, gs = encoder_like(rng, FACTOR_MIN_D // 2, 4)
@@ -142,4 +143,4 @@ def test_flow_of_overflowing_dense_heads_fails_as_the_dense_integration(rng):
     with pytest.raises(SolverError, match="budget"):
         flow(p, g, 0.5, max_steps=50)
     with pytest.raises(SolverError, match="budget"):
-        integrate._rk_flow(p, g, np.array([0.0, 0.5]), 0.5, 1e-10, 1e-12, max_steps=50)
+        rk_run._rk_flow(p, g, np.array([0.0, 0.5]), 0.5, 1e-10, 1e-12, max_steps=50)

@@ -92,13 +92,13 @@ DIRECTION_RTOL = 1e-6
 #: margins of CLOSE_RTOL and more) and tight enough that T* stays within 1e-8 of DOP853 at rtol
 #: 1e-12 where the flow amplifies early errors tenfold (benchmarks.certify's blow-up case:
 #: 4.5e-9 here, 1.0e-8 at rtol 1e-9; tests/test_certificates.py); the steps towards a pole loosen
-#: it as T* allows (flows.integrate.SUNDMAN_LOOSEN_MAX)
+#: it as T* allows (flows.rk.constants.SUNDMAN_LOOSEN_MAX)
 INTEGRATION_RTOL = 3e-10
 INTEGRATION_ATOL = 1e-12
 #: the relative width to which the Runge–Kutta evidence brackets a general-V T* (the pole stop,
-#: flows.integrate.POLE_SPAN)
+#: flows.rk.constants.POLE_SPAN)
 BLOWUP_RTOL = 1e-9
-#: the power of the evidence's tolerance schedule towards a pole (flows.integrate.
+#: the power of the evidence's tolerance schedule towards a pole (flows.rk.constants.
 #: SUNDMAN_LOOSEN_MAX): 1, the schedule for a run whose only product there is T*
 BLOWUP_LOOSEN_POWER = 1.0
 #: check() in exact rational arithmetic up to this d

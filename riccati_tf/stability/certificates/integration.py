@@ -14,14 +14,9 @@ import numpy as np
 from scipy.linalg import LinAlgError
 
 from ...errors import SolverError
-from ...flows.integrate import (
-    DEFAULT_ATOL,
-    DEFAULT_RTOL,
-    RK_EVALUATIONS_PER_STEP,
-    Trajectory,
-    _rk_flow,
-    flow,
-)
+from ...flows.integrate import DEFAULT_ATOL, DEFAULT_RTOL, Trajectory, flow
+from ...flows.rk.constants import RK_EVALUATIONS_PER_STEP
+from ...flows.rk.run import _rk_flow
 from ...state.lowrank import FACTOR_MIN_D, factored_layer
 from ...state.params import Gaussian, Params
 from ...state.validation import psd_part

@@ -18,7 +18,8 @@ import numpy as np
 from scipy.linalg import eigh
 
 from ...errors import SolverError
-from ...flows.integrate import SUNDMAN_SHARE, attention_driven
+from ...flows.rk.blowup import attention_driven
+from ...flows.rk.constants import SUNDMAN_SHARE
 from ...state.params import Params
 from ...state.validation import psd_rank
 from ..equilibria import (
