@@ -48,6 +48,29 @@ def participation_ratio(cov: np.ndarray) -> float:
     """r(Σ) = (tr Σ)² / tr(Σ²), the effective number of directions of Σ ⪰ 0 (module
     docstring); 0 for Σ = 0.
 
+    Parameters
+    ----------
+    cov : (d, d) ndarray
+        A symmetric positive semidefinite matrix.
+
+    Returns
+    -------
+    float
+        r(Σ) ∈ [1, rank Σ] (0 for Σ = 0).
+
+    Raises
+    ------
+    ValueError
+        From numpy for a non-square array.
+
+    See Also
+    --------
+    normalised_flow : reports it along the flow.
+
+    References
+    ----------
+    .. [1] riccati_tf theory, SPEC §13 "The flow after LayerNorm".
+
     Examples
     --------
     >>> import numpy as np
@@ -60,6 +83,32 @@ def participation_ratio(cov: np.ndarray) -> float:
 
 def normalised_rhs(params: Params, cov: np.ndarray) -> np.ndarray:
     """Σ̇ = F(Σ) − (tr F(Σ)/tr Σ) Σ, the trace-normalised covariance flow (module docstring).
+
+    Parameters
+    ----------
+    params : Params
+        The layer (A and heads).
+    cov : (d, d) ndarray
+        Σ, symmetric with tr Σ > 0 (not validated: the integrator's inner loop).
+
+    Returns
+    -------
+    (d, d) ndarray
+        The right-hand side, trace-free.
+
+    Raises
+    ------
+    ValueError
+        From numpy for arrays of the wrong shape.
+
+    See Also
+    --------
+    normalised_flow : integrates it.
+    riccati_tf.moment_rhs : F(Σ), with the mean.
+
+    References
+    ----------
+    .. [1] riccati_tf theory, SPEC §13 "The flow after LayerNorm".
 
     Examples
     --------
@@ -95,6 +144,27 @@ class NormalisedFlow:
         max_t |tr Σ(t) − tr Σ0| / tr Σ0, the integration's departure from the constraint.
     rtol : float
         The integrator's relative tolerance.
+
+    Raises
+    ------
+    dataclasses.FrozenInstanceError
+        On assignment to a field.
+
+    See Also
+    --------
+    normalised_flow : produces it.
+
+    References
+    ----------
+    .. [1] riccati_tf theory, SPEC §13 "The flow after LayerNorm".
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from riccati_tf import Params
+    >>> run = normalised_flow(Params(B=np.eye(2), V=-np.eye(2)), np.diag([2.0, 1.0]), 5.0)
+    >>> run.trend, sorted(run.to_json())
+    ('spreads', ['horizon', 'ratio_end', 'ratio_start', 'rtol', 'trace_drift', 'trend'])
     """
 
     t: np.ndarray
@@ -141,6 +211,11 @@ def normalised_flow(params: Params, cov0: np.ndarray, horizon: float, *, n_eval:
     SolverError
         If the integration fails or leaves the constraint tr Σ = tr Σ0 by more than 1e-6
         relative.
+
+    See Also
+    --------
+    participation_ratio : the ratio reported.
+    riccati_tf.flow : the moment flow itself.
 
     References
     ----------

@@ -53,7 +53,21 @@ def relative_paths(numbers: Any, folder: str | Path, paths: Iterable[str | Path 
 
     Returns
     -------
-    The same structure with the strings rewritten (the input is not changed).
+    object
+        The same structure with the strings rewritten (the input is not changed).
+
+    Raises
+    ------
+    OSError
+        From the file system when a path cannot be resolved.
+
+    See Also
+    --------
+    riccati_tf.io.serialize.json_document : the JSON the rewritten numbers go into.
+
+    References
+    ----------
+    .. [1] Python's os.path.relpath.
 
     Examples
     --------

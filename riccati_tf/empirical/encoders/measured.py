@@ -78,6 +78,18 @@ def measured_moments(model: Any, encoder: Encoder, inputs: Inputs, *,
     References
     ----------
     .. [1] riccati_tf theory, SPEC §7 "Validation against real Transformers".
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from riccati_tf.empirical.encoders import extract
+    >>> from riccati_tf.empirical.encoders.sequences import data_inputs
+    >>> from riccati_tf.empirical.encoders.tiny import tiny_encoder
+    >>> model = tiny_encoder("bert", hidden_size=8, n_heads=2, n_layers=2, max_positions=64)
+    >>> x = np.random.default_rng(0).standard_normal((64, 8))
+    >>> measured = measured_moments(model, extract(model), data_inputs("hidden", "x", [x]))
+    >>> bool(np.allclose(measured.attention_covs[0], np.cov(x, rowvar=False)))
+    True
     """
     if not inputs.real:
         raise InvalidInputError("measured moments need the model's own tokens (text, token "

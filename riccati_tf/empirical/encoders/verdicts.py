@@ -50,6 +50,19 @@ def layer_verdict(errors: dict[str, float], floor: float, oracle_floor: float) -
     str
         One of VERDICTS.
 
+    Raises
+    ------
+    KeyError
+        If a method's error is missing.
+
+    See Also
+    --------
+    riccati_tf.empirical.encoders.comparison.Comparison.verdicts : per layer of a comparison.
+
+    References
+    ----------
+    .. [1] riccati_tf theory, SPEC §7 "Validation against real Transformers".
+
     Examples
     --------
     >>> e = {"prediction": 0.46, "no_change": 0.50, "no_attention": 0.47, "oracle": 0.12}
