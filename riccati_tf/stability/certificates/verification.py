@@ -18,14 +18,10 @@ from scipy.linalg import cholesky
 
 from ...flows.exact import van_loan
 from ...state.params import SCALAR_RTOL, Params
-from ..equilibria import (
-    ACCEPT_RTOL,
-    Equilibrium,
-    drift_spectrum,
-    linearization_matrix,
-    quadratic_constant,
-    relative_residual,
-)
+from ..equilibria import ACCEPT_RTOL, Equilibrium
+from ..equilibria.field import relative_residual
+from ..equilibria.linearization import linearization_matrix
+from ..equilibria.scales import drift_spectrum, quadratic_constant
 from ..riccati import AXIS_RTOL
 from . import basin, bounded
 from .blowup import (
