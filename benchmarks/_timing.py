@@ -50,13 +50,10 @@ def clear_layer_caches() -> None:
     continuation and settled states, stability bounds, the zero sublevel set), so that a timed
     call pays for all it computes."""
     from riccati_tf.stability.certificates.local import _zero_sublevel
-    from riccati_tf.stability.equilibria import (
-        _continuation,
-        _settled,
-        _stability_at,
-        drift_spectrum,
-        quadratic_constant,
-    )
+    from riccati_tf.stability.equilibria.continuation import _continuation
+    from riccati_tf.stability.equilibria.evidence import _stability_at
+    from riccati_tf.stability.equilibria.scales import drift_spectrum, quadratic_constant
+    from riccati_tf.stability.equilibria.settling import _settled
     from riccati_tf.state.lowrank import factored_layer, value_factors
     for cached in (value_factors, factored_layer, drift_spectrum, quadratic_constant,
                    _continuation, _settled, _stability_at, _zero_sublevel):

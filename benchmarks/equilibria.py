@@ -57,12 +57,10 @@ def layer(d: int = D, heads: int = HEADS, rank: int = RANK, seed: int = 0) -> Pa
 
 
 def main() -> None:
-    from riccati_tf.stability.equilibria import (
-        _scalar_part,
-        _scalar_stable,
-        newton,
-        relative_residual,
-    )
+    from riccati_tf.stability.equilibria.continuation import _scalar_part
+    from riccati_tf.stability.equilibria.field import relative_residual
+    from riccati_tf.stability.equilibria.newton import newton
+    from riccati_tf.stability.equilibria.scalar import _scalar_stable
     from riccati_tf.state.lowrank import value_factors
 
     limiter, line = pin_one_thread()

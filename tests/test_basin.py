@@ -15,7 +15,9 @@ from riccati_tf import Params, certify, equilibria
 from riccati_tf.empirical.families import initial_state, opposite_sign_layer
 from riccati_tf.io.serialize import to_jsonable
 from riccati_tf.stability.certificates import basin, stiff
-from riccati_tf.stability.equilibria import F, from_coords, implicit_flow, to_coords
+from riccati_tf.stability.equilibria.coords import from_coords, to_coords
+from riccati_tf.stability.equilibria.field import F
+from riccati_tf.stability.equilibria.settling import implicit_flow
 from tests.test_certificates import random_case
 
 

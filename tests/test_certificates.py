@@ -20,7 +20,8 @@ from riccati_tf.display import number
 from riccati_tf.errors import InvalidInputError, SolverError
 from riccati_tf.stability.certificates.constants import BALL_RTOL, INTEGRATION_RTOL, REGIMES
 from riccati_tf.stability.certificates.rationals import _exact_ok
-from riccati_tf.stability.equilibria import from_coords, linearization_matrix, to_coords
+from riccati_tf.stability.equilibria.coords import from_coords, to_coords
+from riccati_tf.stability.equilibria.linearization import linearization_matrix
 from riccati_tf.state.moments import moment_arrays
 from tests.test_equilibrium import layer_from_G, matrix_with_spectrum, random_pd
 
@@ -1063,13 +1064,10 @@ def test_layer_caches_return_what_a_fresh_computation_does():
     remembered per layer: equal to fresh computations, read-only, and the same objects when
     asked again."""
     from benchmarks.equilibria import layer
-    from riccati_tf.stability.equilibria import (
-        _continuation,
-        decide_stability,
-        drift_spectrum,
-        linearization_stability,
-        quadratic_constant,
-    )
+    from riccati_tf.stability.equilibria import linearization_stability
+    from riccati_tf.stability.equilibria.continuation import _continuation
+    from riccati_tf.stability.equilibria.evidence import decide_stability
+    from riccati_tf.stability.equilibria.scales import drift_spectrum, quadratic_constant
 
     p = layer(48, 12, 4)
     lam, norm = drift_spectrum(p)

@@ -6,17 +6,15 @@ import pytest
 
 from riccati_tf import Gaussian, Params, equilibria, flow
 from riccati_tf.errors import InvalidInputError, SolverError
-from riccati_tf.stability.equilibria import (
-    F,
+from riccati_tf.stability.equilibria.coords import from_coords, sym_basis, to_coords
+from riccati_tf.stability.equilibria.field import F
+from riccati_tf.stability.equilibria.linearization import (
     apply_linearization,
-    from_coords,
     linearization_matrix,
     linearization_operator,
-    newton,
     spectral_abscissa,
-    sym_basis,
-    to_coords,
 )
+from riccati_tf.stability.equilibria.newton import newton
 from riccati_tf.stability.riccati import bernoulli
 
 
@@ -310,7 +308,7 @@ def test_large_representable_equilibrium_is_returned_and_an_overflowing_one_refu
 
 
 def test_relative_residual_is_scale_invariant(rng):
-    from riccati_tf.stability.equilibria import relative_residual
+    from riccati_tf.stability.equilibria.field import relative_residual
 
     A, V, B = (rng.standard_normal((3, 3)) for _ in range(3))
     X = rng.standard_normal((3, 3))
@@ -361,7 +359,7 @@ def test_matrix_free_newton_budget_is_a_solver_error():
 
 
 def test_gmres_right_solves_a_preconditioned_system(rng):
-    from riccati_tf.stability.equilibria import KrylovBudgetSpent, _KrylovBudget, gmres_right
+    from riccati_tf.stability.equilibria.krylov import KrylovBudgetSpent, _KrylovBudget, gmres_right
 
     n = 80
     A = np.eye(n) * 3 + rng.standard_normal((n, n)) / np.sqrt(n)
@@ -375,7 +373,7 @@ def test_gmres_right_solves_a_preconditioned_system(rng):
 
 
 def test_exact_line_search_minimises_the_residual_along_the_newton_step(rng):
-    from riccati_tf.stability.equilibria import exact_line_search
+    from riccati_tf.stability.equilibria.newton import exact_line_search
 
     A = matrix_with_spectrum(rng, [1.0, 0.6, -0.9])
     p = layer_from_G(rng, A, random_pd(rng, 3), perturb=0.3)
@@ -389,7 +387,7 @@ def test_exact_line_search_minimises_the_residual_along_the_newton_step(rng):
 
 @pytest.mark.parametrize("seed", range(9))
 def test_scalar_mean_hurwitz_matches_the_spectrum_of_K(seed):
-    from riccati_tf.stability.equilibria import mean_equilibrium
+    from riccati_tf.stability.equilibria.evidence import mean_equilibrium
 
     rng = np.random.default_rng(seed)
     d = 5
@@ -420,11 +418,9 @@ def _dense_abscissa(p: Params, S: np.ndarray) -> float:
 def test_numerical_range_bound_agrees_with_the_dense_spectrum(d, heads):
     """At an equilibrium of the low-rank-value layer the bound decides (Lanczos for n_s > 150,
     the assembled symmetric part for d = 12) and bounds the dense abscissa from above."""
-    from riccati_tf.stability.equilibria import (
-        _scalar_part,
-        _scalar_stable,
-        linearization_stability,
-    )
+    from riccati_tf.stability.equilibria import linearization_stability
+    from riccati_tf.stability.equilibria.continuation import _scalar_part
+    from riccati_tf.stability.equilibria.scalar import _scalar_stable
 
     p = low_rank_value_layer(d, heads)
     (start,) = _scalar_stable(_scalar_part(p, 0.0), 1e-8)
@@ -467,7 +463,7 @@ def test_linearization_stability_matches_the_dense_spectrum_with_fallback(seed):
 def test_linearization_stability_says_undecided_when_the_fallback_budget_is_spent(monkeypatch):
     import importlib
 
-    module = importlib.import_module("riccati_tf.stability.equilibria")
+    module = importlib.import_module("riccati_tf.stability.equilibria.linearization")
     rng = np.random.default_rng(3)
     d = 18
     A = 0.4 * np.eye(d) + 0.2 * rng.standard_normal((d, d)) / np.sqrt(d)
@@ -492,7 +488,7 @@ def test_value_factors_reproduce_the_value_matrices(rng):
 
 
 def test_coordinates_round_trip_and_symmetric_part(rng):
-    from riccati_tf.stability.equilibria import sym_coords
+    from riccati_tf.stability.equilibria.coords import sym_coords
 
     for d in (1, 2, 7):
         X = rng.standard_normal((d, d))
@@ -521,7 +517,7 @@ def test_newton_towards_the_zero_equilibrium_stops_at_zero(rng, d, monkeypatch):
     13–16 steps, and the iteration then stalled and returned None)."""
     import importlib
 
-    module = importlib.import_module("riccati_tf.stability.equilibria")
+    module = importlib.import_module("riccati_tf.stability.equilibria.newton")
     A = matrix_with_spectrum(rng, -rng.uniform(0.4, 1.5, d))
     p = Params(A, heads=[(0.1 * rng.standard_normal((d, d)) / np.sqrt(d),
                           0.1 * rng.standard_normal((d, d)) / np.sqrt(d))])

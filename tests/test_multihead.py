@@ -16,13 +16,9 @@ from scipy.integrate import solve_ivp
 
 from riccati_tf import Gaussian, Head, Params, certify, equilibria, flow
 from riccati_tf.errors import InvalidInputError, SolverError
-from riccati_tf.stability.equilibria import (
-    DEFAULT_BUDGET,
-    SearchBudget,
-    _settled,
-    equilibrium_search,
-    newton,
-)
+from riccati_tf.stability.equilibria import DEFAULT_BUDGET, SearchBudget, equilibrium_search
+from riccati_tf.stability.equilibria.newton import newton
+from riccati_tf.stability.equilibria.settling import _settled
 
 KINDS = ("hurwitz", "zero", "antistable")
 

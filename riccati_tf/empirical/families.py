@@ -16,8 +16,8 @@ Variants: the number of heads, an anisotropic Σ0 (eigenvalues log-uniform over 
 random basis), a non-zero mean and bias, A = 0 or A Hurwitz, and the random-sign family in
 which each head's value and key parts take independent random signs.
 
-Every layer is a `Params` of factored heads, `Head` (B_h = KᵀQ, V_h = OV), so flows and equilibria use
-the O(d² r) products. A case is reproducible from (family, d, seed, variant) alone.
+Every layer is a `Params` of factored heads, `Head` (B_h = KᵀQ, V_h = OV), so flows and
+equilibria use the O(d² r) products. A case is reproducible from (family, d, seed, variant) alone.
 """
 
 from __future__ import annotations

@@ -3,9 +3,10 @@ Runge–Kutta stalls (SPEC §5): scipy's Radau IIA (order 5) with an exact dense
 one step at a time with stopping tests after each.
 
 The covariance flow is integrated in the orthonormal coordinates h of Sym(d) (|h| = ‖H‖_F):
-ḣ = coords(F(Σ)), ∂ḣ/∂h = L_Σ (n_s × n_s, n_s = d(d+1)/2), by `equilibria.implicit_flow`, so
-d ≤ STIFF_MAX_D. Once Σ is large the eigenvalues of L_Σ spread over decades and an explicit step
-is limited by the fastest of them; an implicit step by the accuracy asked for only.
+ḣ = coords(F(Σ)), ∂ḣ/∂h = L_Σ (n_s × n_s, n_s = d(d+1)/2), by
+`equilibria.settling.implicit_flow`, so d ≤ STIFF_MAX_D. Once Σ is large the eigenvalues of L_Σ
+spread over decades and an explicit step is limited by the fastest of them; an implicit step by
+the accuracy asked for only.
 """
 
 from __future__ import annotations

@@ -25,7 +25,7 @@ import mpmath as mp
 import numpy as np
 
 from riccati_tf import Params, certify, equilibria
-from riccati_tf.stability.equilibria import newton
+from riccati_tf.stability.equilibria.newton import newton
 from riccati_tf.stability.riccati import bernoulli, care_g, lyapunov_function, schur_split
 
 from . import cases_of

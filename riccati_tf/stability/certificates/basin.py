@@ -19,11 +19,12 @@ converges to Σ*, at the rate a*/2 − k s(0) > 0 in ‖·‖_P. (iii) So the ba
 {‖Σ − Σ̂‖_P < r_B}, r_B = a*/(2k) − s₋, lies in the basin of Σ*; the certificate's basin is
 ρ = r_B² (a level of ‖Σ − Σ̂‖_P²).
 
-Membership: the flow from Σ0 integrated by `equilibria.implicit_flow` (Radau IIA, exact Jacobian) at
-PATH_RTOL and again at PATH_RTOL · PATH_TIGHTEN to t1; the tighter run's state Σ̃(t1) is stored,
-and its error is estimated as ε = PATH_SAFETY ‖Σ̃_loose(t1) − Σ̃(t1)‖_F + PATH_FLOOR ‖Σ̃(t1)‖_F
-(an a posteriori estimate, the one numerical premise of the certificate). The certificate holds
-when ‖Σ̃(t1) − Σ̂‖_P + √p₊ ε ≤ r_B: every state within ε of Σ̃(t1) then converges to Σ*.
+Membership: the flow from Σ0 integrated by `equilibria.settling.implicit_flow` (Radau IIA, exact
+Jacobian) at PATH_RTOL and again at PATH_RTOL · PATH_TIGHTEN to t1; the tighter run's state Σ̃(t1)
+is stored, and its error is estimated as ε = PATH_SAFETY ‖Σ̃_loose(t1) − Σ̃(t1)‖_F + PATH_FLOOR
+‖Σ̃(t1)‖_F (an a posteriori estimate, the one numerical premise of the certificate). The
+certificate holds when ‖Σ̃(t1) − Σ̂‖_P + √p₊ ε ≤ r_B: every state within ε of Σ̃(t1) then converges
+to Σ*.
 
 Rounding. q, p₋, p₊, g and c are computed in floating point and moved outward by
 ROUNDING_ULPS · n_s · eps times the Frobenius norms of their operands (the error bound of an
@@ -42,21 +43,15 @@ import numpy as np
 from scipy.linalg import LinAlgError, solve_continuous_lyapunov
 
 from ...state.params import Params
-from ..equilibria import (
-    ACCEPT_RTOL,
-    NEWTON_MAXITER,
-    Equilibrium,
-    F,
-    _KrylovBudget,
-    _newton,
-    head_norms,
-    implicit_flow,
-    is_psd,
-    linearization_matrix,
-    make_equilibrium,
-    relative_residual,
-    to_coords,
-)
+from ..equilibria import ACCEPT_RTOL, NEWTON_MAXITER, Equilibrium
+from ..equilibria.coords import to_coords
+from ..equilibria.evidence import is_psd, make_equilibrium
+from ..equilibria.field import F, relative_residual
+from ..equilibria.krylov import _KrylovBudget
+from ..equilibria.linearization import linearization_matrix
+from ..equilibria.newton import _newton
+from ..equilibria.scales import head_norms
+from ..equilibria.settling import implicit_flow
 from ..stiffpath import STIFF_MAX_D
 from .constants import EPS, ROUNDING_ULPS
 

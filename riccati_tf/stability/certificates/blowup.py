@@ -21,7 +21,7 @@ from ...errors import SolverError
 from ...flows.exact import van_loan
 from ...state.params import Params
 from ...state.validation import psd_rank
-from ..equilibria import drift_spectrum, natural_scale, quadratic_constant
+from ..equilibria.scales import drift_spectrum, natural_scale, quadratic_constant
 from ..riccati import (
     AXIS_RTOL,
     lapack_sylvester_gramian,

@@ -21,12 +21,10 @@ from ...display import html_table, latex_matrix, number, repr_number
 from ...errors import InvalidInputError
 from ...flows.integrate import flow
 from ...state.params import Gaussian, Params
-from ..equilibria import (
-    Equilibrium,
-    drift_spectrum,
-    linearization_matrix,
-    sym_basis,
-)
+from ..equilibria import Equilibrium
+from ..equilibria.coords import sym_basis
+from ..equilibria.linearization import linearization_matrix
+from ..equilibria.scales import drift_spectrum
 from ..riccati import AXIS_RTOL
 from .blowup import _horizon
 from .constants import BASIN_SAFETY

@@ -19,12 +19,9 @@ from scipy.linalg import LinAlgError
 from ...errors import InvalidInputError, SolverError
 from ...state.params import Gaussian, Params
 from ...state.validation import as_covariance, as_vector
-from ..equilibria import (
-    drift_spectrum,
-    equilibria,
-    make_equilibrium,
-    quadratic_constant,
-)
+from ..equilibria import equilibria
+from ..equilibria.evidence import make_equilibrium
+from ..equilibria.scales import drift_spectrum, quadratic_constant
 from ..riccati import (
     numerical_failures,
 )

@@ -18,17 +18,12 @@ import numpy as np
 from scipy.linalg import LinAlgError, solve_continuous_lyapunov
 
 from ...state.params import Params
-from ..equilibria import (
-    KRONECKER_MAX_D,
-    Equilibrium,
-    drift_spectrum,
-    head_norms,
-    linearization_matrix,
-    make_equilibrium,
-    quadratic_constant,
-    to_coords,
-)
-from ..equilibria import F as F_of
+from ..equilibria import KRONECKER_MAX_D, Equilibrium
+from ..equilibria.coords import to_coords
+from ..equilibria.evidence import make_equilibrium
+from ..equilibria.field import F as F_of
+from ..equilibria.linearization import linearization_matrix
+from ..equilibria.scales import drift_spectrum, head_norms, quadratic_constant
 from ..riccati import (
     lyapunov_function,
 )

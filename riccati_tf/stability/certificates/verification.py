@@ -26,18 +26,11 @@ from ...errors import InvalidInputError
 from ...flows.exact import van_loan
 from ...state.params import SCALAR_RTOL, Params
 from ...state.validation import as_covariance
-from ..equilibria import (
-    ACCEPT_RTOL,
-    Equilibrium,
-    decide_stability,
-    drift_spectrum,
-    linearization_matrix,
-    mean_equilibrium,
-    psd_rank_rel,
-    quadratic_constant,
-    relative_residual,
-    spectral_abscissa,
-)
+from ..equilibria import ACCEPT_RTOL, Equilibrium
+from ..equilibria.evidence import decide_stability, mean_equilibrium, psd_rank_rel
+from ..equilibria.field import relative_residual
+from ..equilibria.linearization import linearization_matrix, spectral_abscissa
+from ..equilibria.scales import drift_spectrum, quadratic_constant
 from ..riccati import AXIS_RTOL
 from . import basin, bounded
 from .blowup import (

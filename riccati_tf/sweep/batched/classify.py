@@ -25,7 +25,8 @@ from ...stability.certificates import (
     premises,
     theorem_of,
 )
-from ...stability.equilibria import ACCEPT_RTOL, KRONECKER_MAX_D, is_psd
+from ...stability.equilibria import ACCEPT_RTOL, KRONECKER_MAX_D
+from ...stability.equilibria.evidence import is_psd
 from ...stability.riccati import bernoulli, exponent, numerical_failures
 from ...state.params import Params
 from ...state.validation import as_covariance
