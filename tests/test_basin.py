@@ -161,7 +161,7 @@ def _family_reference(p, cov0, t):
     return _bdf(p, cov0, t, rtol=1e-10)
 
 
-@pytest.mark.slow
+@pytest.mark.long  # BDF to t = 1000 on d = 24: make test-long
 @pytest.mark.parametrize("seed", [0, 1])
 def test_family_d24_equilibria_and_certify(seed):
     """The stabilising-sign family at d = 24 (12 heads of rank 2): `equilibria` returns the Σ*

@@ -149,7 +149,7 @@ def test_no_bounded_certificate_is_contradicted_at_t_1e12():
     assert stable_bounded >= stable // 2, (stable_bounded, stable)
 
 
-@pytest.mark.slow
+@pytest.mark.long  # 200 layers × 3 perturbations, 50-digit expm: make test-long
 def test_no_bounded_certificate_is_contradicted_at_t_1e12_200_layers():
     stable_bounded, stable, jordan_bounded = _run(200, seed=2)
     assert jordan_bounded == 0

@@ -95,7 +95,7 @@ def _independent_best(p, starts, m):
     return best
 
 
-@pytest.mark.parametrize("i", [pytest.param(i, marks=() if i in FAST else pytest.mark.slow)
+@pytest.mark.parametrize("i", [pytest.param(i, marks=() if i in FAST else pytest.mark.long)
                                for i in range(N_LAYERS)])
 def test_nearest_within_the_named_set_and_certified(i):
     p, starts = _layer(i)

@@ -184,7 +184,7 @@ def test_implicit_matches_radau_on_the_family_at_large_covariance():
         assert _relative(tr.mean[k], mean[k]) < 1e-6
 
 
-@pytest.mark.slow
+@pytest.mark.long  # the family against Radau at d = 24, 48: make test-long
 def test_auto_switches_on_the_stabilising_sign_family_and_matches_radau():
     """d = 12, 4 heads, A = 0.3 I + noise, m0 and b ≠ 0: DOP853 stalls as Σ grows, "auto"
     records the switch, and the states at t = 5, 10, 20 agree with scipy's Radau (exact
@@ -199,7 +199,7 @@ def test_auto_switches_on_the_stabilising_sign_family_and_matches_radau():
         assert _relative(tr.mean[k], mean[k]) < 1e-6
 
 
-@pytest.mark.slow
+@pytest.mark.long  # make test-long
 @pytest.mark.parametrize("d, k", [(24, 0), (24, 1), (24, 2), (24, 4), (48, 0), (48, 5)])
 def test_family_against_radau(d, k):
     """The stabilising-sign family and its variants at d = 24, 48: "auto" to t = 20 agrees with

@@ -61,7 +61,7 @@ def _start(args: list[str]) -> subprocess.Popen:
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
 
 
-@pytest.mark.parametrize("rounds", [4, pytest.param(20, marks=pytest.mark.slow)])
+@pytest.mark.parametrize("rounds", [4, pytest.param(20, marks=pytest.mark.long)])
 def test_two_writers_started_together_round_after_round(rounds, tmp_path):
     out = tmp_path / "out"
     script = tmp_path / "writer.py"
@@ -195,7 +195,7 @@ def test_an_index_of_the_previous_format_is_read(tmp_path):
     assert _consistent(out)["files"]["a.json"] == [sha256(b"[1]")]
 
 
-@pytest.mark.slow
+@pytest.mark.long  # 5 rounds of two real commands: make test-long
 def test_two_commands_on_one_out_folder(tmp_path):
     # design and prescribed, two real commands, started together on one --out (5 rounds: each
     # takes seconds; the 20 rounds of the issue are run by the writers above)
