@@ -19,7 +19,8 @@ from __future__ import annotations
 import numpy as np
 
 from riccati_tf import Params, equilibria
-from riccati_tf.stability.riccati import bernoulli, care_residual
+from riccati_tf.stability.riccati import bernoulli
+from riccati_tf.stability.riccati.care import care_residual
 
 from ._timing import best_time, pin_one_thread
 

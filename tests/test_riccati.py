@@ -10,13 +10,11 @@ from riccati_tf.stability.riccati import (
     NoStabilizingSolution,
     bernoulli,
     care_g,
-    care_python_control,
-    care_residual,
-    check_axis_gap,
-    fro_norm,
     lyapunov_function,
-    schur_split,
 )
+from riccati_tf.stability.riccati.care import care_python_control, care_residual
+from riccati_tf.stability.riccati.numerics import fro_norm
+from riccati_tf.stability.riccati.schur import check_axis_gap, schur_split
 from tests.data.carex import EXAMPLES, ex11
 
 EPS = np.finfo(float).eps
@@ -344,7 +342,7 @@ def test_quasi_triangular_eigenvalues_are_those_of_the_schur_factor(n):
     # of the diagonal: against LAPACK's eigenvalues of the whole factor
     from scipy.linalg import schur
 
-    from riccati_tf.stability.riccati import _quasi_triangular_eigenvalues
+    from riccati_tf.stability.riccati.schur import _quasi_triangular_eigenvalues
 
     rng = np.random.default_rng(n)
     T, _ = schur(rng.standard_normal((n, n)), output="real")

@@ -26,7 +26,8 @@ import numpy as np
 
 from riccati_tf import Params, certify, equilibria
 from riccati_tf.stability.equilibria.newton import newton
-from riccati_tf.stability.riccati import bernoulli, care_g, lyapunov_function, schur_split
+from riccati_tf.stability.riccati import bernoulli, care_g, lyapunov_function
+from riccati_tf.stability.riccati.schur import schur_split
 
 from . import cases_of
 

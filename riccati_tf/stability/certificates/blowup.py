@@ -22,10 +22,8 @@ from ...flows.exact import van_loan
 from ...state.params import Params
 from ...state.validation import psd_rank
 from ..equilibria.scales import drift_spectrum, natural_scale, quadratic_constant
-from ..riccati import (
-    AXIS_RTOL,
-    lapack_sylvester_gramian,
-)
+from ..riccati import AXIS_RTOL
+from ..riccati.schur import lapack_sylvester_gramian
 from .constants import (
     BLOWUP_CHECK_RTOL,
     BRENT_MAXITER,

@@ -22,9 +22,7 @@ from ...state.validation import as_covariance, as_vector
 from ..equilibria import equilibria
 from ..equilibria.evidence import make_equilibrium
 from ..equilibria.scales import drift_spectrum, quadratic_constant
-from ..riccati import (
-    numerical_failures,
-)
+from ..riccati.numerics import numerical_failures
 from . import bounded, stiff
 from .blowup import _blowup_scale, _monotone_root, _rank0, _rate_scale, cov_root
 from .certificate import Certificate, _converged

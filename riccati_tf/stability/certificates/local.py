@@ -24,9 +24,7 @@ from ..equilibria.evidence import make_equilibrium
 from ..equilibria.field import F as F_of
 from ..equilibria.linearization import linearization_matrix
 from ..equilibria.scales import drift_spectrum, head_norms, quadratic_constant
-from ..riccati import (
-    lyapunov_function,
-)
+from ..riccati import lyapunov_function
 from .constants import BASIN_SAFETY, EPS, ROUNDING_ULPS
 
 __all__: list[str] = []

@@ -20,11 +20,8 @@ from scipy.linalg import LinAlgError
 
 from ...errors import SolverError
 from ...state.params import SCALAR_RTOL, Params
-from ..riccati import (
-    AXIS_RTOL,
-    SINGULAR_RCOND,
-    schur_split,
-)
+from ..riccati import AXIS_RTOL, SINGULAR_RCOND
+from ..riccati.schur import schur_split
 from .blowup import _threshold, cov_root
 from .constants import EPS, EXACT_MAX_D, RANGE_RTOL, SEMISIMPLE_RTOL, SIGN_RTOL, THRESHOLD_RTOL
 from .rationals import (

@@ -12,13 +12,9 @@ from scipy.linalg import schur
 
 from ...errors import SolverError
 from ...state.params import Params
-from ..riccati import (
-    bernoulli_scaling,
-    check_axis_gap,
-    fro_norm,
-    lapack_sylvester_gramian,
-    unscale_solution,
-)
+from ..riccati.numerics import fro_norm
+from ..riccati.schur import check_axis_gap, lapack_sylvester_gramian
+from ..riccati.stabilizing import bernoulli_scaling, unscale_solution
 from .budget import _Work
 from .constants import ACCEPT_RTOL, RANK_RTOL
 from .evidence import make_equilibrium

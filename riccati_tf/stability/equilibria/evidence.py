@@ -10,7 +10,7 @@ from functools import lru_cache
 import numpy as np
 
 from ...state.params import Params
-from ..riccati import exponent
+from ..riccati.numerics import exponent
 from .constants import DENSE_SPECTRUM_MAX_D, RANK_RTOL
 from .field import relative_residual
 from .linearization import linearization_stability, spectral_abscissa

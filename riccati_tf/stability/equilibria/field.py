@@ -15,7 +15,7 @@ import numpy as np
 
 from ...state.lowrank import value_factors
 from ...state.params import Params
-from ..riccati import exponent
+from ..riccati.numerics import exponent
 from .constants import UNSCALED_EXPONENT
 
 __all__: list[str] = []

@@ -12,7 +12,7 @@ from scipy.linalg import schur, solve_triangular
 
 from ...errors import SolverError
 from ...state.params import Params
-from ..riccati import lapack_sylvester_gramian
+from ..riccati.schur import lapack_sylvester_gramian
 from .budget import _Work
 from .constants import GMRES_RESTART
 from .field import Products

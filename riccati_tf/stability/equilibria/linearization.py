@@ -20,7 +20,7 @@ from ...errors import InvalidInputError
 from ...state.lowrank import value_factors
 from ...state.params import Params
 from ...state.validation import as_covariance
-from ..riccati import numerical_boundary
+from ..riccati.numerics import numerical_boundary
 from .constants import (
     ARNOLDI_MAXITER,
     ARNOLDI_NCV,

@@ -13,7 +13,7 @@ from scipy.linalg import LinAlgError
 from ...errors import InvalidInputError, SolverError
 from ...state.params import Params
 from ...state.validation import as_count, as_covariance
-from ..riccati import numerical_boundary
+from ..riccati.numerics import numerical_boundary
 from .budget import _Work
 from .constants import (
     ACCEPT_RTOL,

@@ -13,7 +13,8 @@ from numpy.typing import ArrayLike
 from ...errors import InvalidInputError
 from ...state.params import Params
 from ...state.validation import as_covariance
-from ..riccati import AXIS_RTOL, as_rtol, numerical_boundary
+from ..riccati import AXIS_RTOL
+from ..riccati.numerics import as_rtol, numerical_boundary
 from .budget import DEFAULT_BUDGET, SearchBudget, _BudgetSpent, _Work
 from .constants import ENUMERATION_MAX_D
 from .general import _search_general

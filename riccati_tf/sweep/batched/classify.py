@@ -27,7 +27,8 @@ from ...stability.certificates import (
 )
 from ...stability.equilibria import ACCEPT_RTOL, KRONECKER_MAX_D
 from ...stability.equilibria.evidence import is_psd
-from ...stability.riccati import bernoulli, exponent, numerical_failures
+from ...stability.riccati import bernoulli
+from ...stability.riccati.numerics import exponent, numerical_failures
 from ...state.params import Params
 from ...state.validation import as_covariance
 from .blowup import _blowup_times, _EigenGramian, _eigh_finite
