@@ -18,6 +18,7 @@ from riccati_tf.empirical.encoders.loading import (  # noqa: E402
     model_inputs,
 )
 from riccati_tf.empirical.encoders.tiny import tiny_encoder  # noqa: E402
+from riccati_tf.empirical.gaussianity.null import _mc_p_value  # noqa: E402
 from riccati_tf.errors import InvalidInputError  # noqa: E402
 from riccati_tf.io.serialize import to_jsonable  # noqa: E402
 
@@ -142,7 +143,7 @@ def test_acceptance_band_is_the_decision(two_sided):
         low, high = gaussianity.acceptance_band(null, alpha, two_sided)
         grid = np.unique(np.concatenate([null, null + 0.05, null - 0.05]))
         for x in grid:
-            p = gaussianity._mc_p_value(null, x, two_sided)
+            p = _mc_p_value(null, x, two_sided)
             assert (p * len(gaussianity.TESTS) < alpha) == (x < low or x > high), (n_null, x)
     assert gaussianity.acceptance_band(np.zeros(20), 0.05, False) == (-np.inf, np.inf)
 

@@ -32,6 +32,7 @@ from riccati_tf.empirical.encoders import outputs as ou  # noqa: E402
 from riccati_tf.empirical.encoders import propagation as pp  # noqa: E402
 from riccati_tf.empirical.encoders import tiny as ti  # noqa: E402
 from riccati_tf.empirical.encoders import validity as va  # noqa: E402
+from riccati_tf.empirical.gaussianity import distances as gd  # noqa: E402
 from riccati_tf.reachability import lie  # noqa: E402
 from riccati_tf.sweep.family import parse_family  # noqa: E402
 
@@ -73,16 +74,17 @@ I8 = np.eye(8)
 CALLS = {
     "riccati_tf.state.params.Gaussian.sample": lambda m, s: Gaussian([0, 0], np.eye(2)).sample(
         3, s),
-    "riccati_tf.empirical.gaussianity.statistics": lambda m, s: ga.statistics(X, seed=s),
-    "riccati_tf.empirical.gaussianity.directions": lambda m, s: ga.directions(2, 3, s),
+    "riccati_tf.empirical.gaussianity.distances.statistics": lambda m, s: ga.statistics(X, seed=s),
+    "riccati_tf.empirical.gaussianity.distances.directions": lambda m, s: gd.directions(2, 3, s),
     "riccati_tf.empirical.probe.projection": lambda m, s: pr.projection(3, 3, s),
     "riccati_tf.empirical.encoders.propagation.layer_moments": lambda m, s: pp.layer_moments(
         ex.extract(m).layers[0], np.zeros(8), I8, terms=4, gated_samples=64, seed=s),
-    "riccati_tf.empirical.gaussianity.null_distribution":
+    "riccati_tf.empirical.gaussianity.null.null_distribution":
         lambda m, s: ga.null_distribution(20, 2, n_null=2, seed=s),
-    "riccati_tf.empirical.gaussianity.normality_test":
+    "riccati_tf.empirical.gaussianity.normality.normality_test":
         lambda m, s: ga.normality_test(X, n_null=2, seed=s),
-    "riccati_tf.empirical.gaussianity.marginal_test": lambda m, s: ga.marginal_test(X, seed=s),
+    "riccati_tf.empirical.gaussianity.marginal.marginal_test":
+        lambda m, s: ga.marginal_test(X, seed=s),
     "riccati_tf.empirical.particles.simulate": lambda m, s: pa.simulate(
         Params(-np.eye(2)), X, 1.0, n_steps=1, metrics=True, metrics_seed=s),
     "riccati_tf.empirical.probe.tiny_model":

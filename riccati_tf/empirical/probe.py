@@ -71,13 +71,13 @@ from .gaussianity import (
     MIN_MARGINAL_N,
     TESTS,
     acceptance_band,
-    check_alpha,
-    directions,
     holm,
     marginal_test,
     normality_test,
     tail_p_value,
 )
+from .gaussianity.distances import directions
+from .gaussianity.normality import check_alpha
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
