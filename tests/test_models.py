@@ -1,6 +1,7 @@
 """The per-layer probe on tiny randomly initialised ModernBERT and DeiT encoders (no downloads)."""
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -111,7 +112,7 @@ def test_run_probe_writes_per_layer_curves(saved, tmp_path):
     assert (tmp_path / "probe.png").stat().st_size > 10_000
     assert stored["layers"] == [0, 1, 2] == numbers["layers"]
     assert all(len(v) == 3 for v in stored["stats"].values())
-    assert stored["model_path"] == path
+    assert (tmp_path / stored["model_path"]).resolve() == Path(path).resolve()  # relative
     table = probe_table(numbers).splitlines()
     # a header, the inputs, the column names, one line per layer, and a note on ∞ edges when
     # the null samples are too few to bound an interval

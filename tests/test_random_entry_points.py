@@ -21,6 +21,7 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
 from riccati_tf.app import experiments as xp  # noqa: E402
+from riccati_tf.empirical import families as fam  # noqa: E402
 from riccati_tf.empirical import gaussianity as ga  # noqa: E402
 from riccati_tf.empirical import particles as pa  # noqa: E402
 from riccati_tf.empirical import probe as pr  # noqa: E402
@@ -28,8 +29,10 @@ from riccati_tf.empirical.encoders import closures as cl  # noqa: E402
 from riccati_tf.empirical.encoders import comparison as co  # noqa: E402
 from riccati_tf.empirical.encoders import extraction as ex  # noqa: E402
 from riccati_tf.empirical.encoders import loading as lo  # noqa: E402
+from riccati_tf.empirical.encoders import measured as me  # noqa: E402
 from riccati_tf.empirical.encoders import outputs as ou  # noqa: E402
 from riccati_tf.empirical.encoders import propagation as pp  # noqa: E402
+from riccati_tf.empirical.encoders import sequences as sq  # noqa: E402
 from riccati_tf.empirical.encoders import tiny as ti  # noqa: E402
 from riccati_tf.empirical.encoders import validity as va  # noqa: E402
 from riccati_tf.empirical.gaussianity import distances as gd  # noqa: E402
@@ -119,13 +122,24 @@ CALLS = {
         lambda m, s: ti.trained_like_encoder(hidden_size=8, n_heads=2, n_layers=1, seed=s),
     "riccati_tf.empirical.encoders.validity.validity_map":
         lambda m, s: va.validity_map(ex.extract(m), [X8], (10,), seed=s),
-    "riccati_tf.reachability.lie.stratum_point": lambda m, s: lie.stratum_point(2, 1, seed=s),
-    "riccati_tf.reachability.lie.accessibility_rank":
+    "riccati_tf.reachability.lie.points.stratum_point":
+        lambda m, s: lie.stratum_point(2, 1, seed=s),
+    "riccati_tf.reachability.lie.rank.accessibility_rank":
         lambda m, s: lie.accessibility_rank("values", 1, seed=s),
-    "riccati_tf.reachability.lie.accessibility_table":
+    "riccati_tf.reachability.lie.table.accessibility_table":
         lambda m, s: lie.accessibility_table((1,), "values", seed=s),
-    "riccati_tf.reachability.lie.accessibility_document":
+    "riccati_tf.reachability.lie.table.accessibility_document":
         lambda m, s: lie.accessibility_document((1,), seed=s),
+    "riccati_tf.empirical.families.opposite_sign_layer":
+        lambda m, s: fam.opposite_sign_layer(2, s, heads=1),
+    "riccati_tf.empirical.families.random_sign_layer":
+        lambda m, s: fam.random_sign_layer(2, s, heads=1),
+    "riccati_tf.empirical.families.initial_state": lambda m, s: fam.initial_state(2, s),
+    "riccati_tf.empirical.families.family_cases":
+        lambda m, s: fam.family_cases((2,), 1, seed=s),
+    "riccati_tf.empirical.encoders.measured.measured_moments":
+        lambda m, s: me.measured_moments(m, ex.extract(m), sq.data_inputs("hidden", "x", [X8]),
+                                         seed=s),
     "riccati_tf.app.experiments.prescribed_attention":
         lambda m, s: xp.prescribed_attention(n_tokens=10, seed=s),
     "riccati_tf.app.experiments.relu_drift": lambda m, s: xp.relu_drift(n_tokens=10, seed=s),

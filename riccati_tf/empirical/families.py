@@ -29,6 +29,7 @@ import numpy as np
 
 from ..errors import InvalidInputError
 from ..state.params import Gaussian, Head, Params
+from ..state.validation import as_seed
 
 __all__ = ["VARIANTS", "FamilyCase", "family_cases", "initial_state", "opposite_sign_layer",
            "random_sign_layer"]
@@ -150,7 +151,7 @@ def random_sign_layer(d: int, seed: int = 0, *, heads: int = HEADS, a: float = 0
 
 def _layer(d: int, seed: int, *, heads: int, a: float, noise: float, bias: float,
            hurwitz: bool, random_signs: bool) -> Params:
-    rng = np.random.default_rng([seed, d, heads])
+    rng = np.random.default_rng([as_seed("seed", seed), d, heads])
     r = max(1, d // heads)
     signs = (rng.choice([-1.0, 1.0], size=(heads, 2)) if random_signs
              else np.tile([1.0, -1.0], (heads, 1)))
@@ -201,7 +202,7 @@ def initial_state(d: int, seed: int = 0, *, anisotropic: bool = False,
     >>> float(initial_state(4).cov[0, 0])
     0.5
     """
-    rng = np.random.default_rng([seed, d, 7])
+    rng = np.random.default_rng([as_seed("seed", seed), d, 7])
     if anisotropic:
         U, _ = np.linalg.qr(rng.standard_normal((d, d)))
         lam = np.exp(rng.uniform(np.log(0.05), np.log(5.0), d))
@@ -301,6 +302,7 @@ def family_cases(sizes: tuple[int, ...], per_size: int, *, family: str = "opposi
     if family not in ("opposite", "random_sign", "zero_A", "hurwitz"):
         raise InvalidInputError(f"family must be 'opposite', 'random_sign', 'zero_A' or 'hurwitz', "
                          f"got {family!r}")
+    seed = as_seed("seed", seed)
     variants: dict[str, dict[str, Any]] = {"zero_A": {"a": 0.0, "noise": 0.0},
                                            "hurwitz": {"hurwitz": True}}
     a_kw = variants.get(family, {})
