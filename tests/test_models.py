@@ -116,9 +116,16 @@ def test_run_probe_writes_per_layer_curves(saved, tmp_path):
     table = probe_table(numbers).splitlines()
     # a header, the inputs, the column names, one line per layer, and a note on ∞ edges when
     # the null samples are too few to bound an interval
+    # ... and after the layers the lines on what the table leaves out: the heavy-tailed
+    # coordinates, an empty ρ's reason, each note on the inputs
     unbounded = "∞" in "".join(table[3:6])
-    assert len(table) == 3 + 3 + unbounded and table[3].split()[-1] == "accepted"  # the input
-    assert not unbounded or table[6].startswith("∞: too few null samples")
+    extra = [ln for ln in table[6:] if ln.startswith(("note: ", "heavy-tailed coordinates",
+                                                      "attn ρ: none"))]
+    notes = [ln for ln in extra if ln.startswith("note: ")]
+    assert len(notes) == len(stored["inputs"]["notes"])
+    assert len(table) == 3 + 3 + len(extra) + unbounded
+    assert table[3].split()[-1] == "accepted"  # the input
+    assert not unbounded or table[-1].startswith("∞: too few null samples")
     assert table[1].startswith("inputs: gaussian N(")
     # DeiT reads pixels: no embedding table to match, N(0, I) with a note
     if stored["model"] == "DeiTModel":
