@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+import riccati_tf
+
 PACKAGE = Path(__file__).resolve().parents[1] / "riccati_tf"
 #: the layers, lowest first: a module may import from its own layer and the ones before it
 LAYERS = (
@@ -128,3 +130,12 @@ def test_the_cycle_search_finds_a_cycle(fake, cyclic, monkeypatch):
             me.test_no_import_cycles()
     else:
         me.test_no_import_cycles()
+
+
+def test_no_module_is_longer_than_900_lines():
+    """Modules stay small, one job each: a module past 900 lines is split into a package along
+    its method (as flows.exact, stability.equilibria and certificates are)."""
+    root = Path(riccati_tf.__file__).parent
+    long = {str(p.relative_to(root)): n for p in root.rglob("*.py")
+            if (n := len(p.read_text(encoding="utf-8").splitlines())) > 900}
+    assert long == {}
