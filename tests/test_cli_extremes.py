@@ -115,5 +115,9 @@ def test_atlas_of_a_bert_with_zero_weights_writes_strict_json(tmp_path, capsys, 
     assert main(["atlas", "--model", folder, "--out", str(tmp_path / "b")]) == 0
     stored = strict((tmp_path / "b" / "atlas.json").read_text())
     assert stored["growth_rate"][0][0] is None and stored["trace_rate"][1][1] is None
-    assert stored["non_finite"]["values"] == {"growth_rate[0][0]": "NaN",
-                                              "trace_rate[1][1]": "-Infinity"}
+    values = stored["non_finite"]["values"]
+    assert values["growth_rate[0][0]"] == "NaN" and values["trace_rate[1][1]"] == "-Infinity"
+    # besides: the τ = 1 growth of a layer whose input cloud is a point (zero weights) is NaN
+    others = set(values) - {"growth_rate[0][0]", "trace_rate[1][1]"}
+    assert others <= {f"step_growth[{i}]" for i in range(len(stored["regime"]))}
+    assert all(values[k] == "NaN" for k in others)

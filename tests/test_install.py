@@ -68,9 +68,9 @@ def test_the_installed_wheel_reports_without_the_extras(wheel, tmp_path):
                           text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     page = (out / "index.html").read_text()
-    for part in ("proofs/ is not next to this installation", "Model section skipped",
-                 "Sweep section skipped"):
+    # the sweep section runs on the core install (its results in npz); the model needs torch
+    for part in ("proofs/ is not next to this installation", "Model section skipped"):
         assert part in page
-    assert "riccati-tf[models]" in page and "riccati-tf[dask]" in page
+    assert "Sweep section skipped" not in page and "riccati-tf[models]" in page
     log = done.stdout + done.stderr
-    assert log.count("skipped: ") == 3, log  # the progress says so too, not "done in 0.0 s"
+    assert log.count("skipped: ") == 2, log  # the progress says so too, not "done in 0.0 s"

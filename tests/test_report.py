@@ -360,18 +360,18 @@ def test_report_interrupted_while_writing_resumes(tmp_path, monkeypatch, capsys)
     _tiny_sections(monkeypatch, [])
     out = tmp_path / "rep"
     assert main(["report", "--out", str(out)]) == 0
-    write, n = store.atomic_write_bytes, []
+    write, n = store.temporary_write, []
 
     def crash_on_third(path, data):
         n.append(path)
-        if len(n) == 3:  # the marker and one file written, then the process dies
+        if len(n) == 3:  # two files of the run written aside, then the process dies
             raise KeyboardInterrupt
-        write(path, data)
+        return write(path, data)
 
-    monkeypatch.setattr(store, "atomic_write_bytes", crash_on_third)
+    monkeypatch.setattr(store, "temporary_write", crash_on_third)
     with pytest.raises(KeyboardInterrupt):
         main(["report", "--out", str(out)])
-    monkeypatch.setattr(store, "atomic_write_bytes", write)
+    monkeypatch.setattr(store, "temporary_write", write)
     assert main(["report", "--out", str(out)]) == 0
 
 

@@ -157,10 +157,10 @@ def test_command_line_figures_do_not_use_pyplot(tmp_path):
 def test_trajectory_plot_draws_its_rank_and_the_equilibrium():
     u = np.array([[1.0], [-0.5], [0.25]])
     params = rt.Params(A=np.diag([0.3, -0.2, 0.1]), B=np.eye(3), V=-np.eye(3))
-    ax = rt.flow(params, rt.Gaussian(np.zeros(3), u @ u.T), 3.0).plot(title="rank 1").axes[0]
+    ax = rt.flow(params, rt.Gaussian(np.zeros(3), u @ u.T), 3.0).plot(title="rank 1")
     assert len(_curves(ax)) == 1 and ax.get_title() == "rank 1"
     eq = _certificate("converges").equilibrium
-    ax = rt.flow(*REGIMES["converges"]).plot(equilibrium=eq).axes[0]
+    ax = rt.flow(*REGIMES["converges"]).plot(equilibrium=eq)
     assert len(_curves(ax)) == 2
     np.testing.assert_allclose(_levels(ax), np.linalg.eigvalsh(eq.cov), rtol=1e-12)
 

@@ -478,7 +478,7 @@ def render_fields(schema: SpecSchema) -> str:
       field             type                default
       params            mapping             required
           the time-invariant layer
-      params.A          d×d matrix          required
+      params.A          d×d matrix          0
           feed-forward (skip) matrix: the field is A x + b + attention
           limit: d ≤ 64 (spec.MAX_DIM)
     ...

@@ -278,7 +278,7 @@ class MomentSystem:
     >>> from riccati_tf.symbolic import transformer_system
     >>> system = transformer_system(1)
     >>> system
-    MomentSystem(d=1, exact, {'heads': 1, 'kernel': 'dot', 'ffn': 'affine'}, forms=['matrix'])
+    MomentSystem(d=1, exact, {'heads': 1, 'kernel': 'dot', 'ffn': 'affine'}, forms=['matrix'...])
     >>> system.dcov
     Matrix([[2*Sigma_1_1*(A_1_1 + B_1_1*Sigma_1_1*V_1_1)]])
     """

@@ -149,7 +149,7 @@ class Atlas:
     normalised : tuple of NormalisedFlow
         Per layer the trace-normalised flow (A = 0) from Σ0 up to the horizon: the cloud as a
         LayerNorm sees it, its participation ratio at the start and at the horizon and its
-        trend ("concentrates": losing directions, "spreads"; SPEC §13).
+        trend ("concentrates": losing directions, "spreads"; SPEC §13); None for Σ0 = 0.
     moments_source : str, optional
         Where Σ0 of each layer comes from (MOMENTS_SOURCES): "measured" (the model's own
         tokens at that layer's attention input, `measured.measured_moments`) or "chained"
@@ -221,7 +221,7 @@ class Atlas:
     cov0: np.ndarray
     mlp_jacobian: np.ndarray
     step_growth: np.ndarray
-    normalised: tuple[NormalisedFlow, ...]
+    normalised: tuple[NormalisedFlow | None, ...]
     moments_source: str = "chained"
 
     def __post_init__(self):
@@ -254,7 +254,7 @@ class Atlas:
                              for a, m in self.decisions],
                 "input_trace": self.input_trace.tolist(),
                 "step_growth": self.step_growth.tolist(),
-                "normalised": [n.to_json() for n in self.normalised],
+                "normalised": [None if n is None else n.to_json() for n in self.normalised],
                 "v_mass": self.v_mass.tolist(), "b_mass": self.b_mass.tolist(),
                 "trace_rate": self.trace_rate.tolist(),
                 "growth_rate": self.growth_rate.tolist(),
@@ -299,9 +299,11 @@ class Atlas:
                          f"{when(self.scalar_regime[i], self.scalar_blowup_time[i])}; "
                          f"‖V − vI‖/‖V‖ mean {self.scalar_distance[i].mean():.3f}")
             n = self.normalised[i]
+            shape = ("undefined (Σ0 = 0: the cloud is a point)" if n is None else
+                     f"{n.trend} (participation ratio {n.ratio[0]:.3g} → {n.ratio[-1]:.3g} at "
+                     f"the horizon)")
             lines.append(f"  one τ = 1 attention step: tr Σ × {self.step_growth[i]:.4g}; after "
-                         f"LayerNorm: {n.trend} (participation ratio {n.ratio[0]:.3g} → "
-                         f"{n.ratio[-1]:.3g} at the horizon)")
+                         f"LayerNorm: {shape}")
         return "\n".join(lines)
 
 
@@ -530,7 +532,7 @@ def atlas(source: Any, *, prediction: MomentPrediction | None = None,
     rows: list[list[dict[str, Any]]] = []
     decisions: list[tuple[LayerRegime, LayerRegime]] = []
     growth: list[float] = []
-    normalised: list[NormalisedFlow] = []
+    normalised: list[NormalisedFlow | None] = []
     scalar: list[tuple[tuple[int, int, int], str, float]] = []
     for i, layer in enumerate(encoder.layers):
         cov0 = prediction.attention_covs[i]
@@ -543,9 +545,11 @@ def atlas(source: Any, *, prediction: MomentPrediction | None = None,
             for A in (np.zeros_like(cov0), prediction.mlp_jacobians[i])))
         attention = Params(np.zeros_like(cov0), heads=heads)
         step = np.eye(encoder.d) + attention.M(cov0)
-        growth.append(float(np.trace(step @ cov0 @ step.T) / np.trace(cov0)))
+        tr0 = float(np.trace(cov0))  # 0: a point, no growth to speak of (NaN)
+        growth.append(float(np.trace(step @ cov0 @ step.T)) / tr0 if tr0 > 0 else float("nan"))
+        # a cloud collapsed to a point (tr Σ0 = 0) has no shape for a LayerNorm to keep
         normalised.append(normalised_flow(attention, cov0, horizon, n_eval=NORMALISED_OUTPUTS,
-                                          rtol=NORMALISED_RTOL))
+                                          rtol=NORMALISED_RTOL) if np.trace(cov0) > 0 else None)
         if progress is not None:
             progress(i + 1, len(encoder.layers))
 

@@ -49,6 +49,7 @@ from .constants import (
     BLOWUP_RTOL,
     CLOSE_RTOL,
     DIRECTION_RTOL,
+    EPS,
     EXACT_CHECK_MAX_D,
     GROWTH_FACTOR,
     INTEGRATION_ATOL,
@@ -432,7 +433,11 @@ def _stability_ok(p: Params, eq: Equilibrium) -> bool:
             return False
         a = _abscissa(p, eq.cov)
         scale = drift_spectrum(p)[1] + quadratic_constant(p) * float(np.linalg.norm(eq.cov, 2))
-        return abs(a - eq.spectral_abscissa) <= 1e-8 * max(scale, 1e-300) and \
+        # a repeated eigenvalue (A = cI, a Jordan block) moves by ε^{1/k} under rounding, k its
+        # multiplicity: two ways of computing it agree only to that (k ≤ ABSCISSA_MULTIPLICITY)
+        tol = max(1e-8, EPS ** (1 / min(p.d, ABSCISSA_MULTIPLICITY))) * max(scale, 1e-300)
+        same_sign = abs(a) <= tol or (a < 0) == (eq.spectral_abscissa < 0)
+        return abs(a - eq.spectral_abscissa) <= tol and same_sign and \
             eq.stable == (eq.spectral_abscissa < 0)
     if eq.stability is None:
         return False
@@ -444,6 +449,10 @@ def _stability_ok(p: Params, eq: Equilibrium) -> bool:
     if v is None or w is None:
         return v is None and w is None
     return abs(v - w) <= 1e-6 * abs(v) + 1e-300
+
+
+#: the largest multiplicity of an eigenvalue of L whose rounding the abscissa's re-check allows
+ABSCISSA_MULTIPLICITY = 4
 
 
 def _abscissa(p: Params, cov: np.ndarray) -> float:
