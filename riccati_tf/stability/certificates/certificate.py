@@ -237,7 +237,7 @@ class Certificate:
                 ("global", self.global_), ("d", self.params.d), ("rate", number(self.rate)),
                 ("T*", number(self.blowup_time)), ("threshold λ_max(W∞Σ0)", number(self.threshold)),
                 ("bound sup λ_max(Σ(t))", number(self.bound)),
-                ("rank Σ*", None if eq is None else eq.rank), ("reason", self.reason)]
+                ("rank Σ*", "—" if eq is None else eq.rank), ("reason", self.reason)]
         return html_table("Certificate", rows)
 
     def _repr_latex_(self) -> str | None:

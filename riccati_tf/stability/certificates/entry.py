@@ -320,7 +320,7 @@ def _stabilizing(p: Params, cov0: np.ndarray, base: dict, pr: Premises, glob: bo
     return _converged(p, eq.cov, base, "psd_gramian_pd", exact=pr.exact, glob=glob, rate=rate,
                       equilibrium=eq,
                       reason=f"G ⪰ 0 rules out blow-up; A has {pr.n_right} eigenvalue(s) with "
-                             f"Re λ > 0, none on iℝ, none unseen by G ({how}), so every Σ0 ≻ 0 "
+                             f"Re λ > 0, 0 on iℝ and 0 unseen by G ({how}), so every Σ0 ≻ 0 "
                              f"converges to the stabilizing Bernoulli solution Σ* = U₁P⁻¹U₁ᵀ of "
                              f"rank {pr.n_right}, at rate 2 min |Re λ(A)| (SPEC §5).")
 
