@@ -6,8 +6,9 @@ and, for the stabilising-sign family, "implicit" from the start: CPU time in uni
 scipy.linalg.solve_continuous_lyapunov of the same d (timed in the same run), the method, the
 switch time, the status, tr Σ at the end, or the SolverError's message. Then the A = 0 and Hurwitz
 variants of the stabilising-sign family with "auto" against "rk" (the same DOP853 path where
-no switch happens: the ratio is the cost of the stiffness monitor). One BLAS thread
-(threadpoolctl).
+no switch happens: the ratio is the cost of the stiffness monitor). Then `certify` on the
+stabilising-sign family's variants (d ≤ 48, where its Rodas4 continuation solves directly): the
+regime, CPU time in units, and the reason. One BLAS thread (threadpoolctl).
 
 Run: python -m benchmarks.stiff [--quick] [--d D ...] [--t-final T] [--rtol R]
 (--quick: d = 24, t_final = 20; default d = 24, 48, 96, t_final = 20. The target of a flow to
@@ -22,7 +23,7 @@ import time
 
 import numpy as np
 
-from riccati_tf import flow
+from riccati_tf import certify, flow
 from riccati_tf.empirical.families import family_cases
 from riccati_tf.errors import SolverError
 
@@ -80,12 +81,23 @@ def rk_section(sizes, rtol: float) -> None:
                   f"{describe(out)}", flush=True)
 
 
+def certify_section(sizes, cases: int) -> None:
+    print(f"## certify on the stabilising-sign family ({cases} variants per d)")
+    for d in sizes:
+        unit = unit_of(d)
+        for case in family_cases((d,), cases, family="opposite"):
+            cert, cpu = timed(certify, case.params, case.initial)
+            print(f"{case.name:40s} {cert.regime:12s} {cpu / unit:9.0f} units ({cpu:.2f} s)  "
+                  f"{cert.reason[:110]}", flush=True)
+
+
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--d", type=int, nargs="+")
     parser.add_argument("--t-final", type=float)
     parser.add_argument("--rtol", type=float, default=1e-10)
+    parser.add_argument("--cases", type=int, default=6, help="certify: variants per d")
     args = parser.parse_args(argv)
     _, line = pin_one_thread()
     print(line)
@@ -93,6 +105,7 @@ def main(argv=None) -> None:
     t_final = args.t_final or 20.0
     family_section(sizes, t_final, args.rtol)
     rk_section(sizes, args.rtol)
+    certify_section(tuple(d for d in sizes if d <= 48), 2 if args.quick else args.cases)
 
 
 if __name__ == "__main__":

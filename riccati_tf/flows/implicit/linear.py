@@ -10,9 +10,10 @@ With M = A + P(Σ), P(X) = Σ_h V_h X B_h and V̄ = Σ_h V_h, the equations ṁ 
 with the right-hand side r_m + P(u_Σ) m. The covariance block is a Lyapunov operator
 L_M(X) = MX + XMᵀ plus the attention term P(X)Σ + ΣP(X)ᵀ, of operator rank ≤ 2 Σ_h r_h s_h.
 
-Solves. Up to DENSE_MAX_D the d²×d² matrix s I − J_ΣΣ is assembled from the head pairs
-(J[(i,j),(k,l)] = M_ik δ_jl + δ_ik M_jl + T_iklj + T_jkli, T_iklj = Σ_h (V_h)_ik (B_h Σ)_lj) and
-LU-factored once per step, so all six stages cost two triangular solves. Above it, GMRES
+Solves. Up to DENSE_MAX_D the matrix of J_ΣΣ on Sym(d) is assembled in the coordinates vech
+(n_s = d(d+1)/2 unknowns, J[(i,j),(k,l)] = M_ik δ_jl + δ_ik M_jl + T_iklj + T_jkli,
+T_iklj = Σ_h (V_h)_ik (B_h Σ)_lj) and s I − J_s is LU-factored once per step, so all six
+stages cost two triangular solves. Above it, GMRES
 (scipy.sparse.linalg) on X ↦ sX − J_ΣΣ[X], each product O(d² Σ_h r_h) through the factors,
 preconditioned by the Lyapunov part: (s/2·I − M)X + X(s/2·I − M)ᵀ = R by Bartels–Stewart, the
 real Schur form of s/2·I − M computed once per step and each application one LAPACK trsyl and
@@ -63,15 +64,33 @@ class Linearisation:
         Y = self.M @ X + self.attention(X) @ self.cov
         return Y + Y.T
 
-    def dense_covariance(self) -> np.ndarray:
-        """J_ΣΣ as a d²×d² matrix in row-major vec (module docstring)."""
-        d, eye = self.d, np.eye(self.d)
+    def symmetric_covariance(self) -> np.ndarray:
+        """J_ΣΣ on the symmetric matrices in the coordinates vech X = (X_ij)_{i ≤ j}
+        (row-major upper triangle, n_s = d(d+1)/2): J_s = L J D, D the duplication (vech ↦ vec)
+        and L the selection (vec ↦ vech), exact because J_ΣΣ maps Sym(d) into itself:
+        J_s[(ij), (kl)] = J[(ij), (kl)] + J[(ij), (lk)] for k < l, J[(ij), (kk)], with
+        J[(ij), (kl)] = M_ik δ_jl + δ_ik M_jl + Σ_h ((V_h)_ik (B_hΣ)_lj + (V_h)_jk (B_hΣ)_li).
+
+        Notes
+        -----
+        For each row (i, j) the head sum is one product of a d × 2H by a 2H × d matrix (the
+        rows i and j of the V_h against the columns j and i of the B_hΣ), batched over the n_s
+        rows: O(n_s d² H) work, never the d²×d² matrix.
+        """
+        d = self.d
+        i, j = np.triu_indices(d)
         Vs = np.array([V for V, _ in self.p.heads])
         Cs = np.array([B @ self.cov for _, B in self.p.heads])
-        T = np.einsum("hik,hlj->iklj", Vs, Cs)
-        J = T.transpose(0, 3, 1, 2) + T.transpose(3, 0, 1, 2)
-        J += np.einsum("ik,jl->ijkl", self.M, eye) + np.einsum("ik,jl->ijkl", eye, self.M)
-        return J.reshape(d * d, d * d)
+        left = np.concatenate([Vs[:, i, :], Vs[:, j, :]]).transpose(1, 2, 0)  # (n_s, d, 2H)
+        right = np.concatenate([Cs[:, :, j], Cs[:, :, i]]).transpose(2, 0, 1)  # (n_s, 2H, d)
+        J = left @ right  # J[(ij), k, l]
+        rows = np.arange(i.size)
+        J[rows, :, j] += self.M[i, :]
+        J[rows, i, :] += self.M[j, :]
+        Js = J[:, i, j]
+        off = i != j
+        Js[:, off] += J[:, j[off], i[off]]
+        return Js
 
 
 class StepSolver:
@@ -84,7 +103,8 @@ class StepSolver:
         self.solves = self.products = 0
         d = self.d
         if d <= DENSE_MAX_D:
-            W = -lin.dense_covariance()
+            self.upper = np.triu_indices(d)
+            W = -lin.symmetric_covariance()
             W[np.diag_indices_from(W)] += s
             self.lu = sla.lu_factor(W, check_finite=False)
         else:
@@ -111,7 +131,10 @@ class StepSolver:
     def _covariance(self, R: np.ndarray) -> np.ndarray:
         d = self.d
         if self.lu is not None:
-            return sla.lu_solve(self.lu, R.ravel(), check_finite=False).reshape(d, d)
+            U = np.empty((d, d))
+            U[self.upper] = sla.lu_solve(self.lu, R[self.upper], check_finite=False)
+            U.T[self.upper] = U[self.upper]
+            return U
         T, Z = self.schur
 
         def precondition(x: np.ndarray) -> np.ndarray:

@@ -28,6 +28,10 @@ KRYLOV_FAILURES = 4
 MIN_STEP_SHARE = 1e3 * np.finfo(float).eps
 
 
+class StepBudgetSpent(SolverError):
+    """The run spent its max_steps attempted steps before t_final."""
+
+
 @dataclass(frozen=True)
 class ImplicitResult:
     """The states at the output times reached, and how: t (k,), mean (k, d), cov (k, d, d);
@@ -98,9 +102,9 @@ def implicit_flow(p: Params, mean0: np.ndarray, cov0: np.ndarray, t0: float,
                                   f"t = {t:.6g}: the flow is not resolved in floating point")
             steps += 1
             if steps > max_steps:
-                raise SolverError(f"the implicit (Rodas4) integration used its budget of "
-                                  f"max_steps = {max_steps} steps by t = {t:.6g} of t_final = "
-                                  f"{t_final:.6g}")
+                raise StepBudgetSpent(f"the implicit (Rodas4) integration used its budget of "
+                                      f"max_steps = {max_steps} steps by t = {t:.6g} of "
+                                      f"t_final = {t_final:.6g}")
             lin = Linearisation(p, y[:d] if with_mean else None, y[k:].reshape(d, d))
             if not np.all(np.isfinite(lin.M)):
                 raise _overflow(t)

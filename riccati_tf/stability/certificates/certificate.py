@@ -138,7 +138,8 @@ class Certificate:
         semisimple_rtol, rank_rtol, singular_rcond, range_rtol, threshold_rtol and, for V scalar
         only within SCALAR_RTOL, scalar_rtol), and those of numerical evidence
         (integration_rtol and integration_atol of the integration, blowup_rtol of its bracket
-        of a general-V T*, close_rtol, basin_safety, growth_factor, and blowup_check_rtol for a
+        of a general-V T*, implicit_rtol of its Rodas4 continuation where DOP853's steps
+        collapse, close_rtol, basin_safety, growth_factor, and blowup_check_rtol for a
         blow-up; an "undetermined" certificate with an integration has them too; "bounded" is
         always exact); `check()` re-decides the claims
         with the same values and refuses any other (an empty, partial, negative, NaN or unknown

@@ -15,7 +15,9 @@ __all__ = ["BALL_AIM", "BALL_CHECKS", "BALL_RTOL", "BALL_SHORTEST", "BASIN_SAFET
            "BLOWUP_CHECK_RTOL", "BOUND_RTOL", "BRENT_MAXITER", "CLOSE_RTOL", "EPS",
            "EVIDENCE_FIELDS", "EXACT_CHECK_MAX_D", "EXACT_MAX_D", "FIRST_ROOT_MAX_STEPS",
            "GROWTH_FACTOR", "GROWTH_STOP", "HORIZON_DOUBLINGS", "HORIZON_RATES",
-           "MAX_GRAMIAN_STEPS", "MAX_GROWTH", "MAX_NORM_TIME", "MAX_RHS_EVALUATIONS", "P_BITS",
+           "IMPLICIT_GROWTH_STOP", "IMPLICIT_RTOL", "IMPLICIT_SEGMENTS",
+           "MAX_GRAMIAN_STEPS", "MAX_GROWTH", "MAX_IMPLICIT_STEPS", "MAX_NORM_TIME",
+           "MAX_RHS_EVALUATIONS", "P_BITS",
            "RANGE_RTOL", "REGIMES", "ROUNDING_ULPS", "SEGMENT_NORM_TIME", "SEMISIMPLE_RTOL",
            "SIGN_RTOL", "STATE_SCALE_BITS", "THRESHOLD_RTOL"]
 
@@ -58,6 +60,14 @@ GROWTH_STOP = 1e12
 MAX_GROWTH = 1e100
 #: work limit of one bounded Runge–Kutta integration (right-hand-side evaluations)
 MAX_RHS_EVALUATIONS = 60_000
+#: ... and, where DOP853's steps collapse (a stiff flow), at most this many Rodas4 steps at
+#: relative tolerance IMPLICIT_RTOL (`integration._Integrator`)
+MAX_IMPLICIT_STEPS = 1500
+IMPLICIT_RTOL = 1e-7
+#: ... in segments IMPLICIT_SEGMENTS times shorter, stopping (bounded) once tr Σ passes
+#: IMPLICIT_GROWTH_STOP · max(tr Σ0, blow-up scale)
+IMPLICIT_SEGMENTS = 4
+IMPLICIT_GROWTH_STOP = 1e7
 #: "grows": tr Σ(T) ≥ GROWTH_FACTOR · tr Σ0 and still increasing exponentially
 GROWTH_FACTOR = 1e6
 #: numerical convergence onto an equilibrium without a Lyapunov set: distance ≤ CLOSE_RTOL scale

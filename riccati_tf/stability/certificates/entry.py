@@ -201,7 +201,7 @@ def _certify(p: Params, cov0: np.ndarray, base: dict) -> Certificate:
                            "attracting).", theorem="static", **base)
     if p.value_scalars is None:
         evidence = _bounded(p, cov0, base) or _numerical(p, cov0, base, scalar=False)
-        if evidence.regime == "undetermined":  # a stiff flow: the implicit path into a basin
+        if stiff.settling(p, evidence):  # a stiff flow: the implicit path into a basin
             return stiff.basin_certificate(p, cov0, base, MAX_NORM_TIME / _rate_scale(p, cov0),
                                            GROWTH_STOP * max(float(np.trace(cov0)),
                                                              _blowup_scale(p))) or evidence

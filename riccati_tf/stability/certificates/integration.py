@@ -1,8 +1,9 @@
 """The segmented integration of Σ that `certify` gathers its numerical evidence with and that
 `Certificate.check()` replays: Σ̇ = AΣ + ΣAᵀ + Σ_h(V_hΣB_hΣ + ΣB_hᵀΣV_hᵀ) by `flow`'s methods
-(the closed form for scalar V, DOP853 otherwise) in segments of ‖A‖₂-length SEGMENT_NORM_TIME
-(`blowup.segment_length`), each segment's end projected on the PSD cone, under a budget of
-right-hand-side evaluations.
+(the closed form for scalar V, DOP853 otherwise, continued by Rodas4 where DOP853's steps
+collapse) in segments of ‖A‖₂-length SEGMENT_NORM_TIME (`blowup.segment_length`), each
+segment's end projected on the PSD cone, under budgets of right-hand-side evaluations (DOP853)
+and of steps (Rodas4).
 """
 
 from __future__ import annotations
@@ -14,9 +15,13 @@ import numpy as np
 from scipy.linalg import LinAlgError
 
 from ...errors import SolverError
+from ...flows.implicit.linear import DENSE_MAX_D
+from ...flows.implicit.run import StepBudgetSpent, implicit_flow
 from ...flows.integrate import DEFAULT_ATOL, DEFAULT_RTOL, Trajectory, flow
-from ...flows.rk.constants import RK_EVALUATIONS_PER_STEP
+from ...flows.rk.blowup import _blowup_estimate
+from ...flows.rk.constants import BLOWUP_GROWTH, RK_EVALUATIONS_PER_STEP
 from ...flows.rk.run import _rk_flow
+from ...flows.rk.stepper import _StiffSwitch
 from ...state.lowrank import FACTOR_MIN_D, factored_layer
 from ...state.params import Gaussian, Params
 from ...state.validation import psd_part
@@ -25,7 +30,11 @@ from .constants import (
     BLOWUP_LOOSEN_POWER,
     BLOWUP_RTOL,
     GROWTH_STOP,
+    IMPLICIT_GROWTH_STOP,
+    IMPLICIT_RTOL,
+    IMPLICIT_SEGMENTS,
     MAX_GROWTH,
+    MAX_IMPLICIT_STEPS,
     MAX_RHS_EVALUATIONS,
 )
 
@@ -44,10 +53,13 @@ class _Run:
     failure: str | None = None
     #: |T* − blowup_time| ≤ uncertainty (`Trajectory.blowup_bracket`; 0 for the closed form)
     uncertainty: float = 0.0
+    #: where DOP853's steps collapsed and Rodas4 took over (None: no switch)
+    switch_time: float | None = None
 
 
 class _BudgetExhausted(Exception):
-    """More than MAX_RHS_EVALUATIONS right-hand-side evaluations in one integration."""
+    """More than MAX_RHS_EVALUATIONS right-hand-side evaluations (DOP853) or MAX_IMPLICIT_STEPS
+    steps (Rodas4) in one integration."""
 
 
 class _Integrator:
@@ -59,8 +71,17 @@ class _Integrator:
     layer p is integrated without b; by "rk" from d = FACTOR_MIN_D on with its dense heads of
     low rank through their factors (`state.lowrank.factored_layer`, as `flow` does), by flow's
     Runge–Kutta run itself (towards a pole in Sundman's time), which counts the right-hand
-    sides of all segments together (`calls`, at most MAX_RHS_EVALUATIONS). Only the segments'
-    mid and end states are formed; `rtol`, `atol` are flow's tolerances (None: its defaults),
+    sides of all segments together (`calls`, at most MAX_RHS_EVALUATIONS). Where DOP853's steps
+    collapse against the solution's scale (`flow`'s stiffness monitor) the run continues by
+    Rodas4 at `implicit_rtol` (`flows.implicit`, its stage systems solved directly: d ≤
+    DENSE_MAX_D; above, the run ends there as a failure), its steps counted together
+    (`implicit_steps`, at most MAX_IMPLICIT_STEPS), and `switch_time` records where. After the
+    switch the segments are IMPLICIT_SEGMENTS times shorter, a bounded run stops once tr Σ
+    passes IMPLICIT_GROWTH_STOP · max(tr Σ0, scale) (Rodas4 follows no pole: the growth that
+    "grows" asks for, not GROWTH_STOP's), and growth that the quadratic terms drive (flow's
+    blow-up test) ends the run as a failure. Only the
+    segments' mid and end states are formed; `rtol`, `atol` are flow's tolerances (None: its
+    defaults),
     `blowup_rtol` the width of rk's bracket of T* (its pole stop; default BLOWUP_RTOL), towards
     which its tolerances loosen as T* allows (BLOWUP_LOOSEN_POWER).
     A run that ended at a blow-up or a failure keeps that end (`advance` returns it again), so
@@ -71,13 +92,17 @@ class _Integrator:
 
     def __init__(self, p: Params, cov0: np.ndarray, method: str, scale: float = 0.0,
                  rtol: float | None = None, sigma: float = 1.0, atol: float | None = None,
-                 bounded: bool = True, blowup_rtol: float = BLOWUP_RTOL):
+                 bounded: bool = True, blowup_rtol: float = BLOWUP_RTOL,
+                 implicit_rtol: float = IMPLICIT_RTOL):
         layer = scaled_heads(p, sigma)
         if method == "rk" and p.d >= FACTOR_MIN_D:
             bare = factored_layer(layer, bias=False)
         else:
             bare = layer
         self.calls = [0]  # right-hand-side evaluations of rk so far
+        self.implicit_steps = 0  # Rodas4 steps so far, after the switch
+        self.implicit_rtol = implicit_rtol
+        self.switch_time: float | None = None
         self.tolerances: dict[str, Any] = {k: v for k, v in (("rtol", rtol), ("atol", atol))
                                            if v is not None}
         self.blowup_rtol = blowup_rtol
@@ -87,6 +112,8 @@ class _Integrator:
         self.tr0 = float(np.trace(cov0)) / sigma
         scale = scale / sigma
         self.top = GROWTH_STOP * min(max(self.tr0, scale), MAX_GROWTH * self.tr0)
+        # after the switch (no pole is followed): the growth that "grows" asks for, and a margin
+        self.implicit_top = min(self.top, IMPLICIT_GROWTH_STOP * max(self.tr0, scale))
         # a start far above the blow-up scale first falls to it: collapse is judged below both
         self.bottom = min(self.tr0, scale if scale > 0 else self.tr0) / GROWTH_STOP
         self.seg = segment_length(p, cov0)
@@ -100,20 +127,54 @@ class _Integrator:
         Runge–Kutta run on the layer itself, its right-hand sides counted against
         MAX_RHS_EVALUATIONS (_BudgetExhausted when spent)."""
         g = Gaussian(np.zeros(self.d), self.S)
+        times = np.array([0.0, h / 2, h])
         if self.method == "exact":
-            return flow(self.layer, g, h, method="exact", t_eval=[0.0, h / 2, h],
-                        dense_output=False)
+            return flow(self.layer, g, h, method="exact", t_eval=times, dense_output=False)
+        if self.switch_time is not None:
+            return self._implicit(times, 0.0, self.S, None)
         left = MAX_RHS_EVALUATIONS - self.calls[0]  # the run's limit: at least that many
         try:
-            return _rk_flow(self.layer, g, np.array([0.0, h / 2, h]), h,
+            return _rk_flow(self.layer, g, times, h,
                             self.tolerances.get("rtol", DEFAULT_RTOL),
                             self.tolerances.get("atol", DEFAULT_ATOL),
                             max(1, -(-left // RK_EVALUATIONS_PER_STEP)), counter=self.calls,
-                            pole_rtol=self.blowup_rtol, loosen_power=BLOWUP_LOOSEN_POWER)
+                            pole_rtol=self.blowup_rtol, loosen_power=BLOWUP_LOOSEN_POWER,
+                            stiff_switch=True)
+        except _StiffSwitch as sw:
+            if self.d > DENSE_MAX_D:
+                raise SolverError(f"DOP853's steps collapsed at t = {self.t + sw.t:.6g} (a stiff "
+                                  f"flow), and the Rodas4 continuation solves its stage systems "
+                                  f"directly only up to d = {DENSE_MAX_D}") from None
+            self.switch_time = self.t + sw.t
+            return self._implicit(times, sw.t, sw.cov, sw.outputs)
         except SolverError:
             if self.calls[0] > MAX_RHS_EVALUATIONS:
                 raise _BudgetExhausted from None
             raise
+
+    def _implicit(self, times: np.ndarray, t0: float, S0: np.ndarray,
+                  before: tuple[np.ndarray, np.ndarray, np.ndarray] | None) -> Trajectory:
+        """The segment's states at `times` by Rodas4 from Σ(t0) = S0 (after DOP853's outputs
+        `before` up to t0), its steps counted against MAX_IMPLICIT_STEPS."""
+        d = self.d  # absolute tolerance: rtol of the segment's start scale, every entry
+        atol = np.full(d + d * d, self.implicit_rtol * float(np.max(np.abs(np.diag(S0)))))
+        try:
+            res = implicit_flow(self.layer, np.zeros(d), S0, t0, times, float(times[-1]),
+                                self.implicit_rtol, atol,
+                                MAX_IMPLICIT_STEPS - self.implicit_steps, with_mean=False,
+                                growth=BLOWUP_GROWTH,
+                                blowup=lambda t, y: _blowup_estimate(self.layer, d, t, y))
+        except StepBudgetSpent:
+            raise _BudgetExhausted from None
+        self.implicit_steps += res.steps
+        if res.blowup is not None:  # Rodas4 does not bracket a pole: no claim either way
+            raise SolverError(f"the quadratic terms drive the growth of tr Σ by t = "
+                              f"{self.t + float(res.blowup[0]):.6g} (a blow-up that the Rodas4 "
+                              f"continuation does not locate)")
+        t, cov = res.t, res.cov
+        if before is not None:
+            t, cov = np.concatenate([before[0], t]), np.concatenate([before[2], cov])
+        return Trajectory(t, np.zeros((t.size, d)), cov, "completed", None, "implicit")
 
     def advance(self, until: float) -> _Run:
         """The run continued to `until` (from where the last call left it); a run that ended at
@@ -127,21 +188,28 @@ class _Integrator:
 
     def _advance(self, until: float) -> _Run:
         while self.t < until * (1 - 1e-12) and not self.stopped:
-            h = min(self.seg, until - self.t)
+            h = min(self.seg if self.switch_time is None else self.seg / IMPLICIT_SEGMENTS,
+                    until - self.t)
             try:
                 traj = self._segment(h)
             except _BudgetExhausted:
                 self.stopped = True
+                spent = (f"the Runge–Kutta integration used its budget of "
+                         f"{MAX_RHS_EVALUATIONS} right-hand-side evaluations"
+                         if self.switch_time is None else
+                         f"the Rodas4 continuation (from t = {self.switch_time:.6g}, where "
+                         f"DOP853's steps collapsed) used its budget of {MAX_IMPLICIT_STEPS} "
+                         f"steps")
                 return _Run(self.t, self.states[-1], self.states[-1], failure=(
-                    f"the Runge–Kutta integration used its budget of {MAX_RHS_EVALUATIONS} "
-                    f"right-hand-side evaluations by t = {self.t:.6g} (tr Σ = "
-                    f"{np.trace(self.states[-1]):.3g}): the flow is stiff there, typically Σ "
-                    f"growing along a direction where the attention term degenerates"))
+                    f"{spent} by t = {self.t:.6g} (tr Σ = {np.trace(self.states[-1]):.3g}): "
+                    f"the flow is stiff there, typically Σ growing along a direction where "
+                    f"the attention term degenerates"), switch_time=self.switch_time)
             except (SolverError, ValueError, LinAlgError, ArithmeticError) as exc:
                 self.stopped = True  # the flow could not continue (InvalidInputError included)
                 return _Run(self.t, self.states[-1], self.states[-1], failure=(
                     f"the {self.method} integration failed after t = {self.t:.6g} "
-                    f"(tr Σ = {np.trace(self.states[-1]):.3g}): {exc}"))
+                    f"(tr Σ = {np.trace(self.states[-1]):.3g}): {exc}"),
+                    switch_time=self.switch_time)
             if traj.blowup_time is not None:
                 self.stopped = True
                 T = self.t + float(traj.blowup_time)
@@ -154,7 +222,23 @@ class _Integrator:
             self.S = psd_part(traj.cov[-1])
             self.states += [self.sigma * traj.cov[1], self.sigma * self.S]
             tr = np.trace(self.S)
-            if self.bounded and not (self.bottom < tr < self.top):
+            if self.bounded and not (self.bottom < tr < (self.top if self.switch_time is None
+                                                          else self.implicit_top)):
                 self.stopped = True
         i = int(np.argmin(np.abs(np.array(self.times) - self.t / 2)))
-        return _Run(self.t, self.states[i], self.states[-1])
+        return _Run(self.t, self.states[i], self.states[-1], switch_time=self.switch_time)
+
+
+def _replay_run(p: Params, cov0: np.ndarray, until: float, method: str, *, sigma: float,
+                rtol: float, atol: float, blowup_rtol: float, implicit_rtol: float) -> _Run:
+    """The integration that "grows" evidence is decided on, and that `Certificate.check()`
+    replays: from Σ0 to until/2 and on to until (no stop on the size of tr Σ), `mid` the state
+    at until/2 itself; the same calls give the same floats."""
+    run = _Integrator(p, cov0, method, rtol=rtol, atol=atol, sigma=sigma, bounded=False,
+                      blowup_rtol=blowup_rtol, implicit_rtol=implicit_rtol)
+    half = run.advance(until / 2)
+    end = run.advance(until)
+    if half.failure is not None or half.blowup_time is not None or end.failure is not None or \
+            end.blowup_time is not None:
+        return end
+    return _Run(end.t_end, half.final, end.final, switch_time=end.switch_time)

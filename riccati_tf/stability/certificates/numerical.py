@@ -41,10 +41,11 @@ from .constants import (
     CLOSE_RTOL,
     GROWTH_FACTOR,
     HORIZON_DOUBLINGS,
+    IMPLICIT_RTOL,
     INTEGRATION_ATOL,
     INTEGRATION_RTOL,
 )
-from .integration import _Integrator, _Run
+from .integration import _Integrator, _replay_run, _Run
 from .local import _approaches, _level, _local, _zero_equilibrium, _zero_sublevel, _ZeroSublevel
 
 __all__: list[str] = []
@@ -99,7 +100,7 @@ def _numerical(p: Params, cov0: np.ndarray, base: dict, *, scalar: bool,
             return Certificate("undetermined", None, None, None, None, False, False,
                                f"{run.failure}; no conclusion.", horizon=run.t_end,
                                final_cov=run.final, **base)
-        got = _classify_final(p, cov0, base, run, scalar, np.inf if bounded else scale)
+        got = _classify_final(p, cov0, base, run, scalar, np.inf if bounded else scale, sigma)
         if got is not None or integrator.stopped:
             break
         horizon *= 2
@@ -130,7 +131,7 @@ def _evidence_tolerance(rtol: float = INTEGRATION_RTOL) -> dict[str, float]:
     and absolute tolerances and the width of its bracket of T*, CLOSE_RTOL of an approach
     without a Lyapunov set, the basin's safety fraction and the growth factor of "grows"."""
     return {"integration_rtol": rtol, "integration_atol": INTEGRATION_ATOL,
-            "blowup_rtol": BLOWUP_RTOL,
+            "blowup_rtol": BLOWUP_RTOL, "implicit_rtol": IMPLICIT_RTOL,
             "close_rtol": CLOSE_RTOL, "basin_safety": BASIN_SAFETY, "growth_factor": GROWTH_FACTOR}
 
 
@@ -347,9 +348,11 @@ def _candidates(p: Params, final: np.ndarray, scalar: bool) -> list[Equilibrium]
 
 
 def _classify_final(p: Params, cov0: np.ndarray, base: dict, run: _Run, scalar: bool,
-                    blow_scale: float) -> Certificate | None:
+                    blow_scale: float, sigma: float = 1.0) -> Certificate | None:
     mid, final, horizon = run.mid, run.final, run.t_end
-    label = "closed-form" if scalar else "Runge–Kutta"
+    label = "closed-form" if scalar else "Runge–Kutta" if run.switch_time is None else \
+        (f"Runge–Kutta (DOP853, continued by Rodas4 at rtol {IMPLICIT_RTOL:g} from "
+         f"t = {run.switch_time:.6g}, where its steps collapsed)")
     candidates = _candidates(p, final, scalar)
     for eq in candidates:
         loc = _local(p, eq.cov) if eq.stable else None
@@ -374,10 +377,17 @@ def _classify_final(p: Params, cov0: np.ndarray, base: dict, run: _Run, scalar: 
                                      f"halved since t/2), but no Lyapunov sublevel set around it "
                                      f"is certified to hold the final state (it may be unstable "
                                      f"off the rank-{psd_rank(cov0)} stratum, which Σ keeps).")
+    if run.switch_time is not None and _grows(cov0, mid, final, blow_scale):
+        # Rodas4's grid depends on where the run was stopped: the evidence is the run that
+        # check() replays, Σ at horizon/2 and at the horizon (`integration._replay_run`)
+        again = _replay_run(p, cov0, horizon, "rk", sigma=sigma, rtol=INTEGRATION_RTOL,
+                            atol=INTEGRATION_ATOL, blowup_rtol=BLOWUP_RTOL,
+                            implicit_rtol=IMPLICIT_RTOL)
+        if again.failure is not None or again.blowup_time is not None:
+            return None
+        mid, final = again.mid, again.final
     tr0, trm, trf = np.trace(cov0), np.trace(mid), np.trace(final)
-    # growth is evidence only past the blow-up scale, where the quadratic term would have turned
-    # exponential growth into a blow-up if it were going to
-    if trf >= GROWTH_FACTOR * max(tr0, blow_scale) and trf >= GROWTH_FACTOR ** 0.5 * trm:
+    if _grows(cov0, mid, final, blow_scale):
         rate = float(np.log(trf / trm) / (horizon / 2))
         return Certificate("grows", None, None, rate, None, False, False,
                            f"{label} integration to t = {horizon:.6g}: tr Σ grew by "
@@ -385,3 +395,12 @@ def _classify_final(p: Params, cov0: np.ndarray, base: dict, run: _Run, scalar: 
                            f"finite-time blow-up (numerical evidence).", horizon=horizon,
                            final_cov=final, **base)
     return None
+
+
+def _grows(cov0: np.ndarray, mid: np.ndarray, final: np.ndarray, blow_scale: float) -> bool:
+    """tr Σ(T) ≥ GROWTH_FACTOR max(tr Σ0, blow-up scale) and ≥ √GROWTH_FACTOR tr Σ(T/2): growth
+    is evidence only past the blow-up scale, where the quadratic term would have turned
+    exponential growth into a blow-up if it were going to."""
+    trf = np.trace(final)
+    return bool(trf >= GROWTH_FACTOR * max(np.trace(cov0), blow_scale)
+                and trf >= GROWTH_FACTOR ** 0.5 * np.trace(mid))

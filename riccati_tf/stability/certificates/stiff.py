@@ -7,10 +7,24 @@ from __future__ import annotations
 import numpy as np
 
 from ...state.params import Params
+from ..equilibria.field import relative_residual
 from . import basin
 from .certificate import Certificate
 
 __all__: list[str] = []
+
+
+#: the basin is sought only where the integration that decided nothing ends near an
+#: equilibrium: relative residual ‖F(Σ)‖ / scale at most this (`relative_residual`)
+SETTLING_RTOL = 1e-2
+
+
+def settling(p: Params, evidence: Certificate) -> bool:
+    """Whether `basin_certificate` is worth its implicit run: `evidence` is "undetermined" and
+    its integration ended at a Σ with relative residual ≤ SETTLING_RTOL (a growing or erratic
+    flow does not, and its implicit path would only spend its steps)."""
+    return evidence.regime == "undetermined" and evidence.final_cov is not None and \
+        relative_residual(p, np.asarray(evidence.final_cov, dtype=float)) <= SETTLING_RTOL
 
 
 def basin_certificate(p: Params, cov0: np.ndarray, base: dict, horizon: float,

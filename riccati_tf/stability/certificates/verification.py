@@ -52,6 +52,7 @@ from .constants import (
     EPS,
     EXACT_CHECK_MAX_D,
     GROWTH_FACTOR,
+    IMPLICIT_RTOL,
     INTEGRATION_ATOL,
     INTEGRATION_RTOL,
     RANGE_RTOL,
@@ -59,7 +60,7 @@ from .constants import (
     REPLAY_RTOL,
     THRESHOLD_RTOL,
 )
-from .integration import _Integrator
+from .integration import _replay_run
 from .local import _approaches, _level, _local_bounds, _zero_sublevel
 from .premises import THEOREMS, bracket_agrees, default_tolerance, premises, theorem_of
 from .rationals import _exact_ok, exact_rank
@@ -72,7 +73,7 @@ __all__: list[str] = []
 #: the tolerances of numerical evidence and the values `certify` uses (integration_rtol is
 #: INTEGRATION_RTOL, or BALL_RTOL in an attracting-ball run)
 EVIDENCE_TOLERANCE = {"integration_rtol": INTEGRATION_RTOL, "integration_atol": INTEGRATION_ATOL,
-                      "blowup_rtol": BLOWUP_RTOL,
+                      "blowup_rtol": BLOWUP_RTOL, "implicit_rtol": IMPLICIT_RTOL,
                       "close_rtol": CLOSE_RTOL, "basin_safety": BASIN_SAFETY,
                       "growth_factor": GROWTH_FACTOR}
 
@@ -248,19 +249,20 @@ def _rk_blowup_ok(c: Certificate) -> bool:
 
 def _replay(c: Certificate, until: float, sigma: float = 1.0) -> tuple[
         np.ndarray, np.ndarray, tuple[float, np.ndarray | None] | None] | None:
-    """Σ integrated again from Σ0 to `until` as certify integrates it (`integration._Integrator`:
-    closed form for scalar V, Runge–Kutta at the stored integration tolerances otherwise, in
-    the units σ of `blowup.state_scale`, segments projected on the PSD cone), without its stop
-    on the size of tr Σ: (state near until/2, state at until, (T*, direction) or None); None
-    when the integration fails."""
+    """Σ integrated again from Σ0 to `until` as certify integrates it (`integration._replay_run`:
+    closed form for scalar V, Runge–Kutta at the stored integration tolerances otherwise,
+    continued by Rodas4 at the stored implicit_rtol where it turns stiff, in the units σ of
+    `blowup.state_scale`, segments projected on the PSD cone), without its stop on the size of
+    tr Σ: (state at until/2, state at until, (T*, direction) or None); None when the
+    integration fails."""
     p = c.params
     tol = c.tolerance or {}
-    run = _Integrator(p, np.asarray(c.cov0, dtype=float),
-                      "exact" if p.value_scalars is not None else "rk",
+    run = _replay_run(p, np.asarray(c.cov0, dtype=float), until,
+                      "exact" if p.value_scalars is not None else "rk", sigma=sigma,
                       rtol=tol.get("integration_rtol", INTEGRATION_RTOL),
-                      atol=tol.get("integration_atol", INTEGRATION_ATOL), sigma=sigma,
-                      bounded=False, blowup_rtol=tol.get("blowup_rtol", BLOWUP_RTOL)
-                      ).advance(until)
+                      atol=tol.get("integration_atol", INTEGRATION_ATOL),
+                      blowup_rtol=tol.get("blowup_rtol", BLOWUP_RTOL),
+                      implicit_rtol=tol.get("implicit_rtol", IMPLICIT_RTOL))
     if run.failure is not None:
         return None
     blowup = None if run.blowup_time is None else (run.blowup_time, run.blowup_direction)
