@@ -48,6 +48,8 @@ def site() -> Path:
 #: named here, by module, and `pytest_xdist_make_scheduler` applies them.)
 XDIST_GROUPS = {
     docsite.XDIST_GROUP: ("tests/test_docs.py", "tests/test_notebooks.py"),
+    # the quick report of the module-scoped `drawn` fixture, built once
+    "quick-report": ("tests/test_report.py",),
 }
 GROUP_OF = {module: group for group, modules in XDIST_GROUPS.items() for module in modules}
 

@@ -202,12 +202,13 @@ def check_coverage(seen, undetermined, n):
 
 @pytest.mark.parametrize(("general", "n"), [(False, 48), (True, 16)], ids=["scalar", "general"])
 def test_regimes_agree_with_integration(general, n):
-    """A representative subset by default; the full counts (200 and 50) are marked slow."""
+    """A representative subset by default and in make test; the full counts (200 and 50) are
+    left to make test-long."""
     seen, undetermined = run_cases(7 if general else 3, n, general=general)
     check_coverage(seen, undetermined, n)
 
 
-@pytest.mark.slow
+@pytest.mark.long
 @pytest.mark.parametrize(("general", "n"), [(False, 200), (True, 50)], ids=["scalar", "general"])
 def test_regimes_agree_with_integration_full(general, n):
     seen, undetermined = run_cases(11 if general else 5, n, general=general)

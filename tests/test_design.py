@@ -15,8 +15,8 @@ from riccati_tf.errors import InvalidInputError
 from riccati_tf.flows.integrate import flow
 from riccati_tf.state.params import Gaussian
 
-#: targets checked by default; the rest of the 50 are marked slow
-N_FAST = 15
+#: targets checked by default, up to N_SLOW in make test (slow), all 50 in make test-long
+N_FAST, N_SLOW = 15, 30
 N_TARGETS = 50
 #: starts per target for the exact flow, and how many of them DOP853 also integrates
 N_STARTS, N_DOP = 10, 2
@@ -74,8 +74,8 @@ def _starts(rng, des, n):
     return out
 
 
-@pytest.mark.parametrize("i", [i if i < N_FAST else pytest.param(i, marks=pytest.mark.slow)
-                               for i in range(N_TARGETS)])
+@pytest.mark.parametrize("i", [i if i < N_FAST else pytest.param(
+    i, marks=pytest.mark.slow if i < N_SLOW else pytest.mark.long) for i in range(N_TARGETS)])
 def test_designed_layer_attracts_the_target(i):
     rng, des, k = _case(i)
     p, d = des.params, des.params.d

@@ -21,6 +21,10 @@ from riccati_tf.state.params import Gaussian, Head, Params
 
 #: layers of the brute-force comparison checked by default; the rest of the 30 are slow
 N_FAST, N_LAYERS = 10, 30
+#: the layers whose brute force takes over half a minute of CPU time, left to make test-long:
+#: each dimension d = 2 + i % 3, head count 1 + (i // 3) % 2, A = 0 or Hurwitz (i odd) and one
+#: or two starts (i % 4 == 1) is still met by other layers in make test
+LONG_B, LONG_V, LONG_A = {11}, {1, 7}, {2, 4, 5, 11}
 RESTARTS = 4
 #: the brute force keeps candidates violating its constraints by up to this much
 FEAS_ATOL = 1e-7
@@ -45,6 +49,13 @@ def _blows_up(params, cov0, T):
     sol = solve_ivp(_cov_rhs(params), (0, T), np.asarray(cov0, float).ravel(), method="DOP853",
                     rtol=1e-10, atol=1e-12, events=ev)
     return sol.status == 1, sol
+
+
+def _sample(i, n_fast, long):
+    """Layer i of a brute-force comparison: checked by default below n_fast, `long` when in
+    long, else slow."""
+    marks = pytest.mark.long if i in long else () if i < n_fast else pytest.mark.slow
+    return pytest.param(i, marks=marks)
 
 
 def _layer(i):
@@ -113,8 +124,7 @@ def _brute(p, starts, delta, m):
     return best
 
 
-@pytest.mark.parametrize("i", [pytest.param(i, marks=() if i < N_FAST else pytest.mark.slow)
-                               for i in range(N_LAYERS)])
+@pytest.mark.parametrize("i", [_sample(i, N_FAST, LONG_B) for i in range(N_LAYERS)])
 def test_no_brute_force_answer_is_nearer(i):
     p, starts = _layer(i)
     rep = nearest_stable(p, starts)
@@ -373,8 +383,7 @@ def _brute_v(p, starts, delta, m):
     return best
 
 
-@pytest.mark.parametrize("i", [pytest.param(i, marks=() if i < 4 else pytest.mark.slow)
-                               for i in range(N_LAYERS)])
+@pytest.mark.parametrize("i", [_sample(i, 4, LONG_V) for i in range(N_LAYERS)])
 def test_value_change_no_brute_force_answer_is_nearer(i):
     """Against the brute force and, on the set G ⪰ δI, a grid over v (step 2e-3, or 1e-2 for
     two heads).
@@ -515,8 +524,7 @@ def _brute_a(p, starts, m):
     return best
 
 
-@pytest.mark.parametrize("i", [pytest.param(i, marks=() if i < 2 else pytest.mark.slow)
-                               for i in range(12)])
+@pytest.mark.parametrize("i", [_sample(i, 2, LONG_A) for i in range(12)])
 def test_feedforward_change_no_brute_force_answer_is_nearer(i):
     p, starts = _layer_a(i)
     rep = nearest_stable(p, starts, change="A")

@@ -98,9 +98,8 @@ def test_atlas_with_the_defaults_writes_figure_and_numbers(encoder_dir, tmp_path
     assert stored["d"] == 384
     assert np.array(stored["v_inertia"]).shape == (6, 12, 3)
     assert len(stored["regime"]) == 6 and all(f"layer {i}:" in text for i in range(1, 7))
-    # its own files are replaced on a rerun; a file the user changed is never overwritten
-    assert main(["atlas", "--model", encoder_dir, "--out", str(out), "--json"]) == 0
-    assert json.loads(capsys.readouterr().out)["regime"] == stored["regime"]
+    # a file the user changed is never overwritten (its own files are replaced on a rerun:
+    # test_atlas_rerun_replaces_its_own_files, on a smaller model)
     (out / "atlas.json").write_text("my notes")
     assert main(["atlas", "--model", encoder_dir, "--out", str(out)]) == 2
     assert "refusing to overwrite" in capsys.readouterr().err
@@ -348,6 +347,16 @@ def test_checks_that_need_no_model_run_before_it_is_loaded(command, option, expe
     assert main([command, "--model", missing, "--out", str(tmp_path / "file")]) == 2
     err = capsys.readouterr().err
     assert "no-such-model" not in err
+
+
+def test_atlas_rerun_replaces_its_own_files(trained_dir, tmp_path, capsys):
+    folder, out = trained_dir[0], tmp_path / "atlas"
+    assert main(["atlas", "--model", folder, "--out", str(out)]) == 0
+    capsys.readouterr()
+    stored = json.loads((out / "atlas.json").read_text())
+    assert main(["atlas", "--model", folder, "--out", str(out), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["regime"] == stored["regime"]
+    assert json.loads((out / "atlas.json").read_text())["regime"] == stored["regime"]
 
 
 def test_atlas_with_text_starts_each_layer_from_its_measured_input(trained_dir, tmp_path,

@@ -386,13 +386,16 @@ def test_threshold_is_decided_exactly_or_left_to_certify():
     assert list(certify_columns(chunk)["regime"]) == list(ref["regime"])
 
 
-@pytest.mark.slow
-def test_benchmark_family_is_certify_everywhere():
-    """Must-show 1 without the timing: the 10 000-configuration family of benchmarks/sweep.py."""
+@pytest.mark.parametrize("n", [pytest.param(1_000, marks=pytest.mark.slow),
+                               pytest.param(10_000, marks=pytest.mark.long)])
+def test_benchmark_family_is_certify_everywhere(n):
+    """Must-show 1 without the timing: the random family of benchmarks/sweep.py, batched and
+    case by case, on 1 000 configurations (make test) and on the benchmark's 10 000 (make
+    test-long)."""
     from benchmarks.sweep import classify_all, compare, ensemble
     from riccati_tf.sweep import parse_family
 
-    family = parse_family(ensemble(10_000))
+    family = parse_family(ensemble(n))
     got, ref = classify_all(family, True), classify_all(family, False)
     assert np.all(got["path"] == "batched")
     n_diff, worst = compare(got, ref)
