@@ -79,11 +79,10 @@ class _Integrator:
     switch the segments are IMPLICIT_SEGMENTS times shorter, a bounded run stops once tr Σ
     passes IMPLICIT_GROWTH_STOP · max(tr Σ0, scale) (Rodas4 follows no pole: the growth that
     "grows" asks for, not GROWTH_STOP's), and growth that the quadratic terms drive (flow's
-    blow-up test) ends the run as a failure. Only the
-    segments' mid and end states are formed; `rtol`, `atol` are flow's tolerances (None: its
-    defaults),
-    `blowup_rtol` the width of rk's bracket of T* (its pole stop; default BLOWUP_RTOL), towards
-    which its tolerances loosen as T* allows (BLOWUP_LOOSEN_POWER).
+    blow-up test) ends the run as a failure. Only the segments' mid and end states are formed;
+    `rtol`, `atol` are flow's tolerances (None: its defaults), `blowup_rtol` the width of rk's
+    bracket of T* (its pole stop; default BLOWUP_RTOL), towards which its tolerances loosen as
+    T* allows (BLOWUP_LOOSEN_POWER).
     A run that ended at a blow-up or a failure keeps that end (`advance` returns it again), so
     that one caller can continue another's integration. `sigma` (a power of two,
     `blowup.state_scale`): Σ/σ is integrated under the heads (σV_h, B_h), exactly equivalent,

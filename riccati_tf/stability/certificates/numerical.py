@@ -377,10 +377,11 @@ def _classify_final(p: Params, cov0: np.ndarray, base: dict, run: _Run, scalar: 
                                      f"halved since t/2), but no Lyapunov sublevel set around it "
                                      f"is certified to hold the final state (it may be unstable "
                                      f"off the rank-{psd_rank(cov0)} stratum, which Σ keeps).")
-    if run.switch_time is not None and _grows(cov0, mid, final, blow_scale):
-        # Rodas4's grid depends on where the run was stopped: the evidence is the run that
+    if _grows(cov0, mid, final, blow_scale):
+        # the segments depend on where the run was stopped: the evidence is the run that
         # check() replays, Σ at horizon/2 and at the horizon (`integration._replay_run`)
-        again = _replay_run(p, cov0, horizon, "rk", sigma=sigma, rtol=INTEGRATION_RTOL,
+        again = _replay_run(p, cov0, horizon, "exact" if scalar else "rk", sigma=sigma,
+                            rtol=INTEGRATION_RTOL,
                             atol=INTEGRATION_ATOL, blowup_rtol=BLOWUP_RTOL,
                             implicit_rtol=IMPLICIT_RTOL)
         if again.failure is not None or again.blowup_time is not None:
