@@ -97,9 +97,10 @@ def _numerical(p: Params, cov0: np.ndarray, base: dict, *, scalar: bool,
                                blowup_direction=run.blowup_direction if scalar else None,
                                **{**base, "tolerance": tol})
         if run.failure is not None:
+            t_end, final = _replayable_end(p, cov0, run, scalar, sigma)
             return Certificate("undetermined", None, None, None, None, False, False,
-                               f"{run.failure}; no conclusion.", horizon=run.t_end,
-                               final_cov=run.final, **base)
+                               f"{run.failure}; no conclusion.", horizon=t_end,
+                               final_cov=final, **base)
         got = _classify_final(p, cov0, base, run, scalar, np.inf if bounded else scale, sigma)
         if got is not None or integrator.stopped:
             break
@@ -405,3 +406,19 @@ def _grows(cov0: np.ndarray, mid: np.ndarray, final: np.ndarray, blow_scale: flo
     trf = np.trace(final)
     return bool(trf >= GROWTH_FACTOR * max(np.trace(cov0), blow_scale)
                 and trf >= GROWTH_FACTOR ** 0.5 * np.trace(mid))
+
+
+def _replayable_end(p: Params, cov0: np.ndarray, run: _Run, scalar: bool,
+                    sigma: float) -> tuple[float, np.ndarray]:
+    """The evidence of an integration that failed at run.t_end: (t_end, Σ(t_end)) from the run
+    that check() replays (`integration._replay_run`; a stiff or erratic flow integrated in other
+    segments need not agree with the failed run's own state), or (0, Σ0) when that run fails
+    before t_end too."""
+    if run.t_end == 0:
+        return 0.0, cov0
+    again = _replay_run(p, cov0, run.t_end, "exact" if scalar else "rk", sigma=sigma,
+                        rtol=INTEGRATION_RTOL, atol=INTEGRATION_ATOL, blowup_rtol=BLOWUP_RTOL,
+                        implicit_rtol=IMPLICIT_RTOL)
+    if again.failure is not None or again.blowup_time is not None:
+        return 0.0, cov0
+    return run.t_end, again.final
