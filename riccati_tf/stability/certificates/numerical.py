@@ -381,10 +381,7 @@ def _classify_final(p: Params, cov0: np.ndarray, base: dict, run: _Run, scalar: 
     if _grows(cov0, mid, final, blow_scale):
         # the segments depend on where the run was stopped: the evidence is the run that
         # check() replays, Σ at horizon/2 and at the horizon (`integration._replay_run`)
-        again = _replay_run(p, cov0, horizon, "exact" if scalar else "rk", sigma=sigma,
-                            rtol=INTEGRATION_RTOL,
-                            atol=INTEGRATION_ATOL, blowup_rtol=BLOWUP_RTOL,
-                            implicit_rtol=IMPLICIT_RTOL)
+        again = _replayed_run(p, cov0, horizon, scalar, sigma)
         if again.failure is not None or again.blowup_time is not None:
             return None
         mid, final = again.mid, again.final
@@ -416,9 +413,16 @@ def _replayable_end(p: Params, cov0: np.ndarray, run: _Run, scalar: bool,
     before t_end too."""
     if run.t_end == 0:
         return 0.0, cov0
-    again = _replay_run(p, cov0, run.t_end, "exact" if scalar else "rk", sigma=sigma,
-                        rtol=INTEGRATION_RTOL, atol=INTEGRATION_ATOL, blowup_rtol=BLOWUP_RTOL,
-                        implicit_rtol=IMPLICIT_RTOL)
+    again = _replayed_run(p, cov0, run.t_end, scalar, sigma)
     if again.failure is not None or again.blowup_time is not None:
         return 0.0, cov0
     return run.t_end, again.final
+
+
+def _replayed_run(p: Params, cov0: np.ndarray, until: float, scalar: bool,
+                  sigma: float) -> _Run:
+    """`integration._replay_run` to `until` at certify's tolerances (those `check()` reads back
+    from `_evidence_tolerance`)."""
+    return _replay_run(p, cov0, until, "exact" if scalar else "rk", sigma=sigma,
+                       rtol=INTEGRATION_RTOL, atol=INTEGRATION_ATOL, blowup_rtol=BLOWUP_RTOL,
+                       implicit_rtol=IMPLICIT_RTOL)
