@@ -11,7 +11,7 @@ import time
 import numpy as np
 import pytest
 from scipy.integrate import solve_ivp
-from scipy.linalg import solve_continuous_lyapunov
+from scipy.linalg import lu_factor, lu_solve, solve_continuous_lyapunov
 from scipy.optimize import minimize, minimize_scalar
 
 from riccati_tf.design.repair import MARGIN_RTOL, SHIFT_RTOL, nearest_stable
@@ -58,6 +58,46 @@ def _sample(i, n_fast, long):
     return pytest.param(i, marks=marks)
 
 
+def _square_derivative(M):
+    """d(MMᵀ)/dM_ab = E_ab Mᵀ + M E_abᵀ, as a (d², d, d) array."""
+    eye = np.eye(M.shape[0])
+    T = np.einsum("ia,jb->abij", eye, M) + np.einsum("ib,ja->abij", M, eye)
+    return T.reshape(-1, *M.shape)
+
+
+def _affine(f, n):
+    """x ↦ (f(x), df/dx) for an affine f of x ∈ R^n (d×d values): the derivative is the
+    differences f(e_i) − f(0), exact up to rounding for an affine map."""
+    f0 = f(np.zeros(n))
+    D = np.array([f(e) - f0 for e in np.eye(n)])
+    return lambda x: (f0 + np.tensordot(x, D, axes=1), D)
+
+
+def _psd_equalities(sets, n, d, linear=None):
+    """SLSQP's equality constraint X_i(z[:n]) = M_iM_iᵀ (upper triangles; M_1, …, M_k the next
+    k d×d blocks of z) with its exact Jacobian. sets: x ↦ (X, dX/dx) with dX of shape (n, d, d);
+    linear: an optional matrix C of further constraints C z[:n] = 0."""
+    k, iu = len(sets), np.triu_indices(d)
+    extra = [] if linear is None else [linear]
+
+    def fun(z):
+        Ms = z[n:].reshape(k, d, d)
+        return np.concatenate([c @ z[:n] for c in extra] + [
+            (X(z[:n])[0] - M @ M.T)[iu] for X, M in zip(sets, Ms, strict=True)])
+
+    def jac(z):
+        Ms = z[n:].reshape(k, d, d)
+        rows = [np.hstack([c, np.zeros((c.shape[0], k * d * d))]) for c in extra]
+        for i, (X, M) in enumerate(zip(sets, Ms, strict=True)):
+            block = np.zeros((iu[0].size, z.size))
+            block[:, :n] = X(z[:n])[1][:, iu[0], iu[1]].T
+            block[:, n + i * d * d:n + (i + 1) * d * d] = -_square_derivative(M)[
+                :, iu[0], iu[1]].T
+            rows.append(block)
+        return np.vstack(rows)
+    return {"type": "eq", "fun": fun, "jac": jac}
+
+
 def _layer(i):
     """Layer i: scalar heads, d in 2..4, 1 or 2 heads, A Hurwitz (odd i) or 0; unstable from
     Σ0 (certify says blows_up), with one or two starts."""
@@ -82,7 +122,7 @@ def _brute(p, starts, delta, m):
     d, H = p.d, len(p.heads)
     vs = [V[0, 0] for V, _ in p.heads]
     B0 = np.concatenate([B.ravel() for _, B in p.heads])
-    n, iu, eye = B0.size, np.triu_indices(d), np.eye(d)
+    n, eye = B0.size, np.eye(d)
     rng = np.random.default_rng(7)
 
     def G(x):
@@ -101,17 +141,13 @@ def _brute(p, starts, delta, m):
     best = np.inf
     for sets in branches:
         k = len(sets)
-
-        def eq(z, sets=sets, k=k):
-            Ms = z[n:].reshape(k, d, d)
-            return np.concatenate([(X(z) - M @ M.T)[iu] for X, M in zip(sets, Ms,
-                                                                           strict=True)])
+        eq = _psd_equalities([_affine(X, n) for X in sets], n, d)
         for j in range(RESTARTS):
             z0 = np.concatenate([rng.standard_normal(n) * 0.3 * j,
                                  rng.standard_normal(k * d * d)])
             r = minimize(lambda z: z[:n] @ z[:n], z0,
                          jac=lambda z: np.concatenate([2 * z[:n], np.zeros(z.size - n)]),
-                         constraints=[{"type": "eq", "fun": eq}], method="SLSQP",
+                         constraints=[eq], method="SLSQP",
                          options={"maxiter": 500, "ftol": 1e-14})
             dist = float(np.linalg.norm(r.x[:n]))
             if dist >= best or any(np.linalg.eigvalsh(X(r.x))[0] < -FEAS_ATOL for X in sets):
@@ -331,7 +367,7 @@ def _brute_v(p, starts, delta, m):
     d, H = p.d, len(p.heads)
     V0 = np.concatenate([V.ravel() for V, _ in p.heads])
     Ss = [B + B.T for _, B in p.heads]
-    n, iu, eye = V0.size, np.triu_indices(d), np.eye(d)
+    n, eye = V0.size, np.eye(d)
     rng = np.random.default_rng(11)
 
     def Vs(x):
@@ -357,20 +393,17 @@ def _brute_v(p, starts, delta, m):
 
     apex = -V0.copy()
     best = float(np.linalg.norm(apex)) if certified(apex) else np.inf
+    scalar_rows = np.array([scalar(e) for e in np.eye(n)]).T  # scalar is linear in x
     for sets in branches:
         k = len(sets)
-
-        def eq(z, sets=sets, k=k):
-            Ms = z[n:].reshape(k, d, d)
-            return np.concatenate([scalar(z)] + [(X(z) - M @ M.T)[iu] for X, M in
-                                                 zip(sets, Ms, strict=True)])
+        eq = _psd_equalities([_affine(X, n) for X in sets], n, d, linear=scalar_rows)
         for j in range(RESTARTS):
             z0 = np.concatenate([rng.standard_normal(n) * 0.5 * j,
                                  rng.standard_normal(k * d * d)])
             try:
                 r = minimize(lambda z: z[:n] @ z[:n], z0,
                              jac=lambda z: np.concatenate([2 * z[:n], np.zeros(z.size - n)]),
-                             constraints=[{"type": "eq", "fun": eq}], method="SLSQP",
+                             constraints=[eq], method="SLSQP",
                              options={"maxiter": 500, "ftol": 1e-14})
             except ValueError:  # a restart whose iterates left the finite numbers
                 continue
@@ -491,7 +524,7 @@ def _brute_a(p, starts, m):
     W∞ ⪰ 0 and (1 − m)I − L0ᵀW∞L0 ⪰ 0 ((A + ΔA)ᵀW∞ + W∞(A + ΔA) = G by scipy), each X ⪰ 0
     written X = MMᵀ; every candidate certified."""
     d, G = p.d, p.G
-    n, iu, eye = d * d, np.triu_indices(d), np.eye(d)
+    n, eye = d * d, np.eye(d)
     rng = np.random.default_rng(13)
     roots = [np.linalg.cholesky(s) for s in starts]
     scale = np.linalg.norm(G, 2) * max(np.linalg.norm(s, 2) for s in starts)
@@ -499,19 +532,31 @@ def _brute_a(p, starts, m):
     def W(z):
         return solve_continuous_lyapunov((p.A + z[:n].reshape(d, d)).T, G)
 
+    def W_and_derivative(x):
+        """W and dW/dΔA_ab from (A + ΔA)ᵀdW + dW(A + ΔA) = −(E_abᵀW + WE_ab), all solved with
+        one LU factor of the Kronecker form of the Lyapunov operator (d ≤ 4)."""
+        Ft = (p.A + x.reshape(d, d)).T
+        lu = lu_factor(np.kron(Ft, eye) + np.kron(eye, Ft))
+        Wx = lu_solve(lu, G.ravel()).reshape(d, d)
+        rhs = -(np.einsum("ib,aj->abij", eye, Wx) + np.einsum("ia,jb->abij", Wx, eye))
+        return Wx, lu_solve(lu, rhs.reshape(n, n).T).T.reshape(n, d, d)
+
+    def bound(L):
+        def X(x):
+            Wx, dW = W_and_derivative(x)
+            return (1 - m) * eye - L.T @ Wx @ L, -np.einsum("ki,nkl,lj->nij", L, dW, L)
+        return X
+
     sets = [W] + [lambda z, L=L: (1 - m) * eye - L.T @ W(z) @ L for L in roots]
     k = len(sets)
-
-    def eq(z):
-        Ms = z[n:].reshape(k, d, d)
-        return np.concatenate([(X(z) - M @ M.T)[iu] for X, M in zip(sets, Ms, strict=True)])
+    eq = _psd_equalities([W_and_derivative] + [bound(L) for L in roots], n, d)
     best = np.inf
     for j in range(2 * RESTARTS):
         dA = -rng.uniform(0.2, 2.0) * scale * eye + rng.standard_normal((d, d)) * 0.3 * j
         z0 = np.concatenate([dA.ravel(), rng.standard_normal(k * d * d)])
         r = minimize(lambda z: z[:n] @ z[:n], z0,
                      jac=lambda z: np.concatenate([2 * z[:n], np.zeros(z.size - n)]),
-                     constraints=[{"type": "eq", "fun": eq}], method="SLSQP",
+                     constraints=[eq], method="SLSQP",
                      options={"maxiter": 500, "ftol": 1e-14})
         dist = float(np.linalg.norm(r.x[:n]))
         if not np.isfinite(dist) or dist >= best or any(

@@ -23,13 +23,13 @@ def _rows(mathml: str) -> list:
     return ET.fromstring(mathml).findall(f".//{NS}mtable/{NS}mtr")
 
 
-@pytest.mark.parametrize(("system", "form"), [
-    (transformer_system(2), "matrix"),
-    (transformer_system(2), "entries"),
-    (transformer_system(1, kernel="dot", ffn="relu"), "auto"),
+@pytest.mark.parametrize(("d", "options", "form"), [
+    (2, {}, "matrix"),
+    (2, {}, "entries"),
+    (1, {"kernel": "dot", "ffn": "relu"}, "auto"),
 ])
-def test_system_latex_renders_as_a_table_without_latex_left(system, form):
-    latex = system_latex(system, form=form)
+def test_system_latex_renders_as_a_table_without_latex_left(d, options, form):
+    latex = system_latex(transformer_system(d, **options), form=form)
     mathml = latex_to_mathml(latex)
     texts = _texts(mathml)
     assert not [t for t in texts if "&" in t], "an alignment point was left as text"

@@ -301,7 +301,7 @@ def test_particles_follow_the_gaussian_flow_at_short_times(n, n_steps):
     assert mean_err <= 4 * np.sqrt(np.trace(gauss.cov[-1]) / n)
 
 
-@pytest.mark.slow
+@pytest.mark.long  # N = 20 000 over three steps: a minute of CPU; one step of it runs above
 def test_particles_follow_the_gaussian_flow_for_three_steps_at_n_20000():
     n, h = 20_000, 0.1
     x0 = START.sample(n, np.random.default_rng(12))

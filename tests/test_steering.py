@@ -340,7 +340,7 @@ def test_particle_time_step_is_far_below_monte_carlo_error():
     assert np.any(error > 0)
 
 
-@pytest.mark.slow
+@pytest.mark.long  # the check of the N = 5000 test above at N = 20 000: a minute of CPU
 def test_attention_plan_moves_20000_particles_onto_the_target():
     """Must-show 2 at N = 20 000 (one attention evaluation ≈ 2 s here; 16 of them)."""
     stat, bound, finite_n, _, _ = particle_check("attention", 20_000, 4, seed=13)
