@@ -91,9 +91,13 @@ myst_heading_anchors = 3
 # --- HTML -----------------------------------------------------------------------------------
 html_theme = "pydata_sphinx_theme"
 html_title = "riccati_tf"
+#: collapse_navigation: the side bar lists the pages of the current section only (the theme's
+#: default lists every page, hidden under toggles: the ~470 API pages each carried all ~490
+#: entries, and rendering those side bars took about 7 s of CPU per build)
 html_theme_options = {
     "navigation_with_keys": False,
     "show_toc_level": 2,
+    "collapse_navigation": True,
 }
 #: docstrings.css: the plain-text literal blocks of the API pages wrap (no horizontal scroll)
 html_static_path = ["_static"]

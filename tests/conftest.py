@@ -48,8 +48,10 @@ def site() -> Path:
 #: named here, by module, and `pytest_xdist_make_scheduler` applies them.)
 XDIST_GROUPS = {
     docsite.XDIST_GROUP: ("tests/test_docs.py", "tests/test_notebooks.py"),
-    # the quick report of the module-scoped `drawn` fixture, built once
-    "quick-report": ("tests/test_report.py",),
+    # the quick report of the module-scoped `drawn` fixture, built once; it re-proves the
+    # claims of proofs/, which proofs/_verify.py runs once per process: with test_proofs.py on
+    # the same worker, each claim is proved once
+    "quick-report": ("tests/test_report.py", "tests/test_proofs.py"),
 }
 GROUP_OF = {module: group for group, modules in XDIST_GROUPS.items() for module in modules}
 

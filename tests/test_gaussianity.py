@@ -105,6 +105,20 @@ def test_block_size_does_not_change_the_statistics(rng):
         assert b[name] == pytest.approx(a[name], rel=1e-12)
 
 
+@pytest.mark.parametrize(("n", "block"), [(1, 1024), (7, 1), (256, 1024), (333, 50),
+                                          (600, 1024), (1031, 300)])
+def test_gram_sums_over_half_the_gram_matrix_are_the_full_sums(rng, n, block):
+    """The block sums, which form the blocks from the diagonal on and count the pairs below it
+    twice, against the sums over the whole Gram matrix and distance matrix formed at once."""
+    from riccati_tf.empirical.gaussianity.distances import _gram_sums
+
+    y = rng.standard_normal((n, 3))
+    G = y @ y.T
+    dist = np.sqrt(np.sum((y[:, None, :] - y[None, :, :]) ** 2, axis=2))
+    full = (np.sum(G ** 3), np.sum(G ** 4), np.sum(dist), np.sum(np.diag(G) ** 2))
+    assert _gram_sums(y, block) == pytest.approx(full, rel=1e-12)
+
+
 def test_whiten_projects_on_the_range_of_a_degenerate_cloud(rng):
     x = rng.standard_normal((200, 2)) @ rng.standard_normal((2, 5))  # rank 2 in R^5
     y = whiten(x)

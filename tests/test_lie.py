@@ -22,6 +22,8 @@ from riccati_tf.reachability.lie import (
     stratum_point,
     table_markdown,
 )
+from riccati_tf.reachability.lie.rank import DEFAULT_DEPTH
+from riccati_tf.reachability.lie.table import _document
 from riccati_tf.state.moments import moment_arrays
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "accessibility.md"
@@ -302,12 +304,17 @@ def test_cli_writes_the_document(tmp_path):
 
 
 @pytest.mark.slow
-def test_document_is_the_generated_table():
-    """docs/accessibility.md equals accessibility_document() (d = 1, 2, 3; about 30 s)."""
-    assert DOC.read_text(encoding="utf-8") == accessibility_document()
-
-
-@pytest.mark.slow
-def test_attention_rank_one_in_three_dimensions():
-    acc = accessibility_rank("attention", 3, rank=1)
+def test_document_is_the_generated_table_and_attention_rank_one_in_three_dimensions():
+    """docs/accessibility.md equals accessibility_document() (d = 1, 2, 3; about 30 s), and its
+    row of attention in d = 3 at rank 1, the call accessibility_rank("attention", 3, rank=1)
+    with the table's defaults (depth, seed 0), has rank 4 of 6 (one computation for both:
+    the document is written around the rows, as accessibility_document writes it)."""
+    rows = accessibility_table((1, 2, 3))
+    assert DOC.read_text(encoding="utf-8") == _document(rows, (1, 2, 3), DEFAULT_DEPTH, 0)
+    acc = next(a for a in rows if (a.controls, a.d, a.cov_rank) == ("attention", 3, 1))
     assert (acc.rank, acc.expected) == (4, 6)
+
+
+def test_the_document_is_written_around_the_table():
+    assert accessibility_document((1, 2)) == _document(accessibility_table((1, 2)), (1, 2),
+                                                       DEFAULT_DEPTH, 0)

@@ -49,6 +49,22 @@ def test_claim_holds(module, index):
     assert not failed, _verify.table(failed)
 
 
+def test_a_claim_runs_once_per_process():
+    """evaluate proves a claim the first time it is asked for it; the same claim asked again
+    (by the report after the tests, or by the tests after the report) gives the same verdicts
+    without running again."""
+    x = sp.Symbol("x")
+    runs = []
+
+    def claim():
+        runs.append(1)
+        return _verify.symbolic_zero("x − x = 0", x - x)
+
+    first = _verify.evaluate([claim])
+    assert _verify.evaluate([claim, claim]) == first * 2 and len(runs) == 1
+    assert first[0].passed
+
+
 def test_wrong_identities_fail():
     x, y = sp.symbols("x y", real=True)
     assert not _verify.symbolic_zero("wrong", (x + y) ** 2 - x ** 2 - y ** 2).passed

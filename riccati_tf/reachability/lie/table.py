@@ -153,7 +153,11 @@ def accessibility_document(dims: Sequence[int] = (1, 2, 3), depth: int = DEFAULT
                            seed: int = 0) -> str:
     """The text of docs/accessibility.md: the table and how it was computed (dims, depth and
     seed as for `accessibility_table`)."""
-    rows = accessibility_table(dims, depth=depth, seed=seed)
+    return _document(accessibility_table(dims, depth=depth, seed=seed), dims, depth, seed)
+
+
+def _document(rows: Sequence[Accessibility], dims: Sequence[int], depth: int, seed: int) -> str:
+    """The text of `accessibility_document` around rows, the table of (dims, depth, seed)."""
     confs = "\n".join(f"- `{c.name}`: {c.summary}" for c in CONFIGURATIONS.values())
     return f"""# Controllability: Lie-bracket accessibility ranks of the Gaussian moment system
 
