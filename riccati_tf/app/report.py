@@ -498,7 +498,7 @@ def write_report(out_dir: str | Path = "report", *, quick: bool = False,
     out_dir : str or pathlib.Path, default "report"
         The output folder (created if missing).
     quick : bool, default False
-        Smaller runs (`riccati-tf report --quick`, about a minute).
+        Smaller runs (`riccati-tf report --quick`, a minute or two of CPU).
     model : str, optional
         A local Transformer folder (`save_pretrained`) for the probe; default a random
         DeiT-tiny-shaped encoder (nothing is downloaded).
