@@ -283,7 +283,8 @@ def build_parser() -> argparse.ArgumentParser:
     rep = sub.choices["report"]
     rep.add_argument("--out", default="report", metavar="DIR",
                      help="output folder (default %(default)s)")
-    rep.add_argument("--quick", action="store_true", help="smaller, faster run (a minute or two of CPU)")
+    rep.add_argument("--quick", action="store_true",
+                     help="smaller, faster run (a minute or two of CPU)")
     rep.add_argument("--model", metavar="PATH", default=None,
                      help="Transformer folder (save_pretrained) analysed by the probe and the "
                           "model section; default: encoders with random weights (a DeiT-tiny "
