@@ -27,9 +27,10 @@ $(VENV)/.report: pyproject.toml | $(BIN)/python
 	$(BIN)/pip install -q -e '.[report]' $(EDITABLE)
 	touch $@
 
+# the test extra and the documentation's in one install (the suite builds the documentation)
 $(VENV)/.test: pyproject.toml | $(BIN)/python
-	$(BIN)/pip install -q -e '.[test]' $(EDITABLE)
-	touch $@ $(VENV)/.report
+	$(BIN)/pip install -q -e '.[test,docs]' $(EDITABLE)
+	touch $@ $(VENV)/.report $(VENV)/.docs
 
 $(VENV)/.docs: pyproject.toml | $(BIN)/python
 	$(BIN)/pip install -q -e '.[docs]' $(EDITABLE)
@@ -66,7 +67,7 @@ browser:
 # checks (the documentation build with warnings as errors, long integrations) and the hostile
 # corpus; mypy --strict on the README's examples is one of its tests. Installs nothing outside
 # the virtual environment.
-test: $(VENV)/.test $(VENV)/.docs
+test: $(VENV)/.test
 	@$(MAKE) --no-print-directory -k -j3 --output-sync=target lint mypy pytest
 
 pytest: $(VENV)/.test

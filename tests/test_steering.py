@@ -378,13 +378,21 @@ def test_unreachable_mean_is_detected_and_explained():
         assert info.value.start.mean_rank == 0
 
 
-def test_rank_condition_failure_is_refused_and_the_solver_is_honest():
-    """affine-nobias keeps mᵀΣ⁻¹m: the rank test refuses (4 < 5); forced, the solver reports
-    failure with the residual it reached, and the invariant explains why."""
-    start = Gaussian([0.3, 0.1], [[1.0, 0.2], [0.2, 0.7]])
-    target = Gaussian([1.5, -0.3], [[0.8, -0.1], [-0.1, 1.1]])
+NOBIAS_START = Gaussian([0.3, 0.1], [[1.0, 0.2], [0.2, 0.7]])
+NOBIAS_TARGET = Gaussian([1.5, -0.3], [[0.8, -0.1], [-0.1, 1.1]])
+
+
+def test_rank_condition_failure_is_refused():
+    """affine-nobias keeps mᵀΣ⁻¹m: the rank test refuses (4 < 5)."""
     with pytest.raises(UnreachableError, match="rank condition fails"):
-        steer(start, target, 1.0, controls="affine-nobias")
+        steer(NOBIAS_START, NOBIAS_TARGET, 1.0, controls="affine-nobias")
+
+
+@pytest.mark.long  # the forced solver spends its whole budget: 15 s of CPU
+def test_forced_past_the_rank_condition_the_solver_is_honest():
+    """Forced, the solver reports failure with the residual it reached, and the invariant
+    mᵀΣ⁻¹m explains why."""
+    start, target = NOBIAS_START, NOBIAS_TARGET
     plan = steer(start, target, 1.0, controls="affine-nobias", check_accessibility=False)
     assert not plan.success and plan.residual > TOL and "FAILED" in plan.message
     assert plan.residual == pytest.approx(plan.verify(), rel=1e-6)
