@@ -29,6 +29,7 @@ from .constants import (
     BRENT_MAXITER,
     EPS,
     FIRST_ROOT_MAX_STEPS,
+    GROWTH_FACTOR,
     HORIZON_RATES,
     MAX_GRAMIAN_STEPS,
     MAX_NORM_TIME,
@@ -268,3 +269,12 @@ def _blowup_scale(p: Params) -> float:
     g = np.linalg.eigvalsh(p.G)
     neg = max(-g[0], EPS * np.abs(g).max(), 0.0)
     return float(drift_spectrum(p)[1] / neg) if neg > 0 else 0.0
+
+
+def _grows(cov0: np.ndarray, mid: np.ndarray, final: np.ndarray, scale: float,
+           factor: float = GROWTH_FACTOR) -> bool:
+    """The growth of "grows": tr Σ(T) ≥ factor · max(tr Σ0, scale) and ≥ √factor · tr Σ(T/2)
+    (mid = Σ(T/2)). Growth is evidence only past the blow-up scale, where the quadratic term
+    would have turned exponential growth into a blow-up if it were going to."""
+    trf = np.trace(final)
+    return bool(trf >= factor * max(np.trace(cov0), scale) and trf >= factor ** 0.5 * np.trace(mid))

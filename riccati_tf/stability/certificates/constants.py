@@ -13,7 +13,8 @@ import numpy as np
 
 __all__ = ["BALL_AIM", "BALL_CHECKS", "BALL_RTOL", "BALL_SHORTEST", "BASIN_SAFETY",
            "BLOWUP_CHECK_RTOL", "BOUND_RTOL", "BRENT_MAXITER", "CLOSE_RTOL", "EPS",
-           "EVIDENCE_FIELDS", "EXACT_CHECK_MAX_D", "EXACT_MAX_D", "FIRST_ROOT_MAX_STEPS",
+           "EVIDENCE_FIELDS", "EVIDENCE_TOLERANCE", "EXACT_CHECK_MAX_D", "EXACT_MAX_D",
+           "FIRST_ROOT_MAX_STEPS",
            "GROWTH_FACTOR", "GROWTH_STOP", "HORIZON_DOUBLINGS", "HORIZON_RATES",
            "IMPLICIT_GROWTH_STOP", "IMPLICIT_RTOL", "IMPLICIT_SEGMENTS",
            "MAX_GRAMIAN_STEPS", "MAX_GROWTH", "MAX_IMPLICIT_STEPS", "MAX_NORM_TIME",
@@ -111,6 +112,15 @@ BLOWUP_RTOL = 1e-9
 #: the power of the evidence's tolerance schedule towards a pole (flows.rk.constants.
 #: SUNDMAN_LOOSEN_MAX): 1, the schedule for a run whose only product there is T*
 BLOWUP_LOOSEN_POWER = 1.0
+#: the tolerances of numerical evidence (`Certificate.tolerance`) and the values `certify` uses:
+#: the integration's relative and absolute tolerances (integration_rtol is BALL_RTOL in an
+#: attracting-ball run), the width of its bracket of T*, its Rodas4 continuation's rtol,
+#: CLOSE_RTOL of an approach without a Lyapunov set, the basin's safety fraction and the growth
+#: factor of "grows"
+EVIDENCE_TOLERANCE = {"integration_rtol": INTEGRATION_RTOL, "integration_atol": INTEGRATION_ATOL,
+                      "blowup_rtol": BLOWUP_RTOL, "implicit_rtol": IMPLICIT_RTOL,
+                      "close_rtol": CLOSE_RTOL, "basin_safety": BASIN_SAFETY,
+                      "growth_factor": GROWTH_FACTOR}
 #: check() in exact rational arithmetic up to this d
 EXACT_CHECK_MAX_D = 6
 #: work budgets: Van Loan steps of one Gramian W(t) (T* search and its check), and Brent

@@ -28,7 +28,7 @@ from ..equilibria import (
     Equilibrium,
     equilibria,
 )
-from .blowup import _blowup_scale, _horizon, state_scale
+from .blowup import _blowup_scale, _grows, _horizon, state_scale
 from .certificate import Certificate, _converged
 from .constants import (
     BALL_AIM,
@@ -39,6 +39,7 @@ from .constants import (
     BLOWUP_CHECK_RTOL,
     BLOWUP_RTOL,
     CLOSE_RTOL,
+    EVIDENCE_TOLERANCE,
     GROWTH_FACTOR,
     HORIZON_DOUBLINGS,
     IMPLICIT_RTOL,
@@ -128,12 +129,9 @@ def _start_scale_blowup(p: Params, cov0: np.ndarray, scale: float, horizon: floa
 
 
 def _evidence_tolerance(rtol: float = INTEGRATION_RTOL) -> dict[str, float]:
-    """The tolerances of numerical evidence (`Certificate.tolerance`): the integration's relative
-    and absolute tolerances and the width of its bracket of T*, CLOSE_RTOL of an approach
-    without a Lyapunov set, the basin's safety fraction and the growth factor of "grows"."""
-    return {"integration_rtol": rtol, "integration_atol": INTEGRATION_ATOL,
-            "blowup_rtol": BLOWUP_RTOL, "implicit_rtol": IMPLICIT_RTOL,
-            "close_rtol": CLOSE_RTOL, "basin_safety": BASIN_SAFETY, "growth_factor": GROWTH_FACTOR}
+    """The tolerances of numerical evidence (`constants.EVIDENCE_TOLERANCE`) with the
+    integration's relative tolerance rtol."""
+    return {**EVIDENCE_TOLERANCE, "integration_rtol": rtol}
 
 
 @dataclass(frozen=True)
@@ -394,15 +392,6 @@ def _classify_final(p: Params, cov0: np.ndarray, base: dict, run: _Run, scalar: 
                            f"finite-time blow-up (numerical evidence).", horizon=horizon,
                            final_cov=final, **base)
     return None
-
-
-def _grows(cov0: np.ndarray, mid: np.ndarray, final: np.ndarray, blow_scale: float) -> bool:
-    """tr Σ(T) ≥ GROWTH_FACTOR max(tr Σ0, blow-up scale) and ≥ √GROWTH_FACTOR tr Σ(T/2): growth
-    is evidence only past the blow-up scale, where the quadratic term would have turned
-    exponential growth into a blow-up if it were going to."""
-    trf = np.trace(final)
-    return bool(trf >= GROWTH_FACTOR * max(np.trace(cov0), blow_scale)
-                and trf >= GROWTH_FACTOR ** 0.5 * np.trace(mid))
 
 
 def _replayable_end(p: Params, cov0: np.ndarray, run: _Run, scalar: bool,

@@ -36,6 +36,7 @@ from . import basin, bounded
 from .blowup import (
     _blowup_scale,
     _gramian,
+    _grows,
     _rank0,
     _threshold,
     blowup_check,
@@ -44,12 +45,12 @@ from .blowup import (
 )
 from .constants import (
     BALL_RTOL,
-    BASIN_SAFETY,
     BLOWUP_CHECK_RTOL,
     BLOWUP_RTOL,
     CLOSE_RTOL,
     DIRECTION_RTOL,
     EPS,
+    EVIDENCE_TOLERANCE,
     EXACT_CHECK_MAX_D,
     GROWTH_FACTOR,
     IMPLICIT_RTOL,
@@ -70,12 +71,6 @@ if TYPE_CHECKING:
 
 __all__: list[str] = []
 
-#: the tolerances of numerical evidence and the values `certify` uses (integration_rtol is
-#: INTEGRATION_RTOL, or BALL_RTOL in an attracting-ball run)
-EVIDENCE_TOLERANCE = {"integration_rtol": INTEGRATION_RTOL, "integration_atol": INTEGRATION_ATOL,
-                      "blowup_rtol": BLOWUP_RTOL, "implicit_rtol": IMPLICIT_RTOL,
-                      "close_rtol": CLOSE_RTOL, "basin_safety": BASIN_SAFETY,
-                      "growth_factor": GROWTH_FACTOR}
 
 
 #: the theorems whose certificates one verifier re-decides whole (the form, the premises and the
@@ -326,12 +321,10 @@ def _evidence_ok(c: Certificate) -> bool:
     tol = c.tolerance or {}
     eq = c.equilibrium
     if c.regime == "grows":
-        tr0, trm, trf = np.trace(c.cov0), np.trace(mid), np.trace(final)
-        factor = tol.get("growth_factor", GROWTH_FACTOR)
-        rate = float(np.log(trf / trm) / (c.horizon / 2))
-        return bool(trf >= factor * max(tr0, _growth_scale(p, c.cov0))
-                    and trf >= factor ** 0.5 * trm
-                    and abs(rate - float(c.rate)) <= 1e-3 * abs(rate))  # type: ignore[arg-type]
+        rate = float(np.log(np.trace(final) / np.trace(mid)) / (c.horizon / 2))
+        return _grows(c.cov0, mid, final, _growth_scale(p, c.cov0),
+                      tol.get("growth_factor", GROWTH_FACTOR)) and \
+            abs(rate - float(c.rate)) <= 1e-3 * abs(rate)  # type: ignore[arg-type]
     if eq is None or c.theorem != "numerical":
         return False
     if c.lyapunov is not None and c.operator is not None:
