@@ -3,6 +3,7 @@ design.json, --json, --plot), and bad specs refused in one line naming the field
 
 import copy
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -35,6 +36,12 @@ def test_the_example_writes_html_json_and_figure(tmp_path, capsys):
     page = (out / "design.html").read_text(encoding="utf-8")
     assert page.startswith("<!DOCTYPE html>") and "data:image/png;base64," in page
     assert "<math" in page and "Controllability at the target" in page
+    # titled as what it is; in the matrices, rounding noise of a zero entry is written ≈ 0,
+    # not as a number (residuals and errors keep their measured values)
+    assert "<title>riccati_tf design: a layer with a prescribed attracting Gaussian</title>" in page
+    cells = re.findall(r"<th>(?:G|K|A|b|[VB]_\d+)</th><td>(.*?)</td>", page)
+    assert len(cells) >= 4 and "≈ 0" in "".join(cells)
+    assert not any(re.search(r"10<sup>−(1[5-9]|[2-9]\d|\d{3})</sup>", c) for c in cells)
     assert plot.read_bytes()[:8] == PNG
     numbers = json.loads((out / "design.json").read_text(encoding="utf-8"))
     cert = numbers["certificate"]

@@ -97,11 +97,66 @@ def test_rank_deficient_covariance_draws_only_its_rank(method):
         assert np.all(line.get_ydata() >= EPS * lam_max)
 
 
-def test_spectrum_floors_at_eps_times_the_largest_eigenvalue():
+def test_spectrum_floors_at_d_eps_times_the_largest_eigenvalue():
     cov = np.array([np.diag([2.0, 1e-300, -1e-17]), np.diag([4.0, 1e-20, 0.0])])
     lam, r = plotting.spectrum(cov, rank=2)
     assert r == 2
-    np.testing.assert_array_equal(lam, [[2.0, 2.0 * EPS], [4.0, 4.0 * EPS]])
+    np.testing.assert_array_equal(lam, [[2.0, 6.0 * EPS], [4.0, 12.0 * EPS]])
+
+
+def test_spectrum_floors_an_integrated_flow_at_its_tolerance():
+    """An eigenvalue below rtol · λ_max of an integrated Σ(t) is the integration's error, not
+    dynamics: drawn at that floor, it cannot zig-zag over decades."""
+    rng = np.random.default_rng(3)
+    noise = 10.0 ** rng.uniform(-15, -11, 6)  # an eigenvalue that is zero up to the error
+    cov = np.array([np.diag([1.0, 0.5, x]) for x in noise])
+    lam, r = plotting.spectrum(cov, rank=3, resolution=1e-10)
+    assert r == 3 and np.all(lam[:, 2] == 1e-10) and np.all(lam[:, :2] == [1.0, 0.5])
+    params, g0, horizon = regime_examples()["collapses"]
+    traj = rt.flow(params, g0, horizon, method="rk", rtol=1e-9)
+    fig = plotting.plot_covariance(traj)
+    lam_max = np.linalg.eigvalsh(traj.cov)[:, -1]
+    for line in fig.axes[0].get_lines()[:2]:
+        assert np.all(line.get_ydata() >= 1e-9 * lam_max)
+
+
+@pytest.mark.parametrize("low, high, expect_plain", [(1.7, 8.5, True), (0.02, 0.9, True),
+                                                     (1e-3, 8.5e4, False)])
+def test_log_axis_labels_are_plain_numbers_within_two_decades(low, high, expect_plain):
+    from riccati_tf.io.figures import new_figure
+    from riccati_tf.io.plots import plain_log_labels
+
+    fig, ax = new_figure()
+    ax.semilogy([0, 1], [low, high])
+    ax.get_ylim()
+    plain_log_labels(ax.yaxis)
+    fig.draw_without_rendering()
+    labels = [t.get_text() for t in (*ax.get_yticklabels(), *ax.get_yticklabels(minor=True))
+              if t.get_text()]
+    powers = [t for t in labels if "times" in t or "10^" in t]
+    assert labels and (not powers if expect_plain else len(powers) == len(labels))
+
+
+def test_ellipses_are_the_projected_one_sigma_contours():
+    """Each drawn ellipse x satisfies (x − Pm)ᵀ (PΣPᵀ)⁻¹ (x − Pm) = 1 for the plane P of the
+    two leading eigenvectors of Σ(start) + Σ(end)."""
+    from riccati_tf.io.plots import plot_ellipses
+
+    rng = np.random.default_rng(5)
+    t = np.linspace(0.0, 1.0, 11)
+    X = rng.standard_normal((11, 4, 4))
+    cov = X @ X.transpose(0, 2, 1) + 0.1 * np.eye(4)
+    mean = rng.standard_normal((11, 4))
+    ax = plot_ellipses(t, mean, cov, n_between=3)
+    P = np.linalg.eigh(cov[0] + cov[-1])[1][:, ::-1][:, :2]
+    lines = ax.get_lines()
+    assert len(lines) == 5 and [ln.get_linestyle() for ln in lines[-2:]] == ["-", "--"]
+    drawn_at = [int(np.searchsorted(t, s)) for s in np.linspace(0, 1, 5)[1:-1]] + [0, 10]
+    for line, i in zip(lines, drawn_at, strict=True):
+        x = np.vstack([line.get_xdata(), line.get_ydata()]) - (P.T @ mean[i])[:, None]
+        S = P.T @ cov[i] @ P
+        q = np.einsum("ik,ij,jk->k", x, np.linalg.inv(S), x)
+        np.testing.assert_allclose(q, 1.0, rtol=1e-10)
 
 
 def test_full_rank_curves_have_labels_and_final_values():

@@ -18,6 +18,8 @@ from riccati_tf.flows.integrate import flow
 
 BROWSER = next((shutil.which(b) for b in ("chromium-headless-shell", "chromium", "chromium-browser")
                 if shutil.which(b)), None)
+#: the window width at which the page must not scroll sideways and its figures' text must read
+PAGE_WIDTH = 1280
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
          "--disable-component-update", "--disable-sync", "--no-first-run"]
 
@@ -239,6 +241,53 @@ def test_probe_numbers_are_an_html_table(quick_report):
         assert np.isclose(float(cells[1]), probe["stats"]["energy"][layer], rtol=1e-3)
 
 
+def test_every_figure_reads_at_nine_points_on_the_page(quick_report):
+    """Without a browser: each figure's smallest text (its PNG record, `figure_png`) at the
+    page's width, the figure shown at min(1, 1100 px / its width) of its pixels (the body's
+    max-width), is at least 9 pt (0.75 pt per CSS px); the browser test measures the same on
+    the laid-out page."""
+    import base64
+    import io
+
+    from PIL import Image
+
+    from riccati_tf.io.figures import min_text_px
+
+    page = (quick_report / "index.html").read_text()
+    assert "max-width:1100px" in page
+    images = re.findall(r'<img alt="[^"]*" data-min-text-px="([0-9.e+-]+)" '
+                        r'src="data:image/png;base64,([^"]+)"', page)
+    assert len(images) == page.count("<img ") >= 10
+    for recorded, data in images:
+        png = base64.b64decode(data)
+        assert float(recorded) == pytest.approx(min_text_px(png), rel=1e-3)
+        width = Image.open(io.BytesIO(png)).size[0]
+        assert float(recorded) * min(1.0, 1100 / width) * 0.75 >= 9.0
+
+
+def test_figure_png_records_its_smallest_drawn_text():
+    """The record is the smallest font of what is drawn (tick labels in view, legend, title),
+    in pixels at the PNG's dpi: a 6-pt legend is found; a tick outside the view is not."""
+    from riccati_tf.io.figures import figure_png, min_text_px, new_figure, smallest_text_pt
+
+    fig, ax = new_figure()
+    ax.plot([0, 1], [0, 1], label="line")
+    ax.set_title("title", fontsize=14)
+    ax.tick_params(labelsize=11)
+    assert smallest_text_pt(fig) == 11
+    ax.legend(fontsize=6)
+    assert min_text_px(figure_png(fig, dpi=144)) == pytest.approx(12.0)
+    fig, ax = new_figure()
+    ax.plot([0, 1], [0, 1])
+    ax.tick_params(labelsize=12)
+    ax.set_xticks([0, 0.5, 1, 3], ["0", "0.5", "1", "far"])
+    ax.set_xlim(0, 1)
+    ax.get_xticklabels()[3].set_fontsize(4)  # outside the view: not drawn
+    assert smallest_text_pt(fig) == 12
+    ax.set_xlim(0, 4)  # now in view
+    assert smallest_text_pt(fig) == 4
+
+
 def _inner_text_page(page, folder):
     """A copy of the page that, once laid out, writes its rendered text
     (document.body.innerText) into data-inner-text of <html>, read back by --dump-dom."""
@@ -265,10 +314,24 @@ def test_report_renders_in_headless_chromium(quick_report, tmp_path):
     page = quick_report / "index.html"
     profile = ["--user-data-dir=" + str(tmp_path / "profile")]
     dom = subprocess.run([BROWSER, *FLAGS, *profile, "--virtual-time-budget=3000", "--dump-dom",
-                          page.as_uri()], capture_output=True, text=True, timeout=120).stdout
+                          f"--window-size={PAGE_WIDTH},900", page.as_uri()],
+                         capture_output=True, text=True, timeout=120).stdout
     counts = {k: int(v) for k, v in re.findall(r'data-([a-z-]+)="(\d+)"', dom.split(">", 2)[1])}
     assert counts["figures-total"] >= 3
     assert counts["figures-loaded"] == counts["figures-total"]
+    # at 1280 px: nothing wider than the window, and every figure's smallest text, as the page
+    # scales the image, at least 9 pt
+    assert counts["window-width"] > PAGE_WIDTH - 40
+    assert counts["scroll-width"] <= counts["window-width"]
+    assert counts["figures-sized"] == counts["figures-total"]
+    assert counts["min-figure-text-centipt"] >= 900
+    # a summary table first: one row per section, each a link to it
+    body = dom[dom.index("<body"):]
+    assert re.match(r'<body[^>]*><h1>[^<]*</h1><section id="summary"><h2>Summary</h2><table>',
+                    body)
+    summary = body[:body.index("</section>")]
+    sections = re.findall(r'<section id="([a-z]+)"', body)[1:]
+    assert re.findall(r'<a href="#([a-z]+)">', summary) == sections and len(sections) == 6
     # every section's figures, the model section's two among them
     assert counts["figures-total-model"] == 2
     for key in ("regimes", "steering", "validation", "model", "sweep"):
@@ -288,7 +351,7 @@ def test_report_renders_in_headless_chromium(quick_report, tmp_path):
     assert "collapses" in text and "rules out blow-up" in text
     assert "^{" not in text and "\\" not in text and "_{" not in text
     shot = tmp_path / "report.png"
-    subprocess.run([BROWSER, *FLAGS, *profile, "--window-size=1200,5000",
+    subprocess.run([BROWSER, *FLAGS, *profile, f"--window-size={PAGE_WIDTH},5000",
                     f"--screenshot={shot}", page.as_uri()], capture_output=True, timeout=120)
     assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     pixels = mpimg.imread(shot)

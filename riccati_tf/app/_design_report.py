@@ -231,10 +231,24 @@ def _repair_html(rep: dict) -> str:
             + _controllability_html(rep["controllability"]))
 
 
-def _cells(values: Any) -> str:
-    """A vector or matrix as HTML: rows of `significant` numbers in brackets."""
+def _cells(values: Any, scale: float | None = None) -> str:
+    """A vector or matrix as HTML: rows of `significant` numbers in brackets; a nonzero entry
+    within the rounding of the computation, |x| ≤ n·u·scale (u the unit roundoff, n the entries
+    of a row, scale the largest |entry| unless given), is written ≈ 0."""
     arr = np.atleast_2d(np.asarray(values, dtype=float))
-    return "<br>".join("[" + ", ".join(significant(row.tolist())) + "]" for row in arr)
+    top = _largest(arr) if scale is None else scale
+    noise = (arr != 0) & (np.abs(arr) <= arr.shape[-1] * np.finfo(float).eps * top)
+    rows = []
+    for row, mask in zip(arr, noise, strict=True):
+        cells = significant(np.where(mask, 0.0, row).tolist())
+        rows.append("[" + ", ".join("≈ 0" if rounding else cell
+                                    for rounding, cell in zip(mask, cells, strict=True)) + "]")
+    return "<br>".join(rows)
+
+
+def _largest(*arrays: Any) -> float:
+    """max |entry| over the arrays (0 for empty ones)."""
+    return max(float(np.max(np.abs(np.asarray(a, dtype=float)), initial=0.0)) for a in arrays)
 
 
 def _number(x: float | None) -> str:
@@ -252,7 +266,7 @@ def design_section(numbers: dict, png: bytes) -> Section:
     flows, ctrl = numbers["flows"], numbers["controllability"]
     layer_rows = _layer_rows(layer)
     design_rows = [("criterion", html.escape(des["criterion"])), ("G", _cells(des["G"])),
-                   ("K", _cells(des["K"])),
+                   ("K", _cells(des["K"], scale=_largest(des["G"], des["K"]))),
                    ("rate", f"{_number(des['rate'])} (bound {_number(des['rate_bound'])})"),
                    ("mean rate", _number(des["mean_rate"])),
                    ("residual (Σ*)", _number(des["residual_cov"])),
@@ -294,5 +308,6 @@ def design_section(numbers: dict, png: bytes) -> Section:
 
 def design_files(numbers: dict, figure: Figure) -> dict[str, bytes]:
     """{DESIGN_PAGE: the HTML page, DESIGN_JSON: the numbers} of a design run."""
-    page = _page([design_section(numbers, figure_png(figure))])
+    page = _page([design_section(numbers, figure_png(figure))],
+                 title="riccati_tf design: a layer with a prescribed attracting Gaussian")
     return {DESIGN_PAGE: page.encode("utf-8"), DESIGN_JSON: json_document(numbers)}

@@ -38,6 +38,7 @@ from ..flows.integrate import flow
 from ..io.figures import Figure, figure_png, new_figure
 from ..io.files import OutputFolder, check_creatable
 from ..io.paths import relative_paths
+from ..io.plots import plain_log_labels
 from ..io.serialize import to_jsonable
 from ..state.moments import moment_arrays
 from ..state.params import Gaussian, Params
@@ -542,7 +543,7 @@ def plot_relu_drift(result: ReluDriftResult) -> Figure:
     >>> [ax.get_title() for ax in fig.axes][:2], fig.axes[0].get_yscale()
     (['energy', 'fourth'], 'log')
     """
-    fig, axes = new_figure(1, 3, figsize=(14, 4))
+    fig, axes = new_figure(1, 3, figsize=(9.6, 3.8))
     for ax, (name, label) in zip(axes[:2], RELU_DRIFT_LABELS.items(), strict=True):
         ax.semilogy(result.t, result.relu[name], "o-", ms=3, label="attention + ReLU")
         ax.semilogy(result.t, result.affine[name], "s-", ms=3, label="attention + affine")
@@ -551,7 +552,9 @@ def plot_relu_drift(result: ReluDriftResult) -> Figure:
         ax.set_xlabel("t")
         ax.set_ylabel(f"{label} (log scale)")
         ax.set_title(name)
-        ax.legend()
+        ax.legend(fontsize=9)
+        ax.get_ylim()
+        plain_log_labels(ax.yaxis)
     axes[2].semilogy(result.t[1:], result.closure_error[1:], "o-", ms=3)
     axes[2].set_xlabel("t")
     axes[2].set_ylabel("‖Σ_N − Σ_closure‖ / ‖Σ_closure‖")

@@ -28,8 +28,9 @@ import numpy.typing as npt
 import tqdm
 
 from ..flows.integrate import flow
-from ..io.figures import figure_png
+from ..io.figures import figure_png, min_text_px, new_figure
 from ..io.files import OutputFolder
+from ..io.plots import plot_ellipses
 from ..io.serialize import to_jsonable
 from ..reachability.steering import steer
 from ..stability.certificates import certify
@@ -62,7 +63,8 @@ class Section:
     """One part of the report: a title, an HTML body, PNG figures and the numbers it quotes;
     files: other files it adds to the folder {name: bytes}; captions: {figure name: what the
     figure shows} (caption and alt text; a figure without one is described by the section);
-    skipped: why the section was left out (an optional part missing), None when it ran."""
+    skipped: why the section was left out (an optional part missing), None when it ran;
+    summary: its finding in one sentence of plain text (the page's summary table)."""
 
     key: str
     title: str
@@ -72,6 +74,7 @@ class Section:
     files: dict[str, bytes] = field(default_factory=dict)
     captions: dict[str, str] = field(default_factory=dict)
     skipped: str | None = None
+    summary: str = ""
 
     def caption(self, name: str) -> str:
         """The caption of figure `name` (its description, never its file name)."""
@@ -125,8 +128,13 @@ def regimes_section(opts: Options) -> Section:
         "difference to an independent Runge–Kutta integration (rtol 1e-10).</p>"
         "<table><tr><th>regime</th><th>status</th><th>T*</th><th>final λ(Σ)</th>"
         "<th>exact vs rk</th><th>certificate</th></tr>" + "".join(rows) + "</table>")
+    found = "; ".join(
+        f"{name}: {n['certificate']['regime']}"
+        + (f" at T* = {n['blowup_time']:.6g}" if n["blowup_time"] is not None else "")
+        + f" (check() {n['certificate']['check']})" for name, n in numbers.items())
     return Section("regimes", "Regimes of the covariance flow and their certificates (SPEC §5–§6)",
-                   body, figures, numbers, captions=captions)
+                   body, figures, numbers, captions=captions,
+                   summary=f"Three scalar-V layers certified from the closed form: {found}.")
 
 
 def _regime_caption(name: str, blowup_time: float | None, equilibrium: Any) -> str:
@@ -215,7 +223,9 @@ def proofs_section(opts: Options) -> Section:
             "points; rerun one with <code>python -m proofs.&lt;name&gt;</code>.</p>"
             "<table><tr><th>module</th><th>claims proved</th><th>methods</th></tr>"
             + "".join(rows) + "</table>")
-    return Section("proofs", "Proofs (SPEC §2–§5)", body, {}, numbers)
+    return Section("proofs", "Proofs (SPEC §2–§5)", body, {}, numbers,
+                   summary=f"{passed} of {total} claims of {len(results)} proof modules proved "
+                           "symbolically or at exact rational points.")
 
 
 def steering_section(opts: Options) -> Section:
@@ -231,7 +241,8 @@ def steering_section(opts: Options) -> Section:
         "rank 1, affine": (Gaussian(np.zeros(3), u @ u.T), Gaussian(np.ones(3), w @ w.T),
                            "affine"),
     }
-    rows, numbers, figures, captions = [], {}, {}, {}
+    rows, figures, captions = [], {}, {}
+    numbers: dict[str, dict[str, Any]] = {}
     for i, (name, (start, target, controls)) in enumerate(cases.items()):
         plan = steer(start, target, 1.0, controls=controls)
         error = plan.verify()
@@ -239,18 +250,29 @@ def steering_section(opts: Options) -> Section:
                          "success": plan.success, "rank": start.rank()}
         rows.append(f"<tr><td>{name}</td><td>{plan.route}</td><td>{len(plan.pieces)}</td>"
                     f"<td>{error:.2e}</td></tr>")
-        figures[f"steer_{i}.png"] = figure_png(plot_covariance(plan.integrate(), title=name))
-        captions[f"steer_{i}.png"] = (f"Steering, {name}: the eigenvalues of the covariance "
-                                      f"Σ(t) (log scale) along the integrated plan "
-                                      f"({plan.route} route), from those of Σ0 at t = 0 to "
-                                      f"those of Σ1 at t = 1.")
+        path = plan.integrate()
+        fig, (left, right) = new_figure(1, 2, figsize=(10.0, 4.0))
+        plot_ellipses(path.t, path.mean, path.cov, ax=right, title="start → target")
+        plot_covariance(path, title="eigenvalues of Σ(t)", ax=left, target=target.cov)
+        fig.suptitle(name)
+        figures[f"steer_{i}.png"] = figure_png(fig)
+        captions[f"steer_{i}.png"] = (
+            f"Steering, {name} ({plan.route} route): left, the eigenvalues of the covariance "
+            "Σ(t) (log scale) along the integrated plan, from those of Σ0 at t = 0 to those of "
+            "the target Σ1 (crosses) at t = 1; right, the one-standard-deviation ellipses of "
+            "N(m(t), Σ(t)) on the plane of the two leading eigenvectors of Σ0 + Σ1: start "
+            "(solid), end of the plan (dashed), and the states between (grey).")
     body = ("<p>Controls on [0, 1] steering N(m0, Σ0) to N(m1, Σ1) with rank Σ0 = rank Σ1 (the "
             "rank is invariant, SPEC §3): piecewise-constant affine layers A = log P/τ1, "
             "A = log Q/τ2 (polar route) or attention with B(t) = Σ(t)⁺. The terminal error is "
             "measured by integrating the plan.</p><table><tr><th>case</th><th>route</th>"
             "<th>pieces</th><th>terminal relative error</th></tr>" + "".join(rows) + "</table>")
+    worst = max(n["verify"] for n in numbers.values())
     return Section("steering", "Steering one Gaussian to another (SPEC §4)", body, figures,
-                   numbers, captions=captions)
+                   numbers, captions=captions,
+                   summary=f"{sum(n['success'] for n in numbers.values())} of {len(numbers)} "
+                           f"plans reach their target; largest terminal relative error "
+                           f"{worst:.1e} (measured by integrating each plan).")
 
 
 def validation_section(opts: Options) -> Section:
@@ -306,8 +328,16 @@ def validation_section(opts: Options) -> Section:
                                                allow_nan=False).encode()
     if "probe" in numbers:
         body += _probe_paragraph(numbers["probe"])
+    p = numbers["prescribed"]
+    summary = (f"{p['n_tokens']} particles against the Gaussian flow: opposite definiteness "
+               f"within {p['opposite_max_rel_error']:.1%} of it; equal definiteness grows "
+               f"towards T* = {p['blowup_time']:.4g}.")
+    if "probe" in numbers:
+        accepted = sum(not r for r in numbers["probe"]["reject"])
+        summary += (f" {numbers['probe']['model']}: {accepted} of "
+                    f"{len(numbers['probe']['reject'])} layers accepted as Gaussian.")
     return Section("validation", "Particles and real Transformers (SPEC §7)", body, figures,
-                   numbers, files, captions)
+                   numbers, files, captions, summary=summary)
 
 
 def _probe_paragraph(probe: dict) -> str:
@@ -401,8 +431,13 @@ def model_section(opts: Options) -> Section:
             "layer's blow-up time T* of the multi-head attention flow with A = 0 and with "
             "A = E[J_MLP], and of the scalar fit (open markers), up to the horizon (dashed; "
             "absent where there is no blow-up before it).")}
+    blows = [i for i, r in enumerate(parts.numbers["atlas"]["regime"]) if r == "blows_up"]
+    summary = (f"{name}: the moment prediction is within the sampling floor at "
+               f"{sum(c['consistent'])} of {len(c['consistent'])} layers; the attention flow "
+               f"(A = 0) blows up before the horizon at {len(blows)} of "
+               f"{len(parts.numbers['atlas']['regime'])} layers.")
     return Section("model", title, parts.body, parts.figures, parts.numbers, parts.files,
-                   captions)
+                   captions, summary=summary)
 
 
 def sweep_section(opts: Options) -> Section:
@@ -417,7 +452,10 @@ def sweep_section(opts: Options) -> Section:
                + ", ".join(f"{k} {v}" for k, v in n["regime_counts"].items())
                + "); right, log₁₀ of the blow-up time T* where the layer blows up.")
     return Section("sweep", section.title, section.body, section.figures, n,
-                   captions={name: caption for name in section.figures})
+                   captions={name: caption for name in section.figures},
+                   summary=f"{n['n_configs']} layers classified by the batched certificate: "
+                           + ", ".join(f"{k} {v}" for k, v in n["regime_counts"].items())
+                           + ".")
 
 
 SECTIONS: list[Callable[[Options], Section]] = [proofs_section, regimes_section,
@@ -425,28 +463,54 @@ SECTIONS: list[Callable[[Options], Section]] = [proofs_section, regimes_section,
                                                 model_section, sweep_section]
 
 
-def _page(sections: list[Section]) -> str:
+def _page(sections: list[Section], title: str = "riccati_tf report") -> str:
+    """The self-contained HTML page: a summary table first (for more than one section), then
+    each section with its figures inline."""
     parts = []
     for s in sections:
         imgs = "".join(
             f'<figure data-file="{html.escape(name)}"><img alt="{html.escape(s.caption(name))}" '
-            'src="data:image/png;base64,'
+            f'{_text_size_attribute(png)}src="data:image/png;base64,'
             f'{base64.b64encode(png).decode()}"><figcaption>{html.escape(s.caption(name))}'
             "</figcaption></figure>" for name, png in s.figures.items())
         parts.append(f'<section id="{s.key}"><h2>{html.escape(s.title)}</h2>{s.body}'
                      f'<div class="figs">{imgs}</div></section>')
-    style = ("body{font-family:sans-serif;max-width:1100px;margin:2em auto;line-height:1.45}"
-             "table{border-collapse:collapse}td,th{border:1px solid #bbb;padding:3px 8px}"
-             ".figs{display:flex;flex-wrap:wrap;gap:12px}figure{margin:0}"
+    style = ("body{font-family:sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;"
+             "line-height:1.45}table{border-collapse:collapse;max-width:100%}"
+             "td,th{border:1px solid #bbb;padding:3px 8px;overflow-wrap:break-word}"
+             "pre{white-space:pre-wrap;overflow-wrap:anywhere;font-size:85%}"
+             "details{margin:.5em 0}summary{cursor:pointer;color:#333}"
+             ".figs{display:flex;flex-wrap:wrap;gap:12px}figure{margin:0;max-width:100%}"
              "figure img{max-width:100%;height:auto}figcaption{font-size:80%;color:#555}")
-    return (f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>riccati_tf report</title>"
-            f"<style>{style}</style></head><body><h1>riccati_tf report</h1>{''.join(parts)}"
+    head = html.escape(title)
+    return (f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{head}</title>"
+            f"<style>{style}</style></head><body><h1>{head}</h1>"
+            f"{_summary_table(sections) if len(sections) > 1 else ''}{''.join(parts)}"
             f"<script>{_RENDER_CHECK}</script></body></html>")
 
 
+def _summary_table(sections: list[Section]) -> str:
+    """The page's first table: each section (a link to it) and its finding in one sentence."""
+    rows = "".join(
+        f'<tr><td><a href="#{s.key}">{html.escape(s.title)}</a></td>'
+        f"<td>{html.escape(s.summary or (f'skipped: {s.skipped}' if s.skipped else ''))}</td>"
+        "</tr>" for s in sections)
+    return (f'<section id="summary"><h2>Summary</h2><table><tr><th>section</th>'
+            f"<th>what it finds</th></tr>{rows}</table></section>")
+
+
+def _text_size_attribute(png: bytes) -> str:
+    """The img attribute data-min-text-px: the smallest text's height in image pixels."""
+    px = min_text_px(png)
+    return "" if px is None else f'data-min-text-px="{px:.4g}" '
+
+
 # After loading, the page records how many figures decoded, in all and per section
-# (data-figures-loaded-KEY, data-figures-total-KEY), and how many equations laid out with a
-# non-empty box (read back by the headless-browser test through --dump-dom).
+# (data-figures-loaded-KEY, data-figures-total-KEY), how many equations laid out with a
+# non-empty box, the page's scroll width against the window's width, and the smallest figure
+# text as rendered, in hundredths of a CSS point (the figure's smallest text height in image
+# pixels × shown width / natural width × 3/4 pt per CSS px), read back by the headless-browser
+# test through --dump-dom.
 _RENDER_CHECK = """
 window.addEventListener('load', function () {
   var imgs = Array.from(document.images), maths = Array.from(document.querySelectorAll('math'));
@@ -464,6 +528,14 @@ window.addEventListener('load', function () {
   root.equationsTotal = maths.length;
   root.equationsRendered = maths.filter(function (m) {
     var r = m.getBoundingClientRect(); return r.width > 0 && r.height > 0; }).length;
+  root.scrollWidth = document.documentElement.scrollWidth;
+  root.windowWidth = document.documentElement.clientWidth;
+  var sized = imgs.filter(function (i) { return i.dataset.minTextPx && i.naturalWidth > 0; });
+  root.figuresSized = sized.length;
+  var pt = sized.map(function (i) {
+    return parseFloat(i.dataset.minTextPx) * i.getBoundingClientRect().width / i.naturalWidth
+      * 0.75; });
+  root.minFigureTextCentipt = Math.floor(100 * Math.min.apply(null, pt.concat([1e6])));
 });
 """
 

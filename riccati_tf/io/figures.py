@@ -15,19 +15,26 @@ plt.show()`` or ``plt.savefig(...)`` works in a script; they return the Axes.
 from __future__ import annotations
 
 import io
+import math
 import os
 from pathlib import Path
 from typing import Any
 
+from matplotlib.axis import Axis
 from matplotlib.figure import Figure as _MatplotlibFigure
+from matplotlib.text import Text
 
 from ..errors import InvalidInputError
 from .files import check_creatable
 
-__all__ = ["DPI", "PANEL_SIZE", "SCREEN_DPI", "new_figure", "pyplot_axes", "save_figure"]
+__all__ = ["DPI", "MIN_TEXT_KEY", "PAGE_FIGSIZE", "PANEL_SIZE", "SCREEN_DPI", "new_figure",
+           "pyplot_axes", "save_figure"]
 
 #: size in inches of a one-panel figure: a column of a printed page, 1280 × 800 px at DPI
 PANEL_SIZE = (6.4, 4.0)
+#: size in inches of a figure of several panels as wide as a page: the report's 1100 CSS px show
+#: its 200-dpi pixels at 0.55, so that its 8-point text reads at 9.2 pt
+PAGE_FIGSIZE = (10.0, 7.5)
 #: resolution of the PNG files (`save_figure`, `figure_png`): print quality
 DPI = 200
 #: resolution of the image a notebook shows (`Figure._repr_png_`): a one-panel figure 640 px wide
@@ -238,11 +245,62 @@ def save_figure(fig: _MatplotlibFigure, path: str | Path) -> Path:
     return path
 
 
+#: the PNG text key under which `figure_png` records the height in image pixels of the figure's
+#: smallest text (its font size in points × dpi / 72): a page showing the image at w of its
+#: natural width W renders that text at MIN_TEXT_KEY × w / W CSS pixels
+MIN_TEXT_KEY = "riccati_tf:min-text-px"
+
+
+def smallest_text_pt(fig: _MatplotlibFigure) -> float:
+    """The smallest font size in points among the figure's drawn texts: titles, axis and tick
+    labels in view, legends and annotations that are visible and not empty (inf when there is
+    none)."""
+    fig.draw_without_rendering()  # ticks and their labels are laid out by a draw
+    sizes = [t.get_fontsize() for t in _drawn_texts(fig)
+             if t.get_visible() and t.get_text().strip()]
+    return float(min(sizes, default=float("inf")))
+
+
+def _drawn_texts(artist: Any) -> list[Text]:
+    """The Text artists below `artist`; of an axis only the labels of the ticks in its view
+    interval, its label and its offset text."""
+    if isinstance(artist, Axis):
+        low, high = sorted(artist.get_view_interval())
+        slack = 1e-9 * (high - low)
+        ticks = [t for t in (*artist.get_major_ticks(), *artist.get_minor_ticks())
+                 if t.get_visible() and t.get_loc() is not None
+                 and low - slack <= t.get_loc() <= high + slack]
+        return [*(label for t in ticks for label in (t.label1, t.label2)), artist.label,
+                artist.get_offset_text()]
+    found = [artist] if isinstance(artist, Text) else []
+    for child in artist.get_children():
+        if child.get_visible():
+            found += _drawn_texts(child)
+    return found
+
+
 def figure_png(fig: _MatplotlibFigure, dpi: float = DPI) -> bytes:
     """The figure as PNG bytes (dpi: DPI = 200 for files, SCREEN_DPI in a notebook; tight bounding
-    box; laid out tightly unless the figure has a layout engine of its own)."""
+    box; laid out tightly unless the figure has a layout engine of its own), with the pixel
+    height of its smallest text, `smallest_text_pt` × dpi / 72, under the PNG text key
+    MIN_TEXT_KEY."""
     buf = io.BytesIO()
     if fig.get_layout_engine() is None:
         fig.tight_layout()
-    fig.savefig(buf, format="png", dpi=dpi, bbox_inches="tight")
+    smallest = smallest_text_pt(fig) * dpi / 72
+    metadata = {MIN_TEXT_KEY: f"{smallest:.4g}"} if math.isfinite(smallest) else {}
+    fig.savefig(buf, format="png", dpi=dpi, bbox_inches="tight", metadata=metadata)
     return buf.getvalue()
+
+
+def min_text_px(png: bytes) -> float | None:
+    """The height in image pixels of the smallest text of a PNG written by `figure_png` (None
+    for an image without the record, or bytes that are no image)."""
+    from PIL import Image, UnidentifiedImageError
+
+    try:
+        with Image.open(io.BytesIO(png)) as image:
+            value = getattr(image, "text", {}).get(MIN_TEXT_KEY)
+    except UnidentifiedImageError:
+        return None
+    return None if value is None else float(value)

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Protocol, cast
 
 import numpy as np
 import numpy.typing as npt
+from matplotlib.ticker import LogFormatter
 
 from ..state.validation import psd_rank
 from .figures import Figure, new_figure
@@ -21,7 +22,8 @@ from .figures import Figure, new_figure
 if TYPE_CHECKING:
     from ..stability.equilibria import Equilibrium
 
-__all__ = ["BLOWUP_MARGIN", "BLOWUP_REFINEMENT", "blowup_grid", "plot_covariance"]
+__all__ = ["BLOWUP_MARGIN", "BLOWUP_REFINEMENT", "blowup_grid", "plot_covariance",
+           "plot_ellipses"]
 
 #: points of the geometric refinement t = T*(1 − 2^−k), k = 1, …, BLOWUP_REFINEMENT, towards T*
 BLOWUP_REFINEMENT = 30
@@ -53,10 +55,12 @@ def number(x: float) -> str:
     return f"{x:.4g}"
 
 
-def spectrum(cov: np.ndarray, rank: int | None = None) -> tuple[np.ndarray, int]:
+def spectrum(cov: np.ndarray, rank: int | None = None,
+             resolution: float | None = None) -> tuple[np.ndarray, int]:
     """(λ, r): the r largest eigenvalues of each Σ(t) in cov (k, d, d), in decreasing order, each
-    floored at eps · λ_max(Σ(t)), so that rounding noise of an exactly zero eigenvalue is not drawn
-    across hundreds of decades of a log axis.
+    floored at ε · λ_max(Σ(t)), ε = max(d · eps, resolution), so that neither rounding noise of
+    an exactly zero eigenvalue nor the error of an integration (resolution: its rtol) is drawn
+    as dynamics across decades of a log axis.
 
     rank: r when known; default the numerical rank (d · eps · λ_max) of the first Σ, which every
     later Σ(t) = Φ Σ0 Φᵀ shares (rank invariance, SPEC §3); rounding noise of an integration does
@@ -64,8 +68,27 @@ def spectrum(cov: np.ndarray, rank: int | None = None) -> tuple[np.ndarray, int]
     """
     r = psd_rank(cov[0]) if rank is None else rank
     eig = np.linalg.eigvalsh(cov)[:, ::-1][:, :r]
-    floor = EPS * np.maximum(eig[:, :1], 0.0)
+    floor = max(cov.shape[-1] * EPS, resolution or 0.0) * np.maximum(eig[:, :1], 0.0)
     return np.maximum(eig, floor), r
+
+
+def plain_log_labels(axis: Any) -> None:
+    """Tick labels of a log axis as plain numbers (2, 3, 0.05) instead of 2 × 10⁰ where its view
+    spans less than two decades (minor ticks labelled then, thinned by matplotlib's
+    `LogFormatter`); a wider axis keeps its powers of ten. Call it once the data are drawn."""
+    low, high = sorted(axis.get_view_interval())
+    if axis.get_scale() == "log" and low > 0 and high / low < 100:
+        axis.set_major_formatter(_PlainLogFormatter(labelOnlyBase=False))
+        axis.set_minor_formatter(_PlainLogFormatter(labelOnlyBase=False,
+                                                    minor_thresholds=(2, 0.5)))
+
+
+class _PlainLogFormatter(LogFormatter):
+    """The ticks matplotlib's LogFormatter labels, written with three significant digits (0.6,
+    2, 40) instead of 6e-01."""
+
+    def __call__(self, x: float, pos: int | None = None) -> str:
+        return f"{x:.3g}" if super().__call__(x, pos) else ""
 
 
 def mark_blowup(ax: Any, blowup_time: float | None, t: np.ndarray) -> None:
@@ -140,7 +163,7 @@ def plot_covariance(traj: CovarianceTrajectory, *, title: str = "", ax: Any = No
     ['λ1(Σ), final 0.8969', 'λ2(Σ), final 0.4796', 'λ(Σ*) = 0.8969, 0.4796']
     """
     ax = axes_of(ax)
-    lam, r = spectrum(traj.cov, rank)
+    lam, r = spectrum(traj.cov, rank, getattr(traj, "rtol", None))
     lines = []
     for i in range(r):
         final = "" if traj.blowup_time is not None else f", final {number(lam[-1, i])}"
@@ -162,10 +185,90 @@ def plot_covariance(traj: CovarianceTrajectory, *, title: str = "", ax: Any = No
     ax.set_ylabel("eigenvalues of Σ(t)")
     ax.set_title(title)
     ax.grid(True, which="both", alpha=0.3)
+    ax.get_ylim()  # the data limits, which the labels depend on
+    plain_log_labels(ax.yaxis)
     handles = ax.get_legend_handles_labels()[0]  # none for Σ = 0: the legend then is its title
     ax.legend(handles=handles, fontsize=8, title=f"rank {r} of d = {traj.cov.shape[1]}",
               title_fontsize=8)
     return ax.figure
+
+
+def plot_ellipses(t: np.ndarray, mean: np.ndarray, cov: np.ndarray, *, n_between: int = 4,
+                  ax: Any = None, title: str = "") -> Any:
+    """The Gaussians N(m(t), Σ(t)) of a path as their one-standard-deviation ellipses
+    {m + Σ^{1/2}u : ‖u‖ = 1}, projected on the plane P of the two leading eigenvectors of
+    Σ(t0) + Σ(t_end): the start (solid), the end (dashed) and n_between states between them
+    (thin grey), each ellipse that of P m and P Σ Pᵀ.
+
+    Parameters
+    ----------
+    t : (k,) ndarray of float
+        The times of the path.
+    mean : (k, d) ndarray of float
+        m(t).
+    cov : (k, d, d) ndarray of float
+        Σ(t), positive semidefinite.
+    n_between : int, default 4
+        States drawn between start and end, equally spaced in time.
+    ax : matplotlib.axes.Axes, optional
+        Draw into this Axes (default: a new one-panel figure).
+    title : str, default ""
+        The title of the Axes.
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+        The Axes drawn into.
+
+    Raises
+    ------
+    numpy.linalg.LinAlgError
+        When the eigenvalues of a non-finite Σ cannot be computed.
+
+    See Also
+    --------
+    plot_covariance : the eigenvalues of Σ(t) along the same path.
+    riccati_tf.steer : plans whose paths the report draws this way.
+
+    References
+    ----------
+    .. [1] riccati_tf theory, SPEC §4 "Reachability (time-varying controls)".
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from riccati_tf.io.plots import plot_ellipses
+    >>> t = np.array([0.0, 0.5, 1.0])
+    >>> cov = np.array([np.diag([4.0, 1.0]), np.diag([2.0, 1.0]), np.eye(2)])
+    >>> ax = plot_ellipses(t, np.zeros((3, 2)), cov, n_between=1)
+    >>> [line.get_label() for line in ax.get_lines()]
+    ['1 between', 'start, t = 0', 'end, t = 1']
+    """
+    ax = axes_of(ax)
+    ends = cov[0] + cov[-1]
+    basis = np.linalg.eigh((ends + ends.T) / 2)[1][:, ::-1][:, :min(2, cov.shape[-1])]
+    circle = np.stack([np.cos(np.linspace(0, 2 * np.pi, 181)),
+                       np.sin(np.linspace(0, 2 * np.pi, 181))])
+
+    def ellipse(i: int) -> np.ndarray:
+        lam, vec = np.linalg.eigh(basis.T @ cov[i] @ basis)
+        root = vec @ np.diag(np.sqrt(np.maximum(lam, 0.0))) @ vec.T
+        points = (basis.T @ mean[i])[:, None] + root @ circle[:root.shape[0]]
+        return points if points.shape[0] == 2 else np.vstack([points, np.zeros_like(points)])
+
+    middle = np.unique(np.searchsorted(t, np.linspace(t[0], t[-1], n_between + 2)[1:-1]))
+    for j, i in enumerate(middle):
+        ax.plot(*ellipse(int(i)), color="0.6", lw=0.8,
+                label=f"{len(middle)} between" if j == 0 else None)
+    ax.plot(*ellipse(0), color="C0", lw=2, label=f"start, t = {number(t[0])}")
+    ax.plot(*ellipse(len(t) - 1), color="C3", lw=2, ls="--", label=f"end, t = {number(t[-1])}")
+    ax.set_aspect("equal", adjustable="datalim")
+    ax.set_xlabel("first principal axis of Σ(start) + Σ(end)")
+    ax.set_ylabel("second principal axis")
+    ax.set_title(title)
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=8)
+    return ax
 
 
 def _mark_equilibrium(ax: Any, cov: npt.ArrayLike) -> None:

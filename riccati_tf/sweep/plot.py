@@ -125,7 +125,7 @@ def phase_diagram(columns: dict[str, Any], x: str, y: str | None = None, *,
     xv = np.asarray(columns[x], dtype=float)
     tstar = np.asarray(columns.get("blowup_time", np.full(xv.size, np.nan)), dtype=float)
     if ax is None:
-        fig, (ax, ax2) = new_figure(1, 2, figsize=(11.0, 4.6))
+        fig, (ax, ax2) = new_figure(1, 2, figsize=(10.0, 4.6))
     elif isinstance(ax, list | tuple | np.ndarray):
         ax, ax2 = ax
         fig = ax.figure
@@ -165,7 +165,7 @@ def phase_diagram(columns: dict[str, Any], x: str, y: str | None = None, *,
         counts = {c: int(np.sum(cat == c)) for c in present}
         ax.legend(handles=[Patch(color=col, label=f"{c} ({counts[c]})")
                            for c, col in zip(present, colors, strict=True)],
-                  fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.13),
+                  fontsize=9, loc="upper center", bbox_to_anchor=(0.5, -0.13),
                   ncol=min(3, len(present)), frameon=False)
     ax.set_xlabel(x)
     ax.set_title(title or f"{key} over {x}" + (f" × {y}" if y else ""))

@@ -7,7 +7,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from matplotlib.ticker import MaxNLocator
 
-from ...io.figures import new_figure
+from ...io.figures import PAGE_FIGSIZE, new_figure
+from ...io.plots import plain_log_labels
 from .atlas import SOURCE_WORDS, Atlas
 from .comparison import Comparison
 
@@ -41,7 +42,8 @@ def plot_atlas(result: Atlas) -> Figure:
     Returns
     -------
     matplotlib.figure.Figure
-        Five panels with their colour bars, built without pyplot.
+        Five panels with their colour bars and a legend panel on a 2 × 3 grid of page width
+        (PAGE_FIGSIZE), built without pyplot.
 
     Raises
     ------
@@ -71,20 +73,20 @@ def plot_atlas(result: Atlas) -> Figure:
     ...                   False)
     >>> fig = plot_atlas(atlas(encoder))
     >>> [ax.get_title() for ax in fig.axes[:5]][4]
-    'blow-up time T* before the horizon'
+    'blow-up time T* (layers)'
     """
-    fig, axes = new_figure(1, 5, figsize=(20.0, 3.8))
+    fig, grid = new_figure(2, 3, figsize=PAGE_FIGSIZE)
+    axes = list(grid.ravel())
     share = result.trace_rate / np.maximum(result.input_trace, np.finfo(float).tiny)[:, None]
 
     def spread(x: np.ndarray) -> float:
         top = float(np.max(np.abs(x))) if x.size else 0.0
         return top if top > 0 else 1.0
 
-    maps = [(result.v_mass, "sym(V_h): Σλ/Σ|λ|", 1.0),
-            (result.b_mass, "sym(B_h): Σλ/Σ|λ|", 1.0),
-            (share, "2 tr(V_hΣ0B_hΣ0) / tr Σ0", spread(share)),
-            (result.growth_rate, "γ_h = max Re λ(V_hΣ0B_h)", spread(result.growth_rate))]
-    for ax, (data, title, top) in zip(axes, maps, strict=False):
+    maps = [(result.v_mass, "sym(V_h): Σλ/Σ|λ|"), (result.b_mass, "sym(B_h): Σλ/Σ|λ|"),
+            (share, "2 tr(V_hΣ0B_hΣ0) / tr Σ0"), (result.growth_rate, "γ_h = max Re λ(V_hΣ0B_h)")]
+    for ax, (data, title) in zip(axes, maps, strict=False):
+        top = spread(data)  # the colour range ±max |value|: small values stay visible
         image = ax.imshow(data, cmap="RdBu_r", vmin=-top, vmax=top, aspect="auto",
                           origin="lower",
                           extent=(0.5, data.shape[1] + 0.5, 0.5, data.shape[0] + 0.5))
@@ -98,11 +100,14 @@ def plot_atlas(result: Atlas) -> Figure:
     ax.plot(layers, result.scalar_blowup_time, "D", mfc="none", color="0.4",
             label="scalar fit v_h I, A = 0")
     ax.axhline(result.horizon, ls="--", color="0.5", label=f"horizon {result.horizon:.3g}")
-    ax.set(title="blow-up time T* before the horizon", xlabel="layer", ylabel="T*")
+    ax.set(title="blow-up time T* (layers)", xlabel="layer", ylabel="T*")
     _integer_ticks(ax.xaxis)
     ax.set_yscale("log")
-    # below the panel: inside it the legend can hide a marker
-    ax.legend(fontsize="small", loc="upper center", bbox_to_anchor=(0.5, -0.18), ncol=2)
+    ax.get_ylim()
+    plain_log_labels(ax.yaxis)
+    # in a panel of its own: inside the axes the legend can hide a marker
+    axes[5].axis("off")
+    axes[5].legend(*ax.get_legend_handles_labels(), loc="center", title="T* before the horizon")
     fig.suptitle(f"{result.model}: Σ0 of each layer {SOURCE_WORDS[result.moments_source]}")
     fig.tight_layout()
     return fig
@@ -122,6 +127,8 @@ def _log_if_positive(ax: Any, series: list[np.ndarray]) -> None:
     values = values[np.isfinite(values)]
     if values.size and np.all(values > 0):
         ax.set_yscale("log")
+        ax.get_ylim()
+        plain_log_labels(ax.yaxis)
 
 
 def plot_comparison(result: Comparison) -> Figure:
@@ -169,9 +176,10 @@ def plot_comparison(result: Comparison) -> Figure:
     ['one layer: covariance error', 'chained: covariance error', 'trace and top eigenvalue']
     """
     base = result.baselines
-    fig, axes = new_figure(1, 4 if base is not None else 1,
-                           figsize=(19.0 if base is not None else 5.0, 3.8), squeeze=False)
-    axes = list(axes[0])
+    fig, grid = new_figure(2 if base is not None else 1, 2 if base is not None else 1,
+                           figsize=PAGE_FIGSIZE if base is not None else (5.0, 3.8),
+                           squeeze=False)
+    axes = list(grid.ravel())
     layers = np.arange(result.consistent.size)
     if base is not None:
         styles = {"prediction": ("o-", "C0"), "no_change": ("s--", "C1"),

@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from ...io.figures import figure_png
 from ...io.files import OutputFolder
 from ...io.paths import relative_paths
@@ -165,6 +167,29 @@ def write_atlas(model_path: str | None, out_dir: str | Path, *, position_free: b
     return result, numbers
 
 
+def _layer_table(analysis: ModelAnalysis) -> str:
+    """HTML: one row a layer ℓ = 1…L of what the model section finds there: the input trace,
+    the attention flow's regime (A = 0) and T* in layers, one τ = 1 step's growth of tr Σ, the
+    normalised flow's trend, and the moment prediction's verdict against the sampling floor
+    (— without baselines)."""
+    a, verdicts = analysis.atlas, analysis.comparison.verdicts()
+    rows = []
+    for i in range(a.regime.size):
+        t_star = ("—" if not np.isfinite(a.blowup_time[i]) else f"{a.blowup_time[i]:.4g}")
+        norm = a.normalised[i]
+        shape = ("undefined (Σ0 = 0)" if norm is None else
+                 f"{norm.trend} ({norm.ratio[0]:.3g} → {norm.ratio[-1]:.3g})")
+        verdict = verdicts[i] if i < len(verdicts) else "—"
+        rows.append(f"<tr><td>{i + 1}</td><td>{a.input_trace[i]:.4g}</td>"
+                    f"<td>{html.escape(a.regime[i])}</td><td>{t_star}</td>"
+                    f"<td>× {a.step_growth[i]:.4g}</td>"
+                    f"<td>{html.escape(shape)}</td><td>{html.escape(verdict)}</td></tr>")
+    return ("<table><tr><th>layer</th><th>tr Σ0</th><th>attention flow (A = 0)</th>"
+            "<th>T* (layers)</th><th>tr Σ after one τ = 1 step</th>"
+            "<th>after LayerNorm (participation ratio)</th><th>moment prediction</th></tr>"
+            + "".join(rows) + "</table>")
+
+
 def report_parts(model_path: str | None, *, quick: bool = False, seed: int = 0) -> ReportParts:
     """The model section of the report: what SPEC §7 predicts for a real encoder and what the
     model does (module docstring); seed draws the random encoder (model_path None) and the
@@ -197,7 +222,10 @@ def report_parts(model_path: str | None, *, quick: bool = False, seed: int = 0) 
             "masses and growth rates; the scalar fit V_h ≈ v_hI only as an extra column."
             + (" Attention is position dependent in this model (rotary embeddings): the "
                "analysis uses its position-free part." if c.position_free else "")
-            + f"</p><pre>{html.escape(analysis.summary())}</pre>")
+            + "</p>" + _layer_table(analysis)
+            + "<details><summary>Every number, as <code>riccati-tf compare</code> and "
+            f"<code>riccati-tf atlas</code> print them</summary><pre>"
+            f"{html.escape(analysis.summary())}</pre></details>")
     figures = {"model_atlas.png": figure_png(plot_atlas(analysis.atlas)),
                "model_comparison.png": figure_png(plot_comparison(c))}
     numbers = {**analysis.to_json(), "model_path": model_path, "model_description": name,

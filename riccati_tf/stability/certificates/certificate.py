@@ -417,8 +417,9 @@ class Certificate:
         else:
             traj = self._flow_window(g0)
         kind = "exact" if self.exact else "numerical"
+        words = ", ".join(dict.fromkeys([kind, self.theorem]))  # once where they coincide
         ax = pyplot_axes(ax)
-        plot_covariance(traj, title=f"{self.regime} ({kind}, {self.theorem})", ax=ax,
+        plot_covariance(traj, title=f"{self.regime} ({words})", ax=ax,
                         equilibrium=self.equilibrium)
         return ax
 
