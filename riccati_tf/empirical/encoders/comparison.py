@@ -484,13 +484,15 @@ class _Stop(Exception):
 def model_layer_runner(model: Any) -> LayerRunner:
     """run(i, tokens, lengths): the tokens (the sequences stacked) through the model's own layer
     i, sequence by sequence (the layer's input is replaced by a hook; the forward pass stops
-    after it)."""
+    after it). Layer i runs in the first slot of the model's layer list for the pass (the
+    layers before it would compute what the hook discards), and the list is restored after."""
     import torch
 
-    from .extraction import layer_list
+    from .extraction import layer_container
     from .loading import dummy_inputs
 
-    layers = layer_list(model)
+    container = layer_container(model)
+    layers = list(container)
     embeddings = getattr(model, "embeddings", None)
     if embeddings is None:
         raise InvalidInputError(f"{type(model).__name__} has no `embeddings` module to feed")
@@ -513,12 +515,14 @@ def model_layer_runner(model: Any) -> LayerRunner:
         handles = [embeddings.register_forward_hook(lambda _m, _a, _o: x),
                    layers[i].register_forward_pre_hook(replace_input, with_kwargs=True),
                    layers[i].register_forward_hook(keep)]
+        container[0] = layers[i]
         try:
             with torch.inference_mode():
                 model(**dummy_inputs(model, seq.shape[0]))
         except _Stop:
             pass
         finally:
+            container[0] = layers[0]
             for handle in handles:
                 handle.remove()
         return out[0]
