@@ -298,42 +298,65 @@ def _relative(C_hat: np.ndarray, C: np.ndarray) -> float:
     return float(np.linalg.norm(C_hat - C) / scale)
 
 
+def _quadratic(D: np.ndarray, G: np.ndarray) -> float:
+    """Σ_i D_i G D_iᵀ over the rows of D: Σ_i ‖W D_iᵀ‖² for G = WᵀW."""
+    return float(np.sum((D @ G) * D))
+
+
+def _output_map(heads: tuple[HeadFactors, ...]) -> np.ndarray:
+    """[W_O,1, …, W_O,H] (d × Σ_h d_h): the heads' value-space outputs, side by side, to R^d."""
+    return np.hstack([h.W_O for h in heads])
+
+
 def _token_layer(layer: EncoderLayer, y: np.ndarray, lengths: tuple[int, ...]
                  ) -> tuple[np.ndarray, np.ndarray]:
     """On the tokens y (the attention's inputs, sequences stacked): per head and (last row) for
     the whole attention output, (unexplained share per sequence, unexplained share pooled,
     variance ratio, token impact) of the N → ∞ formula against the real finite-n output
-    (module docstring); and the per-head softmax row statistics (spread, exp(H)) pooled."""
+    (module docstring); and the per-head softmax row statistics (spread, exp(H)) pooled.
+
+    Notes
+    -----
+    Everything is computed in value space (the heads' d_h coordinates side by side) and
+    measured in the metric G = W_OᵀW_O of the output map: ‖W_O v‖² = v G vᵀ. The formula's
+    value u_h(y_i) = W_V(m + Σ w_i) + b_V with tilt w_i = s W_Kᵀ q_i, q_i = W_Q y_i + b_Q, is
+    W_V m + b_V + q_i (s W_K Σ W_Vᵀ): a d_h × d_h product per query; for a sequence's own
+    moments s W_K Σ_s W_Vᵀ = s (Y W_Kᵀ)ᵀ(Y W_Vᵀ)/n_s from its centred tokens Y."""
     heads = layer.heads
     n = len(heads)
     N, d = y.shape
-    real = np.zeros((n + 1, N, d))
-    own = np.zeros((n + 1, N, d))
-    pooled = np.zeros((n + 1, N, d))
+    widths = np.cumsum([0] + [h.d_h for h in heads])
+    real, own, pooled = (np.zeros((N, widths[-1])) for _ in range(3))
     m_all, S_all = y.mean(axis=0), np.cov(y, rowvar=False, bias=True).reshape(d, d)
+    tilts = [h.scale * (h.W_K @ S_all) @ h.W_V.T for h in heads]  # s W_K Σ W_Vᵀ, pooled
     stats: list[list[np.ndarray]] = [[] for _ in range(2 * n)]
     start = 0
     for seq in split(y, lengths):
         stop = start + seq.shape[0]
-        m_s, S_s = seq.mean(axis=0), np.cov(seq, rowvar=False, bias=True).reshape(d, d)
+        m_s = seq.mean(axis=0)
+        centred = seq - m_s
         for k, h in enumerate(heads):
+            cols = slice(widths[k], widths[k + 1])
             spread, effective, p = _row_statistics(h, seq)
             stats[2 * k].append(spread)
             stats[2 * k + 1].append(effective)
-            w = h.scale * (seq @ h.W_Q.T + h.b_Q) @ h.W_K  # tilts: s_ij = ⟨w_i, y_j⟩ + c_i
-            for out, (m, S) in ((own, (m_s, S_s)), (pooled, (m_all, S_all))):
-                out[k, start:stop] = ((m + w @ S) @ h.W_V.T + h.b_V) @ h.W_O.T
-            real[k, start:stop] = (p @ (seq @ h.W_V.T + h.b_V)) @ h.W_O.T
+            q = seq @ h.W_Q.T + h.b_Q
+            tilt = h.scale * (centred @ h.W_K.T).T @ (centred @ h.W_V.T) / seq.shape[0]
+            for out, m, T in ((own, m_s, tilt), (pooled, m_all, tilts[k])):
+                out[start:stop, cols] = m @ h.W_V.T + h.b_V + q @ T
+            real[start:stop, cols] = p @ (seq @ h.W_V.T + h.b_V)
         start = stop
-    for arr in (real, own, pooled):
-        arr[n] = arr[:n].sum(axis=0)
     radius2 = max(float(np.trace(S_all)), np.finfo(float).tiny)
     out = np.full((n + 1, 4), np.nan)
-    for k in range(n + 1):
-        spread2 = float(np.sum((real[k] - real[k].mean(axis=0)) ** 2))
-        err_own = float(np.sum((real[k] - own[k]) ** 2))
-        err_pooled = float(np.sum((real[k] - pooled[k]) ** 2))
-        formula2 = float(np.sum((own[k] - own[k].mean(axis=0)) ** 2))
+    W_all = _output_map(heads)
+    metrics = [h.W_O.T @ h.W_O for h in heads] + [W_all.T @ W_all]
+    spans = [slice(widths[k], widths[k + 1]) for k in range(n)] + [slice(0, widths[-1])]
+    for k, (G, cols) in enumerate(zip(metrics, spans, strict=True)):
+        r, o, pl = real[:, cols], own[:, cols], pooled[:, cols]
+        spread2 = _quadratic(r - r.mean(axis=0), G)
+        err_own = _quadratic(r - o, G)
+        err_pooled = _quadratic(r - pl, G)
+        formula2 = _quadratic(o - o.mean(axis=0), G)
         if spread2 > 0:
             out[k, :3] = err_own / spread2, err_pooled / spread2, formula2 / spread2
         out[k, 3] = np.sqrt(err_own / N / radius2)
@@ -346,36 +369,39 @@ def _bias_layer(layer: EncoderLayer, mean: np.ndarray, cov: np.ndarray,
                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """One Gaussian draw of all sequences: per head and (last entry) for the whole attention
     output, the squared distances ‖Ĉ − C‖_F² of the finite-n output and of the formula's own
-    affine map on the same draws (the Monte-Carlo floor), and ‖C‖_F² (in R^d)."""
+    affine map on the same draws (the Monte-Carlo floor), and ‖C‖_F² (in R^d). The whole
+    output's formula is the affine map y ↦ My + c, M = Σ_h W_O,h P_h, of covariance MΣMᵀ
+    (the heads' cross terms included)."""
     lam, U = np.linalg.eigh(cov)
     root = U * np.sqrt(np.clip(lam, 0.0, None))
     y = mean + rng.standard_normal((sum(lengths), mean.size)) @ root.T
     heads = layer.heads
-    finite = [np.empty((y.shape[0], h.d_h)) for h in heads]
+    widths = np.cumsum([0] + [h.d_h for h in heads])
+    finite = np.empty((y.shape[0], widths[-1]))
     start = 0
     for seq in split(y, lengths):
         stop = start + seq.shape[0]
         for k, h in enumerate(heads):
             p = _row_statistics(h, seq)[2]
-            finite[k][start:stop] = p @ (seq @ h.W_V.T + h.b_V)
+            finite[start:stop, widths[k]:widths[k + 1]] = p @ (seq @ h.W_V.T + h.b_V)
         start = stop
     n = len(heads)
     bias, floor, size = np.empty(n + 1), np.empty(n + 1), np.empty(n + 1)
-    total_finite, total_formula = np.zeros_like(y), np.zeros_like(y)
-    C_total = np.zeros_like(cov)
+    P_all = np.vstack([h.scale * (h.W_V @ cov @ h.W_K.T) @ h.W_Q for h in heads])  # W_V Σ B_h
+    formula = y @ P_all.T  # every head's affine map up to its constant, side by side
     for k, h in enumerate(heads):
-        P = h.scale * (h.W_V @ cov @ h.W_K.T) @ h.W_Q  # W_V Σ B_h
-        formula = y @ P.T  # the affine map up to its constant
+        cols = slice(widths[k], widths[k + 1])
+        P = P_all[cols]
         R = _metric(h.W_O)
         C = R @ P @ cov @ P.T @ R
-        bias[k] = np.linalg.norm(R @ np.cov(finite[k], rowvar=False) @ R - C) ** 2
-        floor[k] = np.linalg.norm(R @ np.cov(formula, rowvar=False) @ R - C) ** 2
+        bias[k] = np.linalg.norm(R @ np.cov(finite[:, cols], rowvar=False) @ R - C) ** 2
+        floor[k] = np.linalg.norm(R @ np.cov(formula[:, cols], rowvar=False) @ R - C) ** 2
         size[k] = np.linalg.norm(C) ** 2
-        total_finite += finite[k] @ h.W_O.T
-        total_formula += formula @ h.W_O.T
-        C_total += (h.W_O @ P) @ cov @ (h.W_O @ P).T
-    bias[n] = np.linalg.norm(np.cov(total_finite, rowvar=False) - C_total) ** 2
-    floor[n] = np.linalg.norm(np.cov(total_formula, rowvar=False) - C_total) ** 2
+    W_all = _output_map(heads)
+    M = W_all @ P_all
+    C_total = M @ cov @ M.T
+    bias[n] = np.linalg.norm(W_all @ np.cov(finite, rowvar=False) @ W_all.T - C_total) ** 2
+    floor[n] = np.linalg.norm(W_all @ np.cov(formula, rowvar=False) @ W_all.T - C_total) ** 2
     size[n] = np.linalg.norm(C_total) ** 2
     return bias, floor, size, np.linalg.norm(cov) ** 2 * np.ones(n + 1)
 
