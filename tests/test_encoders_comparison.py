@@ -327,3 +327,29 @@ def test_model_layer_runner_is_the_full_pass(family):
                           for seq in np.split(x, np.cumsum(lengths)[:-1])])
         assert np.max(np.abs(got - want)) <= 1e-12 * np.max(np.abs(want))
     assert all(a is b for a, b in zip(layer_list(model), before, strict=True))
+
+
+@pytest.mark.parametrize("n", [60, 3])
+def test_sample_moments_drawn_from_their_law(n):
+    """`_gaussian_moments` (Bartlett for n − 1 ≥ d, else n − 1 columns): over 20 000 draws
+    with d = 4, Λ = diag(4, 1, 0.25, 0), the mean has covariance Λ/n, the covariance Ĉ has
+    E Ĉ = Λ and Var Ĉ_ij = (λ_iλ_j + δ_ij λ_i²)/(n − 1) (Wishart), and x̄, Ĉ are uncorrelated —
+    all within 5 standard errors, as n draws of N(0, Λ) give them."""
+    from riccati_tf.empirical.encoders.comparison import _gaussian_moments
+
+    lam = np.array([4.0, 1.0, 0.25, 0.0])
+    rng = np.random.default_rng(11)
+    draws = [_gaussian_moments(lam, n, rng) for _ in range(20_000)]
+    means = np.array([m for m, _ in draws])
+    covs = np.array([C for _, C in draws])
+    k = len(draws)
+    var_mean = np.var(means, axis=0)
+    np.testing.assert_allclose(var_mean, lam / n, atol=5 * np.sqrt(2 / k) * lam.max() / n)
+    expected_var = (np.outer(lam, lam) + np.diag(lam ** 2)) / (n - 1)
+    err = 5 * np.sqrt(expected_var / k) + 1e-15
+    assert np.all(np.abs(covs.mean(axis=0) - np.diag(lam)) <= err)
+    assert np.all(np.abs(covs.var(axis=0) - expected_var) <= 5 * np.sqrt(2 / k) * 3 * expected_var
+                  + 1e-15)
+    assert np.all(covs[:, 3, :] == 0) and np.all(covs[:, :, 3] == 0)  # λ = 0: no spread
+    corr = np.corrcoef(means[:, 0], covs[:, 0, 0])[0, 1]
+    assert abs(corr) < 5 / np.sqrt(k)

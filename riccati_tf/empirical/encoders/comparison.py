@@ -432,14 +432,33 @@ def _measured(x: np.ndarray, m: NDArray[np.float64] | float, C: np.ndarray
     return _errors(x.mean(axis=0) - m, np.cov(x, rowvar=False), C)
 
 
+def _gaussian_moments(lam: np.ndarray, n: int, rng: np.random.Generator
+                      ) -> tuple[np.ndarray, np.ndarray]:
+    """The mean and unbiased covariance of n ≥ 2 independent draws of N(0, Λ), Λ = diag(lam),
+    drawn from their joint law instead of through the draws: x̄ ~ N(0, Λ/n) and, independent of
+    it, (n − 1)Ĉ ~ Wishart_d(n − 1, Λ) = Λ^{1/2} A Aᵀ Λ^{1/2} with A lower triangular,
+    A_ii² ~ χ²_{n−i} (i = 1..d), A_ij ~ N(0, 1) below the diagonal (Bartlett), or A = Z of
+    d × (n − 1) standard normals when n − 1 < d: O(d³) instead of O(n d²)."""
+    d, nu = lam.size, n - 1
+    root = np.sqrt(np.clip(lam, 0.0, None))
+    mean = rng.standard_normal(d) * root / np.sqrt(n)
+    if nu >= d:
+        A = np.tril(rng.standard_normal((d, d)), -1)
+        A[np.diag_indices(d)] = np.sqrt(rng.chisquare(nu - np.arange(d)))
+    else:
+        A = rng.standard_normal((d, nu))
+    RA = root[:, None] * A
+    return mean, (RA @ RA.T) / nu
+
+
 def _floor(C: np.ndarray, n: int, n_sim: int, rng: np.random.Generator, q: float
            ) -> NDArray[np.float64]:
     """(2, 2): [mean, cov] × [median, q-quantile] of the errors of n_sim Gaussian clouds of
-    size n with covariance C (simulated in its eigenbasis: the errors are rotation invariant)."""
+    size n with covariance C (simulated in its eigenbasis: the errors are rotation invariant;
+    each cloud's moments drawn from their law, `_gaussian_moments`)."""
     lam = np.clip(np.linalg.eigvalsh(C), 0.0, None)
     D = np.diag(lam)
-    sims = np.array([_measured(rng.standard_normal((n, lam.size)) * np.sqrt(lam), 0.0, D)
-                     for _ in range(n_sim)])
+    sims = np.array([_errors(*_gaussian_moments(lam, n, rng), D) for _ in range(n_sim)])
     return np.quantile(sims, [0.5, q], axis=0).T
 
 
@@ -573,12 +592,18 @@ def _relative_errors(m_hat: np.ndarray, C_hat: np.ndarray, m: np.ndarray, C: np.
 def _baseline_floor(m: np.ndarray, C: np.ndarray, n: int, n_sim: int,
                     rng: np.random.Generator) -> NDArray[np.float64]:
     """RMS over n_sim of (cov, mean) errors of one Gaussian sample of N(m, C) of size n against
-    (m, C), and of one against another (normalised by the first sample's moments)."""
+    (m, C), and of one against another (normalised by the first sample's moments); simulated
+    in the eigenbasis U of C, as N(Uᵀm, UᵀCU) (every error is a Euclidean or Frobenius norm,
+    unchanged by the rotation), each sample's moments drawn from their law
+    (`_gaussian_moments`)."""
+    lam, U = np.linalg.eigh(0.5 * (C + C.T))
+    m_u, C_u = U.T @ m, U.T @ C @ U
     sims = []
     for _ in range(n_sim):
-        m1, C1 = _moments(_sample(m, C, n, rng))
-        m2, C2 = _moments(_sample(m, C, n, rng))
-        sims.append((*_relative_errors(m1, C1, m, C), *_relative_errors(m1, C1, m2, C2)))
+        dev1, C1 = _gaussian_moments(lam, n, rng)
+        dev2, C2 = _gaussian_moments(lam, n, rng)
+        m1, m2 = m_u + dev1, m_u + dev2
+        sims.append((*_relative_errors(m1, C1, m_u, C_u), *_relative_errors(m1, C1, m2, C2)))
     return np.sqrt(np.mean(np.square(sims), axis=0))
 
 
