@@ -52,6 +52,7 @@ attention output is, or any head is. `flag_source` says per layer which evidence
 from __future__ import annotations
 
 import dataclasses
+import itertools
 from dataclasses import dataclass
 from typing import Any
 
@@ -276,13 +277,51 @@ def attention_inputs(layer: EncoderLayer, x: np.ndarray) -> np.ndarray:
     return x
 
 
-def _row_statistics(h: HeadFactors, y: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(logit std per row, exp(H) per row, softmax weights) of head h on one sequence y."""
-    logits = h.scale * (y @ h.W_Q.T + h.b_Q) @ (y @ h.W_K.T + h.b_K).T
-    logp = log_softmax(logits, axis=1)
-    p = np.exp(logp)
-    entropy = -np.sum(p * logp, axis=1)
-    return logits.std(axis=1), np.exp(entropy), p
+@dataclass(frozen=True, eq=False)
+class _Stack:
+    """A layer's heads side by side: the rows of W_Q, W_K, W_V (biases alike) of every head
+    stacked, the column span of each head and its logit scale."""
+
+    W_Q: np.ndarray
+    b_Q: np.ndarray
+    W_K: np.ndarray
+    b_K: np.ndarray
+    W_V: np.ndarray
+    b_V: np.ndarray
+    spans: tuple[slice, ...]
+    scales: tuple[float, ...]
+
+    @classmethod
+    def of(cls, heads: tuple[HeadFactors, ...]) -> _Stack:
+        widths = np.cumsum([0] + [h.d_h for h in heads])
+
+        def side(name: str) -> np.ndarray:
+            return np.concatenate([getattr(h, name) for h in heads])
+
+        return cls(side("W_Q"), side("b_Q"), side("W_K"), side("b_K"), side("W_V"), side("b_V"),
+                   tuple(slice(a, b) for a, b in itertools.pairwise(widths)),
+                   tuple(h.scale for h in heads))
+
+    @property
+    def width(self) -> int:
+        """Σ_h d_h."""
+        return self.W_V.shape[0]
+
+    def rows(self, y: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """On one sequence y (n, d): every head's logits s⟨W_Q y_i + b_Q, W_K y_j + b_K⟩ and
+        their log-softmax over j ((H, n, n) each), the queries W_Q y + b_Q side by side
+        (n, Σ_h d_h) and the finite-n outputs Σ_j p_ij (W_V y_j + b_V) side by side."""
+        q = y @ self.W_Q.T + self.b_Q
+        k = y @ self.W_K.T + self.b_K
+        v = y @ self.W_V.T + self.b_V
+        logits = np.stack([s * q[:, c] @ k[:, c].T for c, s in zip(self.spans, self.scales,
+                                                                    strict=True)])
+        logp = log_softmax(logits, axis=2)
+        p = np.exp(logp)
+        out = np.empty_like(v)
+        for h, c in enumerate(self.spans):
+            out[:, c] = p[h] @ v[:, c]
+        return logits, logp, q, out
 
 
 def _metric(W_O: np.ndarray) -> np.ndarray:
@@ -325,32 +364,29 @@ def _token_layer(layer: EncoderLayer, y: np.ndarray, lengths: tuple[int, ...]
     heads = layer.heads
     n = len(heads)
     N, d = y.shape
-    widths = np.cumsum([0] + [h.d_h for h in heads])
-    real, own, pooled = (np.zeros((N, widths[-1])) for _ in range(3))
+    stack = _Stack.of(heads)
+    real, own, pooled = (np.zeros((N, stack.width)) for _ in range(3))
     m_all, S_all = y.mean(axis=0), np.cov(y, rowvar=False, bias=True).reshape(d, d)
     tilts = [h.scale * (h.W_K @ S_all) @ h.W_V.T for h in heads]  # s W_K Σ W_Vᵀ, pooled
-    stats: list[list[np.ndarray]] = [[] for _ in range(2 * n)]
+    spreads, counts = [], []
     start = 0
     for seq in split(y, lengths):
         stop = start + seq.shape[0]
         m_s = seq.mean(axis=0)
         centred = seq - m_s
-        for k, h in enumerate(heads):
-            cols = slice(widths[k], widths[k + 1])
-            spread, effective, p = _row_statistics(h, seq)
-            stats[2 * k].append(spread)
-            stats[2 * k + 1].append(effective)
-            q = seq @ h.W_Q.T + h.b_Q
+        logits, logp, q, real[start:stop] = stack.rows(seq)
+        spreads.append(logits.std(axis=2))
+        counts.append(np.exp(-np.sum(np.exp(logp) * logp, axis=2)))  # exp(H) per row
+        for h, cols, T_all in zip(heads, stack.spans, tilts, strict=True):
             tilt = h.scale * (centred @ h.W_K.T).T @ (centred @ h.W_V.T) / seq.shape[0]
-            for out, m, T in ((own, m_s, tilt), (pooled, m_all, tilts[k])):
-                out[start:stop, cols] = m @ h.W_V.T + h.b_V + q @ T
-            real[start:stop, cols] = p @ (seq @ h.W_V.T + h.b_V)
+            for out, m, T in ((own, m_s, tilt), (pooled, m_all, T_all)):
+                out[start:stop, cols] = m @ h.W_V.T + h.b_V + q[:, cols] @ T
         start = stop
     radius2 = max(float(np.trace(S_all)), np.finfo(float).tiny)
     out = np.full((n + 1, 4), np.nan)
     W_all = _output_map(heads)
     metrics = [h.W_O.T @ h.W_O for h in heads] + [W_all.T @ W_all]
-    spans = [slice(widths[k], widths[k + 1]) for k in range(n)] + [slice(0, widths[-1])]
+    spans = [*stack.spans, slice(0, stack.width)]
     for k, (G, cols) in enumerate(zip(metrics, spans, strict=True)):
         r, o, pl = real[:, cols], own[:, cols], pooled[:, cols]
         spread2 = _quadratic(r - r.mean(axis=0), G)
@@ -360,8 +396,8 @@ def _token_layer(layer: EncoderLayer, y: np.ndarray, lengths: tuple[int, ...]
         if spread2 > 0:
             out[k, :3] = err_own / spread2, err_pooled / spread2, formula2 / spread2
         out[k, 3] = np.sqrt(err_own / N / radius2)
-    pooled_stats = np.array([np.median(np.concatenate(s)) for s in stats]).reshape(n, 2)
-    return out, pooled_stats
+    return out, np.stack([np.median(np.concatenate(rows, axis=1), axis=1)
+                          for rows in (spreads, counts)], axis=1)
 
 
 def _bias_layer(layer: EncoderLayer, mean: np.ndarray, cov: np.ndarray,
@@ -376,21 +412,18 @@ def _bias_layer(layer: EncoderLayer, mean: np.ndarray, cov: np.ndarray,
     root = U * np.sqrt(np.clip(lam, 0.0, None))
     y = mean + rng.standard_normal((sum(lengths), mean.size)) @ root.T
     heads = layer.heads
-    widths = np.cumsum([0] + [h.d_h for h in heads])
-    finite = np.empty((y.shape[0], widths[-1]))
+    stack = _Stack.of(heads)
+    finite = np.empty((y.shape[0], stack.width))
     start = 0
     for seq in split(y, lengths):
         stop = start + seq.shape[0]
-        for k, h in enumerate(heads):
-            p = _row_statistics(h, seq)[2]
-            finite[start:stop, widths[k]:widths[k + 1]] = p @ (seq @ h.W_V.T + h.b_V)
+        finite[start:stop] = stack.rows(seq)[3]
         start = stop
     n = len(heads)
     bias, floor, size = np.empty(n + 1), np.empty(n + 1), np.empty(n + 1)
     P_all = np.vstack([h.scale * (h.W_V @ cov @ h.W_K.T) @ h.W_Q for h in heads])  # W_V Σ B_h
     formula = y @ P_all.T  # every head's affine map up to its constant, side by side
-    for k, h in enumerate(heads):
-        cols = slice(widths[k], widths[k + 1])
+    for k, (h, cols) in enumerate(zip(heads, stack.spans, strict=True)):
         P = P_all[cols]
         R = _metric(h.W_O)
         C = R @ P @ cov @ P.T @ R
