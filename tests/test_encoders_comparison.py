@@ -268,64 +268,27 @@ def test_a_model_whose_layers_collapse_the_cloud_is_compared_without_crashing(tm
     assert len(plot_comparison(result).axes) == 4
 
 
-def _full_pass_layer(model, i, seq):
-    """Layer i of the model on one sequence as a whole forward pass computes it: the
-    embedding output replaced by seq, layers 0..i − 1 run (their output then replaced by seq
-    at layer i's input), the pass stopped after layer i."""
-    from riccati_tf.empirical.encoders.extraction import layer_list
-    from riccati_tf.empirical.encoders.loading import dummy_inputs
-
-    layers, out = layer_list(model), []
-    x = torch.tensor(seq[None], dtype=torch.float64)
-
-    class Done(Exception):
-        pass
-
-    def keep(_m, _a, output):
-        value = output[0] if isinstance(output, tuple | list) else output
-        out.append(value[0].numpy().copy())
-        raise Done
-
-    def replace(_m, args, kwargs):
-        return ((x, *args[1:]), kwargs) if args else (args, {**kwargs, "hidden_states": x})
-
-    feed = model.embeddings if hasattr(model, "embeddings") else None
-    handles = [feed.register_forward_hook(lambda _m, _a, _o: x),
-               layers[i].register_forward_pre_hook(replace, with_kwargs=True),
-               layers[i].register_forward_hook(keep)]
-    try:
-        with torch.inference_mode():
-            model(**dummy_inputs(model, seq.shape[0]))
-    except Done:
-        pass
-    finally:
-        for h in handles:
-            h.remove()
-    return out[0]
-
-
 @pytest.mark.parametrize("family", ["bert", "roberta", "vit", "modernbert"])
 def test_model_layer_runner_is_the_full_pass(family):
-    """The oracle's runner puts layer i first in the model's layer list for the pass: its
-    output equals that of a whole forward pass through layers 0..i (the earlier outputs
-    replaced at layer i's input) to 1e-12, for every layer of each family, and the layer list
-    is the model's own again afterwards."""
+    """The oracle's runner puts layer i first in the model's layer list for the pass: fed the
+    input that layer i receives in a whole forward pass (`loading.capture`: hidden[i]), it
+    returns that pass's output of layer i (hidden[i + 1]) to 1e-12, for every layer of each
+    family, and the layer list is the model's own again afterwards."""
     from riccati_tf.empirical.encoders.extraction import layer_list
+    from riccati_tf.empirical.encoders.loading import capture
 
     model = tiny_encoder(family, hidden_size=16, n_heads=4, n_layers=3, max_positions=64,
                          initializer_range=0.2, seed=5)
     before = layer_list(model)
-    lengths = (33, 17)
+    n = 33
     if family == "vit":  # a ViT sequence is its patches and the [CLS] token
         n = (model.config.image_size // model.config.patch_size) ** 2 + 1
-        lengths = (n, n)
-    x = np.random.default_rng(4).standard_normal((sum(lengths), model.config.hidden_size))
+    x = np.random.default_rng(4).standard_normal((n, model.config.hidden_size))
+    hidden = capture(model, x)[0]
     run = model_layer_runner(model)
     for i in range(3):
-        got = run(i, x, lengths)
-        want = np.vstack([_full_pass_layer(model, i, seq)
-                          for seq in np.split(x, np.cumsum(lengths)[:-1])])
-        assert np.max(np.abs(got - want)) <= 1e-12 * np.max(np.abs(want))
+        got = run(i, hidden[i], (n,))
+        assert np.max(np.abs(got - hidden[i + 1])) <= 1e-12 * np.max(np.abs(hidden[i + 1]))
     assert all(a is b for a, b in zip(layer_list(model), before, strict=True))
 
 

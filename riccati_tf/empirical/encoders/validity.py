@@ -279,15 +279,11 @@ def attention_inputs(layer: EncoderLayer, x: np.ndarray) -> np.ndarray:
 
 @dataclass(frozen=True, eq=False)
 class _Stack:
-    """A layer's heads side by side: the rows of W_Q, W_K, W_V (biases alike) of every head
-    stacked, the column span of each head and its logit scale."""
+    """A layer's heads side by side: one HeadFactors whose W_Q, W_K, W_V rows (biases alike)
+    and W_O columns are those of every head stacked, the span of each head in them and its
+    logit scale."""
 
-    W_Q: np.ndarray
-    b_Q: np.ndarray
-    W_K: np.ndarray
-    b_K: np.ndarray
-    W_V: np.ndarray
-    b_V: np.ndarray
+    side: HeadFactors
     spans: tuple[slice, ...]
     scales: tuple[float, ...]
 
@@ -295,32 +291,32 @@ class _Stack:
     def of(cls, heads: tuple[HeadFactors, ...]) -> _Stack:
         widths = np.cumsum([0] + [h.d_h for h in heads])
 
-        def side(name: str) -> np.ndarray:
+        def rows(name: str) -> np.ndarray:
             return np.concatenate([getattr(h, name) for h in heads])
 
-        return cls(side("W_Q"), side("b_Q"), side("W_K"), side("b_K"), side("W_V"), side("b_V"),
-                   tuple(slice(a, b) for a, b in itertools.pairwise(widths)),
+        side = HeadFactors(rows("W_Q"), rows("b_Q"), rows("W_K"), rows("b_K"), rows("W_V"),
+                           rows("b_V"), np.hstack([h.W_O for h in heads]), 1.0)
+        return cls(side, tuple(slice(a, b) for a, b in itertools.pairwise(widths)),
                    tuple(h.scale for h in heads))
 
     @property
     def width(self) -> int:
         """Σ_h d_h."""
-        return self.W_V.shape[0]
+        return self.side.d_h
 
     def rows(self, y: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """On one sequence y (n, d): every head's logits s⟨W_Q y_i + b_Q, W_K y_j + b_K⟩ and
         their log-softmax over j ((H, n, n) each), the queries W_Q y + b_Q side by side
         (n, Σ_h d_h) and the finite-n outputs Σ_j p_ij (W_V y_j + b_V) side by side."""
-        q = y @ self.W_Q.T + self.b_Q
-        k = y @ self.W_K.T + self.b_K
-        v = y @ self.W_V.T + self.b_V
+        h = self.side
+        q, k, v = (y @ W.T + b for W, b in ((h.W_Q, h.b_Q), (h.W_K, h.b_K), (h.W_V, h.b_V)))
         logits = np.stack([s * q[:, c] @ k[:, c].T for c, s in zip(self.spans, self.scales,
                                                                     strict=True)])
         logp = log_softmax(logits, axis=2)
         p = np.exp(logp)
         out = np.empty_like(v)
-        for h, c in enumerate(self.spans):
-            out[:, c] = p[h] @ v[:, c]
+        for j, c in enumerate(self.spans):
+            out[:, c] = p[j] @ v[:, c]
         return logits, logp, q, out
 
 
@@ -340,11 +336,6 @@ def _relative(C_hat: np.ndarray, C: np.ndarray) -> float:
 def _quadratic(D: np.ndarray, G: np.ndarray) -> float:
     """Σ_i D_i G D_iᵀ over the rows of D: Σ_i ‖W D_iᵀ‖² for G = WᵀW."""
     return float(np.sum((D @ G) * D))
-
-
-def _output_map(heads: tuple[HeadFactors, ...]) -> np.ndarray:
-    """[W_O,1, …, W_O,H] (d × Σ_h d_h): the heads' value-space outputs, side by side, to R^d."""
-    return np.hstack([h.W_O for h in heads])
 
 
 def _token_layer(layer: EncoderLayer, y: np.ndarray, lengths: tuple[int, ...]
@@ -384,7 +375,7 @@ def _token_layer(layer: EncoderLayer, y: np.ndarray, lengths: tuple[int, ...]
         start = stop
     radius2 = max(float(np.trace(S_all)), np.finfo(float).tiny)
     out = np.full((n + 1, 4), np.nan)
-    W_all = _output_map(heads)
+    W_all = stack.side.W_O
     metrics = [h.W_O.T @ h.W_O for h in heads] + [W_all.T @ W_all]
     spans = [*stack.spans, slice(0, stack.width)]
     for k, (G, cols) in enumerate(zip(metrics, spans, strict=True)):
@@ -430,7 +421,7 @@ def _bias_layer(layer: EncoderLayer, mean: np.ndarray, cov: np.ndarray,
         bias[k] = np.linalg.norm(R @ np.cov(finite[:, cols], rowvar=False) @ R - C) ** 2
         floor[k] = np.linalg.norm(R @ np.cov(formula[:, cols], rowvar=False) @ R - C) ** 2
         size[k] = np.linalg.norm(C) ** 2
-    W_all = _output_map(heads)
+    W_all = stack.side.W_O
     M = W_all @ P_all
     C_total = M @ cov @ M.T
     bias[n] = np.linalg.norm(W_all @ np.cov(finite, rowvar=False) @ W_all.T - C_total) ** 2
