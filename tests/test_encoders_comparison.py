@@ -298,7 +298,7 @@ def test_sample_moments_drawn_from_their_law(n):
     with d = 4, Λ = diag(4, 1, 0.25, 0), the mean has covariance Λ/n, the covariance Ĉ has
     E Ĉ = Λ and Var Ĉ_ij = (λ_iλ_j + δ_ij λ_i²)/(n − 1) (Wishart), and x̄, Ĉ are uncorrelated —
     all within 5 standard errors, as n draws of N(0, Λ) give them."""
-    from riccati_tf.empirical.encoders.comparison import _gaussian_moments
+    from riccati_tf.empirical.encoders.floors import _gaussian_moments
 
     lam = np.array([4.0, 1.0, 0.25, 0.0])
     rng = np.random.default_rng(11)
