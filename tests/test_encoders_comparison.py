@@ -266,3 +266,53 @@ def test_a_model_whose_layers_collapse_the_cloud_is_compared_without_crashing(tm
     stored = json.loads(json_document(result.to_json()))
     assert "diagnosis" in stored
     assert len(plot_comparison(result).axes) == 4
+
+
+@pytest.mark.parametrize("family", ["bert", "roberta", "vit", "modernbert"])
+def test_model_layer_runner_is_the_full_pass(family):
+    """The oracle's runner puts layer i first in the model's layer list for the pass: fed the
+    input that layer i receives in a whole forward pass (`loading.capture`: hidden[i]), it
+    returns that pass's output of layer i (hidden[i + 1]) to 1e-12, for every layer of each
+    family, and the layer list is the model's own again afterwards."""
+    from riccati_tf.empirical.encoders.extraction import layer_list
+    from riccati_tf.empirical.encoders.loading import capture
+
+    model = tiny_encoder(family, hidden_size=16, n_heads=4, n_layers=3, max_positions=64,
+                         initializer_range=0.2, seed=5)
+    before = layer_list(model)
+    n = 33
+    if family == "vit":  # a ViT sequence is its patches and the [CLS] token
+        n = (model.config.image_size // model.config.patch_size) ** 2 + 1
+    x = np.random.default_rng(4).standard_normal((n, model.config.hidden_size))
+    hidden = capture(model, x)[0]
+    run = model_layer_runner(model)
+    for i in range(3):
+        got = run(i, hidden[i], (n,))
+        assert np.max(np.abs(got - hidden[i + 1])) <= 1e-12 * np.max(np.abs(hidden[i + 1]))
+    assert all(a is b for a, b in zip(layer_list(model), before, strict=True))
+
+
+@pytest.mark.parametrize("n", [60, 3])
+def test_sample_moments_drawn_from_their_law(n):
+    """`_gaussian_moments` (Bartlett for n − 1 ≥ d, else n − 1 columns): over 20 000 draws
+    with d = 4, Λ = diag(4, 1, 0.25, 0), the mean has covariance Λ/n, the covariance Ĉ has
+    E Ĉ = Λ and Var Ĉ_ij = (λ_iλ_j + δ_ij λ_i²)/(n − 1) (Wishart), and x̄, Ĉ are uncorrelated —
+    all within 5 standard errors, as n draws of N(0, Λ) give them."""
+    from riccati_tf.empirical.encoders.floors import _gaussian_moments
+
+    lam = np.array([4.0, 1.0, 0.25, 0.0])
+    rng = np.random.default_rng(11)
+    draws = [_gaussian_moments(lam, n, rng) for _ in range(20_000)]
+    means = np.array([m for m, _ in draws])
+    covs = np.array([C for _, C in draws])
+    k = len(draws)
+    var_mean = np.var(means, axis=0)
+    np.testing.assert_allclose(var_mean, lam / n, atol=5 * np.sqrt(2 / k) * lam.max() / n)
+    expected_var = (np.outer(lam, lam) + np.diag(lam ** 2)) / (n - 1)
+    err = 5 * np.sqrt(expected_var / k) + 1e-15
+    assert np.all(np.abs(covs.mean(axis=0) - np.diag(lam)) <= err)
+    assert np.all(np.abs(covs.var(axis=0) - expected_var) <= 5 * np.sqrt(2 / k) * 3 * expected_var
+                  + 1e-15)
+    assert np.all(covs[:, 3, :] == 0) and np.all(covs[:, :, 3] == 0)  # λ = 0: no spread
+    corr = np.corrcoef(means[:, 0], covs[:, 0, 0])[0, 1]
+    assert abs(corr) < 5 / np.sqrt(k)

@@ -183,3 +183,80 @@ def test_heavy_tailed_tokens_are_flagged_on_the_tokens_where_gaussian_stand_ins_
     assert "(on tokens)" in vm.summary()
     g = rng.multivariate_normal(x.mean(axis=0), np.cov(x, rowvar=False), size=n)
     assert validity_map(_encoder(0.2), [g], lengths).flag_source == ["clear"]
+
+
+def _multi_head_layer(seed: int, heads: int = 3, d: int = 6, d_h: int = 2,
+                      twins: bool = False) -> EncoderLayer:
+    """A post-norm layer of several low-rank heads with biases (twins: every head the same)."""
+    rng = np.random.default_rng(seed)
+
+    def head():
+        return HeadFactors(rng.standard_normal((d_h, d)), rng.standard_normal(d_h),
+                           rng.standard_normal((d_h, d)), rng.standard_normal(d_h),
+                           rng.standard_normal((d_h, d)), rng.standard_normal(d_h),
+                           rng.standard_normal((d, d_h)), 0.3)
+
+    made = [head()] * heads if twins else [head() for _ in range(heads)]
+    z = np.zeros(d)
+    norm = LayerNormParams(np.ones(d), z, 1e-5)
+    return EncoderLayer(tuple(made), rng.standard_normal(d), None, norm,
+                        MLPParams(np.eye(d), z, np.eye(d), z, "relu"), "post")
+
+
+def _token_reference(layer, y, lengths):
+    """The token statistics written out in R^d per head and for the whole output: real
+    output Σ_j p_ij W_O(W_V y_j + b_V), the formula W_O(W_V(m + Σ w_i) + b_V) with the
+    sequence's own and the pooled moments (w_i the tilt s W_Kᵀ(W_Q y_i + b_Q))."""
+    from scipy.special import softmax
+
+    heads, N, d = layer.heads, y.shape[0], y.shape[1]
+    arrays = np.zeros((3, len(heads) + 1, N, d))
+    m_all, S_all = y.mean(axis=0), np.cov(y, rowvar=False, bias=True)
+    start = 0
+    for seq in np.split(y, np.cumsum(lengths)[:-1]):
+        stop = start + seq.shape[0]
+        m_s, S_s = seq.mean(axis=0), np.cov(seq, rowvar=False, bias=True)
+        for k, h in enumerate(heads):
+            w = h.scale * (seq @ h.W_Q.T + h.b_Q) @ h.W_K
+            p = softmax(w @ seq.T + h.scale * (seq @ h.W_Q.T + h.b_Q) @ h.b_K[:, None], axis=1)
+            arrays[0, k, start:stop] = (p @ (seq @ h.W_V.T + h.b_V)) @ h.W_O.T
+            for j, (m, S) in ((1, (m_s, S_s)), (2, (m_all, S_all))):
+                arrays[j, k, start:stop] = ((m + w @ S) @ h.W_V.T + h.b_V) @ h.W_O.T
+        start = stop
+    arrays[:, -1] = arrays[:, :-1].sum(axis=1)
+    rows = []
+    for real, own, pooled in zip(*arrays, strict=True):
+        spread2 = np.sum((real - real.mean(axis=0)) ** 2)
+        rows.append([np.sum((real - own) ** 2) / spread2,
+                     np.sum((real - pooled) ** 2) / spread2,
+                     np.sum((own - own.mean(axis=0)) ** 2) / spread2,
+                     np.sqrt(np.sum((real - own) ** 2) / N / np.trace(S_all))])
+    return np.array(rows)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_token_statistics_in_value_space_equal_those_in_the_output_space(seed):
+    """The token map's four numbers per head and for the whole attention output, computed in
+    the heads' value coordinates with the metric W_OᵀW_O, equal the same numbers computed on
+    the d-dimensional outputs (to 1e-10), on ragged sequences of a three-head layer."""
+    from riccati_tf.empirical.encoders.validity import _token_layer
+
+    layer = _multi_head_layer(seed)
+    lengths = (40, 7, 25)
+    y = np.random.default_rng(seed + 10).standard_normal((sum(lengths), 6)) * 1.5 + 0.3
+    got, _ = _token_layer(layer, y, lengths)
+    np.testing.assert_allclose(got, _token_reference(layer, y, lengths), rtol=1e-10, atol=0)
+
+
+def test_whole_output_floor_includes_the_heads_cross_terms():
+    """Two identical heads: the whole output is y ↦ 2W_O P y + c, of covariance MΣMᵀ with
+    M = Σ_h W_O,h P_h (4 times one head's), not Σ_h (W_O,h P_h)Σ(W_O,h P_h)ᵀ (2 times): the
+    formula's own map on 8 192 Gaussian tokens lies within its sampling floor of MΣMᵀ (a few
+    per cent), and the layer floor equals the per-head floor."""
+    layer = _multi_head_layer(4, heads=2, twins=True)
+    enc = Encoder((layer,), "bert", None, False)
+    lengths = (1024,) * 8
+    x = np.random.default_rng(5).standard_normal((sum(lengths), 6))
+    vm = validity_map(enc, [x], lengths, repeats=1, seed=3)
+    assert vm.layer_floor[0] < 0.1
+    assert vm.layer_floor[0] == pytest.approx(vm.floor[0, 0], rel=1e-8)

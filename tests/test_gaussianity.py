@@ -105,14 +105,17 @@ def test_block_size_does_not_change_the_statistics(rng):
         assert b[name] == pytest.approx(a[name], rel=1e-12)
 
 
+@pytest.mark.parametrize("r", [3, 6])
 @pytest.mark.parametrize(("n", "block"), [(1, 1024), (7, 1), (256, 1024), (333, 50),
-                                          (600, 1024), (1031, 300)])
-def test_gram_sums_over_half_the_gram_matrix_are_the_full_sums(rng, n, block):
+                                          (600, 1024), (1031, 300), (1296, 256)])
+def test_gram_sums_over_half_the_gram_matrix_are_the_full_sums(rng, n, block, r):
     """The block sums, which form the blocks from the diagonal on and count the pairs below it
-    twice, against the sums over the whole Gram matrix and distance matrix formed at once."""
+    twice, against the sums over the whole Gram matrix and distance matrix formed at once; Σ G³
+    and Σ G⁴ from the tensor moments where r⁴ ≤ n (r = 3 from n = 81 on, r = 6 at n = 1296),
+    from the blocks elsewhere."""
     from riccati_tf.empirical.gaussianity.distances import _gram_sums
 
-    y = rng.standard_normal((n, 3))
+    y = rng.standard_normal((n, r))
     G = y @ y.T
     dist = np.sqrt(np.sum((y[:, None, :] - y[None, :, :]) ** 2, axis=2))
     full = (np.sum(G ** 3), np.sum(G ** 4), np.sum(dist), np.sum(np.diag(G) ** 2))

@@ -32,7 +32,10 @@ never definite):
 
 T* is in layers (a residual layer is a step τ = 1 of depth); beside it stands the growth
 tr Σ⁺/tr Σ0 of one such discrete attention step, Σ⁺ = (I + M)Σ0(I + M)ᵀ, M = Σ_h V_hΣ0B_h (SPEC
-§2), and the trace-normalised flow of the layer (`flows.normalised`, SPEC §13): the cloud as
+§2), with, where Σ0 was measured on the model's own tokens, the measured growth of the real
+step on them (`measured_step_growth`: tr of the covariance of y + a(y), a the layer's own
+finite-n attention, over tr Σ0; `measured.measured_moments`), and the trace-normalised flow of
+the layer (`flows.normalised`, SPEC §13): the cloud as
 the LayerNorm after the layer sees it, where the question is not blow-up but whether the
 cloud concentrates on few directions (its participation ratio (tr Σ)²/tr Σ² falls: rank loss,
 clustering) or spreads.
@@ -155,6 +158,10 @@ class Atlas:
         tokens at that layer's attention input, `measured.measured_moments`) or "chained"
         (the Gaussian closures' prediction chained from the input moments, `predict_moments`;
         the default).
+    measured_step_growth : (L,) ndarray of float or None, optional
+        With measured moments: tr Ĉ⁺/tr Σ0 of the real residual attention step y ↦ y + a(y)
+        on the tokens Σ0 was measured on, a the layer's own finite-n attention output
+        (`measured.measured_moments`), beside the predicted step_growth; None otherwise.
 
     Raises
     ------
@@ -223,6 +230,7 @@ class Atlas:
     step_growth: np.ndarray
     normalised: tuple[NormalisedFlow | None, ...]
     moments_source: str = "chained"
+    measured_step_growth: np.ndarray | None = None
 
     def __post_init__(self):
         if self.moments_source not in MOMENTS_SOURCES:
@@ -254,6 +262,8 @@ class Atlas:
                              for a, m in self.decisions],
                 "input_trace": self.input_trace.tolist(),
                 "step_growth": self.step_growth.tolist(),
+                "measured_step_growth": (None if self.measured_step_growth is None else
+                                         self.measured_step_growth.tolist()),
                 "normalised": [None if n is None else n.to_json() for n in self.normalised],
                 "v_mass": self.v_mass.tolist(), "b_mass": self.b_mass.tolist(),
                 "trace_rate": self.trace_rate.tolist(),
@@ -302,8 +312,10 @@ class Atlas:
             shape = ("undefined (Σ0 = 0: the cloud is a point)" if n is None else
                      f"{n.trend} (participation ratio {n.ratio[0]:.3g} → {n.ratio[-1]:.3g} at "
                      f"the horizon)")
-            lines.append(f"  one τ = 1 attention step: tr Σ × {self.step_growth[i]:.4g}; after "
-                         f"LayerNorm: {shape}")
+            real = ("" if self.measured_step_growth is None else
+                    f" (measured on the tokens: × {self.measured_step_growth[i]:.4g})")
+            lines.append(f"  one τ = 1 attention step: tr Σ × {self.step_growth[i]:.4g}{real}; "
+                         f"after LayerNorm: {shape}")
         return "\n".join(lines)
 
 
@@ -572,4 +584,4 @@ def atlas(source: Any, *, prediction: MomentPrediction | None = None,
                  np.array([float(np.trace(c)) for c in prediction.attention_covs]),
                  np.array(prediction.attention_means), np.array(prediction.attention_covs),
                  np.array(prediction.mlp_jacobians), np.array(growth), tuple(normalised),
-                 moments_source)
+                 moments_source, prediction.step_growth)

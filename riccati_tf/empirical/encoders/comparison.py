@@ -55,6 +55,7 @@ from ...state.validation import as_count, as_covariance, as_seed, as_time, as_ve
 from .closures import GATED_SAMPLES
 from .extraction import extract, position_limit
 from .factors import Encoder, EncoderLayer
+from .floors import _baseline_floor, _errors, _floor, _relative_errors
 from .forward import layer_forward
 from .hermite import DEFAULT_TERMS
 from .propagation import MomentPrediction, layer_moments, predict_moments
@@ -422,25 +423,9 @@ class Comparison:
         return "\n".join(lines)
 
 
-def _errors(dev: np.ndarray, C_hat: np.ndarray, C: np.ndarray) -> tuple[float, float]:
-    return (float(np.linalg.norm(dev) / np.sqrt(max(np.trace(C), np.finfo(float).tiny))),
-            float(np.linalg.norm(C_hat - C) / max(np.linalg.norm(C), np.finfo(float).tiny)))
-
-
 def _measured(x: np.ndarray, m: NDArray[np.float64] | float, C: np.ndarray
               ) -> tuple[float, float]:
     return _errors(x.mean(axis=0) - m, np.cov(x, rowvar=False), C)
-
-
-def _floor(C: np.ndarray, n: int, n_sim: int, rng: np.random.Generator, q: float
-           ) -> NDArray[np.float64]:
-    """(2, 2): [mean, cov] × [median, q-quantile] of the errors of n_sim Gaussian clouds of
-    size n with covariance C (simulated in its eigenbasis: the errors are rotation invariant)."""
-    lam = np.clip(np.linalg.eigvalsh(C), 0.0, None)
-    D = np.diag(lam)
-    sims = np.array([_measured(rng.standard_normal((n, lam.size)) * np.sqrt(lam), 0.0, D)
-                     for _ in range(n_sim)])
-    return np.quantile(sims, [0.5, q], axis=0).T
 
 
 def capture_sequences(model: Any, tokens: np.ndarray, lengths: tuple[int, ...],
@@ -484,13 +469,15 @@ class _Stop(Exception):
 def model_layer_runner(model: Any) -> LayerRunner:
     """run(i, tokens, lengths): the tokens (the sequences stacked) through the model's own layer
     i, sequence by sequence (the layer's input is replaced by a hook; the forward pass stops
-    after it)."""
+    after it). Layer i runs in the first slot of the model's layer list for the pass (the
+    layers before it would compute what the hook discards), and the list is restored after."""
     import torch
 
-    from .extraction import layer_list
+    from .extraction import layer_container
     from .loading import dummy_inputs
 
-    layers = layer_list(model)
+    container = layer_container(model)
+    layers = list(container)
     embeddings = getattr(model, "embeddings", None)
     if embeddings is None:
         raise InvalidInputError(f"{type(model).__name__} has no `embeddings` module to feed")
@@ -513,12 +500,14 @@ def model_layer_runner(model: Any) -> LayerRunner:
         handles = [embeddings.register_forward_hook(lambda _m, _a, _o: x),
                    layers[i].register_forward_pre_hook(replace_input, with_kwargs=True),
                    layers[i].register_forward_hook(keep)]
+        container[0] = layers[i]
         try:
             with torch.inference_mode():
                 model(**dummy_inputs(model, seq.shape[0]))
         except _Stop:
             pass
         finally:
+            container[0] = layers[0]
             for handle in handles:
                 handle.remove()
         return out[0]
@@ -550,32 +539,6 @@ def _sample(mean: np.ndarray, cov: np.ndarray, n: int, rng: np.random.Generator)
 
 def _moments(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return x.mean(axis=0), np.cov(x, rowvar=False)
-
-
-def _relative_errors(m_hat: np.ndarray, C_hat: np.ndarray, m: np.ndarray, C: np.ndarray
-                     ) -> tuple[float, float]:
-    """(‖Ĉ − C‖_F/‖Ĉ‖_F, ‖m̂ − m‖/√tr Ĉ): normalised by the measured moments; for a measured
-    cloud collapsed to a point (Ĉ = 0) each is 0 where the prediction is exact, else NaN
-    (undefined: no scale to measure it by)."""
-    scale_cov, scale_mean = float(np.linalg.norm(C_hat)), float(np.sqrt(max(np.trace(C_hat), 0)))
-
-    def ratio(error: float, scale: float) -> float:
-        return error / scale if scale > 0 else (0.0 if error == 0 else float("nan"))
-
-    return (ratio(float(np.linalg.norm(C_hat - C)), scale_cov),
-            ratio(float(np.linalg.norm(m_hat - m)), scale_mean))
-
-
-def _baseline_floor(m: np.ndarray, C: np.ndarray, n: int, n_sim: int,
-                    rng: np.random.Generator) -> NDArray[np.float64]:
-    """RMS over n_sim of (cov, mean) errors of one Gaussian sample of N(m, C) of size n against
-    (m, C), and of one against another (normalised by the first sample's moments)."""
-    sims = []
-    for _ in range(n_sim):
-        m1, C1 = _moments(_sample(m, C, n, rng))
-        m2, C2 = _moments(_sample(m, C, n, rng))
-        sims.append((*_relative_errors(m1, C1, m, C), *_relative_errors(m1, C1, m2, C2)))
-    return np.sqrt(np.mean(np.square(sims), axis=0))
 
 
 def _top(C: np.ndarray, k: int) -> np.ndarray:

@@ -277,15 +277,20 @@ def _modernbert_layer(layer: Any, config: Any) -> EncoderLayer:
 LAYER_PATHS = ("encoder.layer", "layers", "encoder.layers", "h")
 
 
-def layer_list(model: Any) -> list[Any]:
-    """The encoder layers of a transformers encoder, at the first of LAYER_PATHS it has, else
-    InvalidInputError naming the model class."""
+def layer_container(model: Any) -> Any:
+    """The module list holding the encoder layers of a transformers encoder, at the first of
+    LAYER_PATHS it has, else InvalidInputError naming the model class."""
     for path in LAYER_PATHS:
         obj = _submodule(model, path)
         if obj is not None:
-            return list(obj)
+            return obj
     raise InvalidInputError(f"{type(model).__name__} has no list of encoder layers (none of "
                             f"{', '.join(LAYER_PATHS)})")
+
+
+def layer_list(model: Any) -> list[Any]:
+    """The encoder layers of a transformers encoder (`layer_container`) as a list."""
+    return list(layer_container(model))
 
 
 def position_limit(model: Any) -> int | None:

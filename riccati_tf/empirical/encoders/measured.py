@@ -9,7 +9,17 @@ layer ℓ the inputs of its attention module, pooled over all sequences, give
 the start (m0, Σ0) of layer ℓ's attention flow in the atlas. The feed-forward drift
 A = E[J_MLP] of layer ℓ is the Gaussian closure's mean Jacobian one layer from the measured
 input moments of that layer (`propagation.layer_moments` at the measured hidden states
-(m̂, Ĉ) entering layer ℓ), never chained through earlier layers. The chained alternative,
+(m̂, Ĉ) entering layer ℓ), never chained through earlier layers. Beside them stands the
+measured growth of one residual attention step of unit length (τ = 1, one layer) on the same
+tokens,
+
+    tr Ĉ⁺_ℓ / tr Ĉ_ℓ,   Ĉ⁺_ℓ the covariance of y_i + a(y_i) pooled over all sequences,
+
+a(y_i) = Σ_h W_O,h Σ_j softmax_j(s⟨W_Q y_i + b_Q, W_K y_j + b_K⟩)(W_V y_j + b_V) + b_O the
+layer's own attention output on the sequence of y_i (`forward.attention_output`, from the
+extracted weights, which reproduce the model; of its position-free part where only that was
+extracted): the real, finite-n counterpart of the atlas's predicted `Atlas.step_growth`,
+(I + M)Σ0(I + M)ᵀ with M = Σ_h V_hΣ0B_h. The chained alternative,
 `predict_moments` from the input moments onwards, carries the closures' errors of all earlier
 layers into Σ0 (`Atlas.moments_source` says which one an atlas used).
 """
@@ -24,7 +34,8 @@ import numpy as np
 from ...errors import InvalidInputError
 from .closures import GATED_SAMPLES
 from .comparison import capture_sequences, pooled_hidden
-from .factors import Encoder
+from .factors import Encoder, EncoderLayer
+from .forward import attention_output
 from .hermite import DEFAULT_TERMS
 from .propagation import MomentPrediction, layer_moments
 from .sequences import Inputs
@@ -35,6 +46,15 @@ __all__ = ["measured_moments"]
 def _moments(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The mean and the unbiased covariance of the rows of x."""
     return x.mean(axis=0), np.cov(x, rowvar=False).reshape(x.shape[1], x.shape[1])
+
+
+def _step_growth(layer: EncoderLayer, parts: list[np.ndarray]) -> float:
+    """tr Ĉ⁺/tr Ĉ of the tokens before and after y ↦ y + a(y), a the layer's attention on each
+    sequence of `parts` (module docstring); NaN for tokens without spread."""
+    before = np.vstack(parts)
+    after = np.vstack([y + attention_output(layer, y) for y in parts])
+    spread = float(np.var(before, axis=0).sum())
+    return float(np.var(after, axis=0).sum()) / spread if spread > 0 else float("nan")
 
 
 def measured_moments(model: Any, encoder: Encoder, inputs: Inputs, *,
@@ -62,7 +82,8 @@ def measured_moments(model: Any, encoder: Encoder, inputs: Inputs, *,
     MomentPrediction
         means/covs: the measured moments of the hidden states ℓ = 0..L; attention_means/covs:
         those of every layer's attention input; mlp_jacobians, norm_kappa, mlp_bound: the
-        closures' one layer from the measured input of each layer.
+        closures' one layer from the measured input of each layer; step_growth: the measured
+        growth tr Ĉ⁺/tr Ĉ of one real residual attention step on those inputs.
 
     Raises
     ------
@@ -96,13 +117,14 @@ def measured_moments(model: Any, encoder: Encoder, inputs: Inputs, *,
                                 "ids or hidden states), not Gaussian stand-ins")
     captures = capture_sequences(model, inputs.tokens, inputs.lengths, progress)
     hidden = [_moments(x) for x in pooled_hidden(captures)]
-    attention = []
-    for i in range(len(encoder.layers)):
+    attention, growth = [], []
+    for i, layer in enumerate(encoder.layers):
         parts = [c[1][i] for c in captures]
         if any(p is None for p in parts):
             raise InvalidInputError(f"layer {i + 1}: the input of its attention module could "
                                     f"not be captured")
         attention.append(_moments(np.vstack(parts)))
+        growth.append(_step_growth(layer, parts))
     closures = [layer_moments(layer, *hidden[i], terms=terms, gated_samples=gated_samples,
                               seed=seed) for i, layer in enumerate(encoder.layers)]
     return MomentPrediction(np.array([m for m, _ in hidden]), np.array([S for _, S in hidden]),
@@ -111,4 +133,4 @@ def measured_moments(model: Any, encoder: Encoder, inputs: Inputs, *,
                             np.array([c.mlp.jacobian for c in closures]),
                             np.array([c.kappa for c in closures]),
                             np.array([c.mlp.bound for c in closures]),
-                            encoder.position_free, encoder)
+                            encoder.position_free, encoder, np.array(growth))

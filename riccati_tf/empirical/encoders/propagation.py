@@ -63,6 +63,10 @@ class MomentPrediction:
     encoder : Encoder or None, optional
         The layers predicted (kept so that a comparison can predict each layer from measured
         moments and run its baselines; None when not given).
+    step_growth : (L,) ndarray or None, optional
+        Measured moments only (`measured.measured_moments`): tr Σ⁺/tr Σ0 of one real residual
+        attention step y ↦ y + a(y) on the tokens y the attention of layer ℓ acts on, a the
+        layer's own finite-n attention output on each sequence; None for a prediction.
 
     Raises
     ------
@@ -98,6 +102,7 @@ class MomentPrediction:
     mlp_bound: np.ndarray
     position_free: bool
     encoder: Encoder | None = None
+    step_growth: np.ndarray | None = None
 
     @property
     def n_layers(self) -> int:

@@ -52,6 +52,7 @@ attention output is, or any head is. `flag_source` says per layer which evidence
 from __future__ import annotations
 
 import dataclasses
+import itertools
 from dataclasses import dataclass
 from typing import Any
 
@@ -276,13 +277,47 @@ def attention_inputs(layer: EncoderLayer, x: np.ndarray) -> np.ndarray:
     return x
 
 
-def _row_statistics(h: HeadFactors, y: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(logit std per row, exp(H) per row, softmax weights) of head h on one sequence y."""
-    logits = h.scale * (y @ h.W_Q.T + h.b_Q) @ (y @ h.W_K.T + h.b_K).T
-    logp = log_softmax(logits, axis=1)
-    p = np.exp(logp)
-    entropy = -np.sum(p * logp, axis=1)
-    return logits.std(axis=1), np.exp(entropy), p
+@dataclass(frozen=True, eq=False)
+class _Stack:
+    """A layer's heads side by side: one HeadFactors whose W_Q, W_K, W_V rows (biases alike)
+    and W_O columns are those of every head stacked, the span of each head in them and its
+    logit scale."""
+
+    side: HeadFactors
+    spans: tuple[slice, ...]
+    scales: tuple[float, ...]
+
+    @classmethod
+    def of(cls, heads: tuple[HeadFactors, ...]) -> _Stack:
+        widths = np.cumsum([0] + [h.d_h for h in heads])
+
+        def rows(name: str) -> np.ndarray:
+            return np.concatenate([getattr(h, name) for h in heads])
+
+        side = HeadFactors(rows("W_Q"), rows("b_Q"), rows("W_K"), rows("b_K"), rows("W_V"),
+                           rows("b_V"), np.hstack([h.W_O for h in heads]), 1.0)
+        return cls(side, tuple(slice(a, b) for a, b in itertools.pairwise(widths)),
+                   tuple(h.scale for h in heads))
+
+    @property
+    def width(self) -> int:
+        """Σ_h d_h."""
+        return self.side.d_h
+
+    def rows(self, y: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """On one sequence y (n, d): every head's logits s⟨W_Q y_i + b_Q, W_K y_j + b_K⟩ and
+        their log-softmax over j ((H, n, n) each), the queries W_Q y + b_Q side by side
+        (n, Σ_h d_h) and the finite-n outputs Σ_j p_ij (W_V y_j + b_V) side by side."""
+        h = self.side
+        q, k, v = (y @ W.T + b for W, b in ((h.W_Q, h.b_Q), (h.W_K, h.b_K), (h.W_V, h.b_V)))
+        logits = np.stack([s * q[:, c] @ k[:, c].T for c, s in zip(self.spans, self.scales,
+                                                                    strict=True)])
+        logp = log_softmax(logits, axis=2)
+        p = np.exp(logp)
+        out = np.empty_like(v)
+        for j, c in enumerate(self.spans):
+            out[:, c] = p[j] @ v[:, c]
+        return logits, logp, q, out
 
 
 def _metric(W_O: np.ndarray) -> np.ndarray:
@@ -298,47 +333,62 @@ def _relative(C_hat: np.ndarray, C: np.ndarray) -> float:
     return float(np.linalg.norm(C_hat - C) / scale)
 
 
+def _quadratic(D: np.ndarray, G: np.ndarray) -> float:
+    """Σ_i D_i G D_iᵀ over the rows of D: Σ_i ‖W D_iᵀ‖² for G = WᵀW."""
+    return float(np.sum((D @ G) * D))
+
+
 def _token_layer(layer: EncoderLayer, y: np.ndarray, lengths: tuple[int, ...]
                  ) -> tuple[np.ndarray, np.ndarray]:
     """On the tokens y (the attention's inputs, sequences stacked): per head and (last row) for
     the whole attention output, (unexplained share per sequence, unexplained share pooled,
     variance ratio, token impact) of the N → ∞ formula against the real finite-n output
-    (module docstring); and the per-head softmax row statistics (spread, exp(H)) pooled."""
+    (module docstring); and the per-head softmax row statistics (spread, exp(H)) pooled.
+
+    Notes
+    -----
+    Everything is computed in value space (the heads' d_h coordinates side by side) and
+    measured in the metric G = W_OᵀW_O of the output map: ‖W_O v‖² = v G vᵀ. The formula's
+    value u_h(y_i) = W_V(m + Σ w_i) + b_V with tilt w_i = s W_Kᵀ q_i, q_i = W_Q y_i + b_Q, is
+    W_V m + b_V + q_i (s W_K Σ W_Vᵀ): a d_h × d_h product per query; for a sequence's own
+    moments s W_K Σ_s W_Vᵀ = s (Y W_Kᵀ)ᵀ(Y W_Vᵀ)/n_s from its centred tokens Y."""
     heads = layer.heads
     n = len(heads)
     N, d = y.shape
-    real = np.zeros((n + 1, N, d))
-    own = np.zeros((n + 1, N, d))
-    pooled = np.zeros((n + 1, N, d))
+    stack = _Stack.of(heads)
+    real, own, pooled = (np.zeros((N, stack.width)) for _ in range(3))
     m_all, S_all = y.mean(axis=0), np.cov(y, rowvar=False, bias=True).reshape(d, d)
-    stats: list[list[np.ndarray]] = [[] for _ in range(2 * n)]
+    tilts = [h.scale * (h.W_K @ S_all) @ h.W_V.T for h in heads]  # s W_K Σ W_Vᵀ, pooled
+    spreads, counts = [], []
     start = 0
     for seq in split(y, lengths):
         stop = start + seq.shape[0]
-        m_s, S_s = seq.mean(axis=0), np.cov(seq, rowvar=False, bias=True).reshape(d, d)
-        for k, h in enumerate(heads):
-            spread, effective, p = _row_statistics(h, seq)
-            stats[2 * k].append(spread)
-            stats[2 * k + 1].append(effective)
-            w = h.scale * (seq @ h.W_Q.T + h.b_Q) @ h.W_K  # tilts: s_ij = ⟨w_i, y_j⟩ + c_i
-            for out, (m, S) in ((own, (m_s, S_s)), (pooled, (m_all, S_all))):
-                out[k, start:stop] = ((m + w @ S) @ h.W_V.T + h.b_V) @ h.W_O.T
-            real[k, start:stop] = (p @ (seq @ h.W_V.T + h.b_V)) @ h.W_O.T
+        m_s = seq.mean(axis=0)
+        centred = seq - m_s
+        logits, logp, q, real[start:stop] = stack.rows(seq)
+        spreads.append(logits.std(axis=2))
+        counts.append(np.exp(-np.sum(np.exp(logp) * logp, axis=2)))  # exp(H) per row
+        for h, cols, T_all in zip(heads, stack.spans, tilts, strict=True):
+            tilt = h.scale * (centred @ h.W_K.T).T @ (centred @ h.W_V.T) / seq.shape[0]
+            for out, m, T in ((own, m_s, tilt), (pooled, m_all, T_all)):
+                out[start:stop, cols] = m @ h.W_V.T + h.b_V + q[:, cols] @ T
         start = stop
-    for arr in (real, own, pooled):
-        arr[n] = arr[:n].sum(axis=0)
     radius2 = max(float(np.trace(S_all)), np.finfo(float).tiny)
     out = np.full((n + 1, 4), np.nan)
-    for k in range(n + 1):
-        spread2 = float(np.sum((real[k] - real[k].mean(axis=0)) ** 2))
-        err_own = float(np.sum((real[k] - own[k]) ** 2))
-        err_pooled = float(np.sum((real[k] - pooled[k]) ** 2))
-        formula2 = float(np.sum((own[k] - own[k].mean(axis=0)) ** 2))
+    W_all = stack.side.W_O
+    metrics = [h.W_O.T @ h.W_O for h in heads] + [W_all.T @ W_all]
+    spans = [*stack.spans, slice(0, stack.width)]
+    for k, (G, cols) in enumerate(zip(metrics, spans, strict=True)):
+        r, o, pl = real[:, cols], own[:, cols], pooled[:, cols]
+        spread2 = _quadratic(r - r.mean(axis=0), G)
+        err_own = _quadratic(r - o, G)
+        err_pooled = _quadratic(r - pl, G)
+        formula2 = _quadratic(o - o.mean(axis=0), G)
         if spread2 > 0:
             out[k, :3] = err_own / spread2, err_pooled / spread2, formula2 / spread2
         out[k, 3] = np.sqrt(err_own / N / radius2)
-    pooled_stats = np.array([np.median(np.concatenate(s)) for s in stats]).reshape(n, 2)
-    return out, pooled_stats
+    return out, np.stack([np.median(np.concatenate(rows, axis=1), axis=1)
+                          for rows in (spreads, counts)], axis=1)
 
 
 def _bias_layer(layer: EncoderLayer, mean: np.ndarray, cov: np.ndarray,
@@ -346,36 +396,36 @@ def _bias_layer(layer: EncoderLayer, mean: np.ndarray, cov: np.ndarray,
                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """One Gaussian draw of all sequences: per head and (last entry) for the whole attention
     output, the squared distances ‖Ĉ − C‖_F² of the finite-n output and of the formula's own
-    affine map on the same draws (the Monte-Carlo floor), and ‖C‖_F² (in R^d)."""
+    affine map on the same draws (the Monte-Carlo floor), and ‖C‖_F² (in R^d). The whole
+    output's formula is the affine map y ↦ My + c, M = Σ_h W_O,h P_h, of covariance MΣMᵀ
+    (the heads' cross terms included)."""
     lam, U = np.linalg.eigh(cov)
     root = U * np.sqrt(np.clip(lam, 0.0, None))
     y = mean + rng.standard_normal((sum(lengths), mean.size)) @ root.T
     heads = layer.heads
-    finite = [np.empty((y.shape[0], h.d_h)) for h in heads]
+    stack = _Stack.of(heads)
+    finite = np.empty((y.shape[0], stack.width))
     start = 0
     for seq in split(y, lengths):
         stop = start + seq.shape[0]
-        for k, h in enumerate(heads):
-            p = _row_statistics(h, seq)[2]
-            finite[k][start:stop] = p @ (seq @ h.W_V.T + h.b_V)
+        finite[start:stop] = stack.rows(seq)[3]
         start = stop
     n = len(heads)
     bias, floor, size = np.empty(n + 1), np.empty(n + 1), np.empty(n + 1)
-    total_finite, total_formula = np.zeros_like(y), np.zeros_like(y)
-    C_total = np.zeros_like(cov)
-    for k, h in enumerate(heads):
-        P = h.scale * (h.W_V @ cov @ h.W_K.T) @ h.W_Q  # W_V Σ B_h
-        formula = y @ P.T  # the affine map up to its constant
+    P_all = np.vstack([h.scale * (h.W_V @ cov @ h.W_K.T) @ h.W_Q for h in heads])  # W_V Σ B_h
+    formula = y @ P_all.T  # every head's affine map up to its constant, side by side
+    for k, (h, cols) in enumerate(zip(heads, stack.spans, strict=True)):
+        P = P_all[cols]
         R = _metric(h.W_O)
         C = R @ P @ cov @ P.T @ R
-        bias[k] = np.linalg.norm(R @ np.cov(finite[k], rowvar=False) @ R - C) ** 2
-        floor[k] = np.linalg.norm(R @ np.cov(formula, rowvar=False) @ R - C) ** 2
+        bias[k] = np.linalg.norm(R @ np.cov(finite[:, cols], rowvar=False) @ R - C) ** 2
+        floor[k] = np.linalg.norm(R @ np.cov(formula[:, cols], rowvar=False) @ R - C) ** 2
         size[k] = np.linalg.norm(C) ** 2
-        total_finite += finite[k] @ h.W_O.T
-        total_formula += formula @ h.W_O.T
-        C_total += (h.W_O @ P) @ cov @ (h.W_O @ P).T
-    bias[n] = np.linalg.norm(np.cov(total_finite, rowvar=False) - C_total) ** 2
-    floor[n] = np.linalg.norm(np.cov(total_formula, rowvar=False) - C_total) ** 2
+    W_all = stack.side.W_O
+    M = W_all @ P_all
+    C_total = M @ cov @ M.T
+    bias[n] = np.linalg.norm(W_all @ np.cov(finite, rowvar=False) @ W_all.T - C_total) ** 2
+    floor[n] = np.linalg.norm(W_all @ np.cov(formula, rowvar=False) @ W_all.T - C_total) ** 2
     size[n] = np.linalg.norm(C_total) ** 2
     return bias, floor, size, np.linalg.norm(cov) ** 2 * np.ones(n + 1)
 
