@@ -218,12 +218,12 @@ def plot_ellipses(t: np.ndarray, mean: np.ndarray, cov: np.ndarray, *, n_between
     Returns
     -------
     matplotlib.axes.Axes
-        The Axes drawn into.
+        The Axes holding the ellipses, equal aspect, with a legend.
 
     Raises
     ------
     numpy.linalg.LinAlgError
-        When the eigenvalues of a non-finite Σ cannot be computed.
+        When a Σ(t) has non-finite entries (its plane or its square root is undefined).
 
     See Also
     --------
@@ -232,12 +232,13 @@ def plot_ellipses(t: np.ndarray, mean: np.ndarray, cov: np.ndarray, *, n_between
 
     References
     ----------
-    .. [1] riccati_tf theory, SPEC §4 "Reachability (time-varying controls)".
+    .. [1] riccati_tf theory, SPEC §3 "Rank invariance" (a rank-r Σ draws a degenerate ellipse)
+       and §4 (the steering paths drawn).
 
     Examples
     --------
-    >>> import numpy as np
     >>> from riccati_tf.io.plots import plot_ellipses
+    >>> import numpy as np
     >>> t = np.array([0.0, 0.5, 1.0])
     >>> cov = np.array([np.diag([4.0, 1.0]), np.diag([2.0, 1.0]), np.eye(2)])
     >>> ax = plot_ellipses(t, np.zeros((3, 2)), cov, n_between=1)
