@@ -178,6 +178,15 @@ def test_blowing_up_certificate_is_drawn_up_to_its_t_star():
     assert "blows_up" in ax.get_title()
 
 
+def test_a_title_names_each_word_once():
+    """A numerical certificate whose theorem is "numerical" is titled "(numerical)", not
+    "(numerical, numerical)"; an exact one keeps both words."""
+    exact = _certificate("blows_up")
+    assert exact.plot().get_title() == f"blows_up (exact, {exact.theorem})"
+    numerical = replace(_certificate("converges"), exact=False, theorem="numerical")
+    assert numerical.plot().get_title() == "converges (numerical)"
+
+
 def _settling_time(cert, factor, t_max):
     """The first time at which ‖Σ(t) − Σ*‖_F has fallen by factor (on a fine grid)."""
     t = np.linspace(0.0, t_max, 20_001)
