@@ -19,21 +19,17 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 
-# editable installs put the checkout on sys.path by a static .pth line (setuptools' compat
-# mode), not an import hook, so that mypy finds the package for a user's script too
-EDITABLE = --config-settings editable_mode=compat
-
 $(VENV)/.report: pyproject.toml | $(BIN)/python
-	$(BIN)/pip install -q -e '.[report]' $(EDITABLE)
+	$(BIN)/pip install -q -e '.[report]'
 	touch $@
 
 # the test extra and the documentation's in one install (the suite builds the documentation)
 $(VENV)/.test: pyproject.toml | $(BIN)/python
-	$(BIN)/pip install -q -e '.[test,docs]' $(EDITABLE)
+	$(BIN)/pip install -q -e '.[test,docs]'
 	touch $@ $(VENV)/.report $(VENV)/.docs
 
 $(VENV)/.docs: pyproject.toml | $(BIN)/python
-	$(BIN)/pip install -q -e '.[docs]' $(EDITABLE)
+	$(BIN)/pip install -q -e '.[docs]'
 	touch $@
 
 report: $(VENV)/.report

@@ -12,7 +12,7 @@ import html
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["DIGITS", "LATEX_MAX_D", "REPR_DIGITS", "REPR_MAX_D", "REPR_SHORT_DIGITS",
+__all__ = ["DIGITS", "LATEX_MAX_D", "REPR_DIGITS", "REPR_MAX_D", "REPR_SHORT_DIGITS", "Markup",
            "array_text", "html_table", "latex_matrix", "number", "repr_number"]
 
 #: matrices larger than this (d × d) are not written out in LaTeX (the display would not fit)
@@ -150,15 +150,44 @@ def array_text(x: npt.ArrayLike, max_d: int = REPR_MAX_D) -> str | None:
                            for row in a) + "]"
 
 
+class Markup(str):
+    """A table cell that is HTML already (such as a sentence with MathML from
+    `riccati_tf.io.htmlmath.text_with_math`): `html_table` writes it as it is.
+
+    Raises
+    ------
+    None
+        A str.
+
+    See Also
+    --------
+    html_table : writes every other cell escaped.
+
+    References
+    ----------
+    .. [1] riccati_tf theory, SPEC §6 "Certificates" (the reasons shown this way).
+
+    Examples
+    --------
+    >>> from riccati_tf.display import Markup, html_table
+    >>> "<b>" in html_table("T", [("a", Markup("<b>x</b>")), ("b", "<b>")])
+    True
+    """
+
+    __slots__ = ()
+
+
 def html_table(title: str, rows: list[tuple[str, object]]) -> str:
-    """A two-column HTML table (name, value) with a caption, every cell escaped.
+    """A two-column HTML table (name, value) with a caption, every cell escaped but a `Markup`
+    value.
 
     Parameters
     ----------
     title : str
         The caption.
     rows : list of (str, object)
-        The rows in order: a name and a value, each written with ``str`` and HTML-escaped.
+        The rows in order: a name and a value, each written with ``str`` and HTML-escaped (a
+        `Markup` value as it is).
 
     Returns
     -------
@@ -189,7 +218,9 @@ def html_table(title: str, rows: list[tuple[str, object]]) -> str:
     style='text-align:left'>&lt;1</td></tr></table>"
     """
     body = "".join(f"<tr><th style='text-align:left'>{html.escape(str(k))}</th>"
-                   f"<td style='text-align:left'>{html.escape(str(v))}</td></tr>" for k, v in rows)
+                   f"<td style='text-align:left'>"
+                   f"{v if isinstance(v, Markup) else html.escape(str(v))}</td></tr>"
+                   for k, v in rows)
     return f"<table><caption>{html.escape(title)}</caption>{body}</table>"
 
 

@@ -57,7 +57,8 @@ def test_readme_python_blocks_type_check_strictly(tmp_path):
     # and ints where arrays are expected, Optional results narrowed (mypy --strict; the
     # package's own modules are checked by `make typecheck`, not reported here). mypy finds the
     # package as the environment installed it: no MYPYPATH (an editable install through an
-    # import hook would be invisible to it, hence the Makefile's compat mode)
+    # import hook would be invisible to it, hence pyproject's package-dir, which makes the
+    # editable install one static .pth line)
     script = tmp_path / "readme_example.py"
     script.write_text("\n".join(_python_blocks(_readme())), encoding="utf-8")
     run = subprocess.run(

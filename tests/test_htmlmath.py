@@ -6,8 +6,8 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from riccati_tf.app.htmlmath import as_arrays, latex_to_mathml, text_with_math
 from riccati_tf.errors import InvalidInputError
+from riccati_tf.io.htmlmath import as_arrays, latex_to_mathml, text_with_math
 from riccati_tf.symbolic import transformer_system
 from riccati_tf.symbolic.latex import system_latex
 

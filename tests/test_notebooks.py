@@ -24,7 +24,7 @@ NOTEBOOKS = sorted((Path(__file__).parents[1] / "notebooks").glob("*.ipynb"))
 #: phase_diagram, or a pyplot figure
 PLOT_CALL = re.compile(r"(\bplot_\w+|\.plot|phase_diagram|plt\.subplots)\(")
 #: the application's internals, which a notebook does not need: results draw themselves
-INTERNAL = ("riccati_tf.app.plotting", "riccati_tf.app.htmlmath", "riccati_tf.io.figures")
+INTERNAL = ("riccati_tf.app.plotting", "riccati_tf.io.htmlmath", "riccati_tf.io.figures")
 
 
 def test_there_are_notebooks():
@@ -125,9 +125,9 @@ READBACK = """<script>window.addEventListener('load', function () {
 
 
 def math_as_mathml(nb):
-    """A copy of nb whose markdown math is MathML (`app.htmlmath.latex_to_mathml`), which a
+    """A copy of nb whose markdown math is MathML (`io.htmlmath.latex_to_mathml`), which a
     browser renders natively, in place of the $…$ that nbconvert leaves to MathJax."""
-    from riccati_tf.app.htmlmath import latex_to_mathml
+    from riccati_tf.io.htmlmath import latex_to_mathml
 
     nb = copy.deepcopy(nb)
     for cell in nb.cells:
@@ -156,7 +156,7 @@ def test_rendered_notebook_shows_figures_and_equations(executed, tmp_path):
     n_figures = sum(_shows(o, "image/png") for c in _code_cells(nb) for o in c.outputs)
     n_math = sum(len(DISPLAY_MATH.findall(c.source)) + len(INLINE_MATH.findall(c.source))
                  for c in executed(path).cells if c.cell_type == "markdown")
-    assert n_figures >= 3 and n_math >= 10
+    assert n_figures >= 1 and n_math >= 10  # the three regimes: three panels of one figure
     body, _ = HTMLExporter().from_notebook_node(nb)
     page = tmp_path / "notebook02.html"
     page.write_text(body.replace("</body>", READBACK), encoding="utf-8")

@@ -108,7 +108,7 @@ def to_latex(text: str) -> str:
                lambda m: r"\mathrm{" + m[1].replace("_", r"\_") + "}", s)
     s = re.sub(r"\[\[(.+?), (.+?)\], \[(.+?), (.+?)\]\]", _block_matrix, s)
     s = re.sub(r"√\(([^()]*(?:\([^()]*\)[^()]*)*)\)", r"\\sqrt{\1}", s)
-    s = re.sub(r"√([\w!]+)", r"\\sqrt{\1}", s)
+    s = re.sub(r"√((?:[\w!]+|\{[^{}]*\})+)", r"\\sqrt{\1}", s)  # √p₊: p_{+} whole
     s = re.sub(r"Σ_([hijks]{1,2}|\{[^{}]*[=≤≥∈<>][^{}]*\})(?=[\s(])", _sum, s)
     s = re.sub(r"Π_(\w)", r"\\prod_{\1}", s)
     s = re.sub(r"∩_(\w)", r"\\bigcap_{\1}", s)

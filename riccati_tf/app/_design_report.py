@@ -24,10 +24,10 @@ from ..design.repair import nearest_stable
 from ..design.target import Design
 from ..flows.integrate import flow
 from ..io.figures import Figure, figure_png
+from ..io.htmlmath import latex_to_mathml, text_with_math
 from ..io.serialize import json_document, params_json
 from ..stability.certificates.entry import certify
 from ..state.params import Gaussian, Params
-from .htmlmath import latex_to_mathml, text_with_math
 from .plotting import plot_convergence
 from .report import Section, _page, significant
 

@@ -30,6 +30,7 @@ import tqdm
 from ..flows.integrate import flow
 from ..io.figures import figure_png, min_text_px, new_figure
 from ..io.files import OutputFolder
+from ..io.htmlmath import latex_to_mathml, text_with_math
 from ..io.plots import plot_ellipses
 from ..io.serialize import to_jsonable
 from ..reachability.steering import steer
@@ -37,7 +38,6 @@ from ..stability.certificates import certify
 from ..state.params import Gaussian
 from ..state.validation import psd_rank
 from .examples import regime_examples
-from .htmlmath import latex_to_mathml, text_with_math
 from .plotting import plot_covariance
 
 __all__ = ["PAGE", "SUMMARY", "write_report"]

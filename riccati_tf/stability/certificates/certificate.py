@@ -17,9 +17,10 @@ import numpy as np
 from numpy.typing import NDArray
 from scipy.linalg import LinAlgError
 
-from ...display import html_table, latex_matrix, number, repr_number
+from ...display import Markup, html_table, latex_matrix, number, repr_number
 from ...errors import InvalidInputError
 from ...flows.integrate import flow
+from ...io.htmlmath import text_with_math
 from ...state.params import Gaussian, Params
 from ..equilibria import Equilibrium
 from ..equilibria.coords import sym_basis
@@ -238,7 +239,8 @@ class Certificate:
                 ("global", self.global_), ("d", self.params.d), ("rate", number(self.rate)),
                 ("T*", number(self.blowup_time)), ("threshold λ_max(W∞Σ0)", number(self.threshold)),
                 ("bound sup λ_max(Σ(t))", number(self.bound)),
-                ("rank Σ*", "—" if eq is None else eq.rank), ("reason", self.reason)]
+                ("rank Σ*", "—" if eq is None else eq.rank),
+                ("reason", Markup(text_with_math(self.reason)))]
         return html_table("Certificate", rows)
 
     def _repr_latex_(self) -> str | None:

@@ -80,7 +80,7 @@ def text_with_math(text: str) -> str:
 
     Examples
     --------
-    >>> from riccati_tf.app.htmlmath import text_with_math
+    >>> from riccati_tf.io.htmlmath import text_with_math
     >>> html = text_with_math("Σ(t) → e^{At}Σ0 for t > 0.")
     >>> html.startswith("Σ(t) → <math"), html.endswith("</math> for t &gt; 0.")
     (True, True)
@@ -146,7 +146,7 @@ def latex_to_mathml(latex: str, *, display: bool = True) -> str:
 
     Examples
     --------
-    >>> from riccati_tf.app.htmlmath import latex_to_mathml
+    >>> from riccati_tf.io.htmlmath import latex_to_mathml
     >>> print(latex_to_mathml("x^{2}", display=False).replace("><", ">\\n<"))
     <math xmlns="http://www.w3.org/1998/Math/MathML" display="inline">
     <mrow>
