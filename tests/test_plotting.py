@@ -230,3 +230,18 @@ def test_zero_covariance_is_said_not_drawn():
     assert not _curves(ax.figure)
     assert ax.get_legend().get_title().get_text().startswith("rank 0")
     assert any(text.get_text() == "Σ(t) = 0" for text in ax.texts)
+
+
+@pytest.mark.parametrize("bad", ["nan", "shape"])
+def test_ellipses_refuse_non_finite_or_mismatched_input(bad):
+    from riccati_tf.errors import InvalidInputError
+    from riccati_tf.io.plots import plot_ellipses
+
+    t, mean, cov = np.array([0.0, 1.0]), np.zeros((2, 2)), np.array([np.eye(2), np.eye(2)])
+    if bad == "nan":
+        cov[1, 0, 0] = np.nan
+    else:
+        mean = np.zeros((3, 2))
+    with pytest.raises(InvalidInputError, match="plot_ellipses"):
+        plot_ellipses(t, mean, cov)
+

@@ -16,6 +16,7 @@ import numpy as np
 import numpy.typing as npt
 from matplotlib.ticker import LogFormatter
 
+from ..errors import InvalidInputError
 from ..state.validation import psd_rank
 from .figures import Figure, new_figure
 
@@ -222,8 +223,9 @@ def plot_ellipses(t: np.ndarray, mean: np.ndarray, cov: np.ndarray, *, n_between
 
     Raises
     ------
-    numpy.linalg.LinAlgError
-        When a Σ(t) has non-finite entries (its plane or its square root is undefined).
+    InvalidInputError
+        When the shapes do not fit together ((k,), (k, d), (k, d, d), k ≥ 1) or an entry is
+        not finite (the plane and the square roots would be undefined).
 
     See Also
     --------
@@ -245,6 +247,15 @@ def plot_ellipses(t: np.ndarray, mean: np.ndarray, cov: np.ndarray, *, n_between
     >>> [line.get_label() for line in ax.get_lines()]
     ['1 between', 'start, t = 0', 'end, t = 1']
     """
+    t, mean, cov = (np.asarray(x, dtype=float) for x in (t, mean, cov))
+    k = t.shape[0] if t.ndim == 1 else 0
+    d = mean.shape[-1] if mean.ndim == 2 else 0
+    if k < 1 or d < 1 or mean.shape != (k, d) or cov.shape != (k, d, d):
+        raise InvalidInputError(f"plot_ellipses: t, mean, cov must have shapes (k,), (k, d), "
+                                f"(k, d, d), got {t.shape}, {mean.shape}, {cov.shape}")
+    if not (np.all(np.isfinite(t)) and np.all(np.isfinite(mean))
+            and np.all(np.isfinite(cov))):
+        raise InvalidInputError("plot_ellipses: t, mean and cov must be finite")
     ax = axes_of(ax)
     ends = cov[0] + cov[-1]
     basis = np.linalg.eigh((ends + ends.T) / 2)[1][:, ::-1][:, :min(2, cov.shape[-1])]
