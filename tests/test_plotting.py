@@ -128,7 +128,6 @@ def test_log_axis_labels_are_plain_numbers_within_two_decades(low, high, expect_
 
     fig, ax = new_figure()
     ax.semilogy([0, 1], [low, high])
-    ax.get_ylim()
     plain_log_labels(ax.yaxis)
     fig.draw_without_rendering()
     labels = [t.get_text() for t in (*ax.get_yticklabels(), *ax.get_yticklabels(minor=True))

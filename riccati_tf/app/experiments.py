@@ -553,7 +553,6 @@ def plot_relu_drift(result: ReluDriftResult) -> Figure:
         ax.set_ylabel(f"{label} (log scale)")
         ax.set_title(name)
         ax.legend(fontsize=9)
-        ax.get_ylim()
         plain_log_labels(ax.yaxis)
     axes[2].semilogy(result.t[1:], result.closure_error[1:], "o-", ms=3)
     axes[2].set_xlabel("t")

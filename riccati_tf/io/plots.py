@@ -17,7 +17,7 @@ import numpy.typing as npt
 from matplotlib.ticker import LogFormatter
 
 from ..errors import InvalidInputError
-from ..state.validation import psd_rank
+from ..state.validation import as_array, psd_rank
 from .figures import Figure, new_figure
 
 if TYPE_CHECKING:
@@ -76,7 +76,8 @@ def spectrum(cov: np.ndarray, rank: int | None = None,
 def plain_log_labels(axis: Any) -> None:
     """Tick labels of a log axis as plain numbers (2, 3, 0.05) instead of 2 × 10⁰ where its view
     spans less than two decades (minor ticks labelled then, thinned by matplotlib's
-    `LogFormatter`); a wider axis keeps its powers of ten. Call it once the data are drawn."""
+    `LogFormatter`); a wider axis keeps its powers of ten. Call it once the data are plotted
+    (the view interval autoscales to them when read)."""
     low, high = sorted(axis.get_view_interval())
     if axis.get_scale() == "log" and low > 0 and high / low < 100:
         axis.set_major_formatter(_PlainLogFormatter(labelOnlyBase=False))
@@ -186,7 +187,6 @@ def plot_covariance(traj: CovarianceTrajectory, *, title: str = "", ax: Any = No
     ax.set_ylabel("eigenvalues of Σ(t)")
     ax.set_title(title)
     ax.grid(True, which="both", alpha=0.3)
-    ax.get_ylim()  # the data limits, which the labels depend on
     plain_log_labels(ax.yaxis)
     handles = ax.get_legend_handles_labels()[0]  # none for Σ = 0: the legend then is its title
     ax.legend(handles=handles, fontsize=8, title=f"rank {r} of d = {traj.cov.shape[1]}",
@@ -247,15 +247,12 @@ def plot_ellipses(t: np.ndarray, mean: np.ndarray, cov: np.ndarray, *, n_between
     >>> [line.get_label() for line in ax.get_lines()]
     ['1 between', 'start, t = 0', 'end, t = 1']
     """
-    t, mean, cov = (np.asarray(x, dtype=float) for x in (t, mean, cov))
-    k = t.shape[0] if t.ndim == 1 else 0
-    d = mean.shape[-1] if mean.ndim == 2 else 0
-    if k < 1 or d < 1 or mean.shape != (k, d) or cov.shape != (k, d, d):
+    t, mean, cov = (as_array(f"plot_ellipses: {name}", x, ndim=n) for name, x, n in
+                    (("t", t, 1), ("mean", mean, 2), ("cov", cov, 3)))
+    k, d = mean.shape
+    if k < 1 or d < 1 or t.shape != (k,) or cov.shape != (k, d, d):
         raise InvalidInputError(f"plot_ellipses: t, mean, cov must have shapes (k,), (k, d), "
                                 f"(k, d, d), got {t.shape}, {mean.shape}, {cov.shape}")
-    if not (np.all(np.isfinite(t)) and np.all(np.isfinite(mean))
-            and np.all(np.isfinite(cov))):
-        raise InvalidInputError("plot_ellipses: t, mean and cov must be finite")
     ax = axes_of(ax)
     ends = cov[0] + cov[-1]
     basis = np.linalg.eigh((ends + ends.T) / 2)[1][:, ::-1][:, :min(2, cov.shape[-1])]

@@ -103,7 +103,6 @@ def plot_atlas(result: Atlas) -> Figure:
     ax.set(title="blow-up time T* (layers)", xlabel="layer", ylabel="T*")
     _integer_ticks(ax.xaxis)
     ax.set_yscale("log")
-    ax.get_ylim()
     plain_log_labels(ax.yaxis)
     # in a panel of its own: inside the axes the legend can hide a marker
     axes[5].axis("off")
@@ -127,7 +126,6 @@ def _log_if_positive(ax: Any, series: list[np.ndarray]) -> None:
     values = values[np.isfinite(values)]
     if values.size and np.all(values > 0):
         ax.set_yscale("log")
-        ax.get_ylim()
         plain_log_labels(ax.yaxis)
 
 
