@@ -16,7 +16,7 @@ from riccati_tf.flows.integrate import flow
 from riccati_tf.state.params import Gaussian
 
 #: targets checked by default, up to N_SLOW in make test (slow), all 50 in make test-long
-N_FAST, N_SLOW = 15, 30
+N_FAST, N_SLOW = 15, 20
 N_TARGETS = 50
 #: starts per target for the exact flow, and how many of them DOP853 also integrates
 N_STARTS, N_DOP = 10, 2
