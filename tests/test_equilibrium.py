@@ -6,6 +6,7 @@ import pytest
 
 from riccati_tf import Gaussian, Params, equilibria, flow
 from riccati_tf.errors import InvalidInputError, SolverError
+from riccati_tf.stability.equilibria.constants import SETTLE_RHS_BUDGET
 from riccati_tf.stability.equilibria.coords import from_coords, sym_basis, to_coords
 from riccati_tf.stability.equilibria.field import F
 from riccati_tf.stability.equilibria.linearization import (
@@ -15,6 +16,7 @@ from riccati_tf.stability.equilibria.linearization import (
     spectral_abscissa,
 )
 from riccati_tf.stability.equilibria.newton import newton
+from riccati_tf.stability.equilibria.search import equilibrium_search
 from riccati_tf.stability.riccati import bernoulli
 
 
@@ -711,3 +713,20 @@ def test_search_budget_and_progress_are_validated(bad):
     if bad is not None:
         with pytest.raises(InvalidInputError, match="progress must be"):
             equilibria(p, progress=bad)
+
+
+@pytest.mark.parametrize("scale", [1.0, 1e19])
+def test_a_layer_of_subnormal_rates_is_answered_within_the_settling_budget(scale):
+    """A hostile layer (A of order 1e-319 · scale, heads of 1e-40 to 1e-208): the settling
+    run's horizon SETTLE_HORIZON / rate is not a finite float. Its RK45 steps were rejected
+    hundreds of times each, without end, until the search's 60-second budget stopped it
+    ("undetermined", about 3·10⁶ right-hand sides); now it ends at once and the search answers
+    within a few settling budgets of right-hand sides."""
+    A = scale * np.array([[-2.98673e-319, -2.98673e-319], [-2.754e-319, -5.32e-321]])
+    V = np.array([[6.497138568536022e-208, -1.8792964400901555e-81],
+                  [2.3209760151828378e-52, 2.0080960902435897e-51]])
+    B = np.array([[-7.228336645570919e-40, -0.0],
+                  [-3.3301975449385576e-40, -9.704132693661695e-40]])
+    result = equilibrium_search(Params(A, heads=[(V, B)]))
+    assert not result.undetermined
+    assert result.spent.rhs_evaluations <= 4 * SETTLE_RHS_BUDGET

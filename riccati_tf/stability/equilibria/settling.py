@@ -30,6 +30,10 @@ from .scales import drift_spectrum, magnitude, quadratic_constant
 __all__: list[str] = []
 
 
+class _Stalled(Exception):
+    """The settling run spent its right-hand sides inside one step."""
+
+
 def _settled_stage(params: Params, *, work: _Work) -> np.ndarray | None:
     """Where the covariance flow settles from Σ0 = magnitude(params)·I: the first state, step by
     step of RK45 (rtol SETTLE_INTEGRATION_RTOL, atol that times tr Σ0 / d: the search needs Σ to
@@ -38,28 +42,36 @@ def _settled_stage(params: Params, *, work: _Work) -> np.ndarray | None:
     spent (explicit steps are slow near a stiff equilibrium), the state where an implicit run
     from there settles (`_stiff_settled`), or the stalled state itself; None when tr Σ falls
     below tr Σ0 / SETTLE_RANGE (Σ heads for 0) or rises above SETTLE_GROWTH tr Σ0, when
-    t = SETTLE_HORIZON / rate passes (rate = max(‖A‖₂, c‖Σ0‖₂)), or when the integration fails.
-    A stable equilibrium attracts the flow, so this start lies in its basin when Σ0 does;
-    Newton takes it from there. Each right-hand side is charged to `work`. Remembered per layer
-    (read-only result)."""
+    t = SETTLE_HORIZON / rate passes (rate = max(‖A‖₂, c‖Σ0‖₂)), when that time is not a
+    finite float, or when the integration fails. The budget binds inside a step as well: a
+    step whose rejections spend 2·SETTLE_RHS_BUDGET right-hand sides (its error estimate never
+    falls below the tolerance) ends the run as a stall at the last accepted state. A stable
+    equilibrium attracts the flow, so this start lies in its basin when Σ0 does; Newton takes
+    it from there. Each right-hand side is charged to `work`. Remembered per layer (read-only
+    result)."""
     d = params.d
     bare = factored_layer(params, bias=False) if d >= FACTOR_MIN_D else \
         Params(params.A, heads=params.heads)
 
     def rhs(_t: float, y: np.ndarray) -> np.ndarray:
         work.charge(rhs=1)
+        if work.rhs - start >= 2 * SETTLE_RHS_BUDGET:
+            raise _Stalled
         return covariance_array(bare, y.reshape(d, d)).ravel()
     S0 = magnitude(params) * np.eye(d)
     tr0 = float(np.trace(S0))
     rate = max(drift_spectrum(params)[1], quadratic_constant(params) * magnitude(params))
-    if not (np.isfinite(rate) and rate > 0 and tr0 > 0):
+    if not (np.isfinite(rate) and rate > 0 and tr0 > 0 and np.isfinite(SETTLE_HORIZON / rate)):
         return None
-    stepper = RK45(rhs, 0.0, S0.ravel(), SETTLE_HORIZON / rate, rtol=SETTLE_INTEGRATION_RTOL,
-                   atol=SETTLE_INTEGRATION_RTOL * tr0 / d)
     start = work.rhs
     with np.errstate(over="ignore", invalid="ignore"):  # a runaway Σ is detected below
+        stepper = RK45(rhs, 0.0, S0.ravel(), SETTLE_HORIZON / rate, rtol=SETTLE_INTEGRATION_RTOL,
+                       atol=SETTLE_INTEGRATION_RTOL * tr0 / d)
         while stepper.status == "running":
-            stepper.step()
+            try:
+                stepper.step()
+            except _Stalled:  # rejected again and again inside one step
+                break
             S = stepper.y.reshape(d, d)
             tr = float(np.trace(S))
             if stepper.status == "failed" or not tr0 / SETTLE_RANGE < tr < SETTLE_GROWTH * tr0:
@@ -69,10 +81,14 @@ def _settled_stage(params: Params, *, work: _Work) -> np.ndarray | None:
                 S.setflags(write=False)
                 return S
             if work.rhs - start >= SETTLE_RHS_BUDGET:
-                S = _stiff_settled(params, S, stepper.t, tr0, rate, work)
-                S.setflags(write=False)
-                return S
-    return None
+                break
+        else:
+            return None
+    # stalled: the explicit steps spent their right-hand sides; the last accepted state
+    S = stepper.y.reshape(d, d)
+    S = _stiff_settled(params, 0.5 * (S + S.T), stepper.t, tr0, rate, work)
+    S.setflags(write=False)
+    return S
 
 
 def _stiff_settled(params: Params, S: np.ndarray, t: float, tr0: float, rate: float,
