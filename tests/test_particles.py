@@ -288,7 +288,8 @@ def wishart_bound(cov, n):
     return 4 * np.sqrt((np.trace(cov) ** 2 + np.sum(cov**2)) / (n - 1)) / np.linalg.norm(cov)
 
 
-@pytest.mark.parametrize("n, n_steps", [(5000, 2), (20_000, 1)])
+#: N = 20 000 for one step: 16 s of CPU, in make test-long with the three-step run below
+@pytest.mark.parametrize("n, n_steps", [(5000, 2), pytest.param(20_000, 1, marks=pytest.mark.long)])
 def test_particles_follow_the_gaussian_flow_at_short_times(n, n_steps):
     h = 0.05
     x0 = START.sample(n, np.random.default_rng(11))

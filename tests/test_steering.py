@@ -52,12 +52,12 @@ def relative_error(mean, cov, plan):
 
 
 @pytest.mark.parametrize("controls", ["affine", "attention"])
-@pytest.mark.parametrize("d", [1, 2, 3, 4, *(pytest.param(d, marks=pytest.mark.long)
-                                             for d in (5, 6))])
+@pytest.mark.parametrize("d", [1, 2, 3, *(pytest.param(d, marks=pytest.mark.long)
+                                          for d in (4, 5, 6))])
 def test_random_pairs_are_steered_exactly(controls, d):
     """Must-show 1: every rank r = 0..d; verify() (DOP853 via flow) and an independent Radau
-    integration of the written-out ODE both land within 1e-8 of the target (d = 5 and 6, half
-    a minute of CPU time each with attention, in make test-long)."""
+    integration of the written-out ODE both land within 1e-8 of the target (d = 4, 5 and 6,
+    from 7 s to half a minute of CPU time each with attention, in make test-long)."""
     rng = np.random.default_rng(100 + d)
     for r in range(d + 1):
         start, target = random_gaussian(rng, d, r), random_gaussian(rng, d, r)
