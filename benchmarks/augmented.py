@@ -15,6 +15,9 @@ it at each rtol given; printed at each time: tr Σ, max |Y_h|, the extreme eigen
 (whose ratio meets the unit roundoff when λ_min(Σ) goes negative), the relative difference of
 tr Σ between the two tolerances, and how the run ended, with its CPU time. Not a method of the
 package: a measurement of how far the representation (Σ, Y_h) carries the flow in float64.
+
+`--form factored` integrates (L, Y_h) instead, Σ = L Lᵀ with L̇ = M L (L0 the Cholesky factor of
+Σ0): Σ is positive semidefinite by construction, and the run shows whether that is enough.
 """
 
 from __future__ import annotations
@@ -88,9 +91,49 @@ class Augmented:
         return np.vstack([top, self.select @ top])
 
 
-def run(d: int, t_final: float, rtols: tuple[float, ...]) -> None:
+class Factored(Augmented):
+    """The state (L, Y_h), Σ = L Lᵀ: L̇ = M L, Ẏ_h = Ṽ_h (M Σ + Σ Mᵀ) K_hᵀ, M as in Augmented;
+    `unpack` gives (L, Y)."""
+
+    def __init__(self, params, cov0: np.ndarray) -> None:
+        super().__init__(params, cov0)
+        d = self.d
+        self.y0 = np.concatenate([np.linalg.cholesky(cov0).ravel(), self.y0[d * d:]])
+        self.transpose = np.zeros((d * d, d * d))  # vec_r(Xᵀ) = transpose · vec_r(X)
+        i, j = np.meshgrid(np.arange(d), np.arange(d), indexing="ij")
+        self.transpose[(j * d + i).ravel(), (i * d + j).ravel()] = 1.0
+
+    def rhs(self, t: float, y: np.ndarray) -> np.ndarray:
+        L, Y = self.unpack(y)
+        ML = (self.A + self.Os @ Y @ self.Qs) @ L
+        dS = ML @ L.T
+        return np.concatenate([ML.ravel(), self.blocks(self.Vs @ (dS + dS.T) @ self.Ks.T)])
+
+    def jac(self, t: float, y: np.ndarray) -> np.ndarray:
+        L, Y = self.unpack(y)
+        # dΣ/dL = kron(I, L) + kron(L, I)·transpose; the Σ-columns of Augmented's Jacobian at
+        # Σ = L Lᵀ map dΣ to d(MΣ + ΣMᵀ) and the Y-columns are Augmented's
+        eye = np.eye(self.d)
+        state = np.concatenate([(L @ L.T).ravel(), y[self.d * self.d:]])
+        dS = super().jac(t, state)[:self.d * self.d]
+        n = self.d * self.d
+        dS = np.hstack([dS[:, :n] @ (np.kron(eye, L) + np.kron(L, eye) @ self.transpose),
+                        dS[:, n:]])
+        M = self.A + self.Os @ Y @ self.Qs
+        top = [np.kron(M, eye)]
+        for i in range(len(self.shapes)):
+            O = self.Os[:, self.rows[i]:self.rows[i + 1]]
+            Q = self.Qs[self.cols[i]:self.cols[i + 1]]
+            top.append(np.kron(O, (Q @ L).T))
+        return np.vstack([np.hstack(top), self.select @ dS])
+
+
+FORMS = {"augmented": Augmented, "factored": Factored}
+
+
+def run(d: int, t_final: float, rtols: tuple[float, ...], form: str = "augmented") -> None:
     case = family_cases((d,), 1, family="opposite")[0]
-    system = Augmented(case.params, np.asarray(case.initial.cov, dtype=float))
+    system = FORMS[form](case.params, np.asarray(case.initial.cov, dtype=float))
     times = [t for t in TIMES if t <= t_final]
     traces = {}
     for rtol in rtols:
@@ -104,6 +147,7 @@ def run(d: int, t_final: float, rtols: tuple[float, ...]) -> None:
         traces[rtol] = {}
         for t, y in zip(sol.t, sol.y.T, strict=True):
             S, Y = system.unpack(y)
+            S = S @ S.T if form == "factored" else S
             lam = np.linalg.eigvalsh((S + S.T) / 2)
             traces[rtol][t] = np.trace(S)
             print(f"  t = {t:6g}  tr Σ = {np.trace(S):.10e}  max |Y_h| = {np.abs(Y).max():.4f}  "
@@ -120,12 +164,14 @@ def main(argv=None) -> None:
     parser.add_argument("--d", type=int, default=24, help="the dimension (≤ 48)")
     parser.add_argument("--t-final", type=float, default=100.0)
     parser.add_argument("--rtol", type=float, nargs="+", default=[1e-7, 1e-9])
+    parser.add_argument("--form", choices=sorted(FORMS), default="augmented",
+                        help="the state: (Σ, Y_h) or the factor (L, Y_h), Σ = L Lᵀ")
     args = parser.parse_args(argv)
     if args.d > 48:
         parser.error("the dense Jacobian is for d ≤ 48")
     _, line = pin_one_thread()
     print(line)
-    run(args.d, args.t_final, tuple(args.rtol))
+    run(args.d, args.t_final, tuple(args.rtol), args.form)
 
 
 if __name__ == "__main__":

@@ -59,3 +59,19 @@ def test_multihead_quick_run_agrees_with_dop853(capsys):
     out = capsys.readouterr().out
     assert "# equilibria: median" in out and "# certify: median" in out
     assert out.count("agrees (") == 9 and "DISAGREES" not in out
+
+
+@pytest.mark.parametrize("form", ["augmented", "factored"])
+def test_augmented_jacobians_are_the_derivatives_of_their_right_hand_sides(form):
+    """benchmarks.augmented: the exact Jacobian of each state, (Σ, Y_h) and (L, Y_h), against
+    central differences of its right-hand side at a perturbed start (d = 6)."""
+    from benchmarks.augmented import FORMS
+    from riccati_tf.empirical.families import family_cases
+
+    case = family_cases((6,), 1, family="opposite")[0]
+    system = FORMS[form](case.params, np.asarray(case.initial.cov, dtype=float))
+    rng = np.random.default_rng(1)
+    y = system.y0 + 0.01 * rng.standard_normal(system.y0.size)
+    step = 1e-6 * rng.standard_normal(y.size)
+    central = (system.rhs(0.0, y + step) - system.rhs(0.0, y - step)) / 2
+    assert np.linalg.norm(central - system.jac(0.0, y) @ step) <= 1e-8 * np.linalg.norm(central)
