@@ -88,6 +88,7 @@ def test_probe_keeps_its_verdict_when_n_is_close_to_d(encoder_dir):
         assert np.all(res.band_high[name] > res.null_median[name])
 
 
+@pytest.mark.long  # 22 s of CPU: the d = 384 flows; the small model's tests below run the same path
 def test_atlas_with_the_defaults_writes_figure_and_numbers(encoder_dir, tmp_path, capsys):
     out = tmp_path / "atlas"
     assert main(["atlas", "--model", encoder_dir, "--out", str(out)]) == 0
@@ -357,6 +358,11 @@ def test_atlas_rerun_replaces_its_own_files(trained_dir, tmp_path, capsys):
     assert main(["atlas", "--model", folder, "--out", str(out), "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["regime"] == stored["regime"]
     assert json.loads((out / "atlas.json").read_text())["regime"] == stored["regime"]
+    # a file the user changed is never overwritten
+    (out / "atlas.json").write_text("my notes")
+    assert main(["atlas", "--model", folder, "--out", str(out)]) == 2
+    assert "refusing to overwrite" in capsys.readouterr().err
+    assert (out / "atlas.json").read_text() == "my notes"
 
 
 def test_atlas_with_text_starts_each_layer_from_its_measured_input(trained_dir, tmp_path,
