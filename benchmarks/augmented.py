@@ -69,6 +69,15 @@ class Augmented:
             at += a * b
         return y[:d * d].reshape(d, d), Y
 
+    def head(self, i: int) -> tuple[np.ndarray, np.ndarray]:
+        """(O_h, Q_h) of head i, from the stacked factors."""
+        return (self.Os[:, self.rows[i]:self.rows[i + 1]],
+                self.Qs[self.cols[i]:self.cols[i + 1]])
+
+    def covariance(self, y: np.ndarray) -> np.ndarray:
+        """Σ of the state y."""
+        return self.unpack(y)[0]
+
     def rhs(self, t: float, y: np.ndarray) -> np.ndarray:
         S, Y = self.unpack(y)
         M = self.A + self.Os @ Y @ self.Qs
@@ -81,8 +90,7 @@ class Augmented:
         M = self.A + self.Os @ Y @ self.Qs
         columns = [np.kron(M, eye) + np.kron(eye, M)]
         for i, (a, b) in enumerate(self.shapes):
-            O = self.Os[:, self.rows[i]:self.rows[i + 1]]
-            Q = self.Qs[self.cols[i]:self.cols[i + 1]]
+            O, Q = self.head(i)
             flip = np.zeros((a * b, a * b))  # vec_r(δYᵀ) = flip · vec_r(δY)
             flip[(np.arange(b)[:, None] * a + np.arange(a)).ravel(),
                  (np.arange(a)[None, :] * b + np.arange(b)[:, None]).ravel()] = 1.0
@@ -103,6 +111,10 @@ class Factored(Augmented):
         i, j = np.meshgrid(np.arange(d), np.arange(d), indexing="ij")
         self.transpose[(j * d + i).ravel(), (i * d + j).ravel()] = 1.0
 
+    def covariance(self, y: np.ndarray) -> np.ndarray:
+        L = self.unpack(y)[0]
+        return L @ L.T
+
     def rhs(self, t: float, y: np.ndarray) -> np.ndarray:
         L, Y = self.unpack(y)
         ML = (self.A + self.Os @ Y @ self.Qs) @ L
@@ -113,17 +125,14 @@ class Factored(Augmented):
         L, Y = self.unpack(y)
         # dΣ/dL = kron(I, L) + kron(L, I)·transpose; the Σ-columns of Augmented's Jacobian at
         # Σ = L Lᵀ map dΣ to d(MΣ + ΣMᵀ) and the Y-columns are Augmented's
-        eye = np.eye(self.d)
-        state = np.concatenate([(L @ L.T).ravel(), y[self.d * self.d:]])
-        dS = super().jac(t, state)[:self.d * self.d]
-        n = self.d * self.d
+        eye, n = np.eye(self.d), self.d * self.d
+        dS = super().jac(t, np.concatenate([self.covariance(y).ravel(), y[n:]]))[:n]
         dS = np.hstack([dS[:, :n] @ (np.kron(eye, L) + np.kron(L, eye) @ self.transpose),
                         dS[:, n:]])
         M = self.A + self.Os @ Y @ self.Qs
         top = [np.kron(M, eye)]
         for i in range(len(self.shapes)):
-            O = self.Os[:, self.rows[i]:self.rows[i + 1]]
-            Q = self.Qs[self.cols[i]:self.cols[i + 1]]
+            O, Q = self.head(i)
             top.append(np.kron(O, (Q @ L).T))
         return np.vstack([np.hstack(top), self.select @ dS])
 
@@ -146,8 +155,7 @@ def run(d: int, t_final: float, rtols: tuple[float, ...], form: str = "augmented
               f"{sol.nfev} right-hand sides, {sol.njev} Jacobians, {cpu:.1f} s)", flush=True)
         traces[rtol] = {}
         for t, y in zip(sol.t, sol.y.T, strict=True):
-            S, Y = system.unpack(y)
-            S = S @ S.T if form == "factored" else S
+            S, Y = system.covariance(y), system.unpack(y)[1]
             lam = np.linalg.eigvalsh((S + S.T) / 2)
             traces[rtol][t] = np.trace(S)
             print(f"  t = {t:6g}  tr Σ = {np.trace(S):.10e}  max |Y_h| = {np.abs(Y).max():.4f}  "
