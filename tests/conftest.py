@@ -52,6 +52,8 @@ XDIST_GROUPS = {
     # claims of proofs/, which proofs/_verify.py runs once per process: with test_proofs.py on
     # the same worker, each claim is proved once
     "quick-report": ("tests/test_report.py", "tests/test_proofs.py"),
+    # the module-scoped `grown` certificate (a stiff flow through Rodas4, 12 s), computed once
+    "stiff-growth": ("tests/test_stiff_growth.py",),
 }
 GROUP_OF = {module: group for group, modules in XDIST_GROUPS.items() for module in modules}
 

@@ -752,6 +752,33 @@ def bounded_skew_plus_1e_9_is_not_bounded_d10():
     assert far_top(A, S0, 1e12, dps=30) <= c.bound
 
 
+@case(AREA, "result")
+def marginal_A_with_stabilising_signs_general_v():
+    """A with spectral abscissa 0 up to rounding (λ = −2e-16), V ⪰ 0, B ⪯ 0 general (d = 3, from
+    a random search): the linearisation at the equilibrium the flow approaches has a pair
+    λ_i + λ_j within SLICOT's separation bound of 0, and so does H ↦ AH + HAᵀ at Σ* = 0. Before,
+    certify raised SolverError from the refused local Lyapunov solve, and scipy's perturbed
+    solve of AᵀP + PA = −I warned; now no P is taken from either, no warning escapes, and the
+    answer is "undetermined" (numerical, check() True) or a regime the reference confirms."""
+    import warnings
+
+    A = [[-1.623956214467586, -1.5093976153060016, 0.5772315732898916],
+         [0.7813909531767034, 0.0033347202372445706, -0.21479624769398195],
+         [-0.03644416070944652, -0.14577348068126442, 0.022697374728093078]]
+    V = [[0.37955222656940013, 0.1317978820236522, -0.3652051912591765],
+         [0.13179788202365214, 0.9507144697927429, 0.43993182777336926],
+         [-0.3652051912591765, 0.43993182777336926, 0.8164823643985811]]
+    B = [[-1.5901403587624803, 0.5418345866637954, 0.1500600211402059],
+         [0.5418345866637954, -0.43705794946787235, 0.2706686031426255],
+         [0.15006002114020595, 0.2706686031426255, -0.7103149553320423]]
+    S0 = [[2.929973464801849, -0.14601915318990438, 0.24290968724343695],
+          [-0.14601915318990438, 0.482260042101134, 0.08132439664638895],
+          [0.24290968724343695, 0.08132439664638895, 1.410764278928195]]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        judge(Params(A, B=B, V=V), S0, None, undetermined_ok=True, ode_horizon=200.0)
+
+
 # ---------------------------------------------------------------- forged certificates
 
 

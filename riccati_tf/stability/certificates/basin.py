@@ -40,8 +40,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
-from scipy.linalg import LinAlgError, solve_continuous_lyapunov
 
+from ...errors import SolverError
 from ...state.params import Params
 from ..equilibria import ACCEPT_RTOL, NEWTON_MAXITER, Equilibrium
 from ..equilibria.coords import to_coords
@@ -52,6 +52,7 @@ from ..equilibria.linearization import linearization_matrix
 from ..equilibria.newton import _newton
 from ..equilibria.scales import head_norms
 from ..equilibria.settling import implicit_flow
+from ..riccati import lyapunov_function
 from ..stiffpath import STIFF_MAX_D
 from .constants import EPS, ROUNDING_ULPS
 
@@ -142,13 +143,15 @@ def basin_of(params: Params, cov: np.ndarray, P: np.ndarray,
 
 
 def lyapunov_matrix(L: np.ndarray) -> np.ndarray | None:
-    """P with LᵀP + PL = −I (scipy's Bartels–Stewart on the n_s × n_s L), symmetrised; None
-    when the solve fails or is not finite."""
-    try:
-        P = solve_continuous_lyapunov(L.T, -np.eye(L.shape[0]))
-    except (LinAlgError, ValueError):
+    """P with LᵀP + PL = −I (`lyapunov_function`: SLICOT's Bartels–Stewart on the n_s × n_s L),
+    symmetrised; None when L is not finite, the solve fails or would perturb L (some
+    λ_i + λ_j within its separation bound of 0), or P is not finite."""
+    if not np.all(np.isfinite(L)):
         return None
-    P = 0.5 * (P + P.T)
+    try:
+        P = lyapunov_function(L).P
+    except SolverError:
+        return None
     return P if np.all(np.isfinite(P)) else None
 
 

@@ -200,9 +200,10 @@ class _Integrator:
                          f"DOP853's steps collapsed) used its budget of {MAX_IMPLICIT_STEPS} "
                          f"steps")
                 return _Run(self.t, self.states[-1], self.states[-1], failure=(
-                    f"{spent} by t = {self.t:.6g} (tr Σ = {np.trace(self.states[-1]):.3g}): "
-                    f"the flow is stiff there, typically Σ growing along a direction where "
-                    f"the attention term degenerates"), switch_time=self.switch_time)
+                    f"{spent} by t = {self.t:.6g}, with tr Σ gone from "
+                    f"{np.trace(self.states[0]):.3g} to {np.trace(self.states[-1]):.3g}: the "
+                    f"steps needed there (a stiff flow, or a slow approach over a long "
+                    f"horizon) exceed it"), switch_time=self.switch_time)
             except (SolverError, ValueError, LinAlgError, ArithmeticError) as exc:
                 self.stopped = True  # the flow could not continue (InvalidInputError included)
                 return _Run(self.t, self.states[-1], self.states[-1], failure=(

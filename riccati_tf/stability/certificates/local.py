@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 import numpy as np
-from scipy.linalg import LinAlgError, solve_continuous_lyapunov
 
+from ...errors import SolverError
 from ...state.params import Params
 from ..equilibria import KRONECKER_MAX_D, Equilibrium
 from ..equilibria.coords import to_coords
@@ -40,13 +40,18 @@ class _Local:
 
 
 def _local(p: Params, cov: np.ndarray) -> _Local | None:
-    """Lyapunov certificate at Σ* (d ≤ 30): P from LᵀP + PL = −I, Kantorovich radius, basin."""
+    """Lyapunov certificate at Σ* (d ≤ 30): P from LᵀP + PL = −I, Kantorovich radius, basin;
+    None where L is not Hurwitz, or is so near the axis that SLICOT refuses the solve
+    (λ_i + λ_j within its separation bound of 0: no P to certify with)."""
     if p.d > KRONECKER_MAX_D:
         return None
     L = linearization_matrix(p, cov)
     if np.max(np.linalg.eigvals(L).real) >= 0:
         return None
-    sol = lyapunov_function(L)
+    try:
+        sol = lyapunov_function(L)
+    except SolverError:
+        return None
     bounds = _local_bounds(p, cov, L, sol.P)
     if bounds is None:
         return None
@@ -130,18 +135,18 @@ class _ZeroSublevel:
 
 @lru_cache(maxsize=8)
 def _zero_sublevel(p: Params) -> _ZeroSublevel | None:
-    """`_ZeroSublevel` of Σ* = 0 with Q = I (P from AᵀP + PA = −I by scipy's
-    solve_continuous_lyapunov, symmetrised), or None when A is not Hurwitz or the rounding
-    leaves μ or λ_min(P) not positive. Computed once per layer (certify's ball and the check of
-    its certificate read the same set)."""
+    """`_ZeroSublevel` of Σ* = 0 with Q = I (P from AᵀP + PA = −I by `lyapunov_function`), or
+    None when A is not Hurwitz, the solve would perturb A (an eigenvalue pair within SLICOT's
+    separation bound of λ_i + λ_j = 0), or the rounding leaves μ or λ_min(P) not positive.
+    Computed once per layer (certify's ball and the check of its certificate read the same
+    set)."""
     if not np.max(drift_spectrum(p)[0].real) < 0:
         return None
     d = p.d
-    try:  # scipy's Bartels–Stewart: a d × d solve, without importing python-control
-        P = solve_continuous_lyapunov(p.A.T, -np.eye(d))
-    except (LinAlgError, ValueError):
+    try:
+        P = lyapunov_function(p.A).P.copy()
+    except SolverError:
         return None
-    P = 0.5 * (P + P.T)
     if not np.all(np.isfinite(P)):
         return None
     P.setflags(write=False)  # cached
