@@ -200,10 +200,11 @@ class _Integrator:
                          f"DOP853's steps collapsed) used its budget of {MAX_IMPLICIT_STEPS} "
                          f"steps")
                 return _Run(self.t, self.states[-1], self.states[-1], failure=(
-                    f"{spent} by t = {self.t:.6g}, with tr Σ gone from "
-                    f"{np.trace(self.states[0]):.3g} to {np.trace(self.states[-1]):.3g}: the "
-                    f"steps needed there (a stiff flow, or a slow approach over a long "
-                    f"horizon) exceed it"), switch_time=self.switch_time)
+                    f"{spent} within the segment from t = {self.t:.6g} to "
+                    f"{self.t + h:.6g} (tr Σ from {np.trace(self.states[0]):.3g} at t = 0 to "
+                    f"{np.trace(self.states[-1]):.3g} at its start): the steps needed there (a "
+                    f"stiff flow, or a slow approach over a long horizon) exceed it"),
+                    switch_time=self.switch_time)
             except (SolverError, ValueError, LinAlgError, ArithmeticError) as exc:
                 self.stopped = True  # the flow could not continue (InvalidInputError included)
                 return _Run(self.t, self.states[-1], self.states[-1], failure=(
