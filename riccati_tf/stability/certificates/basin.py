@@ -41,7 +41,6 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ...errors import SolverError
 from ...state.params import Params
 from ..equilibria import ACCEPT_RTOL, NEWTON_MAXITER, Equilibrium
 from ..equilibria.coords import to_coords
@@ -52,9 +51,9 @@ from ..equilibria.linearization import linearization_matrix
 from ..equilibria.newton import _newton
 from ..equilibria.scales import head_norms
 from ..equilibria.settling import implicit_flow
-from ..riccati import lyapunov_function
 from ..stiffpath import STIFF_MAX_D
 from .constants import EPS, ROUNDING_ULPS
+from .local import lyapunov_matrix
 
 if TYPE_CHECKING:
     from .certificate import Certificate
@@ -140,19 +139,6 @@ def basin_of(params: Params, cov: np.ndarray, P: np.ndarray,
         return None
     return Basin(q, p_min, p_max, c, float(g), float(s_minus), float(a_star), float(k),
                  float(radius))
-
-
-def lyapunov_matrix(L: np.ndarray) -> np.ndarray | None:
-    """P with LᵀP + PL = −I (`lyapunov_function`: SLICOT's Bartels–Stewart on the n_s × n_s L),
-    symmetrised; None when L is not finite, the solve fails or would perturb L (some
-    λ_i + λ_j within its separation bound of 0), or P is not finite."""
-    if not np.all(np.isfinite(L)):
-        return None
-    try:
-        P = lyapunov_function(L).P
-    except SolverError:
-        return None
-    return P if np.all(np.isfinite(P)) else None
 
 
 def p_distance(P: np.ndarray, cov: np.ndarray, state: np.ndarray) -> float:

@@ -48,15 +48,27 @@ def _local(p: Params, cov: np.ndarray) -> _Local | None:
     L = linearization_matrix(p, cov)
     if np.max(np.linalg.eigvals(L).real) >= 0:
         return None
-    try:
-        sol = lyapunov_function(L)
-    except SolverError:
+    P = lyapunov_matrix(L)
+    if P is None:
         return None
-    bounds = _local_bounds(p, cov, L, sol.P)
+    bounds = _local_bounds(p, cov, L, P)
     if bounds is None:
         return None
     radius, rho_max = bounds
-    return _Local(L, sol.P, sol.Q, radius, rho_max)
+    return _Local(L, P, np.eye(L.shape[0]), radius, rho_max)
+
+
+def lyapunov_matrix(L: np.ndarray) -> np.ndarray | None:
+    """P with LᵀP + PL = −I (`lyapunov_function`: SLICOT's Bartels–Stewart), symmetrised; None
+    when L is not finite, the solve fails or would perturb L (some λ_i + λ_j within its
+    separation bound of 0), or P is not finite."""
+    if not np.all(np.isfinite(L)):
+        return None
+    try:
+        P = lyapunov_function(L).P
+    except SolverError:
+        return None
+    return P if np.all(np.isfinite(P)) else None
 
 
 def _local_bounds(p: Params, cov: np.ndarray, L: np.ndarray, P: np.ndarray,
@@ -135,7 +147,7 @@ class _ZeroSublevel:
 
 @lru_cache(maxsize=8)
 def _zero_sublevel(p: Params) -> _ZeroSublevel | None:
-    """`_ZeroSublevel` of Σ* = 0 with Q = I (P from AᵀP + PA = −I by `lyapunov_function`), or
+    """`_ZeroSublevel` of Σ* = 0 with Q = I (P from AᵀP + PA = −I by `lyapunov_matrix`), or
     None when A is not Hurwitz, the solve would perturb A (an eigenvalue pair within SLICOT's
     separation bound of λ_i + λ_j = 0), or the rounding leaves μ or λ_min(P) not positive.
     Computed once per layer (certify's ball and the check of its certificate read the same
@@ -143,11 +155,8 @@ def _zero_sublevel(p: Params) -> _ZeroSublevel | None:
     if not np.max(drift_spectrum(p)[0].real) < 0:
         return None
     d = p.d
-    try:
-        P = lyapunov_function(p.A).P.copy()
-    except SolverError:
-        return None
-    if not np.all(np.isfinite(P)):
+    P = lyapunov_matrix(p.A)
+    if P is None:
         return None
     P.setflags(write=False)  # cached
     slack = ROUNDING_ULPS * d * EPS
